@@ -1,0 +1,167 @@
+/// The result of rebasing one diff over another.
+public enum TransformOutcome: Hashable, Sendable {
+    /// The rebased diff (possibly unchanged).
+    case diff(Diff)
+    /// The diff became a no-op: a later write to the same target wins (SEMANTICS §3 rules 4–6).
+    case overwritten(DiffTarget)
+}
+
+/// Operational transform of PeopleKeeper diffs (SEMANTICS §3).
+///
+/// Positions are rebased with the tag order both diffs were made on, because a move's destination
+/// is a gap in the list *without* the moved person: where that gap lands after a concurrent insert
+/// depends on where the moved person was. Both the hub (which rebuilds the order at a batch's base)
+/// and a client (which has its confirmed model) know that order.
+///
+/// TP1 holds for every pair: with `m` the model both were made on,
+/// `m · a · T(b, over: a, bFirst: false) == m · b · T(a, over: b, aFirst: true)`,
+/// where diffs on absent tags are no-ops when applied (rule 2).
+public enum Transform {
+    /// Rebases `incoming` over `applied`; both were made on a model whose tag order is `order`.
+    ///
+    /// - Parameter incomingFirst: true when the hub ordered `incoming` before `applied` (it then wins
+    ///   position ties and loses last-writer-wins ties). The hub rebasing a new batch passes false.
+    public static func transform(
+        _ incoming: Diff, over applied: Diff, order: [Tag], incomingFirst: Bool = false
+    ) -> TransformOutcome {
+        let laterWins: (DiffTarget) -> TransformOutcome = { target in
+            incomingFirst ? .overwritten(target) : .diff(incoming)
+        }
+        switch (incoming, applied) {
+        case (.move(let t, _), .move(let u, _)) where t == u:
+            return laterWins(.position(t))
+        case (.insert, _) where applied.isPositional, (.move, _) where applied.isPositional:
+            return .diff(rebasePosition(incoming, over: applied, order: order, incomingFirst: incomingFirst))
+        case (.set(let t, let v), .set(let u, let w)) where t == u && v.field == w.field:
+            return laterWins(.field(t, v.field))
+        case (.text(let t, _), .set(let u, .name)) where t == u:
+            return .overwritten(.field(t, .name))
+        case (.text(let t, let mine), .text(let u, let theirs)) where t == u:
+            return .diff(.text(t, mine.transformed(over: theirs, selfFirst: incomingFirst)))
+        case (.facialHair(let t, let s, _), .facialHair(let u, let r, _)) where t == u && s == r:
+            return laterWins(.facialHair(t, s))
+        case (.preference(let t, let p, _), .preference(let u, let q, _)) where t == u && p == q:
+            return laterWins(.preference(t, p))
+        default:
+            // Different tags or fields commute; `set(name)` wins over an applied `text`; a diff on a
+            // removed tag is kept and becomes a no-op when applied (rule 2), so a restore revives it.
+            return .diff(incoming)
+        }
+    }
+
+    /// Rebases a batch over an applied batch (each a sequence, made on `order`), pairwise on a grid.
+    ///
+    /// Returns the rebased incoming diffs and the targets of those that became no-ops, each with the
+    /// index of the applied diff that overwrote it. Cost O(|incoming| × |applied| × people) worst case.
+    public static func transform(
+        _ incoming: [Diff], over applied: [Diff], order: [Tag], incomingFirst: Bool = false
+    ) -> (diffs: [Diff], overwritten: [(target: DiffTarget, byApplied: Int)]) {
+        var diffs = incoming
+        var overwritten: [(target: DiffTarget, byApplied: Int)] = []
+        var outer = order
+        for (appliedIndex, original) in applied.enumerated() {
+            var current: Diff? = original
+            var inner = outer
+            var next: [Diff] = []
+            next.reserveCapacity(diffs.count)
+            for d in diffs {
+                guard let e = current else {
+                    next.append(d)
+                    continue
+                }
+                switch transform(d, over: e, order: inner, incomingFirst: incomingFirst) {
+                case .diff(let rebased): next.append(rebased)
+                case .overwritten(let target): overwritten.append((target, appliedIndex))
+                }
+                switch transform(e, over: d, order: inner, incomingFirst: !incomingFirst) {
+                case .diff(let rebased): current = rebased
+                case .overwritten: current = nil
+                }
+                inner = applyOrder(d, to: inner)
+            }
+            diffs = next
+            outer = applyOrder(original, to: outer)
+        }
+        return (diffs, overwritten)
+    }
+
+    /// The tag order after `diff`, with the clamping rules of apply; diffs on absent tags change nothing.
+    public static func applyOrder(_ diff: Diff, to order: [Tag]) -> [Tag] {
+        var order = order
+        switch diff {
+        case .insert(let person, let at):
+            guard !order.contains(person.tag) else { return order }
+            order.insert(person.tag, at: min(max(at, 0), order.count))
+        case .remove(let tag):
+            order.removeAll { $0 == tag }
+        case .move(let tag, let to):
+            guard let from = order.firstIndex(of: tag) else { return order }
+            order.remove(at: from)
+            order.insert(tag, at: min(max(to, 0), order.count))
+        default:
+            break
+        }
+        return order
+    }
+
+    /// The list change of a positional diff on `order`: who leaves, and who enters at which gap of the
+    /// list without the leaver.
+    private struct ListChange {
+        var leaving: Tag?
+        var entering: (tag: Tag, gap: Int)?
+
+        init(_ diff: Diff, order: [Tag]) {
+            switch diff {
+            case .insert(let person, let at):
+                if !order.contains(person.tag) {
+                    entering = (person.tag, min(max(at, 0), order.count))
+                }
+            case .remove(let tag):
+                if order.contains(tag) { leaving = tag }
+            case .move(let tag, let to):
+                if order.contains(tag) {
+                    leaving = tag
+                    entering = (tag, min(max(to, 0), order.count - 1))
+                }
+            default:
+                break
+            }
+        }
+    }
+
+    /// Rebases the gap of an insert or move over a positional applied diff.
+    ///
+    /// The incoming gap is kept after the same people it had on its left; the applied diff's entering
+    /// person is left of it when it lands left of that gap, or at the same gap and was ordered first.
+    private static func rebasePosition(_ incoming: Diff, over applied: Diff, order: [Tag], incomingFirst: Bool) -> Diff {
+        let mine = ListChange(incoming, order: order)
+        guard let entering = mine.entering else { return incoming } // moves an absent tag: unchanged
+        let theirs = ListChange(applied, order: order)
+        let before = order.filter { $0 != mine.leaving }
+        let leftOfGap = Set(before.prefix(entering.gap))
+        let after = applyOrder(applied, to: order).filter { $0 != mine.leaving }
+        var arrival = theirs.entering?.tag
+        if arrival == mine.leaving || arrival == entering.tag { arrival = nil }
+        // `after` without the arrival keeps the old relative order, so the people left of the gap are
+        // a prefix of it: the rebased gap is their count (plus one if the arrival lands left of it).
+        var gap = 0
+        var seen = 0
+        var arrivalGap: Int?
+        for tag in after {
+            if tag == arrival {
+                arrivalGap = seen
+                continue
+            }
+            seen += 1
+            if leftOfGap.contains(tag) { gap += 1 }
+        }
+        if let arrivalGap, arrivalGap < gap || (arrivalGap == gap && !incomingFirst) {
+            gap += 1
+        }
+        switch incoming {
+        case .insert(let person, _): return .insert(person, at: gap)
+        case .move(let tag, _): return .move(tag, to: gap)
+        default: return incoming
+        }
+    }
+}

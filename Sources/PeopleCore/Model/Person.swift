@@ -1,0 +1,61 @@
+/// A person's tag: positive, unique in a room, never reused for a different person.
+public typealias Tag = Int
+
+/// One person in a room, identified by `tag`.
+///
+/// Likes and dislikes are stored as one register per topic (`opinions`), so a topic can never be in
+/// both sets: `likes` and `dislikes` are views of that register, not stored sets.
+public struct Person: Identifiable, Hashable, Sendable {
+    public let tag: Tag
+    public var name: String
+    public var hairColor: HairColor
+    public var hairLength: HairLength
+    public var eyeColor: EyeColor
+    public var glasses: Bool
+    public var facialHair: Set<FacialHairStyle>
+    /// One register per topic; a topic absent from the dictionary is `.none`. Never stores `.none`.
+    public private(set) var opinions: [Topic: Opinion]
+
+    public var id: Tag { tag }
+
+    public init(
+        tag: Tag,
+        name: String,
+        hairColor: HairColor = .brown,
+        hairLength: HairLength = .short,
+        eyeColor: EyeColor = .brown,
+        glasses: Bool = false,
+        facialHair: Set<FacialHairStyle> = [],
+        likes: Set<Topic> = [],
+        dislikes: Set<Topic> = []
+    ) {
+        self.tag = tag
+        self.name = name
+        self.hairColor = hairColor
+        self.hairLength = hairLength
+        self.eyeColor = eyeColor
+        self.glasses = glasses
+        self.facialHair = facialHair
+        var opinions: [Topic: Opinion] = [:]
+        for topic in dislikes { opinions[topic] = .dislike }
+        for topic in likes { opinions[topic] = .like }
+        self.opinions = opinions
+    }
+
+    /// The topic's register.
+    public func opinion(on topic: Topic) -> Opinion { opinions[topic] ?? .none }
+
+    /// Writes the topic's register; `.none` clears it.
+    public mutating func setOpinion(_ opinion: Opinion, on topic: Topic) {
+        opinions[topic] = opinion == .none ? nil : opinion
+    }
+
+    /// Topics this person likes, in vocabulary order.
+    public var likes: [Topic] { Topic.allCases.filter { opinions[$0] == .like } }
+
+    /// Topics this person dislikes, in vocabulary order.
+    public var dislikes: [Topic] { Topic.allCases.filter { opinions[$0] == .dislike } }
+
+    /// Facial hair styles in vocabulary order.
+    public var facialHairInOrder: [FacialHairStyle] { FacialHairStyle.allCases.filter(facialHair.contains) }
+}
