@@ -1,0 +1,201 @@
+extension Room {
+    /// An `undo` or `redo` request: take the user's newest entry (touching `scope`), revert it, and
+    /// (with cascade) go on while entries change nothing. Pushes the inverse of what was applied onto
+    /// the other stack (redo is computed at undo time). Any request ends the user's coalescing run.
+    mutating func revert(
+        _ request: ClientMessage.UndoRequest, redo: Bool, from id: SessionID, now: Int64
+    ) -> (reply: ServerMessage, actions: [RoomAction]) {
+        let user = sessions[id]!.user
+        var stacks = stacks(of: user)
+        let before = stacks.summary
+        stacks.run = nil
+        var applied: [AppliedDiff] = []
+        var skipped: [SkipReport] = []
+        var label: String?
+        while let index = UndoStacks.newest(in: redo ? stacks.redo : stacks.undo, scope: request.scope) {
+            let entry = redo ? stacks.redo.remove(at: index) : stacks.undo.remove(at: index)
+            let outcome = revert(entry, by: user)
+            skipped += outcome.skipped
+            if !outcome.applied.isEmpty {
+                applied = outcome.applied
+                label = entry.label
+                break
+            }
+            if !policy.undo.cascade { break }
+        }
+
+        guard !applied.isEmpty else {
+            users[user, default: UserState()].stacks = stacks
+            let result = ServerMessage.UndoResult(seq: request.seq, skipped: skipped)
+            let reply: ServerMessage = redo ? .redone(result) : .undone(result)
+            return (reply, [.send(reply, to: [id])] + historyActions(user: user, before: before))
+        }
+
+        let number = history.head + 1
+        let revision = Revision(number: number, author: user, kind: redo ? .redo : .undo, label: label,
+                                applied: applied, timestamp: now, session: id, seq: request.seq)
+        let opposite = UndoEntry(label: label, parts: [UndoEntry.Part(revision: number, applied: applied)])
+        if redo {
+            UndoStacks.push(opposite, onto: &stacks.undo, depth: policy.undo.depth)
+        } else {
+            UndoStacks.push(opposite, onto: &stacks.redo, depth: policy.undo.depth)
+        }
+        users[user, default: UserState()].stacks = stacks
+        let result = ServerMessage.UndoResult(seq: request.seq, rev: number, ops: revision.diffs, label: label,
+                                              skipped: skipped)
+        let reply: ServerMessage = redo ? .redone(result) : .undone(result)
+        return (reply, commit(revision, reply: reply, sender: id) + historyActions(user: user, before: before))
+    }
+
+    /// What reverting one entry did: the diffs applied (empty when the model ended up unchanged) and
+    /// the parts skipped.
+    struct RevertOutcome {
+        var applied: [AppliedDiff] = []
+        var skipped: [SkipReport] = []
+    }
+
+    /// Reverts an entry on the model: each part's inverse, newest first, rebased over what happened
+    /// since and guarded by the conflict policy. Cost: the events on the entry's tags since the entry.
+    mutating func revert(_ entry: UndoEntry, by user: String) -> RevertOutcome {
+        var outcome = RevertOutcome()
+        if entry.oldestRevision < history.floor {
+            outcome.skipped = entry.tags.sorted().map { SkipReport(reason: .expired, tag: $0) }
+            return outcome
+        }
+        let snapshot = entry.tags.map { (tag: $0, index: model.index(of: $0), person: model[$0]) }
+        let count = model.count
+        for part in entry.parts.reversed() {
+            for (index, done) in part.applied.enumerated().reversed() {
+                let step = inverse(of: done, at: part.revision, index: index, by: user, inProgress: outcome.applied)
+                switch step {
+                case .skip(let report):
+                    outcome.skipped.append(report)
+                case .apply(let diff):
+                    do {
+                        if let applied = try model.apply(diff) { outcome.applied.append(applied) }
+                    } catch {
+                        outcome.skipped.append(SkipReport(reason: .invariant, target: done.diff.target, by: nil))
+                    }
+                case .nothing:
+                    break
+                }
+            }
+        }
+        let unchanged = model.count == count && snapshot.allSatisfy { old in
+            model.index(of: old.tag) == old.index && model[old.tag] == old.person
+        }
+        if unchanged && !outcome.applied.isEmpty {
+            model.rollBack(outcome.applied)
+            outcome.applied = []
+        }
+        return outcome
+    }
+
+    enum RevertStep {
+        case apply(Diff)
+        case skip(SkipReport)
+        case nothing
+    }
+
+    /// The rebased, guarded inverse of one applied diff of an entry (SEMANTICS §2 table and §4).
+    func inverse(
+        of done: AppliedDiff, at revision: Int, index: Int, by user: String, inProgress: [AppliedDiff]
+    ) -> RevertStep {
+        let guarded = policy.undo.conflicts == .skip
+        let tag = done.diff.tag
+        let later = history.events(on: tag, after: revision, index: index)
+        func removed() -> RevertStep {
+            .skip(SkipReport(reason: .targetRemoved, tag: tag, by: history.writer(of: .person(tag))))
+        }
+        func overwritten(_ target: DiffTarget) -> RevertStep {
+            .skip(SkipReport(reason: .overwritten, target: target, by: history.writer(of: target)))
+        }
+
+        switch (done.diff, done.inverse) {
+        case (.set(_, let written), .set(_, let old)):
+            guard let person = model[tag] else { return removed() }
+            if guarded && person.value(of: written.field) != written { return overwritten(done.diff.target) }
+            return .apply(.set(tag, old))
+
+        case (.facialHair(_, let style, let present), .facialHair(_, _, let previous)):
+            guard let person = model[tag] else { return removed() }
+            if guarded && person.facialHair.contains(style) != present { return overwritten(done.diff.target) }
+            return .apply(.facialHair(tag, style, present: previous))
+
+        case (.preference(_, let topic, let written), .preference(_, _, let old)):
+            guard let person = model[tag] else { return removed() }
+            if guarded && person.opinion(on: topic) != written { return overwritten(done.diff.target) }
+            return .apply(.preference(tag, topic, old))
+
+        case (.text, .text(_, var operation)):
+            guard model.contains(tag) else { return removed() }
+            // Rebased character-wise over every later edit of the name, ours included.
+            let laterDiffs = later.reversed().compactMap { event -> Diff? in
+                guard case .field(_, .name) = event.target else { return nil }
+                return history.revision(event.revision)?.applied[event.index].diff
+            } + inProgress.map(\.diff).filter { $0.tag == tag }
+            for diff in laterDiffs {
+                switch diff {
+                case .set(_, .name): return overwritten(.field(tag, .name))
+                case .text(_, let theirs): operation = operation.transformed(over: theirs, selfFirst: false)
+                default: break
+                }
+            }
+            return .apply(.text(tag, operation))
+
+        case (.insert, .remove):
+            guard model.contains(tag) else { return removed() }
+            if guarded, let other = later.first(where: { $0.author != user }) {
+                return .skip(SkipReport(reason: .editedByOthers, tag: tag, by: other.author))
+            }
+            return .apply(.remove(tag))
+
+        case (.remove, .insert(let person, let at)):
+            guard !model.contains(tag) else { return overwritten(.person(tag)) }
+            let placed = place(tag: nil, neighbours: done.neighbours,
+                               fallback: rebasedIndex(at, after: revision, index: index, inProgress: inProgress))
+            return .apply(.insert(person, at: placed))
+
+        case (.move, .move(_, let from)):
+            guard model.contains(tag) else { return removed() }
+            if guarded, let mover = later.first(where: { $0.author != user && $0.target == .position(tag) }) {
+                return .skip(SkipReport(reason: .overwritten, tag: tag, field: "position", by: mover.author))
+            }
+            let placed = place(tag: tag, neighbours: done.neighbours,
+                               fallback: rebasedIndex(from, after: revision, index: index, inProgress: inProgress))
+            return .apply(.move(tag, to: placed))
+
+        default:
+            return .nothing
+        }
+    }
+
+    /// Where a person goes back (SEMANTICS §4): after its old previous neighbour if present, else before
+    /// its old next neighbour if present, else at `fallback`. For a move, `tag` is the moved person and
+    /// indices are in the list without it.
+    func place(tag: Tag?, neighbours: Neighbours?, fallback: Int) -> Int {
+        let own = tag.flatMap { model.index(of: $0) }
+        func withoutSelf(_ index: Int) -> Int { own.map { index > $0 ? index - 1 : index } ?? index }
+        if let before = neighbours?.before, let index = model.index(of: before) { return withoutSelf(index) + 1 }
+        if let after = neighbours?.after, let index = model.index(of: after) { return withoutSelf(index) }
+        return fallback
+    }
+
+    /// An index rebased over the positional changes since (revision, index): only used when both old
+    /// neighbours are gone. Cost: the positional diffs since.
+    func rebasedIndex(_ start: Int, after revision: Int, index: Int, inProgress: [AppliedDiff]) -> Int {
+        var position = start
+        func shift(removedAt: Int?, insertedAt: Int?) {
+            if let removedAt, removedAt < position { position -= 1 }
+            if let insertedAt, insertedAt <= position { position += 1 }
+        }
+        let since = history.positional.reversed().prefix { ($0.revision, $0.index) > (revision, index) }
+        for change in since.reversed() { shift(removedAt: change.removedAt, insertedAt: change.insertedAt) }
+        for done in inProgress {
+            if let change = RoomHistory.positionalEvent(done, revision: 0, index: 0) {
+                shift(removedAt: change.removedAt, insertedAt: change.insertedAt)
+            }
+        }
+        return position
+    }
+}

@@ -1,0 +1,218 @@
+/// The server side of one room: the authoritative model, its history, every user's undo stacks and
+/// tag blocks, and the sessions. A pure state machine: `join`, `leave` and `receive` return the
+/// actions the hub performs (persist, send); time is passed in, session ids are chosen by the caller.
+///
+/// It follows PROTOCOL.md's "rules of the exchange": replies to each seq are cached and replayed,
+/// bases are checked, batches that change nothing make no revision, `since` catches up.
+public struct Room: Sendable {
+    /// One connection's protocol state; it outlives the connection so a `resume` can continue it.
+    struct Session: Sendable {
+        let user: String
+        let role: Role
+        var client: String?
+        var connected: Bool
+        var tags: TagBlock
+        var lastSeq = 0
+        var lastAckRevision: Int
+        var replies: [Int: ServerMessage] = [:]
+        var replyOrder: [Int] = []
+        var viewing: Tag?
+        var field: String?
+        var joinOrder: Int
+    }
+
+    /// What belongs to a user in this room, shared by all the user's sessions.
+    struct UserState: Sendable {
+        var stacks = UndoStacks()
+        var tagBlocks: [TagBlock] = []
+    }
+
+    public let name: String
+    public let policy: RoomPolicy
+    public internal(set) var model: PeopleModel
+    var history: RoomHistory
+    var sessions: [SessionID: Session] = [:]
+    var users: [String: UserState] = [:]
+    var usedTags: Set<Tag>
+    var nextTag: Tag
+    private var joins = 0
+
+    /// A new room at revision 0 holding `seed` (which is nobody's edit: in no undo stack).
+    public init(name: String, seed: PeopleModel = .tutorialSeed, policy: RoomPolicy = RoomPolicy()) {
+        self.name = name
+        self.policy = policy
+        self.model = seed
+        self.history = RoomHistory()
+        self.usedTags = Set(seed.tags)
+        self.nextTag = (seed.tags.max() ?? 0) + 1
+    }
+
+    /// The newest revision.
+    public var revision: Int { history.head }
+    /// Revisions up to this one are no longer kept: older bases are `stale-base`.
+    public var oldestKeptBase: Int { history.floor }
+
+    /// The revision with this number, if still kept.
+    public func revision(_ number: Int) -> Revision? { history.revision(number) }
+
+    /// A user's stacks (empty for a user never seen).
+    public func stacks(of user: String) -> UndoStacks { users[user]?.stacks ?? UndoStacks() }
+
+    /// Sessions connected now, in join order.
+    var connectedSessions: [SessionID] {
+        sessions.filter(\.value.connected).sorted { $0.value.joinOrder < $1.value.joinOrder }.map(\.key)
+    }
+
+    func connectedSessions(of user: String) -> [SessionID] {
+        connectedSessions.filter { sessions[$0]?.user == user }
+    }
+
+    /// The presence list: one entry per connection.
+    public var presence: [PresenceEntry] {
+        connectedSessions.compactMap { id in
+            sessions[id].map { PresenceEntry(user: $0.user, viewing: $0.viewing, field: $0.field) }
+        }
+    }
+
+    // MARK: Joining and leaving
+
+    /// A connection said `hello` (already authenticated by the hub).
+    ///
+    /// With `resume` naming a known session of the same user, that session continues (its seq replies
+    /// stay); otherwise `session` starts a new one. Returns the session id in use and the actions:
+    /// `welcome` (full state, or with a servable `since` no people and the missed `ops` frames after
+    /// it), then a `presence` to everyone.
+    public mutating func join(
+        session: SessionID, user: String, role: Role, client: String? = nil,
+        resume: SessionID? = nil, since: Int? = nil
+    ) -> (session: SessionID, actions: [RoomAction]) {
+        joins += 1
+        let id: SessionID
+        if let resume, var old = sessions[resume], old.user == user, old.role == role {
+            id = resume
+            old.connected = true
+            old.client = client ?? old.client
+            old.joinOrder = joins
+            sessions[id] = old
+        } else {
+            id = session
+            let block = allocateTagBlock(for: user)
+            sessions[id] = Session(user: user, role: role, client: client, connected: true, tags: block,
+                                   lastAckRevision: 0, joinOrder: joins)
+        }
+        if users[user] == nil { users[user] = UserState() }
+        var actions: [RoomAction] = []
+        let catchUp = since.flatMap { $0 >= history.floor && $0 <= history.head ? $0 : nil }
+        let welcome = ServerMessage.Welcome(
+            session: id, user: user, role: role, rev: history.head,
+            people: catchUp == nil ? model.people.elements : nil,
+            tags: sessions[id]!.tags, history: stacks(of: user).summary, presence: presence)
+        actions.append(.send(.welcome(welcome), to: [id]))
+        if let catchUp {
+            for revision in history.revisions(after: catchUp) {
+                let own = revision.session == id ? revision.seq : nil
+                actions.append(.send(revision.opsMessage(seq: own), to: [id]))
+            }
+        }
+        sessions[id]!.lastAckRevision = max(sessions[id]!.lastAckRevision, catchUp ?? history.head)
+        actions.append(.send(.presence(presence), to: connectedSessions))
+        return (id, actions)
+    }
+
+    /// The connection of `session` closed; the session is kept for a `resume`.
+    public mutating func leave(session: SessionID) -> [RoomAction] {
+        guard sessions[session]?.connected == true else { return [] }
+        sessions[session]!.connected = false
+        return [.send(.presence(presence), to: connectedSessions)]
+    }
+
+    /// Drops a disconnected session for good (its replies can no longer be replayed).
+    public mutating func forget(session: SessionID) {
+        if sessions[session]?.connected == false { sessions[session] = nil }
+    }
+
+    /// Number of connected sessions.
+    public var connectionCount: Int { sessions.values.filter(\.connected).count }
+
+    mutating func allocateTagBlock(for user: String) -> TagBlock {
+        let block = TagBlock(from: nextTag, to: nextTag + policy.tagBlockSize - 1)
+        nextTag = block.to + 1
+        users[user, default: UserState()].tagBlocks.append(block)
+        return block
+    }
+
+    // MARK: Messages
+
+    /// A message from a connected session after its `hello`.
+    public mutating func receive(_ message: ClientMessage, from id: SessionID, now: Int64) -> [RoomAction] {
+        guard let session = sessions[id], session.connected else { return [] }
+        switch message {
+        case .hello:
+            return [.send(.error(.init(ProtocolError(.badMessage, "hello was already received"))), to: [id])]
+        case .ping(let seq):
+            return [.send(.pong(seq: seq), to: [id])]
+        case .tags:
+            let block = allocateTagBlock(for: session.user)
+            sessions[id]!.tags = block
+            return [.send(.tags(block), to: [id])]
+        case .presence(let update):
+            sessions[id]!.viewing = update.viewing
+            sessions[id]!.field = update.field
+            return [.send(.presence(presence), to: connectedSessions)]
+        case .submit(let submit):
+            return sequenced(submit.seq, from: id) { room in room.submit(submit, from: id, now: now) }
+        case .undo(let request):
+            return sequenced(request.seq, from: id) { room in room.revert(request, redo: false, from: id, now: now) }
+        case .redo(let request):
+            return sequenced(request.seq, from: id) { room in room.revert(request, redo: true, from: id, now: now) }
+        }
+    }
+
+    /// Applies the seq rules: a known seq gets its reply replayed verbatim before any other check; a seq
+    /// not above the last one is `bad-message`; otherwise `handle` runs and its reply is kept.
+    private mutating func sequenced(
+        _ seq: Int, from id: SessionID,
+        _ handle: (inout Room) -> (reply: ServerMessage, actions: [RoomAction])
+    ) -> [RoomAction] {
+        let session = sessions[id]!
+        if let reply = session.replies[seq] { return [.send(reply, to: [id])] }
+        guard seq > session.lastSeq else {
+            let error = ProtocolError(.badMessage, "seq \(seq) is not above the last seq \(session.lastSeq)")
+            return [.send(.error(.init(seq: seq, error)), to: [id])]
+        }
+        sessions[id]!.lastSeq = seq
+        if sessions[id]!.role == .viewer {
+            let reply = ServerMessage.error(.init(seq: seq, ProtocolError(.forbidden, "viewers cannot edit")))
+            keep(reply, seq: seq, for: id)
+            return [.send(reply, to: [id])]
+        }
+        let (reply, actions) = handle(&self)
+        keep(reply, seq: seq, for: id)
+        return actions
+    }
+
+    private mutating func keep(_ reply: ServerMessage, seq: Int, for id: SessionID) {
+        sessions[id]!.replies[seq] = reply
+        sessions[id]!.replyOrder.append(seq)
+        if sessions[id]!.replyOrder.count > policy.repliesKept {
+            let old = sessions[id]!.replyOrder.removeFirst()
+            sessions[id]!.replies[old] = nil
+        }
+    }
+
+    /// Sends `history` to all the user's connections when their stacks' summary changed.
+    func historyActions(user: String, before: HistorySummary) -> [RoomAction] {
+        let after = stacks(of: user).summary
+        guard after != before else { return [] }
+        return [.send(.history(after), to: connectedSessions(of: user))]
+    }
+
+    /// Commits a new revision: history, used tags, and the actions (commit, reply, broadcast).
+    mutating func commit(_ revision: Revision, reply: ServerMessage, sender: SessionID) -> [RoomAction] {
+        history.append(revision)
+        history.trim(keeping: policy.keptRevisions)
+        for done in revision.applied { if case .insert(let person, _) = done.diff { usedTags.insert(person.tag) } }
+        let others = connectedSessions.filter { $0 != sender }
+        return [.commit(revision), .send(reply, to: [sender]), .send(revision.opsMessage(), to: others)]
+    }
+}

@@ -1,0 +1,40 @@
+/// How undo and redo behave in a room (the hub's `undo` config).
+public struct UndoPolicy: Hashable, Sendable {
+    /// `skip` never clobbers a teammate; `force` applies inverses over newer edits by others.
+    public enum Conflicts: String, Hashable, Sendable, CaseIterable {
+        case skip, force
+    }
+
+    /// Bound of each stack; 0 = unlimited.
+    public var depth: Int
+    public var conflicts: Conflicts
+    /// Whether an undo that changes nothing goes on to the next entry.
+    public var cascade: Bool
+    /// Window within which batches with the same coalesce key form one entry.
+    public var coalesceMillis: Int64
+
+    public init(depth: Int = 100, conflicts: Conflicts = .skip, cascade: Bool = true, coalesceMillis: Int64 = 500) {
+        self.depth = depth
+        self.conflicts = conflicts
+        self.cascade = cascade
+        self.coalesceMillis = coalesceMillis
+    }
+}
+
+/// Everything a room needs to be told, with defaults.
+public struct RoomPolicy: Hashable, Sendable {
+    public var undo: UndoPolicy
+    /// Size of the tag block given to each session.
+    public var tagBlockSize: Int
+    /// Revisions kept for rebasing; older bases are `stale-base`, older undo entries `expired`. 0 = all.
+    public var keptRevisions: Int
+    /// Replies kept per session for replay of resent seqs.
+    public var repliesKept: Int
+
+    public init(undo: UndoPolicy = UndoPolicy(), tagBlockSize: Int = 100, keptRevisions: Int = 0, repliesKept: Int = 64) {
+        self.undo = undo
+        self.tagBlockSize = tagBlockSize
+        self.keptRevisions = keptRevisions
+        self.repliesKept = repliesKept
+    }
+}

@@ -1,0 +1,157 @@
+/// Who may edit: an editor, or a viewer who sees everything and may change nothing.
+public enum Role: String, Hashable, Sendable, CaseIterable {
+    case editor, viewer
+}
+
+/// The kind of a revision: a user's edit, or an undo / redo.
+public enum RevisionKind: String, Hashable, Sendable, CaseIterable {
+    case edit, undo, redo
+}
+
+/// A block of tags reserved for one session's inserts; both ends inclusive.
+public struct TagBlock: Hashable, Sendable {
+    public var from: Tag
+    public var to: Tag
+
+    public init(from: Tag, to: Tag) {
+        self.from = from
+        self.to = to
+    }
+
+    public func contains(_ tag: Tag) -> Bool { from <= tag && tag <= to }
+}
+
+/// A user's stacks as the user sees them.
+public struct HistorySummary: Hashable, Sendable {
+    public var canUndo: Bool
+    public var canRedo: Bool
+    public var undoLabel: String?
+    public var redoLabel: String?
+
+    public init(canUndo: Bool = false, canRedo: Bool = false, undoLabel: String? = nil, redoLabel: String? = nil) {
+        self.canUndo = canUndo
+        self.canRedo = canRedo
+        self.undoLabel = undoLabel
+        self.redoLabel = redoLabel
+    }
+}
+
+/// One connection in a room, for presence.
+public struct PresenceEntry: Hashable, Sendable {
+    public var user: String
+    public var viewing: Tag?
+    public var field: String?
+
+    public init(user: String, viewing: Tag? = nil, field: String? = nil) {
+        self.user = user
+        self.viewing = viewing
+        self.field = field
+    }
+}
+
+/// Every hub → client message of PROTOCOL.md.
+public enum ServerMessage: Hashable, Sendable {
+    case welcome(Welcome)
+    case ack(Ack)
+    case ops(Ops)
+    case undone(UndoResult)
+    case redone(UndoResult)
+    case history(HistorySummary)
+    case presence([PresenceEntry])
+    case error(ErrorMessage)
+    case redirect(url: String)
+    case pong(seq: Int?)
+    case tags(TagBlock)
+
+    public struct Welcome: Hashable, Sendable {
+        public var session: SessionID
+        public var user: String
+        public var role: Role
+        public var rev: Int
+        /// The whole state; nil when catching up with `since` (the missed `ops` frames follow).
+        public var people: [Person]?
+        public var tags: TagBlock
+        public var history: HistorySummary
+        public var presence: [PresenceEntry]
+
+        public init(session: SessionID, user: String, role: Role, rev: Int, people: [Person]?, tags: TagBlock,
+                    history: HistorySummary, presence: [PresenceEntry]) {
+            self.session = session
+            self.user = user
+            self.role = role
+            self.rev = rev
+            self.people = people
+            self.tags = tags
+            self.history = history
+            self.presence = presence
+        }
+    }
+
+    public struct Ack: Hashable, Sendable {
+        public var seq: Int
+        public var rev: Int
+        public var ops: [Diff]
+        public var noop: [SkipReport]
+
+        public init(seq: Int, rev: Int, ops: [Diff], noop: [SkipReport] = []) {
+            self.seq = seq
+            self.rev = rev
+            self.ops = ops
+            self.noop = noop
+        }
+    }
+
+    public struct Ops: Hashable, Sendable {
+        public var rev: Int
+        public var author: String
+        public var kind: RevisionKind
+        public var ops: [Diff]
+        public var label: String?
+        /// Added by this hub (PROTOCOL.md allows added fields): set only in a catch-up frame sent to the
+        /// session that made the revision, so a resuming client recognises its own in-flight request.
+        public var seq: Int?
+
+        public init(rev: Int, author: String, kind: RevisionKind, ops: [Diff], label: String? = nil, seq: Int? = nil) {
+            self.rev = rev
+            self.author = author
+            self.kind = kind
+            self.ops = ops
+            self.label = label
+            self.seq = seq
+        }
+    }
+
+    public struct UndoResult: Hashable, Sendable {
+        public var seq: Int
+        public var rev: Int?
+        public var ops: [Diff]
+        public var label: String?
+        public var skipped: [SkipReport]
+
+        public init(seq: Int, rev: Int? = nil, ops: [Diff] = [], label: String? = nil, skipped: [SkipReport] = []) {
+            self.seq = seq
+            self.rev = rev
+            self.ops = ops
+            self.label = label
+            self.skipped = skipped
+        }
+    }
+
+    public struct ErrorMessage: Hashable, Sendable {
+        public var seq: Int?
+        public var code: ErrorCode
+        public var message: String
+
+        public init(seq: Int? = nil, code: ErrorCode, message: String) {
+            self.seq = seq
+            self.code = code
+            self.message = message
+        }
+
+        public init(seq: Int? = nil, _ error: ProtocolError) {
+            self.init(seq: seq, code: error.code, message: error.message)
+        }
+
+        public var fatal: Bool { code.isFatal }
+    }
+}
