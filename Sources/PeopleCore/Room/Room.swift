@@ -114,7 +114,6 @@ public struct Room: Sendable {
                 actions.append(.send(revision.opsMessage(seq: own), to: [id]))
             }
         }
-        sessions[id]!.lastAckRevision = max(sessions[id]!.lastAckRevision, catchUp ?? history.head)
         actions.append(.send(.presence(presence), to: connectedSessions))
         return (id, actions)
     }

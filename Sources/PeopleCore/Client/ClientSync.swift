@@ -1,0 +1,279 @@
+/// The client side of a room: optimistic local edits, at most one request in flight, and rebasing of
+/// pending edits over what the hub sends (ot.js / Wave style).
+///
+/// `confirmed` is exactly the hub's model at `revision` (the hub's ops are applied as they are);
+/// `view` is `confirmed` plus the pending edits, rebased, and is what a screen shows. Requests wait in
+/// an outbox and go one at a time, so an undo pressed after an edit undoes that edit. After a
+/// reconnect the request in flight is resent with its seq; the hub answers it once.
+public struct ClientSync: Sendable {
+    /// A request not yet answered by the hub.
+    public enum Request: Hashable, Sendable {
+        case submit(ops: [Diff], label: String?, coalesce: String?)
+        case undo(scope: Tag?)
+        case redo(scope: Tag?)
+    }
+
+    struct Pending: Hashable, Sendable {
+        var seq: Int
+        var request: Request
+        /// The base it was sent with, once sent.
+        var sentBase: Int?
+    }
+
+    /// What happened, for a screen to show.
+    public enum Event: Hashable, Sendable {
+        case welcomed(session: SessionID)
+        /// Someone else's revision arrived.
+        case remote(Revision.Summary)
+        case skipped([SkipReport])
+        case history(HistorySummary)
+        case presence([PresenceEntry])
+        case error(ProtocolError)
+        /// The hub no longer has our base: reconnect without `since` to get the full state.
+        case needsResync
+        case redirect(String)
+    }
+
+    public let user: String
+    public private(set) var confirmed: PeopleModel
+    public private(set) var revision: Int
+    public private(set) var view: PeopleModel
+    public private(set) var session: SessionID?
+    public private(set) var role: Role = .editor
+    public private(set) var history = HistorySummary()
+    public private(set) var presence: [PresenceEntry] = []
+    public private(set) var connected = false
+    var outbox: [Pending] = []
+    var inFlight = false
+    var nextSeq = 1
+    var tagBlocks: [TagBlock] = []
+    var nextTag: Tag?
+    var hasState = false
+
+    public init(user: String) {
+        self.user = user
+        self.confirmed = PeopleModel()
+        self.revision = 0
+        self.view = PeopleModel()
+    }
+
+    /// Requests not yet answered (the first may be in flight).
+    public var pendingCount: Int { outbox.count }
+
+    // MARK: Connection
+
+    /// The `hello` to send on a new connection: resumes the session and catches up when it can.
+    public mutating func connect(client: String? = nil, token: String? = nil) -> ClientMessage {
+        connected = false
+        inFlight = false
+        return .hello(.init(user: user, token: token, client: client, resume: session,
+                            since: hasState ? revision : nil))
+    }
+
+    /// The connection dropped: the request in flight will be resent on the next connection.
+    public mutating func disconnected() {
+        connected = false
+        inFlight = false
+    }
+
+    // MARK: Local actions
+
+    /// A fresh tag for an insert, from this user's blocks; nil when none is left (ask with `.tags`).
+    public mutating func allocateTag() -> Tag? {
+        while let block = tagBlocks.first {
+            let candidate = nextTag ?? block.from
+            if candidate <= block.to {
+                nextTag = candidate + 1
+                return candidate
+            }
+            tagBlocks.removeFirst()
+            nextTag = nil
+        }
+        return nil
+    }
+
+    /// Tags left in this client's blocks.
+    public var tagsLeft: Int {
+        guard let first = tagBlocks.first else { return 0 }
+        return (first.to - (nextTag ?? first.from) + 1) + tagBlocks.dropFirst().reduce(0) { $0 + $1.to - $1.from + 1 }
+    }
+
+    /// Applies a local edit to the view at once and queues it. Throws (changing nothing) when the batch
+    /// is invalid on the view. Returns what to send now.
+    public mutating func edit(_ diffs: [Diff], label: String? = nil, coalesce: String? = nil) throws(InvalidOp) -> [ClientMessage] {
+        var probe = view
+        let result = try probe.apply(batch: diffs)
+        guard !result.applied.isEmpty else { return [] }
+        view = probe
+        // Typing into one name while a request is in flight: one batch, as it would be one undo step.
+        if let key = coalesce, let last = outbox.last, last.sentBase == nil,
+           case .submit(let ops, let label, key?) = last.request {
+            outbox[outbox.count - 1].request = .submit(ops: ops + diffs, label: label, coalesce: key)
+        } else {
+            outbox.append(Pending(seq: 0, request: .submit(ops: diffs, label: label, coalesce: coalesce)))
+        }
+        return flush()
+    }
+
+    public mutating func undo(scope: Tag? = nil) -> [ClientMessage] {
+        outbox.append(Pending(seq: 0, request: .undo(scope: scope)))
+        return flush()
+    }
+
+    public mutating func redo(scope: Tag? = nil) -> [ClientMessage] {
+        outbox.append(Pending(seq: 0, request: .redo(scope: scope)))
+        return flush()
+    }
+
+    /// Sends the first request of the outbox if nothing is in flight.
+    mutating func flush() -> [ClientMessage] {
+        guard connected, !inFlight, !outbox.isEmpty else { return [] }
+        if outbox[0].sentBase == nil {
+            outbox[0].seq = nextSeq
+            nextSeq += 1
+            outbox[0].sentBase = revision
+        }
+        inFlight = true
+        let pending = outbox[0]
+        switch pending.request {
+        case .submit(let ops, let label, let coalesce):
+            return [.submit(.init(seq: pending.seq, base: pending.sentBase!, ops: ops, label: label, coalesce: coalesce))]
+        case .undo(let scope): return [.undo(.init(seq: pending.seq, scope: scope))]
+        case .redo(let scope): return [.redo(.init(seq: pending.seq, scope: scope))]
+        }
+    }
+
+    // MARK: From the hub
+
+    /// Handles one hub message; returns what to send and what happened.
+    public mutating func receive(_ message: ServerMessage) -> (send: [ClientMessage], events: [Event]) {
+        var events: [Event] = []
+        switch message {
+        case .welcome(let w):
+            session = w.session
+            role = w.role
+            connected = true
+            history = w.history
+            presence = w.presence
+            if !tagBlocks.contains(w.tags) { tagBlocks.append(w.tags) }
+            if let people = w.people {
+                confirmed = PeopleModel(people: people)
+                revision = w.rev
+                hasState = true
+            }
+            rebuildView()
+            events.append(.welcomed(session: w.session))
+            events.append(.history(w.history))
+        case .ops(let o):
+            if let seq = o.seq, answer(seq: seq, rev: o.rev, ops: o.ops) {
+                break
+            }
+            guard o.rev > revision else { break }
+            applyRemote(o.ops, rev: o.rev)
+            events.append(.remote(.init(rev: o.rev, author: o.author, kind: o.kind, label: o.label, diffs: o.ops)))
+        case .ack(let a):
+            _ = answer(seq: a.seq, rev: a.rev, ops: a.ops)
+            if !a.noop.isEmpty { events.append(.skipped(a.noop)) }
+        case .undone(let r), .redone(let r):
+            _ = answer(seq: r.seq, rev: r.rev, ops: r.ops)
+            if !r.skipped.isEmpty { events.append(.skipped(r.skipped)) }
+        case .history(let h):
+            history = h
+            events.append(.history(h))
+        case .presence(let users):
+            presence = users
+            events.append(.presence(users))
+        case .error(let e):
+            if let seq = e.seq, let first = outbox.first, first.seq == seq, first.sentBase != nil {
+                outbox.removeFirst()
+                inFlight = false
+                rebuildView()
+            }
+            if e.code == .staleBase { events.append(.needsResync) }
+            events.append(.error(ProtocolError(e.code, e.message)))
+        case .redirect(let url):
+            events.append(.redirect(url))
+        case .tags(let block):
+            tagBlocks.append(block)
+        case .pong:
+            break
+        }
+        return (flush(), events)
+    }
+
+    /// The hub answered our request `seq` (an ack, an undone / redone, or its own revision in a
+    /// catch-up). Returns false when `seq` is not the request in flight.
+    private mutating func answer(seq: Int, rev: Int?, ops: [Diff]) -> Bool {
+        guard let first = outbox.first, first.seq == seq, first.sentBase != nil else { return false }
+        outbox.removeFirst()
+        inFlight = false
+        if let rev, rev > revision {
+            let order = confirmed.tags
+            _ = try? confirmed.apply(batch: ops, absentTags: .skip)
+            revision = rev
+            // Edits queued behind an undo / redo were made without its effect: rebase them over it.
+            // (Edits queued behind a submit were made on top of it already.)
+            if case .submit = first.request {} else { rebaseOutbox(over: ops, order: order) }
+        }
+        rebuildView()
+        return true
+    }
+
+    /// Someone else's revision: apply it to `confirmed` as it is, rebase the pending edits over it.
+    private mutating func applyRemote(_ ops: [Diff], rev: Int) {
+        let order = confirmed.tags
+        _ = try? confirmed.apply(batch: ops, absentTags: .skip)
+        revision = rev
+        rebaseOutbox(over: ops, order: order)
+        rebuildView()
+    }
+
+    /// Rebases every pending submit over `incoming` (made on `order`, ordered before them by the hub).
+    private mutating func rebaseOutbox(over incoming: [Diff], order: [Tag]) {
+        var incoming = incoming
+        var order = order
+        for k in outbox.indices {
+            guard case .submit(let wire, let label, let coalesce) = outbox[k].request else { continue }
+            let ops = localOps(outbox[k]) ?? wire
+            let mine = Transform.transform(ops, over: incoming, order: order).diffs
+            incoming = Transform.transform(incoming, over: ops, order: order, incomingFirst: true).diffs
+            order = ops.reduce(order) { Transform.applyOrder($1, to: $0) }
+            // A batch already sent keeps its wire form (a resend must be identical); its local copy is
+            // only used for the view.
+            if outbox[k].sentBase == nil {
+                outbox[k].request = .submit(ops: mine, label: label, coalesce: coalesce)
+            } else {
+                sentLocal[outbox[k].seq] = mine
+            }
+        }
+    }
+
+    /// Local (rebased) copies of batches already sent, for the view.
+    var sentLocal: [Int: [Diff]] = [:]
+
+    private func localOps(_ pending: Pending) -> [Diff]? {
+        pending.sentBase == nil ? nil : sentLocal[pending.seq]
+    }
+
+    /// `view` = `confirmed` + the pending submits, each applied leniently (absent tags skip).
+    private mutating func rebuildView() {
+        sentLocal = sentLocal.filter { seq in outbox.contains { $0.seq == seq.key } }
+        var model = confirmed
+        for pending in outbox {
+            guard case .submit(let ops, _, _) = pending.request else { continue }
+            _ = try? model.apply(batch: localOps(pending) ?? ops, absentTags: .skip)
+        }
+        view = model
+    }
+}
+
+extension Revision {
+    /// A revision as a client sees it.
+    public struct Summary: Hashable, Sendable {
+        public var rev: Int
+        public var author: String
+        public var kind: RevisionKind
+        public var label: String?
+        public var diffs: [Diff]
+    }
+}
