@@ -1,3 +1,14 @@
+/// The place of one applied diff in the history: its revision and index in that batch.
+public struct DiffRef: Hashable, Sendable {
+    public var revision: Int
+    public var index: Int
+
+    public init(revision: Int, index: Int) {
+        self.revision = revision
+        self.index = index
+    }
+}
+
 /// One revision of a room: an atomic batch as applied, with who made it and how.
 public struct Revision: Hashable, Sendable {
     public let number: Int
@@ -11,9 +22,13 @@ public struct Revision: Hashable, Sendable {
     /// The session and seq that asked for it (for replies replayed after a reconnect).
     public let session: SessionID?
     public let seq: Int?
+    /// For an undo or redo: for each applied diff, the diff it reverts (nil for an edit). Rebasing
+    /// cancels such a pair when nothing on the same name lies between them, so undoⁿ redoⁿ is exact.
+    public let inverts: [DiffRef?]
 
     public init(number: Int, author: String, kind: RevisionKind, label: String?, applied: [AppliedDiff],
-                timestamp: Int64, session: SessionID? = nil, seq: Int? = nil) {
+                timestamp: Int64, session: SessionID? = nil, seq: Int? = nil, inverts: [DiffRef?]? = nil) {
+        self.inverts = inverts ?? Array(repeating: nil, count: applied.count)
         self.number = number
         self.author = author
         self.kind = kind

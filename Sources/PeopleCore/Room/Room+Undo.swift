@@ -10,6 +10,7 @@ extension Room {
         let before = stacks.summary
         stacks.run = nil
         var applied: [AppliedDiff] = []
+        var inverts: [DiffRef?] = []
         var skipped: [SkipReport] = []
         var label: String?
         while let index = UndoStacks.newest(in: redo ? stacks.redo : stacks.undo, scope: request.scope) {
@@ -18,6 +19,7 @@ extension Room {
             skipped += outcome.skipped
             if !outcome.applied.isEmpty {
                 applied = outcome.applied
+                inverts = outcome.inverts
                 label = entry.label
                 break
             }
@@ -33,7 +35,7 @@ extension Room {
 
         let number = history.head + 1
         let revision = Revision(number: number, author: user, kind: redo ? .redo : .undo, label: label,
-                                applied: applied, timestamp: now, session: id, seq: request.seq)
+                                applied: applied, timestamp: now, session: id, seq: request.seq, inverts: inverts)
         let opposite = UndoEntry(label: label, parts: [UndoEntry.Part(revision: number, applied: applied)])
         if redo {
             UndoStacks.push(opposite, onto: &stacks.undo, depth: policy.undo.depth)
@@ -51,6 +53,8 @@ extension Room {
     /// the parts skipped.
     struct RevertOutcome {
         var applied: [AppliedDiff] = []
+        /// For each applied diff, the diff of the entry it reverts.
+        var inverts: [DiffRef?] = []
         var skipped: [SkipReport] = []
     }
 
@@ -66,13 +70,16 @@ extension Room {
         let count = model.count
         for part in entry.parts.reversed() {
             for (index, done) in part.applied.enumerated().reversed() {
-                let step = inverse(of: done, at: part.revision, index: index, by: user, inProgress: outcome.applied)
+                let step = inverse(of: done, at: part.revision, index: index, by: user, inProgress: outcome)
                 switch step {
                 case .skip(let report):
                     outcome.skipped.append(report)
                 case .apply(let diff):
                     do {
-                        if let applied = try model.apply(diff) { outcome.applied.append(applied) }
+                        if let applied = try model.apply(diff) {
+                            outcome.applied.append(applied)
+                            outcome.inverts.append(DiffRef(revision: part.revision, index: index))
+                        }
                     } catch {
                         outcome.skipped.append(SkipReport(reason: .invariant, target: done.diff.target, by: nil))
                     }
@@ -87,6 +94,7 @@ extension Room {
         if unchanged && !outcome.applied.isEmpty {
             model.rollBack(outcome.applied)
             outcome.applied = []
+            outcome.inverts = []
         }
         return outcome
     }
@@ -99,7 +107,7 @@ extension Room {
 
     /// The rebased, guarded inverse of one applied diff of an entry (SEMANTICS §2 table and §4).
     func inverse(
-        of done: AppliedDiff, at revision: Int, index: Int, by user: String, inProgress: [AppliedDiff]
+        of done: AppliedDiff, at revision: Int, index: Int, by user: String, inProgress: RevertOutcome
     ) -> RevertStep {
         let guarded = policy.undo.conflicts == .skip
         let tag = done.diff.tag
@@ -129,13 +137,23 @@ extension Room {
 
         case (.text, .text(_, var operation)):
             guard model.contains(tag) else { return removed() }
-            // Rebased character-wise over every later edit of the name, ours included.
-            let laterDiffs = later.reversed().compactMap { event -> Diff? in
-                guard case .field(_, .name) = event.target else { return nil }
-                return history.revision(event.revision)?.applied[event.index].diff
-            } + inProgress.map(\.diff).filter { $0.tag == tag }
-            for diff in laterDiffs {
-                switch diff {
+            // Rebased character-wise over every later edit of the name, ours included, with each
+            // edit-and-revert pair that nothing separates taken out (it changed nothing).
+            var edits: [(ref: DiffRef, diff: Diff)] = []
+            func add(_ ref: DiffRef, _ inverts: DiffRef?, _ diff: Diff) {
+                if let inverts, edits.last?.ref == inverts { edits.removeLast() } else { edits.append((ref, diff)) }
+            }
+            for event in later.reversed() {
+                guard case .field(_, .name) = event.target,
+                      let diff = history.revision(event.revision)?.applied[event.index].diff else { continue }
+                add(event.ref, event.inverts, diff)
+            }
+            let pending = history.head + 1
+            for (k, done) in inProgress.applied.enumerated() where done.diff.target == .field(tag, .name) {
+                add(DiffRef(revision: pending, index: k), inProgress.inverts[k], done.diff)
+            }
+            for edit in edits {
+                switch edit.diff {
                 case .set(_, .name): return overwritten(.field(tag, .name))
                 case .text(_, let theirs): operation = operation.transformed(over: theirs, selfFirst: false)
                 default: break
@@ -153,7 +171,7 @@ extension Room {
         case (.remove, .insert(let person, let at)):
             guard !model.contains(tag) else { return overwritten(.person(tag)) }
             let placed = place(tag: nil, neighbours: done.neighbours,
-                               fallback: rebasedIndex(at, after: revision, index: index, inProgress: inProgress))
+                               fallback: rebasedIndex(at, after: revision, index: index, inProgress: inProgress.applied))
             return .apply(.insert(person, at: placed))
 
         case (.move, .move(_, let from)):
@@ -162,7 +180,7 @@ extension Room {
                 return .skip(SkipReport(reason: .overwritten, tag: tag, field: "position", by: mover.author))
             }
             let placed = place(tag: tag, neighbours: done.neighbours,
-                               fallback: rebasedIndex(from, after: revision, index: index, inProgress: inProgress))
+                               fallback: rebasedIndex(from, after: revision, index: index, inProgress: inProgress.applied))
             return .apply(.move(tag, to: placed))
 
         default:

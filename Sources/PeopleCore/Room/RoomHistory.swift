@@ -10,6 +10,9 @@ struct RoomHistory: Sendable {
         var index: Int
         var author: String
         var target: DiffTarget
+        var inverts: DiffRef?
+
+        var ref: DiffRef { DiffRef(revision: revision, index: index) }
     }
 
     /// The index change of one applied positional diff.
@@ -50,7 +53,8 @@ struct RoomHistory: Sendable {
         for (index, done) in revision.applied.enumerated() {
             let target = done.diff.target
             events[target.tag, default: []].append(
-                TagEvent(revision: revision.number, index: index, author: revision.author, target: target))
+                TagEvent(revision: revision.number, index: index, author: revision.author, target: target,
+                         inverts: revision.inverts[index]))
             lastWriter[target] = revision.author
             if case .insert = done.diff { lastWriter[.person(target.tag)] = revision.author }
             if let change = Self.positionalEvent(done, revision: revision.number, index: index) {
