@@ -47,6 +47,8 @@ public struct ClientSync: Sendable {
     var inFlight = false
     var nextSeq = 1
     var tagBlocks: [TagBlock] = []
+    /// Every block ever received: a resumed session's welcome repeats its block, which may be used up.
+    var knownBlocks: Set<TagBlock> = []
     var nextTag: Tag?
     var hasState = false
 
@@ -155,11 +157,14 @@ public struct ClientSync: Sendable {
             connected = true
             history = w.history
             presence = w.presence
-            if !tagBlocks.contains(w.tags) { tagBlocks.append(w.tags) }
+            if knownBlocks.insert(w.tags).inserted { tagBlocks.append(w.tags) }
             if let people = w.people {
                 confirmed = PeopleModel(people: people)
                 revision = w.rev
                 hasState = true
+                // The queued edits were made on a state that cannot be rebased onto this one: keep
+                // what still applies.
+                pruneUnsent()
             }
             rebuildView()
             events.append(.welcomed(session: w.session))
@@ -194,7 +199,7 @@ public struct ClientSync: Sendable {
         case .redirect(let url):
             events.append(.redirect(url))
         case .tags(let block):
-            tagBlocks.append(block)
+            if knownBlocks.insert(block).inserted { tagBlocks.append(block) }
         case .pong:
             break
         }
@@ -228,24 +233,59 @@ public struct ClientSync: Sendable {
         rebuildView()
     }
 
-    /// Rebases every pending submit over `incoming` (made on `order`, ordered before them by the hub).
+    /// Rebases every pending submit over `incoming` (made on `order`, ordered before them by the hub;
+    /// `confirmed` already includes it).
+    ///
+    /// Batches not yet sent are then pruned to what still applies (see `pruneUnsent`).
     private mutating func rebaseOutbox(over incoming: [Diff], order: [Tag]) {
         var incoming = incoming
         var order = order
-        for k in outbox.indices {
-            guard case .submit(let wire, let label, let coalesce) = outbox[k].request else { continue }
-            let ops = localOps(outbox[k]) ?? wire
-            let mine = Transform.transform(ops, over: incoming, order: order).diffs
+        var kept: [Pending] = []
+        for var pending in outbox {
+            guard case .submit(let wire, let label, let coalesce) = pending.request else {
+                kept.append(pending)
+                continue
+            }
+            let ops = localOps(pending) ?? wire
+            var mine = Transform.transform(ops, over: incoming, order: order).diffs
             incoming = Transform.transform(incoming, over: ops, order: order, incomingFirst: true).diffs
             order = ops.reduce(order) { Transform.applyOrder($1, to: $0) }
-            // A batch already sent keeps its wire form (a resend must be identical); its local copy is
-            // only used for the view.
-            if outbox[k].sentBase == nil {
-                outbox[k].request = .submit(ops: mine, label: label, coalesce: coalesce)
+            if pending.sentBase == nil {
+                pending.request = .submit(ops: mine, label: label, coalesce: coalesce)
             } else {
-                sentLocal[outbox[k].seq] = mine
+                // A batch already sent keeps its wire form (a resend must be identical); its local
+                // copy is only used for the view.
+                sentLocal[pending.seq] = mine
             }
+            kept.append(pending)
         }
+        outbox = kept
+        pruneUnsent()
+    }
+
+    /// Keeps, in each batch not yet sent, only the diffs that apply on the state it will be sent
+    /// from (`confirmed` plus the batches before it); drops batches left empty. The hub would refuse
+    /// the others as `invalid-op` (a person now absent, a span past a shortened name), and they could
+    /// change nothing there anyway.
+    private mutating func pruneUnsent() {
+        var model = confirmed
+        var kept: [Pending] = []
+        for var pending in outbox {
+            guard case .submit(let wire, let label, let coalesce) = pending.request else {
+                kept.append(pending)
+                continue
+            }
+            guard pending.sentBase == nil else {
+                _ = try? model.apply(batch: localOps(pending) ?? wire, absentTags: .skip)
+                kept.append(pending)
+                continue
+            }
+            let fitting = wire.filter { diff in (try? model.apply(diff)) != nil }
+            if fitting.isEmpty { continue }
+            pending.request = .submit(ops: fitting, label: label, coalesce: coalesce)
+            kept.append(pending)
+        }
+        outbox = kept
     }
 
     /// Local (rebased) copies of batches already sent, for the view.
