@@ -224,7 +224,8 @@ extension JSON {
             }
             let text = String(decoding: bytes[start..<i], as: UTF8.self)
             if integral, let value = Int(text) { return .int(value) }
-            guard let value = Double(text), value.isFinite else { throw error("number out of range") }
+            // Valid JSON beyond Double's range reads as ±infinity, which no field accepts (bad-message).
+            guard let value = Double(text) else { throw error("bad number") }
             return .double(value)
         }
 

@@ -27,7 +27,7 @@ struct WireFields {
         switch raw(key) {
         case nil: return nil
         case .int(let n)?: return n
-        case .double(let d)? where d == d.rounded() && abs(d) < 9.0e15: return Int(d)
+        case .double(let d)? where d.isFinite && d == d.rounded() && abs(d) < 9.0e15: return Int(d)
         default: throw fail("`\(key)` must be an integer")
         }
     }

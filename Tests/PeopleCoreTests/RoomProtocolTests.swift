@@ -1,0 +1,204 @@
+@testable import PeopleCore
+import Testing
+
+/// PROTOCOL.md "rules of the exchange", on the room state machine.
+@Suite("Room: rules of the exchange")
+struct RoomProtocolTests {
+    typealias F = Fixtures
+
+    static func sends(_ actions: [RoomAction]) -> [(ServerMessage, [SessionID])] {
+        actions.compactMap { if case .send(let m, let to) = $0 { (m, to) } else { nil } }
+    }
+
+    @Test("a resent seq gets the same reply and is applied once")
+    func resendIsIdempotent() {
+        var h = Harness()
+        let submit = ClientMessage.submit(.init(seq: 1, base: 0, ops: [.set(1, .hairColor(.red))]))
+        let first = h.send(submit, from: "A")
+        let revisions = h.revision
+        let second = h.send(submit, from: "A")
+        #expect(first == second)
+        #expect(h.revision == revisions)
+        #expect(h.room.stacks(of: "A").undo.count == 1)
+    }
+
+    @Test("a replayed reply is sent only to the sender, with no broadcast and no commit")
+    func replayHasNoSideEffects() {
+        var h = Harness()
+        let submit = ClientMessage.submit(.init(seq: 1, base: 0, ops: [.set(1, .hairColor(.red))]))
+        _ = h.send(submit, from: "A")
+        let actions = h.room.receive(submit, from: h.sessions["A"]!, now: 0)
+        #expect(actions.count == 1)
+        #expect(Self.sends(actions).first?.1 == [h.sessions["A"]!])
+    }
+
+    @Test("a seq not above the last one and never seen is bad-message")
+    func seqMustIncrease() {
+        var h = Harness()
+        _ = h.send(.submit(.init(seq: 5, base: 0, ops: [.set(1, .hairColor(.red))])), from: "A")
+        let reply = h.send(.undo(.init(seq: 3)), from: "A")
+        guard case .error(let e)? = reply else { Issue.record("expected an error"); return }
+        #expect(e.code == .badMessage)
+    }
+
+    @Test("undo, redo and submit share one seq counter and their replies are all replayed")
+    func undoRepliesReplayed() {
+        var h = Harness()
+        _ = h.send(.submit(.init(seq: 1, base: 0, ops: [.set(1, .hairColor(.red))])), from: "A")
+        let undo = ClientMessage.undo(.init(seq: 2))
+        let first = h.send(undo, from: "A")
+        let again = h.send(undo, from: "A")
+        #expect(first == again)
+        #expect(h.person(1)?.hairColor == .brown)
+    }
+
+    @Test("a base newer than the hub, or older than the session's last ack, is bad-message")
+    func baseRules() {
+        var h = Harness()
+        #expect(h.reject("A", [.set(1, .glasses(true))], base: 9)?.code == .badMessage)
+        h.submit("A", [.set(1, .hairColor(.red))], base: 0)
+        h.submit("A", [.set(1, .hairColor(.white))], base: 1)
+        #expect(h.reject("A", [.set(2, .glasses(true))], base: 1)?.code == .badMessage)
+        // Another session may still send an old base.
+        h.submit("B", [.set(2, .glasses(true))], base: 0)
+    }
+
+    @Test("a base older than the kept history is stale-base")
+    func staleBase() {
+        var h = Harness(policy: RoomPolicy(keptRevisions: 2))
+        for k in 0..<6 { h.submit("A", [.set(1, .glasses(k % 2 == 0))]) }
+        #expect(h.reject("B", [.set(2, .glasses(true))], base: 0)?.code == .staleBase)
+    }
+
+    @Test("a viewer's edit, undo and redo are forbidden")
+    func viewerForbidden() {
+        var h = Harness()
+        h.join("V", role: .viewer)
+        #expect(h.reject("V", [.set(1, .glasses(true))])?.code == .forbidden)
+        guard case .error(let e)? = h.send(.undo(.init(seq: h.nextSeq("V"))), from: "V") else {
+            Issue.record("expected an error")
+            return
+        }
+        #expect(e.code == .forbidden)
+        #expect(h.revision == 0)
+    }
+
+    @Test("invalid batches are invalid-op and change nothing", arguments: [
+        [Diff.set(9, .glasses(true))],                                             // tag never present
+        [.set(1, .glasses(true)), .text(1, TextOperation([.retain(9), .insert("x")]))],  // span past the end
+        [.set(1, .name(String(repeating: "é", count: 101)))],                      // 202 bytes
+        [.insert(Fixtures.person(2), at: 0)],                                      // tag in use
+        [.insert(Fixtures.person(500), at: 0)],                                    // outside A's block
+        [.insert(Fixtures.person(4), at: 0), .insert(Fixtures.person(4), at: 1)],  // tag twice
+    ])
+    func invalidBatches(ops: [Diff]) {
+        var h = Harness()
+        let before = h.room.model
+        #expect(h.reject("A", ops)?.code == .invalidOp)
+        #expect(h.room.model == before)
+        #expect(h.revision == 0)
+        #expect(h.room.stacks(of: "A").undo.isEmpty)
+    }
+
+    @Test("a tag once used is never given to a different person, even after a remove")
+    func tagNeverReused() {
+        var h = Harness()
+        h.submit("A", [.insert(F.person(4), at: 0)])
+        h.submit("A", [.remove(4)])
+        #expect(h.reject("A", [.insert(F.person(4, "Other"), at: 0)])?.code == .invalidOp)
+    }
+
+    @Test("a diff may name a person inserted earlier in the same batch")
+    func insertThenEdit() {
+        var h = Harness()
+        let ack = h.submit("A", [.insert(F.person(4), at: 3), .set(4, .glasses(true)), .move(4, to: 0)])
+        #expect(ack.ops.count == 3)
+        #expect(h.people.first?.glasses == true)
+    }
+
+    @Test("ops go to everyone else in the room, the same user's other tabs included")
+    func broadcastRecipients() {
+        var h = Harness()
+        h.join("A")  // a second tab of A
+        let secondTab = h.sessions["A"]!
+        let firstTab = "s-A-0"
+        let actions = h.room.receive(.submit(.init(seq: 1, base: 0, ops: [.set(1, .hairColor(.red))])),
+                                     from: firstTab, now: 0)
+        let ops = Self.sends(actions).first { if case .ops = $0.0 { true } else { false } }
+        #expect(Set(ops?.1 ?? []) == Set([secondTab, h.sessions["B"]!]))
+        #expect(actions.first.map { if case .commit = $0 { true } else { false } } == true)
+        let history = Self.sends(actions).first { if case .history = $0.0 { true } else { false } }
+        #expect(Set(history?.1 ?? []) == Set([firstTab, secondTab]))
+    }
+
+    @Test("a batch that changes nothing is acked at the current revision: no commit, no broadcast, no entry")
+    func noChangeBatch() {
+        var h = Harness()
+        let actions = h.room.receive(.submit(.init(seq: 1, base: 0, ops: [.set(1, .hairColor(.brown))])),
+                                     from: h.sessions["A"]!, now: 0)
+        #expect(actions.count == 1)
+        guard case .send(.ack(let ack), _) = actions[0] else { Issue.record("expected an ack"); return }
+        #expect(ack.rev == 0 && ack.ops.isEmpty)
+    }
+
+    @Test("join with since catches up with the missed revisions in order, own ones marked with seq")
+    func catchUp() {
+        var h = Harness()
+        h.submit("A", [.set(1, .hairColor(.red))])
+        h.submit("B", [.set(2, .hairColor(.white))])
+        h.submit("A", [.set(3, .glasses(false))])
+        let old = h.sessions["A"]!
+        _ = h.room.leave(session: old)
+        let (id, actions) = h.room.join(session: "new", user: "A", role: .editor, resume: old, since: 1)
+        #expect(id == old)
+        let messages = Self.sends(actions).map(\.0)
+        guard case .welcome(let w) = messages[0] else { Issue.record("expected welcome"); return }
+        #expect(w.people == nil && w.rev == 3)
+        let catchUp = messages.compactMap { if case .ops(let o) = $0 { o } else { nil } }
+        #expect(catchUp.map(\.rev) == [2, 3])
+        #expect(catchUp.map(\.seq) == [nil, 2])
+    }
+
+    @Test("a since the hub cannot serve gets the full state")
+    func sinceTooOld() {
+        var h = Harness(policy: RoomPolicy(keptRevisions: 2))
+        for k in 0..<6 { h.submit("A", [.set(1, .glasses(k % 2 == 0))]) }
+        let (_, actions) = h.room.join(session: "late", user: "C", role: .editor, since: 0)
+        guard case .welcome(let w) = Self.sends(actions)[0].0 else { Issue.record("expected welcome"); return }
+        #expect(w.people == h.people)
+    }
+
+    @Test("each session gets its own tag block; a user's inserts may use any of the user's blocks")
+    func tagBlocks() {
+        var h = Harness()
+        let (_, a2) = h.room.join(session: "a2", user: "A", role: .editor)
+        guard case .welcome(let second) = Self.sends(a2)[0].0 else { Issue.record("expected welcome"); return }
+        #expect(second.tags.from > 203)
+        // From the first session, a tag of the second block (an offline insert from another tab).
+        h.submit("A", [.insert(F.person(second.tags.from), at: 0)])
+        let actions = h.room.receive(.tags, from: h.sessions["B"]!, now: 0)
+        guard case .send(.tags(let block), _) = actions[0] else { Issue.record("expected tags"); return }
+        #expect(block.from > second.tags.to)
+    }
+
+    @Test("presence has one entry per connection and goes to everyone when it changes")
+    func presence() {
+        var h = Harness()
+        let actions = h.room.receive(.presence(.init(viewing: 2, field: "name")), from: h.sessions["B"]!, now: 0)
+        guard case .send(.presence(let users), let to) = actions[0] else { Issue.record("expected presence"); return }
+        #expect(users == [PresenceEntry(user: "A"), PresenceEntry(user: "B", viewing: 2, field: "name")])
+        #expect(Set(to) == Set(h.sessions.values))
+        let left = h.room.leave(session: h.sessions["A"]!)
+        guard case .send(.presence(let after), _) = left[0] else { Issue.record("expected presence"); return }
+        #expect(after.map(\.user) == ["B"])
+    }
+
+    @Test("undo stacks belong to the user: a second session undoes the first session's edit")
+    func stacksShared() {
+        var h = Harness()
+        h.submit("A", [.set(1, .hairColor(.red))])
+        h.join("A")
+        h.undo("A")
+        #expect(h.person(1)?.hairColor == .brown)
+    }
+}
