@@ -247,7 +247,7 @@ public struct ClientSync: Sendable {
                 continue
             }
             let ops = localOps(pending) ?? wire
-            var mine = Transform.transform(ops, over: incoming, order: order).diffs
+            let mine = Transform.transform(ops, over: incoming, order: order).diffs
             incoming = Transform.transform(incoming, over: ops, order: order, incomingFirst: true).diffs
             order = ops.reduce(order) { Transform.applyOrder($1, to: $0) }
             if pending.sentBase == nil {

@@ -5,7 +5,8 @@ extension Room {
     mutating func submit(
         _ submit: ClientMessage.Submit, from id: SessionID, now: Int64
     ) -> (reply: ServerMessage, actions: [RoomAction]) {
-        let session = sessions[id]!
+        let user = sessions[id]!.user
+        let lastAckRevision = sessions[id]!.lastAckRevision
         func fail(_ error: ProtocolError) -> (ServerMessage, [RoomAction]) {
             let reply = ServerMessage.error(.init(seq: submit.seq, error))
             return (reply, [.send(reply, to: [id])])
@@ -13,15 +14,15 @@ extension Room {
         if submit.base > history.head {
             return fail(ProtocolError(.badMessage, "base \(submit.base) is newer than revision \(history.head)"))
         }
-        if submit.base < session.lastAckRevision {
+        if submit.base < lastAckRevision {
             return fail(ProtocolError(.badMessage,
-                "base \(submit.base) is older than this session's last ack at \(session.lastAckRevision)"))
+                "base \(submit.base) is older than this session's last ack at \(lastAckRevision)"))
         }
         if submit.base < history.floor {
             return fail(ProtocolError(.staleBase,
                 "base \(submit.base) is older than the kept history (from \(history.floor)); resync with hello"))
         }
-        if let invalid = validateAtBase(submit.ops, base: submit.base, user: session.user) {
+        if let invalid = validateAtBase(submit.ops, base: submit.base, user: user) {
             return fail(invalid.protocolError)
         }
 
@@ -57,14 +58,14 @@ extension Room {
         }
 
         let number = history.head + 1
-        let revision = Revision(number: number, author: session.user, kind: .edit, label: submit.label,
+        let revision = Revision(number: number, author: user, kind: .edit, label: submit.label,
                                 applied: result.applied, timestamp: now, session: id, seq: submit.seq)
         let reply = ServerMessage.ack(.init(seq: submit.seq, rev: number, ops: revision.diffs, noop: reports))
         sessions[id]!.lastAckRevision = number
-        let before = stacks(of: session.user).summary
+        let before = stacks(of: user).summary
         recordEdit(revision, coalesce: submit.coalesce, now: now)
         var actions = commit(revision, reply: reply, sender: id)
-        actions += historyActions(user: session.user, before: before)
+        actions += historyActions(user: user, before: before)
         return (reply, actions)
     }
 
@@ -118,7 +119,7 @@ extension Room {
     /// Files the user's new revision on their undo stack (coalescing runs) and clears their redo stack.
     mutating func recordEdit(_ revision: Revision, coalesce key: String?, now: Int64) {
         let depth = policy.undo.depth
-        var stacks = users[revision.author, default: UserState()].stacks
+        var stacks = users[revision.author, default: UserState()].takeStacks()
         let part = UndoEntry.Part(revision: revision.number, applied: revision.applied)
         if let key, let run = stacks.run, run.key == key, now - run.time <= policy.undo.coalesceMillis,
            !stacks.undo.isEmpty {

@@ -6,7 +6,8 @@ extension Room {
         _ request: ClientMessage.UndoRequest, redo: Bool, from id: SessionID, now: Int64
     ) -> (reply: ServerMessage, actions: [RoomAction]) {
         let user = sessions[id]!.user
-        var stacks = stacks(of: user)
+        // Taken out while they change, so the arrays are uniquely referenced (no copy-on-write).
+        var stacks = users[user, default: UserState()].takeStacks()
         let before = stacks.summary
         stacks.run = nil
         var applied: [AppliedDiff] = []

@@ -25,6 +25,12 @@ public struct Room: Sendable {
     struct UserState: Sendable {
         var stacks = UndoStacks()
         var tagBlocks: [TagBlock] = []
+
+        /// Moves the stacks out (leaving empty ones), so the caller can change them without a copy.
+        mutating func takeStacks() -> UndoStacks {
+            defer { stacks = UndoStacks() }
+            return stacks
+        }
     }
 
     public let name: String
@@ -173,10 +179,10 @@ public struct Room: Sendable {
         _ seq: Int, from id: SessionID,
         _ handle: (inout Room) -> (reply: ServerMessage, actions: [RoomAction])
     ) -> [RoomAction] {
-        let session = sessions[id]!
-        if let reply = session.replies[seq] { return [.send(reply, to: [id])] }
-        guard seq > session.lastSeq else {
-            let error = ProtocolError(.badMessage, "seq \(seq) is not above the last seq \(session.lastSeq)")
+        if let reply = sessions[id]!.replies[seq] { return [.send(reply, to: [id])] }
+        let lastSeq = sessions[id]!.lastSeq
+        guard seq > lastSeq else {
+            let error = ProtocolError(.badMessage, "seq \(seq) is not above the last seq \(lastSeq)")
             return [.send(.error(.init(seq: seq, error)), to: [id])]
         }
         sessions[id]!.lastSeq = seq

@@ -1,0 +1,229 @@
+import ArgumentParser
+import PeopleCore
+
+/// `peoplekeeper-bench core`: throughput of apply and transform, and undo latency against the length
+/// of the room's history (it must stay flat: an undo looks only at the edits of the people it touches).
+struct CoreBenchmark: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "core",
+        abstract: "Measure PeopleCore: diffs applied/s, transforms/s, undo latency vs history length.",
+        discussion: """
+        Run it in release mode: swift run -c release peoplekeeper-bench core
+        Example: peoplekeeper-bench core --histories 100,100000,1000000 --samples 2000
+        """
+    )
+
+    @Option(help: "Earlier revisions in the room before undo latency is measured (comma-separated).")
+    var histories: String = "100,100000,1000000"
+
+    @Option(help: "Undo samples per history length.")
+    var samples: Int = 2000
+
+    @Option(help: "People in the benchmark room.")
+    var people: Int = 200
+
+    @Option(help: "Seconds each throughput measurement runs.")
+    var seconds: Double = 1.0
+
+    @Option(help: ArgumentHelp(
+        "Megabytes of unrelated live heap kept during the undo samples (a control: separates the effect of a large heap from the effect of a long history).",
+        valueName: "mb"))
+    var ballastMb: Int = 0
+
+    func run() throws {
+        print("PeopleCore micro-benchmark (\(people) people per room\(ballastMb > 0 ? ", \(ballastMb) MB ballast" : ""))")
+        print("")
+        print(pad("measurement", 44) + pad("result", 24))
+        print(String(repeating: "-", count: 68))
+        let applied = measureApply()
+        print(pad("diffs applied per second (set, mixed)", 44) + pad(format(applied) + " /s", 24))
+        for (name, rate) in measureTransforms() {
+            print(pad("transforms per second (\(name))", 44) + pad(format(rate) + " /s", 24))
+        }
+        let submits = measureSubmits()
+        print(pad("submits per second through Room.receive", 44) + pad(format(submits) + " /s", 24))
+        print("")
+        print(pad("earlier revisions", 20) + pad("undo p50", 14) + pad("undo p99", 14) + pad("undos applied", 16)
+              + pad("build time", 14))
+        print(String(repeating: "-", count: 78))
+        var medians: [Double] = []
+        for history in histories.split(separator: ",").compactMap({ Int($0) }) {
+            let result = measureUndo(history: history)
+            medians.append(result.p50)
+            print(pad(format(Double(history)), 20) + pad(micro(result.p50), 14) + pad(micro(result.p99), 14)
+                  + pad("\(result.applied) / \(samples)", 16) + pad(String(format1(result.build)) + " s", 14))
+        }
+        if let first = medians.first, let last = medians.last, first > 0 {
+            print("")
+            print("undo p50 ratio, longest history / shortest: \(format1(last / first))x (target: within 2x)")
+        }
+    }
+
+    // MARK: Measurements
+
+    func seedModel() -> PeopleModel {
+        let colors = HairColor.allCases
+        return PeopleModel(people: (1...people).map {
+            Person(tag: $0, name: "Person \($0)", hairColor: colors[$0 % colors.count])
+        })
+    }
+
+    func measureApply() -> Double {
+        var model = seedModel()
+        var rng = BenchRandom(seed: 1)
+        var count = 0
+        let clock = ContinuousClock()
+        let start = clock.now
+        while (clock.now - start).seconds < seconds {
+            for _ in 0..<1000 {
+                let tag = rng.int(people) + 1
+                let diff: Diff = switch rng.int(4) {
+                case 0: .set(tag, .hairColor(HairColor.allCases[rng.int(6)]))
+                case 1: .set(tag, .glasses(rng.int(2) == 0))
+                case 2: .facialHair(tag, FacialHairStyle.allCases[rng.int(5)], present: rng.int(2) == 0)
+                default: .preference(tag, Topic.allCases[rng.int(10)], Opinion.allCases[rng.int(3)])
+                }
+                _ = try? model.apply(diff)
+            }
+            count += 1000
+        }
+        return Double(count) / (clock.now - start).seconds
+    }
+
+    func measureTransforms() -> [(String, Double)] {
+        let order = seedModel().tags
+        let text = TextOperation([.retain(3), .insert("ab"), .delete(1)])
+        let theirs = TextOperation([.retain(1), .delete(2), .insert("xyz")])
+        let cases: [(String, Diff, Diff)] = [
+            ("set vs set", .set(5, .hairColor(.red)), .set(5, .hairColor(.blonde))),
+            ("text vs text", .text(5, text), .text(5, theirs)),
+            ("move vs insert, \(people) people", .move(7, to: 40), .insert(Person(tag: 9999, name: "N"), at: 20)),
+        ]
+        return cases.map { name, incoming, applied in
+            var count = 0
+            let clock = ContinuousClock()
+            let start = clock.now
+            while (clock.now - start).seconds < seconds / 3 {
+                for _ in 0..<500 {
+                    if case .diff = Transform.transform(incoming, over: applied, order: order) { count += 1 }
+                }
+            }
+            return (name, Double(count) / (clock.now - start).seconds)
+        }
+    }
+
+    func measureSubmits() -> Double {
+        var room = Room(name: "bench", seed: seedModel())
+        let (id, _) = room.join(session: "s", user: "u", role: .editor)
+        var rng = BenchRandom(seed: 2)
+        var seq = 0
+        let clock = ContinuousClock()
+        let start = clock.now
+        while (clock.now - start).seconds < seconds {
+            for _ in 0..<500 {
+                seq += 1
+                let diff = Diff.set(rng.int(people) + 1, .hairColor(HairColor.allCases[rng.int(6)]))
+                _ = room.receive(.submit(.init(seq: seq, base: room.revision, ops: [diff])), from: id, now: Int64(seq))
+            }
+        }
+        return Double(seq) / (clock.now - start).seconds
+    }
+
+    /// Fills a room with `history` revisions by background users, then times `samples` undos by one
+    /// user, each of an edit followed by a fixed number of teammates' edits (some on the same person).
+    func measureUndo(history: Int) -> (p50: Double, p99: Double, build: Double, applied: Int) {
+        let clock = ContinuousClock()
+        let buildStart = clock.now
+        var room = Room(name: "bench", seed: seedModel(), policy: RoomPolicy(undo: UndoPolicy(depth: 100)))
+        let (background, _) = room.join(session: "bg", user: "team", role: .editor)
+        let (mine, _) = room.join(session: "me", user: "me", role: .editor)
+        var rng = BenchRandom(seed: UInt64(history))
+        var bgSeq = 0
+        var mySeq = 0
+        var now: Int64 = 0
+        func backgroundEdit() {
+            bgSeq += 1
+            now += 1
+            let tag = rng.int(people) + 1
+            // Typing that keeps names short (insert, or delete once long), so no edit hits the limit.
+            let long = (room.model[tag]?.name.unicodeScalars.count ?? 0) > 24
+            let diff: Diff = rng.int(3) == 0
+                ? .text(tag, TextOperation([long ? .delete(1) : .insert("x")]))
+                : .set(tag, .hairColor(HairColor.allCases[rng.int(6)]))
+            _ = room.receive(.submit(.init(seq: bgSeq, base: room.revision, ops: [diff])), from: background, now: now)
+        }
+        for _ in 0..<history { backgroundEdit() }
+        // 1 MiB = 1,024 arrays of 128 Ints (1 KiB each), allocated one by one like a history would be.
+        let ballast = (0..<(ballastMb * 1024)).map { k in [Int](repeating: k, count: 128) }
+        let build = (clock.now - buildStart).seconds
+
+        var timings: [Double] = []
+        var applied = 0
+        timings.reserveCapacity(samples)
+        for k in 0..<samples {
+            let tag = rng.int(people) + 1
+            mySeq += 1
+            now += 1000
+            let edit: Diff = k % 2 == 0
+                ? .text(tag, TextOperation([.retain(2), .insert("me")]))
+                : .set(tag, .eyeColor(EyeColor.allCases[rng.int(6)]))
+            _ = room.receive(.submit(.init(seq: mySeq, base: room.revision, ops: [edit])), from: mine, now: now)
+            for _ in 0..<10 { backgroundEdit() }
+            mySeq += 1
+            now += 1000
+            let start = clock.now
+            let actions = room.receive(.undo(.init(seq: mySeq)), from: mine, now: now)
+            timings.append((clock.now - start).seconds)
+            for case .send(.undone(let result), _) in actions where result.rev != nil { applied += 1 }
+        }
+        withExtendedLifetime(ballast) {}
+        timings.sort()
+        return (timings[timings.count / 2], timings[min(timings.count - 1, timings.count * 99 / 100)], build, applied)
+    }
+}
+
+/// SplitMix64: the benchmark's workload is the same on every run.
+struct BenchRandom {
+    var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    mutating func int(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
+}
+
+extension Duration {
+    var seconds: Double {
+        let (s, attoseconds) = components
+        return Double(s) + Double(attoseconds) / 1e18
+    }
+}
+
+func pad(_ text: String, _ width: Int) -> String {
+    text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
+}
+
+func format(_ value: Double) -> String {
+    let n = Int(value.rounded())
+    var digits = Array(String(n))
+    var out: [Character] = []
+    while digits.count > 3 {
+        out = [","] + digits.suffix(3) + out
+        digits.removeLast(3)
+    }
+    return String(digits + out)
+}
+
+func format1(_ value: Double) -> String {
+    let tenths = Int((value * 10).rounded())
+    return "\(tenths / 10).\(tenths % 10)"
+}
+
+func micro(_ seconds: Double) -> String { format1(seconds * 1e6) + " µs" }
