@@ -68,26 +68,31 @@ struct CoreBenchmark: ParsableCommand {
         })
     }
 
-    func measureApply() -> Double {
-        var model = seedModel()
-        var rng = BenchRandom(seed: 1)
+    /// Runs `step` in rounds of `round` calls for `duration` seconds; returns calls per second.
+    func rate(for duration: Double, round: Int = 500, _ step: () -> Void) -> Double {
         var count = 0
         let clock = ContinuousClock()
         let start = clock.now
-        while (clock.now - start).seconds < seconds {
-            for _ in 0..<1000 {
-                let tag = rng.int(people) + 1
-                let diff: Diff = switch rng.int(4) {
-                case 0: .set(tag, .hairColor(HairColor.allCases[rng.int(6)]))
-                case 1: .set(tag, .glasses(rng.int(2) == 0))
-                case 2: .facialHair(tag, FacialHairStyle.allCases[rng.int(5)], present: rng.int(2) == 0)
-                default: .preference(tag, Topic.allCases[rng.int(10)], Opinion.allCases[rng.int(3)])
-                }
-                _ = try? model.apply(diff)
-            }
-            count += 1000
+        while (clock.now - start).seconds < duration {
+            for _ in 0..<round { step() }
+            count += round
         }
         return Double(count) / (clock.now - start).seconds
+    }
+
+    func measureApply() -> Double {
+        var model = seedModel()
+        var rng = BenchRandom(seed: 1)
+        return rate(for: seconds) {
+            let tag = rng.int(people) + 1
+            let diff: Diff = switch rng.int(4) {
+            case 0: .set(tag, .hairColor(HairColor.allCases[rng.int(6)]))
+            case 1: .set(tag, .glasses(rng.int(2) == 0))
+            case 2: .facialHair(tag, FacialHairStyle.allCases[rng.int(5)], present: rng.int(2) == 0)
+            default: .preference(tag, Topic.allCases[rng.int(10)], Opinion.allCases[rng.int(3)])
+            }
+            _ = try? model.apply(diff)
+        }
     }
 
     func measureTransforms() -> [(String, Double)] {
@@ -100,15 +105,11 @@ struct CoreBenchmark: ParsableCommand {
             ("move vs insert, \(people) people", .move(7, to: 40), .insert(Person(tag: 9999, name: "N"), at: 20)),
         ]
         return cases.map { name, incoming, applied in
-            var count = 0
-            let clock = ContinuousClock()
-            let start = clock.now
-            while (clock.now - start).seconds < seconds / 3 {
-                for _ in 0..<500 {
-                    if case .diff = Transform.transform(incoming, over: applied, order: order) { count += 1 }
-                }
+            var kept = 0
+            let perSecond = rate(for: seconds / 3) {
+                if case .diff = Transform.transform(incoming, over: applied, order: order) { kept += 1 }
             }
-            return (name, Double(count) / (clock.now - start).seconds)
+            return (name, perSecond)
         }
     }
 
@@ -117,16 +118,11 @@ struct CoreBenchmark: ParsableCommand {
         let (id, _) = room.join(session: "s", user: "u", role: .editor)
         var rng = BenchRandom(seed: 2)
         var seq = 0
-        let clock = ContinuousClock()
-        let start = clock.now
-        while (clock.now - start).seconds < seconds {
-            for _ in 0..<500 {
-                seq += 1
-                let diff = Diff.set(rng.int(people) + 1, .hairColor(HairColor.allCases[rng.int(6)]))
-                _ = room.receive(.submit(.init(seq: seq, base: room.revision, ops: [diff])), from: id, now: Int64(seq))
-            }
+        return rate(for: seconds) {
+            seq += 1
+            let diff = Diff.set(rng.int(people) + 1, .hairColor(HairColor.allCases[rng.int(6)]))
+            _ = room.receive(.submit(.init(seq: seq, base: room.revision, ops: [diff])), from: id, now: Int64(seq))
         }
-        return Double(seq) / (clock.now - start).seconds
     }
 
     /// Fills a room with `history` revisions by background users, then times `samples` undos by one
