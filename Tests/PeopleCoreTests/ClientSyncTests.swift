@@ -1,0 +1,88 @@
+@testable import PeopleCore
+import Testing
+
+/// The client state machine on its own: optimistic view, one request in flight, rebasing, resend.
+@Suite("Client sync")
+struct ClientSyncTests {
+    static func welcomed(_ user: String = "ann", rev: Int = 0) -> ClientSync {
+        var client = ClientSync(user: user)
+        _ = client.connect()
+        _ = client.receive(.welcome(.init(session: "s1", user: user, role: .editor, rev: rev,
+                                          people: Fixtures.start, tags: TagBlock(from: 4, to: 103),
+                                          history: HistorySummary(), presence: [])))
+        return client
+    }
+
+    @Test("an edit shows at once; a second waits until the first is acked")
+    func oneInFlight() throws {
+        var client = Self.welcomed()
+        let first = try client.edit([.set(1, .hairColor(.red))])
+        #expect(client.view[1]?.hairColor == .red)
+        #expect(first == [.submit(.init(seq: 1, base: 0, ops: [.set(1, .hairColor(.red))]))])
+        let second = try client.edit([.set(2, .glasses(true))])
+        #expect(second.isEmpty)
+        #expect(client.view[2]?.glasses == true)
+        let (send, _) = client.receive(.ack(.init(seq: 1, rev: 1, ops: [.set(1, .hairColor(.red))])))
+        #expect(send == [.submit(.init(seq: 2, base: 1, ops: [.set(2, .glasses(true))]))])
+        #expect(client.confirmed[1]?.hairColor == .red)
+    }
+
+    @Test("a teammate's revision is applied under my pending typing, which is rebased")
+    func rebasesPendingText() throws {
+        var client = Self.welcomed()
+        _ = try client.edit([.text(1, TextOperation([.retain(3), .insert("e")]))])  // in flight
+        _ = try client.edit([.text(1, TextOperation([.retain(4), .insert("!")]))])  // queued
+        _ = client.receive(.ops(.init(rev: 1, author: "bob", kind: .edit, ops: [.text(1, TextOperation([.insert("a")]))])))
+        #expect(client.confirmed[1]?.name == "aAnn")
+        #expect(client.view[1]?.name == "aAnne!")
+        let (send, _) = client.receive(.ack(.init(seq: 1, rev: 2, ops: [.text(1, TextOperation([.retain(4), .insert("e")]))])))
+        // The queued batch now goes on revision 2, rebased past bob's "a".
+        #expect(send == [.submit(.init(seq: 2, base: 2, ops: [.text(1, TextOperation([.retain(5), .insert("!")]))]))])
+    }
+
+    @Test("queued diffs on a person a teammate removed are dropped, not sent")
+    func prunesRemovedTarget() throws {
+        var client = Self.welcomed()
+        _ = try client.edit([.set(1, .glasses(true))])                          // in flight
+        _ = try client.edit([.set(2, .hairColor(.white)), .set(3, .glasses(false))])  // queued
+        _ = client.receive(.ops(.init(rev: 1, author: "bob", kind: .edit, ops: [.remove(2)])))
+        let (send, _) = client.receive(.ack(.init(seq: 1, rev: 2, ops: [.set(1, .glasses(true))])))
+        #expect(send == [.submit(.init(seq: 2, base: 2, ops: [.set(3, .glasses(false))]))])
+    }
+
+    @Test("after a reconnect the request in flight is resent identically, and its catch-up frame answers it")
+    func resendAfterReconnect() throws {
+        var client = Self.welcomed()
+        let sent = try client.edit([.set(1, .hairColor(.red))])
+        client.disconnected()
+        guard case .hello(let hello) = client.connect() else { Issue.record("expected hello"); return }
+        #expect(hello.resume == "s1" && hello.since == 0)
+        let (resend, _) = client.receive(.welcome(.init(session: "s1", user: "ann", role: .editor, rev: 1, people: nil,
+                                                        tags: TagBlock(from: 4, to: 103), history: HistorySummary(),
+                                                        presence: [])))
+        #expect(resend == sent)
+        // The hub had applied it before the drop: its catch-up frame carries our seq.
+        _ = client.receive(.ops(.init(rev: 1, author: "ann", kind: .edit, ops: [.set(1, .hairColor(.red))], seq: 1)))
+        #expect(client.pendingCount == 0 && client.revision == 1)
+        _ = client.receive(.ack(.init(seq: 1, rev: 1, ops: [.set(1, .hairColor(.red))])))  // the replayed reply
+        #expect(client.revision == 1 && client.confirmed[1]?.hairColor == .red)
+    }
+
+    @Test("an undo waits behind a queued edit, so it undoes that edit")
+    func undoQueuesBehindEdits() throws {
+        var client = Self.welcomed()
+        _ = try client.edit([.set(1, .hairColor(.red))])
+        #expect(client.undo().isEmpty)
+        let (send, _) = client.receive(.ack(.init(seq: 1, rev: 1, ops: [.set(1, .hairColor(.red))])))
+        #expect(send == [.undo(.init(seq: 2))])
+    }
+
+    @Test("a refused batch leaves the view and the error is reported")
+    func refusedBatch() throws {
+        var client = Self.welcomed()
+        _ = try client.edit([.set(1, .hairColor(.red))])
+        let (_, events) = client.receive(.error(.init(seq: 1, code: .forbidden, message: "viewers cannot edit")))
+        #expect(client.view[1]?.hairColor == .brown)
+        #expect(events == [.error(ProtocolError(.forbidden, "viewers cannot edit"))])
+    }
+}
