@@ -201,4 +201,17 @@ struct RoomProtocolTests {
         h.undo("A")
         #expect(h.person(1)?.hairColor == .brown)
     }
+
+    @Test("a forgotten session cannot be resumed: the hello starts a new session")
+    func forgottenSession() {
+        var h = Harness()
+        let old = h.sessions["A"]!
+        #expect(h.room.connectionCount == 2)
+        _ = h.room.leave(session: old)
+        #expect(h.room.connectionCount == 1)
+        h.room.forget(session: old)
+        let (id, _) = h.room.join(session: "fresh", user: "A", role: .editor, resume: old, since: 0)
+        #expect(id == "fresh")
+        #expect(h.room.oldestKeptBase == 0)
+    }
 }

@@ -81,19 +81,6 @@ public enum Diff: Hashable, Sendable {
         if case .insert = self { true } else { false }
     }
 
-    /// The wire name of the diff kind ("insert", "set", …).
-    public var kindName: String {
-        switch self {
-        case .insert: "insert"
-        case .remove: "remove"
-        case .move: "move"
-        case .set: "set"
-        case .facialHair: "facialHair"
-        case .preference: "preference"
-        case .text: "text"
-        }
-    }
-
     /// What part of the person the diff writes, for last-writer lookups and skip reports.
     public var target: DiffTarget {
         switch self {

@@ -53,9 +53,6 @@ public struct TextOperation: Hashable, Sendable {
         }
     }
 
-    /// True when the operation changes no text whatever it is applied to.
-    public var isIdentity: Bool { components.isEmpty }
-
     /// Scalars the operation reads from its input (retains and deletes): it needs a text at least this long.
     public var span: Int {
         components.reduce(0) { sum, c in

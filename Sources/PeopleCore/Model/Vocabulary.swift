@@ -12,9 +12,6 @@ extension Vocabulary {
     public static func < (lhs: Self, rhs: Self) -> Bool {
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
     }
-
-    /// Position of the case in vocabulary order.
-    var ordinal: Int { Self.allCases.firstIndex(of: self)! }
 }
 
 public enum HairColor: String, Vocabulary {
