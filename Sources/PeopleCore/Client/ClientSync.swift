@@ -174,7 +174,8 @@ public struct ClientSync: Sendable {
                 break
             }
             guard o.rev > revision else { break }
-            applyRemote(o.ops, rev: o.rev)
+            applyConfirmed(o.ops, rev: o.rev, rebaseQueued: true)
+            rebuildView()
             events.append(.remote(.init(rev: o.rev, author: o.author, kind: o.kind, label: o.label, diffs: o.ops)))
         case .ack(let a):
             _ = answer(seq: a.seq, rev: a.rev, ops: a.ops)
@@ -213,24 +214,22 @@ public struct ClientSync: Sendable {
         outbox.removeFirst()
         inFlight = false
         if let rev, rev > revision {
-            let order = confirmed.tags
-            _ = try? confirmed.apply(batch: ops, absentTags: .skip)
-            revision = rev
             // Edits queued behind an undo / redo were made without its effect: rebase them over it.
             // (Edits queued behind a submit were made on top of it already.)
-            if case .submit = first.request {} else { rebaseOutbox(over: ops, order: order) }
+            let isSubmit = if case .submit = first.request { true } else { false }
+            applyConfirmed(ops, rev: rev, rebaseQueued: !isSubmit)
         }
         rebuildView()
         return true
     }
 
-    /// Someone else's revision: apply it to `confirmed` as it is, rebase the pending edits over it.
-    private mutating func applyRemote(_ ops: [Diff], rev: Int) {
+    /// A revision of the hub's: applied to `confirmed` as it is (ops as applied are never transformed
+    /// again), and the queued edits rebased over it when they were made without it.
+    private mutating func applyConfirmed(_ ops: [Diff], rev: Int, rebaseQueued: Bool) {
         let order = confirmed.tags
         _ = try? confirmed.apply(batch: ops, absentTags: .skip)
         revision = rev
-        rebaseOutbox(over: ops, order: order)
-        rebuildView()
+        if rebaseQueued { rebaseOutbox(over: ops, order: order) }
     }
 
     /// Rebases every pending submit over `incoming` (made on `order`, ordered before them by the hub;

@@ -27,27 +27,26 @@ extension Room {
             if !policy.undo.cascade { break }
         }
 
-        guard !applied.isEmpty else {
-            users[user, default: UserState()].stacks = stacks
-            let result = ServerMessage.UndoResult(seq: request.seq, skipped: skipped)
-            let reply: ServerMessage = redo ? .redone(result) : .undone(result)
-            return (reply, [.send(reply, to: [id])] + historyActions(user: user, before: before))
-        }
-
-        let number = history.head + 1
-        let revision = Revision(number: number, author: user, kind: redo ? .redo : .undo, label: label,
+        var result = ServerMessage.UndoResult(seq: request.seq, skipped: skipped)
+        var revision: Revision?
+        if !applied.isEmpty {
+            let number = history.head + 1
+            revision = Revision(number: number, author: user, kind: redo ? .redo : .undo, label: label,
                                 applied: applied, timestamp: now, session: id, seq: request.seq, inverts: inverts)
-        let opposite = UndoEntry(label: label, parts: [UndoEntry.Part(revision: number, applied: applied)])
-        if redo {
-            UndoStacks.push(opposite, onto: &stacks.undo, depth: policy.undo.depth)
-        } else {
-            UndoStacks.push(opposite, onto: &stacks.redo, depth: policy.undo.depth)
+            let opposite = UndoEntry(label: label, parts: [UndoEntry.Part(revision: number, applied: applied)])
+            if redo {
+                UndoStacks.push(opposite, onto: &stacks.undo, depth: policy.undo.depth)
+            } else {
+                UndoStacks.push(opposite, onto: &stacks.redo, depth: policy.undo.depth)
+            }
+            result.rev = number
+            result.ops = revision!.diffs
+            result.label = label
         }
         users[user, default: UserState()].stacks = stacks
-        let result = ServerMessage.UndoResult(seq: request.seq, rev: number, ops: revision.diffs, label: label,
-                                              skipped: skipped)
         let reply: ServerMessage = redo ? .redone(result) : .undone(result)
-        return (reply, commit(revision, reply: reply, sender: id) + historyActions(user: user, before: before))
+        let sent = revision.map { commit($0, reply: reply, sender: id) } ?? [.send(reply, to: [id])]
+        return (reply, sent + historyActions(user: user, before: before))
     }
 
     /// What reverting one entry did: the diffs applied (empty when the model ended up unchanged) and

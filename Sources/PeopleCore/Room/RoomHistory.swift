@@ -55,8 +55,7 @@ struct RoomHistory: Sendable {
             events[target.tag, default: []].append(
                 TagEvent(revision: revision.number, index: index, author: revision.author, target: target,
                          inverts: revision.inverts[index]))
-            lastWriter[target] = revision.author
-            if case .insert = done.diff { lastWriter[.person(target.tag)] = revision.author }
+            lastWriter[target] = revision.author  // insert and remove both write `.person(tag)`
             if let change = Self.positionalEvent(done, revision: revision.number, index: index) {
                 positional.append(change)
             }
