@@ -6,12 +6,22 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "PeopleCore", targets: ["PeopleCore"]),
+        .library(name: "WebSocketTransport", targets: ["WebSocketTransport"]),
+        .executable(name: "peoplekeeper-hub", targets: ["peoplekeeper-hub"]),
         .executable(name: "peoplekeeper-bench", targets: ["peoplekeeper-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/pointfreeco/swift-identified-collections.git", from: "1.1.1"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0", traits: ["YAML"]),
+        // Already in the graph through swift-configuration's YAML trait; used directly only to list the
+        // keys a config file sets, so a misspelled key is reported instead of silently ignored.
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
     ],
     targets: [
         // The pure heart: model, diffs, transform, undo, the room's and the client's state machines, wire messages.
@@ -22,10 +32,48 @@ let package = Package(
                 .product(name: "IdentifiedCollections", package: "swift-identified-collections"),
             ]
         ),
+        // Where revisions go to outlive the process; the in-memory twin until the durable stores land.
+        .target(name: "PeopleStore", dependencies: ["PeopleCore"]),
+        // libwebsockets (Debian libwebsockets-dev) and the shim for what Swift cannot import.
+        .systemLibrary(
+            name: "CLibWebSockets",
+            pkgConfig: "libwebsockets",
+            providers: [.apt(["libwebsockets-dev"])]
+        ),
+        // The lws event loop, connections, frames and HTTP: knows nothing of people.
+        .target(name: "WebSocketTransport", dependencies: ["CLibWebSockets"]),
+        // Rooms, sessions, limits, presence: turns the core's actions into effects.
+        .target(
+            name: "PeopleHub",
+            dependencies: [
+                "PeopleCore",
+                "PeopleStore",
+                "WebSocketTransport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
+        .executableTarget(
+            name: "peoplekeeper-hub",
+            dependencies: [
+                "PeopleHub",
+                "PeopleCore",
+                "PeopleStore",
+                "WebSocketTransport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Yams", package: "Yams"),
+            ]
+        ),
         .executableTarget(
             name: "peoplekeeper-bench",
             dependencies: [
                 "PeopleCore",
+                "WebSocketTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -35,6 +83,11 @@ let package = Package(
                 "PeopleCore",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
+        ),
+        // Start the real peoplekeeper-hub binary on port 0 and talk to it over real WebSockets.
+        .testTarget(
+            name: "PeopleHubTests",
+            dependencies: ["PeopleCore", "WebSocketTransport"]
         ),
     ],
     swiftLanguageModes: [.v6]

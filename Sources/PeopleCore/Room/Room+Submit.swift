@@ -40,6 +40,12 @@ extension Room {
             }
         }
 
+        if policy.maxPeople > 0, let count = peopleCount(after: diffs), count > policy.maxPeople,
+           count > model.people.count {
+            return fail(ProtocolError(.roomFull,
+                "the room holds at most \(policy.maxPeople) people; this batch would leave \(count)"))
+        }
+
         let result: BatchResult
         do {
             result = try model.apply(batch: diffs, absentTags: .skip)
@@ -67,6 +73,19 @@ extension Room {
         var actions = commit(revision, reply: reply, sender: id)
         actions += historyActions(user: user, before: before)
         return (reply, actions)
+    }
+
+    /// How many people the room would hold after `diffs` (removals of absent people are skipped).
+    func peopleCount(after diffs: [Diff]) -> Int? {
+        var present = Set(model.people.ids)
+        for diff in diffs {
+            switch diff {
+            case .insert(let person, _): present.insert(person.tag)
+            case .remove(let tag): present.remove(tag)
+            default: break
+            }
+        }
+        return present.count
     }
 
     /// Checks what can only be checked at the batch's base: every named tag was present there (or was

@@ -30,11 +30,16 @@ public struct RoomPolicy: Hashable, Sendable {
     public var keptRevisions: Int
     /// Replies kept per session for replay of resent seqs.
     public var repliesKept: Int
+    /// Most people a submit may leave in the room (`room-full` beyond it). 0 = no limit. Undo and redo
+    /// may restore people above it: they only bring back what was there.
+    public var maxPeople: Int
 
-    public init(undo: UndoPolicy = UndoPolicy(), tagBlockSize: Int = 100, keptRevisions: Int = 0, repliesKept: Int = 64) {
+    public init(undo: UndoPolicy = UndoPolicy(), tagBlockSize: Int = 100, keptRevisions: Int = 0, repliesKept: Int = 64,
+                maxPeople: Int = 0) {
         self.undo = undo
         self.tagBlockSize = tagBlockSize
         self.keptRevisions = keptRevisions
         self.repliesKept = repliesKept
+        self.maxPeople = maxPeople
     }
 }

@@ -1,0 +1,24 @@
+// What Swift cannot import from libwebsockets 4.1 by itself: macros and variadic functions.
+#ifndef PEOPLEKEEPER_LWS_SHIM_H
+#define PEOPLEKEEPER_LWS_SHIM_H
+
+#include <libwebsockets.h>
+
+/// Headroom lws_write needs before every payload (LWS_PRE is a macro).
+static const size_t pk_lws_pre = LWS_PRE;
+
+/// lws_set_log_level without a custom emitter (the default writes to stderr).
+static inline void pk_lws_set_log_level(int level) { lws_set_log_level(level, NULL); }
+
+/// Option bits (64-bit macros that do not import as constants).
+static const uint64_t pk_option_validate_utf8 = LWS_SERVER_OPTION_VALIDATE_UTF8;
+static const uint64_t pk_option_disable_ipv6 = LWS_SERVER_OPTION_DISABLE_IPV6;
+static const uint64_t pk_option_fail_unable_to_bind = LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND;
+static const uint64_t pk_option_do_ssl_global_init = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+
+/// The permessage-deflate extension callback (RFC 7692).
+static inline lws_extension_callback_function *pk_pm_deflate_callback(void) {
+    return lws_extension_callback_pm_deflate;
+}
+
+#endif

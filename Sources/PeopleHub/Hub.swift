@@ -1,0 +1,335 @@
+import Foundation
+import Logging
+import PeopleCore
+import PeopleStore
+import WebSocketTransport
+
+/// The hub: rooms and sessions over WebSocket connections. Carries out what `Room` decides.
+///
+/// Runs on the transport's service thread (it is the server's delegate): parses frames in
+/// PROTOCOL.md's order, enforces the limits, hands messages to the room, makes revisions durable
+/// through the store, and fans the encoded replies out (each message encoded once for all its
+/// receivers). Other threads reach it only through the server's `perform`.
+public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
+    public let configuration: HubConfiguration
+    private let store: any PeopleStore
+    private let logger: Logger
+    private let metrics: HubMetrics
+    private let clock: @Sendable () -> Int64
+    private let makeSessionID: @Sendable () -> String
+    /// Set by `attach(to:)`; used to come back to the service thread after an asynchronous store.
+    private weak var server: WebSocketServer?
+    /// Renders `/metrics` (the Prometheus registry); nil when metrics are off.
+    private let renderMetrics: (@Sendable () -> String)?
+
+    private var rooms: [String: RoomHost] = [:]
+    private var openConnections = 0
+    private var draining = false
+
+    /// - Parameters:
+    ///   - clock: milliseconds since the epoch (a parameter, so tests can drive time).
+    ///   - makeSessionID: a fresh unguessable session id per call.
+    public init(configuration: HubConfiguration, store: any PeopleStore, logger: Logger,
+                metrics: HubMetrics = HubMetrics(), renderMetrics: (@Sendable () -> String)? = nil,
+                clock: @escaping @Sendable () -> Int64 = Hub.systemMilliseconds,
+                makeSessionID: @escaping @Sendable () -> String = Hub.randomSessionID) {
+        var configuration = configuration
+        configuration.roomPolicy.maxPeople = configuration.limits.maxPeoplePerRoom
+        self.configuration = configuration
+        self.store = store
+        self.logger = logger
+        self.metrics = metrics
+        self.renderMetrics = renderMetrics
+        self.clock = clock
+        self.makeSessionID = makeSessionID
+    }
+
+    /// Connects the hub to the server whose delegate it is.
+    public func attach(to server: WebSocketServer) {
+        self.server = server
+    }
+
+    /// Stops taking messages, waits for what is being made durable, then lets the server close every
+    /// connection with 1001 and stop.
+    public func drain() async {
+        guard let server else { return }
+        server.perform { [self] in
+            draining = true
+            logger.info("draining: no new connections or messages; closing connections with 1001")
+        }
+        await server.drain(code: 1001, reason: "hub shutting down")
+    }
+
+    public static let systemMilliseconds: @Sendable () -> Int64 = {
+        Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
+    }
+
+    public static let randomSessionID: @Sendable () -> String = {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<2).map { _ in String(generator.next() as UInt64, radix: 16).leftPadded(to: 16) }.joined()
+    }
+
+    // MARK: Connections
+
+    public func shouldAccept(_ request: UpgradeRequest) -> Bool {
+        guard !draining, Self.roomName(inPath: request.path) != nil else { return false }
+        guard openConnections < configuration.limits.maxConnections else {
+            metrics.refusedConnections.increment()
+            logger.warning("refused a connection: at limits.maxConnections", metadata: ["peer": "\(request.peer)"])
+            return false
+        }
+        return true
+    }
+
+    public func didOpen(_ connection: WebSocketConnection) {
+        guard let name = Self.roomName(inPath: connection.path) else { connection.close(code: 1008); return }
+        let limits = configuration.limits
+        connection.context = Peer(room: name, bucket: TokenBucket(
+            perSecond: limits.opsPerSecond, burst: limits.opsPerSecond * 2, now: clock()))
+        connection.setDeadline(seconds: limits.helloTimeoutSeconds)
+        openConnections += 1
+        metrics.connections.record(openConnections)
+    }
+
+    public func didClose(_ connection: WebSocketConnection) {
+        openConnections -= 1
+        metrics.connections.record(openConnections)
+        guard let peer = connection.context as? Peer else { return }
+        connection.context = nil
+        guard let session = peer.session, let host = rooms[peer.room], host.connections[session] === connection else {
+            return
+        }
+        host.connections[session] = nil
+        perform(host.room.leave(session: session), in: host, roomName: peer.room)
+        for forgotten in host.noteDisconnected(session, keep: configuration.limits.keptSessionsPerRoom) {
+            host.room.forget(session: forgotten)
+        }
+        logger.debug("left", metadata: ["room": "\(peer.room)", "session": "\(session)", "user": "\(peer.user ?? "")"])
+    }
+
+    public func didOverflow(_ connection: WebSocketConnection) {
+        metrics.sendQueueDrops.increment()
+        logger.warning("closed a slow consumer (send queue full)", metadata: ["peer": "\(connection.peer)"])
+    }
+
+    public func didReceiveOversized(_ connection: WebSocketConnection, bytes: Int) {
+        send(error: ProtocolError(.tooLarge,
+            "frame of \(bytes) bytes is over limits.maxMessageBytes (\(connection.limits.maxMessageBytes))"),
+            to: connection)
+    }
+
+    public func didReceive(_ connection: WebSocketConnection, message: [UInt8], binary: Bool) {
+        guard !draining, !connection.isClosing, let peer = connection.context as? Peer else { return }
+        guard peer.bucket.take(now: clock()) else {
+            peer.refusedInARow += 1
+            if peer.refusedInARow > configuration.limits.opsPerSecond {
+                logger.warning("closed a connection that kept over its rate", metadata: ["peer": "\(connection.peer)"])
+                connection.close(code: 1008, reason: "rate limit")
+            } else if peer.refusedInARow == 1 || peer.refusedInARow % 10 == 0 {
+                send(error: ProtocolError(.rateLimited,
+                    "over limits.opsPerSecond (\(configuration.limits.opsPerSecond)); frame dropped"), to: connection)
+            }
+            return
+        }
+        peer.refusedInARow = 0
+        if peer.session == nil {
+            hello(message, binary: binary, on: connection, peer: peer)
+        } else {
+            receive(message, binary: binary, on: connection, peer: peer)
+        }
+    }
+
+    // MARK: HTTP
+
+    public func response(for request: HTTPRequest) -> HTTPResponse? {
+        switch request.path {
+        case "/healthz":
+            return draining ? HTTPResponse(status: 503, text: "draining\n") : HTTPResponse(status: 200, text: "ok\n")
+        case "/metrics":
+            guard configuration.metricsEnabled, let renderMetrics else {
+                return HTTPResponse(status: 404, text: "metrics are off (metrics.enabled)\n")
+            }
+            return HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8",
+                                body: Array(renderMetrics().utf8))
+        default:
+            if request.path.hasPrefix("/v1/") {
+                return HTTPResponse(status: 426, text: "this is a WebSocket endpoint: connect with ws://\n")
+            }
+            return nil
+        }
+    }
+
+    // MARK: Frames
+
+    private func hello(_ frame: [UInt8], binary: Bool, on connection: WebSocketConnection, peer: Peer) {
+        if binary {
+            return send(error: ProtocolError(.notHello, "the first frame must be a hello text frame"), to: connection)
+        }
+        let json: JSON
+        do { json = try JSON.parse(frame) } catch {
+            return send(error: ProtocolError(.badJSON, error.description), to: connection)
+        }
+        guard ClientMessage.messageType(of: json) == "hello" else {
+            return send(error: ProtocolError(.notHello, "send hello first"), seq: Self.seq(of: json), to: connection)
+        }
+        let hello: ClientMessage.Hello
+        do {
+            guard case .hello(let decoded) = try ClientMessage(json: json) else { return }
+            hello = decoded
+        } catch {
+            return send(error: error, to: connection)
+        }
+        guard !hello.user.isEmpty, hello.user.utf8.count <= 64 else {
+            return send(error: ProtocolError(.badMessage, "user must be 1 to 64 bytes of UTF-8"), to: connection)
+        }
+        let host: RoomHost
+        if let existing = rooms[peer.room] {
+            host = existing
+        } else {
+            guard rooms.count < configuration.limits.maxRooms else {
+                return send(error: ProtocolError(.roomFull,
+                    "the hub holds at most \(configuration.limits.maxRooms) rooms (limits.maxRooms)"), to: connection)
+            }
+            host = RoomHost(room: Room(name: peer.room, seed: configuration.seed, policy: configuration.roomPolicy))
+            rooms[peer.room] = host
+            metrics.rooms.record(rooms.count)
+            logger.info("room created", metadata: ["room": "\(peer.room)"])
+        }
+        let (session, actions) = host.room.join(
+            session: makeSessionID(), user: hello.user, role: .editor, client: hello.client,
+            resume: hello.resume, since: hello.since)
+        if let previous = host.connections[session], previous !== connection {
+            // The session resumed on a new connection: the old one (likely half-open) is replaced.
+            (previous.context as? Peer)?.session = nil
+            previous.close(code: 1000, reason: "session resumed on another connection")
+        }
+        host.disconnected.removeAll { $0 == session }
+        host.connections[session] = connection
+        peer.session = session
+        peer.user = hello.user
+        connection.setDeadline(seconds: 0)
+        logger.debug("joined", metadata: [
+            "room": "\(peer.room)", "session": "\(session)", "user": "\(hello.user)",
+            "client": "\(hello.client ?? "")", "resumed": "\(hello.resume == session)",
+        ])
+        perform(actions, in: host, roomName: peer.room)
+    }
+
+    private func receive(_ frame: [UInt8], binary: Bool, on connection: WebSocketConnection, peer: Peer) {
+        guard let session = peer.session, let host = rooms[peer.room] else { return }
+        if binary { return send(error: ProtocolError(.badMessage, "binary frames are not part of the protocol"), to: connection) }
+        let json: JSON
+        do { json = try JSON.parse(frame) } catch {
+            return send(error: ProtocolError(.badJSON, error.description), to: connection)
+        }
+        let message: ClientMessage
+        do { message = try ClientMessage(json: json) } catch {
+            return send(error: error, seq: Self.seq(of: json), to: connection)
+        }
+        let actions: [RoomAction]
+        switch message {
+        case .submit, .undo, .redo:
+            if case .undo = message { metrics.undoRequests.increment() }
+            if case .redo = message { metrics.redoRequests.increment() }
+            let start = DispatchTime.now().uptimeNanoseconds
+            actions = host.room.receive(message, from: session, now: clock())
+            metrics.applyDuration.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - start))
+        default:
+            actions = host.room.receive(message, from: session, now: clock())
+        }
+        perform(actions, in: host, roomName: peer.room)
+    }
+
+    // MARK: Effects
+
+    /// Carries out the room's actions in order: commits go to the store; sends after a commit that is
+    /// not durable yet wait behind it.
+    private func perform(_ actions: [RoomAction], in host: RoomHost, roomName: String) {
+        for action in actions {
+            switch action {
+            case .commit(let revision):
+                metrics.revisions[revision.kind]?.increment()
+                let box = UncheckedHost(host)
+                let barrier = host.addBarrier()
+                let outcome = store.append([revision], room: roomName) { [weak self] error in
+                    self?.server?.perform { [weak self] in self?.durable(barrier: barrier, host: box.host, error: error) }
+                }
+                if outcome == .durable { _ = host.release(barrier) }
+            case .send(let message, let sessions):
+                metrics.count(message)
+                let encoded = OutboundMessage(text: message.json.bytes)
+                if host.isHolding {
+                    host.held.append(.send(encoded, message, to: sessions))
+                } else {
+                    deliver(encoded, to: sessions, in: host)
+                }
+            }
+        }
+    }
+
+    private func durable(barrier: Int, host: RoomHost, error: StoreError?) {
+        if let error {
+            logger.critical("store failed; closing the room's connections", metadata: ["error": "\(error)"])
+            for connection in host.connections.values { connection.close(code: 1011, reason: "store failed") }
+            return
+        }
+        for (encoded, _, sessions) in host.release(barrier) { deliver(encoded, to: sessions, in: host) }
+    }
+
+    private func deliver(_ encoded: OutboundMessage, to sessions: [SessionID], in host: RoomHost) {
+        for session in sessions {
+            host.connections[session]?.send(encoded)
+        }
+    }
+
+    private func send(error: ProtocolError, seq: Int? = nil, to connection: WebSocketConnection) {
+        let message = ServerMessage.error(.init(seq: seq, error))
+        metrics.count(message)
+        connection.send(OutboundMessage(text: message.json.bytes))
+        if error.code.isFatal { connection.close(code: 1008, reason: error.code.rawValue) }
+    }
+
+    // MARK: Parsing helpers
+
+    /// The room of a WebSocket path `/v1/rooms/ROOM` (ROOM: 1–64 of `[A-Za-z0-9_.-]`), or nil.
+    public static func roomName(inPath path: String) -> String? {
+        let prefix = "/v1/rooms/"
+        guard path.hasPrefix(prefix) else { return nil }
+        let name = path.dropFirst(prefix.count)
+        guard (1...64).contains(name.utf8.count), name.utf8.allSatisfy({ byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || byte == 0x5F || byte == 0x2E || byte == 0x2D
+        }) else { return nil }
+        return String(name)
+    }
+
+    private static func seq(of json: JSON) -> Int? {
+        if case .int(let seq)? = json["seq"] { seq } else { nil }
+    }
+}
+
+/// What the hub keeps on each connection.
+final class Peer {
+    let room: String
+    var session: SessionID?
+    var user: String?
+    var bucket: TokenBucket
+    var refusedInARow = 0
+
+    init(room: String, bucket: TokenBucket) {
+        self.room = room
+        self.bucket = bucket
+    }
+}
+
+/// Carries a room host to the store's completion; it is only touched back on the service thread.
+private struct UncheckedHost: @unchecked Sendable {
+    let host: RoomHost
+    init(_ host: RoomHost) { self.host = host }
+}
+
+extension String {
+    func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}

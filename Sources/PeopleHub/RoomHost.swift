@@ -1,0 +1,65 @@
+import PeopleCore
+import WebSocketTransport
+
+/// One room in the hub: the core's `Room`, which connection carries each session, and the sends
+/// waiting for a revision to become durable.
+///
+/// Service thread only. Sends that follow a `commit` in the core's actions wait (in order) until the
+/// store says that revision is durable; a store that is durable at once costs no waiting.
+final class RoomHost {
+    var room: Room
+    /// The connection currently carrying each connected session.
+    var connections: [SessionID: WebSocketConnection] = [:]
+    /// Disconnected sessions, oldest first, forgotten beyond the configured number.
+    var disconnected: [SessionID] = []
+    /// Sends held behind commits that are not durable yet, in order.
+    var held: [Held] = []
+    private var nextBarrier = 0
+
+    enum Held {
+        case barrier(Int, durable: Bool)
+        case send(OutboundMessage, ServerMessage, to: [SessionID])
+    }
+
+    init(room: Room) {
+        self.room = room
+    }
+
+    /// True while some sends wait for durability.
+    var isHolding: Bool { !held.isEmpty }
+
+    /// A barrier for a commit the store has not finished; later sends queue behind it.
+    func addBarrier() -> Int {
+        nextBarrier += 1
+        held.append(.barrier(nextBarrier, durable: false))
+        return nextBarrier
+    }
+
+    /// Marks a barrier durable and returns the sends now free to go, in order.
+    func release(_ barrier: Int) -> [(OutboundMessage, ServerMessage, [SessionID])] {
+        for index in held.indices {
+            if case .barrier(barrier, _) = held[index] { held[index] = .barrier(barrier, durable: true) }
+        }
+        var ready: [(OutboundMessage, ServerMessage, [SessionID])] = []
+        while let first = held.first {
+            switch first {
+            case .barrier(_, let durable):
+                guard durable else { return ready }
+            case .send(let encoded, let message, let sessions):
+                ready.append((encoded, message, sessions))
+            }
+            held.removeFirst()
+        }
+        return ready
+    }
+
+    /// Remembers a session that disconnected; returns sessions to forget (beyond `keep`).
+    func noteDisconnected(_ session: SessionID, keep: Int) -> [SessionID] {
+        disconnected.removeAll { $0 == session }
+        disconnected.append(session)
+        guard disconnected.count > keep else { return [] }
+        let excess = Array(disconnected.prefix(disconnected.count - keep))
+        disconnected.removeFirst(excess.count)
+        return excess
+    }
+}

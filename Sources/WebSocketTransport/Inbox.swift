@@ -1,0 +1,57 @@
+import CLibWebSockets
+import Synchronization
+
+/// Work handed to the lws service thread from other threads.
+///
+/// `post` appends and wakes the loop with `lws_cancel_service`; the service thread runs everything
+/// queued each time it is woken (wakeups coalesce, so it always drains the whole inbox). The context
+/// pointer lives under the same lock and is cleared before the context is destroyed, so a late `post`
+/// never touches a dead context: its work is dropped instead.
+final class Inbox: Sendable {
+    private struct State {
+        var work: [@Sendable () -> Void] = []
+        var context: LWSContextPointer?
+    }
+    private let state = Mutex(State())
+
+    /// Queues `work` for the service thread and wakes it. Returns false when the loop is gone.
+    @discardableResult
+    func post(_ work: @escaping @Sendable () -> Void) -> Bool {
+        let context: LWSContextPointer? = state.withLock { state in
+            guard state.context != nil else { return nil }
+            state.work.append(work)
+            return state.context
+        }
+        guard let context else { return false }
+        lws_cancel_service(context.raw)
+        return true
+    }
+
+    /// Runs everything queued (service thread only).
+    func drain() {
+        let work = state.withLock { state in
+            defer { state.work.removeAll(keepingCapacity: true) }
+            return state.work
+        }
+        for item in work { item() }
+    }
+
+    func attach(_ context: LWSContextPointer?) {
+        state.withLock { $0.context = context }
+    }
+
+    /// Forgets the context (before it is destroyed) and returns what was still queued.
+    func detach() -> [@Sendable () -> Void] {
+        state.withLock { state in
+            state.context = nil
+            defer { state.work.removeAll() }
+            return state.work
+        }
+    }
+}
+
+/// An lws context pointer that may cross threads (only `lws_cancel_service` is called on it off the
+/// service thread, which lws allows).
+struct LWSContextPointer: @unchecked Sendable {
+    let raw: OpaquePointer
+}

@@ -1,0 +1,292 @@
+import CLibWebSockets
+import Foundation
+
+/// What the server and the client share: one lws context, the thread that services it, the inbox
+/// other threads post to, and the C allocations lws keeps pointers to until the context is destroyed.
+///
+/// Only the service thread touches lws (and every connection). `perform` is how other threads get
+/// there. Subclasses answer lws callbacks in `callback(...)`.
+public class LWSEndpoint: @unchecked Sendable {
+    let inbox = Inbox()
+    /// Service thread only.
+    var context: OpaquePointer?
+    /// Service thread only: the loop ends after the current `lws_service` returns.
+    var stopRequested = false
+    /// Service thread only.
+    var connections: [UInt64: WebSocketConnection] = [:]
+    private var nextConnectionID: UInt64 = 0
+    private var retained: [UnsafeMutableRawPointer] = []
+    private var thread: Thread?
+    private let stopped = Stopped()
+    let protocolName: String
+
+    init(protocolName: String) {
+        self.protocolName = protocolName
+    }
+
+    deinit {
+        for pointer in retained { pointer.deallocate() }
+    }
+
+    /// Runs `work` on the service thread. Returns false when the loop has stopped (work dropped).
+    @discardableResult
+    public func perform(_ work: @escaping @Sendable () -> Void) -> Bool {
+        inbox.post(work)
+    }
+
+    /// Number of open connections (service thread only).
+    public var connectionCount: Int { connections.count }
+
+    func nextID() -> UInt64 {
+        nextConnectionID += 1
+        return nextConnectionID
+    }
+
+    // MARK: C allocations kept for the context's lifetime
+
+    func keep(_ string: String) -> UnsafePointer<CChar> {
+        let utf8 = Array(string.utf8CString)
+        let pointer = UnsafeMutableRawPointer.allocate(byteCount: utf8.count, alignment: 1)
+        utf8.withUnsafeBytes { pointer.copyMemory(from: $0.baseAddress!, byteCount: utf8.count) }
+        retained.append(pointer)
+        return UnsafePointer(pointer.assumingMemoryBound(to: CChar.self))
+    }
+
+    func keep<T>(_ values: [T]) -> UnsafeMutablePointer<T> {
+        let raw = UnsafeMutableRawPointer.allocate(byteCount: MemoryLayout<T>.stride * max(values.count, 1),
+                                                   alignment: MemoryLayout<T>.alignment)
+        retained.append(raw)
+        let typed = raw.bindMemory(to: T.self, capacity: values.count)
+        typed.initialize(from: values, count: values.count)
+        return typed
+    }
+
+    /// The protocol table: ours at index 0 (upgrades without a subprotocol go to index 0), then the
+    /// terminator. Unhandled reasons are forwarded to `lws_callback_http_dummy`.
+    func makeProtocols(rxBufferSize: Int) -> UnsafeMutablePointer<lws_protocols> {
+        var ours = lws_protocols()
+        ours.name = keep(protocolName)
+        ours.callback = lwsCallback
+        ours.per_session_data_size = 0
+        ours.rx_buffer_size = rxBufferSize
+        return keep([ours, lws_protocols()])
+    }
+
+    /// permessage-deflate (RFC 7692), offered by the client and accepted by the server.
+    func makeExtensions() -> UnsafeMutablePointer<lws_extension> {
+        var deflate = lws_extension()
+        deflate.name = keep("permessage-deflate")
+        deflate.callback = pk_pm_deflate_callback()
+        deflate.client_offer = keep("permessage-deflate; client_max_window_bits")
+        return keep([deflate, lws_extension()])
+    }
+
+    // MARK: The service thread
+
+    /// Starts the service thread, which creates the context with `configure`'s settings and then
+    /// services it until `stopRequested`. Blocks until the context exists (or failed).
+    func startLoop(name: String, configure: @escaping (inout lws_context_creation_info) -> Void,
+                   created: @escaping (OpaquePointer) -> Void) throws {
+        let started = DispatchSemaphore(value: 0)
+        let failure = Box<String?>(nil)
+        pk_lws_set_log_level(Self.lwsLogLevel)
+        let hooks = UncheckedSendable((configure, created))
+        let thread = Thread { [self] in
+            let (configure, created) = hooks.value
+            var info = lws_context_creation_info()
+            info.gid = -1
+            info.uid = -1
+            info.user = Unmanaged.passUnretained(self).toOpaque()
+            configure(&info)
+            guard let context = lws_create_context(&info) else {
+                failure.value = "libwebsockets could not create its context (is the port in use?)"
+                started.signal()
+                return
+            }
+            self.context = context
+            self.inbox.attach(LWSContextPointer(raw: context))
+            created(context)
+            started.signal()
+            while !self.stopRequested {
+                if lws_service(context, 0) < 0 { break }
+                if self.stopRequested { break }
+                self.serviceTick()
+            }
+            for work in self.inbox.detach() { work() }
+            lws_context_destroy(context)
+            self.context = nil
+            self.stopped.signal()
+        }
+        thread.name = name
+        thread.stackSize = 1 << 20
+        self.thread = thread
+        thread.start()
+        started.wait()
+        if let message = failure.value {
+            stopped.signal()
+            throw WebSocketTransportError.startFailed(message)
+        }
+    }
+
+    /// lws's own stderr logging: errors and warnings only (the hub logs through swift-log).
+    static let lwsLogLevel: Int32 = 1 | 2  // LLL_ERR | LLL_WARN
+
+    /// Idle WebSocket connections get a ping after `pingSeconds` and are dropped after `hangupSeconds`
+    /// without traffic (lws's retry-and-idle policy). Kept for the context's lifetime.
+    func makeIdlePolicy(pingSeconds: Int, hangupSeconds: Int) -> UnsafeMutablePointer<lws_retry_bo_t> {
+        var policy = lws_retry_bo_t()
+        policy.secs_since_valid_ping = UInt16(clamping: pingSeconds)
+        policy.secs_since_valid_hangup = UInt16(clamping: hangupSeconds)
+        return keep([policy])
+    }
+
+    /// Called after every `lws_service` return on the service thread.
+    func serviceTick() {}
+
+    /// Waits (off the service thread) until the loop has ended and the context is destroyed.
+    public func waitUntilStopped() async {
+        await stopped.wait()
+    }
+
+    /// Ends the loop without draining (service thread or any thread).
+    public func stopNow() {
+        if !perform({ [self] in stopRequested = true }) { return }
+    }
+
+    // MARK: Callbacks
+
+    /// Answers one lws callback (service thread). The default forwards to `lws_callback_http_dummy`.
+    func callback(wsi: OpaquePointer, reason: lws_callback_reasons, user: UnsafeMutableRawPointer?,
+                  input: UnsafeMutableRawPointer?, length: Int) -> Int32 {
+        if reason == LWS_CALLBACK_EVENT_WAIT_CANCELLED {
+            inbox.drain()
+            return 0
+        }
+        return lws_callback_http_dummy(wsi, reason, user, input, length)
+    }
+
+    /// A connection's queue overflowed (it is being closed as a slow consumer).
+    func sendQueueOverflowed(_ connection: WebSocketConnection) {}
+
+    // MARK: Connection objects on wsis
+
+    /// Registers `connection` (the endpoint owns it) and points the wsi at it, unretained.
+    func attach(_ connection: WebSocketConnection, to wsi: OpaquePointer?) {
+        connections[connection.id] = connection
+        if let wsi { lws_set_opaque_user_data(wsi, Unmanaged.passUnretained(connection).toOpaque()) }
+    }
+
+    func connection(of wsi: OpaquePointer) -> WebSocketConnection? {
+        guard let pointer = lws_get_opaque_user_data(wsi) else { return nil }
+        return Unmanaged<WebSocketConnection>.fromOpaque(pointer).takeUnretainedValue()
+    }
+
+    /// Forgets the connection of a closed wsi; returns it once (nil after).
+    func detach(wsi: OpaquePointer) -> WebSocketConnection? {
+        guard let connection = connection(of: wsi) else { return nil }
+        lws_set_opaque_user_data(wsi, nil)
+        return forget(connection)
+    }
+
+    /// Removes `connection` from the endpoint; returns it if it was still there.
+    func forget(_ connection: WebSocketConnection) -> WebSocketConnection? {
+        guard connections.removeValue(forKey: connection.id) != nil else { return nil }
+        connection.detach()
+        return connection
+    }
+
+    /// Reads a header (service thread, during the handshake callbacks).
+    func header(_ wsi: OpaquePointer, _ token: lws_token_indexes) -> String? {
+        let length = Int(lws_hdr_total_length(wsi, token))
+        guard length > 0 else { return nil }
+        var buffer = [CChar](repeating: 0, count: length + 1)
+        let copied = lws_hdr_copy(wsi, &buffer, Int32(buffer.count), token)
+        guard copied >= 0 else { return nil }
+        return String(decoding: buffer.prefix(Int(copied)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    func peerAddress(_ wsi: OpaquePointer) -> String {
+        var buffer = [CChar](repeating: 0, count: 64)
+        guard lws_get_peer_simple(wsi, &buffer, buffer.count) != nil else { return "" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Handles a received fragment for `connection`; calls `deliver` with whole messages.
+    func received(_ connection: WebSocketConnection, wsi: OpaquePointer, input: UnsafeMutableRawPointer?,
+                  length: Int, deliver: (WebSocketConnection, WebSocketConnection.ReceiveResult, Bool) -> Void) {
+        let bytes = UnsafeRawBufferPointer(start: input, count: input == nil ? 0 : length)
+        let final = lws_is_final_fragment(wsi) != 0 && lws_remaining_packet_payload(wsi) == 0
+        let binary = lws_frame_is_binary(wsi) != 0
+        let result = connection.receive(bytes, final: final)
+        if case .partial = result { return }
+        deliver(connection, result, binary)
+    }
+
+    /// Records the peer's close frame payload (code + reason).
+    func recordPeerClose(_ connection: WebSocketConnection, input: UnsafeMutableRawPointer?, length: Int) {
+        guard let input, length >= 2 else { return }
+        let bytes = UnsafeRawBufferPointer(start: input, count: length)
+        connection.peerCloseCode = UInt16(bytes[0]) << 8 | UInt16(bytes[1])
+        connection.peerCloseReason = String(decoding: bytes.dropFirst(2), as: UTF8.self)
+    }
+}
+
+/// The one C callback lws calls; finds the Swift endpoint through the context's user pointer.
+func lwsCallback(
+    _ wsi: OpaquePointer?, _ reason: lws_callback_reasons, _ user: UnsafeMutableRawPointer?,
+    _ input: UnsafeMutableRawPointer?, _ length: Int
+) -> Int32 {
+    guard let wsi, let context = lws_get_context(wsi), let owner = lws_context_user(context) else {
+        return lws_callback_http_dummy(wsi, reason, user, input, length)
+    }
+    let endpoint = Unmanaged<LWSEndpoint>.fromOpaque(owner).takeUnretainedValue()
+    return endpoint.callback(wsi: wsi, reason: reason, user: user, input: input, length: length)
+}
+
+/// Errors of the transport.
+public enum WebSocketTransportError: Error, CustomStringConvertible, Sendable {
+    case startFailed(String)
+    case badURL(String)
+
+    public var description: String {
+        switch self {
+        case .startFailed(let message): message
+        case .badURL(let url): "not a ws:// URL: \(url)"
+        }
+    }
+}
+
+/// A value set on one thread and read on another after a semaphore handshake.
+final class Box<Value>: @unchecked Sendable {
+    var value: Value
+    init(_ value: Value) { self.value = value }
+}
+
+/// A one-shot signal that async code can wait for.
+final class Stopped: @unchecked Sendable {
+    private let lock = NSLock()
+    private var done = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    func signal() {
+        lock.lock()
+        done = true
+        let waiting = waiters
+        waiters = []
+        lock.unlock()
+        for waiter in waiting { waiter.resume() }
+    }
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            lock.lock()
+            if done {
+                lock.unlock()
+                continuation.resume()
+            } else {
+                waiters.append(continuation)
+                lock.unlock()
+            }
+        }
+    }
+}

@@ -1,0 +1,196 @@
+import CLibWebSockets
+import Foundation
+
+/// One WebSocket connection, server or client side.
+///
+/// Confined to the lws service thread: every method and property is used there only (the owning
+/// server's or client's delegate callbacks run there, and `perform` gets other threads there).
+/// Outgoing messages wait in a bounded queue written in batches when lws says the socket is
+/// writable; a consumer that falls further behind than the bounds is closed with 1008, not buffered
+/// without end. Incoming fragments are reassembled up to `maxMessageBytes`.
+public final class WebSocketConnection: @unchecked Sendable {
+    /// Unique within the process.
+    public let id: UInt64
+    /// The request path (`/v1/rooms/abc`), without the query.
+    public let path: String
+    /// The request query (`a=1&b=2`), empty when there is none.
+    public let query: String
+    /// The peer's address as lws reports it (an IP).
+    public let peer: String
+    /// The `Origin` header, when the client sent one.
+    public let origin: String?
+    /// Whatever the owner wants to keep with the connection (the hub keeps its session here).
+    public var context: AnyObject?
+    /// The close code the peer sent, if it closed first (client side reads the hub's 1001 here).
+    public internal(set) var peerCloseCode: UInt16?
+    /// The peer's close reason text.
+    public internal(set) var peerCloseReason: String?
+    /// True once a close was requested or the connection is gone; sends are then ignored.
+    public private(set) var isClosing = false
+
+    let isClient: Bool
+    var wsi: OpaquePointer?
+    /// The bounds this connection was opened with.
+    public let limits: WebSocketLimits
+    private var queue: [OutboundMessage] = []
+    private var queueHead = 0
+    public private(set) var queuedBytes = 0
+    var closeCode: UInt16 = 1000
+    var closeReason: String = ""
+    private var abandonQueue = false
+    var receiving: [UInt8] = []
+    var receivingOversized = 0
+    unowned let owner: LWSEndpoint
+
+    init(id: UInt64, wsi: OpaquePointer?, path: String, query: String, peer: String, origin: String?,
+         isClient: Bool, limits: WebSocketLimits, owner: LWSEndpoint) {
+        self.id = id
+        self.wsi = wsi
+        self.path = path
+        self.query = query
+        self.peer = peer
+        self.origin = origin
+        self.isClient = isClient
+        self.limits = limits
+        self.owner = owner
+    }
+
+    /// Number of messages waiting to be written.
+    public var queuedCount: Int { queue.count - queueHead }
+
+    /// Queues `message` and asks lws for a writable callback.
+    ///
+    /// Returns false (and closes the connection with 1008 "slow consumer") when the queue is already
+    /// at its message or byte bound; returns false without effect when the connection is closing.
+    @discardableResult
+    public func send(_ message: OutboundMessage) -> Bool {
+        guard !isClosing, wsi != nil else { return false }
+        if queuedCount >= limits.sendQueueMessages || queuedBytes + message.count > limits.sendQueueBytes {
+            owner.sendQueueOverflowed(self)
+            close(code: 1008, reason: "slow consumer", discardQueued: true)
+            return false
+        }
+        queue.append(message)
+        queuedBytes += message.count
+        if queuedCount == 1, let wsi { lws_callback_on_writable(wsi) }
+        return true
+    }
+
+    /// Closes with `code`: after the queued messages are written, or at once with `discardQueued`.
+    ///
+    /// A hard timeout closes the socket anyway if the peer stops reading.
+    public func close(code: UInt16 = 1000, reason: String = "", discardQueued: Bool = false) {
+        guard !isClosing, let wsi else { return }
+        isClosing = true
+        closeCode = code
+        closeReason = String(decoding: reason.utf8.prefix(120), as: UTF8.self)
+        if discardQueued { abandonQueue = true; dropQueue() }
+        lws_set_timeout(wsi, PENDING_TIMEOUT_CLOSE_SEND, 5)
+        lws_callback_on_writable(wsi)
+    }
+
+    /// Closes the socket if the connection has not reached `…` within `seconds` (0 cancels).
+    /// The hub uses it for the hello timeout.
+    public func setDeadline(seconds: Int) {
+        guard let wsi, !isClosing else { return }
+        if seconds <= 0 {
+            lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0)
+        } else {
+            lws_set_timeout(wsi, pending_timeout(rawValue: PENDING_TIMEOUT_USER_REASON_BASE.rawValue + 1), Int32(seconds))
+        }
+    }
+
+    private func dropQueue() {
+        queue.removeAll()
+        queueHead = 0
+        queuedBytes = 0
+    }
+
+    /// Writes up to a batch of queued messages (WRITEABLE callback). Returns -1 to close.
+    func writeQueued() -> Int32 {
+        guard let wsi else { return -1 }
+        if isClosing && (abandonQueue || queuedCount == 0) {
+            var reason = Array(closeReason.utf8)
+            reason.withUnsafeMutableBufferPointer { buffer in
+                lws_close_reason(wsi, lws_close_status(rawValue: UInt32(closeCode)), buffer.baseAddress, buffer.count)
+            }
+            return -1
+        }
+        var written = 0
+        while queueHead < queue.count, written < 32 {
+            let message = queue[queueHead]
+            let result: Int32
+            if isClient {
+                // Client frames are masked in place: write a private copy.
+                let copy = OutboundMessage(text: UnsafeBufferPointer(start: message.payload, count: message.count))
+                result = lws_write(wsi, copy.payload, copy.count, LWS_WRITE_TEXT)
+            } else {
+                result = lws_write(wsi, message.payload, message.count, LWS_WRITE_TEXT)
+            }
+            if result < 0 { return -1 }
+            queueHead += 1
+            queuedBytes -= message.count
+            written += 1
+            if lws_send_pipe_choked(wsi) != 0 { break }
+        }
+        if queueHead == queue.count {
+            dropQueue()
+        } else if queueHead > 64 && queueHead * 2 > queue.count {
+            queue.removeFirst(queueHead)
+            queueHead = 0
+        }
+        if queuedCount > 0 || isClosing { lws_callback_on_writable(wsi) }
+        return 0
+    }
+
+    /// Appends a received fragment. Returns the whole message when this fragment completes it,
+    /// `.oversized(total)` once for a message over the limit (its remaining fragments are dropped).
+    func receive(_ bytes: UnsafeRawBufferPointer, final: Bool) -> ReceiveResult {
+        if receivingOversized > 0 {
+            receivingOversized += bytes.count
+            if final { let total = receivingOversized; receivingOversized = 0; return .oversized(total) }
+            return .partial
+        }
+        if receiving.count + bytes.count > limits.maxMessageBytes {
+            receivingOversized = receiving.count + bytes.count
+            receiving = []
+            if final { let total = receivingOversized; receivingOversized = 0; return .oversized(total) }
+            return .partial
+        }
+        receiving.append(contentsOf: bytes)
+        guard final else { return .partial }
+        let message = receiving
+        receiving = []
+        return .message(message)
+    }
+
+    enum ReceiveResult {
+        case partial
+        case message([UInt8])
+        case oversized(Int)
+    }
+
+    /// The socket is gone (CLOSED): nothing more is written.
+    func detach() {
+        wsi = nil
+        isClosing = true
+        dropQueue()
+        receiving = []
+    }
+}
+
+/// Bounds for one connection.
+public struct WebSocketLimits: Sendable, Hashable {
+    /// Largest reassembled message accepted; bigger ones are reported and dropped.
+    public var maxMessageBytes: Int
+    /// Most messages waiting to be written before the consumer counts as too slow.
+    public var sendQueueMessages: Int
+    /// Most bytes waiting to be written before the consumer counts as too slow.
+    public var sendQueueBytes: Int
+
+    public init(maxMessageBytes: Int = 1 << 20, sendQueueMessages: Int = 4096, sendQueueBytes: Int = 16 << 20) {
+        self.maxMessageBytes = maxMessageBytes
+        self.sendQueueMessages = sendQueueMessages
+        self.sendQueueBytes = sendQueueBytes
+    }
+}

@@ -1,0 +1,200 @@
+import Configuration
+import Foundation
+import Logging
+import PeopleCore
+import SystemPackage
+import Yams
+
+extension HubSettings {
+    /// Every key the hub reads, with its type; a file that sets any other key is refused.
+    static let keys: [(key: String, type: ConfigType)] = [
+        ("listen.host", .string), ("listen.port", .int), ("web.root", .string),
+        ("rooms.seed", .string), ("rooms.tagBlockSize", .int), ("rooms.keptRevisions", .int),
+        ("rooms.repliesKept", .int), ("rooms.keptSessions", .int),
+        ("undo.depth", .int), ("undo.conflicts", .string), ("undo.cascade", .bool), ("undo.coalesceMillis", .int),
+        ("limits.maxMessageBytes", .int), ("limits.maxConnections", .int), ("limits.maxRooms", .int),
+        ("limits.maxPeoplePerRoom", .int), ("limits.opsPerSecond", .int), ("limits.helloTimeoutSeconds", .int),
+        ("limits.sendQueueMessages", .int), ("limits.sendQueueBytes", .int),
+        ("transport.permessageDeflate", .bool), ("transport.pingIntervalSeconds", .int),
+        ("logging.level", .string), ("logging.format", .string), ("metrics.enabled", .bool),
+        ("storage.kind", .string), ("storage.path", .string),
+    ]
+
+    /// Reads the settings: flags over `PEOPLEKEEPER_…` environment variables over the YAML file over the
+    /// defaults. Throws a `ConfigProblem` naming the key for a missing or malformed file, an unknown
+    /// key, a value of the wrong type, or a value out of range.
+    static func load(file: String?, flags: [String: ConfigContent], environment: [String: String]) async throws -> HubSettings {
+        var providers: [any ConfigProvider] = []
+        let flagValues = Dictionary(uniqueKeysWithValues: flags.map {
+            (AbsoluteConfigKey(ConfigKey($0.key)), ConfigValue($0.value, isSecret: false))
+        })
+        providers.append(InMemoryProvider(name: "flags", values: flagValues))
+        let prefixed = environment.filter { $0.key.hasPrefix("PEOPLEKEEPER_") }
+        providers.append(EnvironmentVariablesProvider(environmentVariables: prefixed).prefixKeys(with: "peoplekeeper"))
+        if let file {
+            try checkKnownKeys(in: file)
+            do {
+                providers.append(try await FileProvider<YAMLSnapshot>(filePath: FilePath(file)))
+            } catch {
+                throw ConfigProblem(key: file, problem: "cannot read the YAML file: \(error)")
+            }
+        }
+        providers.append(InMemoryProvider(name: "defaults", values: HubSettings().defaultValues))
+        return try HubSettings(reader: ConfigReader(providers: providers))
+    }
+
+    /// The defaults as config values (the last provider, so every key has a value).
+    var defaultValues: [AbsoluteConfigKey: ConfigValue] {
+        let contents: [String: ConfigContent] = [
+            "listen.host": .string(host), "listen.port": .int(port), "web.root": .string(webRoot),
+            "rooms.seed": .string(seed), "rooms.tagBlockSize": .int(tagBlockSize),
+            "rooms.keptRevisions": .int(keptRevisions), "rooms.repliesKept": .int(repliesKept),
+            "rooms.keptSessions": .int(keptSessions),
+            "undo.depth": .int(undoDepth), "undo.conflicts": .string(undoConflicts.rawValue),
+            "undo.cascade": .bool(undoCascade), "undo.coalesceMillis": .int(coalesceMillis),
+            "limits.maxMessageBytes": .int(maxMessageBytes), "limits.maxConnections": .int(maxConnections),
+            "limits.maxRooms": .int(maxRooms), "limits.maxPeoplePerRoom": .int(maxPeoplePerRoom),
+            "limits.opsPerSecond": .int(opsPerSecond), "limits.helloTimeoutSeconds": .int(helloTimeoutSeconds),
+            "limits.sendQueueMessages": .int(sendQueueMessages), "limits.sendQueueBytes": .int(sendQueueBytes),
+            "transport.permessageDeflate": .bool(permessageDeflate),
+            "transport.pingIntervalSeconds": .int(pingIntervalSeconds),
+            "logging.level": .string(logLevel.rawValue), "logging.format": .string(logFormat.rawValue),
+            "metrics.enabled": .bool(metricsEnabled),
+            "storage.kind": .string(storageKind.rawValue), "storage.path": .string(storagePath),
+        ]
+        return Dictionary(uniqueKeysWithValues: contents.map {
+            (AbsoluteConfigKey(ConfigKey($0.key)), ConfigValue($0.value, isSecret: false))
+        })
+    }
+
+    init(reader: ConfigReader) throws {
+        func int(_ key: String, _ range: ClosedRange<Int>) throws -> Int {
+            let value: Int
+            do { value = try reader.requiredInt(forKey: ConfigKey(key)) } catch {
+                throw ConfigProblem(key: key, problem: "must be an integer (\(error))")
+            }
+            guard range.contains(value) else {
+                let upper = range.upperBound == Int.max ? "" : " and at most \(range.upperBound)"
+                throw ConfigProblem(key: key, problem: "\(value) is out of range: must be at least \(range.lowerBound)\(upper)")
+            }
+            return value
+        }
+        func string(_ key: String) throws -> String {
+            do { return try reader.requiredString(forKey: ConfigKey(key)) } catch {
+                throw ConfigProblem(key: key, problem: "must be a string (\(error))")
+            }
+        }
+        func bool(_ key: String) throws -> Bool {
+            do { return try reader.requiredBool(forKey: ConfigKey(key)) } catch {
+                throw ConfigProblem(key: key, problem: "must be true or false (\(error))")
+            }
+        }
+        func choice<T: RawRepresentable & CaseIterable>(_ key: String, _: T.Type) throws -> T where T.RawValue == String {
+            let raw = try string(key)
+            guard let value = T(rawValue: raw) else {
+                throw ConfigProblem(key: key, problem: "'\(raw)' is not one of \(T.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            return value
+        }
+        self.init()
+        host = try string("listen.host")
+        port = try int("listen.port", 0...65535)
+        webRoot = try string("web.root")
+        seed = try string("rooms.seed")
+        tagBlockSize = try int("rooms.tagBlockSize", 1...1_000_000)
+        keptRevisions = try int("rooms.keptRevisions", 0...Int.max)
+        repliesKept = try int("rooms.repliesKept", 1...100_000)
+        keptSessions = try int("rooms.keptSessions", 0...1_000_000)
+        undoDepth = try int("undo.depth", 1...100_000)
+        undoConflicts = try choice("undo.conflicts", UndoPolicy.Conflicts.self)
+        undoCascade = try bool("undo.cascade")
+        coalesceMillis = try int("undo.coalesceMillis", 0...3_600_000)
+        maxMessageBytes = try int("limits.maxMessageBytes", 1024...(64 << 20))
+        maxConnections = try int("limits.maxConnections", 1...1_000_000)
+        maxRooms = try int("limits.maxRooms", 1...1_000_000)
+        maxPeoplePerRoom = try int("limits.maxPeoplePerRoom", 0...1_000_000)
+        opsPerSecond = try int("limits.opsPerSecond", 1...1_000_000)
+        helloTimeoutSeconds = try int("limits.helloTimeoutSeconds", 1...3600)
+        sendQueueMessages = try int("limits.sendQueueMessages", 1...1_000_000)
+        sendQueueBytes = try int("limits.sendQueueBytes", 1024...(1 << 30))
+        permessageDeflate = try bool("transport.permessageDeflate")
+        pingIntervalSeconds = try int("transport.pingIntervalSeconds", 0...3600)
+        logLevel = try choice("logging.level", Logger.Level.self)
+        logFormat = try choice("logging.format", LogFormat.self)
+        metricsEnabled = try bool("metrics.enabled")
+        storageKind = try choice("storage.kind", StorageKind.self)
+        storagePath = try string("storage.path")
+    }
+
+    /// Refuses a file that sets a key the hub does not know (a typo would otherwise be silently ignored).
+    static func checkKnownKeys(in file: String) throws {
+        let text: String
+        do { text = try String(contentsOfFile: file, encoding: .utf8) } catch {
+            throw ConfigProblem(key: file, problem: "cannot read the config file: \(error.localizedDescription)")
+        }
+        let node: Node?
+        do { node = try Yams.compose(yaml: text) } catch {
+            throw ConfigProblem(key: file, problem: "not valid YAML: \(error)")
+        }
+        guard let node else { return }
+        guard case .mapping(let top) = node else {
+            throw ConfigProblem(key: file, problem: "the top level must be a mapping of sections (listen:, undo:, …)")
+        }
+        let known = Set(keys.map(\.key))
+        let sections = Set(keys.map { String($0.key.split(separator: ".")[0]) })
+        for (sectionNode, value) in top {
+            let section = sectionNode.string ?? "\(sectionNode)"
+            guard sections.contains(section) else {
+                throw ConfigProblem(key: section, problem: "unknown section (known: \(sections.sorted().joined(separator: ", ")))")
+            }
+            guard case .mapping(let entries) = value else {
+                throw ConfigProblem(key: section, problem: "must be a mapping of keys")
+            }
+            for (keyNode, _) in entries {
+                let key = "\(section).\(keyNode.string ?? "\(keyNode)")"
+                guard known.contains(key) else {
+                    let siblings = keys.map(\.key).filter { $0.hasPrefix(section + ".") }
+                        .map { String($0.dropFirst(section.count + 1)) }
+                    throw ConfigProblem(key: key, problem: "unknown key (known in \(section): \(siblings.joined(separator: ", ")))")
+                }
+            }
+        }
+    }
+
+    /// The core's room policy from these settings.
+    var roomPolicy: RoomPolicy {
+        RoomPolicy(
+            undo: UndoPolicy(depth: undoDepth, conflicts: undoConflicts, cascade: undoCascade,
+                             coalesceMillis: Int64(coalesceMillis)),
+            tagBlockSize: tagBlockSize, keptRevisions: keptRevisions, repliesKept: repliesKept,
+            maxPeople: maxPeoplePerRoom)
+    }
+
+    /// The people new rooms start with: `tutorial`, `empty`, or a JSON file with an array of people.
+    func loadSeed() throws -> PeopleModel {
+        switch seed {
+        case "tutorial": return .tutorialSeed
+        case "empty": return PeopleModel()
+        default:
+            let bytes: [UInt8]
+            do { bytes = Array(try Data(contentsOf: URL(fileURLWithPath: seed))) } catch {
+                throw ConfigProblem(key: "rooms.seed", problem: "cannot read \(seed): \(error.localizedDescription)")
+            }
+            do {
+                guard case .array(let items) = try JSON.parse(bytes) else {
+                    throw ConfigProblem(key: "rooms.seed", problem: "\(seed) must hold a JSON array of people")
+                }
+                let people = try items.map { item throws(ProtocolError) in try Person(json: item) }
+                let model = PeopleModel(people: people)
+                if let violation = model.invariantViolation() {
+                    throw ConfigProblem(key: "rooms.seed", problem: "\(seed): \(violation)")
+                }
+                return model
+            } catch let problem as ConfigProblem {
+                throw problem
+            } catch {
+                throw ConfigProblem(key: "rooms.seed", problem: "\(seed): \(error)")
+            }
+        }
+    }
+}

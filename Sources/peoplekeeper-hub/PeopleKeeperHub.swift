@@ -1,0 +1,12 @@
+import ArgumentParser
+
+/// `peoplekeeper-hub`: the PeopleKeeper sync server. `serve` (the default) runs it.
+@main
+struct PeopleKeeperHub: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "peoplekeeper-hub",
+        abstract: "The PeopleKeeper hub: rooms of people edited together over WebSocket, with per-user undo.",
+        subcommands: [Serve.self],
+        defaultSubcommand: Serve.self
+    )
+}

@@ -1,0 +1,159 @@
+import ArgumentParser
+import Configuration
+import Foundation
+import Logging
+import Metrics
+import PeopleCore
+import PeopleHub
+import PeopleStore
+import Prometheus
+import ServiceLifecycle
+import WebSocketTransport
+
+/// `peoplekeeper-hub serve`: reads the config, starts the hub and runs until SIGTERM / SIGINT, then
+/// drains (no new connections or messages, pending acks flushed, every connection closed with 1001)
+/// and exits 0.
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the hub (the default command).",
+        discussion: """
+            Settings come from the YAML file, then PEOPLEKEEPER_* environment variables, then these flags \
+            (each overriding the one before). Every key is listed in docs/CONFIG.md.
+
+            Examples:
+              peoplekeeper-hub --config Config/peoplekeeper.yaml
+              peoplekeeper-hub --port 0 --storage memory     # any free port, printed at start
+              PEOPLEKEEPER_LIMITS_MAX_ROOMS=10 peoplekeeper-hub
+            """
+    )
+
+    @Option(name: .long, help: "The YAML config file.")
+    var config: String = "Config/peoplekeeper.yaml"
+
+    @Option(name: .long, help: "Address to listen on (listen.host).")
+    var host: String?
+
+    @Option(name: .long, help: "Port to listen on, 0 for any free one (listen.port).")
+    var port: Int?
+
+    @Option(name: .customLong("web-root"), help: "Directory of the web client's files (web.root).")
+    var webRoot: String?
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical (logging.level).")
+    var logLevel: String?
+
+    @Option(name: .customLong("log-format"), help: "text or json (logging.format).")
+    var logFormat: String?
+
+    @Option(name: .long, help: "embedded or memory (storage.kind).")
+    var storage: String?
+
+    @Option(name: .long, help: "tutorial, empty, or a JSON file of people (rooms.seed).")
+    var seed: String?
+
+    func run() async throws {
+        var flags: [String: ConfigContent] = [:]
+        if let host { flags["listen.host"] = .string(host) }
+        if let port { flags["listen.port"] = .int(port) }
+        if let webRoot { flags["web.root"] = .string(webRoot) }
+        if let logLevel { flags["logging.level"] = .string(logLevel) }
+        if let logFormat { flags["logging.format"] = .string(logFormat) }
+        if let storage { flags["storage.kind"] = .string(storage) }
+        if let seed { flags["rooms.seed"] = .string(seed) }
+
+        let settings: HubSettings
+        let seedModel: PeopleModel
+        do {
+            settings = try await HubSettings.load(file: config, flags: flags,
+                                                  environment: ProcessInfo.processInfo.environment)
+            seedModel = try settings.loadSeed()
+        } catch {
+            FileHandle.standardError.write(Data("peoplekeeper-hub: \(error)\n".utf8))
+            throw ExitCode(78)  // EX_CONFIG
+        }
+
+        let level = settings.logLevel
+        switch settings.logFormat {
+        case .text:
+            LoggingSystem.bootstrap { label in
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = level
+                return handler
+            }
+        case .json:
+            LoggingSystem.bootstrap { JSONLogHandler(label: $0, level: level) }
+        }
+        let logger = Logger(label: "peoplekeeper.hub")
+
+        let registry = PrometheusCollectorRegistry()
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.durationHistogramBuckets["peoplekeeper_apply_duration_seconds"] = [
+            .microseconds(10), .microseconds(25), .microseconds(50), .microseconds(100), .microseconds(250),
+            .microseconds(500), .milliseconds(1), .milliseconds(2.5), .milliseconds(5), .milliseconds(10),
+            .milliseconds(25), .milliseconds(100),
+        ]
+        MetricsSystem.bootstrap(factory)
+
+        let store: any PeopleStore
+        switch settings.storageKind {
+        case .memory:
+            store = InMemoryStore()
+        case .embedded:
+            logger.warning("storage.kind embedded: the SQLite store is not built yet; using memory (edits are lost on restart)")
+            store = InMemoryStore()
+        }
+
+        let limits = HubLimits(
+            maxConnections: settings.maxConnections, maxRooms: settings.maxRooms,
+            maxPeoplePerRoom: settings.maxPeoplePerRoom, opsPerSecond: settings.opsPerSecond,
+            helloTimeoutSeconds: settings.helloTimeoutSeconds, keptSessionsPerRoom: settings.keptSessions)
+        let hubConfiguration = HubConfiguration(
+            seed: seedModel, roomPolicy: settings.roomPolicy, limits: limits, metricsEnabled: settings.metricsEnabled)
+        var renderMetrics: (@Sendable () -> String)?
+        if settings.metricsEnabled { renderMetrics = { registry.emitToString() } }
+        let hub = Hub(configuration: hubConfiguration, store: store, logger: logger, renderMetrics: renderMetrics)
+        let server = WebSocketServer(
+            configuration: .init(
+                host: settings.host, port: settings.port,
+                webRoot: settings.webRoot,
+                limits: WebSocketLimits(maxMessageBytes: settings.maxMessageBytes,
+                                        sendQueueMessages: settings.sendQueueMessages,
+                                        sendQueueBytes: settings.sendQueueBytes),
+                permessageDeflate: settings.permessageDeflate,
+                pingIntervalSeconds: settings.pingIntervalSeconds),
+            delegate: hub)
+        hub.attach(to: server)
+
+        let service = HubService(hub: hub, server: server, settings: settings, logger: logger)
+        let group = ServiceGroup(configuration: .init(
+            services: [service], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+    }
+}
+
+/// Runs the server inside swift-service-lifecycle: starts it, waits for graceful shutdown, drains.
+struct HubService: Service {
+    let hub: Hub
+    let server: WebSocketServer
+    let settings: HubSettings
+    let logger: Logger
+
+    func run() async throws {
+        let port: Int
+        do {
+            port = try server.start()
+        } catch {
+            logger.critical("cannot listen on \(settings.host):\(settings.port): \(error)")
+            throw error
+        }
+        let shownHost = settings.host.contains(":") ? "[\(settings.host)]" : settings.host
+        // The first line on stdout, for people and for tests that start the hub on port 0.
+        let banner = "peoplekeeper-hub listening on http://\(shownHost):\(port)/ (WebSocket ws://\(shownHost):\(port)/v1/rooms/ROOM)\n"
+        FileHandle.standardOutput.write(Data(banner.utf8))
+        logger.info("listening", metadata: ["host": "\(settings.host)", "port": "\(port)", "webRoot": "\(settings.webRoot)"])
+        try? await gracefulShutdown()
+        logger.info("shutdown requested")
+        await hub.drain()
+        logger.info("stopped")
+    }
+}
