@@ -1,16 +1,21 @@
 # PeopleKeeper: one entry point for a fresh machine of this kind (Debian 12, Swift 6.3 at /opt/swift).
+#   make run     build and start the hub on 127.0.0.1:8080 with Config/peoplekeeper.yaml (prints the URL)
+#   make test    every test: Swift (unit + integration against the real hub), Python client suite, JS
 #   make deps    install missing system packages (as root, idempotent, quiet)
+#   make venv    the Python venv (.venv) with websockets + pytest, for the Python suite and the tour
 #   make build   debug build of every target, tests included
-#   make test    Swift tests, then the web client's JS tests when there are any
-#   make bench   the core benchmark, release build
-#   make run     the hub (not built yet: says so and exits 2)
+#   make bench   the core benchmark and the hub-vs-relay fan-out figure, release build
 #   make clean   remove build products
 
 export PATH := /opt/swift/usr/bin:$(PATH)
 
-# Debian packages the project needs beyond the preinstalled toolchain. Later issues add theirs here
-# (libwebsockets-dev for the transport, ...); `deps` installs whichever are missing.
-APT_PACKAGES :=
+# Debian packages the project needs beyond the preinstalled toolchain; `deps` installs whichever are missing.
+# libwebsockets-dev: the WebSocket + HTTP transport (CLibWebSockets).
+APT_PACKAGES := libwebsockets-dev pkg-config
+
+# The Python venv for the independent-client test suite (Tests/python) and the README tour.
+VENV := .venv
+PYTHON_PACKAGES := websockets==17.4 pytest==9.2.0
 
 # `node` runs the web client's tests; Debian's package for it is nodejs.
 NODE_PACKAGE := nodejs
@@ -25,7 +30,7 @@ JS_TEST_FILES = $(shell [ -d $(JS_TESTS_DIR) ] && find $(JS_TESTS_DIR) -type f -
 	-o -name 'test.js' -o -name 'test.mjs' -o -name 'test.cjs' \) 2>/dev/null)
 
 .DEFAULT_GOAL := build
-.PHONY: deps build test bench run clean
+.PHONY: deps venv build test bench run clean
 
 deps:
 	@command -v swift >/dev/null 2>&1 || { \
@@ -46,14 +51,23 @@ deps:
 	  apt-get install -y -qq --no-install-recommends $$missing >/dev/null || exit 1; \
 	fi
 
+venv: $(VENV)/.installed
+
+$(VENV)/.installed:
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check $(PYTHON_PACKAGES)
+	@touch $@
+
 build: deps
 	swift build --build-tests
 
-test: deps
+test: deps venv
 	@if [ -z "$(firstword $(JS_TEST_FILES))" ]; then \
 	  echo "test: no JS tests under $(JS_TESTS_DIR)/ yet; node --test is skipped"; \
 	fi
-	swift test --parallel 2>&1
+	swift build --build-tests
+	swift test --skip-build --parallel 2>&1
+	PEOPLEKEEPER_HUB_BIN=$(CURDIR)/.build/debug/peoplekeeper-hub $(VENV)/bin/python -m pytest -q Tests/python
 	@if [ -n "$(firstword $(JS_TEST_FILES))" ]; then \
 	  echo "node --test $(JS_TESTS_DIR)/"; \
 	  node --test $(JS_TESTS_DIR)/; \
@@ -62,9 +76,9 @@ test: deps
 bench: deps
 	swift run -c release peoplekeeper-bench core
 
-run: deps build
-	@echo 'peoplekeeper-hub arrives with issue 3; `make bench` runs the core benchmark' >&2
-	@exit 2
+run: deps
+	swift build --product peoplekeeper-hub
+	exec .build/debug/peoplekeeper-hub --config Config/peoplekeeper.yaml
 
 clean:
 	rm -rf .build

@@ -1,0 +1,118 @@
+import Foundation
+import Testing
+
+/// A real `peoplekeeper-hub` process on port 0 with a temporary config, for integration tests.
+///
+/// Starts the binary built by `swift build` (or the one in `PEOPLEKEEPER_HUB_BIN`), reads the port from
+/// its first stdout line, and stops it with SIGTERM (`stop()` returns the exit status).
+final class HubProcess: @unchecked Sendable {
+    let process = Process()
+    private(set) var port = 0
+    let directory: URL
+    private let stderrPipe = Pipe()
+    private var sink = StderrSink()
+
+    static let packageRoot: URL = {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { url.deleteLastPathComponent() }  // Tests/PeopleHubTests/HubProcess.swift → root
+        return url
+    }()
+
+    static var binary: URL {
+        if let path = ProcessInfo.processInfo.environment["PEOPLEKEEPER_HUB_BIN"] { return URL(fileURLWithPath: path) }
+        return packageRoot.appendingPathComponent(".build/debug/peoplekeeper-hub")
+    }
+
+    /// Starts a hub. `config` is YAML appended after `listen`/`storage`/`logging` defaults for tests.
+    init(config: String = "", seed: String? = nil) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("pk-hub-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var yaml = """
+            listen:
+              host: 127.0.0.1
+              port: 0
+            logging:
+              level: warning
+            storage:
+              kind: memory
+
+            """
+        if let seed {
+            let seedFile = directory.appendingPathComponent("seed.json")
+            try seed.write(to: seedFile, atomically: true, encoding: .utf8)
+            yaml += "rooms:\n  seed: \(seedFile.path)\n"
+        }
+        yaml += config
+        let configFile = directory.appendingPathComponent("hub.yaml")
+        try yaml.write(to: configFile, atomically: true, encoding: .utf8)
+
+        process.executableURL = Self.binary
+        process.arguments = ["--config", configFile.path, "--web-root", directory.path]
+        process.currentDirectoryURL = Self.packageRoot
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        process.standardError = stderrPipe
+        let sink = StderrSink()
+        self.sink = sink
+        stderrPipe.fileHandleForReading.readabilityHandler = { handle in sink.append(handle.availableData) }
+        try process.run()
+        // The first stdout line names the port.
+        var line = Data()
+        let handle = stdout.fileHandleForReading
+        while !line.contains(0x0A) {
+            let chunk = handle.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        guard let range = text.range(of: #"127\.0\.0\.1:(\d+)"#, options: .regularExpression),
+              let port = Int(text[range].split(separator: ":").last!) else {
+            process.terminate()
+            process.waitUntilExit()
+            Thread.sleep(forTimeInterval: 0.1)
+            throw HubTestError("the hub did not print its port; stdout: \(text); stderr: \(stderrText())")
+        }
+        self.port = port
+    }
+
+    func url(room: String) -> String { "ws://127.0.0.1:\(port)/v1/rooms/\(room)" }
+
+    /// SIGTERM, then waits; returns the exit status.
+    @discardableResult
+    func stop() -> Int32 {
+        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(at: directory)
+        return process.terminationStatus
+    }
+
+    /// What the hub wrote to stderr so far.
+    func stderrText() -> String { sink.text }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+}
+
+struct HubTestError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Collects a child's stderr as it arrives (so its pipe never fills).
+final class StderrSink: @unchecked Sendable {
+    private let lock = NSLock()
+    private var data = Data()
+
+    func append(_ chunk: Data) {
+        lock.lock()
+        data.append(chunk)
+        lock.unlock()
+    }
+
+    var text: String {
+        lock.lock()
+        defer { lock.unlock() }
+        return String(decoding: data, as: UTF8.self)
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+import PeopleCore
+import Testing
+import WebSocketTransport
+
+/// The shared undo vectors (`Tests/Vectors/undo.json`, among them every worked case of SEMANTICS §5),
+/// replayed over real WebSockets against a real hub: each case's users connect to a hub seeded with the
+/// case's people and run with its policy; an observer connection mirrors the room from the `ops` it
+/// receives. Every reply (rev, noop, skipped) and every expected model is checked as the users and the
+/// observer see them.
+@Suite("Undo vectors against a running hub")
+struct WireVectorTests {
+    static let cases: [WireVector] = {
+        let path = HubProcess.packageRoot.appendingPathComponent("Tests/Vectors/undo.json").path
+        let bytes = Array(FileManager.default.contents(atPath: path) ?? Data())
+        guard case .array(let cases)? = try? JSON.parse(bytes)["cases"] else { return [] }
+        return cases.map(WireVector.init)
+    }()
+
+    @Test("the vector file is there and holds every worked case of §5")
+    func inventory() {
+        #expect(Self.cases.count >= 24)
+        for n in 1...12 { #expect(Self.cases.contains { $0.name.hasPrefix("§5.\(n) ") }, "§5.\(n) missing") }
+    }
+
+    @Test("undo vector over the wire", arguments: cases)
+    func replay(_ vector: WireVector) async throws {
+        let json = vector.json
+        let policy = json["policy"]
+        var config = "undo:\n"
+        if case .string(let conflicts)? = policy?["conflicts"] { config += "  conflicts: \(conflicts)\n" }
+        if case .bool(let cascade)? = policy?["cascade"] { config += "  cascade: \(cascade)\n" }
+        if case .int(let millis)? = policy?["coalesceMillis"] { config += "  coalesceMillis: \(millis)\n" }
+        guard case .array(let start)? = json["start"], case .array(let userList)? = json["users"],
+              case .array(let steps)? = json["steps"] else {
+            Issue.record("\(vector): malformed")
+            return
+        }
+        let hub = try HubProcess(config: config, seed: JSON.array(start).text)
+        let client = try WebSocketClient()
+        var users: [String: TestClient] = [:]
+        do {
+            let url = hub.url(room: "vector")
+            // Users join in the listed order (so their tag blocks are the ones the vectors expect), then the observer.
+            for case .string(let name) in userList {
+                users[name] = try await TestClient.joined(url, user: name, on: client)
+            }
+            let observer = try await TestClient.joined(url, user: "observer", on: client)
+            var mirror = PeopleModel(people: try start.map { try Person(json: $0) })
+            var mirrorRev = 0
+            var head = 0
+            var time: Int64 = 0
+            var startTime: Date?
+            var firstTime: Int64 = 0
+
+            for (index, step) in steps.enumerated() {
+                let context = "\(vector) step \(index)"
+                guard case .string(let name)? = step["user"], let user = users[name] else {
+                    Issue.record("\(context): unknown user")
+                    return
+                }
+                time = int(step["at"]).map(Int64.init) ?? time + 1000
+                if startTime == nil { startTime = Date(); firstTime = time }
+                if step["coalesce"] != nil, let startTime {
+                    // Coalescing depends on the time between batches: keep the vector's spacing in real time.
+                    let due = startTime.addingTimeInterval(Double(time - firstTime) / 1000)
+                    let wait = due.timeIntervalSinceNow
+                    if wait > 0 { try await Task.sleep(for: .milliseconds(Int(wait * 1000))) }
+                }
+                let expect = step["expect"]
+                if case .array(let ops)? = step["submit"] {
+                    let diffs = try ops.map { try Diff(json: $0) }
+                    var label: String? = nil
+                    if case .string(let l)? = step["label"] { label = l }
+                    var coalesce: String? = nil
+                    if case .string(let c)? = step["coalesce"] { coalesce = c }
+                    let seq = user.submit(diffs, base: int(step["base"]) ?? head, label: label, coalesce: coalesce)
+                    let ack = try await user.ack(seq: seq)
+                    head = max(head, ack.rev)
+                    if let rev = int(expect?["rev"]) { #expect(ack.rev == rev, "\(context)") }
+                    if case .array(let noop)? = expect?["noop"] {
+                        #expect(ack.noop == (try noop.map { try SkipReport(json: $0) }), "\(context)")
+                    }
+                } else {
+                    let redo = step["redo"] != nil
+                    let scope = int((step["undo"] ?? step["redo"])?["scope"])
+                    let seq = user.nextSeq()
+                    user.send(redo ? .redo(.init(seq: seq, scope: scope)) : .undo(.init(seq: seq, scope: scope)))
+                    let result = try await user.undone(seq: seq)
+                    if let rev = result.rev { head = max(head, rev) }
+                    if expect?["rev"] != nil { #expect(result.rev == int(expect?["rev"]), "\(context)") }
+                    if case .array(let skipped)? = expect?["skipped"] {
+                        #expect(result.skipped == (try skipped.map { try SkipReport(json: $0) }), "\(context)")
+                    }
+                }
+                // The observer mirrors every revision from the ops frames it receives.
+                while mirrorRev < head {
+                    let ops = try await observer.ops(rev: mirrorRev + 1)
+                    _ = try mirror.apply(batch: ops.ops)
+                    mirrorRev = ops.rev
+                }
+                if case .array(let people)? = expect?["people"] {
+                    #expect(mirror.people.elements == (try people.map { try Person(json: $0) }), "\(context)")
+                }
+            }
+            if case .array(let people)? = json["people"] {
+                #expect(mirror.people.elements == (try people.map { try Person(json: $0) }), "\(vector) final")
+            }
+            // A fresh client joining now gets the same people in its welcome.
+            let late = try await TestClient.joined(url, user: "late", on: client)
+            #expect(late.welcome?.people == mirror.people.elements, "\(vector) late joiner")
+        } catch {
+            Issue.record("\(vector): \(error); hub stderr: \(hub.stderrText())")
+        }
+        await client.shutdown()
+        #expect(hub.stop() == 0)
+    }
+
+    private func int(_ json: JSON?) -> Int? { if case .int(let n)? = json { n } else { nil } }
+}
+
+struct WireVector: CustomTestStringConvertible, CustomStringConvertible, Sendable {
+    let json: JSON
+    var name: String { if case .string(let s)? = json["name"] { s } else { "?" } }
+    var description: String { name }
+    var testDescription: String { name }
+}
