@@ -75,6 +75,7 @@ test: deps venv
 
 bench: deps
 	swift run -c release peoplekeeper-bench core
+	scripts/bench-fanout.sh 100 200 10
 
 run: deps
 	swift build --product peoplekeeper-hub

@@ -82,13 +82,13 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
     }
 
     public func didOpen(_ connection: WebSocketConnection) {
+        openConnections += 1
+        metrics.connections.record(openConnections)
         guard let name = Self.roomName(inPath: connection.path) else { connection.close(code: 1008); return }
         let limits = configuration.limits
         connection.context = Peer(room: name, bucket: TokenBucket(
             perSecond: limits.opsPerSecond, burst: limits.opsPerSecond * 2, now: clock()))
         connection.setDeadline(seconds: limits.helloTimeoutSeconds)
-        openConnections += 1
-        metrics.connections.record(openConnections)
     }
 
     public func didClose(_ connection: WebSocketConnection) {
@@ -113,6 +113,7 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
     }
 
     public func didReceiveOversized(_ connection: WebSocketConnection, bytes: Int) {
+        guard let peer = connection.context as? Peer, admit(connection, peer: peer) else { return }
         send(error: ProtocolError(.tooLarge,
             "frame of \(bytes) bytes is over limits.maxMessageBytes (\(connection.limits.maxMessageBytes))"),
             to: connection)
@@ -120,23 +121,34 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
 
     public func didReceive(_ connection: WebSocketConnection, message: [UInt8], binary: Bool) {
         guard !draining, !connection.isClosing, let peer = connection.context as? Peer else { return }
-        guard peer.bucket.take(now: clock()) else {
-            peer.refusedInARow += 1
-            if peer.refusedInARow > configuration.limits.opsPerSecond {
-                logger.warning("closed a connection that kept over its rate", metadata: ["peer": "\(connection.peer)"])
-                connection.close(code: 1008, reason: "rate limit")
-            } else if peer.refusedInARow == 1 || peer.refusedInARow % 10 == 0 {
-                send(error: ProtocolError(.rateLimited,
-                    "over limits.opsPerSecond (\(configuration.limits.opsPerSecond)); frame dropped"), to: connection)
-            }
-            return
-        }
-        peer.refusedInARow = 0
+        guard admit(connection, peer: peer) else { return }
         if peer.session == nil {
             hello(message, binary: binary, on: connection, peer: peer)
         } else {
             receive(message, binary: binary, on: connection, peer: peer)
         }
+    }
+
+    /// Takes a token from the connection's bucket. Over the rate, the frame is dropped and answered
+    /// `rate-limited` (once, then every tenth); a connection still over it a second later is closed (1008).
+    private func admit(_ connection: WebSocketConnection, peer: Peer) -> Bool {
+        let now = clock()
+        if peer.bucket.take(now: now) {
+            peer.refusedSince = nil
+            peer.refusedInARow = 0
+            return true
+        }
+        peer.refusedInARow += 1
+        let since = peer.refusedSince ?? now
+        peer.refusedSince = since
+        if now - since > 1000 {
+            logger.warning("closed a connection that stayed over its rate", metadata: ["peer": "\(connection.peer)"])
+            connection.close(code: 1008, reason: "rate limit")
+        } else if peer.refusedInARow == 1 || peer.refusedInARow % 10 == 0 {
+            send(error: ProtocolError(.rateLimited,
+                "over limits.opsPerSecond (\(configuration.limits.opsPerSecond)); frame dropped"), to: connection)
+        }
+        return false
     }
 
     // MARK: HTTP
@@ -315,6 +327,7 @@ final class Peer {
     var user: String?
     var bucket: TokenBucket
     var refusedInARow = 0
+    var refusedSince: Int64?
 
     init(room: String, bucket: TokenBucket) {
         self.room = room

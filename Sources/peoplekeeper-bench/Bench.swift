@@ -1,10 +1,10 @@
 import ArgumentParser
 
 @main
-struct Bench: ParsableCommand {
+struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "peoplekeeper-bench",
         abstract: "PeopleKeeper's benchmarks.",
-        subcommands: [CoreBenchmark.self]
+        subcommands: [CoreBenchmark.self, RelayCommand.self, FanoutCommand.self]
     )
 }

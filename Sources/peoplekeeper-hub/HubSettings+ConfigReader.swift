@@ -30,6 +30,8 @@ extension HubSettings {
         })
         providers.append(InMemoryProvider(name: "flags", values: flagValues))
         let prefixed = environment.filter { $0.key.hasPrefix("PEOPLEKEEPER_") }
+        let knownVariables = Set(keys.map { environmentName(of: $0.key) })
+        unknownVariables = prefixed.keys.filter { !knownVariables.contains($0) && !ignoredVariables.contains($0) }.sorted()
         providers.append(EnvironmentVariablesProvider(environmentVariables: prefixed).prefixKeys(with: "peoplekeeper"))
         if let file {
             try checkKnownKeys(in: file)
@@ -41,6 +43,27 @@ extension HubSettings {
         }
         providers.append(InMemoryProvider(name: "defaults", values: HubSettings().defaultValues))
         return try HubSettings(reader: ConfigReader(providers: providers))
+    }
+
+    /// `PEOPLEKEEPER_…` variables that name no key (reported as warnings at start: a typo is not silent).
+    nonisolated(unsafe) static var unknownVariables: [String] = []
+
+    /// Variables with the prefix that are not settings (the test harness's binary path).
+    static let ignoredVariables: Set<String> = ["PEOPLEKEEPER_HUB_BIN"]
+
+    /// The environment variable for a key: `limits.maxMessageBytes` → `PEOPLEKEEPER_LIMITS_MAX_MESSAGE_BYTES`.
+    static func environmentName(of key: String) -> String {
+        var name = "PEOPLEKEEPER"
+        for component in key.split(separator: ".") {
+            name += "_"
+            var previous: Character?
+            for character in component {
+                if let previous, previous.isLowercase, character.isUppercase { name += "_" }
+                name += character.uppercased()
+                previous = character
+            }
+        }
+        return name
     }
 
     /// The defaults as config values (the last provider, so every key has a value).
@@ -105,7 +128,7 @@ extension HubSettings {
         keptRevisions = try int("rooms.keptRevisions", 0...Int.max)
         repliesKept = try int("rooms.repliesKept", 1...100_000)
         keptSessions = try int("rooms.keptSessions", 0...1_000_000)
-        undoDepth = try int("undo.depth", 1...100_000)
+        undoDepth = try int("undo.depth", 0...100_000)
         undoConflicts = try choice("undo.conflicts", UndoPolicy.Conflicts.self)
         undoCascade = try bool("undo.cascade")
         coalesceMillis = try int("undo.coalesceMillis", 0...3_600_000)
@@ -185,6 +208,10 @@ extension HubSettings {
                     throw ConfigProblem(key: "rooms.seed", problem: "\(seed) must hold a JSON array of people")
                 }
                 let people = try items.map { item throws(ProtocolError) in try Person(json: item) }
+                var seen = Set<PeopleCore.Tag>()
+                for person in people where !seen.insert(person.tag).inserted {
+                    throw ConfigProblem(key: "rooms.seed", problem: "\(seed): tag \(person.tag) appears more than once")
+                }
                 let model = PeopleModel(people: people)
                 if let violation = model.invariantViolation() {
                     throw ConfigProblem(key: "rooms.seed", problem: "\(seed): \(violation)")

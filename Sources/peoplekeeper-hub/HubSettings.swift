@@ -17,7 +17,7 @@ import PeopleCore
 /// | `rooms.keptRevisions` | int ≥ 0 (0: all) | `0` |
 /// | `rooms.repliesKept` | int ≥ 1 | `64` |
 /// | `rooms.keptSessions` | int ≥ 0 | `256` |
-/// | `undo.depth` | int ≥ 1 | `100` |
+/// | `undo.depth` | int ≥ 0 (0: no limit) | `100` |
 /// | `undo.conflicts` | `skip` or `force` | `skip` |
 /// | `undo.cascade` | bool | `true` |
 /// | `undo.coalesceMillis` | int ≥ 0 | `500` |

@@ -21,7 +21,7 @@ struct JSONLogHandler: LogHandler {
 
     func log(event: LogEvent) {
         var members: [JSON.Member] = [
-            .init("ts", .string(Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true)))),
+            .init("ts", .string(Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)))),
             .init("level", .string(event.level.rawValue)),
             .init("label", .string(label)),
             .init("msg", .string("\(event.message)")),

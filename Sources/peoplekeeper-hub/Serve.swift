@@ -84,6 +84,9 @@ struct Serve: AsyncParsableCommand {
             LoggingSystem.bootstrap { JSONLogHandler(label: $0, level: level) }
         }
         let logger = Logger(label: "peoplekeeper.hub")
+        for variable in HubSettings.unknownVariables {
+            logger.warning("environment variable \(variable) names no setting; ignored (docs/CONFIG.md lists them)")
+        }
 
         let registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)

@@ -216,6 +216,31 @@ struct HubSessionTests {
         }
     }
 
+    @Test("a connection that never says hello is closed after limits.helloTimeoutSeconds; one that did stays")
+    func helloTimeout() async throws {
+        try await withHub(config: "limits:\n  helloTimeoutSeconds: 1\n") { hub, client in
+            let silent = try await TestClient(hub.url(room: "quiet"), user: "silent", on: client)
+            let talker = try await TestClient.joined(hub.url(room: "quiet"), user: "ann", on: client)
+            _ = try await silent.closedCode(timeout: 5)
+            try await Task.sleep(for: .milliseconds(1500))
+            #expect(try await talker.ack(seq: talker.submit([Self.hairRed], base: 0)).rev == 1)
+        }
+    }
+
+    /// Contract reading: PROTOCOL.md says a frame that is not JSON is `bad-json`, but a text frame that is
+    /// not UTF-8 breaks RFC 6455 itself, which requires failing the connection (1007). Other users go on.
+    @Test("a text frame that is not UTF-8 closes that connection with 1007; the others keep working")
+    func invalidUTF8() async throws {
+        try await withHub { hub, client in
+            let url = hub.url(room: "utf8")
+            let ann = try await TestClient.joined(url, user: "ann", on: client)
+            let bob = try await TestClient.joined(url, user: "bob", on: client)
+            ann.send(bytes: Array(#"{"type":"ping","seq":""#.utf8) + [0xFF, 0xFE] + Array(#""}"#.utf8))
+            #expect(try await ann.closedCode() == 1007)
+            #expect(try await bob.ack(seq: bob.submit([Self.glassesOn], base: 0)).rev == 1)
+        }
+    }
+
     @Test("a bad config stops the hub at start with exit 78 and a message naming the key")
     func badConfig() throws {
         for (yaml, key) in [("undo:\n  dept: 3\n", "undo.dept"), ("limits:\n  maxRooms: lots\n", "limits.maxRooms"),

@@ -49,6 +49,12 @@ final class TestClient: WebSocketClientDelegate, @unchecked Sendable {
         client.perform { [self] in lock.withLock { connection }?.send(message) }
     }
 
+    /// Sends raw bytes as a text frame (may be invalid UTF-8, for tests of the hub's validation).
+    func send(bytes: [UInt8]) {
+        let message = OutboundMessage(text: bytes)
+        client.perform { [self] in lock.withLock { connection }?.send(message) }
+    }
+
     func send(json fields: [String: Any]) {
         let data = try! JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])
         send(text: String(decoding: data, as: UTF8.self))

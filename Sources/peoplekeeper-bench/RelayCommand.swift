@@ -1,0 +1,82 @@
+import ArgumentParser
+import Foundation
+import WebSocketTransport
+
+/// `peoplekeeper-bench relay`: a bare libwebsockets broadcast relay on the project's own transport.
+///
+/// Every text message a connection sends is queued, as one shared buffer, to every other connection
+/// on the same path. No parsing, no state: the ceiling the hub's fan-out can approach, for the
+/// server-CPU-per-delivery comparison in `make bench`.
+struct RelayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "relay",
+        abstract: "Run a bare broadcast relay (the transport's ceiling) until SIGTERM / SIGINT.")
+
+    @Option(help: "Address to listen on.")
+    var host = "127.0.0.1"
+
+    @Option(help: "Port, 0 for any free one (printed at start).")
+    var port = 0
+
+    func run() async throws {
+        let relay = Relay()
+        let server = WebSocketServer(
+            configuration: .init(host: host, port: port, limits: WebSocketLimits(), permessageDeflate: true,
+                                 pingIntervalSeconds: 0),
+            delegate: relay)
+        let actual = try server.start()
+        FileHandle.standardOutput.write(Data("relay listening on http://\(host):\(actual)/\n".utf8))
+        await waitForTermination()
+        await server.drain()
+    }
+}
+
+/// The relay's delegate: rooms are paths.
+final class Relay: WebSocketServerDelegate {
+    private var rooms: [String: [UInt64: WebSocketConnection]] = [:]
+
+    func shouldAccept(_ request: UpgradeRequest) -> Bool { true }
+    func didOpen(_ connection: WebSocketConnection) { rooms[connection.path, default: [:]][connection.id] = connection }
+    func didClose(_ connection: WebSocketConnection) { rooms[connection.path]?[connection.id] = nil }
+    func didOverflow(_ connection: WebSocketConnection) {}
+    func didReceiveOversized(_ connection: WebSocketConnection, bytes: Int) {}
+    func response(for request: HTTPRequest) -> HTTPResponse? { nil }
+
+    func didReceive(_ connection: WebSocketConnection, message: [UInt8], binary: Bool) {
+        let shared = OutboundMessage(text: message)
+        for (id, other) in rooms[connection.path] ?? [:] where id != connection.id { other.send(shared) }
+    }
+}
+
+/// Returns when the process gets SIGTERM or SIGINT.
+func waitForTermination() async {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        let once = Once(continuation)
+        for signalNumber in [SIGTERM, SIGINT] {
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+            source.setEventHandler { once.fire() }
+            source.resume()
+            Once.keep(source)
+        }
+    }
+}
+
+/// Resumes a continuation once, from whichever signal comes first.
+final class Once: @unchecked Sendable {
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<Void, Never>?
+    nonisolated(unsafe) private static var sources: [DispatchSourceSignal] = []
+
+    init(_ continuation: CheckedContinuation<Void, Never>) { self.continuation = continuation }
+
+    static func keep(_ source: DispatchSourceSignal) { sources.append(source) }
+
+    func fire() {
+        lock.lock()
+        let pending = continuation
+        continuation = nil
+        lock.unlock()
+        pending?.resume()
+    }
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Server CPU per delivered message: the hub vs a bare libwebsockets broadcast relay built from the same
+# transport (peoplekeeper-bench relay), same machine, same run, same workload: one writer and N-1
+# receivers in one room at a fixed offered rate. Prints one line per server and the ratio.
+#
+#   scripts/bench-fanout.sh [CLIENTS] [RATE] [SECONDS]      (defaults: 100 200 10)
+#
+# Release build. The hub runs with the in-memory store and limits.opsPerSecond raised so the single
+# writer is not rate-limited; neither side compresses (the bench clients do not offer permessage-deflate).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CLIENTS=${1:-100}
+RATE=${2:-200}
+SECONDS_=${3:-10}
+BIN=.build/release
+OUT=.build/bench
+mkdir -p "$OUT"
+swift build -c release --product peoplekeeper-hub >/dev/null
+swift build -c release --product peoplekeeper-bench >/dev/null
+
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+
+# Starts "$@" in the background, waits for its first stdout line, and echoes "PID PORT".
+start() {
+  local log
+  log=$(mktemp)
+  "$@" >"$log" 2>&1 &
+  local pid=$!
+  pids+=("$pid")
+  for _ in $(seq 100); do
+    if grep -q 'listening on' "$log"; then break; fi
+    sleep 0.05
+  done
+  local port
+  port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\)\/.*/\1/p' "$log" | head -1)
+  echo "$pid $port"
+}
+
+read -r RELAY_PID RELAY_PORT < <(start "$BIN/peoplekeeper-bench" relay --port 0)
+read -r HUB_PID HUB_PORT < <(PEOPLEKEEPER_LIMITS_OPS_PER_SECOND=1000000 PEOPLEKEEPER_LOGGING_LEVEL=warning \
+  start "$BIN/peoplekeeper-hub" --port 0 --storage memory --config Config/peoplekeeper.yaml)
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $CLIENTS clients, $RATE msg/s, ${SECONDS_} s"
+"$BIN/peoplekeeper-bench" fanout --mode relay --label relay --url "ws://127.0.0.1:$RELAY_PORT/v1/rooms/bench" \
+  --clients "$CLIENTS" --rate "$RATE" --seconds "$SECONDS_" --server-pid "$RELAY_PID" --json "$OUT/fanout-relay.json"
+"$BIN/peoplekeeper-bench" fanout --mode hub --label hub --url "ws://127.0.0.1:$HUB_PORT/v1/rooms/bench" \
+  --clients "$CLIENTS" --rate "$RATE" --seconds "$SECONDS_" --server-pid "$HUB_PID" --json "$OUT/fanout-hub.json"
+
+python3 - "$OUT/fanout-relay.json" "$OUT/fanout-hub.json" <<'PY'
+import json, sys
+relay, hub = (json.load(open(p)) for p in sys.argv[1:3])
+r, h = relay["serverCPUMicrosPerDelivery"], hub["serverCPUMicrosPerDelivery"]
+print(f"hub / relay server CPU per delivery: {h:.2f} / {r:.2f} µs = {h / r:.2f}x")
+PY
