@@ -121,7 +121,7 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
 
     public func didReceive(_ connection: WebSocketConnection, message: [UInt8], binary: Bool) {
         guard !draining, !connection.isClosing, let peer = connection.context as? Peer else { return }
-        guard admit(connection, peer: peer) else { return }
+        guard admit(connection, peer: peer, frame: binary ? nil : message) else { return }
         if peer.session == nil {
             hello(message, binary: binary, on: connection, peer: peer)
         } else {
@@ -129,24 +129,33 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
         }
     }
 
-    /// Takes a token from the connection's bucket. Over the rate, the frame is dropped and answered
-    /// `rate-limited` (once, then every tenth); a connection still over it a second later is closed (1008).
-    private func admit(_ connection: WebSocketConnection, peer: Peer) -> Bool {
+    /// Takes a token from the connection's bucket. Over the rate the frame is dropped: a `submit`, `undo`
+    /// or `redo` is answered `rate-limited` with its seq (its client is waiting for that answer, and may
+    /// resend the same seq later), any other frame once per burst (the first, then every tenth). A
+    /// connection whose frames keep being dropped for more than a second, with no quiet second between,
+    /// is closed (1008).
+    private func admit(_ connection: WebSocketConnection, peer: Peer, frame: [UInt8]? = nil) -> Bool {
         let now = clock()
         if peer.bucket.take(now: now) {
-            peer.refusedSince = nil
-            peer.refusedInARow = 0
+            if let last = peer.lastRefused, now - last > 1000 { peer.refusedSince = nil; peer.refusedInARow = 0 }
             return true
         }
         peer.refusedInARow += 1
+        peer.lastRefused = now
         let since = peer.refusedSince ?? now
         peer.refusedSince = since
         if now - since > 1000 {
             logger.warning("closed a connection that stayed over its rate", metadata: ["peer": "\(connection.peer)"])
             connection.close(code: 1008, reason: "rate limit")
+            return false
+        }
+        let error = ProtocolError(.rateLimited,
+            "over limits.opsPerSecond (\(configuration.limits.opsPerSecond)); frame dropped, nothing applied")
+        if let frame, let json = try? JSON.parse(frame), let seq = Self.seq(of: json),
+           ["submit", "undo", "redo"].contains(ClientMessage.messageType(of: json) ?? "") {
+            send(error: error, seq: seq, to: connection)
         } else if peer.refusedInARow == 1 || peer.refusedInARow % 10 == 0 {
-            send(error: ProtocolError(.rateLimited,
-                "over limits.opsPerSecond (\(configuration.limits.opsPerSecond)); frame dropped"), to: connection)
+            send(error: error, to: connection)
         }
         return false
     }
@@ -328,6 +337,7 @@ final class Peer {
     var bucket: TokenBucket
     var refusedInARow = 0
     var refusedSince: Int64?
+    var lastRefused: Int64?
 
     init(room: String, bucket: TokenBucket) {
         self.room = room

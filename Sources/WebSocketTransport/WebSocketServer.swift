@@ -85,6 +85,9 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
     /// Service thread only.
     private var draining = false
     private var pendingHTTP: [OpaquePointer: HTTPResponse] = [:]
+    /// Upgrade requests accepted in FILTER_PROTOCOL_CONNECTION, until ESTABLISHED (the header table may
+    /// be gone by then) or the wsi is destroyed.
+    private var upgrades: [OpaquePointer: UpgradeRequest] = [:]
     private let webRootURL: URL?
 
     public init(configuration: Configuration, delegate: WebSocketServerDelegate) {
@@ -151,13 +154,15 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             let request = UpgradeRequest(
                 path: header(wsi, WSI_TOKEN_GET_URI) ?? "/", query: header(wsi, WSI_TOKEN_HTTP_URI_ARGS) ?? "",
                 origin: header(wsi, WSI_TOKEN_ORIGIN), peer: peerAddress(wsi))
-            return delegate.shouldAccept(request) ? 0 : -1
+            guard delegate.shouldAccept(request) else { return -1 }
+            upgrades[wsi] = request
+            return 0
 
         case LWS_CALLBACK_ESTABLISHED:
+            guard let request = upgrades.removeValue(forKey: wsi) else { return -1 }
             let connection = WebSocketConnection(
-                id: nextID(), wsi: wsi, path: header(wsi, WSI_TOKEN_GET_URI) ?? "/",
-                query: header(wsi, WSI_TOKEN_HTTP_URI_ARGS) ?? "", peer: peerAddress(wsi),
-                origin: header(wsi, WSI_TOKEN_ORIGIN), isClient: false, limits: configuration.limits, owner: self)
+                id: nextID(), wsi: wsi, path: request.path, query: request.query, peer: request.peer,
+                origin: request.origin, isClient: false, limits: configuration.limits, owner: self)
             attach(connection, to: wsi)
             delegate?.didOpen(connection)
             return 0
@@ -201,6 +206,11 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
 
         case LWS_CALLBACK_HTTP_FILE_COMPLETION:
             return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
+
+        case LWS_CALLBACK_WSI_DESTROY:
+            upgrades[wsi] = nil
+            pendingHTTP[wsi] = nil
+            return lws_callback_http_dummy(wsi, reason, user, input, length)
 
         case LWS_CALLBACK_CLOSED_HTTP:
             pendingHTTP[wsi] = nil

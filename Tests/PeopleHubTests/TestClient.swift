@@ -19,6 +19,8 @@ final class TestClient: WebSocketClientDelegate, @unchecked Sendable {
     private let client: WebSocketClient
     private(set) var welcome: ServerMessage.Welcome?
     private var seq = 0
+    private let created = Date()
+    private var closedAt: Date?
 
     /// Connects to `url` (waits for the handshake; throws if it fails).
     init(_ url: String, user: String, on client: WebSocketClient) async throws {
@@ -26,7 +28,9 @@ final class TestClient: WebSocketClientDelegate, @unchecked Sendable {
         self.client = client
         try client.connect(url: url, delegate: self)
         try await until("connected to \(url)") { $0.connected || $0.closed }
-        if closed { throw HubTestError("could not connect to \(url): \(closeError ?? "closed")") }
+        if !lock.withLock({ connected }) {
+            throw HubTestError("could not connect to \(url): \(lock.withLock { closeError } ?? "closed")")
+        }
     }
 
     /// Connects and says hello; returns after the welcome.
@@ -80,18 +84,22 @@ final class TestClient: WebSocketClientDelegate, @unchecked Sendable {
     // MARK: Receiving
 
     /// The next frame (of any type), waiting up to `timeout` seconds.
-    func next(_ what: String = "a frame", timeout: Double = 5) async throws -> ServerMessage {
+    func next(_ what: String = "a frame", timeout: Double = 15) async throws -> ServerMessage {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if let message = lock.withLock({ inbox.isEmpty ? nil : inbox.removeFirst() }) { return message }
-            if lock.withLock({ closed }) { throw HubTestError("\(user): connection closed while waiting for \(what)") }
+            if lock.withLock({ closed }) {
+                let (code, error, at) = lock.withLock { (closeCode, closeError, closedAt) }
+                let after = at.map { String(format: "%.3f s", $0.timeIntervalSince(created)) } ?? "?"
+                throw HubTestError("\(user): connection closed (code \(code.map(String.init) ?? "none"), \(error ?? "no error"), \(after) after connecting) while waiting for \(what)")
+            }
             try await Task.sleep(for: .milliseconds(2))
         }
         throw HubTestError("\(user): timed out waiting for \(what)")
     }
 
     /// The next frame for which `match` returns a value, skipping the others (presence, history…).
-    func next<T>(_ what: String, timeout: Double = 5, _ match: (ServerMessage) -> T?) async throws -> T {
+    func next<T>(_ what: String, timeout: Double = 15, _ match: (ServerMessage) -> T?) async throws -> T {
         let deadline = Date().addingTimeInterval(timeout)
         while true {
             let message = try await next(what, timeout: max(0.01, deadline.timeIntervalSinceNow))
@@ -124,7 +132,7 @@ final class TestClient: WebSocketClientDelegate, @unchecked Sendable {
     var pending: [ServerMessage] { lock.withLock { inbox } }
 
     /// Waits until `condition` holds for this client's state.
-    func until(_ what: String, timeout: Double = 5, _ condition: (TestClient) -> Bool) async throws {
+    func until(_ what: String, timeout: Double = 15, _ condition: (TestClient) -> Bool) async throws {
         let deadline = Date().addingTimeInterval(timeout)
         while !lock.withLock({ condition(self) }) {
             if Date() > deadline { throw HubTestError("\(user): timed out waiting until \(what)") }
@@ -133,7 +141,7 @@ final class TestClient: WebSocketClientDelegate, @unchecked Sendable {
     }
 
     /// Waits for the connection to close; returns the close code the hub sent.
-    func closedCode(timeout: Double = 5) async throws -> UInt16? {
+    func closedCode(timeout: Double = 15) async throws -> UInt16? {
         try await until("closed", timeout: timeout) { $0.closed }
         return lock.withLock { closeCode }
     }
@@ -162,6 +170,7 @@ final class TestClient: WebSocketClientDelegate, @unchecked Sendable {
     func didClose(_ connection: WebSocketConnection, error: String?) {
         lock.withLock {
             closed = true
+            closedAt = Date()
             closeCode = connection.peerCloseCode
             closeError = error
             self.connection = nil

@@ -12,12 +12,12 @@ import itertools
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -94,6 +94,8 @@ class Hub:
     """A running hub process."""
 
     def __init__(self, config: dict, workdir: Path):
+        if not os.access(HUB_BIN, os.X_OK):
+            raise RuntimeError(f"no hub binary at {HUB_BIN}: build it, or set PEOPLEKEEPER_HUB_BIN")
         self.workdir = workdir
         seed_path = workdir / "seed.json"
         seed_path.write_text(json.dumps(SEED))
@@ -186,10 +188,12 @@ class Hub:
         """Teardown: close our clients, SIGTERM, and require exit status 0."""
         for c in self.clients:
             c.close()
-        if self.exit_code is not None:
+        if self.exit_code is not None:      # already stopped by the test (and checked there)
+            shutil.rmtree(self.workdir, ignore_errors=True)
             return
         code = self.terminate()
         assert code == 0, f"hub exited {code} after SIGTERM; stderr tail:\n{self.stderr()[-3000:]}"
+        shutil.rmtree(self.workdir, ignore_errors=True)
 
 
 _room_counter = itertools.count(1)
@@ -264,4 +268,6 @@ def start_hub_raw():
                                   cwd=str(REPO), capture_output=True, timeout=timeout, text=True)
         except subprocess.TimeoutExpired as e:
             raise AssertionError(f"the hub kept running with a bad config:\n{yaml_text}") from e
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
     return run

@@ -23,7 +23,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect as ws_connect
 
 DEFAULT_TIMEOUT = 5.0
-QUIET = 0.3  # how long "nothing more arrives" is watched for
+QUIET = 0.2  # how long "nothing more arrives" is watched for
 
 # Vocabularies (v1) in vocabulary order.
 HAIR_COLORS = ["black", "brown", "blonde", "red", "gray", "white"]
@@ -165,7 +165,7 @@ class HubClient:
         self.url = url
         self.name = name
         self.ws = ws_connect(url, compression=compression, max_size=None, open_timeout=open_timeout,
-                             close_timeout=2, ping_interval=None)
+                             close_timeout=2, ping_interval=None, legacy=True)
         self.queues: dict[str, collections.deque] = collections.defaultdict(collections.deque)
         self.log: list[dict] = []        # every frame received, in order
         self.raw: list[str | bytes] = []  # the same, as received
@@ -181,6 +181,8 @@ class HubClient:
         self.seq = 0
         self.ping_seq = 0
         self.closed_code: int | None = None
+        self.sent: list[dict] = []      # submits sent through submit()
+        self.replayed: list[dict] = []  # replies to resent seqs, for revisions already applied
 
     # -- plumbing --------------------------------------------------------------------------------------
 
@@ -220,6 +222,10 @@ class HubClient:
         return msg
 
     def _new_rev(self, msg: dict) -> None:
+        if self.rev is not None and msg["type"] != "ops" and msg["rev"] <= self.rev:
+            # a reply replayed for a resent seq: that revision is already in the model
+            self.replayed.append(msg)
+            return
         if self.rev is not None and msg["rev"] != self.rev + 1:
             raise ProtocolViolation(f"{self}: revision {msg['rev']} arrived after {self.rev} "
                                     f"(revisions must reach each connection one by one, in order): {msg}")
@@ -233,9 +239,12 @@ class HubClient:
             self.welcome = msg
             self.session = msg["session"]
             self.user = msg["user"]
-            self.rev = msg["rev"]
             if "people" in msg:
                 self.people = copy.deepcopy(msg["people"])
+                self.rev = msg["rev"]
+            elif self.rev is None:
+                raise ProtocolViolation(f"{self}: a welcome without people to a hello without since: {msg}")
+            # else: a catch-up; the missed revisions follow as ops frames from `since` (self.rev) on
             self.history = msg["history"]
             self.presence = msg["presence"]
             self.tag_block = (msg["tags"]["from"], msg["tags"]["to"])
@@ -292,11 +301,29 @@ class HubClient:
             except TimeoutError:
                 return got
 
-    def expect_nothing(self, *types: str, quiet: float = QUIET) -> None:
-        """No unconsumed frame of these types is queued, and none arrives within `quiet` seconds."""
-        self.pump(quiet)
-        for t in types:
-            assert not self.queues[t], f"{self}: unexpected {t!r} frame(s): {list(self.queues[t])}"
+    def raw_of(self, msg: dict) -> str:
+        """The frame text a parsed message came from."""
+        for i, m in enumerate(self.log):
+            if m is msg:
+                return self.raw[i]
+        raise KeyError(msg)
+
+    def mark(self) -> int:
+        """A position in the log of received frames, for expect_nothing(since=...)."""
+        return len(self.log)
+
+    def expect_nothing(self, *types: str, quiet: float = QUIET, since: int | None = None,
+                       barrier: bool = False) -> None:
+        """No frame of these types arrives (nor, with `since`, has arrived since that mark). With
+        `barrier`, a ping round trip marks the end (frames on one connection arrive in order); else
+        `quiet` seconds of silence."""
+        start = self.mark() if since is None else since
+        if barrier:
+            assert self.is_open(), f"{self}: closed (code {self.closed_code})"
+        else:
+            self.pump(quiet)
+        bad = [m for m in self.log[start:] if m["type"] in types]
+        assert not bad, f"{self}: unexpected frame(s): {bad}"
 
     def discard(self, *types: str) -> None:
         for t in types:
@@ -351,10 +378,12 @@ class HubClient:
         s = self.ping_seq
         try:
             self.send({"type": "ping", "seq": s})
-            pong = self.take("pong", allow_error=True)
+            while True:
+                pong = self.take("pong", allow_error=True)
+                if pong.get("seq") == s:
+                    return True
         except (ConnectionClosed, AssertionError):
             return False
-        return pong.get("seq") == s
 
     # -- requests --------------------------------------------------------------------------------------
 
@@ -392,6 +421,7 @@ class HubClient:
             msg["label"] = label
         if coalesce is not None:
             msg["coalesce"] = coalesce
+        self.sent.append(msg)
         self.send(msg)
         return seq
 

@@ -5,6 +5,7 @@ applied, and that every local model (and a fresh hello) agrees on the final stat
 from __future__ import annotations
 
 import copy
+import time
 
 from pkclient import HubClient, norm
 
@@ -65,9 +66,11 @@ class Scene:
     def check(self, expected: list) -> None:
         """Every connection converged on `expected`, saw every other user's revision exactly once, in
         order, with the same ops as applied; a fresh hello gets the same people at the same rev."""
-        for u, c in self.clients.items():
+        for c in self.clients.values():
             c.sync(self.rev)
-            c.pump(0.15)
+        time.sleep(0.15)  # let any extra (wrong) frame arrive
+        for u, c in self.clients.items():
+            c.pump(0.01)
             assert c.rev == self.rev, (u, c.rev, self.rev)
             assert norm(c.people) == norm(expected), f"{u}'s model: {c.people}\nexpected: {expected}"
             got = [(m["rev"], m["author"], m["kind"], m["ops"]) for m in c.log if m["type"] == "ops"]

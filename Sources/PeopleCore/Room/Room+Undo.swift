@@ -14,8 +14,11 @@ extension Room {
         var inverts: [DiffRef?] = []
         var skipped: [SkipReport] = []
         var label: String?
+        var firstLabel: String?
+        var consumed = false
         while let index = UndoStacks.newest(in: redo ? stacks.redo : stacks.undo, scope: request.scope) {
             let entry = redo ? stacks.redo.remove(at: index) : stacks.undo.remove(at: index)
+            if !consumed { firstLabel = entry.label; consumed = true }
             let outcome = revert(entry, by: user)
             skipped += outcome.skipped
             if !outcome.applied.isEmpty {
@@ -27,7 +30,8 @@ extension Room {
             if !policy.undo.cascade { break }
         }
 
-        var result = ServerMessage.UndoResult(seq: request.seq, skipped: skipped)
+        // With nothing applied, the label names the step the user asked for (its reports say why).
+        var result = ServerMessage.UndoResult(seq: request.seq, label: firstLabel, skipped: skipped)
         var revision: Revision?
         if !applied.isEmpty {
             let number = history.head + 1

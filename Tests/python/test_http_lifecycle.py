@@ -1,0 +1,189 @@
+"""HTTP endpoints, refused upgrades, SIGTERM drain, and bad config files."""
+
+from __future__ import annotations
+
+import re
+import signal
+import time
+
+import pytest
+
+from pkclient import HubClient
+
+
+def set_op(tag, field, value):
+    return {"op": "set", "tag": tag, "field": field, "value": value}
+
+
+def metric(text: str, name: str, labels: str = "") -> float | None:
+    pat = re.compile(r"^" + re.escape(name + labels) + r" ([0-9.eE+-]+|NaN|\+Inf)$", re.M)
+    m = pat.search(text)
+    return float(m.group(1)) if m else None
+
+
+# -- HTTP ---------------------------------------------------------------------------------------------
+
+def test_healthz(hub):
+    status, headers, body = hub.http("GET", "/healthz")
+    assert status == 200, (status, body)
+
+
+def test_metrics_is_prometheus_text_and_counts_skips(hub, room):
+    status, headers, body = hub.http("GET", "/metrics")
+    assert status == 200
+    assert headers.get("content-type", "").startswith("text/plain"), headers
+    text = body.decode()
+    assert "# TYPE peoplekeeper_connections gauge" in text
+    assert metric(text, "peoplekeeper_connections") is not None
+    for line in text.splitlines():         # every sample line is NAME{labels} VALUE
+        if line and not line.startswith("#"):
+            assert re.match(r"^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? \S+$", line), line
+    before = metric(text, "peoplekeeper_undo_skips_total", '{reason="overwritten"}') or 0.0
+
+    a = hub.join(room, "A")
+    b = hub.join(room, "B")
+    a.edit([set_op(1, "hairColor", "red")])
+    b.sync(1)
+    b.edit([set_op(1, "hairColor", "blonde")])
+    a.sync(2)
+    u = a.undo()
+    assert u["skipped"] and u["skipped"][0]["reason"] == "overwritten", u
+
+    after = metric(hub.metrics(), "peoplekeeper_undo_skips_total", '{reason="overwritten"}')
+    assert after is not None and after > 0
+    assert after == before + 1
+
+
+def test_errors_are_counted_by_code(hub, room):
+    name = "peoplekeeper_errors_total"
+    before = metric(hub.metrics(), name, '{code="bad-json"}') or 0.0
+    x = hub.join(room, "X")
+    x.send_raw("{oops")
+    assert x.take_error()["code"] == "bad-json"
+    assert metric(hub.metrics(), name, '{code="bad-json"}') == before + 1
+
+
+def test_connections_gauge(hub_factory, room):
+    h = hub_factory()
+    assert metric(h.metrics(), "peoplekeeper_connections") == 0
+    a = h.join(room, "A")
+    b = h.join(room, "B")
+    assert metric(h.metrics(), "peoplekeeper_connections") == 2
+    a.close()
+    b.close()
+    deadline = time.monotonic() + 5
+    while metric(h.metrics(), "peoplekeeper_connections") != 0:
+        assert time.monotonic() < deadline, "the gauge did not go back to 0"
+        time.sleep(0.05)
+
+
+def test_room_path_without_upgrade_is_not_200(hub):
+    status, _, _ = hub.http("GET", "/v1/rooms/x")
+    assert status != 200
+    assert 400 <= status < 500, status
+
+
+def test_web_client_is_served_at_root(hub):
+    status, headers, body = hub.http("GET", "/")
+    assert status == 200, status
+    assert b"<html" in body.lower() or b"<!doctype html" in body.lower()
+
+
+@pytest.mark.parametrize("path", [
+    "bad%20name", "bad!name", "x" * 65, "", "a/b", "%C3%A9t%C3%A9",
+], ids=["space", "bang", "65-chars", "empty", "slash", "non-ascii"])
+def test_websocket_to_a_bad_room_name_is_refused(hub, path):
+    with pytest.raises(Exception) as info:
+        c = HubClient(f"ws://127.0.0.1:{hub.port}/v1/rooms/{path}", open_timeout=5)
+        # if the upgrade went through, the room must at least refuse to work
+        c.hello("X")
+    assert "TimeoutError" not in type(info.value).__name__
+    assert hub.http("GET", "/healthz")[0] == 200
+
+
+def test_websocket_to_a_64_char_room_name_works(hub):
+    name = "A-z_0.9" + "x" * 57
+    assert len(name) == 64
+    c = hub.join(name, "A")
+    assert c.welcome["rev"] == 0
+    c.close()
+
+
+def test_websocket_outside_rooms_is_refused(hub):
+    for path in ("/", "/v1/rooms", "/v2/rooms/x", "/healthz"):
+        with pytest.raises(Exception):
+            c = HubClient(f"ws://127.0.0.1:{hub.port}{path}", open_timeout=5)
+            c.hello("X")
+
+
+def test_max_connections_refuses_upgrades_beyond(hub_factory, room):
+    h = hub_factory({"limits": {"maxConnections": 2}})
+    a = h.join(room, "A")
+    b = h.join(room, "B")
+    with pytest.raises(Exception):
+        c = HubClient(h.url(room), open_timeout=5)
+        c.hello("C")
+    a.edit([set_op(1, "glasses", True)])       # the open ones are unaffected
+    b.sync(1)
+    b.close()
+    deadline = time.monotonic() + 5
+    while True:                                 # once one has gone, a new one is accepted
+        try:
+            d = h.join(room, "D")
+            break
+        except Exception:
+            assert time.monotonic() < deadline, "no connection accepted after one closed"
+            time.sleep(0.1)
+    assert d.welcome["rev"] == 1
+
+
+def test_hello_timeout_drops_a_silent_connection(hub_factory, room):
+    h = hub_factory({"limits": {"helloTimeoutSeconds": 1}})
+    a = h.join(room, "A")
+    silent = h.connect(room, "silent")
+    t0 = time.monotonic()
+    silent.wait_closed(timeout=5)
+    assert time.monotonic() - t0 < 4
+    assert a.is_open()                          # a connection that said hello stays
+
+
+# -- SIGTERM ------------------------------------------------------------------------------------------
+
+def test_sigterm_drains_with_1001_and_exit_0(hub_factory, rooms):
+    h = hub_factory()
+    assert h.http("GET", "/healthz")[0] == 200
+    r1, r2 = rooms("1"), rooms("2")
+    a = h.join(r1, "A")
+    b = h.join(r1, "B")
+    c = h.join(r2, "C")
+    d = h.connect(r2, "D")                     # connected, no hello yet
+    a.edit([set_op(1, "hairColor", "red")])
+    b.sync(1)
+
+    h.proc.send_signal(signal.SIGTERM)
+    codes = {}
+    for x in (a, b, c, d):
+        codes[x.name] = x.wait_closed(timeout=10)
+    assert codes == {"A": 1001, "B": 1001, "C": 1001, "D": 1001}, codes
+    assert h.terminate() == 0
+
+
+# -- bad config ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("yaml_text,key", [
+    ("rooms:\n  bogusKey: 1\n", "bogusKey"),
+    ("bogus:\n  x: 1\n", "bogus"),
+    ("limits:\n  maxRooms: lots\n", "maxRooms"),
+    ("undo:\n  cascade: sometimes\n", "cascade"),
+    ("limits:\n  opsPerSecond: -5\n", "opsPerSecond"),
+    ("limits:\n  maxMessageBytes: 0\n", "maxMessageBytes"),
+    ("listen:\n  port: 70000\n", "port"),
+    ("undo:\n  conflicts: sometimes\n", "conflicts"),
+    ("logging:\n  level: loud\n", "level"),
+], ids=["unknown-key", "unknown-section", "wrong-type-int", "wrong-type-bool", "negative",
+        "zero-bytes", "port-range", "bad-enum", "bad-log-level"])
+def test_bad_config_exits_78_naming_the_key(start_hub_raw, yaml_text, key):
+    r = start_hub_raw(yaml_text)
+    assert r.returncode == 78, (r.returncode, r.stdout, r.stderr[-2000:])
+    assert key in r.stderr, r.stderr[-2000:]
+    assert "listening" not in r.stdout

@@ -1,0 +1,367 @@
+"""Join and catch-up, resend dedup, undo stacks across reconnects and tabs, presence (PROTOCOL: rules of
+the exchange)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+
+from conftest import SEED
+from pkclient import by_tag, norm, norm_users, person
+
+
+def set_op(tag, field, value):
+    return {"op": "set", "tag": tag, "field": field, "value": value}
+
+
+def ops_frames(client, since_mark=0):
+    return [m for m in client.log[since_mark:] if m["type"] == "ops"]
+
+
+# -- join / catch-up ----------------------------------------------------------------------------------
+
+def test_since_replays_exactly_the_missed_revisions_in_order(hub, room):
+    a = hub.join(room, "A")
+    b = hub.join(room, "B")
+    a.edit([set_op(1, "hairColor", "red")], label="one")                       # rev 1
+    at_rev1 = copy.deepcopy(a.people)
+    b.sync(1)
+    b.edit([set_op(2, "eyeColor", "hazel")], label="two")                      # rev 2
+    a.sync(2)
+    a.edit([{"op": "move", "tag": 3, "to": 0}], label="three")                # rev 3
+    a.undo()                                                                   # rev 4
+    a.redo()                                                                   # rev 5
+    b.sync(5)
+    final = copy.deepcopy(a.people)
+
+    c = hub.connect(room, "C")
+    w = c.hello("C", since=1, people=at_rev1)
+    assert w["rev"] == 5
+    assert "people" not in w, w
+    c.pump()
+    got = [(m["rev"], m["author"], m["kind"]) for m in ops_frames(c)]
+    assert got == [(2, "B", "edit"), (3, "A", "edit"), (4, "A", "undo"), (5, "A", "redo")]
+    # the replayed ops are the ops as applied that the live connections got
+    live = {m["rev"]: m["ops"] for m in ops_frames(b) if m["author"] == "A"}
+    for m in ops_frames(c):
+        if m["author"] == "A":
+            assert m["ops"] == live[m["rev"]], m
+    assert ops_frames(c)[0]["ops"] == [set_op(2, "eyeColor", "hazel")]
+    assert ops_frames(c)[1].get("label") == "three"
+    # ...and nothing else follows: no further ops frame
+    c.expect_nothing("ops", "welcome")
+    assert norm(c.people) == norm(final)
+
+    # the catch-up connection is live: it gets the next revision like everyone else
+    a.edit([set_op(1, "glasses", True)])
+    c.sync(6)
+    assert by_tag(c.people, 1)["glasses"] is True
+
+
+def test_since_at_current_revision_gets_welcome_without_people_and_no_ops(hub, room):
+    a = hub.join(room, "A")
+    a.edit([set_op(1, "hairColor", "red")])
+    a.edit([set_op(1, "hairColor", "gray")])
+    c = hub.connect(room, "C")
+    w = c.hello("C", since=2, people=a.people)
+    assert w["rev"] == 2 and "people" not in w, w
+    c.expect_nothing("ops")
+
+
+def test_since_the_hub_no_longer_keeps_gets_full_state(hub_factory, room):
+    h = hub_factory({"rooms": {"keptRevisions": 3}})
+    a = h.join(room, "A")
+    for i, colour in enumerate(["red", "gray", "white", "black", "blonde", "red", "gray", "white"]):
+        a.edit([set_op(1 + i % 3, "hairColor", colour)])
+    assert a.rev == 8
+    c = h.connect(room, "C")
+    w = c.hello("C", since=1, people=SEED)
+    assert w["rev"] == 8
+    assert "people" in w, w
+    assert norm(w["people"]) == norm(a.people)
+    c.expect_nothing("ops")
+    # a since the hub still keeps is served as a catch-up
+    d = h.connect(room, "D")
+    w = d.hello("D", since=7, people=None)
+    assert "people" not in w and w["rev"] == 8
+    d.pump()
+    assert [(m["rev"], m["author"]) for m in ops_frames(d)] == [(8, "A")]
+
+
+def test_since_ahead_of_the_hub_gets_full_state(hub, room):
+    a = hub.join(room, "A")
+    a.edit([set_op(1, "hairColor", "red")])
+    c = hub.connect(room, "C")
+    w = c.hello("C", since=999, people=SEED)
+    assert w["rev"] == 1
+    assert "people" in w, w
+    assert norm(w["people"]) == norm(a.people)
+    c.expect_nothing("ops")
+
+
+# -- resend dedup -------------------------------------------------------------------------------------
+
+def test_resend_after_resume_gets_the_same_reply_and_applies_once(hub, room):
+    a = hub.join(room, "A")
+    b = hub.join(room, "B")
+    session = a.session
+    frame = json.dumps({"type": "submit", "seq": 1, "base": 0, "label": "Type",
+                        "ops": [{"op": "text", "tag": 1, "edits": [{"retain": 3}, {"insert": "x"}]}]})
+    a.send_raw(frame)
+    ack = a.take("ack")
+    ack_text = a.raw_of(ack)
+    assert ack["rev"] == 1
+    a.close()
+
+    a2 = hub.connect(room, "A2")
+    w = a2.hello("A", resume=session)
+    assert w["session"] == session, w
+    a2.send_raw(frame)
+    again = a2.take("ack")
+    assert a2.raw_of(again) == ack_text                     # verbatim
+    # same connection, same seq once more: still the same reply
+    a2.send_raw(frame)
+    assert a2.raw_of(a2.take("ack")) == ack_text
+
+    b.pump()
+    assert [(m["rev"], m["author"]) for m in ops_frames(b)] == [(1, "A")]   # one ops frame
+    assert by_tag(b.people, 1)["name"] == "Annx"
+    fresh = hub.join(room, "F")
+    assert fresh.welcome["rev"] == 1 and by_tag(fresh.welcome["people"], 1)["name"] == "Annx"
+    assert w["history"] == {"canUndo": True, "canRedo": False, "undoLabel": "Type"}
+    a2.expect_nothing("history")     # a replay changes no stack
+
+    # the session's counter goes on: seq 2 is a new request
+    a2.seq = 1
+    ack2 = a2.edit([set_op(1, "glasses", True)])
+    assert ack2["seq"] == 2 and ack2["rev"] == 2
+
+
+def test_resend_of_an_unanswered_submit_after_resume(hub, room):
+    """The client never saw its ack (it dropped the connection right after sending); it resumes with
+    `since` and resends. The catch-up frame of its own revision carries its seq (docs §7.9), and the
+    resend is answered with the ack, once."""
+    a = hub.join(room, "A")
+    b = hub.join(room, "B")
+    session = a.session
+    frame = json.dumps({"type": "submit", "seq": 1, "base": 0,
+                        "ops": [{"op": "text", "tag": 2, "edits": [{"insert": "!"}]}]})
+    a.send_raw(frame)
+    b.sync(1)          # it has been applied
+    a.close()
+
+    a2 = hub.connect(room, "A2")
+    w = a2.hello("A", resume=session, since=0, people=SEED)
+    assert w["session"] == session and w["rev"] == 1 and "people" not in w
+    a2.pump()
+    own = ops_frames(a2)
+    assert [(m["rev"], m["author"], m.get("seq")) for m in own] == [(1, "A", 1)]
+    a2.send_raw(frame)
+    ack = a2.take("ack")
+    assert ack["seq"] == 1 and ack["rev"] == 1 and ack["ops"] == own[0]["ops"]
+    b.expect_nothing("ops")
+    assert [m["rev"] for m in ops_frames(b)] == [1]
+    assert by_tag(b.people, 2)["name"] == "!Joan"
+
+
+def test_resent_undo_is_answered_verbatim_and_undoes_once(hub, room):
+    a = hub.join(room, "A")
+    b = hub.join(room, "B")
+    a.edit([set_op(1, "hairColor", "red")], label="Red")       # seq 1, rev 1
+    a.edit([set_op(1, "hairColor", "gray")], label="Gray")     # seq 2, rev 2
+    a.send({"type": "undo", "seq": 3})
+    u = a.take("undone")
+    assert u["rev"] == 3 and u["ops"] == [set_op(1, "hairColor", "red")]
+    text = a.raw_of(u)
+    session = a.session
+    a.close()
+    a2 = hub.connect(room, "A2")
+    a2.hello("A", resume=session)
+    a2.send({"type": "undo", "seq": 3})
+    assert a2.raw_of(a2.take("undone")) == text
+    b.sync(3)
+    b.expect_nothing("ops")
+    assert [m["rev"] for m in ops_frames(b)] == [1, 2, 3]
+    assert by_tag(b.people, 1)["hairColor"] == "red"          # not undone twice (that would be brown)
+
+
+def test_hello_without_resume_is_a_new_session(hub, room):
+    a = hub.join(room, "A")
+    first = a.session
+    a.edit([set_op(1, "hairColor", "red")])
+    a.close()
+    a2 = hub.join(room, "A")
+    assert a2.session != first
+    ack = a2.edit([set_op(1, "hairColor", "gray")], seq=1)     # seq 1 again: a new request here
+    assert ack["rev"] == 2 and ack["ops"] == [set_op(1, "hairColor", "gray")]
+
+
+def test_resume_of_an_unknown_or_foreign_session_starts_a_new_one(hub, room):
+    """docs/PROTOCOL.md (added): a resume naming a session the hub does not keep, or one of another
+    user, starts a new session."""
+    a = hub.join(room, "A")
+    a.edit([set_op(1, "hairColor", "red")])
+    b = hub.connect(room, "B")
+    w = b.hello("B", resume=a.session)
+    assert w["session"] != a.session and w["user"] == "B"
+    assert w["history"] == {"canUndo": False, "canRedo": False}
+    u = b.undo()                                # B cannot undo A's edit through A's session
+    assert "rev" not in u and u["ops"] == []
+    c = hub.connect(room, "C")
+    w = c.hello("C", resume="no-such-session")
+    assert w["session"] != "no-such-session"
+    assert c.edit([set_op(2, "glasses", True)], seq=1)["rev"] == 2
+
+
+def test_ping_is_answered_with_its_seq_or_without(hub, room):
+    a = hub.join(room, "A")
+    a.send({"type": "ping", "seq": 41})
+    assert a.take("pong") == {"type": "pong", "seq": 41}
+    a.send({"type": "ping"})
+    assert "seq" not in a.take("pong")
+    # a ping's seq is not the session's counter: seq 1 is still free for a submit
+    assert a.edit([set_op(1, "glasses", True)], seq=1)["rev"] == 1
+
+
+# -- undo stacks belong to (room, user) ---------------------------------------------------------------
+
+def test_undo_stack_survives_reconnect_without_resume(hub, room):
+    b = hub.join(room, "B")
+    a = hub.join(room, "A")
+    a.edit([set_op(1, "hairColor", "red")], label="L1")
+    a.edit([set_op(2, "glasses", True)], label="L2")
+    a.close()
+    a2 = hub.join(room, "A")
+    assert a2.welcome["history"] == {"canUndo": True, "canRedo": False, "undoLabel": "L2"}
+    u = a2.undo()
+    assert u["rev"] == 3 and u["ops"] == [set_op(2, "glasses", False)] and u.get("label") in (None, "L2")
+    a2.expect_history(canUndo=True, canRedo=True, undoLabel="L1", redoLabel="L2")
+    b.sync(3)
+    assert by_tag(b.people, 2)["glasses"] is False
+
+
+def test_undo_stack_survives_reconnect_with_resume(hub, room):
+    a = hub.join(room, "A")
+    a.edit([set_op(1, "hairColor", "red")], label="L1")
+    a.edit([set_op(2, "glasses", True)], label="L2")
+    a.undo()
+    session = a.session
+    a.close()
+    a2 = hub.connect(room, "A2")
+    w = a2.hello("A", resume=session)
+    assert w["session"] == session
+    assert w["history"] == {"canUndo": True, "canRedo": True, "undoLabel": "L1", "redoLabel": "L2"}
+    a2.seq = 3
+    r = a2.redo()
+    assert r["rev"] == 4 and r["ops"] == [set_op(2, "glasses", True)]
+    u = a2.undo()
+    u2 = a2.undo()
+    assert u["ops"] == [set_op(2, "glasses", False)] and u2["ops"] == [set_op(1, "hairColor", "brown")]
+    a2.expect_history(canUndo=False, canRedo=True, redoLabel="L1")
+
+
+def test_undo_stacks_are_per_room(hub, rooms):
+    r1, r2 = rooms("1"), rooms("2")
+    a1 = hub.join(r1, "A")
+    a1.edit([set_op(1, "hairColor", "red")], label="Red")
+    a2 = hub.join(r2, "A")
+    assert a2.welcome["history"] == {"canUndo": False, "canRedo": False}
+    u = a2.undo()
+    assert "rev" not in u and u["ops"] == []
+    assert a1.undo()["ops"] == [set_op(1, "hairColor", "brown")]
+
+
+def test_second_tab_of_same_user_shares_the_stacks(hub, room):
+    a1 = hub.join(room, "A")
+    a2 = hub.join(room, "A")
+    b = hub.join(room, "B")
+    assert a1.session != a2.session
+    blocks = sorted([a1.tag_block, a2.tag_block, b.tag_block])
+    for (f1, t1), (f2, t2) in zip(blocks, blocks[1:]):
+        assert f1 <= t1 < f2 <= t2, blocks          # no two sessions share a tag block
+
+    ack = a1.edit([set_op(1, "hairColor", "red")], label="Red")
+    # the other tab gets the revision (ops goes to every connection but the sender) and the history
+    m = a2.take("ops")
+    assert (m["rev"], m["author"], m["kind"]) == (1, "A", "edit")
+    assert m["ops"] == ack["ops"]
+    a2.expect_history(canUndo=True, canRedo=False, undoLabel="Red")
+
+    u = a2.undo()                                    # undoes tab 1's edit
+    assert u["rev"] == 2 and u["ops"] == [set_op(1, "hairColor", "brown")]
+    m = a1.take("ops")
+    assert (m["rev"], m["author"], m["kind"]) == (2, "A", "undo")
+    a1.expect_history(canUndo=False, canRedo=True, redoLabel="Red")
+    a2.expect_history(canUndo=False, canRedo=True, redoLabel="Red")
+
+    r = a1.redo()
+    assert r["rev"] == 3 and r["ops"] == [set_op(1, "hairColor", "red")]
+    a2.expect_history(canUndo=True, canRedo=False)
+    b.sync(3)
+    a2.sync(3)
+    for c in (a1, a2, b):
+        assert by_tag(c.people, 1)["hairColor"] == "red"
+    assert [(m["rev"], m["kind"]) for m in ops_frames(b)] == [(1, "edit"), (2, "undo"), (3, "redo")]
+
+    # an insert from the second tab's own block is accepted
+    t = a2.new_tag()
+    ack = a2.edit([{"op": "insert", "at": 0, "person": person(t, "Tab")}])
+    assert ack["rev"] == 4
+
+
+# -- presence -----------------------------------------------------------------------------------------
+
+def _clean(users):
+    return norm_users([{k: v for k, v in u.items() if v is not None} for u in users])
+
+
+def wait_presence(client, expected, timeout=5.0):
+    want = _clean(expected)
+    deadline = time.monotonic() + timeout
+    seen = []
+    while True:
+        if client.presence is not None and _clean(client.presence) == want and not client.queues["presence"]:
+            return
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"{client}: presence never became {expected}; now {client.presence}; "
+                                 f"frames {seen}")
+        try:
+            seen.append(client.take("presence", left, allow_error=True)["users"])
+        except AssertionError:
+            pass
+
+
+def test_presence_join_update_second_tab_and_leave(hub, room):
+    a = hub.join(room, "A")
+    assert _clean(a.welcome["presence"]) == _clean([{"user": "A"}])
+    b = hub.join(room, "B")
+    assert _clean(b.welcome["presence"]) == _clean([{"user": "A"}, {"user": "B"}])
+    wait_presence(a, [{"user": "A"}, {"user": "B"}])
+
+    a.send({"type": "presence", "viewing": 2, "field": "name"})
+    both = [{"user": "A", "viewing": 2, "field": "name"}, {"user": "B"}]
+    wait_presence(a, both)
+    wait_presence(b, both)
+
+    a2 = hub.join(room, "A")          # one entry per connection: A twice
+    three = both + [{"user": "A"}]
+    assert _clean(a2.welcome["presence"]) == _clean(three)
+    wait_presence(a, three)
+    wait_presence(b, three)
+
+    b.send({"type": "presence", "viewing": 3})
+    three = [{"user": "A", "viewing": 2, "field": "name"}, {"user": "B", "viewing": 3}, {"user": "A"}]
+    for c in (a, a2, b):
+        wait_presence(c, three)
+
+    b.close()                          # leaving
+    two = [{"user": "A", "viewing": 2, "field": "name"}, {"user": "A"}]
+    wait_presence(a, two)
+    wait_presence(a2, two)
+
+    a.send({"type": "presence"})       # looking at nothing
+    wait_presence(a2, [{"user": "A"}, {"user": "A"}])
+    # presence is not an edit: no revision was made
+    assert a.rev == 0 and not ops_frames(a2)
