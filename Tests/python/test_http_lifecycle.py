@@ -187,3 +187,54 @@ def test_bad_config_exits_78_naming_the_key(start_hub_raw, yaml_text, key):
     assert r.returncode == 78, (r.returncode, r.stdout, r.stderr[-2000:])
     assert key in r.stderr, r.stderr[-2000:]
     assert "listening" not in r.stdout
+
+
+# -- slow consumers -----------------------------------------------------------------------------------
+
+def _raw_upgrade(port: int, path: str) -> "socket.socket":
+    """A WebSocket handshake on a plain socket with a tiny receive buffer, that then never reads."""
+    import base64
+    import os
+    import socket
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(("127.0.0.1", port))
+    key = base64.b64encode(os.urandom(16)).decode()
+    s.sendall((f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+               f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+    response = b""
+    while b"\r\n\r\n" not in response:
+        response += s.recv(1)
+    assert b" 101 " in response.split(b"\r\n")[0], response
+    hello = b'{"type":"hello","protocol":1,"user":"sloth"}'
+    mask = os.urandom(4)
+    s.sendall(bytes([0x81, 0x80 | len(hello)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(hello)))
+    return s
+
+
+def test_a_slow_consumer_is_closed_and_the_room_goes_on(hub_factory, room):
+    """A receiver that stops reading is closed once more than limits.sendQueueMessages wait for it; the
+    others keep working, and peoplekeeper_send_queue_drops_total counts it."""
+    h = hub_factory({"limits": {"sendQueueMessages": 16, "sendQueueBytes": 65536, "opsPerSecond": 100000}})
+    writer = h.join(room, "W")
+    watcher = h.join(room, "V")
+    sloth = _raw_upgrade(h.port, f"/v1/rooms/{room}")
+    name = "x" * 190
+    closed = False
+    for i in range(400):
+        # 200 sets in one batch: an ops frame of about 50 KB for every receiver.
+        writer.edit([{"op": "set", "tag": 1, "field": "name", "value": f"{name}{i % 10}{k % 10}"} for k in range(200)])
+        if i % 10 == 9 and "peoplekeeper_send_queue_drops_total 1" in h.metrics():
+            closed = True
+            break
+    assert closed, "the slow consumer was never closed"
+    # The close frame cannot reach a reader that never reads: the socket goes when lws's close timeout
+    # (5 s) ends, and the gauge drops to the two working users.
+    deadline = time.monotonic() + 10
+    while not re.search(r"peoplekeeper_connections 2(\.0)?\b", h.metrics()):
+        assert time.monotonic() < deadline, "the slow consumer's socket was never released"
+        time.sleep(0.2)
+    ack = writer.edit([{"op": "set", "tag": 2, "field": "glasses", "value": True}])
+    watcher.sync(ack["rev"])
+    assert next(p for p in watcher.people if p["tag"] == 2)["glasses"] is True
+    sloth.close()
