@@ -238,3 +238,21 @@ def test_a_slow_consumer_is_closed_and_the_room_goes_on(hub_factory, room):
     watcher.sync(ack["rev"])
     assert next(p for p in watcher.people if p["tag"] == 2)["glasses"] is True
     sloth.close()
+
+
+def test_json_logs_are_one_object_per_line(hub_factory, room):
+    """logging.format: json writes every record as one JSON object with ts, level, label and msg."""
+    import json
+    h = hub_factory({"logging": {"format": "json", "level": "info"}})
+    h.join(room, "A")
+    deadline = time.monotonic() + 5
+    while "room created" not in h.stderr():
+        assert time.monotonic() < deadline, h.stderr()
+        time.sleep(0.05)
+    records = [json.loads(line) for line in h.stderr().splitlines() if line.startswith("{")]
+    assert records, h.stderr()
+    for record in records:
+        assert {"ts", "level", "label", "msg"} <= record.keys(), record
+        assert record["ts"].endswith("Z"), record
+    created = next(r for r in records if r["msg"] == "room created")
+    assert created["room"] == room and created["level"] == "info"
