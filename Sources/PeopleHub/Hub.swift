@@ -271,11 +271,13 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
             case .commit(let revision):
                 metrics.revisions[revision.kind]?.increment()
                 let box = UncheckedHost(host)
-                let barrier = host.addBarrier()
+                // The completion comes back through the service thread, so it cannot run before the
+                // barrier is in place below.
+                let barrier = host.makeBarrierID()
                 let outcome = store.append([revision], room: roomName) { [weak self] error in
                     self?.server?.perform { [weak self] in self?.durable(barrier: barrier, host: box.host, error: error) }
                 }
-                if outcome == .durable { _ = host.release(barrier) }
+                if outcome == .pending { host.hold(behind: barrier) }
             case .send(let message, let sessions):
                 metrics.count(message)
                 let encoded = OutboundMessage(text: message.json.bytes)

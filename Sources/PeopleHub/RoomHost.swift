@@ -28,11 +28,15 @@ final class RoomHost {
     /// True while some sends wait for durability.
     var isHolding: Bool { !held.isEmpty }
 
-    /// A barrier for a commit the store has not finished; later sends queue behind it.
-    func addBarrier() -> Int {
+    /// An id for the barrier of a commit that may turn out not to be durable yet.
+    func makeBarrierID() -> Int {
         nextBarrier += 1
-        held.append(.barrier(nextBarrier, durable: false))
         return nextBarrier
+    }
+
+    /// Holds later sends behind `barrier` until `release(barrier)`.
+    func hold(behind barrier: Int) {
+        held.append(.barrier(barrier, durable: false))
     }
 
     /// Marks a barrier durable and returns the sends now free to go, in order.
