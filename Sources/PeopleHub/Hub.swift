@@ -282,7 +282,7 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
                 metrics.count(message)
                 let encoded = OutboundMessage(text: message.json.bytes)
                 if host.isHolding {
-                    host.held.append(.send(encoded, message, to: sessions))
+                    host.held.append(.send(encoded, to: sessions))
                 } else {
                     deliver(encoded, to: sessions, in: host)
                 }
@@ -296,7 +296,7 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
             for connection in host.connections.values { connection.close(code: 1011, reason: "store failed") }
             return
         }
-        for (encoded, _, sessions) in host.release(barrier) { deliver(encoded, to: sessions, in: host) }
+        for (encoded, sessions) in host.release(barrier) { deliver(encoded, to: sessions, in: host) }
     }
 
     private func deliver(_ encoded: OutboundMessage, to sessions: [SessionID], in host: RoomHost) {

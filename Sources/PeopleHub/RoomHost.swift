@@ -18,7 +18,7 @@ final class RoomHost {
 
     enum Held {
         case barrier(Int, durable: Bool)
-        case send(OutboundMessage, ServerMessage, to: [SessionID])
+        case send(OutboundMessage, to: [SessionID])
     }
 
     init(room: Room) {
@@ -40,17 +40,17 @@ final class RoomHost {
     }
 
     /// Marks a barrier durable and returns the sends now free to go, in order.
-    func release(_ barrier: Int) -> [(OutboundMessage, ServerMessage, [SessionID])] {
+    func release(_ barrier: Int) -> [(OutboundMessage, [SessionID])] {
         for index in held.indices {
             if case .barrier(barrier, _) = held[index] { held[index] = .barrier(barrier, durable: true) }
         }
-        var ready: [(OutboundMessage, ServerMessage, [SessionID])] = []
+        var ready: [(OutboundMessage, [SessionID])] = []
         while let first = held.first {
             switch first {
             case .barrier(_, let durable):
                 guard durable else { return ready }
-            case .send(let encoded, let message, let sessions):
-                ready.append((encoded, message, sessions))
+            case .send(let encoded, let sessions):
+                ready.append((encoded, sessions))
             }
             held.removeFirst()
         }

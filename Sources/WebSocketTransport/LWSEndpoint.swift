@@ -150,17 +150,24 @@ public class LWSEndpoint: @unchecked Sendable {
 
     /// Ends the loop without draining (service thread or any thread).
     public func stopNow() {
-        if !perform({ [self] in stopRequested = true }) { return }
+        perform { [self] in stopRequested = true }
     }
 
     // MARK: Callbacks
 
-    /// Answers one lws callback (service thread). The default forwards to `lws_callback_http_dummy`.
+    /// Answers one lws callback (service thread): the inbox wakeup and the peer's close frame (both roles);
+    /// the rest goes to `lws_callback_http_dummy`.
     func callback(wsi: OpaquePointer, reason: lws_callback_reasons, user: UnsafeMutableRawPointer?,
                   input: UnsafeMutableRawPointer?, length: Int) -> Int32 {
-        if reason == LWS_CALLBACK_EVENT_WAIT_CANCELLED {
+        switch reason {
+        case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
             inbox.drain()
             return 0
+        case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
+            if let connection = connection(of: wsi) { recordPeerClose(connection, input: input, length: length) }
+            return 0
+        default:
+            break
         }
         return lws_callback_http_dummy(wsi, reason, user, input, length)
     }

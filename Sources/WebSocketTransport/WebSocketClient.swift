@@ -95,9 +95,6 @@ public final class WebSocketClient: LWSEndpoint, @unchecked Sendable {
             guard let connection = connection(of: wsi) else { return -1 }
             return connection.writeQueued()
 
-        case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
-            if let connection = connection(of: wsi) { recordPeerClose(connection, input: input, length: length) }
-            return 0
 
         case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
             let error = input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? "connection failed"

@@ -182,9 +182,6 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             guard let connection = connection(of: wsi) else { return -1 }
             return connection.writeQueued()
 
-        case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
-            if let connection = connection(of: wsi) { recordPeerClose(connection, input: input, length: length) }
-            return 0
 
         case LWS_CALLBACK_CLOSED:
             if let connection = detach(wsi: wsi) { delegate?.didClose(connection) }

@@ -10,7 +10,6 @@ final class TestClient: WebSocketClientDelegate, @unchecked Sendable {
     let user: String
     private let lock = NSLock()
     private var inbox: [ServerMessage] = []
-    private var raw: [String] = []
     private var connection: WebSocketConnection?
     private var connected = false
     private(set) var closed = false
@@ -159,7 +158,6 @@ final class TestClient: WebSocketClientDelegate, @unchecked Sendable {
         let text = String(decoding: message, as: UTF8.self)
         let decoded = ServerMessage.decode(message)
         lock.withLock {
-            raw.append(text)
             switch decoded {
             case .success(let m): inbox.append(m)
             case .failure(let e): inbox.append(.error(.init(code: .serverError, message: "undecodable from hub: \(e): \(text)")))
