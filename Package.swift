@@ -22,6 +22,9 @@ let package = Package(
         // Already in the graph through swift-configuration's YAML trait; used directly only to list the
         // keys a config file sets, so a misspelled key is reported instead of silently ignored.
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        // The embedded store (SQLite, WAL) and the cluster store (PostgreSQL).
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         // The pure heart: model, diffs, transform, undo, the room's and the client's state machines, wire messages.
@@ -32,8 +35,17 @@ let package = Package(
                 .product(name: "IdentifiedCollections", package: "swift-identified-collections"),
             ]
         ),
-        // Where revisions go to outlive the process; the in-memory twin until the durable stores land.
-        .target(name: "PeopleStore", dependencies: ["PeopleCore"]),
+        // Where rooms go to outlive the process: the journal, snapshots and room leases, in memory (tests),
+        // SQLite (the embedded default) or PostgreSQL (several hub nodes), behind one protocol.
+        .target(
+            name: "PeopleStore",
+            dependencies: [
+                "PeopleCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // libwebsockets (Debian libwebsockets-dev) and the shim for what Swift cannot import.
         .systemLibrary(
             name: "CLibWebSockets",
@@ -84,10 +96,17 @@ let package = Package(
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
+        // For tests only: a real, throwaway PostgreSQL 15 server (initdb in a temporary directory).
+        .target(name: "PeopleTestSupport"),
+        // One contract suite run against every store; PostgreSQL is a real server started by the tests.
+        .testTarget(
+            name: "PeopleStoreTests",
+            dependencies: ["PeopleCore", "PeopleStore", "PeopleTestSupport"]
+        ),
         // Start the real peoplekeeper-hub binary on port 0 and talk to it over real WebSockets.
         .testTarget(
             name: "PeopleHubTests",
-            dependencies: ["PeopleCore", "WebSocketTransport"]
+            dependencies: ["PeopleCore", "WebSocketTransport", "PeopleTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -22,9 +22,27 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
     /// Renders `/metrics` (the Prometheus registry); nil when metrics are off.
     private let renderMetrics: (@Sendable () -> String)?
 
-    private var rooms: [String: RoomHost] = [:]
+    /// Rooms in memory, or being read from the store (with the hellos waiting for them).
+    private var rooms: [String: RoomSlot] = [:]
     private var openConnections = 0
     private var draining = false
+    /// Blocking store reads (loading rooms, old catch-ups) run here, never on the service thread.
+    private let reads = DispatchQueue(label: "peoplekeeper.hub.store-reads", attributes: .concurrent)
+    private var sweepTimer: DispatchSourceTimer?
+
+    private enum RoomSlot {
+        case loading(RoomLoad)
+        case loaded(RoomHost)
+    }
+
+    /// Hellos waiting for their room to come from the store.
+    private final class RoomLoad {
+        var waiting: [(connection: WebSocketConnection, peer: Peer, hello: ClientMessage.Hello)] = []
+    }
+
+    private func host(_ name: String) -> RoomHost? {
+        if case .loaded(let host)? = rooms[name] { host } else { nil }
+    }
 
     /// - Parameters:
     ///   - clock: milliseconds since the epoch (a parameter, so tests can drive time).
@@ -35,6 +53,7 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
                 makeSessionID: @escaping @Sendable () -> String = Hub.randomSessionID) {
         var configuration = configuration
         configuration.roomPolicy.maxPeople = configuration.limits.maxPeoplePerRoom
+        configuration.roomPolicy.keptSessions = configuration.limits.keptSessionsPerRoom
         self.configuration = configuration
         self.store = store
         self.logger = logger
@@ -44,20 +63,54 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
         self.makeSessionID = makeSessionID
     }
 
-    /// Connects the hub to the server whose delegate it is.
+    /// Connects the hub to the server whose delegate it is, and starts the once-a-second sweep that
+    /// unloads idle rooms.
     public func attach(to server: WebSocketServer) {
         self.server = server
+        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "peoplekeeper.hub.sweep"))
+        timer.schedule(deadline: .now() + 1, repeating: 1)
+        timer.setEventHandler { [weak self] in
+            self?.server?.perform { [weak self] in self?.sweep() }
+        }
+        timer.resume()
+        sweepTimer = timer
     }
 
-    /// Stops taking messages, waits for what is being made durable, then lets the server close every
-    /// connection with 1001 and stop.
+    /// Stops taking messages, lets the server close every connection with 1001 and stop, then stores a
+    /// snapshot of every room changed since its last one and waits for the store to finish writing.
     public func drain() async {
         guard let server else { return }
+        sweepTimer?.cancel()
         server.perform { [self] in
             draining = true
             logger.info("draining: no new connections or messages; closing connections with 1001")
         }
         await server.drain(code: 1001, reason: "hub shutting down")
+        // The service thread has stopped: the rooms are ours now.
+        for case .loaded(let host) in rooms.values where !host.broken { saveSnapshotIfChanged(host) }
+        store.close()
+    }
+
+    /// Unloads rooms nobody has been connected to for `unloadAfterSeconds` (after a snapshot, so the
+    /// next load replays little); they come back from the store on the next hello.
+    private func sweep() {
+        let now = clock()
+        let limit = Int64(configuration.unloadAfterSeconds) * 1000
+        for (name, slot) in rooms {
+            guard case .loaded(let host) = slot, host.connections.isEmpty, !host.isHolding, host.catchingUp == 0,
+                  let idle = host.idleSince, now - idle >= limit else { continue }
+            saveSnapshotIfChanged(host)
+            rooms[name] = nil
+            metrics.rooms.record(rooms.count)
+            logger.info("room unloaded (idle)", metadata: ["room": "\(name)"])
+        }
+    }
+
+    private func saveSnapshotIfChanged(_ host: RoomHost) {
+        guard host.room.journalPosition > host.snapshotPosition else { return }
+        store.save(host.room.snapshot(), room: host.room.name)
+        host.snapshotPosition = host.room.journalPosition
+        host.snapshotRevision = host.room.revision
     }
 
     public static let systemMilliseconds: @Sendable () -> Int64 = {
@@ -96,14 +149,12 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
         metrics.connections.record(openConnections)
         guard let peer = connection.context as? Peer else { return }
         connection.context = nil
-        guard let session = peer.session, let host = rooms[peer.room], host.connections[session] === connection else {
+        guard let session = peer.session, let host = host(peer.room), host.connections[session] === connection else {
             return
         }
         host.connections[session] = nil
-        perform(host.room.leave(session: session), in: host, roomName: peer.room)
-        for forgotten in host.noteDisconnected(session, keep: configuration.limits.keptSessionsPerRoom) {
-            host.room.forget(session: forgotten)
-        }
+        if host.connections.isEmpty { host.idleSince = clock() }
+        perform(host.room.leave(session: session), in: host)
         logger.debug("left", metadata: ["room": "\(peer.room)", "session": "\(session)", "user": "\(peer.user ?? "")"])
     }
 
@@ -122,7 +173,11 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
     public func didReceive(_ connection: WebSocketConnection, message: [UInt8], binary: Bool) {
         guard !draining, !connection.isClosing, let peer = connection.context as? Peer else { return }
         guard admit(connection, peer: peer, frame: binary ? nil : message) else { return }
-        if peer.session == nil {
+        if peer.waiting != nil {
+            // The hello is waiting for its room (or its catch-up) from the store: later frames wait too.
+            guard peer.waiting!.count < 256 else { return connection.close(code: 1008, reason: "too many frames before welcome") }
+            peer.waiting!.append((message, binary))
+        } else if peer.session == nil {
             hello(message, binary: binary, on: connection, peer: peer)
         } else {
             receive(message, binary: binary, on: connection, peer: peer)
@@ -203,29 +258,126 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
         guard !hello.user.isEmpty, hello.user.utf8.count <= 64 else {
             return send(error: ProtocolError(.badMessage, "user must be 1 to 64 bytes of UTF-8"), to: connection)
         }
-        let host: RoomHost
-        if let existing = rooms[peer.room] {
-            host = existing
-        } else {
+        peer.waiting = []
+        open(hello, on: connection, peer: peer)
+    }
+
+    /// Joins a hello to its room: at once if the room is in memory, else after loading it.
+    private func open(_ hello: ClientMessage.Hello, on connection: WebSocketConnection, peer: Peer) {
+        switch rooms[peer.room] {
+        case .loaded(let host)?:
+            join(hello, on: connection, peer: peer, host: host)
+        case .loading(let load)?:
+            load.waiting.append((connection, peer, hello))
+        case nil:
             guard rooms.count < configuration.limits.maxRooms else {
+                peer.waiting = nil
                 return send(error: ProtocolError(.roomFull,
                     "the hub holds at most \(configuration.limits.maxRooms) rooms (limits.maxRooms)"), to: connection)
             }
-            host = RoomHost(room: Room(name: peer.room, seed: configuration.seed, policy: configuration.roomPolicy))
-            rooms[peer.room] = host
-            metrics.rooms.record(rooms.count)
-            logger.info("room created", metadata: ["room": "\(peer.room)"])
+            let load = RoomLoad()
+            load.waiting.append((connection, peer, hello))
+            rooms[peer.room] = .loading(load)
+            startLoading(peer.room)
         }
+    }
+
+    /// Reads and rebuilds the room off the service thread, then joins the hellos that waited for it.
+    private func startLoading(_ name: String) {
+        let store = store
+        let policy = configuration.roomPolicy
+        reads.async { [weak self] in
+            let started = DispatchTime.now().uptimeNanoseconds
+            let result: Result<Room?, StoreError>
+            do {
+                if let stored = try store.load(room: name) {
+                    result = .success(try Room(restoring: stored, policy: policy))
+                } else {
+                    result = .success(nil)
+                }
+            } catch let error as StoreError {
+                result = .failure(error)
+            } catch {
+                result = .failure(StoreError("\(error)"))
+            }
+            let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+            let box = UncheckedSendable(result)
+            self?.server?.perform { [weak self] in self?.loaded(name, box.value, seconds: seconds) }
+        }
+    }
+
+    private func loaded(_ name: String, _ result: Result<Room?, StoreError>, seconds: Double) {
+        guard case .loading(let load)? = rooms[name] else { return }
+        let host: RoomHost
+        switch result {
+        case .success(let room?):
+            host = RoomHost(room: room)
+            logger.info("room loaded", metadata: [
+                "room": "\(name)", "rev": "\(room.revision)", "seconds": "\(String(format: "%.3f", seconds))",
+            ])
+        case .success(nil):
+            // A new room: its first snapshot (the seed) is stored before anything journalled after it.
+            host = RoomHost(room: Room(name: name, seed: configuration.seed, policy: configuration.roomPolicy))
+            store.save(host.room.snapshot(), room: name)
+            logger.info("room created", metadata: ["room": "\(name)"])
+        case .failure(let error):
+            rooms[name] = nil
+            logger.critical("room cannot be loaded", metadata: ["room": "\(name)", "error": "\(error)"])
+            for (connection, peer, _) in load.waiting where connection.context === peer {
+                peer.waiting = nil
+                send(error: ProtocolError(.serverError, "room \(name) cannot be loaded; try again later"), to: connection)
+                connection.close(code: 1011, reason: "room cannot be loaded")
+            }
+            return
+        }
+        rooms[name] = .loaded(host)
+        metrics.rooms.record(rooms.count)
+        for (connection, peer, hello) in load.waiting where connection.context === peer && !connection.isClosing {
+            join(hello, on: connection, peer: peer, host: host)
+        }
+        if host.connections.isEmpty && host.catchingUp == 0 { host.idleSince = clock() }
+    }
+
+    /// Joins a hello whose room is loaded; a `since` older than memory first reads the missed
+    /// revisions from the store (off the service thread).
+    private func join(_ hello: ClientMessage.Hello, on connection: WebSocketConnection, peer: Peer, host: RoomHost) {
+        guard let since = hello.since, host.room.needsEarlierRevisions(since: since) else {
+            return finishJoin(hello, on: connection, peer: peer, host: host, earlier: [])
+        }
+        host.catchingUp += 1
+        host.idleSince = nil
+        let store = store
+        let name = peer.room
+        let through = host.room.oldestKeptBase
+        let box = UncheckedSendable((connection, peer, host, hello))
+        reads.async { [weak self] in
+            let earlier = (try? store.revisions(room: name, after: since, through: through)) ?? []
+            self?.server?.perform { [weak self] in
+                guard let self else { return }
+                let (connection, peer, host, hello) = box.value
+                host.catchingUp -= 1
+                guard connection.context === peer, !connection.isClosing else { return }
+                if self.host(name) === host {
+                    self.finishJoin(hello, on: connection, peer: peer, host: host, earlier: earlier)
+                } else {
+                    self.open(hello, on: connection, peer: peer)  // the room was reloaded meanwhile
+                }
+            }
+        }
+    }
+
+    private func finishJoin(_ hello: ClientMessage.Hello, on connection: WebSocketConnection, peer: Peer,
+                            host: RoomHost, earlier: [Revision]) {
         let (session, actions) = host.room.join(
             session: makeSessionID(), user: hello.user, role: .editor, client: hello.client,
-            resume: hello.resume, since: hello.since)
+            resume: hello.resume, since: hello.since, earlier: earlier)
         if let previous = host.connections[session], previous !== connection {
             // The session resumed on a new connection: the old one (likely half-open) is replaced.
             (previous.context as? Peer)?.session = nil
             previous.close(code: 1000, reason: "session resumed on another connection")
         }
-        host.disconnected.removeAll { $0 == session }
         host.connections[session] = connection
+        host.idleSince = nil
         peer.session = session
         peer.user = hello.user
         connection.setDeadline(seconds: 0)
@@ -233,11 +385,16 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
             "room": "\(peer.room)", "session": "\(session)", "user": "\(hello.user)",
             "client": "\(hello.client ?? "")", "resumed": "\(hello.resume == session)",
         ])
-        perform(actions, in: host, roomName: peer.room)
+        perform(actions, in: host)
+        let waiting = peer.waiting ?? []
+        peer.waiting = nil
+        for (frame, binary) in waiting where !connection.isClosing {
+            receive(frame, binary: binary, on: connection, peer: peer)
+        }
     }
 
     private func receive(_ frame: [UInt8], binary: Bool, on connection: WebSocketConnection, peer: Peer) {
-        guard let session = peer.session, let host = rooms[peer.room] else { return }
+        guard let session = peer.session, let host = host(peer.room) else { return }
         if binary { return send(error: ProtocolError(.badMessage, "binary frames are not part of the protocol"), to: connection) }
         let json: JSON
         do { json = try JSON.parse(frame) } catch {
@@ -258,24 +415,25 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
         default:
             actions = host.room.receive(message, from: session, now: clock())
         }
-        perform(actions, in: host, roomName: peer.room)
+        perform(actions, in: host)
     }
 
     // MARK: Effects
 
-    /// Carries out the room's actions in order: commits go to the store; sends after a commit that is
-    /// not durable yet wait behind it.
-    private func perform(_ actions: [RoomAction], in host: RoomHost, roomName: String) {
+    /// Carries out the room's actions in order: records go to the store; sends after a record that is
+    /// not durable yet wait behind it. Every `snapshotEvery` revisions the room's snapshot follows.
+    private func perform(_ actions: [RoomAction], in host: RoomHost) {
+        let name = host.room.name
         for action in actions {
             switch action {
-            case .commit(let revision):
-                metrics.revisions[revision.kind]?.increment()
-                let box = UncheckedHost(host)
+            case .persist(let entry):
+                if let revision = entry.record.revision { metrics.revisions[revision.kind]?.increment() }
+                let box = UncheckedSendable(host)
                 // The completion comes back through the service thread, so it cannot run before the
                 // barrier is in place below.
                 let barrier = host.makeBarrierID()
-                let outcome = store.append([revision], room: roomName) { [weak self] error in
-                    self?.server?.perform { [weak self] in self?.durable(barrier: barrier, host: box.host, error: error) }
+                let outcome = store.append([entry], room: name) { [weak self] error in
+                    self?.server?.perform { [weak self] in self?.durable(barrier: barrier, host: box.value, error: error) }
                 }
                 if outcome == .pending { host.hold(behind: barrier) }
             case .send(let message, let sessions):
@@ -288,11 +446,20 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
                 }
             }
         }
+        if host.room.revision - host.snapshotRevision >= configuration.snapshotEvery { saveSnapshotIfChanged(host) }
     }
 
     private func durable(barrier: Int, host: RoomHost, error: StoreError?) {
+        guard !host.broken else { return }
         if let error {
-            logger.critical("store failed; closing the room's connections", metadata: ["error": "\(error)"])
+            // Nothing after the failed record may be sent: drop the room (with everything held) and
+            // close its connections; the next hello reloads it from what is durable.
+            host.broken = true
+            host.held.removeAll()
+            if self.host(host.room.name) === host { rooms[host.room.name] = nil }
+            metrics.rooms.record(rooms.count)
+            logger.critical("store failed; room dropped and its connections closed",
+                            metadata: ["room": "\(host.room.name)", "error": "\(error)"])
             for connection in host.connections.values { connection.close(code: 1011, reason: "store failed") }
             return
         }
@@ -335,6 +502,9 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
 final class Peer {
     let room: String
     var session: SessionID?
+    /// Frames that arrived after the hello while its room (or catch-up) is read from the store; nil
+    /// when not waiting.
+    var waiting: [(frame: [UInt8], binary: Bool)]?
     var user: String?
     var bucket: TokenBucket
     var refusedInARow = 0
@@ -347,10 +517,10 @@ final class Peer {
     }
 }
 
-/// Carries a room host to the store's completion; it is only touched back on the service thread.
-private struct UncheckedHost: @unchecked Sendable {
-    let host: RoomHost
-    init(_ host: RoomHost) { self.host = host }
+/// Carries service-thread objects through another thread untouched, back to the service thread.
+private struct UncheckedSendable<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
 }
 
 extension String {

@@ -11,13 +11,21 @@ public struct HubConfiguration: Sendable {
     public var limits: HubLimits
     /// Whether `/metrics` answers.
     public var metricsEnabled: Bool
+    /// A snapshot of a room is stored after this many revisions (restart replays at most about this
+    /// many records per room).
+    public var snapshotEvery: Int
+    /// A room with no connection for this long is written out (snapshot) and dropped from memory.
+    public var unloadAfterSeconds: Int
 
     public init(seed: PeopleModel = .tutorialSeed, roomPolicy: RoomPolicy = RoomPolicy(),
-                limits: HubLimits = HubLimits(), metricsEnabled: Bool = true) {
+                limits: HubLimits = HubLimits(), metricsEnabled: Bool = true, snapshotEvery: Int = 1_000,
+                unloadAfterSeconds: Int = 60) {
         self.seed = seed
         self.roomPolicy = roomPolicy
         self.limits = limits
         self.metricsEnabled = metricsEnabled
+        self.snapshotEvery = snapshotEvery
+        self.unloadAfterSeconds = unloadAfterSeconds
     }
 }
 

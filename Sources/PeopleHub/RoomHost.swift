@@ -10,8 +10,15 @@ final class RoomHost {
     var room: Room
     /// The connection currently carrying each connected session.
     var connections: [SessionID: WebSocketConnection] = [:]
-    /// Disconnected sessions, oldest first, forgotten beyond the configured number.
-    var disconnected: [SessionID] = []
+    /// Revision and journal position of the latest snapshot handed to the store.
+    var snapshotRevision: Int
+    var snapshotPosition: Int
+    /// Joins waiting for revisions read from the store (the room stays loaded meanwhile).
+    var catchingUp = 0
+    /// When the last connection left (milliseconds), nil while someone is connected.
+    var idleSince: Int64?
+    /// Set when the store failed for this room: it is dropped and reloaded from what is durable.
+    var broken = false
     /// Sends held behind commits that are not durable yet, in order.
     var held: [Held] = []
     private var nextBarrier = 0
@@ -23,6 +30,8 @@ final class RoomHost {
 
     init(room: Room) {
         self.room = room
+        snapshotRevision = room.revision
+        snapshotPosition = room.journalPosition
     }
 
     /// True while some sends wait for durability.
@@ -55,15 +64,5 @@ final class RoomHost {
             held.removeFirst()
         }
         return ready
-    }
-
-    /// Remembers a session that disconnected; returns sessions to forget (beyond `keep`).
-    func noteDisconnected(_ session: SessionID, keep: Int) -> [SessionID] {
-        disconnected.removeAll { $0 == session }
-        disconnected.append(session)
-        guard disconnected.count > keep else { return [] }
-        let excess = Array(disconnected.prefix(disconnected.count - keep))
-        disconnected.removeFirst(excess.count)
-        return excess
     }
 }

@@ -1,25 +1,40 @@
 import PeopleCore
 
-/// Where a room's revisions go to outlive the connection that made them.
+/// Where rooms go to outlive the process: each room's journal (`RoomRecord`s, revisions among them)
+/// and its latest snapshot.
 ///
-/// The hub hands every committed revision to `append` and acks or broadcasts it only after the store
-/// says it is durable. A store may finish at once (the in-memory twin) or later from its own writer
-/// (the durable stores of issue 4, which group many rooms' revisions into one commit); `append`'s
-/// return value says which, so a synchronous store costs no thread hop.
+/// The hub hands every record to `append` and sends what depends on it (an ack, a broadcast, a welcome
+/// with a new tag block) only once the store says it is durable. A store may be durable at once (the
+/// in-memory twin) or later from its own writer (the durable stores, which group what many rooms
+/// append meanwhile into one commit); `append`'s result says which, so a synchronous store costs no
+/// thread hop. Reads (`load`, `revisions`) block: call them off the service thread.
 public protocol PeopleStore: Sendable {
     /// A short name for logs and metrics ("memory", "sqlite", "postgres").
     var kind: String { get }
 
-    /// Makes `revisions` of `room` durable, in order.
+    /// Makes `entries` of `room` durable, in order, after everything appended or saved before.
     ///
     /// Returns `.durable` when they already are (then `whenDurable` is never called), or `.pending`
     /// when `whenDurable` will be called, on any thread, once they are (or with the error if they
-    /// cannot be). Revisions of one room are made durable in the order they were appended.
-    func append(_ revisions: [Revision], room: String,
+    /// cannot be; then nothing appended after them is durable either).
+    func append(_ entries: [JournalEntry], room: String,
                 whenDurable: @escaping @Sendable (StoreError?) -> Void) -> AppendOutcome
 
-    /// Revisions of `room` after `revision`, oldest first (for catch-up beyond what memory keeps).
-    func revisions(room: String, after revision: Int) throws(StoreError) -> [Revision]
+    /// Keeps `snapshot` as the room's latest, after everything appended before it. A room's first
+    /// snapshot (position 0) creates it; later ones only make loading faster, so a failure is logged by
+    /// the store and changes nothing else.
+    func save(_ snapshot: RoomSnapshot, room: String)
+
+    /// The room as stored (latest snapshot, its window, the journal after it), or nil if it was never
+    /// created.
+    func load(room: String) throws(StoreError) -> StoredRoom?
+
+    /// Revisions of `room` numbered `after + 1 ... through`, oldest first; fewer (or none) where the
+    /// store no longer keeps them.
+    func revisions(room: String, after: Int, through: Int) throws(StoreError) -> [Revision]
+
+    /// Waits for everything appended to be durable, then releases the store's resources.
+    func close()
 }
 
 /// Whether an append is already durable.
@@ -35,4 +50,32 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     public init(_ message: String) { self.message = message }
 
     public var description: String { message }
+}
+
+/// Room ownership among hub nodes sharing one store (cluster mode): a node serves a room only while
+/// it holds the room's lease. Calls block: make them off the service thread.
+public protocol RoomLeases: Sendable {
+    /// This node's id and the URL clients reach it by (the base of `redirect` URLs).
+    var node: String { get }
+    var advertisedURL: String { get }
+
+    /// Takes the lease on `room` if nobody holds it (or this node already does).
+    func acquire(room: String) throws(StoreError) -> LeaseOutcome
+
+    /// Gives the lease up (the room was unloaded and is durable).
+    func release(room: String)
+
+    /// Called (on any thread) when every lease was lost at once (the store connection broke): the node
+    /// must stop serving its rooms.
+    func onLeasesLost(_ handler: @escaping @Sendable () -> Void)
+}
+
+/// Who may serve a room.
+public enum LeaseOutcome: Sendable, Hashable {
+    /// This node: load it and serve it.
+    case acquired
+    /// Another node: clients go there.
+    case ownedBy(node: String, url: String)
+    /// Held, but the owner has not said where yet (it is taking the room over): try again shortly.
+    case busy
 }

@@ -21,11 +21,19 @@ struct Network {
     var sessionsMade = 0
     /// Errors clients received: a correct client never makes the hub refuse a batch.
     var errors: [ProtocolError] = []
+    /// Every record the room journalled, and snapshots taken along the way (what a store would hold).
+    var journal: [JournalEntry] = []
+    var snapshots: [RoomSnapshot] = []
+    /// Chance per step of a snapshot, and of the room being restarted from the journal.
+    var snapshotChance = 0.0
+    var restartChance = 0.0
+    var restarts = 0
 
     init(seed: UInt64, clients: Int, policy: RoomPolicy = RoomPolicy()) {
         rng = SeededRandom(seed: seed)
         room = Room(name: "sim", seed: PeopleModel(people: Fixtures.start), policy: policy)
         peers = (0..<clients).map { Peer(client: ClientSync(user: "u\($0 % 3)")) }
+        snapshots = [room.snapshot()]
         for i in peers.indices { connect(i) }
     }
 
@@ -50,9 +58,14 @@ struct Network {
     }
 
     mutating func route(_ actions: [RoomAction]) {
-        for case .send(let message, let to) in actions {
-            for i in peers.indices where peers[i].online && to.contains(peers[i].session ?? "") {
-                peers[i].down.append(message)
+        for action in actions {
+            switch action {
+            case .persist(let entry):
+                journal.append(entry)
+            case .send(let message, let to):
+                for i in peers.indices where peers[i].online && to.contains(peers[i].session ?? "") {
+                    peers[i].down.append(message)
+                }
             }
         }
     }
@@ -86,6 +99,8 @@ struct Network {
     }
 
     mutating func step() {
+        if snapshotChance > 0, rng.chance(snapshotChance) { snapshots.append(room.snapshot()) }
+        if restartChance > 0, rng.chance(restartChance) { restart() }
         let i = rng.int(0...(peers.count - 1))
         switch rng.int(0...99) {
         case 0..<20: edit(i)

@@ -126,7 +126,8 @@ struct RoomProtocolTests {
                                      from: firstTab, now: 0)
         let ops = Self.sends(actions).first { if case .ops = $0.0 { true } else { false } }
         #expect(Set(ops?.1 ?? []) == Set([secondTab, h.sessions["B"]!]))
-        #expect(actions.first.map { if case .commit = $0 { true } else { false } } == true)
+        guard case .persist(let entry)? = actions.first else { Issue.record("expected the record first"); return }
+        #expect(entry.record.revision?.number == 1)
         let history = Self.sends(actions).first { if case .history = $0.0 { true } else { false } }
         #expect(Set(history?.1 ?? []) == Set([firstTab, secondTab]))
     }
@@ -136,8 +137,12 @@ struct RoomProtocolTests {
         var h = Harness()
         let actions = h.room.receive(.submit(.init(seq: 1, base: 0, ops: [.set(1, .hairColor(.brown))])),
                                      from: h.sessions["A"]!, now: 0)
-        #expect(actions.count == 1)
-        guard case .send(.ack(let ack), _) = actions[0] else { Issue.record("expected an ack"); return }
+        // The reply is journalled (a resend must replay it) but there is no revision.
+        #expect(actions.count == 2)
+        guard case .persist(let entry) = actions[0], case .send(.ack(let ack), _) = actions[1] else {
+            Issue.record("expected the record, then an ack"); return
+        }
+        #expect(entry.record.revision == nil)
         #expect(ack.rev == 0 && ack.ops.isEmpty)
     }
 
@@ -177,7 +182,11 @@ struct RoomProtocolTests {
         // From the first session, a tag of the second block (an offline insert from another tab).
         h.submit("A", [.insert(F.person(second.tags.from), at: 0)])
         let actions = h.room.receive(.tags, from: h.sessions["B"]!, now: 0)
-        guard case .send(.tags(let block), _) = actions[0] else { Issue.record("expected tags"); return }
+        // The new block is journalled before it is sent (it must never be handed out twice).
+        guard case .persist(let entry) = actions[0], case .send(.tags(let block), _) = actions[1] else {
+            Issue.record("expected the record, then tags"); return
+        }
+        #expect(entry.record == .tags(session: h.sessions["B"]!, block: block))
         #expect(block.from > second.tags.to)
     }
 
@@ -202,14 +211,17 @@ struct RoomProtocolTests {
         #expect(h.person(1)?.hairColor == .brown)
     }
 
-    @Test("a forgotten session cannot be resumed: the hello starts a new session")
+    @Test("beyond keptSessions the oldest disconnected session is forgotten (and journalled); it cannot be resumed")
     func forgottenSession() {
-        var h = Harness()
+        var policy = RoomPolicy()
+        policy.keptSessions = 1
+        var h = Harness(policy: policy)
         let old = h.sessions["A"]!
         #expect(h.room.connectionCount == 2)
-        _ = h.room.leave(session: old)
+        #expect(!h.room.leave(session: old).contains { if case .persist = $0 { true } else { false } })
         #expect(h.room.connectionCount == 1)
-        h.room.forget(session: old)
+        let actions = h.room.leave(session: h.sessions["B"]!)
+        #expect(actions.contains { if case .persist(let e) = $0 { e.record == .forgotten(session: old) } else { false } })
         let (id, _) = h.room.join(session: "fresh", user: "A", role: .editor, resume: old, since: 0)
         #expect(id == "fresh")
         #expect(h.room.oldestKeptBase == 0)

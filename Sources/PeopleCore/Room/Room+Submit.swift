@@ -4,12 +4,12 @@ extension Room {
     /// revision with its reports.
     mutating func submit(
         _ submit: ClientMessage.Submit, from id: SessionID, now: Int64
-    ) -> (reply: ServerMessage, actions: [RoomAction]) {
+    ) -> Handled {
         let user = sessions[id]!.user
         let lastAckRevision = sessions[id]!.lastAckRevision
-        func fail(_ error: ProtocolError) -> (ServerMessage, [RoomAction]) {
+        func fail(_ error: ProtocolError) -> Handled {
             let reply = ServerMessage.error(.init(seq: submit.seq, error))
-            return (reply, [.send(reply, to: [id])])
+            return (reply, nil, .none, [.send(reply, to: [id])])
         }
         if submit.base > history.head {
             return fail(ProtocolError(.badMessage, "base \(submit.base) is newer than revision \(history.head)"))
@@ -60,7 +60,7 @@ extension Room {
         guard !result.applied.isEmpty else {
             sessions[id]!.lastAckRevision = history.head
             let reply = ServerMessage.ack(.init(seq: submit.seq, rev: history.head, ops: [], noop: reports))
-            return (reply, [.send(reply, to: [id])])
+            return (reply, nil, .none, [.send(reply, to: [id])])
         }
 
         let number = history.head + 1
@@ -72,7 +72,7 @@ extension Room {
         recordEdit(revision, coalesce: submit.coalesce, now: now)
         var actions = commit(revision, reply: reply, sender: id)
         actions += historyActions(user: user, before: before)
-        return (reply, actions)
+        return (reply, revision, .edit(coalesce: submit.coalesce), actions)
     }
 
     /// How many people the room would hold after `diffs` (removals of absent people are skipped).

@@ -4,7 +4,7 @@ extension Room {
     /// the other stack (redo is computed at undo time). Any request ends the user's coalescing run.
     mutating func revert(
         _ request: ClientMessage.UndoRequest, redo: Bool, from id: SessionID, now: Int64
-    ) -> (reply: ServerMessage, actions: [RoomAction]) {
+    ) -> Handled {
         let user = sessions[id]!.user
         // Taken out while they change, so the arrays are uniquely referenced (no copy-on-write).
         var stacks = users[user, default: UserState()].takeStacks()
@@ -15,10 +15,11 @@ extension Room {
         var skipped: [SkipReport] = []
         var label: String?
         var firstLabel: String?
-        var consumed = false
+        var consumed: [Int] = []
         while let index = UndoStacks.newest(in: redo ? stacks.redo : stacks.undo, scope: request.scope) {
             let entry = redo ? stacks.redo.remove(at: index) : stacks.undo.remove(at: index)
-            if !consumed { firstLabel = entry.label; consumed = true }
+            if consumed.isEmpty { firstLabel = entry.label }
+            consumed.append(index)
             let outcome = revert(entry, by: user)
             skipped += outcome.skipped
             if !outcome.applied.isEmpty {
@@ -37,12 +38,7 @@ extension Room {
             let number = history.head + 1
             revision = Revision(number: number, author: user, kind: redo ? .redo : .undo, label: label,
                                 applied: applied, timestamp: now, session: id, seq: request.seq, inverts: inverts)
-            let opposite = UndoEntry(label: label, parts: [UndoEntry.Part(revision: number, applied: applied)])
-            if redo {
-                UndoStacks.push(opposite, onto: &stacks.undo, depth: policy.undo.depth)
-            } else {
-                UndoStacks.push(opposite, onto: &stacks.redo, depth: policy.undo.depth)
-            }
+            pushOpposite(of: revision!, redo: redo, onto: &stacks)
             result.rev = number
             result.ops = revision!.diffs
             result.label = label
@@ -50,7 +46,7 @@ extension Room {
         users[user, default: UserState()].stacks = stacks
         let reply: ServerMessage = redo ? .redone(result) : .undone(result)
         let sent = revision.map { commit($0, reply: reply, sender: id) } ?? [.send(reply, to: [id])]
-        return (reply, sent + historyActions(user: user, before: before))
+        return (reply, revision, .revert(redo: redo, consumed: consumed), sent + historyActions(user: user, before: before))
     }
 
     /// What reverting one entry did: the diffs applied (empty when the model ended up unchanged) and

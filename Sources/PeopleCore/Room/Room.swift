@@ -41,6 +41,10 @@ public struct Room: Sendable {
     var users: [String: UserState] = [:]
     var usedTags: Set<Tag>
     var nextTag: Tag
+    /// Position of the last journal record this room made or replayed.
+    public internal(set) var journalPosition = 0
+    /// Disconnected sessions, oldest first; beyond `policy.keptSessions` the oldest are forgotten.
+    var disconnectedOrder: [SessionID] = []
     private var joins = 0
 
     /// A new room at revision 0 holding `seed` (which is nobody's edit: in no undo stack).
@@ -87,35 +91,47 @@ public struct Room: Sendable {
     /// With `resume` naming a known session of the same user, that session continues (its seq replies
     /// stay); otherwise `session` starts a new one. Returns the session id in use and the actions:
     /// `welcome` (full state, or with a servable `since` no people and the missed `ops` frames after
-    /// it), then a `presence` to everyone.
+    /// it), then a `presence` to everyone. A new session's tag block is journalled before the welcome.
+    ///
+    /// `earlier` serves a `since` older than the memory window: the store's revisions after `since`,
+    /// oldest first, reaching at least `oldestKeptBase` (see `needsEarlierRevisions`).
     public mutating func join(
         session: SessionID, user: String, role: Role, client: String? = nil,
-        resume: SessionID? = nil, since: Int? = nil
+        resume: SessionID? = nil, since: Int? = nil, earlier: [Revision] = []
     ) -> (session: SessionID, actions: [RoomAction]) {
         joins += 1
         let id: SessionID
+        var actions: [RoomAction] = []
         if let resume, var old = sessions[resume], old.user == user, old.role == role {
             id = resume
             old.connected = true
             old.client = client ?? old.client
             old.joinOrder = joins
             sessions[id] = old
+            disconnectedOrder.removeAll { $0 == id }
         } else {
             id = session
             let block = allocateTagBlock(for: user)
             sessions[id] = Session(user: user, role: role, client: client, connected: true, tags: block,
                                    lastAckRevision: 0, joinOrder: joins)
+            actions.append(journal(.opened(session: id, user: user, role: role, client: client, tags: block)))
         }
         if users[user] == nil { users[user] = UserState() }
-        var actions: [RoomAction] = []
-        let catchUp = since.flatMap { $0 >= history.floor && $0 <= history.head ? $0 : nil }
+        // Catch-up from memory, or from `earlier` (revisions the store read) joined to memory.
+        var missed: [Revision]?
+        if let since, since >= history.floor, since <= history.head {
+            missed = Array(history.revisions(after: since))
+        } else if let since, let first = earlier.first, first.number == since + 1,
+                  let last = earlier.last, last.number >= history.floor, last.number <= history.head {
+            missed = earlier + history.revisions(after: last.number)
+        }
         let welcome = ServerMessage.Welcome(
             session: id, user: user, role: role, rev: history.head,
-            people: catchUp == nil ? model.people.elements : nil,
+            people: missed == nil ? model.people.elements : nil,
             tags: sessions[id]!.tags, history: stacks(of: user).summary, presence: presence)
         actions.append(.send(.welcome(welcome), to: [id]))
-        if let catchUp {
-            for revision in history.revisions(after: catchUp) {
+        if let missed {
+            for revision in missed {
                 let own = revision.session == id ? revision.seq : nil
                 actions.append(.send(revision.opsMessage(seq: own), to: [id]))
             }
@@ -124,16 +140,27 @@ public struct Room: Sendable {
         return (id, actions)
     }
 
-    /// The connection of `session` closed; the session is kept for a `resume`.
+    /// Whether a `hello` with this `since` needs revisions from the store: it is older than the memory
+    /// window (a `since` the store cannot serve either gets the full state).
+    public func needsEarlierRevisions(since: Int?) -> Bool {
+        guard let since else { return false }
+        return since >= 0 && since < history.floor
+    }
+
+    /// The connection of `session` closed; the session is kept for a `resume`, up to
+    /// `policy.keptSessions` disconnected sessions (the oldest are forgotten, and that is journalled).
     public mutating func leave(session: SessionID) -> [RoomAction] {
         guard sessions[session]?.connected == true else { return [] }
         sessions[session]!.connected = false
-        return [.send(.presence(presence), to: connectedSessions)]
-    }
-
-    /// Drops a disconnected session for good (its replies can no longer be replayed).
-    public mutating func forget(session: SessionID) {
-        if sessions[session]?.connected == false { sessions[session] = nil }
+        disconnectedOrder.append(session)
+        var actions: [RoomAction] = []
+        while disconnectedOrder.count > policy.keptSessions {
+            let old = disconnectedOrder.removeFirst()
+            sessions[old] = nil
+            actions.append(journal(.forgotten(session: old)))
+        }
+        actions.append(.send(.presence(presence), to: connectedSessions))
+        return actions
     }
 
     /// Number of connected sessions.
@@ -159,7 +186,7 @@ public struct Room: Sendable {
         case .tags:
             let block = allocateTagBlock(for: session.user)
             sessions[id]!.tags = block
-            return [.send(.tags(block), to: [id])]
+            return [journal(.tags(session: id, block: block)), .send(.tags(block), to: [id])]
         case .presence(let update):
             sessions[id]!.viewing = update.viewing
             sessions[id]!.field = update.field
@@ -173,11 +200,15 @@ public struct Room: Sendable {
         }
     }
 
+    /// What handling a sequenced request decided: the reply, the revision (if any), the effect on the
+    /// user's stacks, and the sends (reply, broadcast, history), which wait for the journal record.
+    typealias Handled = (reply: ServerMessage, revision: Revision?, effect: RoomRecord.StackEffect, sends: [RoomAction])
+
     /// Applies the seq rules: a known seq gets its reply replayed verbatim before any other check; a seq
-    /// not above the last one is `bad-message`; otherwise `handle` runs and its reply is kept.
+    /// not above the last one is `bad-message`; otherwise `handle` runs, its reply is kept, and the
+    /// answer is journalled before anything is sent.
     private mutating func sequenced(
-        _ seq: Int, from id: SessionID,
-        _ handle: (inout Room) -> (reply: ServerMessage, actions: [RoomAction])
+        _ seq: Int, from id: SessionID, _ handle: (inout Room) -> Handled
     ) -> [RoomAction] {
         if let reply = sessions[id]!.replies[seq] { return [.send(reply, to: [id])] }
         let lastSeq = sessions[id]!.lastSeq
@@ -189,14 +220,17 @@ public struct Room: Sendable {
         if sessions[id]!.role == .viewer {
             let reply = ServerMessage.error(.init(seq: seq, ProtocolError(.forbidden, "viewers cannot edit")))
             keep(reply, seq: seq, for: id)
-            return [.send(reply, to: [id])]
+            let answer = RoomRecord.Answer(session: id, seq: seq, reply: reply, revision: nil, effect: .none)
+            return [journal(.answered(answer)), .send(reply, to: [id])]
         }
-        let (reply, actions) = handle(&self)
-        keep(reply, seq: seq, for: id)
-        return actions
+        let handled = handle(&self)
+        keep(handled.reply, seq: seq, for: id)
+        let answer = RoomRecord.Answer(session: id, seq: seq, reply: handled.reply, revision: handled.revision,
+                                       effect: handled.effect)
+        return [journal(.answered(answer))] + handled.sends
     }
 
-    private mutating func keep(_ reply: ServerMessage, seq: Int, for id: SessionID) {
+    mutating func keep(_ reply: ServerMessage, seq: Int, for id: SessionID) {
         sessions[id]!.replies[seq] = reply
         sessions[id]!.replyOrder.append(seq)
         if sessions[id]!.replyOrder.count > policy.repliesKept {
@@ -212,12 +246,10 @@ public struct Room: Sendable {
         return [.send(.history(after), to: connectedSessions(of: user))]
     }
 
-    /// Commits a new revision: history, used tags, and the actions (commit, reply, broadcast).
+    /// Commits a new revision (history, used tags) and returns its sends: reply and broadcast.
     mutating func commit(_ revision: Revision, reply: ServerMessage, sender: SessionID) -> [RoomAction] {
-        history.append(revision)
-        history.trim(keeping: policy.keptRevisions)
-        for done in revision.applied { if case .insert(let person, _) = done.diff { usedTags.insert(person.tag) } }
+        record(revision)
         let others = connectedSessions.filter { $0 != sender }
-        return [.commit(revision), .send(reply, to: [sender]), .send(revision.opsMessage(), to: others)]
+        return [.send(reply, to: [sender]), .send(revision.opsMessage(), to: others)]
     }
 }

@@ -33,9 +33,12 @@ public struct RoomPolicy: Hashable, Sendable {
     /// Most people a submit may leave in the room (`room-full` beyond it). 0 = no limit. Undo and redo
     /// may restore people above it: they only bring back what was there.
     public var maxPeople: Int
+    /// Disconnected sessions kept for `hello.resume`; beyond it the oldest are forgotten.
+    public var keptSessions: Int
 
     public init(undo: UndoPolicy = UndoPolicy(), tagBlockSize: Int = 100, keptRevisions: Int = 0, repliesKept: Int = 64,
-                maxPeople: Int = 0) {
+                maxPeople: Int = 0, keptSessions: Int = 256) {
+        self.keptSessions = keptSessions
         self.undo = undo
         self.tagBlockSize = tagBlockSize
         self.keptRevisions = keptRevisions

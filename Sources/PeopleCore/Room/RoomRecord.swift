@@ -1,0 +1,104 @@
+/// One change to a room's durable state, as the store journals it.
+///
+/// A room's durable state is its latest snapshot plus the records after it: replaying them
+/// (`Room.replay`) rebuilds the model, every user's undo / redo stacks and tag blocks, and every
+/// session's cached replies exactly as they were. Records carry decisions, not requests: a replayed
+/// revision is applied as it was applied, never transformed again.
+public enum RoomRecord: Hashable, Sendable {
+    /// A new session started, with its first tag block.
+    case opened(session: SessionID, user: String, role: Role, client: String?, tags: TagBlock)
+    /// A session was given a new tag block (a `tags` request).
+    case tags(session: SessionID, block: TagBlock)
+    /// A `submit`, `undo` or `redo` was answered: the reply kept for its seq, the revision it made (if
+    /// any), and what it did to the user's stacks.
+    case answered(Answer)
+    /// A disconnected session was dropped (its replies can no longer be replayed).
+    case forgotten(session: SessionID)
+
+    public struct Answer: Hashable, Sendable {
+        public var session: SessionID
+        public var seq: Int
+        public var reply: ServerMessage
+        public var revision: Revision?
+        public var effect: StackEffect
+
+        public init(session: SessionID, seq: Int, reply: ServerMessage, revision: Revision?, effect: StackEffect) {
+            self.session = session
+            self.seq = seq
+            self.reply = reply
+            self.revision = revision
+            self.effect = effect
+        }
+    }
+
+    /// What an answered request did to its user's stacks.
+    public enum StackEffect: Hashable, Sendable {
+        /// Nothing (an error, or a batch that changed nothing).
+        case none
+        /// The revision was filed on the undo stack (coalescing by `key`) and the redo stack cleared.
+        case edit(coalesce: String?)
+        /// An undo (or redo) consumed the entries at these indices of its stack, in order, ended the
+        /// user's coalescing run, and (with a revision) pushed its inverse onto the other stack.
+        case revert(redo: Bool, consumed: [Int])
+    }
+
+    /// The revision this record made, if any.
+    public var revision: Revision? {
+        if case .answered(let answer) = self { answer.revision } else { nil }
+    }
+}
+
+/// A record at its place in a room's journal (positions start at 1 and have no gaps).
+public struct JournalEntry: Hashable, Sendable {
+    public var position: Int
+    public var record: RoomRecord
+
+    public init(position: Int, record: RoomRecord) {
+        self.position = position
+        self.record = record
+    }
+}
+
+/// A room's whole durable state at one journal position, for the store to keep (encode it off the
+/// service thread: `json` walks every person, stack and session).
+public struct RoomSnapshot: Sendable {
+    /// The journal position it includes (records after it are replayed over it).
+    public let position: Int
+    public let revision: Int
+    /// Revisions up to this one were out of the room's memory window when it was taken.
+    public let floor: Int
+    let room: Room
+
+    init(room: Room) {
+        self.room = room
+        self.position = room.journalPosition
+        self.revision = room.revision
+        self.floor = room.oldestKeptBase
+    }
+}
+
+/// A room as a store holds it: the latest snapshot, the revisions the room's memory window needs
+/// from before it, and the journal after it.
+public struct StoredRoom: Sendable {
+    /// The snapshot, encoded (`RoomSnapshot.json`).
+    public var snapshot: JSON
+    /// Revisions after the snapshot's floor up to its revision, oldest first.
+    public var window: [Revision]
+    /// Journal entries after the snapshot's position, in order.
+    public var tail: [JournalEntry]
+
+    public init(snapshot: JSON, window: [Revision], tail: [JournalEntry]) {
+        self.snapshot = snapshot
+        self.window = window
+        self.tail = tail
+    }
+}
+
+/// Why a stored room could not be restored (a damaged or foreign store).
+public struct RestoreError: Error, Hashable, Sendable, CustomStringConvertible {
+    public var message: String
+
+    public init(_ message: String) { self.message = message }
+
+    public var description: String { message }
+}

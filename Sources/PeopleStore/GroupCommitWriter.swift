@@ -1,0 +1,115 @@
+import Foundation
+import PeopleCore
+
+/// What a durable store's writer commits: appends and snapshots, in the order they were handed over.
+enum WriterWork: Sendable {
+    case append(room: String, entries: [JournalEntry], whenDurable: @Sendable (StoreError?) -> Void)
+    case snapshot(room: String, RoomSnapshot)
+
+    var room: String {
+        switch self {
+        case .append(let room, _, _), .snapshot(let room, _): room
+        }
+    }
+}
+
+/// Group commit on a thread of its own: whatever was handed over while the previous commit ran goes
+/// into the next one, so many appends (from many rooms) cost one transaction and one sync.
+///
+/// `commit` gets the work in order and must write all of it in one transaction, or throw. After a
+/// failure, each room it touched refuses further appends until `reopen(room:)` (the hub reloads such a
+/// room from what is durable): a later append must never land after a gap.
+final class GroupCommitWriter: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var queue: [WriterWork] = []
+    private var closed = false
+    private var broken: [String: StoreError] = [:]
+    private let finished = DispatchSemaphore(value: 0)
+    private let maxBatch: Int
+    private let commit: ([WriterWork]) throws -> Void
+    private let onSnapshotFailure: (String, Error) -> Void
+
+    /// - Parameters:
+    ///   - maxBatch: the most pieces of work in one transaction (a bound on its size and latency).
+    init(name: String, maxBatch: Int = 4096, commit: @escaping ([WriterWork]) throws -> Void,
+         onSnapshotFailure: @escaping (String, Error) -> Void) {
+        self.maxBatch = maxBatch
+        self.commit = commit
+        self.onSnapshotFailure = onSnapshotFailure
+        let thread = Thread { [self] in run() }
+        thread.name = name
+        thread.start()
+    }
+
+    /// Hands work over; `.pending` always (completion comes from the writer thread).
+    func submit(_ work: WriterWork) {
+        condition.lock()
+        if case .append(let room, _, let whenDurable) = work, let error = broken[room] ?? (closed ? StoreError("the store is closed") : nil) {
+            condition.unlock()
+            whenDurable(error)
+            return
+        }
+        queue.append(work)
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Lets a room that failed take appends again (after it was reloaded from what is durable).
+    func reopen(room: String) {
+        condition.lock()
+        broken[room] = nil
+        condition.unlock()
+    }
+
+    /// Commits what was handed over, then stops the thread.
+    func close() {
+        condition.lock()
+        let wasClosed = closed
+        closed = true
+        condition.signal()
+        condition.unlock()
+        if !wasClosed { finished.wait() }
+    }
+
+    private func run() {
+        while true {
+            condition.lock()
+            while queue.isEmpty && !closed { condition.wait() }
+            if queue.isEmpty && closed {
+                condition.unlock()
+                finished.signal()
+                return
+            }
+            let count = min(queue.count, maxBatch)
+            var batch = Array(queue.prefix(count))
+            queue.removeFirst(count)
+            // Work of a room that broke while this was queued fails without being written.
+            var refused: [(WriterWork, StoreError)] = []
+            batch.removeAll { work in
+                guard case .append = work, let error = broken[work.room] else { return false }
+                refused.append((work, error))
+                return true
+            }
+            condition.unlock()
+            for case (.append(_, _, let whenDurable), let error) in refused { whenDurable(error) }
+
+            var failure: StoreError?
+            do {
+                try commit(batch)
+            } catch {
+                failure = error as? StoreError ?? StoreError("\(error)")
+            }
+            if let failure {
+                condition.lock()
+                for work in batch { broken[work.room] = failure }
+                condition.unlock()
+            }
+            for work in batch {
+                switch work {
+                case .append(_, _, let whenDurable): whenDurable(failure)
+                case .snapshot(let room, _): if let failure { onSnapshotFailure(room, failure) }
+                }
+            }
+        }
+    }
+}

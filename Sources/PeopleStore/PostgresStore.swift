@@ -1,0 +1,323 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import PeopleCore
+import PostgresNIO
+
+/// The cluster store: PostgreSQL, shared by several hub nodes, each room owned by one node at a time.
+///
+/// The journal and snapshots have the SQLite store's shape, written by the same group-commit thread
+/// (a batch of appends is one multi-row `INSERT`, one commit). Room ownership is a PostgreSQL
+/// session advisory lock held on the node's writer connection: it lasts exactly as long as that
+/// connection, so when a node dies PostgreSQL frees its rooms at once. `room_owners` tells the other
+/// nodes where a room is served (for `redirect`). The journal's primary key (room, position) fences
+/// a node that lost its lease without noticing: its next append collides and fails.
+public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
+    public let node: String
+    public let advertisedURL: String
+    private let configuration: PostgresConnection.Configuration
+    private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    private let logger: Logger
+    /// The connection that writes and holds the leases; guarded by `lock` (the writer thread, lease
+    /// calls and reconnection take turns on it).
+    private let lock = NSLock()
+    private var writerConnection: PostgresConnection?
+    private var owned: Set<String> = []
+    private var readers: [PostgresConnection] = []
+    private let readersLock = NSLock()
+    private var writer: GroupCommitWriter!
+    private var leasesLostHandler: (@Sendable () -> Void)?
+    private var nextConnectionID = 0
+
+    /// Connects to `url` (`postgres://user[:password]@host[:port]/database`; a password from
+    /// `password` wins), creates the tables if missing, and starts the writer.
+    public init(url: String, password: String? = nil, node: String, advertisedURL: String,
+                logger: Logger = Logger(label: "peoplekeeper.store")) throws(StoreError) {
+        guard let parts = URLComponents(string: url), ["postgres", "postgresql"].contains(parts.scheme ?? ""),
+              let host = parts.host, !host.isEmpty else {
+            throw StoreError("storage.postgresURL must look like postgres://user@host:5432/database, not \(url)")
+        }
+        let database = String(parts.path.drop(while: { $0 == "/" }))
+        configuration = PostgresConnection.Configuration(
+            host: host, port: parts.port ?? 5432, username: parts.user ?? "postgres",
+            password: password ?? parts.password, database: database.isEmpty ? nil : database, tls: .disable)
+        self.node = node
+        self.advertisedURL = advertisedURL
+        self.logger = logger
+        do {
+            try lock.withLock { _ = try writerLocked() }
+            try migrate()
+        } catch {
+            try? group.syncShutdownGracefully()
+            throw StoreError("cannot open the PostgreSQL store at \(host):\(parts.port ?? 5432): \(error)")
+        }
+        writer = GroupCommitWriter(
+            name: "peoplekeeper-postgres-writer",
+            commit: { [unowned self] batch in try commit(batch) },
+            onSnapshotFailure: { room, error in
+                logger.error("snapshot not saved", metadata: ["room": "\(room)", "error": "\(error)"])
+            })
+    }
+
+    public var kind: String { "postgres" }
+
+    // MARK: Connections
+
+    private func connect() throws -> PostgresConnection {
+        nextConnectionID += 1
+        return try PostgresConnection.connect(on: group.next(), configuration: configuration,
+                                              id: nextConnectionID, logger: logger).wait()
+    }
+
+    /// The writer connection, reconnecting if it was lost (then every lease it held is gone: the hub
+    /// is told, so it drops the rooms it can no longer own). Call with `lock` held.
+    private func writerLocked() throws -> PostgresConnection {
+        if let connection = writerConnection, !connection.isClosed { return connection }
+        if writerConnection != nil {
+            writerConnection = nil
+            let lost = owned
+            owned = []
+            if !lost.isEmpty {
+                logger.error("lost the PostgreSQL connection holding the room leases", metadata: ["rooms": "\(lost.count)"])
+                leasesLostHandler?()
+            }
+        }
+        let connection = try connect()
+        writerConnection = connection
+        return connection
+    }
+
+    private func withReader<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        let reused = readersLock.withLock { readers.popLast() }
+        let connection = try reused.flatMap { $0.isClosed ? nil : $0 } ?? lock.withLock { try connect() }
+        let result = try body(connection)
+        let kept = readersLock.withLock { () -> Bool in
+            guard readers.count < 4 else { return false }
+            readers.append(connection)
+            return true
+        }
+        if !kept { _ = try? (connection.close() as EventLoopFuture<Void>).wait() }
+        return result
+    }
+
+    private func run(_ query: PostgresQuery, on connection: PostgresConnection) throws -> PostgresQueryResult {
+        try connection.query(query, logger: logger).wait()
+    }
+
+    private func migrate() throws {
+        try lock.withLock {
+            let connection = try writerLocked()
+            // One node creates the tables while the others wait (nodes may start together).
+            _ = try run("BEGIN", on: connection)
+            do {
+                _ = try run("SELECT pg_advisory_xact_lock(7354610427)", on: connection)
+                for statement in Self.schema { _ = try run(PostgresQuery(unsafeSQL: statement), on: connection) }
+                _ = try run("COMMIT", on: connection)
+            } catch {
+                _ = try? run("ROLLBACK", on: connection)
+                throw error
+            }
+        }
+    }
+
+    static let schema = [
+        """
+        CREATE TABLE IF NOT EXISTS journal (
+            room text NOT NULL, position bigint NOT NULL, revision bigint, kind text NOT NULL,
+            author text, label text, at bigint, record text NOT NULL, PRIMARY KEY (room, position))
+        """,
+        "CREATE UNIQUE INDEX IF NOT EXISTS journal_revision ON journal (room, revision) WHERE revision IS NOT NULL",
+        """
+        CREATE TABLE IF NOT EXISTS snapshots (
+            room text PRIMARY KEY, position bigint NOT NULL, revision bigint NOT NULL, floor bigint NOT NULL,
+            state text NOT NULL)
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS room_owners (
+            room text PRIMARY KEY, node text NOT NULL, url text NOT NULL, since timestamptz NOT NULL DEFAULT now())
+        """,
+    ]
+
+    // MARK: Writing
+
+    public func append(_ entries: [JournalEntry], room: String,
+                       whenDurable: @escaping @Sendable (StoreError?) -> Void) -> AppendOutcome {
+        writer.submit(.append(room: room, entries: entries, whenDurable: whenDurable))
+        return .pending
+    }
+
+    public func save(_ snapshot: RoomSnapshot, room: String) {
+        writer.submit(.snapshot(room: room, snapshot))
+    }
+
+    /// One commit for the batch: every record in one `INSERT … SELECT FROM unnest(…)`, then the
+    /// snapshots (a snapshot never replaces a newer one).
+    private func commit(_ batch: [WriterWork]) throws {
+        var rooms: [String] = [], positions: [Int] = [], revisions: [Int] = [], kinds: [String] = []
+        var authors: [String] = [], labels: [String] = [], times: [Int] = [], records: [String] = []
+        var snapshots: [(String, RoomSnapshot)] = []
+        for work in batch {
+            switch work {
+            case .append(let room, let entries, _):
+                for entry in entries {
+                    let row = JournalRow(entry)
+                    rooms.append(room)
+                    positions.append(entry.position)
+                    revisions.append(row.revision ?? -1)
+                    kinds.append(row.kind)
+                    authors.append(row.author ?? "")
+                    labels.append(row.label ?? "")
+                    times.append(row.at ?? -1)
+                    records.append(row.record)
+                }
+            case .snapshot(let room, let snapshot):
+                snapshots.append((room, snapshot))
+            }
+        }
+        let insert: PostgresQuery = """
+            INSERT INTO journal (room, position, revision, kind, author, label, at, record)
+            SELECT r, p, NULLIF(v, -1), k, NULLIF(a, ''), NULLIF(l, ''), NULLIF(t, -1), j
+            FROM unnest(\(rooms)::text[], \(positions)::int8[], \(revisions)::int8[], \(kinds)::text[],
+                        \(authors)::text[], \(labels)::text[], \(times)::int8[], \(records)::text[])
+                AS x(r, p, v, k, a, l, t, j)
+            """
+        try lock.withLock {
+            let connection = try writerLocked()
+            if snapshots.isEmpty {
+                if !rooms.isEmpty { _ = try run(insert, on: connection) }  // one statement: its own commit
+                return
+            }
+            _ = try run("BEGIN", on: connection)
+            do {
+                if !rooms.isEmpty { _ = try run(insert, on: connection) }
+                for (room, snapshot) in snapshots {
+                    let state = String(decoding: snapshot.json.bytes, as: UTF8.self)
+                    _ = try run("""
+                        INSERT INTO snapshots (room, position, revision, floor, state)
+                        VALUES (\(room), \(snapshot.position), \(snapshot.revision), \(snapshot.floor), \(state))
+                        ON CONFLICT (room) DO UPDATE SET position = EXCLUDED.position, revision = EXCLUDED.revision,
+                            floor = EXCLUDED.floor, state = EXCLUDED.state
+                        WHERE snapshots.position <= EXCLUDED.position
+                        """, on: connection)
+                }
+                _ = try run("COMMIT", on: connection)
+            } catch {
+                _ = try? run("ROLLBACK", on: connection)
+                throw error
+            }
+        }
+    }
+
+    // MARK: Reading
+
+    public func load(room: String) throws(StoreError) -> StoredRoom? {
+        let stored: StoredRoom?
+        do {
+            stored = try withReader { connection -> StoredRoom? in
+                let rows = try run("SELECT position, revision, floor, state FROM snapshots WHERE room = \(room)", on: connection)
+                guard let row = rows.rows.first else { return nil }
+                let (position, revision, floor, state) = try row.decode((Int, Int, Int, String).self)
+                let window = try records(run("""
+                    SELECT position, record FROM journal WHERE room = \(room) AND revision > \(floor)
+                    AND revision <= \(revision) ORDER BY revision
+                    """, on: connection)).compactMap(\.record.revision)
+                let tail = try records(run("""
+                    SELECT position, record FROM journal WHERE room = \(room) AND position > \(position) ORDER BY position
+                    """, on: connection))
+                return StoredRoom(snapshot: try JSON.parse(state), window: window, tail: tail)
+            }
+        } catch {
+            throw StoreError("cannot load room \(room): \(error)")
+        }
+        writer.reopen(room: room)
+        return stored
+    }
+
+    public func revisions(room: String, after: Int, through: Int) throws(StoreError) -> [Revision] {
+        do {
+            return try withReader { connection in
+                try records(run("""
+                    SELECT position, record FROM journal WHERE room = \(room) AND revision > \(after)
+                    AND revision <= \(through) ORDER BY revision
+                    """, on: connection)).compactMap(\.record.revision)
+            }
+        } catch {
+            throw StoreError("cannot read revisions of room \(room): \(error)")
+        }
+    }
+
+    private func records(_ result: PostgresQueryResult) throws -> [JournalEntry] {
+        try result.rows.map { row in
+            let (position, text) = try row.decode((Int, String).self)
+            return JournalEntry(position: position, record: try RoomRecord(json: JSON.parse(text)))
+        }
+    }
+
+    // MARK: Leases
+
+    public func onLeasesLost(_ handler: @escaping @Sendable () -> Void) {
+        lock.withLock { leasesLostHandler = handler }
+    }
+
+    public func acquire(room: String) throws(StoreError) -> LeaseOutcome {
+        do {
+            return try lock.withLock {
+                let connection = try writerLocked()
+                if owned.contains(room) { return .acquired }
+                let key = Self.lockKey(room)
+                let taken = try run("SELECT pg_try_advisory_lock(\(key))", on: connection).rows.first?.decode(Bool.self) ?? false
+                if taken {
+                    _ = try run("""
+                        INSERT INTO room_owners (room, node, url) VALUES (\(room), \(node), \(advertisedURL))
+                        ON CONFLICT (room) DO UPDATE SET node = EXCLUDED.node, url = EXCLUDED.url, since = now()
+                        """, on: connection)
+                    owned.insert(room)
+                    return .acquired
+                }
+                let owner = try run("SELECT node, url FROM room_owners WHERE room = \(room)", on: connection).rows.first
+                    .map { try $0.decode((String, String).self) }
+                guard let owner, owner.0 != node else { return .busy }
+                return .ownedBy(node: owner.0, url: owner.1)
+            }
+        } catch {
+            throw StoreError("cannot take the lease on room \(room): \(error)")
+        }
+    }
+
+    public func release(room: String) {
+        lock.withLock {
+            guard owned.remove(room) != nil, let connection = writerConnection, !connection.isClosed else { return }
+            let key = Self.lockKey(room)
+            do {
+                _ = try run("DELETE FROM room_owners WHERE room = \(room) AND node = \(node)", on: connection)
+                _ = try run("SELECT pg_advisory_unlock(\(key))", on: connection)
+            } catch {
+                logger.warning("could not release the lease", metadata: ["room": "\(room)", "error": "\(error)"])
+            }
+        }
+    }
+
+    /// The advisory lock key of a room: 64-bit FNV-1a of its name (stable across nodes and versions).
+    static func lockKey(_ room: String) -> Int {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in "peoplekeeper.room:\(room)".utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        return Int(Int64(bitPattern: hash))
+    }
+
+    public func close() {
+        writer.close()
+        lock.withLock {
+            _ = try? (writerConnection?.close() as EventLoopFuture<Void>?)?.wait()
+            writerConnection = nil
+        }
+        readersLock.withLock {
+            for connection in readers { _ = try? (connection.close() as EventLoopFuture<Void>).wait() }
+            readers = []
+        }
+        try? group.syncShutdownGracefully()
+    }
+}

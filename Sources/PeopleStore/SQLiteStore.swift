@@ -1,0 +1,206 @@
+import Foundation
+import GRDB
+import Logging
+import PeopleCore
+
+/// The embedded store: one SQLite file (WAL, `synchronous=FULL`), written by a group-commit thread.
+///
+/// Tables: `journal` (every record of every room: position, and for revisions their number, kind,
+/// author, label and time, then the record itself as JSON) and `snapshots` (each room's latest).
+/// Reads run on their own connections beside the writer (WAL), so a catch-up read never waits for a
+/// commit. The schema is created and upgraded by GRDB migrations at open.
+public final class SQLiteStore: PeopleStore {
+    public let path: String
+    private let pool: DatabasePool
+    private let writer: GroupCommitWriter
+    private let logger: Logger
+
+    /// Opens (creating it and its directory if needed) the store at `path`.
+    public init(path: String, logger: Logger = Logger(label: "peoplekeeper.store")) throws(StoreError) {
+        self.path = path
+        self.logger = logger
+        let directory = (path as NSString).deletingLastPathComponent
+        do {
+            if !directory.isEmpty { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
+            var configuration = Configuration()
+            configuration.label = "peoplekeeper"
+            configuration.prepareDatabase { db in
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+            }
+            pool = try DatabasePool(path: path, configuration: configuration)
+            try Self.migrator.migrate(pool)
+        } catch {
+            throw StoreError("cannot open the SQLite store at \(path): \(error)")
+        }
+        let pool = self.pool
+        writer = GroupCommitWriter(
+            name: "peoplekeeper-sqlite-writer",
+            commit: { batch in try Self.commit(batch, to: pool) },
+            onSnapshotFailure: { room, error in
+                logger.error("snapshot not saved", metadata: ["room": "\(room)", "error": "\(error)"])
+            })
+    }
+
+    public var kind: String { "sqlite" }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: journal and snapshots") { db in
+            try db.execute(sql: """
+                CREATE TABLE journal (
+                    room TEXT NOT NULL,
+                    position INTEGER NOT NULL,
+                    revision INTEGER,
+                    kind TEXT NOT NULL,
+                    author TEXT,
+                    label TEXT,
+                    at INTEGER,
+                    record TEXT NOT NULL,
+                    PRIMARY KEY (room, position)
+                ) WITHOUT ROWID;
+                CREATE UNIQUE INDEX journal_revision ON journal (room, revision) WHERE revision IS NOT NULL;
+                CREATE TABLE snapshots (
+                    room TEXT PRIMARY KEY NOT NULL,
+                    position INTEGER NOT NULL,
+                    revision INTEGER NOT NULL,
+                    floor INTEGER NOT NULL,
+                    state TEXT NOT NULL
+                ) WITHOUT ROWID;
+                """)
+        }
+        return migrator
+    }
+
+    public func append(_ entries: [JournalEntry], room: String,
+                       whenDurable: @escaping @Sendable (StoreError?) -> Void) -> AppendOutcome {
+        writer.submit(.append(room: room, entries: entries, whenDurable: whenDurable))
+        return .pending
+    }
+
+    public func save(_ snapshot: RoomSnapshot, room: String) {
+        writer.submit(.snapshot(room: room, snapshot))
+    }
+
+    /// One transaction for the whole batch: records, then snapshots, in order.
+    static func commit(_ batch: [WriterWork], to pool: DatabasePool) throws {
+        try pool.write { db in
+            let insert = try db.cachedStatement(sql: """
+                INSERT INTO journal (room, position, revision, kind, author, label, at, record)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+            let snapshot = try db.cachedStatement(sql: """
+                INSERT OR REPLACE INTO snapshots (room, position, revision, floor, state) VALUES (?, ?, ?, ?, ?)
+                """)
+            for work in batch {
+                switch work {
+                case .append(let room, let entries, _):
+                    for entry in entries {
+                        let row = JournalRow(entry)
+                        try insert.execute(arguments: [room, entry.position, row.revision, row.kind, row.author,
+                                                       row.label, row.at, row.record])
+                    }
+                case .snapshot(let room, let s):
+                    try snapshot.execute(arguments: [room, s.position, s.revision, s.floor,
+                                                     String(decoding: s.json.bytes, as: UTF8.self)])
+                }
+            }
+        }
+    }
+
+    public func load(room: String) throws(StoreError) -> StoredRoom? {
+        let stored: StoredRoom?
+        do {
+            stored = try pool.read { db -> StoredRoom? in
+                guard let row = try Row.fetchOne(db, sql: """
+                    SELECT position, revision, floor, state FROM snapshots WHERE room = ?
+                    """, arguments: [room]) else { return nil }
+                let position: Int = row["position"]
+                let revision: Int = row["revision"]
+                let floor: Int = row["floor"]
+                let state: String = row["state"]
+                let window = try Self.records(db, sql: """
+                    SELECT position, record FROM journal WHERE room = ? AND revision > ? AND revision <= ? ORDER BY revision
+                    """, arguments: [room, floor, revision]).compactMap(\.record.revision)
+                let tail = try Self.records(db, sql: """
+                    SELECT position, record FROM journal WHERE room = ? AND position > ? ORDER BY position
+                    """, arguments: [room, position])
+                return StoredRoom(snapshot: try JSON.parse(state), window: window, tail: tail)
+            }
+        } catch {
+            throw StoreError("cannot load room \(room): \(error)")
+        }
+        writer.reopen(room: room)
+        return stored
+    }
+
+    public func revisions(room: String, after: Int, through: Int) throws(StoreError) -> [Revision] {
+        do {
+            return try pool.read { db in
+                try Self.records(db, sql: """
+                    SELECT position, record FROM journal WHERE room = ? AND revision > ? AND revision <= ? ORDER BY revision
+                    """, arguments: [room, after, through]).compactMap(\.record.revision)
+            }
+        } catch {
+            throw StoreError("cannot read revisions of room \(room): \(error)")
+        }
+    }
+
+    static func records(_ db: Database, sql: String, arguments: StatementArguments) throws -> [JournalEntry] {
+        let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
+        var entries: [JournalEntry] = []
+        while let row = try rows.next() {
+            let text: String = row["record"]
+            entries.append(JournalEntry(position: row["position"], record: try RoomRecord(json: JSON.parse(text))))
+        }
+        return entries
+    }
+
+    /// Copies the whole store, consistently, into a new SQLite file at `destination` while it is in use
+    /// (SQLite's online backup).
+    public func backup(to destination: String) throws(StoreError) {
+        do {
+            let target = try DatabaseQueue(path: destination)
+            try pool.backup(to: target)
+        } catch {
+            throw StoreError("backup to \(destination) failed: \(error)")
+        }
+    }
+
+    public func close() {
+        writer.close()
+        try? pool.close()
+    }
+}
+
+/// The columns of a journal row beside the record itself: readable with plain SQL (an audit trail).
+struct JournalRow {
+    var revision: Int?
+    var kind: String
+    var author: String?
+    var label: String?
+    var at: Int?
+    var record: String
+
+    init(_ entry: JournalEntry) {
+        record = String(decoding: entry.record.json.bytes, as: UTF8.self)
+        switch entry.record {
+        case .answered(let answer):
+            if let revision = answer.revision {
+                self.revision = revision.number
+                kind = revision.kind.rawValue
+                author = revision.author
+                label = revision.label
+                at = Int(revision.timestamp)
+            } else {
+                kind = "reply"
+            }
+        case .opened(_, let user, _, _, _):
+            kind = "opened"
+            author = user
+        case .tags:
+            kind = "tags"
+        case .forgotten:
+            kind = "forgotten"
+        }
+    }
+}

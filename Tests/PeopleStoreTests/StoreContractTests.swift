@@ -1,0 +1,317 @@
+import Foundation
+import PeopleCore
+import PeopleStore
+import PeopleTestSupport
+import Synchronization
+import Testing
+
+/// Drives a room through the core's public API and keeps what it asks the store to make durable.
+struct RoomDriver {
+    var room: Room
+    var entries: [JournalEntry] = []
+    var seq: [SessionID: Int] = [:]
+    var now: Int64 = 1_700_000_000_000
+
+    init(name: String) {
+        room = Room(name: name, seed: .tutorialSeed)
+    }
+
+    @discardableResult
+    mutating func join(_ user: String, session: SessionID) -> SessionID {
+        let (id, actions) = room.join(session: session, user: user, role: .editor)
+        take(actions)
+        return id
+    }
+
+    mutating func send(_ message: (Int) -> ClientMessage, from session: SessionID) {
+        seq[session, default: 0] += 1
+        now += 700
+        take(room.receive(message(seq[session]!), from: session, now: now))
+    }
+
+    mutating func edit(_ diffs: [Diff], from session: SessionID, label: String = "Edit", coalesce: String? = nil) {
+        let base = room.revision
+        send({ .submit(.init(seq: $0, base: base, ops: diffs, label: label, coalesce: coalesce)) }, from: session)
+    }
+
+    mutating func take(_ actions: [RoomAction]) {
+        for case .persist(let entry) in actions { entries.append(entry) }
+    }
+
+    /// Entries not yet handed to the store (after `position`).
+    func entries(after position: Int) -> [JournalEntry] { entries.filter { $0.position > position } }
+
+    /// A mixed session: two users edit, undo, redo, type a name, ask for tags; one leaves.
+    mutating func play(rounds: Int) {
+        let a = join("ann", session: "sa-\(room.name)-\(room.journalPosition)")
+        let b = join("bob", session: "sb-\(room.name)-\(room.journalPosition)")
+        for round in 0..<rounds {
+            let colours: [HairColor] = [.red, .blonde, .black, .brown]
+            edit([.set(1, .hairColor(colours[round % 4]))], from: a, label: "Change Hair Color")
+            edit([.set(2, .glasses(round % 2 == 0))], from: b, label: "Toggle Glasses")
+            edit([.set(3, .name("Sam \(round)"))], from: a, label: "Rename", coalesce: "name-3")
+            if round % 3 == 0 { send({ .undo(.init(seq: $0)) }, from: a) }
+            if round % 5 == 0 { send({ .redo(.init(seq: $0)) }, from: a) }
+            if round % 7 == 0 { send({ _ in .tags }, from: b) }
+        }
+        take(room.leave(session: b))
+    }
+}
+
+/// The room's durable state, comparable across a restore (sessions in id order).
+func durableState(_ room: Room) -> JSON {
+    guard case .object(var members) = room.snapshot().json,
+          let i = members.firstIndex(where: { $0.key == "sessions" }), case .array(let sessions) = members[i].value
+    else { return .null }
+    members[i].value = .array(sessions.sorted { "\($0["id"]!)" < "\($1["id"]!)" })
+    return .object(members)
+}
+
+/// A new room in `store` (its first snapshot), played for `rounds` and appended; durable on return.
+func seededRoom(_ store: any PeopleStore, _ name: String, rounds: Int) throws -> RoomDriver {
+    var driver = RoomDriver(name: name)
+    store.save(driver.room.snapshot(), room: name)
+    driver.play(rounds: rounds)
+    try appendAndWait(store, driver.entries, room: name)
+    return driver
+}
+
+/// Waits for an append's completion (or takes `.durable` at once).
+func appendAndWait(_ store: any PeopleStore, _ entries: [JournalEntry], room: String) throws {
+    let result = Mutex<StoreError??>(nil)
+    let done = DispatchSemaphore(value: 0)
+    let outcome = store.append(entries, room: room) { error in
+        result.withLock { $0 = .some(error) }
+        done.signal()
+    }
+    if outcome == .durable { return }
+    #expect(done.wait(timeout: .now() + 30) == .success, "append never completed")
+    if let error = result.withLock({ $0 }) ?? nil { throw error }
+}
+
+/// One contract, every store: each test takes a factory that opens the same store again (for the
+/// durable ones, the same file or database) and runs against it.
+struct StoreContract {
+    let open: () throws -> any PeopleStore
+    let durable: Bool
+    /// Prefixes room names, for stores shared between tests (one PostgreSQL database).
+    var prefix = ""
+
+    func unknownRoom() throws {
+        let store = try open()
+        defer { store.close() }
+        #expect(try store.load(room: "\(prefix)never") == nil)
+        #expect(try store.revisions(room: "\(prefix)never", after: 0, through: 100).isEmpty)
+    }
+
+    func roundTrip() throws {
+        let store = try open()
+        let driver = try seededRoom(store, "\(prefix)round-trip", rounds: 12)
+        let stored = try #require(try store.load(room: "\(prefix)round-trip"))
+        #expect(stored.tail.map(\.position) == Array(1...driver.room.journalPosition))
+        let restored = try Room(restoring: stored, policy: driver.room.policy)
+        #expect(durableState(restored) == durableState(driver.room))
+        #expect(restored.model == driver.room.model)
+        store.close()
+
+        // Everything acknowledged is there after the store is opened again.
+        guard durable else { return }
+        let reopened = try open()
+        defer { reopened.close() }
+        let again = try #require(try reopened.load(room: "\(prefix)round-trip"))
+        #expect(durableState(try Room(restoring: again, policy: driver.room.policy)) == durableState(driver.room))
+    }
+
+    func snapshotThenTail() throws {
+        let store = try open()
+        defer { store.close() }
+        var driver = try seededRoom(store, "\(prefix)snap", rounds: 6)
+        let snapshot = driver.room.snapshot()
+        store.save(snapshot, room: "\(prefix)snap")
+        let before = driver.room.journalPosition
+        driver.play(rounds: 4)
+        try appendAndWait(store, driver.entries(after: before), room: "\(prefix)snap")
+        let stored = try #require(try store.load(room: "\(prefix)snap"))
+        #expect(stored.tail.first?.position == snapshot.position + 1)
+        #expect(stored.tail.last?.position == driver.room.journalPosition)
+        #expect(stored.window.map(\.number) == Array((snapshot.floor + 1)...snapshot.revision).filter { $0 > 0 })
+        #expect(durableState(try Room(restoring: stored, policy: driver.room.policy)) == durableState(driver.room))
+    }
+
+    func revisionRanges() throws {
+        let store = try open()
+        defer { store.close() }
+        let driver = try seededRoom(store, "\(prefix)ranges", rounds: 10)
+        let all = driver.entries.compactMap(\.record.revision)
+        let head = driver.room.revision
+        #expect(try store.revisions(room: "\(prefix)ranges", after: 0, through: head) == all)
+        #expect(try store.revisions(room: "\(prefix)ranges", after: 5, through: 9).map(\.number) == [6, 7, 8, 9])
+        #expect(try store.revisions(room: "\(prefix)ranges", after: head, through: head + 10).isEmpty)
+    }
+
+    /// Many rooms appended from several threads at once: every append completes without error, and each
+    /// room's journal is complete and in order.
+    func concurrentAppends() throws {
+        let store = try open()
+        defer { store.close() }
+        let rooms = (0..<8).map { "\(prefix)busy-\($0)" }
+        var drivers = rooms.map { RoomDriver(name: $0) }
+        for i in drivers.indices {
+            store.save(drivers[i].room.snapshot(), room: rooms[i])
+            drivers[i].play(rounds: 20)
+        }
+        let failures = Mutex<[StoreError]>([])
+        let pending = DispatchGroup()
+        let journals = drivers.map(\.entries)
+        DispatchQueue.concurrentPerform(iterations: rooms.count) { i in
+            for entry in journals[i] {
+                pending.enter()
+                let outcome = store.append([entry], room: rooms[i]) { error in
+                    if let error { failures.withLock { $0.append(error) } }
+                    pending.leave()
+                }
+                if outcome == .durable { pending.leave() }
+            }
+        }
+        #expect(pending.wait(timeout: .now() + 60) == .success)
+        #expect(failures.withLock { $0 }.isEmpty)
+        for i in drivers.indices {
+            let stored = try #require(try store.load(room: rooms[i]))
+            #expect(stored.tail.map(\.position) == Array(1...drivers[i].room.journalPosition))
+            #expect(try Room(restoring: stored, policy: RoomPolicy()).model == drivers[i].room.model)
+        }
+    }
+
+    /// An append that cannot be made durable is reported, and the room takes no later append until it
+    /// is loaded again: a journal never has a gap.
+    func failedAppendBreaksTheRoom() throws {
+        guard durable else { return }
+        let store = try open()
+        defer { store.close() }
+        let driver = try seededRoom(store, "\(prefix)broken", rounds: 2)
+        // The same position again: refused by the store.
+        #expect(throws: StoreError.self) { try appendAndWait(store, [driver.entries[0]], room: "\(prefix)broken") }
+        let next = JournalEntry(position: driver.room.journalPosition + 1, record: .forgotten(session: "nobody"))
+        #expect(throws: StoreError.self) { try appendAndWait(store, [next], room: "\(prefix)broken") }
+        // Other rooms are not affected.
+        _ = try seededRoom(store, "\(prefix)fine", rounds: 1)
+        // After a load the room takes appends again.
+        _ = try store.load(room: "\(prefix)broken")
+        try appendAndWait(store, [next], room: "\(prefix)broken")
+    }
+}
+
+@Suite("Store contract: in-memory")
+struct InMemoryStoreContractTests {
+    let contract: StoreContract = {
+        let store = InMemoryStore()
+        return StoreContract(open: { store }, durable: false)
+    }()
+
+    @Test func unknownRoom() throws { try contract.unknownRoom() }
+    @Test func roundTrip() throws { try contract.roundTrip() }
+    @Test func snapshotThenTail() throws { try contract.snapshotThenTail() }
+    @Test func revisionRanges() throws { try contract.revisionRanges() }
+    @Test func concurrentAppends() throws { try contract.concurrentAppends() }
+}
+
+@Suite("Store contract: SQLite")
+struct SQLiteStoreContractTests {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pk-sqlite-\(UUID().uuidString)").path
+    var contract: StoreContract {
+        let path = directory + "/data/peoplekeeper.sqlite"
+        return StoreContract(open: { try SQLiteStore(path: path) }, durable: true)
+    }
+
+    @Test func unknownRoom() throws { try contract.unknownRoom() }
+    @Test func roundTrip() throws { try contract.roundTrip() }
+    @Test func snapshotThenTail() throws { try contract.snapshotThenTail() }
+    @Test func revisionRanges() throws { try contract.revisionRanges() }
+    @Test func concurrentAppends() throws { try contract.concurrentAppends() }
+    @Test func failedAppendBreaksTheRoom() throws { try contract.failedAppendBreaksTheRoom() }
+
+    @Test("the file is in WAL mode and an online backup holds every room")
+    func walAndBackup() throws {
+        let store = try SQLiteStore(path: directory + "/wal.sqlite")
+        let driver = try seededRoom(store, "backed-up", rounds: 3)
+        #expect(FileManager.default.fileExists(atPath: directory + "/wal.sqlite-wal"))
+        try store.backup(to: directory + "/copy.sqlite")
+        store.close()
+        let copy = try SQLiteStore(path: directory + "/copy.sqlite")
+        defer { copy.close() }
+        let stored = try #require(try copy.load(room: "backed-up"))
+        #expect(try Room(restoring: stored, policy: RoomPolicy()).model == driver.room.model)
+    }
+}
+
+/// One real PostgreSQL 15 server for the whole run (started on first use, stopped at exit).
+enum SharedPostgres {
+    static let server: Result<PostgresServer, Error> = {
+        let result = Result { try PostgresServer.start() }
+        atexit { if case .success(let server) = SharedPostgres.server { server.stop() } }
+        return result
+    }()
+
+    static func url() throws -> String { try server.get().url }
+}
+
+@Suite("Store contract: PostgreSQL (a real server in a temporary directory)", .serialized)
+struct PostgresStoreContractTests {
+    let contract: StoreContract
+    let url: String
+
+    init() throws {
+        let url = try SharedPostgres.url()
+        self.url = url
+        contract = StoreContract(
+            open: { try PostgresStore(url: url, node: "test", advertisedURL: "ws://127.0.0.1:1") },
+            durable: true, prefix: "t\(UInt32.random(in: 0...UInt32.max))-")
+    }
+
+    @Test func unknownRoom() throws { try contract.unknownRoom() }
+    @Test func roundTrip() throws { try contract.roundTrip() }
+    @Test func snapshotThenTail() throws { try contract.snapshotThenTail() }
+    @Test func revisionRanges() throws { try contract.revisionRanges() }
+    @Test func concurrentAppends() throws { try contract.concurrentAppends() }
+    @Test func failedAppendBreaksTheRoom() throws { try contract.failedAppendBreaksTheRoom() }
+
+    @Test("a room is leased to one node at a time; the others are told its URL; a dead node's rooms are free at once")
+    func leases() throws {
+        let room = "lease-\(UInt32.random(in: 0...UInt32.max))"
+        let a = try PostgresStore(url: url, node: "a", advertisedURL: "ws://a.example:8080")
+        let b = try PostgresStore(url: url, node: "b", advertisedURL: "ws://b.example:8080")
+        defer { b.close() }
+        #expect(try a.acquire(room: room) == .acquired)
+        #expect(try a.acquire(room: room) == .acquired)
+        #expect(try b.acquire(room: room) == .ownedBy(node: "a", url: "ws://a.example:8080"))
+        a.release(room: room)
+        #expect(try b.acquire(room: room) == .acquired)
+        #expect(try a.acquire(room: room) == .ownedBy(node: "b", url: "ws://b.example:8080"))
+        // Closing b's connection (as a node's death does) frees its lease without any release.
+        b.close()
+        #expect(try a.acquire(room: room) == .acquired)
+        a.close()
+    }
+
+    @Test("a node that lost its lease without noticing cannot append over the new owner's records")
+    func fencing() throws {
+        let room = "fence-\(UInt32.random(in: 0...UInt32.max))"
+        let a = try PostgresStore(url: url, node: "a", advertisedURL: "ws://a")
+        let b = try PostgresStore(url: url, node: "b", advertisedURL: "ws://b")
+        defer { a.close(); b.close() }
+        var driver = try seededRoom(a, room, rounds: 2)
+        // b takes the room from the store and appends; a, still holding its old copy, appends too.
+        let stored = try #require(try b.load(room: room))
+        var taken = RoomDriver(name: room)
+        taken.room = try Room(restoring: stored, policy: RoomPolicy())
+        let before = taken.room.journalPosition
+        taken.play(rounds: 1)
+        try appendAndWait(b, taken.entries(after: before), room: room)
+        let stale = driver.room.journalPosition
+        driver.play(rounds: 1)
+        #expect(throws: StoreError.self) { try appendAndWait(a, driver.entries(after: stale), room: room) }
+        // What b acknowledged is what the store holds.
+        let final = try #require(try b.load(room: room))
+        #expect(try Room(restoring: final, policy: RoomPolicy()).model == taken.room.model)
+    }
+}
