@@ -13,6 +13,8 @@ import WebSocketTransport
 public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
     public let configuration: HubConfiguration
     private let store: any PeopleStore
+    /// Room ownership when several nodes share the store (PostgreSQL); nil for a single node.
+    private let leases: (any RoomLeases)?
     private let logger: Logger
     private let metrics: HubMetrics
     private let clock: @Sendable () -> Int64
@@ -56,6 +58,7 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
         configuration.roomPolicy.keptSessions = configuration.limits.keptSessionsPerRoom
         self.configuration = configuration
         self.store = store
+        self.leases = store as? any RoomLeases
         self.logger = logger
         self.metrics = metrics
         self.renderMetrics = renderMetrics
@@ -74,6 +77,22 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
         }
         timer.resume()
         sweepTimer = timer
+        leases?.onLeasesLost { [weak self] in
+            self?.server?.perform { [weak self] in self?.dropAllRooms(reason: "lost the room leases") }
+        }
+    }
+
+    /// Stops serving every room at once (this node may no longer own them): their connections are
+    /// closed with 1012 so clients reconnect and are sent to the owner.
+    private func dropAllRooms(reason: String) {
+        logger.error("dropping every room", metadata: ["reason": "\(reason)"])
+        for case .loaded(let host) in rooms.values {
+            host.broken = true
+            host.held.removeAll()
+            for connection in host.connections.values { connection.close(code: 1012, reason: "room moved; reconnect") }
+        }
+        rooms = rooms.filter { if case .loading = $0.value { true } else { false } }
+        metrics.rooms.record(rooms.count)
     }
 
     /// Stops taking messages, lets the server close every connection with 1001 and stop, then stores a
@@ -102,6 +121,7 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
             saveSnapshotIfChanged(host)
             rooms[name] = nil
             metrics.rooms.record(rooms.count)
+            if let leases { reads.async { leases.release(room: name) } }
             logger.info("room unloaded (idle)", metadata: ["room": "\(name)"])
         }
     }
@@ -285,11 +305,16 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
     /// Reads and rebuilds the room off the service thread, then joins the hellos that waited for it.
     private func startLoading(_ name: String) {
         let store = store
+        let leases = leases
         let policy = configuration.roomPolicy
         reads.async { [weak self] in
             let started = DispatchTime.now().uptimeNanoseconds
             let result: Result<Room?, StoreError>
             do {
+                if let leases, let owner = try Self.takeLease(leases, room: name) {
+                    self?.server?.perform { [weak self] in self?.redirect(name, to: owner) }
+                    return
+                }
                 if let stored = try store.load(room: name) {
                     result = .success(try Room(restoring: stored, policy: policy))
                 } else {
@@ -303,6 +328,34 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
             let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
             let box = UncheckedSendable(result)
             self?.server?.perform { [weak self] in self?.loaded(name, box.value, seconds: seconds) }
+        }
+    }
+
+    /// Takes the room's lease; returns the owner's URL if another node has it. A lease held by a node
+    /// that has not said where it is yet (it is taking the room over) is asked again for a while.
+    private static func takeLease(_ leases: any RoomLeases, room: String) throws(StoreError) -> String? {
+        for _ in 0..<25 {
+            switch try leases.acquire(room: room) {
+            case .acquired: return nil
+            case .ownedBy(_, let url): return url
+            case .busy: Thread.sleep(forTimeInterval: 0.2)
+            }
+        }
+        throw StoreError("room \(room) is held by a node that does not say where it is")
+    }
+
+    /// The room is served by another node: every hello waiting for it is sent there.
+    private func redirect(_ name: String, to base: String) {
+        guard case .loading(let load)? = rooms[name] else { return }
+        rooms[name] = nil
+        let url = base + "/v1/rooms/" + name
+        logger.debug("redirect", metadata: ["room": "\(name)", "url": "\(url)"])
+        for (connection, peer, _) in load.waiting where connection.context === peer {
+            peer.waiting = nil
+            let message = ServerMessage.redirect(url: url)
+            metrics.count(message)
+            connection.send(OutboundMessage(text: message.json.bytes))
+            connection.close(code: 1000, reason: "redirect")
         }
     }
 
@@ -322,6 +375,7 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
             logger.info("room created", metadata: ["room": "\(name)"])
         case .failure(let error):
             rooms[name] = nil
+            if let leases { reads.async { leases.release(room: name) } }
             logger.critical("room cannot be loaded", metadata: ["room": "\(name)", "error": "\(error)"])
             for (connection, peer, _) in load.waiting where connection.context === peer {
                 peer.waiting = nil

@@ -54,10 +54,10 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
 
 /// Room ownership among hub nodes sharing one store (cluster mode): a node serves a room only while
 /// it holds the room's lease. Calls block: make them off the service thread.
-public protocol RoomLeases: Sendable {
+public protocol RoomLeases: AnyObject, Sendable {
     /// This node's id and the URL clients reach it by (the base of `redirect` URLs).
     var node: String { get }
-    var advertisedURL: String { get }
+    var advertisedURL: String { get set }
 
     /// Takes the lease on `room` if nobody holds it (or this node already does).
     func acquire(room: String) throws(StoreError) -> LeaseOutcome

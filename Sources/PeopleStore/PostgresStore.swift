@@ -15,7 +15,13 @@ import PostgresNIO
 /// a node that lost its lease without noticing: its next append collides and fails.
 public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     public let node: String
-    public let advertisedURL: String
+    /// Where clients reach this node; settable until the first lease (a node on port 0 learns its
+    /// port after the store is open).
+    public var advertisedURL: String {
+        get { lock.withLock { advertised } }
+        set { lock.withLock { advertised = newValue } }
+    }
+    private var advertised: String
     private let configuration: PostgresConnection.Configuration
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private let logger: Logger
@@ -43,18 +49,20 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             host: host, port: parts.port ?? 5432, username: parts.user ?? "postgres",
             password: password ?? parts.password, database: database.isEmpty ? nil : database, tls: .disable)
         self.node = node
-        self.advertisedURL = advertisedURL
+        self.advertised = advertisedURL
         self.logger = logger
         do {
             try lock.withLock { _ = try writerLocked() }
             try migrate()
         } catch {
             try? group.syncShutdownGracefully()
-            throw StoreError("cannot open the PostgreSQL store at \(host):\(parts.port ?? 5432): \(error)")
+            throw StoreError("cannot open the PostgreSQL store at \(host):\(parts.port ?? 5432): \(Self.describe(error))")
         }
         writer = GroupCommitWriter(
             name: "peoplekeeper-postgres-writer",
-            commit: { [unowned self] batch in try commit(batch) },
+            commit: { [unowned self] batch in
+                do { try commit(batch) } catch { throw StoreError(Self.describe(error)) }
+            },
             onSnapshotFailure: { room, error in
                 logger.error("snapshot not saved", metadata: ["room": "\(room)", "error": "\(error)"])
             })
@@ -228,7 +236,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                 return StoredRoom(snapshot: try JSON.parse(state), window: window, tail: tail)
             }
         } catch {
-            throw StoreError("cannot load room \(room): \(error)")
+            throw StoreError("cannot load room \(room): \(Self.describe(error))")
         }
         writer.reopen(room: room)
         return stored
@@ -243,7 +251,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                     """, on: connection)).compactMap(\.record.revision)
             }
         } catch {
-            throw StoreError("cannot read revisions of room \(room): \(error)")
+            throw StoreError("cannot read revisions of room \(room): \(Self.describe(error))")
         }
     }
 
@@ -269,7 +277,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                 let taken = try run("SELECT pg_try_advisory_lock(\(key))", on: connection).rows.first?.decode(Bool.self) ?? false
                 if taken {
                     _ = try run("""
-                        INSERT INTO room_owners (room, node, url) VALUES (\(room), \(node), \(advertisedURL))
+                        INSERT INTO room_owners (room, node, url) VALUES (\(room), \(node), \(advertised))
                         ON CONFLICT (room) DO UPDATE SET node = EXCLUDED.node, url = EXCLUDED.url, since = now()
                         """, on: connection)
                     owned.insert(room)
@@ -281,7 +289,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                 return .ownedBy(node: owner.0, url: owner.1)
             }
         } catch {
-            throw StoreError("cannot take the lease on room \(room): \(error)")
+            throw StoreError("cannot take the lease on room \(room): \(Self.describe(error))")
         }
     }
 
@@ -296,6 +304,14 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                 logger.warning("could not release the lease", metadata: ["room": "\(room)", "error": "\(error)"])
             }
         }
+    }
+
+    /// What went wrong, with PostgreSQL's own message (postgres-nio hides it from `description`).
+    static func describe(_ error: any Error) -> String {
+        guard let error = error as? PSQLError else { return "\(error)" }
+        if let message = error.serverInfo?[.message] { return "\(error.code): \(message)" }
+        if let underlying = error.underlying { return "\(error.code): \(underlying)" }
+        return "\(error.code)"
     }
 
     /// The advisory lock key of a room: 64-bit FNV-1a of its name (stable across nodes and versions).

@@ -10,14 +10,16 @@ extension HubSettings {
     static let keys: [(key: String, type: ConfigType)] = [
         ("listen.host", .string), ("listen.port", .int), ("web.root", .string),
         ("rooms.seed", .string), ("rooms.tagBlockSize", .int), ("rooms.keptRevisions", .int),
-        ("rooms.repliesKept", .int), ("rooms.keptSessions", .int),
+        ("rooms.repliesKept", .int), ("rooms.keptSessions", .int), ("rooms.unloadAfterSeconds", .int),
         ("undo.depth", .int), ("undo.conflicts", .string), ("undo.cascade", .bool), ("undo.coalesceMillis", .int),
         ("limits.maxMessageBytes", .int), ("limits.maxConnections", .int), ("limits.maxRooms", .int),
         ("limits.maxPeoplePerRoom", .int), ("limits.opsPerSecond", .int), ("limits.helloTimeoutSeconds", .int),
         ("limits.sendQueueMessages", .int), ("limits.sendQueueBytes", .int),
         ("transport.permessageDeflate", .bool), ("transport.pingIntervalSeconds", .int),
         ("logging.level", .string), ("logging.format", .string), ("metrics.enabled", .bool),
-        ("storage.kind", .string), ("storage.path", .string),
+        ("storage.kind", .string), ("storage.path", .string), ("storage.snapshotEvery", .int),
+        ("storage.postgresURL", .string), ("storage.postgresPasswordFile", .string),
+        ("cluster.nodeId", .string), ("cluster.advertisedURL", .string),
     ]
 
     /// Reads the settings: flags over `PEOPLEKEEPER_…` environment variables over the YAML file over the
@@ -72,7 +74,7 @@ extension HubSettings {
             "listen.host": .string(host), "listen.port": .int(port), "web.root": .string(webRoot),
             "rooms.seed": .string(seed), "rooms.tagBlockSize": .int(tagBlockSize),
             "rooms.keptRevisions": .int(keptRevisions), "rooms.repliesKept": .int(repliesKept),
-            "rooms.keptSessions": .int(keptSessions),
+            "rooms.keptSessions": .int(keptSessions), "rooms.unloadAfterSeconds": .int(unloadAfterSeconds),
             "undo.depth": .int(undoDepth), "undo.conflicts": .string(undoConflicts.rawValue),
             "undo.cascade": .bool(undoCascade), "undo.coalesceMillis": .int(coalesceMillis),
             "limits.maxMessageBytes": .int(maxMessageBytes), "limits.maxConnections": .int(maxConnections),
@@ -84,6 +86,9 @@ extension HubSettings {
             "logging.level": .string(logLevel.rawValue), "logging.format": .string(logFormat.rawValue),
             "metrics.enabled": .bool(metricsEnabled),
             "storage.kind": .string(storageKind.rawValue), "storage.path": .string(storagePath),
+            "storage.snapshotEvery": .int(snapshotEvery), "storage.postgresURL": .string(postgresURL),
+            "storage.postgresPasswordFile": .string(postgresPasswordFile),
+            "cluster.nodeId": .string(nodeID), "cluster.advertisedURL": .string(advertisedURL),
         ]
         return Dictionary(uniqueKeysWithValues: contents.map {
             (AbsoluteConfigKey(ConfigKey($0.key)), ConfigValue($0.value, isSecret: false))
@@ -128,6 +133,7 @@ extension HubSettings {
         keptRevisions = try int("rooms.keptRevisions", 0...Int.max)
         repliesKept = try int("rooms.repliesKept", 1...100_000)
         keptSessions = try int("rooms.keptSessions", 0...1_000_000)
+        unloadAfterSeconds = try int("rooms.unloadAfterSeconds", 1...604_800)
         undoDepth = try int("undo.depth", 0...100_000)
         undoConflicts = try choice("undo.conflicts", UndoPolicy.Conflicts.self)
         undoCascade = try bool("undo.cascade")
@@ -147,6 +153,14 @@ extension HubSettings {
         metricsEnabled = try bool("metrics.enabled")
         storageKind = try choice("storage.kind", StorageKind.self)
         storagePath = try string("storage.path")
+        snapshotEvery = try int("storage.snapshotEvery", 1...100_000_000)
+        postgresURL = try string("storage.postgresURL")
+        postgresPasswordFile = try string("storage.postgresPasswordFile")
+        nodeID = try string("cluster.nodeId")
+        advertisedURL = try string("cluster.advertisedURL")
+        if !advertisedURL.isEmpty, !(advertisedURL.hasPrefix("ws://") || advertisedURL.hasPrefix("wss://")) {
+            throw ConfigProblem(key: "cluster.advertisedURL", problem: "must start with ws:// or wss:// (\(advertisedURL))")
+        }
     }
 
     /// Refuses a file that sets a key the hub does not know (a typo would otherwise be silently ignored).
@@ -190,7 +204,7 @@ extension HubSettings {
             undo: UndoPolicy(depth: undoDepth, conflicts: undoConflicts, cascade: undoCascade,
                              coalesceMillis: Int64(coalesceMillis)),
             tagBlockSize: tagBlockSize, keptRevisions: keptRevisions, repliesKept: repliesKept,
-            maxPeople: maxPeoplePerRoom)
+            maxPeople: maxPeoplePerRoom, keptSessions: keptSessions)
     }
 
     /// The people new rooms start with: `tutorial`, `empty`, or a JSON file with an array of people.

@@ -14,9 +14,10 @@ import PeopleCore
 /// | `web.root` | path | `Web` |
 /// | `rooms.seed` | `tutorial`, `empty` or a path to a JSON array of people | `tutorial` |
 /// | `rooms.tagBlockSize` | int ≥ 1 | `100` |
-/// | `rooms.keptRevisions` | int ≥ 0 (0: all) | `0` |
+/// | `rooms.keptRevisions` | int ≥ 0 (0: all) | `10000` |
 /// | `rooms.repliesKept` | int ≥ 1 | `64` |
 /// | `rooms.keptSessions` | int ≥ 0 | `256` |
+/// | `rooms.unloadAfterSeconds` | int ≥ 1 | `60` |
 /// | `undo.depth` | int ≥ 0 (0: no limit) | `100` |
 /// | `undo.conflicts` | `skip` or `force` | `skip` |
 /// | `undo.cascade` | bool | `true` |
@@ -34,17 +35,23 @@ import PeopleCore
 /// | `logging.level` | trace, debug, info, notice, warning, error, critical | `info` |
 /// | `logging.format` | `text` or `json` | `text` |
 /// | `metrics.enabled` | bool | `true` |
-/// | `storage.kind` | `embedded` or `memory` | `embedded` |
+/// | `storage.kind` | `embedded`, `postgres` or `memory` | `embedded` |
 /// | `storage.path` | path | `data/peoplekeeper.sqlite` |
+/// | `storage.snapshotEvery` | int ≥ 1 | `1000` |
+/// | `storage.postgresURL` | `postgres://user@host:port/database` | `postgres://peoplekeeper@127.0.0.1:5432/peoplekeeper` |
+/// | `storage.postgresPasswordFile` | path, empty for none | empty |
+/// | `cluster.nodeId` | string, empty: the host name | empty |
+/// | `cluster.advertisedURL` | `ws://host:port` clients reach this node by | empty: from `listen` |
 struct HubSettings: Sendable {
     var host = "127.0.0.1"
     var port = 8080
     var webRoot = "Web"
     var seed = "tutorial"
     var tagBlockSize = 100
-    var keptRevisions = 0
+    var keptRevisions = 10_000
     var repliesKept = 64
     var keptSessions = 256
+    var unloadAfterSeconds = 60
     var undoDepth = 100
     var undoConflicts = UndoPolicy.Conflicts.skip
     var undoCascade = true
@@ -64,9 +71,14 @@ struct HubSettings: Sendable {
     var metricsEnabled = true
     var storageKind = StorageKind.embedded
     var storagePath = "data/peoplekeeper.sqlite"
+    var snapshotEvery = 1_000
+    var postgresURL = "postgres://peoplekeeper@127.0.0.1:5432/peoplekeeper"
+    var postgresPasswordFile = ""
+    var nodeID = ""
+    var advertisedURL = ""
 
     enum LogFormat: String, Sendable, CaseIterable { case text, json }
-    enum StorageKind: String, Sendable, CaseIterable { case embedded, memory }
+    enum StorageKind: String, Sendable, CaseIterable { case embedded, postgres, memory }
 }
 
 /// A config problem, naming the key.

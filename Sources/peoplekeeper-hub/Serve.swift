@@ -45,7 +45,7 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("log-format"), help: "text or json (logging.format).")
     var logFormat: String?
 
-    @Option(name: .long, help: "embedded or memory (storage.kind).")
+    @Option(name: .long, help: "embedded (SQLite), postgres or memory (storage.kind).")
     var storage: String?
 
     @Option(name: .long, help: "tutorial, empty, or a JSON file of people (rooms.seed).")
@@ -98,12 +98,15 @@ struct Serve: AsyncParsableCommand {
         MetricsSystem.bootstrap(factory)
 
         let store: any PeopleStore
-        switch settings.storageKind {
-        case .memory:
-            store = InMemoryStore()
-        case .embedded:
-            logger.warning("storage.kind embedded: the SQLite store is not built yet; using memory (edits are lost on restart)")
-            store = InMemoryStore()
+        do {
+            store = try settings.openStore(logger: logger)
+        } catch {
+            logger.critical("cannot open the store: \(error)")
+            FileHandle.standardError.write(Data("peoplekeeper-hub: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        if settings.storageKind == .memory {
+            logger.warning("storage.kind memory: nothing outlives this process (rooms, edits and undo stacks are lost on restart)")
         }
 
         let limits = HubLimits(
@@ -111,7 +114,8 @@ struct Serve: AsyncParsableCommand {
             maxPeoplePerRoom: settings.maxPeoplePerRoom, opsPerSecond: settings.opsPerSecond,
             helloTimeoutSeconds: settings.helloTimeoutSeconds, keptSessionsPerRoom: settings.keptSessions)
         let hubConfiguration = HubConfiguration(
-            seed: seedModel, roomPolicy: settings.roomPolicy, limits: limits, metricsEnabled: settings.metricsEnabled)
+            seed: seedModel, roomPolicy: settings.roomPolicy, limits: limits, metricsEnabled: settings.metricsEnabled,
+            snapshotEvery: settings.snapshotEvery, unloadAfterSeconds: settings.unloadAfterSeconds)
         var renderMetrics: (@Sendable () -> String)?
         if settings.metricsEnabled { renderMetrics = { registry.emitToString() } }
         let hub = Hub(configuration: hubConfiguration, store: store, logger: logger, renderMetrics: renderMetrics)
@@ -127,7 +131,7 @@ struct Serve: AsyncParsableCommand {
             delegate: hub)
         hub.attach(to: server)
 
-        let service = HubService(hub: hub, server: server, settings: settings, logger: logger)
+        let service = HubService(hub: hub, server: server, store: store, settings: settings, logger: logger)
         let group = ServiceGroup(configuration: .init(
             services: [service], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
@@ -138,6 +142,7 @@ struct Serve: AsyncParsableCommand {
 struct HubService: Service {
     let hub: Hub
     let server: WebSocketServer
+    let store: any PeopleStore
     let settings: HubSettings
     let logger: Logger
 
@@ -150,13 +155,52 @@ struct HubService: Service {
             throw error
         }
         let shownHost = settings.host.contains(":") ? "[\(settings.host)]" : settings.host
+        if let leases = store as? any RoomLeases, settings.advertisedURL.isEmpty {
+            leases.advertisedURL = "ws://\(shownHost):\(port)"
+        }
         // The first line on stdout, for people and for tests that start the hub on port 0.
         let banner = "peoplekeeper-hub listening on http://\(shownHost):\(port)/ (WebSocket ws://\(shownHost):\(port)/v1/rooms/ROOM)\n"
         FileHandle.standardOutput.write(Data(banner.utf8))
-        logger.info("listening", metadata: ["host": "\(settings.host)", "port": "\(port)", "webRoot": "\(settings.webRoot)"])
+        logger.info("listening", metadata: [
+            "host": "\(settings.host)", "port": "\(port)", "webRoot": "\(settings.webRoot)",
+            "storage": "\(settings.storageKind.rawValue)",
+        ])
         try? await gracefulShutdown()
         logger.info("shutdown requested")
         await hub.drain()
         logger.info("stopped")
+    }
+}
+
+extension HubSettings {
+    /// The store `storage.kind` names: SQLite at `storage.path`, PostgreSQL (cluster mode: this node
+    /// leases rooms and redirects to their owners), or memory.
+    func openStore(logger: Logger) throws -> any PeopleStore {
+        switch storageKind {
+        case .memory:
+            return InMemoryStore()
+        case .embedded:
+            return try SQLiteStore(path: storagePath, logger: logger)
+        case .postgres:
+            var password: String?
+            if !postgresPasswordFile.isEmpty {
+                do {
+                    password = try String(contentsOfFile: postgresPasswordFile, encoding: .utf8)
+                        .trimmingCharacters(in: .whitespacesAndNewlines)
+                } catch {
+                    throw ConfigProblem(key: "storage.postgresPasswordFile", problem: "cannot read \(postgresPasswordFile)")
+                }
+            }
+            let node = nodeID.isEmpty ? ProcessInfo.processInfo.hostName : nodeID
+            return try PostgresStore(url: postgresURL, password: password, node: node,
+                                     advertisedURL: advertisedBase, logger: logger)
+        }
+    }
+
+    /// Where clients reach this node: `cluster.advertisedURL`, else the listen address.
+    var advertisedBase: String {
+        if !advertisedURL.isEmpty { return advertisedURL.hasSuffix("/") ? String(advertisedURL.dropLast()) : advertisedURL }
+        let shown = host.contains(":") ? "[\(host)]" : host
+        return "ws://\(shown):\(port)"
     }
 }

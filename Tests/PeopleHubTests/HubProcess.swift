@@ -9,6 +9,10 @@ final class HubProcess: @unchecked Sendable {
     let process = Process()
     private(set) var port = 0
     let directory: URL
+    private let keepsDirectory: Bool
+    private var config = ""
+    private var seed: String?
+    private var storage = ""
     private let stderrPipe = Pipe()
     private var sink = StderrSink()
 
@@ -23,10 +27,17 @@ final class HubProcess: @unchecked Sendable {
         return packageRoot.appendingPathComponent(".build/debug/peoplekeeper-hub")
     }
 
-    /// Starts a hub. `config` is YAML appended after `listen`/`storage`/`logging` defaults for tests.
-    init(config: String = "", seed: String? = nil) throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("pk-hub-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    /// Starts a hub. `config` is YAML appended after `listen`/`storage`/`logging` defaults for tests;
+    /// `storage` is the body of the `storage` section. A hub given the `directory` of an earlier one
+    /// (`restarted()`) keeps its files (the SQLite store) and leaves them for the caller.
+    init(config: String = "", seed: String? = nil, storage: String = "kind: memory", directory: URL? = nil) throws {
+        self.keepsDirectory = directory != nil
+        self.directory = directory
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("pk-hub-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
+        // `$DIR` in the storage section is the hub's directory (a SQLite file there goes away with it).
+        let storageLines = storage.replacingOccurrences(of: "$DIR", with: self.directory.path)
+            .split(separator: "\n").map { "  " + $0 }.joined(separator: "\n")
         var yaml = """
             listen:
               host: 127.0.0.1
@@ -34,20 +45,20 @@ final class HubProcess: @unchecked Sendable {
             logging:
               level: warning
             storage:
-              kind: memory
+            \(storageLines)
 
             """
         if let seed {
-            let seedFile = directory.appendingPathComponent("seed.json")
+            let seedFile = self.directory.appendingPathComponent("seed.json")
             try seed.write(to: seedFile, atomically: true, encoding: .utf8)
             yaml += "rooms:\n  seed: \(seedFile.path)\n"
         }
         yaml += config
-        let configFile = directory.appendingPathComponent("hub.yaml")
+        let configFile = self.directory.appendingPathComponent("hub.yaml")
         try yaml.write(to: configFile, atomically: true, encoding: .utf8)
 
         process.executableURL = Self.binary
-        process.arguments = ["--config", configFile.path, "--web-root", directory.path]
+        process.arguments = ["--config", configFile.path, "--web-root", self.directory.path]
         process.currentDirectoryURL = Self.packageRoot
         let stdout = Pipe()
         process.standardOutput = stdout
@@ -55,6 +66,7 @@ final class HubProcess: @unchecked Sendable {
         let sink = StderrSink()
         self.sink = sink
         stderrPipe.fileHandleForReading.readabilityHandler = { handle in sink.append(handle.availableData) }
+        (self.config, self.seed, self.storage) = (config, seed, storage)
         try process.run()
         // The first stdout line names the port.
         var line = Data()
@@ -82,8 +94,19 @@ final class HubProcess: @unchecked Sendable {
     func stop() -> Int32 {
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }
         process.waitUntilExit()
-        try? FileManager.default.removeItem(at: directory)
+        if !keepsDirectory { try? FileManager.default.removeItem(at: directory) }
         return process.terminationStatus
+    }
+
+    /// SIGKILL (a crash: no drain, nothing flushed but what was committed), then waits.
+    func crash() {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    /// A new hub process with the same config on the same directory (and so the same SQLite file).
+    func restarted() throws -> HubProcess {
+        try HubProcess(config: config, seed: seed, storage: storage, directory: directory)
     }
 
     /// What the hub wrote to stderr so far.

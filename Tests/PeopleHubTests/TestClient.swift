@@ -70,6 +70,9 @@ final class TestClient: WebSocketClientDelegate, @unchecked Sendable {
     /// The next seq of this connection.
     func nextSeq() -> Int { lock.withLock { seq += 1; return seq } }
 
+    /// Continues a resumed session's seq counter after `last`.
+    func continueSeq(after last: Int) { lock.withLock { seq = max(seq, last) } }
+
     func submit(_ ops: [Diff], base: Int, label: String? = nil, coalesce: String? = nil, seq: Int? = nil) -> Int {
         let seq = seq ?? nextSeq()
         send(.submit(.init(seq: seq, base: base, ops: ops, label: label, coalesce: coalesce)))
