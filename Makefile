@@ -4,14 +4,17 @@
 #   make deps    install missing system packages (as root, idempotent, quiet)
 #   make venv    the Python venv (.venv) with websockets + pytest, for the Python suite and the tour
 #   make build   debug build of every target, tests included
-#   make bench   the core benchmark and the hub-vs-relay fan-out figure, release build
+#   make bench   the core benchmark, the hub-vs-relay fan-out figure and the store figures (durable
+#                revisions/s with group commit, restart of a 1,000,000-revision room), release build
 #   make clean   remove build products
 
 export PATH := /opt/swift/usr/bin:$(PATH)
 
 # Debian packages the project needs beyond the preinstalled toolchain; `deps` installs whichever are missing.
-# libwebsockets-dev: the WebSocket + HTTP transport (CLibWebSockets).
-APT_PACKAGES := libwebsockets-dev pkg-config
+# libwebsockets-dev: the WebSocket + HTTP transport (CLibWebSockets). libsqlite3-dev: the embedded
+# store (GRDB links the system SQLite). postgresql-15: the tests (and make bench) start a throwaway
+# PostgreSQL server for the cluster store; the hub itself only needs a reachable PostgreSQL.
+APT_PACKAGES := libwebsockets-dev pkg-config libsqlite3-dev postgresql-15
 
 # The Python venv for the independent-client test suite (Tests/python) and the README tour.
 VENV := .venv
@@ -76,6 +79,7 @@ test: deps venv
 bench: deps
 	swift run -c release peoplekeeper-bench core
 	scripts/bench-fanout.sh 100 200 10
+	scripts/bench-store.sh 5 1000000
 
 run: deps
 	swift build --product peoplekeeper-hub

@@ -85,6 +85,7 @@ let package = Package(
             name: "peoplekeeper-bench",
             dependencies: [
                 "PeopleCore",
+                "PeopleStore",
                 "WebSocketTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]

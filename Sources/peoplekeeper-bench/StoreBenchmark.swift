@@ -1,0 +1,185 @@
+import ArgumentParser
+import Foundation
+import PeopleCore
+import PeopleStore
+import Synchronization
+
+/// `peoplekeeper-bench store`: durable revisions per second through a store's group commit, and the
+/// time to load a room with a long history.
+///
+/// Throughput: `--writers` threads, each like a client waiting for its ack, append one revision at a
+/// time to one of `--rooms` rooms and wait until it is durable; what arrives while a commit runs goes
+/// into the next one. The revisions are real ones (a room's journal records, made by the core).
+/// Restart: a room of `--history` revisions (snapshots every `--snapshot-every`) is written, then
+/// loaded and rebuilt as a restarted hub does, timed.
+struct StoreBenchmark: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "store",
+        abstract: "Durable revisions per second (group commit) and restart time of a long room.",
+        discussion: """
+            Examples:
+              peoplekeeper-bench store --kind sqlite --path /tmp/bench.sqlite
+              peoplekeeper-bench store --kind postgres --url postgres://peoplekeeper@127.0.0.1:5432/peoplekeeper
+              peoplekeeper-bench store --kind sqlite --path /tmp/long.sqlite --history 1000000 --seconds 0
+            """)
+
+    @Option(help: "sqlite, postgres or memory.") var kind = "sqlite"
+    @Option(help: "SQLite file (removed first).") var path = "/tmp/peoplekeeper-bench.sqlite"
+    @Option(help: "PostgreSQL URL.") var url = "postgres://peoplekeeper@127.0.0.1:5432/peoplekeeper"
+    @Option(help: "Appending threads (clients waiting for acks).") var writers = 64
+    @Option(help: "Rooms the writers spread over.") var rooms = 16
+    @Option(help: "Seconds of appending (0: skip the throughput run).") var seconds = 5.0
+    @Option(help: "Revisions of the room whose restart is timed (0: skip).") var history = 0
+    @Option(name: .customLong("snapshot-every"), help: "Snapshot interval while writing the long room.") var snapshotEvery = 1000
+    @Option(help: "Write a JSON summary here.") var json: String?
+
+    func openStore() throws -> any PeopleStore {
+        switch kind {
+        case "memory": return InMemoryStore()
+        case "sqlite":
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+            return try SQLiteStore(path: path)
+        case "postgres":
+            return try PostgresStore(url: url, node: "bench", advertisedURL: "ws://127.0.0.1:1")
+        default: throw ValidationError("--kind must be sqlite, postgres or memory")
+        }
+    }
+
+    func run() throws {
+        let store = try openStore()
+        defer { store.close() }
+        var summary: [String: Any] = ["kind": kind]
+        if seconds > 0 { summary.merge(try throughput(store), uniquingKeysWith: { $1 }) }
+        if history > 0 { summary.merge(try restart(store), uniquingKeysWith: { $1 }) }
+        if let json {
+            let data = try JSONSerialization.data(withJSONObject: summary, options: [.prettyPrinted, .sortedKeys])
+            try data.write(to: URL(fileURLWithPath: json))
+        }
+    }
+
+    /// A room's journal, made by the core: one user toggling glasses, `count` revisions.
+    static func journal(room name: String, revisions count: Int, policy: RoomPolicy = RoomPolicy(keptRevisions: 10_000),
+                        each: (Room, [JournalEntry]) throws -> Void) rethrows {
+        var room = Room(name: name, policy: policy)
+        var (session, actions) = room.join(session: "bench-\(name)", user: "bench", role: .editor)
+        try each(room, actions.compactMap { if case .persist(let e) = $0 { e } else { nil } })
+        for seq in 1...max(count, 1) {
+            actions = room.receive(.submit(.init(seq: seq, base: room.revision, ops: [.set(2, .glasses(seq % 2 == 1))],
+                                                 label: "Toggle Glasses")), from: session, now: Int64(seq))
+            try each(room, actions.compactMap { if case .persist(let e) = $0 { e } else { nil } })
+        }
+        _ = session
+        session = ""
+    }
+
+    func throughput(_ store: any PeopleStore) throws -> [String: Any] {
+        // Records prepared up front, so the run measures the store, not the core.
+        let perRoom = 200_000
+        var journals: [[JournalEntry]] = []
+        for r in 0..<rooms {
+            let name = "bench-\(r)"
+            var entries: [JournalEntry] = []
+            var first = true
+            Self.journal(room: name, revisions: min(perRoom, Int(seconds * 40_000) / rooms + 1000)) { room, new in
+                if first { store.save(room.snapshot(), room: name); first = false }
+                entries += new
+            }
+            journals.append(entries)
+        }
+        let cursors = journals.map { _ in Cursor() }
+        let prepared = journals
+        let latencies = Mutex<[Double]>([])
+        let stop = Atomic<Bool>(false)
+        let done = Atomic<Int>(0)
+        let started = Date()
+        let threads = (0..<writers).map { w in
+            Thread {
+                var mine: [Double] = []
+                let room = w % rooms
+                while !stop.load(ordering: .relaxed) {
+                    // Each room's entries are handed over in order (under the room's lock, as a hub's
+                    // service thread does); the writer then waits for its own to be durable, like a
+                    // client waiting for its ack, while others append.
+                    let t0 = DispatchTime.now().uptimeNanoseconds
+                    let sem = DispatchSemaphore(value: 0)
+                    let ok = cursors[room].lock.withLock { () -> Bool in
+                        let cursor = cursors[room]
+                        guard cursor.next < prepared[room].count else { return false }
+                        let entry = prepared[room][cursor.next]
+                        cursor.next += 1
+                        if store.append([entry], room: "bench-\(room)", whenDurable: { _ in sem.signal() }) == .durable {
+                            sem.signal()
+                        }
+                        return true
+                    }
+                    if ok {
+                        sem.wait()
+                        mine.append(Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6)
+                    }
+                    if !ok { break }
+                    done.add(1, ordering: .relaxed)
+                }
+                latencies.withLock { $0 += mine }
+            }
+        }
+        for t in threads { t.start() }
+        Thread.sleep(forTimeInterval: seconds)
+        stop.store(true, ordering: .relaxed)
+        Thread.sleep(forTimeInterval: 0.5)
+        let elapsed = Date().timeIntervalSince(started) - 0.5
+        let all = latencies.withLock { $0 }.sorted()
+        let rate = Double(all.count) / elapsed
+        func pct(_ p: Double) -> Double { all.isEmpty ? 0 : all[min(all.count - 1, Int(Double(all.count) * p))] }
+        print(String(format: "%@: %d writers over %d rooms: %.0f durable appends/s; latency p50 %.2f ms, p99 %.2f ms, max %.2f ms",
+                     kind, writers, rooms, rate, pct(0.5), pct(0.99), all.last ?? 0))
+        return ["writers": writers, "rooms": rooms, "appendsPerSecond": rate, "p50ms": pct(0.5), "p99ms": pct(0.99),
+                "maxms": all.last ?? 0]
+    }
+
+    func restart(_ store: any PeopleStore) throws -> [String: Any] {
+        let name = "long-room"
+        var batch: [JournalEntry] = []
+        var written = 0
+        let writeStart = Date()
+        func flush() throws {
+            guard !batch.isEmpty else { return }
+            let sem = DispatchSemaphore(value: 0)
+            let failure = Mutex<StoreError?>(nil)
+            if store.append(batch, room: name, whenDurable: { e in failure.withLock { $0 = e }; sem.signal() }) == .pending { sem.wait() }
+            if let error = failure.withLock({ $0 }) { throw error }
+            batch = []
+        }
+        var expected = PeopleModel()
+        try Self.journal(room: name, revisions: history) { room, entries in
+            if room.journalPosition <= 1 { store.save(room.snapshot(), room: name) }
+            batch += entries
+            if batch.count >= 5_000 { try flush() }
+            if room.revision > 0 && room.revision % snapshotEvery == 0 && !entries.isEmpty {
+                try flush()
+                store.save(room.snapshot(), room: name)
+            }
+            written = room.revision
+            expected = room.model
+        }
+        try flush()
+        print(String(format: "wrote a room of %d revisions in %.1f s", written, Date().timeIntervalSince(writeStart)))
+        var times: [Double] = []
+        for _ in 0..<3 {
+            let t0 = Date()
+            guard let stored = try store.load(room: name) else { throw StoreError("the room is missing") }
+            let room = try Room(restoring: stored, policy: RoomPolicy(keptRevisions: 10_000))
+            times.append(Date().timeIntervalSince(t0))
+            guard room.revision == written, room.model == expected else { throw StoreError("the restored room differs") }
+        }
+        let best = times.min() ?? 0
+        print(String(format: "restart of a room with %d revisions (snapshot every %d, memory window 10000): %.3f s (best of 3; %@)",
+                     written, snapshotEvery, best, times.map { String(format: "%.3f", $0) }.joined(separator: ", ")))
+        return ["historyRevisions": written, "restartSeconds": best]
+    }
+}
+
+/// A room's next entry to append.
+private final class Cursor: @unchecked Sendable {
+    let lock = NSLock()
+    var next = 0
+}
