@@ -30,6 +30,9 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
     private var draining = false
     /// Blocking store reads (loading rooms, old catch-ups) run here, never on the service thread.
     private let reads = DispatchQueue(label: "peoplekeeper.hub.store-reads", attributes: .concurrent)
+    /// Lease calls, in the order the service thread makes them (a release queued when a room unloads
+    /// must run before the acquire of a hello that comes right after).
+    private let leaseCalls = DispatchQueue(label: "peoplekeeper.hub.leases")
     private var sweepTimer: DispatchSourceTimer?
 
     private enum RoomSlot {
@@ -121,7 +124,7 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
             saveSnapshotIfChanged(host)
             rooms[name] = nil
             metrics.rooms.record(rooms.count)
-            if let leases { reads.async { leases.release(room: name) } }
+            if let leases { leaseCalls.async { leases.release(room: name) } }
             logger.info("room unloaded (idle)", metadata: ["room": "\(name)"])
         }
     }
@@ -303,18 +306,14 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
     }
 
     /// Reads and rebuilds the room off the service thread, then joins the hellos that waited for it.
+    /// In cluster mode the room's lease comes first (on the lease queue, in order with releases).
     private func startLoading(_ name: String) {
         let store = store
-        let leases = leases
         let policy = configuration.roomPolicy
-        reads.async { [weak self] in
+        let load: @Sendable () -> Void = { [weak self] in
             let started = DispatchTime.now().uptimeNanoseconds
             let result: Result<Room?, StoreError>
             do {
-                if let leases, let owner = try Self.takeLease(leases, room: name) {
-                    self?.server?.perform { [weak self] in self?.redirect(name, to: owner) }
-                    return
-                }
                 if let stored = try store.load(room: name) {
                     result = .success(try Room(restoring: stored, policy: policy))
                 } else {
@@ -328,6 +327,20 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
             let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
             let box = UncheckedSendable(result)
             self?.server?.perform { [weak self] in self?.loaded(name, box.value, seconds: seconds) }
+        }
+        guard let leases else { return reads.async(execute: load) }
+        let reads = reads
+        leaseCalls.async { [weak self] in
+            do {
+                if let owner = try Self.takeLease(leases, room: name) {
+                    self?.server?.perform { [weak self] in self?.redirect(name, to: owner) }
+                } else {
+                    reads.async(execute: load)
+                }
+            } catch {
+                let box = UncheckedSendable(Result<Room?, StoreError>.failure(error as? StoreError ?? StoreError("\(error)")))
+                self?.server?.perform { [weak self] in self?.loaded(name, box.value, seconds: 0) }
+            }
         }
     }
 
@@ -375,7 +388,7 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
             logger.info("room created", metadata: ["room": "\(name)"])
         case .failure(let error):
             rooms[name] = nil
-            if let leases { reads.async { leases.release(room: name) } }
+            if let leases { leaseCalls.async { leases.release(room: name) } }
             logger.critical("room cannot be loaded", metadata: ["room": "\(name)", "error": "\(error)"])
             for (connection, peer, _) in load.waiting where connection.context === peer {
                 peer.waiting = nil
@@ -410,7 +423,10 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
                 guard let self else { return }
                 let (connection, peer, host, hello) = box.value
                 host.catchingUp -= 1
-                guard connection.context === peer, !connection.isClosing else { return }
+                guard connection.context === peer, !connection.isClosing else {
+                    if host.connections.isEmpty && host.catchingUp == 0 { host.idleSince = self.clock() }
+                    return
+                }
                 if self.host(name) === host {
                     self.finishJoin(hello, on: connection, peer: peer, host: host, earlier: earlier)
                 } else {

@@ -16,9 +16,10 @@ enum WriterWork: Sendable {
 /// Group commit on a thread of its own: whatever was handed over while the previous commit ran goes
 /// into the next one, so many appends (from many rooms) cost one transaction and one sync.
 ///
-/// `commit` gets the work in order and must write all of it in one transaction, or throw. After a
-/// failure, each room it touched refuses further appends until `reopen(room:)` (the hub reloads such a
-/// room from what is durable): a later append must never land after a gap.
+/// `commit` gets the work in order and must write all of it in one transaction, or throw. A failed
+/// batch of several rooms is committed again room by room, so only the failing rooms fail. After a
+/// failure a room refuses further appends until `reopen(room:)` (the hub reloads such a room from what
+/// is durable): a later append must never land after a gap.
 final class GroupCommitWriter: @unchecked Sendable {
     private let condition = NSCondition()
     private var queue: [WriterWork] = []
@@ -71,6 +72,29 @@ final class GroupCommitWriter: @unchecked Sendable {
         if !wasClosed { finished.wait() }
     }
 
+    /// Commits the batch; if that fails and it holds several rooms, commits each room's part on its
+    /// own, so one room's failure (a collision, a bad record) does not fail the others. Returns the
+    /// rooms that failed.
+    private func commitIsolatingFailures(_ batch: [WriterWork]) -> [String: StoreError] {
+        func attempt(_ part: [WriterWork]) -> StoreError? {
+            do {
+                try commit(part)
+                return nil
+            } catch {
+                return error as? StoreError ?? StoreError("\(error)")
+            }
+        }
+        guard let error = attempt(batch) else { return [:] }
+        var rooms: [String] = []
+        for work in batch where !rooms.contains(work.room) { rooms.append(work.room) }
+        guard rooms.count > 1 else { return [rooms[0]: error] }
+        var failures: [String: StoreError] = [:]
+        for room in rooms {
+            if let error = attempt(batch.filter { $0.room == room }) { failures[room] = error }
+        }
+        return failures
+    }
+
     private func run() {
         while true {
             condition.lock()
@@ -93,18 +117,14 @@ final class GroupCommitWriter: @unchecked Sendable {
             condition.unlock()
             for case (.append(_, _, let whenDurable), let error) in refused { whenDurable(error) }
 
-            var failure: StoreError?
-            do {
-                try commit(batch)
-            } catch {
-                failure = error as? StoreError ?? StoreError("\(error)")
-            }
-            if let failure {
+            let failures = commitIsolatingFailures(batch)
+            if !failures.isEmpty {
                 condition.lock()
-                for work in batch { broken[work.room] = failure }
+                for (room, error) in failures { broken[room] = error }
                 condition.unlock()
             }
             for work in batch {
+                let failure = failures[work.room]
                 switch work {
                 case .append(_, _, let whenDurable): whenDurable(failure)
                 case .snapshot(let room, _): if let failure { onSnapshotFailure(room, failure) }

@@ -4,7 +4,10 @@ import Synchronization
 /// Work handed to the lws service thread from other threads.
 ///
 /// `post` appends and wakes the loop with `lws_cancel_service`; the service thread runs everything
-/// queued each time it is woken (wakeups coalesce, so it always drains the whole inbox). The context
+/// queued each time it is woken (wakeups coalesce, so it always drains the whole inbox). Every post
+/// wakes the loop, even when the inbox was not empty: waking only on the first post loses work (seen
+/// under load: a cancel that lands while the loop is handling the previous one can be swallowed, and
+/// nothing would wake it again). The context
 /// pointer lives under the same lock and is cleared before the context is destroyed, so a late `post`
 /// never touches a dead context: its work is dropped instead.
 final class Inbox: Sendable {

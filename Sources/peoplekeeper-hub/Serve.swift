@@ -157,6 +157,9 @@ struct HubService: Service {
         let shownHost = settings.host.contains(":") ? "[\(settings.host)]" : settings.host
         if let leases = store as? any RoomLeases, settings.advertisedURL.isEmpty {
             leases.advertisedURL = "ws://\(shownHost):\(port)"
+            if ["0.0.0.0", "::", ""].contains(settings.host) {
+                logger.warning("cluster.advertisedURL is empty and listen.host is a wildcard: other nodes will redirect clients to \(leases.advertisedURL), which they cannot reach; set cluster.advertisedURL")
+            }
         }
         // The first line on stdout, for people and for tests that start the hub on port 0.
         let banner = "peoplekeeper-hub listening on http://\(shownHost):\(port)/ (WebSocket ws://\(shownHost):\(port)/v1/rooms/ROOM)\n"
