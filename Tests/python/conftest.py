@@ -1,8 +1,10 @@
 """Fixtures: a PeopleKeeper hub process per config, and clients connected to it.
 
 The binary is PEOPLEKEEPER_HUB_BIN, or ../../.build/debug/peoplekeeper-hub relative to this file.
-Each hub gets a temporary YAML config; it is started with `--port 0 --storage memory` from the repo
-root, its port is parsed from the first stdout line, and at teardown it is sent SIGTERM and must exit 0.
+Each hub gets a temporary YAML config; it is started with `--port 0` from the repo root (plus
+`--storage memory` unless the test's config sets `storage.kind`), its port is parsed from the first
+stdout line, and at teardown it is sent SIGTERM and must exit 0. A hub can be crashed (`kill()`: SIGKILL)
+and started again on the same config and working directory (`restart()`), so a SQLite file survives.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from pkclient import HubClient  # noqa: E402
+from pgserver import PostgresServer, PostgresUnavailable  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -91,7 +94,7 @@ def merge(base: dict, over: dict) -> dict:
 
 
 class Hub:
-    """A running hub process."""
+    """A running hub process (restartable on the same config and working directory)."""
 
     def __init__(self, config: dict, workdir: Path):
         if not os.access(HUB_BIN, os.X_OK):
@@ -101,20 +104,43 @@ class Hub:
         seed_path.write_text(json.dumps(SEED))
         cfg = merge(BASE_CONFIG, {"rooms": {"seed": str(seed_path)}})
         cfg = merge(cfg, config)
+        # "{workdir}" in a string value is this hub's working directory (e.g. a SQLite file that lives,
+        # and dies, with the hub: storage.path "{workdir}/data/pk.sqlite").
+        cfg = {k: {kk: vv.replace("{workdir}", str(workdir)) if isinstance(vv, str) else vv
+                   for kk, vv in v.items()} if isinstance(v, dict) else v for k, v in cfg.items()}
         self.config = cfg
         self.config_path = workdir / "hub.yaml"
         self.config_path.write_text(to_yaml(cfg))
+        # The flag overrides the YAML: pass it only when the test leaves the storage to the default
+        # (memory), so a test that asks for `embedded` / `postgres` gets it.
+        self.storage_flag = not isinstance((config or {}).get("storage"), dict) or "kind" not in config["storage"]
         self.stderr_path = workdir / "hub.stderr"
-        self._stderr = open(self.stderr_path, "wb")
-        self.proc = subprocess.Popen(
-            [HUB_BIN, "--config", str(self.config_path), "--port", "0", "--storage", "memory"],
-            cwd=str(REPO), stdout=subprocess.PIPE, stderr=self._stderr, stdin=subprocess.DEVNULL)
+        self._stderr = None
+        self.clients: list[HubClient] = []
+        self.exit_code: int | None = None
+        self.starts = 0          # how many processes this Hub has launched (1 + restarts)
+        self._launch()
+
+    def _launch(self, port: int = 0) -> None:
+        """Start one process on the config (every start appends to the same hub.stderr)."""
+        self.starts += 1
+        self._stderr = open(self.stderr_path, "ab")
+        if self.starts > 1:
+            self._stderr.write(f"--- start #{self.starts} ---\n".encode())
+            self._stderr.flush()
+        args = [HUB_BIN, "--config", str(self.config_path), "--port", str(port)]
+        if self.storage_flag:
+            args += ["--storage", "memory"]
+        self.proc = subprocess.Popen(args, cwd=str(REPO), stdout=subprocess.PIPE, stderr=self._stderr,
+                                     stdin=subprocess.DEVNULL)
+        self.exit_code = None
         self.stdout_lines: list[str] = []
         first = threading.Event()
+        proc, lines = self.proc, self.stdout_lines
 
         def drain():
-            for line in self.proc.stdout:
-                self.stdout_lines.append(line.decode("utf-8", "replace").rstrip("\n"))
+            for line in proc.stdout:
+                lines.append(line.decode("utf-8", "replace").rstrip("\n"))
                 first.set()
             first.set()
 
@@ -122,13 +148,13 @@ class Hub:
         if not first.wait(START_TIMEOUT) or not self.stdout_lines:
             self.proc.kill()
             self.proc.wait()
-            raise RuntimeError(f"hub did not start (exit {self.proc.returncode}); stderr:\n{self.stderr()}")
+            self.exit_code = self.proc.returncode
+            self._stderr.close()
+            raise RuntimeError(f"hub did not start (exit {self.proc.returncode}); stderr:\n{self.stderr()[-3000:]}")
         m = LISTEN_RE.match(self.stdout_lines[0])
         assert m, f"unexpected first stdout line: {self.stdout_lines[0]!r}"
         assert m.group(1) == m.group(2)
         self.port = int(m.group(1))
-        self.clients: list[HubClient] = []
-        self.exit_code: int | None = None
 
     # -- access ----------------------------------------------------------------------------------------
 
@@ -171,6 +197,26 @@ class Hub:
 
     # -- stopping --------------------------------------------------------------------------------------
 
+    def kill(self, timeout: float = STOP_TIMEOUT) -> None:
+        """A crash: SIGKILL (nothing is flushed but what the hub had committed), then wait for the exit.
+        The working directory (config, seed, SQLite file, stderr) stays for `restart()`."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        try:
+            self.proc.wait(timeout)
+        finally:
+            self.exit_code = self.proc.returncode
+            if self._stderr is not None and not self._stderr.closed:
+                self._stderr.close()
+
+    def restart(self, *, same_port: bool = False) -> "Hub":
+        """Start the hub again on the same config and working directory (crashing the running process
+        first, if any). The port is a new free one unless `same_port`. Returns self."""
+        if self.exit_code is None:
+            self.kill()
+        self._launch(self.port if same_port else 0)
+        return self
+
     def terminate(self, timeout: float = STOP_TIMEOUT) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
@@ -181,7 +227,8 @@ class Hub:
             self.proc.wait()
             raise AssertionError(f"hub did not exit within {timeout}s of SIGTERM")
         finally:
-            self._stderr.close()
+            if not self._stderr.closed:
+                self._stderr.close()
         return self.exit_code
 
     def stop(self) -> None:
@@ -271,3 +318,18 @@ def start_hub_raw():
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
     return run
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A throwaway PostgreSQL 15 server (pgserver.py) for cluster tests, with an empty database
+    `peoplekeeper`; its `url` is a `storage.postgresURL`. Missing PostgreSQL fails the test (no skip)."""
+    server = PostgresServer()
+    try:
+        server.start()
+    except PostgresUnavailable as e:
+        pytest.fail(f"this test needs a real PostgreSQL 15 server: {e}", pytrace=False)
+    try:
+        yield server
+    finally:
+        server.stop()
