@@ -89,13 +89,17 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
     /// closed with 1012 so clients reconnect and are sent to the owner.
     private func dropAllRooms(reason: String) {
         logger.error("dropping every room", metadata: ["reason": "\(reason)"])
-        for case .loaded(let host) in rooms.values {
-            host.broken = true
-            host.held.removeAll()
-            for connection in host.connections.values { connection.close(code: 1012, reason: "room moved; reconnect") }
-        }
-        rooms = rooms.filter { if case .loading = $0.value { true } else { false } }
+        for case .loaded(let host) in rooms.values { drop(host, code: 1012, reason: "room moved; reconnect") }
+    }
+
+    /// Stops serving a room: nothing held is sent any more, its connections are closed, and the next
+    /// hello loads it again (from what is durable).
+    private func drop(_ host: RoomHost, code: UInt16, reason: String) {
+        host.broken = true
+        host.held.removeAll()
+        if self.host(host.room.name) === host { rooms[host.room.name] = nil }
         metrics.rooms.record(rooms.count)
+        for connection in host.connections.values { connection.close(code: code, reason: reason) }
     }
 
     /// Stops taking messages, lets the server close every connection with 1001 and stop, then stores a
@@ -365,9 +369,7 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
         logger.debug("redirect", metadata: ["room": "\(name)", "url": "\(url)"])
         for (connection, peer, _) in load.waiting where connection.context === peer {
             peer.waiting = nil
-            let message = ServerMessage.redirect(url: url)
-            metrics.count(message)
-            connection.send(OutboundMessage(text: message.json.bytes))
+            send(.redirect(url: url), to: connection)
             connection.close(code: 1000, reason: "redirect")
         }
     }
@@ -522,15 +524,10 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
     private func durable(barrier: Int, host: RoomHost, error: StoreError?) {
         guard !host.broken else { return }
         if let error {
-            // Nothing after the failed record may be sent: drop the room (with everything held) and
-            // close its connections; the next hello reloads it from what is durable.
-            host.broken = true
-            host.held.removeAll()
-            if self.host(host.room.name) === host { rooms[host.room.name] = nil }
-            metrics.rooms.record(rooms.count)
+            // Nothing after the failed record may be sent.
             logger.critical("store failed; room dropped and its connections closed",
                             metadata: ["room": "\(host.room.name)", "error": "\(error)"])
-            for connection in host.connections.values { connection.close(code: 1011, reason: "store failed") }
+            drop(host, code: 1011, reason: "store failed")
             return
         }
         for (encoded, sessions) in host.release(barrier) { deliver(encoded, to: sessions, in: host) }
@@ -542,10 +539,13 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
         }
     }
 
-    private func send(error: ProtocolError, seq: Int? = nil, to connection: WebSocketConnection) {
-        let message = ServerMessage.error(.init(seq: seq, error))
+    private func send(_ message: ServerMessage, to connection: WebSocketConnection) {
         metrics.count(message)
         connection.send(OutboundMessage(text: message.json.bytes))
+    }
+
+    private func send(error: ProtocolError, seq: Int? = nil, to connection: WebSocketConnection) {
+        send(.error(.init(seq: seq, error)), to: connection)
         if error.code.isFatal { connection.close(code: 1008, reason: error.code.rawValue) }
     }
 

@@ -4,12 +4,12 @@ import Synchronization
 /// The in-memory twin of the durable stores: rooms live as long as the process.
 ///
 /// Used by tests and by `storage.kind: memory`. Appends are durable at once (as durable as memory
-/// is). Records and snapshots are kept encoded, as a durable store keeps them, so the same decoding
-/// runs. Thread-safe.
+/// is) and cost no encoding on the caller's thread: records are kept as values, and a snapshot is
+/// encoded only when a room is loaded, as a durable store hands it back. Thread-safe.
 public final class InMemoryStore: PeopleStore {
     private struct Stored {
-        var snapshot: (position: Int, revision: Int, floor: Int, json: [UInt8])?
-        var journal: [(position: Int, revision: Int?, json: [UInt8])] = []
+        var snapshot: RoomSnapshot?
+        var journal: [JournalEntry] = []
     }
 
     private let rooms = Mutex<[String: Stored]>([:])
@@ -20,46 +20,26 @@ public final class InMemoryStore: PeopleStore {
 
     public func append(_ entries: [JournalEntry], room: String,
                        whenDurable: @escaping @Sendable (StoreError?) -> Void) -> AppendOutcome {
-        let encoded = entries.map { ($0.position, $0.record.revision?.number, $0.record.json.bytes) }
-        rooms.withLock { $0[room, default: Stored()].journal.append(contentsOf: encoded) }
+        rooms.withLock { $0[room, default: Stored()].journal.append(contentsOf: entries) }
         return .durable
     }
 
     public func save(_ snapshot: RoomSnapshot, room: String) {
-        let json = snapshot.json.bytes
-        rooms.withLock { $0[room, default: Stored()].snapshot = (snapshot.position, snapshot.revision, snapshot.floor, json) }
+        rooms.withLock { $0[room, default: Stored()].snapshot = snapshot }
     }
 
     public func load(room: String) throws(StoreError) -> StoredRoom? {
         guard let stored = rooms.withLock({ $0[room] }), let snapshot = stored.snapshot else { return nil }
-        do {
-            let window = try stored.journal
-                .filter { ($0.revision ?? 0) > snapshot.floor && ($0.revision ?? 0) <= snapshot.revision }
-                .map { try Self.revision(from: $0.json) }
-            let tail = try stored.journal.filter { $0.position > snapshot.position }
-                .map { JournalEntry(position: $0.position, record: try RoomRecord(json: JSON.parse($0.json))) }
-            return StoredRoom(snapshot: try JSON.parse(snapshot.json), window: window, tail: tail)
-        } catch {
-            throw StoreError("room \(room) is damaged: \(error)")
-        }
+        let window = stored.journal.compactMap(\.record.revision)
+            .filter { $0.number > snapshot.floor && $0.number <= snapshot.revision }
+        let tail = stored.journal.filter { $0.position > snapshot.position }
+        return StoredRoom(snapshot: snapshot.json, window: window, tail: tail)
     }
 
     public func revisions(room: String, after: Int, through: Int) throws(StoreError) -> [Revision] {
         let journal = rooms.withLock { $0[room]?.journal ?? [] }
-        do {
-            return try journal.filter { ($0.revision ?? 0) > after && ($0.revision ?? 0) <= through }
-                .map { try Self.revision(from: $0.json) }
-        } catch {
-            throw StoreError("room \(room) is damaged: \(error)")
-        }
+        return journal.compactMap(\.record.revision).filter { $0.number > after && $0.number <= through }
     }
 
     public func close() {}
-
-    static func revision(from bytes: [UInt8]) throws -> Revision {
-        guard let revision = try RoomRecord(json: JSON.parse(bytes)).revision else {
-            throw StoreError("a journal entry filed as a revision holds none")
-        }
-        return revision
-    }
 }

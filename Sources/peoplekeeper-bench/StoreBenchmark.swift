@@ -61,15 +61,13 @@ struct StoreBenchmark: ParsableCommand {
     static func journal(room name: String, revisions count: Int, policy: RoomPolicy = RoomPolicy(keptRevisions: 10_000),
                         each: (Room, [JournalEntry]) throws -> Void) rethrows {
         var room = Room(name: name, policy: policy)
-        var (session, actions) = room.join(session: "bench-\(name)", user: "bench", role: .editor)
-        try each(room, actions.compactMap { if case .persist(let e) = $0 { e } else { nil } })
+        let (session, joined) = room.join(session: "bench-\(name)", user: "bench", role: .editor)
+        try each(room, joined.compactMap { if case .persist(let e) = $0 { e } else { nil } })
         for seq in 1...max(count, 1) {
-            actions = room.receive(.submit(.init(seq: seq, base: room.revision, ops: [.set(2, .glasses(seq % 2 == 1))],
+            let actions = room.receive(.submit(.init(seq: seq, base: room.revision, ops: [.set(2, .glasses(seq % 2 == 1))],
                                                  label: "Toggle Glasses")), from: session, now: Int64(seq))
             try each(room, actions.compactMap { if case .persist(let e) = $0 { e } else { nil } })
         }
-        _ = session
-        session = ""
     }
 
     func throughput(_ store: any PeopleStore) throws -> [String: Any] {
