@@ -286,6 +286,7 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
             return send(error: ProtocolError(.badMessage, "user must be 1 to 64 bytes of UTF-8"), to: connection)
         }
         peer.waiting = []
+        logger.debug("hello", metadata: ["room": "\(peer.room)", "user": "\(hello.user)", "peer": "\(connection.peer)"])
         open(hello, on: connection, peer: peer)
     }
 
