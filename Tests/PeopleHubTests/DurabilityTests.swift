@@ -16,7 +16,7 @@ struct DurabilityTests {
     @Test("acked revisions, undo stacks, tag blocks and cached replies survive a restart", arguments: Stop.allCases)
     func restart(stop: Stop) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pk-durable-\(UUID().uuidString)")
-        let hub = try HubProcess(storage: Self.sqlite, directory: directory)
+        let hub = try await HubProcess.start(storage: Self.sqlite, directory: directory)
         let client = try WebSocketClient()
         defer { Task { await client.shutdown() } }
         let url = hub.url(room: "durable")
@@ -39,12 +39,12 @@ struct DurabilityTests {
         #expect(head == 5)
 
         switch stop {
-        case .sigterm: #expect(hub.stop() == 0)
-        case .sigkill: hub.crash()
+        case .sigterm: #expect(await hub.stop() == 0)
+        case .sigkill: await hub.crash()
         }
-        let again = try hub.restarted()
+        let again = try await hub.restarted()
         defer {
-            again.crash()
+            again.killNow()
             try? FileManager.default.removeItem(at: again.directory)
         }
         let url2 = again.url(room: "durable")
@@ -95,7 +95,7 @@ extension DurabilityTests {
 
     @Test("a catch-up older than the memory window is read from the store: exactly the missed revisions")
     func catchUpFromStore() async throws {
-        let hub = try HubProcess(config: "rooms:\n  keptRevisions: 4\n", storage: Self.sqlite)
+        let hub = try await HubProcess.start(config: "rooms:\n  keptRevisions: 4\n", storage: Self.sqlite)
         let client = try WebSocketClient()
         let url = hub.url(room: "window")
         let ann = try await TestClient.joined(url, user: "ann", on: client)
@@ -115,12 +115,12 @@ extension DurabilityTests {
         }
         #expect(reasons.contains(.expired))
         await client.shutdown()
-        #expect(hub.stop() == 0)
+        #expect(await hub.stop() == 0)
     }
 
     @Test("an idle room is unloaded (after a snapshot) and comes back from the store with its undo stacks")
     func unloadAndReload() async throws {
-        let hub = try HubProcess(config: "rooms:\n  unloadAfterSeconds: 1\n", storage: Self.sqlite)
+        let hub = try await HubProcess.start(config: "rooms:\n  unloadAfterSeconds: 1\n", storage: Self.sqlite)
         let client = try WebSocketClient()
         let url = hub.url(room: "idle")
         let ann = try await TestClient.joined(url, user: "ann", on: client)
@@ -143,15 +143,15 @@ extension DurabilityTests {
         back.send(.undo(.init(seq: seq)))
         #expect(try await back.undone(seq: seq).ops == [.set(1, .hairColor(Person.tutorial(1).hairColor))])
         await client.shutdown()
-        #expect(hub.stop() == 0)
+        #expect(await hub.stop() == 0)
     }
 
     @Test("a store failure closes the room's connections with 1011, sends nothing it did not make durable, and the room reloads from the store")
     func storeFailure() async throws {
         // Two hubs on one SQLite file (an operator's mistake): the second one's append collides with
         // the first one's at the same journal position and fails.
-        let first = try HubProcess(storage: Self.sqlite)
-        let second = try HubProcess(storage: "kind: embedded\npath: \(first.directory.path)/data/peoplekeeper.sqlite")
+        let first = try await HubProcess.start(storage: Self.sqlite)
+        let second = try await HubProcess.start(storage: "kind: embedded\npath: \(first.directory.path)/data/peoplekeeper.sqlite")
         let client = try WebSocketClient()
         let ann = try await TestClient.joined(first.url(room: "twice"), user: "ann", on: client)
         // The second hub loads the room with ann's session and journals bob's after it.
@@ -168,8 +168,8 @@ extension DurabilityTests {
         #expect(try #require(carol.welcome?.tags).from > bob.welcome!.tags.to)
         #expect(first.stderrText().contains("store failed"))
         await client.shutdown()
-        #expect(second.stop() == 0)
-        #expect(first.stop() == 0)
+        #expect(await second.stop() == 0)
+        #expect(await first.stop() == 0)
     }
 
     static func get(_ url: String) async throws -> String {

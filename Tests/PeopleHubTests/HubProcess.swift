@@ -1,10 +1,12 @@
 import Foundation
+import PeopleTestSupport
 import Testing
 
 /// A real `peoplekeeper-hub` process on port 0 with a temporary config, for integration tests.
 ///
 /// Starts the binary built by `swift build` (or the one in `PEOPLEKEEPER_HUB_BIN`), reads the port from
-/// its first stdout line, and stops it with SIGTERM (`stop()` returns the exit status).
+/// its first stdout line, and stops it with SIGTERM (`stop()` returns the exit status). Starting and
+/// stopping wait for the process, so they are async and wait off the cooperative pool (`blocking`).
 final class HubProcess: @unchecked Sendable {
     let process = Process()
     private(set) var port = 0
@@ -27,10 +29,15 @@ final class HubProcess: @unchecked Sendable {
         return packageRoot.appendingPathComponent(".build/debug/peoplekeeper-hub")
     }
 
-    /// Starts a hub. `config` is YAML appended after `listen`/`storage`/`logging` defaults for tests;
+    /// Starts a hub and waits until it listens. `config` is YAML appended after `listen`/`storage`/`logging` defaults for tests;
     /// `storage` is the body of the `storage` section. A hub given the `directory` of an earlier one
     /// (`restarted()`) keeps its files (the SQLite store) and leaves them for the caller.
-    init(config: String = "", seed: String? = nil, storage: String = "kind: memory", directory: URL? = nil) throws {
+    static func start(config: String = "", seed: String? = nil, storage: String = "kind: memory",
+                      directory: URL? = nil) async throws -> HubProcess {
+        try await blocking { try HubProcess(config: config, seed: seed, storage: storage, directory: directory) }
+    }
+
+    private init(config: String, seed: String?, storage: String, directory: URL?) throws {
         self.keepsDirectory = directory != nil
         self.directory = directory
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("pk-hub-\(UUID().uuidString)")
@@ -91,22 +98,32 @@ final class HubProcess: @unchecked Sendable {
 
     /// SIGTERM, then waits; returns the exit status.
     @discardableResult
-    func stop() -> Int32 {
+    func stop() async -> Int32 {
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }
-        process.waitUntilExit()
+        await waitForExit()
         if !keepsDirectory { try? FileManager.default.removeItem(at: directory) }
         return process.terminationStatus
     }
 
     /// SIGKILL (a crash: no drain, nothing flushed but what was committed), then waits.
-    func crash() {
+    func crash() async {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        await waitForExit()
+    }
+
+    /// SIGKILL without waiting (for `defer`).
+    func killNow() {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+
+    private func waitForExit() async {
+        let process = Unchecked(process)
+        _ = try? await blocking { process.value.waitUntilExit() }
     }
 
     /// A new hub process with the same config on the same directory (and so the same SQLite file).
-    func restarted() throws -> HubProcess {
-        try HubProcess(config: config, seed: seed, storage: storage, directory: directory)
+    func restarted() async throws -> HubProcess {
+        try await Self.start(config: config, seed: seed, storage: storage, directory: directory)
     }
 
     /// What the hub wrote to stderr so far.

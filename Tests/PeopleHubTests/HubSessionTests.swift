@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import PeopleCore
+import PeopleTestSupport
 import Testing
 import WebSocketTransport
 
@@ -15,7 +16,7 @@ struct HubSessionTests {
 
     /// Runs `body` with a fresh hub and client context; stops both and checks the hub exited 0.
     func withHub(config: String = "", _ body: (HubProcess, WebSocketClient) async throws -> Void) async throws {
-        let hub = try HubProcess(config: config)
+        let hub = try await HubProcess.start(config: config)
         let client = try WebSocketClient()
         do {
             try await body(hub, client)
@@ -23,7 +24,7 @@ struct HubSessionTests {
             Issue.record("\(error); hub stderr: \(hub.stderrText())")
         }
         await client.shutdown()
-        #expect(hub.stop() == 0)
+        #expect(await hub.stop() == 0)
     }
 
     @Test("catch-up: hello with since gets a welcome without people, then exactly the missed ops in order")
@@ -155,13 +156,13 @@ struct HubSessionTests {
 
     @Test("SIGTERM drains: every client is closed with 1001 and the hub exits 0")
     func drainOnSigterm() async throws {
-        let hub = try HubProcess()
+        let hub = try await HubProcess.start()
         let client = try WebSocketClient()
         let ann = try await TestClient.joined(hub.url(room: "drain"), user: "ann", on: client)
         let bob = try await TestClient.joined(hub.url(room: "drain-2"), user: "bob", on: client)
         let seq = ann.submit([Self.hairRed], base: 0)
         _ = try await ann.ack(seq: seq)
-        let status = hub.stop()
+        let status = await hub.stop()
         #expect(status == 0)
         #expect(try await ann.closedCode() == 1001)
         #expect(try await bob.closedCode() == 1001)
@@ -242,7 +243,7 @@ struct HubSessionTests {
     }
 
     @Test("a bad config stops the hub at start with exit 78 and a message naming the key")
-    func badConfig() throws {
+    func badConfig() async throws {
         for (yaml, key) in [("undo:\n  dept: 3\n", "undo.dept"), ("limits:\n  maxRooms: lots\n", "limits.maxRooms"),
                             ("listen:\n  port: 70000\n", "listen.port"), ("undo:\n  conflicts: maybe\n", "undo.conflicts")] {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pk-bad-\(UUID().uuidString)")
@@ -256,8 +257,12 @@ struct HubSessionTests {
             process.standardError = stderr
             process.standardOutput = Pipe()
             try process.run()
-            let message = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
+            let exited = Unchecked((process, stderr))
+            let message = try await blocking {
+                let (process, stderr) = exited.value
+                defer { process.waitUntilExit() }
+                return String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            }
             #expect(process.terminationStatus == 78, "\(key)")
             #expect(message.contains(key), "\(key): \(message)")
             try? FileManager.default.removeItem(at: directory)

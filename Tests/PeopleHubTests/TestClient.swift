@@ -11,6 +11,8 @@ final class TestClient: WebSocketClientDelegate, @unchecked Sendable {
     private let lock = NSLock()
     private var inbox: [ServerMessage] = []
     private var connection: WebSocketConnection?
+    /// Frames sent before the handshake completed; the service thread sends them as it completes.
+    private var early: [OutboundMessage] = []
     private var connected = false
     private(set) var closed = false
     private(set) var closeCode: UInt16?
@@ -21,10 +23,13 @@ final class TestClient: WebSocketClientDelegate, @unchecked Sendable {
     private let created = Date()
     private var closedAt: Date?
 
-    /// Connects to `url` (waits for the handshake; throws if it fails).
-    init(_ url: String, user: String, on client: WebSocketClient) async throws {
+    /// Connects to `url` (waits for the handshake; throws if it fails). `first` is sent by the client's
+    /// service thread as soon as the handshake completes, whatever the test's tasks are doing (a hello
+    /// that waited for a busy cooperative pool could miss the hub's hello timeout).
+    init(_ url: String, user: String, on client: WebSocketClient, first: String? = nil) async throws {
         self.user = user
         self.client = client
+        if let first { early.append(OutboundMessage(first)) }
         try client.connect(url: url, delegate: self)
         try await until("connected to \(url)") { $0.connected || $0.closed }
         if !lock.withLock({ connected }) {
@@ -35,11 +40,10 @@ final class TestClient: WebSocketClientDelegate, @unchecked Sendable {
     /// Connects and says hello; returns after the welcome.
     static func joined(_ url: String, user: String, on client: WebSocketClient, resume: String? = nil,
                        since: Int? = nil) async throws -> TestClient {
-        let c = try await TestClient(url, user: user, on: client)
         var fields: [String: Any] = ["type": "hello", "protocol": 1, "user": user, "client": "swift-tests/1"]
         if let resume { fields["resume"] = resume }
         if let since { fields["since"] = since }
-        c.send(json: fields)
+        let c = try await TestClient(url, user: user, on: client, first: Self.text(fields))
         guard case .welcome(let welcome) = try await c.next("welcome") else { throw HubTestError("no welcome") }
         c.lock.withLock { c.welcome = welcome }
         return c
@@ -48,19 +52,31 @@ final class TestClient: WebSocketClientDelegate, @unchecked Sendable {
     // MARK: Sending
 
     func send(text: String) {
-        let message = OutboundMessage(text)
-        client.perform { [self] in lock.withLock { connection }?.send(message) }
+        send(OutboundMessage(text))
     }
 
     /// Sends raw bytes as a text frame (may be invalid UTF-8, for tests of the hub's validation).
     func send(bytes: [UInt8]) {
-        let message = OutboundMessage(text: bytes)
-        client.perform { [self] in lock.withLock { connection }?.send(message) }
+        send(OutboundMessage(text: bytes))
+    }
+
+    private func send(_ message: OutboundMessage) {
+        client.perform { [self] in
+            let open: WebSocketConnection? = lock.withLock {
+                if connection == nil && !closed { early.append(message) }
+                return connection
+            }
+            open?.send(message)
+        }
     }
 
     func send(json fields: [String: Any]) {
+        send(text: Self.text(fields))
+    }
+
+    static func text(_ fields: [String: Any]) -> String {
         let data = try! JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])
-        send(text: String(decoding: data, as: UTF8.self))
+        return String(decoding: data, as: UTF8.self)
     }
 
     func send(_ message: ClientMessage) {
@@ -151,10 +167,13 @@ final class TestClient: WebSocketClientDelegate, @unchecked Sendable {
     // MARK: WebSocketClientDelegate (service thread)
 
     func didConnect(_ connection: WebSocketConnection) {
-        lock.withLock {
+        let early = lock.withLock {
             self.connection = connection
             connected = true
+            defer { self.early = [] }
+            return self.early
         }
+        for message in early { connection.send(message) }
     }
 
     func didReceive(_ connection: WebSocketConnection, message: [UInt8], binary: Bool) {

@@ -41,7 +41,7 @@ struct WireVectorTests {
             Issue.record("\(vector): malformed")
             return
         }
-        let hub = try HubProcess(config: config, seed: JSON.array(start).text)
+        let hub = try await HubProcess.start(config: config, seed: JSON.array(start).text)
         let client = try WebSocketClient()
         var users: [String: TestClient] = [:]
         do {
@@ -120,7 +120,7 @@ struct WireVectorTests {
             Issue.record("\(vector): \(error); hub stderr: \(hub.stderrText())")
         }
         await client.shutdown()
-        #expect(hub.stop() == 0)
+        #expect(await hub.stop() == 0)
     }
 
     private func int(_ json: JSON?) -> Int? { if case .int(let n)? = json { n } else { nil } }

@@ -89,6 +89,14 @@ func appendAndWait(_ store: any PeopleStore, _ entries: [JournalEntry], room: St
     if let error = result.withLock({ $0 }) ?? nil { throw error }
 }
 
+extension StoreContract {
+    /// Runs a contract test off the cooperative pool (its store calls wait for commits: `blocking`).
+    func run(_ test: @escaping (StoreContract) throws -> Void) async throws {
+        let contract = Unchecked(self)
+        try await blocking { try test(contract.value) }
+    }
+}
+
 /// One contract, every store: each test takes a factory that opens the same store again (for the
 /// durable ones, the same file or database) and runs against it.
 struct StoreContract {
@@ -208,11 +216,11 @@ struct InMemoryStoreContractTests {
         return StoreContract(open: { store }, durable: false)
     }()
 
-    @Test func unknownRoom() throws { try contract.unknownRoom() }
-    @Test func roundTrip() throws { try contract.roundTrip() }
-    @Test func snapshotThenTail() throws { try contract.snapshotThenTail() }
-    @Test func revisionRanges() throws { try contract.revisionRanges() }
-    @Test func concurrentAppends() throws { try contract.concurrentAppends() }
+    @Test func unknownRoom() async throws { try await contract.run { try $0.unknownRoom() } }
+    @Test func roundTrip() async throws { try await contract.run { try $0.roundTrip() } }
+    @Test func snapshotThenTail() async throws { try await contract.run { try $0.snapshotThenTail() } }
+    @Test func revisionRanges() async throws { try await contract.run { try $0.revisionRanges() } }
+    @Test func concurrentAppends() async throws { try await contract.run { try $0.concurrentAppends() } }
 }
 
 @Suite("Store contract: SQLite")
@@ -223,24 +231,27 @@ struct SQLiteStoreContractTests {
         return StoreContract(open: { try SQLiteStore(path: path) }, durable: true)
     }
 
-    @Test func unknownRoom() throws { try contract.unknownRoom() }
-    @Test func roundTrip() throws { try contract.roundTrip() }
-    @Test func snapshotThenTail() throws { try contract.snapshotThenTail() }
-    @Test func revisionRanges() throws { try contract.revisionRanges() }
-    @Test func concurrentAppends() throws { try contract.concurrentAppends() }
-    @Test func failedAppendBreaksTheRoom() throws { try contract.failedAppendBreaksTheRoom() }
+    @Test func unknownRoom() async throws { try await contract.run { try $0.unknownRoom() } }
+    @Test func roundTrip() async throws { try await contract.run { try $0.roundTrip() } }
+    @Test func snapshotThenTail() async throws { try await contract.run { try $0.snapshotThenTail() } }
+    @Test func revisionRanges() async throws { try await contract.run { try $0.revisionRanges() } }
+    @Test func concurrentAppends() async throws { try await contract.run { try $0.concurrentAppends() } }
+    @Test func failedAppendBreaksTheRoom() async throws { try await contract.run { try $0.failedAppendBreaksTheRoom() } }
 
     @Test("the file is in WAL mode and an online backup holds every room")
-    func walAndBackup() throws {
-        let store = try SQLiteStore(path: directory + "/wal.sqlite")
-        let driver = try seededRoom(store, "backed-up", rounds: 3)
-        #expect(FileManager.default.fileExists(atPath: directory + "/wal.sqlite-wal"))
-        try store.backup(to: directory + "/copy.sqlite")
-        store.close()
-        let copy = try SQLiteStore(path: directory + "/copy.sqlite")
-        defer { copy.close() }
-        let stored = try #require(try copy.load(room: "backed-up"))
-        #expect(try Room(restoring: stored, policy: RoomPolicy()).model == driver.room.model)
+    func walAndBackup() async throws {
+        let directory = self.directory
+        try await blocking {
+            let store = try SQLiteStore(path: directory + "/wal.sqlite")
+            let driver = try seededRoom(store, "backed-up", rounds: 3)
+            #expect(FileManager.default.fileExists(atPath: directory + "/wal.sqlite-wal"))
+            try store.backup(to: directory + "/copy.sqlite")
+            store.close()
+            let copy = try SQLiteStore(path: directory + "/copy.sqlite")
+            defer { copy.close() }
+            let stored = try #require(try copy.load(room: "backed-up"))
+            #expect(try Room(restoring: stored, policy: RoomPolicy()).model == driver.room.model)
+        }
     }
 }
 
@@ -260,58 +271,64 @@ struct PostgresStoreContractTests {
     let contract: StoreContract
     let url: String
 
-    init() throws {
-        let url = try SharedPostgres.url()
+    init() async throws {
+        let url = try await blocking { try SharedPostgres.url() }
         self.url = url
         contract = StoreContract(
             open: { try PostgresStore(url: url, node: "test", advertisedURL: "ws://127.0.0.1:1") },
             durable: true, prefix: "t\(UInt32.random(in: 0...UInt32.max))-")
     }
 
-    @Test func unknownRoom() throws { try contract.unknownRoom() }
-    @Test func roundTrip() throws { try contract.roundTrip() }
-    @Test func snapshotThenTail() throws { try contract.snapshotThenTail() }
-    @Test func revisionRanges() throws { try contract.revisionRanges() }
-    @Test func concurrentAppends() throws { try contract.concurrentAppends() }
-    @Test func failedAppendBreaksTheRoom() throws { try contract.failedAppendBreaksTheRoom() }
+    @Test func unknownRoom() async throws { try await contract.run { try $0.unknownRoom() } }
+    @Test func roundTrip() async throws { try await contract.run { try $0.roundTrip() } }
+    @Test func snapshotThenTail() async throws { try await contract.run { try $0.snapshotThenTail() } }
+    @Test func revisionRanges() async throws { try await contract.run { try $0.revisionRanges() } }
+    @Test func concurrentAppends() async throws { try await contract.run { try $0.concurrentAppends() } }
+    @Test func failedAppendBreaksTheRoom() async throws { try await contract.run { try $0.failedAppendBreaksTheRoom() } }
 
     @Test("a room is leased to one node at a time; the others are told its URL; a dead node's rooms are free at once")
-    func leases() throws {
-        let room = "lease-\(UInt32.random(in: 0...UInt32.max))"
-        let a = try PostgresStore(url: url, node: "a", advertisedURL: "ws://a.example:8080")
-        let b = try PostgresStore(url: url, node: "b", advertisedURL: "ws://b.example:8080")
-        defer { b.close() }
-        #expect(try a.acquire(room: room) == .acquired)
-        #expect(try a.acquire(room: room) == .acquired)
-        #expect(try b.acquire(room: room) == .ownedBy(node: "a", url: "ws://a.example:8080"))
-        a.release(room: room)
-        #expect(try b.acquire(room: room) == .acquired)
-        #expect(try a.acquire(room: room) == .ownedBy(node: "b", url: "ws://b.example:8080"))
-        // Closing b's connection (as a node's death does) frees its lease without any release.
-        b.close()
-        #expect(try a.acquire(room: room) == .acquired)
-        a.close()
+    func leases() async throws {
+        let url = self.url
+        try await blocking {
+            let room = "lease-\(UInt32.random(in: 0...UInt32.max))"
+            let a = try PostgresStore(url: url, node: "a", advertisedURL: "ws://a.example:8080")
+            let b = try PostgresStore(url: url, node: "b", advertisedURL: "ws://b.example:8080")
+            defer { b.close() }
+            #expect(try a.acquire(room: room) == .acquired)
+            #expect(try a.acquire(room: room) == .acquired)
+            #expect(try b.acquire(room: room) == .ownedBy(node: "a", url: "ws://a.example:8080"))
+            a.release(room: room)
+            #expect(try b.acquire(room: room) == .acquired)
+            #expect(try a.acquire(room: room) == .ownedBy(node: "b", url: "ws://b.example:8080"))
+            // Closing b's connection (as a node's death does) frees its lease without any release.
+            b.close()
+            #expect(try a.acquire(room: room) == .acquired)
+            a.close()
+        }
     }
 
     @Test("a node that lost its lease without noticing cannot append over the new owner's records")
-    func fencing() throws {
-        let room = "fence-\(UInt32.random(in: 0...UInt32.max))"
-        let a = try PostgresStore(url: url, node: "a", advertisedURL: "ws://a")
-        let b = try PostgresStore(url: url, node: "b", advertisedURL: "ws://b")
-        defer { a.close(); b.close() }
-        var driver = try seededRoom(a, room, rounds: 2)
-        // b takes the room from the store and appends; a, still holding its old copy, appends too.
-        let stored = try #require(try b.load(room: room))
-        var taken = RoomDriver(name: room)
-        taken.room = try Room(restoring: stored, policy: RoomPolicy())
-        let before = taken.room.journalPosition
-        taken.play(rounds: 1)
-        try appendAndWait(b, taken.entries(after: before), room: room)
-        let stale = driver.room.journalPosition
-        driver.play(rounds: 1)
-        #expect(throws: StoreError.self) { try appendAndWait(a, driver.entries(after: stale), room: room) }
-        // What b acknowledged is what the store holds.
-        let final = try #require(try b.load(room: room))
-        #expect(try Room(restoring: final, policy: RoomPolicy()).model == taken.room.model)
+    func fencing() async throws {
+        let url = self.url
+        try await blocking {
+            let room = "fence-\(UInt32.random(in: 0...UInt32.max))"
+            let a = try PostgresStore(url: url, node: "a", advertisedURL: "ws://a")
+            let b = try PostgresStore(url: url, node: "b", advertisedURL: "ws://b")
+            defer { a.close(); b.close() }
+            var driver = try seededRoom(a, room, rounds: 2)
+            // b takes the room from the store and appends; a, still holding its old copy, appends too.
+            let stored = try #require(try b.load(room: room))
+            var taken = RoomDriver(name: room)
+            taken.room = try Room(restoring: stored, policy: RoomPolicy())
+            let before = taken.room.journalPosition
+            taken.play(rounds: 1)
+            try appendAndWait(b, taken.entries(after: before), room: room)
+            let stale = driver.room.journalPosition
+            driver.play(rounds: 1)
+            #expect(throws: StoreError.self) { try appendAndWait(a, driver.entries(after: stale), room: room) }
+            // What b acknowledged is what the store holds.
+            let final = try #require(try b.load(room: room))
+            #expect(try Room(restoring: final, policy: RoomPolicy()).model == taken.room.model)
+        }
     }
 }
