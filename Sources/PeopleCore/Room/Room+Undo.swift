@@ -118,21 +118,34 @@ extension Room {
         func overwritten(_ target: DiffTarget) -> RevertStep {
             .skip(SkipReport(reason: .overwritten, target: target, by: history.writer(of: target)))
         }
+        /// The value there is a teammate's even if it equals ours: their edit or redo was the last write
+        /// to `target` since this entry. (An undo only restores an earlier state and claims nothing, so
+        /// SEMANTICS §5.3 holds: after B undoes over A's value, A's undo still applies.)
+        func claimed(_ target: DiffTarget) -> Bool {
+            guard let last = later.first(where: { $0.target == target }) else { return false }
+            return last.author != user && last.kind != .undo
+        }
 
         switch (done.diff, done.inverse) {
         case (.set(_, let written), .set(_, let old)):
             guard let person = model[tag] else { return removed() }
-            if guarded && person.value(of: written.field) != written { return overwritten(done.diff.target) }
+            if guarded && (person.value(of: written.field) != written || claimed(done.diff.target)) {
+                return overwritten(done.diff.target)
+            }
             return .apply(.set(tag, old))
 
         case (.facialHair(_, let style, let present), .facialHair(_, _, let previous)):
             guard let person = model[tag] else { return removed() }
-            if guarded && person.facialHair.contains(style) != present { return overwritten(done.diff.target) }
+            if guarded && (person.facialHair.contains(style) != present || claimed(done.diff.target)) {
+                return overwritten(done.diff.target)
+            }
             return .apply(.facialHair(tag, style, present: previous))
 
         case (.preference(_, let topic, let written), .preference(_, _, let old)):
             guard let person = model[tag] else { return removed() }
-            if guarded && person.opinion(on: topic) != written { return overwritten(done.diff.target) }
+            if guarded && (person.opinion(on: topic) != written || claimed(done.diff.target)) {
+                return overwritten(done.diff.target)
+            }
             return .apply(.preference(tag, topic, old))
 
         case (.text, .text(_, var operation)):

@@ -9,6 +9,7 @@ struct RoomHistory: Sendable {
         var revision: Int
         var index: Int
         var author: String
+        var kind: RevisionKind
         var target: DiffTarget
         var inverts: DiffRef?
 
@@ -53,8 +54,8 @@ struct RoomHistory: Sendable {
         for (index, done) in revision.applied.enumerated() {
             let target = done.diff.target
             events[target.tag, default: []].append(
-                TagEvent(revision: revision.number, index: index, author: revision.author, target: target,
-                         inverts: revision.inverts[index]))
+                TagEvent(revision: revision.number, index: index, author: revision.author, kind: revision.kind,
+                         target: target, inverts: revision.inverts[index]))
             lastWriter[target] = revision.author  // insert and remove both write `.person(tag)`
             if let change = Self.positionalEvent(done, revision: revision.number, index: index) {
                 positional.append(change)
