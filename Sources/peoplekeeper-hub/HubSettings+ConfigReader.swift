@@ -9,7 +9,7 @@ extension HubSettings {
     /// Every key the hub reads, with its type; a file that sets any other key is refused.
     static let keys: [(key: String, type: ConfigType)] = [
         ("listen.host", .string), ("listen.port", .int), ("web.root", .string),
-        ("rooms.seed", .string), ("rooms.tagBlockSize", .int), ("rooms.keptRevisions", .int),
+        ("rooms.seed", .string), ("rooms.tagBlockSize", .int), ("rooms.keptRevisions", .int), ("rooms.maxCatchUp", .int),
         ("rooms.repliesKept", .int), ("rooms.keptSessions", .int), ("rooms.unloadAfterSeconds", .int),
         ("undo.depth", .int), ("undo.conflicts", .string), ("undo.cascade", .bool), ("undo.coalesceMillis", .int),
         ("limits.maxMessageBytes", .int), ("limits.maxConnections", .int), ("limits.maxRooms", .int),
@@ -75,6 +75,7 @@ extension HubSettings {
             "rooms.seed": .string(seed), "rooms.tagBlockSize": .int(tagBlockSize),
             "rooms.keptRevisions": .int(keptRevisions), "rooms.repliesKept": .int(repliesKept),
             "rooms.keptSessions": .int(keptSessions), "rooms.unloadAfterSeconds": .int(unloadAfterSeconds),
+            "rooms.maxCatchUp": .int(maxCatchUp),
             "undo.depth": .int(undoDepth), "undo.conflicts": .string(undoConflicts.rawValue),
             "undo.cascade": .bool(undoCascade), "undo.coalesceMillis": .int(coalesceMillis),
             "limits.maxMessageBytes": .int(maxMessageBytes), "limits.maxConnections": .int(maxConnections),
@@ -146,6 +147,8 @@ extension HubSettings {
         helloTimeoutSeconds = try int("limits.helloTimeoutSeconds", 1...3600)
         sendQueueMessages = try int("limits.sendQueueMessages", 1...1_000_000)
         sendQueueBytes = try int("limits.sendQueueBytes", 1024...(1 << 30))
+        // A catch-up is queued at once behind the welcome: it must leave room in the send queue.
+        maxCatchUp = min(try int("rooms.maxCatchUp", 0...1_000_000), max(0, sendQueueMessages - 64))
         permessageDeflate = try bool("transport.permessageDeflate")
         pingIntervalSeconds = try int("transport.pingIntervalSeconds", 0...3600)
         logLevel = try choice("logging.level", Logger.Level.self)
@@ -204,7 +207,7 @@ extension HubSettings {
             undo: UndoPolicy(depth: undoDepth, conflicts: undoConflicts, cascade: undoCascade,
                              coalesceMillis: Int64(coalesceMillis)),
             tagBlockSize: tagBlockSize, keptRevisions: keptRevisions, repliesKept: repliesKept,
-            maxPeople: maxPeoplePerRoom, keptSessions: keptSessions)
+            maxPeople: maxPeoplePerRoom, keptSessions: keptSessions, maxCatchUp: maxCatchUp)
     }
 
     /// The people new rooms start with: `tutorial`, `empty`, or a JSON file with an array of people.

@@ -18,6 +18,7 @@ import PeopleCore
 /// | `rooms.repliesKept` | int ≥ 1 | `64` |
 /// | `rooms.keptSessions` | int ≥ 0 | `256` |
 /// | `rooms.unloadAfterSeconds` | int ≥ 1 | `60` |
+/// | `rooms.maxCatchUp` | int ≥ 0 (capped at `limits.sendQueueMessages` − 64) | `1000` |
 /// | `undo.depth` | int ≥ 0 (0: no limit) | `100` |
 /// | `undo.conflicts` | `skip` or `force` | `skip` |
 /// | `undo.cascade` | bool | `true` |
@@ -52,6 +53,7 @@ struct HubSettings: Sendable {
     var repliesKept = 64
     var keptSessions = 256
     var unloadAfterSeconds = 60
+    var maxCatchUp = 1000
     var undoDepth = 100
     var undoConflicts = UndoPolicy.Conflicts.skip
     var undoCascade = true

@@ -173,6 +173,24 @@ struct RoomProtocolTests {
         #expect(w.people == h.people)
     }
 
+    @Test("a since more than maxCatchUp revisions behind gets the full state; within it, the ops (from memory or the store)")
+    func catchUpLimit() {
+        var h = Harness(policy: RoomPolicy(keptRevisions: 2, maxCatchUp: 3))
+        for k in 0..<6 { h.submit("A", [.set(1, .glasses(k % 2 == 0))]) }
+        #expect(!h.room.needsEarlierRevisions(since: 2))  // 4 behind: no store read, the full state
+        let (_, far) = h.room.join(session: "far", user: "C", role: .editor, since: 2)
+        let farMessages = Self.sends(far).map(\.0)
+        guard case .welcome(let full) = farMessages[0] else { Issue.record("expected welcome"); return }
+        #expect(full.people == h.people && full.rev == 6)
+        #expect(!farMessages.contains { if case .ops = $0 { true } else { false } })
+        #expect(h.room.needsEarlierRevisions(since: 3))  // 3 behind, older than the 2 kept: from the store
+        let (_, near) = h.room.join(session: "near", user: "D", role: .editor, since: 4)
+        let nearMessages = Self.sends(near).map(\.0)
+        guard case .welcome(let partial) = nearMessages[0] else { Issue.record("expected welcome"); return }
+        #expect(partial.people == nil)
+        #expect(nearMessages.compactMap { if case .ops(let o) = $0 { o.rev } else { nil } } == [5, 6])
+    }
+
     @Test("each session gets its own tag block; a user's inserts may use any of the user's blocks")
     func tagBlocks() {
         var h = Harness()

@@ -118,6 +118,29 @@ extension DurabilityTests {
         #expect(await hub.stop() == 0)
     }
 
+    @Test("a hello further behind than rooms.maxCatchUp gets the full state, never more frames than its send queue holds")
+    func farBehind() async throws {
+        // 200 missed revisions would overflow a 128-message send queue (the connection used to be closed
+        // 1008 before its welcome); maxCatchUp is capped at 128 - 64.
+        let config = "rooms:\n  keptRevisions: 4\nlimits:\n  sendQueueMessages: 128\n  opsPerSecond: 100000\n"
+        let hub = try await HubProcess.start(config: config, storage: Self.sqlite)
+        let client = try WebSocketClient()
+        let url = hub.url(room: "behind")
+        let ann = try await TestClient.joined(url, user: "ann", on: client)
+        let head = try await edits(200, by: ann, from: 0)
+        let bob = try await TestClient.joined(url, user: "bob", on: client, since: 0)
+        #expect(bob.welcome?.rev == head)
+        #expect(bob.welcome?.people?.first { $0.tag == 2 }?.glasses == false)
+        #expect(try await bob.ack(seq: bob.submit([.set(1, .hairColor(.red))], base: head)).rev == head + 1)
+        #expect(!bob.pending.contains { if case .ops = $0 { true } else { false } })
+        // 50 behind (older than the 4 kept in memory) is still a catch-up, read from the store.
+        let carol = try await TestClient.joined(url, user: "carol", on: client, since: head - 50)
+        #expect(carol.welcome?.people == nil)
+        for rev in head - 49...head + 1 { _ = try await carol.ops(rev: rev) }
+        await client.shutdown()
+        #expect(await hub.stop() == 0)
+    }
+
     @Test("an idle room is unloaded (after a snapshot) and comes back from the store with its undo stacks")
     func unloadAndReload() async throws {
         let hub = try await HubProcess.start(config: "rooms:\n  unloadAfterSeconds: 1\n", storage: Self.sqlite)

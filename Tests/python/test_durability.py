@@ -53,11 +53,12 @@ USER_FIELDS = {
 
 # Every hub in this file: no rate limit in the way of the load (PROTOCOL: 100 frames/s by default), the
 # default undo depth and window, written out because the stack model below relies on them.
-# sendQueueMessages is raised because the hub queues a whole catch-up at once: a hello whose `since` is
-# 4095 or more revisions behind exceeds the default 4096 and is closed 1008 "slow consumer" before its
-# welcome (reported; the observer's `since: 0` below needs all of them).
+# The observer below joins with `since: 0` and needs every revision as an `ops` frame: rooms.maxCatchUp
+# (beyond it a hello gets the full state) is raised, and with it sendQueueMessages, which caps it (a
+# catch-up is queued at once).
 LOAD_CONFIG = {
     "limits": {"opsPerSecond": 100000, "sendQueueMessages": 1000000},
+    "rooms": {"maxCatchUp": 1000000},
     "undo": {"conflicts": "skip", "cascade": True, "depth": 100, "coalesceMillis": 500},
 }
 UNDO_DEPTH = 100

@@ -119,7 +119,9 @@ public struct Room: Sendable {
         if users[user] == nil { users[user] = UserState() }
         // Catch-up from memory, or from `earlier` (revisions the store read) joined to memory.
         var missed: [Revision]?
-        if let since, since >= history.floor, since <= history.head {
+        if let since, history.head - since > policy.maxCatchUp {
+            missed = nil  // too far behind: the full state
+        } else if let since, since >= history.floor, since <= history.head {
             missed = Array(history.revisions(after: since))
         } else if let since, let first = earlier.first, first.number == since + 1,
                   let last = earlier.last, last.number >= history.floor, last.number <= history.head {
@@ -141,10 +143,11 @@ public struct Room: Sendable {
     }
 
     /// Whether a `hello` with this `since` needs revisions from the store: it is older than the memory
-    /// window (a `since` the store cannot serve either gets the full state).
+    /// window but within `policy.maxCatchUp` of the head (further behind, and for a `since` the store
+    /// cannot serve, the welcome carries the full state).
     public func needsEarlierRevisions(since: Int?) -> Bool {
         guard let since else { return false }
-        return since >= 0 && since < history.floor
+        return since >= 0 && since < history.floor && history.head - since <= policy.maxCatchUp
     }
 
     /// The connection of `session` closed; the session is kept for a `resume`, up to

@@ -35,10 +35,14 @@ public struct RoomPolicy: Hashable, Sendable {
     public var maxPeople: Int
     /// Disconnected sessions kept for `hello.resume`; beyond it the oldest are forgotten.
     public var keptSessions: Int
+    /// Most revisions a `hello` with `since` is caught up with as `ops` frames; further behind, the
+    /// welcome carries the full state instead (smaller, and it never floods the connection).
+    public var maxCatchUp: Int
 
     public init(undo: UndoPolicy = UndoPolicy(), tagBlockSize: Int = 100, keptRevisions: Int = 0, repliesKept: Int = 64,
-                maxPeople: Int = 0, keptSessions: Int = 256) {
+                maxPeople: Int = 0, keptSessions: Int = 256, maxCatchUp: Int = 1000) {
         self.keptSessions = keptSessions
+        self.maxCatchUp = maxCatchUp
         self.undo = undo
         self.tagBlockSize = tagBlockSize
         self.keptRevisions = keptRevisions
