@@ -34,6 +34,13 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
     /// must run before the acquire of a hello that comes right after).
     private let leaseCalls = DispatchQueue(label: "peoplekeeper.hub.leases")
     private var sweepTimer: DispatchSourceTimer?
+    /// What the last store check found (nil: it answered); `/healthz` reports it. Checked every
+    /// `storeCheckSeconds` from the sweep, off the service thread.
+    private var storeProblem: StoreError?
+    /// When the check under way started (nil: none is).
+    private var storeCheckStarted: Int64?
+    private var sweeps = 0
+    static let storeCheckSeconds = 5
 
     private enum RoomSlot {
         case loading(RoomLoad)
@@ -120,6 +127,8 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
     /// Unloads rooms nobody has been connected to for `unloadAfterSeconds` (after a snapshot, so the
     /// next load replays little); they come back from the store on the next hello.
     private func sweep() {
+        sweeps += 1
+        if sweeps % Self.storeCheckSeconds == 1 { checkStore() }
         let now = clock()
         let limit = Int64(configuration.unloadAfterSeconds) * 1000
         for (name, slot) in rooms {
@@ -129,7 +138,39 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
             rooms[name] = nil
             metrics.rooms.record(rooms.count)
             if let leases { leaseCalls.async { leases.release(room: name) } }
+            metrics.roomUnloads.increment()
             logger.info("room unloaded (idle)", metadata: ["room": "\(name)"])
+        }
+    }
+
+    /// Asks the store whether it can be reached and written (off the service thread); the answer is
+    /// what `/healthz` says until the next check.
+    private func checkStore() {
+        if let started = storeCheckStarted {
+            // A check that hangs (a database that accepts connections but never answers) is a failure too.
+            let waited = (clock() - started) / 1000
+            if waited >= Self.storeCheckSeconds * 2, storeProblem == nil {
+                storeProblem = StoreError("the store has not answered a check for \(waited) s")
+                logger.error("store check failed: /healthz answers 503", metadata: ["error": "\(storeProblem!)"])
+            }
+            return
+        }
+        storeCheckStarted = clock()
+        let store = store
+        reads.async { [weak self] in
+            var problem: StoreError?
+            do { try store.check() } catch { problem = error as? StoreError ?? StoreError("\(error)") }
+            let found = problem
+            self?.server?.perform { [weak self] in
+                guard let self else { return }
+                storeCheckStarted = nil
+                if let found, storeProblem == nil {
+                    logger.error("store check failed: /healthz answers 503", metadata: ["error": "\(found)"])
+                } else if found == nil, let old = storeProblem {
+                    logger.notice("store check passes again", metadata: ["was": "\(old)"])
+                }
+                storeProblem = found
+            }
         }
     }
 
@@ -247,7 +288,9 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
     public func response(for request: HTTPRequest) -> HTTPResponse? {
         switch request.path {
         case "/healthz":
-            return draining ? HTTPResponse(status: 503, text: "draining\n") : HTTPResponse(status: 200, text: "ok\n")
+            if draining { return HTTPResponse(status: 503, text: "draining\n") }
+            if let storeProblem { return HTTPResponse(status: 503, text: "store unavailable: \(storeProblem)\n") }
+            return HTTPResponse(status: 200, text: "ok\n")
         case "/metrics":
             guard configuration.metricsEnabled, let renderMetrics else {
                 return HTTPResponse(status: 404, text: "metrics are off (metrics.enabled)\n")
@@ -368,6 +411,7 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
         rooms[name] = nil
         let url = base + "/v1/rooms/" + name
         logger.debug("redirect", metadata: ["room": "\(name)", "url": "\(url)"])
+        metrics.roomLoads[.redirected]?.increment()
         for (connection, peer, _) in load.waiting where connection.context === peer {
             peer.waiting = nil
             send(.redirect(url: url), to: connection)
@@ -380,16 +424,20 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
         let host: RoomHost
         switch result {
         case .success(let room?):
+            metrics.roomLoads[.loaded]?.increment()
+            metrics.roomLoadDuration.recordSeconds(seconds)
             host = RoomHost(room: room)
             logger.info("room loaded", metadata: [
                 "room": "\(name)", "rev": "\(room.revision)", "seconds": "\(String(format: "%.3f", seconds))",
             ])
         case .success(nil):
+            metrics.roomLoads[.created]?.increment()
             // A new room: its first snapshot (the seed) is stored before anything journalled after it.
             host = RoomHost(room: Room(name: name, seed: configuration.seed, policy: configuration.roomPolicy))
             store.save(host.room.snapshot(), room: name)
             logger.info("room created", metadata: ["room": "\(name)"])
         case .failure(let error):
+            metrics.roomLoads[.failed]?.increment()
             rooms[name] = nil
             if let leases { leaseCalls.async { leases.release(room: name) } }
             logger.critical("room cannot be loaded", metadata: ["room": "\(name)", "error": "\(error)"])
@@ -505,8 +553,13 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
                 // The completion comes back through the service thread, so it cannot run before the
                 // barrier is in place below.
                 let barrier = host.makeBarrierID()
+                let handed = DispatchTime.now().uptimeNanoseconds
                 let outcome = store.append([entry], room: name) { [weak self] error in
-                    self?.server?.perform { [weak self] in self?.durable(barrier: barrier, host: box.value, error: error) }
+                    self?.server?.perform { [weak self] in
+                        guard let self else { return }
+                        metrics.durableWait.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - handed))
+                        durable(barrier: barrier, host: box.value, error: error)
+                    }
                 }
                 if outcome == .pending { host.hold(behind: barrier) }
             case .send(let message, let sessions):
@@ -526,6 +579,7 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
         guard !host.broken else { return }
         if let error {
             // Nothing after the failed record may be sent.
+            metrics.storeFailures.increment()
             logger.critical("store failed; room dropped and its connections closed",
                             metadata: ["room": "\(host.room.name)", "error": "\(error)"])
             drop(host, code: 1011, reason: "store failed")

@@ -7,8 +7,12 @@ import PeopleCore
 /// `peoplekeeper_revisions_total{kind}`, `peoplekeeper_undo_requests_total`,
 /// `peoplekeeper_redo_requests_total`, `peoplekeeper_undo_skips_total{reason}`,
 /// `peoplekeeper_errors_total{code}`, `peoplekeeper_send_queue_drops_total`,
-/// `peoplekeeper_refused_connections_total` (counters); `peoplekeeper_apply_duration_seconds`
-/// (histogram of the time to decide and apply one submit / undo / redo).
+/// `peoplekeeper_refused_connections_total`, `peoplekeeper_room_loads_total{outcome}`,
+/// `peoplekeeper_room_unloads_total`, `peoplekeeper_store_failures_total` (counters);
+/// `peoplekeeper_apply_duration_seconds` (histogram of the time to decide and apply one submit / undo /
+/// redo), `peoplekeeper_durable_wait_seconds` (from handing a record to the store until the service
+/// thread hears it is durable: what every ack waits), `peoplekeeper_room_load_duration_seconds`.
+/// The store's writer adds `peoplekeeper_store_commit_*` (see `GroupCommitWriter`).
 public struct HubMetrics: Sendable {
     let connections = Gauge(label: "peoplekeeper_connections")
     let rooms = Gauge(label: "peoplekeeper_rooms")
@@ -20,6 +24,16 @@ public struct HubMetrics: Sendable {
     let sendQueueDrops = Counter(label: "peoplekeeper_send_queue_drops_total")
     let refusedConnections = Counter(label: "peoplekeeper_refused_connections_total")
     let applyDuration = Metrics.Timer(label: "peoplekeeper_apply_duration_seconds")
+    let durableWait = Metrics.Timer(label: "peoplekeeper_durable_wait_seconds")
+    let roomLoadDuration = Metrics.Timer(label: "peoplekeeper_room_load_duration_seconds")
+    let roomLoads: [RoomLoadOutcome: Counter]
+    let roomUnloads = Counter(label: "peoplekeeper_room_unloads_total")
+    let storeFailures = Counter(label: "peoplekeeper_store_failures_total")
+
+    /// How a room's load ended: read from the store, created (new), failed, or sent to its owner.
+    enum RoomLoadOutcome: String, CaseIterable {
+        case loaded, created, failed, redirected
+    }
 
     public init() {
         revisions = Dictionary(uniqueKeysWithValues: RevisionKind.allCases.map {
@@ -27,6 +41,9 @@ public struct HubMetrics: Sendable {
         })
         skips = Dictionary(uniqueKeysWithValues: SkipReport.Reason.allCases.map {
             ($0, Counter(label: "peoplekeeper_undo_skips_total", dimensions: [("reason", $0.rawValue)]))
+        })
+        roomLoads = Dictionary(uniqueKeysWithValues: RoomLoadOutcome.allCases.map {
+            ($0, Counter(label: "peoplekeeper_room_loads_total", dimensions: [("outcome", $0.rawValue)]))
         })
         errors = Dictionary(uniqueKeysWithValues: ErrorCode.allCases.map {
             ($0, Counter(label: "peoplekeeper_errors_total", dimensions: [("code", $0.rawValue)]))

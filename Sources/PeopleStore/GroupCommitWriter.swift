@@ -1,4 +1,5 @@
 import Foundation
+import Metrics
 import PeopleCore
 
 /// What a durable store's writer commits: appends and snapshots, in the order they were handed over.
@@ -29,11 +30,22 @@ final class GroupCommitWriter: @unchecked Sendable {
     private let maxBatch: Int
     private let commit: ([WriterWork]) throws -> Void
     private let onSnapshotFailure: (String, Error) -> Void
+    private var failing: StoreError?
+    private let commitDuration: Metrics.Timer
+    private let commitSize: Recorder
+    private let commitFailures: Counter
 
     /// - Parameters:
     ///   - maxBatch: the most pieces of work in one transaction (a bound on its size and latency).
-    init(name: String, maxBatch: Int = 4096, commit: @escaping ([WriterWork]) throws -> Void,
+    ///   - kind: the store's kind, the `store` label of the writer's metrics
+    ///     (`peoplekeeper_store_commit_duration_seconds`, `peoplekeeper_store_commit_size`: appends and
+    ///     snapshots per transaction, `peoplekeeper_store_commit_failures_total`).
+    init(name: String, kind: String, maxBatch: Int = 4096, commit: @escaping ([WriterWork]) throws -> Void,
          onSnapshotFailure: @escaping (String, Error) -> Void) {
+        let dimensions = [("store", kind)]
+        commitDuration = Metrics.Timer(label: "peoplekeeper_store_commit_duration_seconds", dimensions: dimensions)
+        commitSize = Recorder(label: "peoplekeeper_store_commit_size", dimensions: dimensions)
+        commitFailures = Counter(label: "peoplekeeper_store_commit_failures_total", dimensions: dimensions)
         self.maxBatch = maxBatch
         self.commit = commit
         self.onSnapshotFailure = onSnapshotFailure
@@ -53,6 +65,13 @@ final class GroupCommitWriter: @unchecked Sendable {
         queue.append(work)
         condition.signal()
         condition.unlock()
+    }
+
+    /// The error of the last commit, unless one has succeeded since.
+    var lastFailure: StoreError? {
+        condition.lock()
+        defer { condition.unlock() }
+        return failing
     }
 
     /// Lets a room that failed take appends again (after it was reloaded from what is durable).
@@ -117,12 +136,15 @@ final class GroupCommitWriter: @unchecked Sendable {
             condition.unlock()
             for case (.append(_, _, let whenDurable), let error) in refused { whenDurable(error) }
 
+            let started = DispatchTime.now().uptimeNanoseconds
             let failures = commitIsolatingFailures(batch)
-            if !failures.isEmpty {
-                condition.lock()
-                for (room, error) in failures { broken[room] = error }
-                condition.unlock()
-            }
+            commitDuration.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - started))
+            commitSize.record(batch.count)
+            condition.lock()
+            for (room, error) in failures { broken[room] = error }
+            failing = failures.first?.value
+            condition.unlock()
+            if !failures.isEmpty { commitFailures.increment() }
             for work in batch {
                 let failure = failures[work.room]
                 switch work {

@@ -41,5 +41,7 @@ public final class InMemoryStore: PeopleStore {
         return journal.compactMap(\.record.revision).filter { $0.number > after && $0.number <= through }
     }
 
+    public func check() throws(StoreError) {}
+
     public func close() {}
 }

@@ -33,6 +33,10 @@ public protocol PeopleStore: Sendable {
     /// store no longer keeps them.
     func revisions(room: String, after: Int, through: Int) throws(StoreError) -> [Revision]
 
+    /// Throws if the store cannot be reached or written now (for `/healthz`). Blocks: call it off the
+    /// service thread.
+    func check() throws(StoreError)
+
     /// Waits for everything appended to be durable, then releases the store's resources.
     func close()
 }

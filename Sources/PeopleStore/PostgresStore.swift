@@ -59,7 +59,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             throw StoreError("cannot open the PostgreSQL store at \(host):\(parts.port ?? 5432): \(Self.describe(error))")
         }
         writer = GroupCommitWriter(
-            name: "peoplekeeper-postgres-writer",
+            name: "peoplekeeper-postgres-writer", kind: "postgres",
             commit: { [unowned self] batch in
                 do { try commit(batch) } catch { throw StoreError(Self.describe(error)) }
             },
@@ -107,6 +107,17 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         }
         if !kept { _ = try? (connection.close() as EventLoopFuture<Void>).wait() }
         return result
+    }
+
+    /// The last commit did not fail, and the connection that writes and holds the leases answers
+    /// (reconnecting if it was lost: then the hub has already been told its leases are gone).
+    public func check() throws(StoreError) {
+        if let failure = writer.lastFailure { throw failure }
+        do {
+            try lock.withLock { _ = try run("SELECT 1", on: try writerLocked()) }
+        } catch {
+            throw StoreError("PostgreSQL does not answer: \(Self.describe(error))")
+        }
     }
 
     private func run(_ query: PostgresQuery, on connection: PostgresConnection) throws -> PostgresQueryResult {

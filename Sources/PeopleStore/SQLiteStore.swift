@@ -34,7 +34,7 @@ public final class SQLiteStore: PeopleStore {
         }
         let pool = self.pool
         writer = GroupCommitWriter(
-            name: "peoplekeeper-sqlite-writer",
+            name: "peoplekeeper-sqlite-writer", kind: "sqlite",
             commit: { batch in try Self.commit(batch, to: pool) },
             onSnapshotFailure: { room, error in
                 logger.error("snapshot not saved", metadata: ["room": "\(room)", "error": "\(error)"])
@@ -104,6 +104,14 @@ public final class SQLiteStore: PeopleStore {
                                                      String(decoding: s.json.bytes, as: UTF8.self)])
                 }
             }
+        }
+    }
+
+    /// The writer has no room in a failed state and the file can be read.
+    public func check() throws(StoreError) {
+        if let failure = writer.lastFailure { throw failure }
+        do { _ = try pool.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM snapshots") } } catch {
+            throw StoreError("cannot read the database: \(error)")
         }
     }
 

@@ -95,6 +95,16 @@ struct Serve: AsyncParsableCommand {
             .microseconds(500), .milliseconds(1), .milliseconds(2.5), .milliseconds(5), .milliseconds(10),
             .milliseconds(25), .milliseconds(100),
         ]
+        // Commits and what waits for them: from a fraction of a millisecond (SQLite with group commit)
+        // to seconds (a slow disk or a distant database).
+        let commitBuckets: [Duration] = [
+            .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2.5),
+            .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
+            .milliseconds(250), .seconds(1), .seconds(5),
+        ]
+        factory.durationHistogramBuckets["peoplekeeper_durable_wait_seconds"] = commitBuckets
+        factory.durationHistogramBuckets["peoplekeeper_store_commit_duration_seconds"] = commitBuckets
+        factory.valueHistogramBuckets["peoplekeeper_store_commit_size"] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096]
         MetricsSystem.bootstrap(factory)
 
         let store: any PeopleStore

@@ -197,12 +197,15 @@ struct StoreContract {
         let store = try open()
         defer { store.close() }
         let driver = try seededRoom(store, "\(prefix)broken", rounds: 2)
-        // The same position again: refused by the store.
+        try store.check()
+        // The same position again: refused by the store, and the health check says so.
         #expect(throws: StoreError.self) { try appendAndWait(store, [driver.entries[0]], room: "\(prefix)broken") }
+        #expect(throws: StoreError.self) { try store.check() }
         let next = JournalEntry(position: driver.room.journalPosition + 1, record: .forgotten(session: "nobody"))
         #expect(throws: StoreError.self) { try appendAndWait(store, [next], room: "\(prefix)broken") }
-        // Other rooms are not affected.
+        // Other rooms are not affected; a commit that succeeds clears the check.
         _ = try seededRoom(store, "\(prefix)fine", rounds: 1)
+        try store.check()
         // After a load the room takes appends again.
         _ = try store.load(room: "\(prefix)broken")
         try appendAndWait(store, [next], room: "\(prefix)broken")

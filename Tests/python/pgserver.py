@@ -119,24 +119,39 @@ class PostgresServer:
             self._tool("initdb", "-D", str(self.dir), "-U", self.user, "--auth=trust", "-E", "UTF8",
                        "--no-locale", "--no-sync", as_server_user=True)
             self.port = _free_port()
-            self._log = open(self.dir / "server.log", "ab")
-            self.proc = subprocess.Popen(
-                self._as_server_user + [self._bin("postgres"), "-D", str(self.dir), "-p", str(self.port),
-                                        "-k", str(self.dir), "-c", f"listen_addresses={self.host}"],
-                stdout=self._log, stderr=self._log, stdin=subprocess.DEVNULL, start_new_session=True)
-            deadline = time.monotonic() + START_TIMEOUT
-            while self._tool("pg_isready", "-q", "-h", self.host, "-p", str(self.port), "-U", self.user,
-                             "-d", "postgres", check=False, timeout=10).returncode != 0:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    why = "exited while starting" if self.proc.poll() is not None else \
-                        f"did not accept connections within {START_TIMEOUT:.0f}s"
-                    raise PostgresUnavailable(f"postgres {why}; server.log:\n{self.log_tail()}")
-                time.sleep(0.1)
+            self._launch()
             self._tool("createdb", "-h", self.host, "-p", str(self.port), "-U", self.user, self.database)
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _launch(self) -> None:
+        """Start the postmaster on the data directory and port and wait until it accepts connections."""
+        self._log = open(self.dir / "server.log", "ab")
+        self.proc = subprocess.Popen(
+            self._as_server_user + [self._bin("postgres"), "-D", str(self.dir), "-p", str(self.port),
+                                    "-k", str(self.dir), "-c", f"listen_addresses={self.host}"],
+            stdout=self._log, stderr=self._log, stdin=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + START_TIMEOUT
+        while self._tool("pg_isready", "-q", "-h", self.host, "-p", str(self.port), "-U", self.user,
+                         "-d", "postgres", check=False, timeout=10).returncode != 0:
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                why = "exited while starting" if self.proc.poll() is not None else \
+                    f"did not accept connections within {START_TIMEOUT:.0f}s"
+                raise PostgresUnavailable(f"postgres {why}; server.log:\n{self.log_tail()}")
+            time.sleep(0.1)
+
+    def halt(self) -> None:
+        """Shut the server down (fast) but keep its data directory and port, for `relaunch`."""
+        self._shutdown()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def relaunch(self) -> None:
+        """Start a halted server again, on the same data and port."""
+        self._launch()
 
     def _postmaster_pid(self) -> int | None:
         try:
@@ -149,23 +164,7 @@ class PostgresServer:
         """Fast shutdown (SIGINT to the postmaster; SIGKILL to its process group after STOP_TIMEOUT),
         then delete the data directory. Idempotent."""
         try:
-            if self.proc is not None and self.proc.poll() is None:
-                pid = self._postmaster_pid() or self.proc.pid
-                try:
-                    os.kill(pid, signal.SIGINT)
-                except ProcessLookupError:
-                    pass
-                try:
-                    self.proc.wait(STOP_TIMEOUT)
-                except subprocess.TimeoutExpired:
-                    try:
-                        os.killpg(self.proc.pid, signal.SIGKILL)   # the session runuser leads
-                    except ProcessLookupError:
-                        pass
-                    self.proc.wait(5)
-                deadline = time.monotonic() + STOP_TIMEOUT
-                while _pid_alive(pid) and time.monotonic() < deadline:
-                    time.sleep(0.05)
+            self._shutdown()
         finally:
             self.proc = None
             if self._log is not None:
@@ -174,6 +173,26 @@ class PostgresServer:
             if self.dir is not None:
                 shutil.rmtree(self.dir, ignore_errors=True)
                 self.dir = None
+
+    def _shutdown(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            pid = self._postmaster_pid() or self.proc.pid
+            try:
+                os.kill(pid, signal.SIGINT)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)   # the session runuser leads
+                except ProcessLookupError:
+                    pass
+                self.proc.wait(5)
+            deadline = time.monotonic() + STOP_TIMEOUT
+            while _pid_alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        self.proc = None
 
     def __enter__(self) -> "PostgresServer":
         return self.start()

@@ -34,6 +34,7 @@ import traceback
 from websockets.exceptions import ConnectionClosed, WebSocketException
 
 from conftest import REPO, SEED
+from pgserver import PostgresServer
 from pkclient import EYE_COLORS, HAIR_COLORS, HAIR_LENGTHS, HubClient, apply_ops, by_tag, norm
 from reports import assert_reports, rep
 
@@ -953,3 +954,54 @@ def test_failover_to_the_surviving_node(hub_factory, pg_server, room):
           f"{first_welcome * 1000:.0f} ms, first reply {first_reply * 1000:.0f} ms); {result}")
     print(f"[failover] {summary(workers)}")
     print("[failover] hub stderr:\n  " + "\n  ".join(hub_log_lines(a, b)[-30:]))
+
+
+# ----------------------------------------------------------------------------------------------------
+# Health: /healthz follows the store
+# ----------------------------------------------------------------------------------------------------
+
+def wait_for_health(hub, status: int, timeout: float = 30.0) -> bytes:
+    deadline = time.monotonic() + timeout
+    while True:
+        got, _, body = hub.http("GET", "/healthz")
+        if got == status:
+            return body
+        assert time.monotonic() < deadline, f"/healthz still answers {got} ({body!r}), expected {status}"
+        time.sleep(0.25)
+
+
+def metric(text: str, name: str, labels: str = "") -> float | None:
+    for line in text.splitlines():
+        if line.startswith(name + labels + " "):
+            return float(line.split()[-1])
+    return None
+
+
+def test_healthz_answers_503_while_the_store_is_down(hub_factory, room):
+    """A hub on a PostgreSQL that goes away says so on /healthz (503, naming the store) within its
+    check interval; its clients are closed (1012: the leases went with the connection); when the
+    database is back, /healthz is 200 again and a client rejoins with its acked edit there. The store
+    metrics count the commits, the waits for them and the room loads."""
+    pg = PostgresServer().start()
+    try:
+        hub = hub_factory({"storage": {"kind": "postgres", "postgresURL": pg.url}})
+        assert wait_for_health(hub, 200) == b"ok\n"
+        a = hub.join(room, "A")
+        rev = a.edit([{"op": "set", "tag": 1, "field": "hairColor", "value": "red"}])["rev"]
+        pg.halt()
+        body = wait_for_health(hub, 503)
+        assert body.startswith(b"store unavailable: "), body
+        assert a.wait_closed() == 1012
+        pg.relaunch()
+        assert wait_for_health(hub, 200) == b"ok\n"
+        b = hub.join(room, "B")
+        assert b.welcome["rev"] == rev
+        assert by_tag(b.welcome["people"], 1)["hairColor"] == "red"
+        text = hub.metrics()
+        assert metric(text, "peoplekeeper_room_loads_total", '{outcome="created"}') == 1, text
+        assert metric(text, "peoplekeeper_room_loads_total", '{outcome="loaded"}') == 1, text
+        assert metric(text, "peoplekeeper_room_load_duration_seconds_count") == 1, text
+        assert metric(text, "peoplekeeper_store_commit_size_count", '{store="postgres"}') >= 2, text
+        assert metric(text, "peoplekeeper_durable_wait_seconds_count") >= 2, text
+    finally:
+        pg.stop()
