@@ -174,6 +174,40 @@ public final class SQLiteStore: PeopleStore {
         }
     }
 
+    /// Copies the store at `source` (which a running hub may be writing) into a new file at
+    /// `destination`, consistently, in one step of SQLite's online backup (a read transaction: the hub
+    /// goes on committing meanwhile), then checks the copy's integrity. Opens `source` read-only and
+    /// runs no migration. Returns the number of rooms and journal records in the copy.
+    public static func backup(from source: String, to destination: String) throws(StoreError) -> (rooms: Int, records: Int) {
+        guard FileManager.default.fileExists(atPath: source) else {
+            throw StoreError("there is no SQLite store at \(source)")
+        }
+        guard !FileManager.default.fileExists(atPath: destination) else {
+            throw StoreError("\(destination) exists already (a backup never overwrites)")
+        }
+        do {
+            var configuration = Configuration()
+            configuration.readonly = true
+            let pool = try DatabasePool(path: source, configuration: configuration)
+            let target = try DatabaseQueue(path: destination)
+            try pool.backup(to: target)
+            try pool.close()
+            return try target.read { db in
+                let check = try String.fetchAll(db, sql: "PRAGMA integrity_check")
+                guard check == ["ok"] else { throw StoreError("the copy fails its integrity check: \(check)") }
+                let rooms = try Int.fetchOne(db, sql: "SELECT count(*) FROM snapshots") ?? 0
+                let records = try Int.fetchOne(db, sql: "SELECT count(*) FROM journal") ?? 0
+                return (rooms, records)
+            }
+        } catch let error as StoreError {
+            try? FileManager.default.removeItem(atPath: destination)
+            throw error
+        } catch {
+            try? FileManager.default.removeItem(atPath: destination)
+            throw StoreError("backup of \(source) to \(destination) failed: \(error)")
+        }
+    }
+
     public func close() {
         writer.close()
         try? pool.close()
