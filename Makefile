@@ -4,8 +4,9 @@
 #   make deps    install missing system packages (as root, idempotent, quiet)
 #   make venv    the Python venv (.venv) with websockets + pytest, for the Python suite and the tour
 #   make build   debug build of every target, tests included
-#   make bench   the core benchmark, the hub-vs-relay fan-out figure and the store figures (durable
-#                revisions/s with group commit, restart of a 1,000,000-revision room), release build
+#   make bench   the core benchmark, the hub-vs-relay fan-out figure, the store figures (durable
+#                revisions/s with group commit, restart of a 1,000,000-revision room) and the cluster
+#                failover time, release build
 #   make clean   remove build products
 
 export PATH := /opt/swift/usr/bin:$(PATH)
@@ -76,10 +77,11 @@ test: deps venv
 	  node --test $(JS_TESTS_DIR)/; \
 	fi
 
-bench: deps
+bench: deps venv
 	swift run -c release peoplekeeper-bench core
 	scripts/bench-fanout.sh 100 200 10
 	scripts/bench-store.sh 5 1000000
+	scripts/bench-failover.sh 3
 
 run: deps
 	swift build --product peoplekeeper-hub

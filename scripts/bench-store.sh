@@ -32,10 +32,13 @@ for _ in $(seq 100); do "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$PORT" && break;
 "$PGBIN/createdb" -h 127.0.0.1 -p "$PORT" -U peoplekeeper peoplekeeper
 URL="postgres://peoplekeeper@127.0.0.1:$PORT/peoplekeeper"
 
-echo "== durable appends through group commit (64 writers waiting for acks, 16 rooms, ${SECONDS_}s)"
+echo "== durable appends through group commit (64 clients waiting for acks, 16 rooms, ${SECONDS_}s)"
 "$BIN" store --kind memory --seconds "$SECONDS_" --json "$OUT/store-memory.json"
 "$BIN" store --kind sqlite --path /tmp/pk-bench-store.sqlite --seconds "$SECONDS_" --json "$OUT/store-sqlite.json"
 "$BIN" store --kind postgres --url "$URL" --seconds "$SECONDS_" --json "$OUT/store-postgres.json"
+echo "== the same with one client: nothing to group, one commit per revision"
+"$BIN" store --kind sqlite --path /tmp/pk-bench-store.sqlite --writers 1 --rooms 1 --seconds "$SECONDS_" --json "$OUT/store-sqlite-1.json"
+"$BIN" store --kind postgres --url "$URL" --writers 1 --rooms 1 --seconds "$SECONDS_" --json "$OUT/store-postgres-1.json"
 echo "== restart of a room with $HISTORY revisions"
 "$BIN" store --kind sqlite --path /tmp/pk-bench-long.sqlite --seconds 0 --history "$HISTORY" --json "$OUT/store-restart-sqlite.json"
 "$BIN" store --kind postgres --url "$URL" --seconds 0 --history "$HISTORY" --json "$OUT/store-restart-postgres.json"
