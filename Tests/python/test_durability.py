@@ -502,7 +502,8 @@ class StackModel:
     """SEMANTICS §4 for batches of `set` diffs, policy skip, cascade on, no coalescing: replaying the
     revision log, each user's undo / redo stacks are predicted, and every undo / redo revision is checked
     against the prediction (it reverts the newest entry, except parts whose field no longer holds the
-    value the user wrote; an entry that would change nothing is consumed and the next one is taken)."""
+    value the user wrote or was last written by a teammate's edit or redo, docs/SEMANTICS.md decision 2;
+    an entry that would change nothing is consumed and the next one is taken)."""
 
     def __init__(self, seed: list, depth: int):
         self.people = copy.deepcopy(seed)
@@ -510,6 +511,12 @@ class StackModel:
         self.undo: dict[str, list[Entry]] = collections.defaultdict(list)
         self.redo: dict[str, list[Entry]] = collections.defaultdict(list)
         self.rev = 0
+        self.writer: dict[tuple, tuple[str, str]] = {}   # (tag, field) -> (author, kind) of the last write
+
+    def _write(self, author: str, kind: str, ops: list) -> None:
+        apply_ops(self.people, ops)
+        for op in ops:
+            self.writer[(op["tag"], op["field"])] = (author, kind)
 
     def _push(self, stack: list, entry: Entry) -> None:
         stack.append(entry)
@@ -533,7 +540,9 @@ class StackModel:
             consumed += 1
             ops, skip = [], []
             for tag, field, before, after in reversed(entry.parts):
-                if by_tag(self.people, tag)[field] == after:
+                author, how = self.writer.get((tag, field), (user, "edit"))
+                claimed = author != user and how != "undo"
+                if by_tag(self.people, tag)[field] == after and not claimed:
                     ops.append(set_op(tag, field, before))
                 else:
                     skip.append((tag, field))
@@ -566,7 +575,7 @@ class StackModel:
                  f"{p['ops']} (skipping {p['skipped']})")
             self.commit(author, kind, p, ops, rev)
             return
-        apply_ops(self.people, ops)
+        self._write(author, kind, ops)
         self.rev = rev
 
     def commit(self, user: str, kind: str, p: dict, ops: list, rev: int | None) -> None:
@@ -575,7 +584,7 @@ class StackModel:
         del src[user][len(src[user]) - p["consumed"]:]
         if ops:
             self._push(dst[user], Entry(p["entry"].label, self._parts(ops), rev))
-            apply_ops(self.people, ops)
+            self._write(user, kind, ops)
             self.rev = rev
 
 
@@ -678,9 +687,10 @@ def check_undo_after_restart(url: str, model: StackModel, users: list[str], when
                 r, p = step(u, "redo")
                 assert r["skipped"] == [], r
 
-        # a teammate's overwrite: ann's undo must skip exactly that field, reporting bob. bob's value is
-        # one no entry on ann's stack wrote to that field, so that no older entry's guard holds there
-        # (it would rightly apply: SEMANTICS §2, "the field still holds the value this user wrote").
+        # a teammate's overwrite: ann's undo must skip exactly that field, reporting bob (and, by the
+        # cascade, any older entry of ann's on it: bob's write makes the field his, whatever value ann's
+        # entries wrote there, docs/SEMANTICS.md decision 2). bob's value is one no entry on ann's stack
+        # wrote to that field anyway.
         if model.undo["ann"] and "bob" in conns:
             top = model.undo["ann"][-1]
             choices = [(t, f, v) for t, f, _b, after in top.parts for v in USER_FIELDS["ann"][f]
@@ -946,8 +956,9 @@ def test_failover_to_the_surviving_node(hub_factory, pg_server, room):
         "seed": SEED_RANDOM,
         "test_seconds": round(time.monotonic() - started, 2),
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "hub": HUB_BIN,
         "what": "SIGKILL of the owner node to the first ack from the surviving node (clients reconnect "
-                "at once; PostgreSQL on 127.0.0.1; debug build)",
+                f"at once; PostgreSQL on 127.0.0.1; {'release' if '/release/' in HUB_BIN else 'debug'} build)",
     }
     BENCH_DIR.mkdir(parents=True, exist_ok=True)
     (BENCH_DIR / "failover.json").write_text(json.dumps(result, indent=2) + "\n")
