@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "WebSocketTransport", targets: ["WebSocketTransport"]),
         .executable(name: "peoplekeeper-hub", targets: ["peoplekeeper-hub"]),
         .executable(name: "peoplekeeper-bench", targets: ["peoplekeeper-bench"]),
+        .executable(name: "peoplekeeper", targets: ["peoplekeeper"]),
     ],
     dependencies: [
         .package(url: "https://github.com/pointfreeco/swift-identified-collections.git", from: "1.1.1"),
@@ -80,6 +81,21 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Yams", package: "Yams"),
+            ]
+        ),
+        // A client's connection to one room over the lws client role: connect, hello, wait for answers.
+        .target(
+            name: "PeopleClient",
+            dependencies: ["PeopleCore", "WebSocketTransport"]
+        ),
+        // The terminal client: scriptable commands and the interactive screen.
+        .executableTarget(
+            name: "peoplekeeper",
+            dependencies: [
+                "PeopleClient",
+                "PeopleCore",
+                "WebSocketTransport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(

@@ -1,0 +1,28 @@
+import PeopleCore
+
+extension SkipReport {
+    /// The report as a sentence for a person reading a screen, naming people by name where `people`
+    /// still has them: "your change to Bob's hairColor was overwritten by bob".
+    public func sentence(people: PeopleModel) -> String {
+        let who = people[tag].map { $0.name.isEmpty ? "tag \(tag)" : $0.name } ?? "tag \(tag)"
+        let what: String
+        if let style {
+            what = "\(who)'s facial hair (\(style.rawValue))"
+        } else if let topic {
+            what = "\(who)'s opinion on \(topic.rawValue)"
+        } else if let field {
+            what = "\(who)'s \(field)"
+        } else {
+            what = who
+        }
+        let by = self.by.map { " by \($0)" } ?? ""
+        switch reason {
+        case .overwritten: return field == nil && style == nil && topic == nil
+            ? "\(who) was already back\(by)" : "your change to \(what) was overwritten\(by)"
+        case .targetRemoved: return "\(who) was removed\(by)"
+        case .editedByOthers: return "\(who) was edited\(by) since you added them"
+        case .invariant: return "your change to \(what) no longer fits (the name would be too long)"
+        case .expired: return "your change to \(who) is too old to undo"
+        }
+    }
+}

@@ -1,0 +1,173 @@
+import Foundation
+import PeopleCore
+import WebSocketTransport
+
+/// Why a client could not do what it was asked.
+public enum ClientError: Error, Sendable, CustomStringConvertible {
+    /// No connection: refused, timed out, or closed before the hub answered.
+    case unreachable(String)
+    /// The hub answered with an `error` frame.
+    case refused(ProtocolError)
+    /// Nothing came back in time on an open connection.
+    case timedOut(String)
+
+    public var description: String {
+        switch self {
+        case .unreachable(let why): "cannot reach the hub: \(why)"
+        case .refused(let error): "the hub refused: \(error.code.rawValue): \(error.message)"
+        case .timedOut(let what): "no answer from the hub: \(what)"
+        }
+    }
+}
+
+/// A room joined over one connection: the welcome, the people as the hub has them (kept up to date
+/// with what arrives), and requests answered one at a time.
+public final class RoomSession: @unchecked Sendable {
+    public let connection: HubConnection
+    public let welcome: ServerMessage.Welcome
+    public let room: String
+    /// The hub's people at `revision` (after a catch-up: only if `people` came with the welcome).
+    public private(set) var people: PeopleModel
+    public private(set) var revision: Int
+    public private(set) var history: HistorySummary
+    /// The `ops` frames taken so far that were not answers to this session's requests, oldest first.
+    public private(set) var revisions: [ServerMessage.Ops] = []
+    private var seq = 0
+
+    private init(connection: HubConnection, welcome: ServerMessage.Welcome, room: String) {
+        self.connection = connection
+        self.welcome = welcome
+        self.room = room
+        self.people = PeopleModel(people: welcome.people ?? [])
+        self.revision = welcome.rev
+        self.history = welcome.history
+    }
+
+    /// Connects to `room` on the hub at `base`, says hello and waits for the welcome (following up to
+    /// three redirects to another node). With `since`, the missed revisions are taken too (in
+    /// `revisions`).
+    public static func join(base: String, room: String, user: String, client: WebSocketClient,
+                            timeout: Double, since: Int? = nil, clientName: String = "peoplekeeper") async throws(ClientError) -> RoomSession {
+        var url = HubConnection.roomURL(base: base, room: room)
+        let hello = ClientMessage.hello(.init(user: user, client: clientName, since: since))
+        for _ in 0...3 {
+            let connection: HubConnection
+            do { connection = try HubConnection(url: url, client: client, first: hello) } catch {
+                throw .unreachable("\(error)")
+            }
+            switch await connection.next(timeout: timeout) {
+            case nil:
+                connection.close()
+                throw .unreachable("no welcome from \(url) within \(Self.seconds(timeout))")
+            case .closed(let code, let reason, let error)?:
+                throw .unreachable(Self.closedText(url: url, code: code, reason: reason, error: error))
+            case .message(.redirect(let target))?:
+                connection.close()
+                url = target
+            case .message(.error(let e))?:
+                connection.close()
+                throw .refused(ProtocolError(e.code, e.message))
+            case .message(.welcome(let welcome))?:
+                let session = RoomSession(connection: connection, welcome: welcome, room: room)
+                if welcome.people == nil {
+                    // A catch-up: the revisions after `since` follow, up to the welcome's.
+                    while (session.revisions.last?.rev ?? since ?? 0) < welcome.rev {
+                        guard try await session.take(timeout: timeout) else {
+                            throw .timedOut("the catch-up after revision \(since ?? 0)")
+                        }
+                    }
+                }
+                return session
+            case .message(let other)?:
+                connection.close()
+                throw .refused(ProtocolError(.badMessage, "expected a welcome, got \(other.json.text)"))
+            }
+        }
+        throw .unreachable("redirected more than three times (last: \(url))")
+    }
+
+    /// Sends the request made with the next seq and waits for its answer (`ack`, `undone`, `redone`);
+    /// an `error` for it is thrown. What else arrives meanwhile is applied.
+    public func request(timeout: Double, _ make: (Int) -> ClientMessage) async throws(ClientError) -> ServerMessage {
+        seq += 1
+        let mine = seq
+        connection.send(make(mine))
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            let left = deadline.timeIntervalSinceNow
+            guard left > 0, let event = await connection.next(timeout: left) else {
+                throw .timedOut("request \(mine) was not answered within \(Self.seconds(timeout))")
+            }
+            switch event {
+            case .closed(let code, let reason, let error):
+                throw .unreachable(Self.closedText(url: connection.url, code: code, reason: reason, error: error))
+            case .message(let message):
+                switch message {
+                case .ack(let a) where a.seq == mine:
+                    apply(a.ops, rev: a.rev)
+                    return message
+                case .undone(let r) where r.seq == mine, .redone(let r) where r.seq == mine:
+                    if let rev = r.rev { apply(r.ops, rev: rev) }
+                    return message
+                case .error(let e) where e.seq == mine || e.seq == nil:
+                    throw .refused(ProtocolError(e.code, e.message))
+                default:
+                    absorb(message)
+                }
+            }
+        }
+    }
+
+    /// Takes the next frame (applying it); false after `timeout` without one. Throws when the
+    /// connection closes.
+    @discardableResult
+    public func take(timeout: Double) async throws(ClientError) -> Bool {
+        guard let event = await connection.next(timeout: timeout) else { return false }
+        switch event {
+        case .closed(let code, let reason, let error):
+            throw .unreachable(Self.closedText(url: connection.url, code: code, reason: reason, error: error))
+        case .message(let message):
+            absorb(message)
+            return true
+        }
+    }
+
+    /// The next revision by anyone (`ops`), waiting as long as it takes; nil if the connection closed.
+    public func nextRevision() async -> ServerMessage.Ops? {
+        let seen = revisions.count
+        while revisions.count == seen {
+            do { try await take(timeout: 3600) } catch { return nil }
+        }
+        return revisions.last
+    }
+
+    public func close() { connection.close() }
+
+    private func absorb(_ message: ServerMessage) {
+        switch message {
+        case .ops(let o):
+            revisions.append(o)
+            if o.rev > revision { apply(o.ops, rev: o.rev) }
+        case .history(let h):
+            history = h
+        default:
+            break
+        }
+    }
+
+    private func apply(_ ops: [Diff], rev: Int) {
+        guard rev > revision else { return }
+        _ = try? people.apply(batch: ops, absentTags: .skip)
+        revision = rev
+    }
+
+    static func closedText(url: String, code: UInt16?, reason: String?, error: String?) -> String {
+        if let error { return "\(url): \(error)" }
+        if let code { return "\(url) closed the connection (\(code)\(reason.map { $0.isEmpty ? "" : " \($0)" } ?? ""))" }
+        return "\(url) closed the connection"
+    }
+
+    static func seconds(_ value: Double) -> String {
+        value == value.rounded() ? "\(Int(value)) s" : String(format: "%.1f s", value)
+    }
+}

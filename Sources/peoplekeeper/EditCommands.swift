@@ -1,0 +1,220 @@
+import ArgumentParser
+import Foundation
+import PeopleClient
+import PeopleCore
+
+/// Sends one batch and prints what the hub made of it: `done` (what was changed) at the revision, or
+/// `no change`, and a line per part the hub turned into a no-op.
+func submit(_ diffs: [Diff], label: String, in session: RoomSession, options: CommonOptions,
+            done: String, extra: [(String, JSON)] = []) async throws {
+    let base = session.revision
+    let before = session.people
+    let reply = try await session.request(timeout: options.timeout) { seq in
+        .submit(.init(seq: seq, base: base, ops: diffs, label: label))
+    }
+    guard case .ack(let ack) = reply else { throw Failure(status: 65, code: "bad-reply", message: "unexpected answer \(reply.json.text)") }
+    if options.json {
+        var members: [JSON.Member] = [.init("rev", .int(ack.rev))]
+        members += extra.map { JSON.Member($0.0, $0.1) }
+        members += [.init("ops", .array(ack.ops.map(\.json))), .init("noop", .array(ack.noop.map(\.json)))]
+        print(JSON.object(members).text)
+    } else {
+        print(ack.ops.isEmpty ? "no change (\(done) changes nothing at rev \(ack.rev))" : "\(done) at rev \(ack.rev)")
+        for report in ack.noop { print("skipped: \(report.sentence(people: before))") }
+    }
+}
+
+struct Add: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Add a person (prints the new tag).",
+        discussion: """
+            Fields left out: brown hair, short, brown eyes, no glasses. The default place is the end.
+
+            Examples:
+              peoplekeeper add --name Kim --room team-a
+              peoplekeeper add --name Kim --hair-color red --glasses --at 0 --room team-a --json
+            """)
+    @OptionGroup var options: CommonOptions
+    @Option(help: "The name.") var name: String
+    @Option(name: .customLong("hair-color"), help: "black, brown, blonde, red, gray or white.") var hairColor = "brown"
+    @Option(name: .customLong("hair-length"), help: "bald, short, medium or long.") var hairLength = "short"
+    @Option(name: .customLong("eye-color"), help: "black, brown, blue, green, gray or hazel.") var eyeColor = "brown"
+    @Flag(help: "Wears glasses.") var glasses = false
+    @Option(help: "Where in the list (0 is first; default: the end).") var at: Int?
+
+    func run() async throws {
+        let run = Run(options: options)
+        do {
+            guard !name.isEmpty else { throw Failure.usage("a name cannot be empty") }
+            let hair = try Words.value(hairColor, HairColor.self, what: "hair colour")
+            let length = try Words.value(hairLength, HairLength.self, what: "hair length")
+            let eyes = try Words.value(eyeColor, EyeColor.self, what: "eye colour")
+            try await run { session in
+                let tag = session.welcome.tags.from
+                let person = Person(tag: tag, name: name, hairColor: hair, hairLength: length, eyeColor: eyes, glasses: glasses)
+                let index = at.map { max(0, $0) } ?? session.people.count
+                try await submit([.insert(person, at: index)], label: "Add Person", in: session, options: options,
+                                 done: "added \(name) as tag \(tag) at position \(min(index, session.people.count))",
+                                 extra: [("tag", .int(tag)), ("person", person.json)])
+            }
+        } catch let failure as Failure { try run.fail(failure) }
+    }
+}
+
+struct SetField: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "set",
+        abstract: "Set one field of a person.",
+        discussion: """
+            FIELD: name, hairColor, hairLength, eyeColor or glasses (kebab case works too: hair-color).
+
+            Examples:
+              peoplekeeper set 1 hairColor red --room team-a
+              peoplekeeper set 2 name "Joan Miró" --room team-a
+              peoplekeeper set 3 glasses on --room team-a --json
+            """)
+    @OptionGroup var options: CommonOptions
+    @Argument(help: "The person's tag.") var tag: Int
+    @Argument(help: "The field.") var field: String
+    @Argument(help: "The value.") var value: String
+
+    func run() async throws {
+        let run = Run(options: options)
+        do {
+            let field = try Words.field(self.field)
+            let value = try Words.fieldValue(field, self.value)
+            try await run { session in
+                let person = try run.person(tag, in: session)
+                try await submit([.set(tag, value)], label: Words.label(field), in: session, options: options,
+                                 done: "set \(person.name)'s \(field.rawValue) to \(Words.text(value))")
+            }
+        } catch let failure as Failure { try run.fail(failure) }
+    }
+}
+
+/// `like`, `dislike` and `neutral`: one topic's register.
+protocol OpinionCommand: AsyncParsableCommand {
+    static var opinion: Opinion { get }
+    var options: CommonOptions { get }
+    var tag: Int { get }
+    var topic: String { get }
+}
+
+extension OpinionCommand {
+    static func help(_ verb: String, _ what: String) -> CommandConfiguration {
+        CommandConfiguration(
+            abstract: what,
+            discussion: """
+                TOPIC: \(Topic.allCases.map(\.rawValue).joined(separator: ", ")).
+
+                Example:
+                  peoplekeeper \(verb) 1 music --room team-a
+                """)
+    }
+
+    func run() async throws {
+        let run = Run(options: options)
+        do {
+            let topic = try Words.value(self.topic, Topic.self, what: "topic")
+            try await run { session in
+                let person = try run.person(tag, in: session)
+                let done = switch Self.opinion {
+                case .like: "\(person.name) likes \(topic.rawValue)"
+                case .dislike: "\(person.name) dislikes \(topic.rawValue)"
+                case .none: "\(person.name) is neutral on \(topic.rawValue)"
+                }
+                try await submit([.preference(tag, topic, Self.opinion)], label: "Change Likes", in: session,
+                                 options: options, done: done)
+            }
+        } catch let failure as Failure { try run.fail(failure) }
+    }
+}
+
+struct Like: OpinionCommand {
+    static let configuration = help("like", "Put a topic in a person's likes (out of their dislikes).")
+    static let opinion = Opinion.like
+    @OptionGroup var options: CommonOptions
+    @Argument(help: "The person's tag.") var tag: Int
+    @Argument(help: "The topic.") var topic: String
+}
+
+struct Dislike: OpinionCommand {
+    static let configuration = help("dislike", "Put a topic in a person's dislikes (out of their likes).")
+    static let opinion = Opinion.dislike
+    @OptionGroup var options: CommonOptions
+    @Argument(help: "The person's tag.") var tag: Int
+    @Argument(help: "The topic.") var topic: String
+}
+
+struct Neutral: OpinionCommand {
+    static let configuration = help("neutral", "Take a topic out of a person's likes and dislikes.")
+    static let opinion = Opinion.none
+    @OptionGroup var options: CommonOptions
+    @Argument(help: "The person's tag.") var tag: Int
+    @Argument(help: "The topic.") var topic: String
+}
+
+struct FacialHair: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "facial-hair",
+        abstract: "Add or remove one facial hair style.",
+        discussion: """
+            STYLE: \(FacialHairStyle.allCases.map(\.rawValue).joined(separator: ", ")).
+
+            Example:
+              peoplekeeper facial-hair 1 beard off --room team-a
+            """)
+    @OptionGroup var options: CommonOptions
+    @Argument(help: "The person's tag.") var tag: Int
+    @Argument(help: "The style.") var style: String
+    @Argument(help: "on or off.") var state: String
+
+    func run() async throws {
+        let run = Run(options: options)
+        do {
+            let style = try Words.value(self.style, FacialHairStyle.self, what: "facial hair style")
+            let present = try Words.bool(state, what: "the state")
+            try await run { session in
+                let person = try run.person(tag, in: session)
+                try await submit([.facialHair(tag, style, present: present)], label: "Change Facial Hair", in: session,
+                                 options: options, done: "\(present ? "gave" : "took") \(person.name) \(present ? "a" : "their") \(style.rawValue)\(present ? "" : " off")")
+            }
+        } catch let failure as Failure { try run.fail(failure) }
+    }
+}
+
+struct Move: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Move a person so that it ends at INDEX (0 is first).",
+        discussion: "Example:\n  peoplekeeper move 3 0 --room team-a")
+    @OptionGroup var options: CommonOptions
+    @Argument(help: "The person's tag.") var tag: Int
+    @Argument(help: "Where it ends up (clamped to the list).") var index: Int
+
+    func run() async throws {
+        let run = Run(options: options)
+        try await run { session in
+            let person = try run.person(tag, in: session)
+            let to = min(max(0, index), session.people.count - 1)
+            try await submit([.move(tag, to: to)], label: "Move Person", in: session, options: options,
+                             done: "moved \(person.name) to position \(to)")
+        }
+    }
+}
+
+struct Remove: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Remove a person.",
+        discussion: "Example:\n  peoplekeeper remove 2 --room team-a")
+    @OptionGroup var options: CommonOptions
+    @Argument(help: "The person's tag.") var tag: Int
+
+    func run() async throws {
+        let run = Run(options: options)
+        try await run { session in
+            let person = try run.person(tag, in: session)
+            try await submit([.remove(tag)], label: "Remove Person", in: session, options: options,
+                             done: "removed \(person.name) (tag \(tag))")
+        }
+    }
+}

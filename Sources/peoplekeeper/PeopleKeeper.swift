@@ -1,0 +1,149 @@
+import ArgumentParser
+import Foundation
+import PeopleClient
+import PeopleCore
+import WebSocketTransport
+
+/// `peoplekeeper`: the terminal client. Each scriptable command connects, does one thing, prints the
+/// result and exits with a status a shell can test (docs/CLIENT.md).
+@main
+struct PeopleKeeper: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "peoplekeeper",
+        abstract: "Edit a PeopleKeeper room from the terminal, with an undo of your own.",
+        discussion: """
+            Exit status: 0 done; 1 nothing to undo or redo; 64 usage; 65 the room refused the request \
+            (no such person, invalid-op); 69 the hub is unreachable; 75 try again later (rate-limited, \
+            room-full, server-error); 77 not allowed (a viewer's edit). docs/CLIENT.md has the details.
+
+            Examples:
+              peoplekeeper list --room team-a
+              peoplekeeper set 1 hairColor red --room team-a --user ann
+              peoplekeeper undo --room team-a --user ann
+              PEOPLEKEEPER_ROOM=team-a peoplekeeper watch --json
+            """,
+        subcommands: [
+            List.self, Show.self, Add.self, SetField.self, Like.self, Dislike.self, Neutral.self, FacialHair.self,
+            Move.self, Remove.self, Undo.self, Redo.self, History.self, Watch.self,
+        ]
+    )
+}
+
+/// The options every scriptable command takes.
+struct CommonOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The hub, ws://host:port (default: $PEOPLEKEEPER_URL, else ws://127.0.0.1:8080).", valueName: "url"))
+    var url: String?
+
+    @Option(help: ArgumentHelp("The room (default: $PEOPLEKEEPER_ROOM).", valueName: "room"))
+    var room: String?
+
+    @Option(help: ArgumentHelp("Who you are: undo and redo work on this user's changes (default: $PEOPLEKEEPER_USER, else $USER).", valueName: "name"))
+    var user: String?
+
+    @Flag(help: "Machine output: JSON on stdout.")
+    var json = false
+
+    @Option(help: "Seconds to wait for the hub to connect and answer.")
+    var timeout: Double = 10
+
+    var hubURL: String {
+        url ?? ProcessInfo.processInfo.environment["PEOPLEKEEPER_URL"] ?? "ws://127.0.0.1:8080"
+    }
+
+    var roomName: String {
+        get throws {
+            guard let room = room ?? ProcessInfo.processInfo.environment["PEOPLEKEEPER_ROOM"], !room.isEmpty else {
+                throw ValidationError("which room? Give --room ROOM (or set PEOPLEKEEPER_ROOM)")
+            }
+            guard room.utf8.count <= 64, room.utf8.allSatisfy({ Self.roomBytes.contains($0) }) else {
+                throw ValidationError("a room name is 1 to 64 characters of A-Z a-z 0-9 _ . - (got \(room))")
+            }
+            return room
+        }
+    }
+
+    var userName: String {
+        let environment = ProcessInfo.processInfo.environment
+        return user ?? environment["PEOPLEKEEPER_USER"] ?? environment["USER"] ?? "anonymous"
+    }
+
+    func validate() throws {
+        guard hubURL.hasPrefix("ws://") else { throw ValidationError("--url must start with ws:// (got \(hubURL))") }
+        guard timeout > 0 else { throw ValidationError("--timeout must be more than 0") }
+        guard (1...64).contains(userName.utf8.count) else { throw ValidationError("a user name is 1 to 64 bytes") }
+    }
+
+    private static let roomBytes = Swift.Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-".utf8)
+}
+
+/// A command's failure: the message for stderr (and, with --json, stdout) and the exit status.
+struct Failure: Error {
+    var status: Int32
+    var code: String
+    var message: String
+
+    static func usage(_ message: String) -> Failure { Failure(status: 64, code: "usage", message: message) }
+    static func noPerson(_ tag: Tag, room: String) -> Failure {
+        Failure(status: 65, code: "no-such-person", message: "there is no person with tag \(tag) in room \(room)")
+    }
+
+    init(status: Int32, code: String, message: String) {
+        self.status = status
+        self.code = code
+        self.message = message
+    }
+
+    init(_ error: ClientError) {
+        switch error {
+        case .unreachable(let why): self.init(status: 69, code: "unreachable", message: "cannot reach the hub: \(why)")
+        case .timedOut(let what): self.init(status: 69, code: "timeout", message: "no answer from the hub: \(what)")
+        case .refused(let error):
+            let status: Int32 = switch error.code {
+            case .invalidOp, .badMessage, .badJSON, .notHello, .tooLarge, .unsupportedProtocol: 65
+            case .forbidden, .unauthorized: 77
+            case .rateLimited, .roomFull, .serverError, .staleBase: 75
+            }
+            self.init(status: status, code: error.code.rawValue, message: error.message)
+        }
+    }
+}
+
+/// One run of a scriptable command: the lws client, the joined room, and the output.
+struct Run {
+    let options: CommonOptions
+
+    /// Joins the room, runs `body`, and turns failures into the documented exit statuses.
+    func callAsFunction(since: Int? = nil, _ body: (RoomSession) async throws -> Void) async throws {
+        let client: WebSocketClient
+        do { client = try WebSocketClient() } catch {
+            try fail(Failure(status: 69, code: "unreachable", message: "cannot start the WebSocket client: \(error)"))
+        }
+        var failure: Failure?
+        do {
+            let session = try await RoomSession.join(base: options.hubURL, room: options.roomName, user: options.userName,
+                                                     client: client, timeout: options.timeout, since: since)
+            do { try await body(session) } catch let error as Failure { failure = error } catch let error as ClientError {
+                failure = Failure(error)
+            }
+            session.close()
+        } catch let error as ClientError {
+            failure = Failure(error)
+        }
+        await client.shutdown()
+        if let failure { try fail(failure) }
+    }
+
+    func fail(_ failure: Failure) throws -> Never {
+        if options.json {
+            print(JSON.object(["error": JSON.object(["code": .string(failure.code), "message": .string(failure.message)])]).text)
+        }
+        FileHandle.standardError.write(Data("peoplekeeper: \(failure.message)\n".utf8))
+        throw ExitCode(failure.status)
+    }
+
+    /// The person with `tag`, or the failure for a missing one.
+    func person(_ tag: Tag, in session: RoomSession) throws -> Person {
+        guard let person = session.people[tag] else { throw Failure.noPerson(tag, room: session.room) }
+        return person
+    }
+}

@@ -1,0 +1,239 @@
+import ArgumentParser
+import Foundation
+import PeopleClient
+import PeopleCore
+
+/// Columns padded to their widest cell, two spaces apart (no trailing spaces).
+func table(_ rows: [[String]]) -> String {
+    guard let columns = rows.map(\.count).max() else { return "" }
+    let widths = (0..<columns).map { c in rows.map { c < $0.count ? $0[c].count : 0 }.max() ?? 0 }
+    return rows.map { row in
+        let line = row.enumerated().map { c, cell in
+            c == row.count - 1 ? cell : cell.padding(toLength: widths[c], withPad: " ", startingAt: 0)
+        }.joined(separator: "  ")
+        return String(line.reversed().drop { $0 == " " }.reversed())
+    }.joined(separator: "\n")
+}
+
+extension Person {
+    var row: [String] {
+        [String(tag), name, hairColor.rawValue, hairLength.rawValue, eyeColor.rawValue, glasses ? "yes" : "no",
+         FacialHairStyle.allCases.filter(facialHair.contains).map(\.rawValue).joined(separator: ", "),
+         likes.map(\.rawValue).joined(separator: ", "), dislikes.map(\.rawValue).joined(separator: ", ")]
+    }
+
+    static let header = ["TAG", "NAME", "HAIR", "LENGTH", "EYES", "GLASSES", "FACIAL HAIR", "LIKES", "DISLIKES"]
+}
+
+struct List: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List the people in the room, in order.",
+        discussion: "Examples:\n  peoplekeeper list --room team-a\n  peoplekeeper list --room team-a --json")
+    @OptionGroup var options: CommonOptions
+
+    func run() async throws {
+        let run = Run(options: options)
+        try await run { session in
+            if options.json {
+                print(JSON.object([
+                    "room": .string(session.room), "rev": .int(session.revision),
+                    "people": .array(session.people.people.map(\.json)),
+                ]).text)
+            } else {
+                print(table([Person.header] + session.people.people.map(\.row)))
+            }
+        }
+    }
+}
+
+struct Show: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show one person, every field.",
+        discussion: "Example:\n  peoplekeeper show 1 --room team-a")
+    @OptionGroup var options: CommonOptions
+    @Argument(help: "The person's tag.") var tag: Int
+
+    func run() async throws {
+        let run = Run(options: options)
+        try await run { session in
+            let person = try run.person(tag, in: session)
+            if options.json { return print(person.json.text) }
+            let row = person.row
+            print(table([
+                ["tag:", row[0]], ["name:", row[1]], ["hairColor:", row[2]], ["hairLength:", row[3]],
+                ["eyeColor:", row[4]], ["glasses:", row[5]], ["facialHair:", row[6]], ["likes:", row[7]],
+                ["dislikes:", row[8]], ["position:", String(session.people.index(of: tag) ?? 0)],
+            ]))
+        }
+    }
+}
+
+/// `undo` and `redo`.
+protocol StackCommand: AsyncParsableCommand {
+    static var verb: String { get }
+    var options: CommonOptions { get }
+    var scope: Int? { get }
+}
+
+extension StackCommand {
+    static func help(_ verb: String) -> CommandConfiguration {
+        CommandConfiguration(
+            abstract: "\(verb.prefix(1).uppercased() + verb.dropFirst()) your newest change (never a teammate's).",
+            discussion: """
+                A part a teammate has changed since is skipped and reported. Exit 1 when nothing was \
+                \(verb == "undo" ? "undone" : "redone").
+
+                Examples:
+                  peoplekeeper \(verb) --room team-a --user ann
+                  peoplekeeper \(verb) --scope 2 --room team-a --user ann     # your newest change to tag 2
+                """)
+    }
+
+    func run() async throws {
+        let run = Run(options: options)
+        try await run { session in
+            let before = session.people
+            let reply = try await session.request(timeout: options.timeout) { seq in
+                Self.verb == "undo" ? .undo(.init(seq: seq, scope: scope)) : .redo(.init(seq: seq, scope: scope))
+            }
+            guard case .undone(let result) = reply, Self.verb == "undo" else {
+                guard case .redone(let result) = reply else {
+                    throw Failure(status: 65, code: "bad-reply", message: "unexpected answer \(reply.json.text)")
+                }
+                return try report(result, before: before, session: session)
+            }
+            try report(result, before: before, session: session)
+        }
+    }
+
+    private func report(_ result: ServerMessage.UndoResult, before: PeopleModel, session: RoomSession) throws {
+        let past = Self.verb == "undo" ? "undid" : "redid"
+        if options.json {
+            print(JSON.object([
+                "rev": result.rev.map(JSON.int) ?? .null, "label": result.label.map(JSON.string) ?? .null,
+                "ops": .array(result.ops.map(\.json)), "skipped": .array(result.skipped.map(\.json)),
+                "history": historyJSON(session.history),
+            ]).text)
+        } else {
+            if let rev = result.rev {
+                print("\(past) \(result.label ?? "a change") at rev \(rev)")
+            } else if result.skipped.isEmpty {
+                print("nothing to \(Self.verb)")
+            } else {
+                print("nothing \(past == "undid" ? "undone" : "redone"): every part was skipped")
+            }
+            for report in result.skipped { print("skipped: \(report.sentence(people: before))") }
+        }
+        if result.rev == nil { throw ExitCode(1) }
+    }
+}
+
+func historyJSON(_ h: HistorySummary) -> JSON {
+    .object([
+        "canUndo": .bool(h.canUndo), "canRedo": .bool(h.canRedo),
+        "undoLabel": h.undoLabel.map(JSON.string), "redoLabel": h.redoLabel.map(JSON.string),
+    ])
+}
+
+struct Undo: StackCommand {
+    static let configuration = help("undo")
+    static let verb = "undo"
+    @OptionGroup var options: CommonOptions
+    @Option(help: "Only your changes to this person (tag).") var scope: Int?
+}
+
+struct Redo: StackCommand {
+    static let configuration = help("redo")
+    static let verb = "redo"
+    @OptionGroup var options: CommonOptions
+    @Option(help: "Only your changes to this person (tag).") var scope: Int?
+}
+
+/// One line about a revision: `rev 16 by bob (edit, Toggle Glasses): 1 change`.
+func describe(_ o: ServerMessage.Ops) -> String {
+    let label = o.label.map { ", \($0)" } ?? ""
+    return "rev \(o.rev) by \(o.author) (\(o.kind.rawValue)\(label)): \(o.ops.map(summary).joined(separator: "; "))"
+}
+
+/// A diff in a few words.
+func summary(_ diff: Diff) -> String {
+    switch diff {
+    case .insert(let p, let at): "add \(p.name) (tag \(p.tag)) at \(at)"
+    case .remove(let tag): "remove tag \(tag)"
+    case .move(let tag, let to): "move tag \(tag) to \(to)"
+    case .set(let tag, let value): "tag \(tag) \(value.field.rawValue) = \(Words.text(value))"
+    case .facialHair(let tag, let style, let present): "tag \(tag) \(style.rawValue) \(present ? "on" : "off")"
+    case .preference(let tag, let topic, let opinion): "tag \(tag) \(topic.rawValue): \(opinion.rawValue)"
+    case .text(let tag, _): "tag \(tag) name typed"
+    }
+}
+
+struct History: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Your undo / redo state and the room's latest revisions.",
+        discussion: "Examples:\n  peoplekeeper history --room team-a --user ann\n  peoplekeeper history --last 5 --room team-a --json")
+    @OptionGroup var options: CommonOptions
+    @Option(help: "How many of the latest revisions.") var last = 20
+
+    func validate() throws {
+        guard (1...1000).contains(last) else { throw ValidationError("--last is 1 to 1000") }
+    }
+
+    func run() async throws {
+        // The head first, then a catch-up from `last` revisions before it.
+        var head = 0
+        try await Run(options: options)() { session in head = session.revision }
+        try await Run(options: options)(since: max(0, head - last)) { session in
+            let revisions = session.revisions.filter { $0.rev > head - last && $0.rev <= max(head, session.welcome.rev) }
+            if options.json {
+                print(JSON.object([
+                    "rev": .int(session.welcome.rev), "history": historyJSON(session.history),
+                    "revisions": .array(revisions.map { o in
+                        JSON.object(["rev": .int(o.rev), "author": .string(o.author), "kind": .string(o.kind.rawValue),
+                                     "label": o.label.map(JSON.string), "ops": .array(o.ops.map(\.json))])
+                    }),
+                ]).text)
+            } else {
+                let h = session.history
+                print("undo: \(h.undoLabel ?? "(nothing)")    redo: \(h.redoLabel ?? "(nothing)")")
+                print(table([["REV", "AUTHOR", "KIND", "LABEL"]]
+                            + revisions.map { [String($0.rev), $0.author, $0.kind.rawValue, $0.label ?? ""] }))
+            }
+        }
+    }
+}
+
+struct Watch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print every revision of the room as it happens.",
+        discussion: """
+            Runs until Ctrl-C (exit 0) or until the connection is lost (exit 69); --count N exits after N.
+
+            Examples:
+              peoplekeeper watch --room team-a
+              peoplekeeper watch --room team-a --json --count 10
+            """)
+    @OptionGroup var options: CommonOptions
+    @Option(help: "Exit 0 after this many revisions.") var count: Int?
+
+    func run() async throws {
+        signal(SIGINT) { _ in _exit(0) }
+        let run = Run(options: options)
+        try await run { session in
+            if !options.json { emit("watching room \(session.room) at rev \(session.revision)") }
+            var seen = 0
+            while count.map({ seen < $0 }) ?? true {
+                guard let o = await session.nextRevision() else {
+                    throw Failure(status: 69, code: "closed", message: "the hub closed the connection")
+                }
+                seen += 1
+                emit(options.json ? ServerMessage.ops(o).json.text : describe(o))
+            }
+        }
+    }
+}
+
+/// Writes a line to stdout at once (not buffered: `watch` output goes to pipes as it happens).
+func emit(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
