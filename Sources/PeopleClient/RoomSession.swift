@@ -118,6 +118,29 @@ public final class RoomSession: @unchecked Sendable {
         }
     }
 
+    /// Waits until the hub has sent everything it had for this session so far (a `ping`, then frames
+    /// up to its `pong`): a `history` that follows an `undone`, for example, is then in `history`.
+    public func settle(timeout: Double) async throws(ClientError) {
+        seq += 1
+        let mine = seq
+        connection.send(.ping(seq: mine))
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            let left = deadline.timeIntervalSinceNow
+            guard left > 0, let event = await connection.next(timeout: left) else {
+                throw .timedOut("ping \(mine) was not answered within \(Self.seconds(timeout))")
+            }
+            switch event {
+            case .closed(let code, let reason, let error):
+                throw .unreachable(Self.closedText(url: connection.url, code: code, reason: reason, error: error))
+            case .message(.pong(let seq)) where seq == mine:
+                return
+            case .message(let message):
+                absorb(message)
+            }
+        }
+    }
+
     /// Takes the next frame (applying it); false after `timeout` without one. Throws when the
     /// connection closes.
     @discardableResult

@@ -54,7 +54,7 @@ struct Add: AsyncParsableCommand {
                 let person = Person(tag: tag, name: name, hairColor: hair, hairLength: length, eyeColor: eyes, glasses: glasses)
                 let index = at.map { max(0, $0) } ?? session.people.count
                 try await submit([.insert(person, at: index)], label: "Add Person", in: session, options: options,
-                                 done: "added \(name) as tag \(tag) at position \(min(index, session.people.count))",
+                                 done: "added \(name) as tag \(tag)",
                                  extra: [("tag", .int(tag)), ("person", person.json)])
             }
         } catch let failure as Failure { try run.fail(failure) }

@@ -23,10 +23,30 @@ struct PeopleKeeper: AsyncParsableCommand {
               PEOPLEKEEPER_ROOM=team-a peoplekeeper watch --json
             """,
         subcommands: [
-            List.self, Show.self, Add.self, SetField.self, Like.self, Dislike.self, Neutral.self, FacialHair.self,
+            Open.self, List.self, Show.self, Add.self, SetField.self, Like.self, Dislike.self, Neutral.self, FacialHair.self,
             Move.self, Remove.self, Undo.self, Redo.self, History.self, Watch.self,
         ]
     )
+
+    /// As ArgumentParser's, except that a usage error is one line on stderr, `peoplekeeper: …`, exit 64
+    /// (help and version print as usual; a command's own failures have printed already).
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var command = command as? AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            let status = exitCode(for: error)
+            if status == .success || error is ExitCode { exit(withError: error) }
+            let message = self.message(for: error).split(whereSeparator: \.isNewline)
+                .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: " ")
+            FileHandle.standardError.write(Data("peoplekeeper: \(message)\n".utf8))
+            Foundation.exit(status.rawValue)
+        }
+    }
 }
 
 /// The options every scriptable command takes.
@@ -46,31 +66,40 @@ struct CommonOptions: ParsableArguments {
     @Option(help: "Seconds to wait for the hub to connect and answer.")
     var timeout: Double = 10
 
-    var hubURL: String {
-        url ?? ProcessInfo.processInfo.environment["PEOPLEKEEPER_URL"] ?? "ws://127.0.0.1:8080"
-    }
-
-    var roomName: String {
-        get throws {
-            guard let room = room ?? ProcessInfo.processInfo.environment["PEOPLEKEEPER_ROOM"], !room.isEmpty else {
-                throw ValidationError("which room? Give --room ROOM (or set PEOPLEKEEPER_ROOM)")
-            }
-            guard room.utf8.count <= 64, room.utf8.allSatisfy({ Self.roomBytes.contains($0) }) else {
-                throw ValidationError("a room name is 1 to 64 characters of A-Z a-z 0-9 _ . - (got \(room))")
-            }
-            return room
-        }
-    }
-
-    var userName: String {
-        let environment = ProcessInfo.processInfo.environment
-        return user ?? environment["PEOPLEKEEPER_USER"] ?? environment["USER"] ?? "anonymous"
-    }
+    var hubURL: String { Defaults.url(url) }
+    var roomName: String { get throws { try Defaults.room(room) } }
+    var userName: String { Defaults.user(user) }
 
     func validate() throws {
-        guard hubURL.hasPrefix("ws://") else { throw ValidationError("--url must start with ws:// (got \(hubURL))") }
+        try Defaults.validate(url: hubURL, user: userName)
         guard timeout > 0 else { throw ValidationError("--timeout must be more than 0") }
-        guard (1...64).contains(userName.utf8.count) else { throw ValidationError("a user name is 1 to 64 bytes") }
+    }
+}
+
+/// Where options come from when they are not given: the environment, then a default.
+enum Defaults {
+    static func url(_ given: String?) -> String {
+        given ?? ProcessInfo.processInfo.environment["PEOPLEKEEPER_URL"] ?? "ws://127.0.0.1:8080"
+    }
+
+    static func room(_ given: String?) throws -> String {
+        guard let room = given ?? ProcessInfo.processInfo.environment["PEOPLEKEEPER_ROOM"], !room.isEmpty else {
+            throw ValidationError("which room? Give --room ROOM (or set PEOPLEKEEPER_ROOM)")
+        }
+        guard room.utf8.count <= 64, room.utf8.allSatisfy({ roomBytes.contains($0) }) else {
+            throw ValidationError("a room name is 1 to 64 characters of A-Z a-z 0-9 _ . - (got \(room))")
+        }
+        return room
+    }
+
+    static func user(_ given: String?) -> String {
+        let environment = ProcessInfo.processInfo.environment
+        return given ?? environment["PEOPLEKEEPER_USER"] ?? environment["USER"] ?? "anonymous"
+    }
+
+    static func validate(url: String, user: String) throws {
+        guard url.hasPrefix("ws://") else { throw ValidationError("--url must start with ws:// (got \(url))") }
+        guard (1...64).contains(user.utf8.count) else { throw ValidationError("a user name is 1 to 64 bytes") }
     }
 
     private static let roomBytes = Swift.Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-".utf8)

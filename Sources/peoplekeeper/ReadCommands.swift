@@ -96,6 +96,7 @@ extension StackCommand {
             let reply = try await session.request(timeout: options.timeout) { seq in
                 Self.verb == "undo" ? .undo(.init(seq: seq, scope: scope)) : .redo(.init(seq: seq, scope: scope))
             }
+            try await session.settle(timeout: options.timeout)  // the history frame that follows
             guard case .undone(let result) = reply, Self.verb == "undo" else {
                 guard case .redone(let result) = reply else {
                     throw Failure(status: 65, code: "bad-reply", message: "unexpected answer \(reply.json.text)")
@@ -149,22 +150,27 @@ struct Redo: StackCommand {
     @Option(help: "Only your changes to this person (tag).") var scope: Int?
 }
 
-/// One line about a revision: `rev 16 by bob (edit, Toggle Glasses): 1 change`.
-func describe(_ o: ServerMessage.Ops) -> String {
+/// One line about a revision, naming people as `before` has them:
+/// `rev 16 by bob (edit, Toggle Glasses): Joan glasses on`.
+func describe(_ o: ServerMessage.Ops, before: PeopleModel) -> String {
     let label = o.label.map { ", \($0)" } ?? ""
-    return "rev \(o.rev) by \(o.author) (\(o.kind.rawValue)\(label)): \(o.ops.map(summary).joined(separator: "; "))"
+    let what = o.ops.map { summary($0, people: before) }.joined(separator: "; ")
+    return "rev \(o.rev) by \(o.author) (\(o.kind.rawValue)\(label)): \(what.isEmpty ? "no change" : what)"
 }
 
 /// A diff in a few words.
-func summary(_ diff: Diff) -> String {
+func summary(_ diff: Diff, people: PeopleModel) -> String {
+    func who(_ tag: Tag) -> String { people[tag]?.name ?? "tag \(tag)" }
     switch diff {
-    case .insert(let p, let at): "add \(p.name) (tag \(p.tag)) at \(at)"
-    case .remove(let tag): "remove tag \(tag)"
-    case .move(let tag, let to): "move tag \(tag) to \(to)"
-    case .set(let tag, let value): "tag \(tag) \(value.field.rawValue) = \(Words.text(value))"
-    case .facialHair(let tag, let style, let present): "tag \(tag) \(style.rawValue) \(present ? "on" : "off")"
-    case .preference(let tag, let topic, let opinion): "tag \(tag) \(topic.rawValue): \(opinion.rawValue)"
-    case .text(let tag, _): "tag \(tag) name typed"
+    case .insert(let p, let at): return "added \(p.name) (tag \(p.tag)) at \(at)"
+    case .remove(let tag): return "removed \(who(tag))"
+    case .move(let tag, let to): return "moved \(who(tag)) to \(to)"
+    case .set(let tag, .glasses(let on)): return "\(who(tag)) glasses \(on ? "on" : "off")"
+    case .set(let tag, let value): return "\(who(tag)) \(value.field.rawValue) \(Words.text(value))"
+    case .facialHair(let tag, let style, let present): return "\(who(tag)) \(style.rawValue) \(present ? "on" : "off")"
+    case .preference(let tag, let topic, let opinion):
+        return "\(who(tag)) \(opinion == .none ? "neutral on" : opinion == .like ? "likes" : "dislikes") \(topic.rawValue)"
+    case .text(let tag, _): return "\(who(tag))'s name typed"
     }
 }
 
@@ -223,11 +229,12 @@ struct Watch: AsyncParsableCommand {
             if !options.json { emit("watching room \(session.room) at rev \(session.revision)") }
             var seen = 0
             while count.map({ seen < $0 }) ?? true {
+                let before = session.people
                 guard let o = await session.nextRevision() else {
                     throw Failure(status: 69, code: "closed", message: "the hub closed the connection")
                 }
                 seen += 1
-                emit(options.json ? ServerMessage.ops(o).json.text : describe(o))
+                emit(options.json ? ServerMessage.ops(o).json.text : describe(o, before: before))
             }
         }
     }

@@ -1,0 +1,199 @@
+import Foundation
+import PeopleCore
+import WebSocketTransport
+
+/// A room kept live for a screen: the client state machine (`ClientSync`: optimistic edits, one
+/// request in flight, rebasing) over a connection that comes back by itself.
+///
+/// Everything runs on `queue`: call every method there, and `onUpdate` is called there after each
+/// change. While the hub is unreachable, edits, undos and redos are taken and queued; they are sent,
+/// rebased, when the connection is back (with `resume` and `since`, so the session and its seq
+/// replies carry over). Reconnects back off from 0.25 s to 5 s.
+public final class LiveRoom: @unchecked Sendable {
+    public enum Link: Hashable, Sendable {
+        case connecting
+        case online
+        /// Not connected; the next attempt is in about `retryIn` seconds.
+        case offline(retryIn: Double, why: String)
+    }
+
+    /// Something a screen should tell the user about once.
+    public enum Notice: Sendable {
+        /// Parts of this user's request the hub skipped or turned into no-ops, with the people as they
+        /// were before (to name them).
+        case skipped([SkipReport], people: PeopleModel)
+        case remote(Revision.Summary)
+        case error(ProtocolError)
+    }
+
+    public private(set) var sync: ClientSync
+    public private(set) var link: Link = .connecting
+    public let room: String
+    private var url: String
+    private let queue: DispatchQueue
+    private let client: WebSocketClient
+    private var connection: Connection?
+    private var generation = 0
+    private var backoff = 0.25
+    private var stopped = false
+    public var onUpdate: (([Notice]) -> Void)?
+    /// What this user is looking at (sent with each new connection too).
+    private var viewing: ClientMessage.PresenceUpdate?
+
+    public init(base: String, room: String, user: String, queue: DispatchQueue) throws {
+        self.room = room
+        self.url = HubConnection.roomURL(base: base, room: room)
+        self.queue = queue
+        self.sync = ClientSync(user: user)
+        self.client = try WebSocketClient()
+    }
+
+    /// Starts connecting (queue only).
+    public func start() { connect() }
+
+    /// Closes the connection and stops reconnecting.
+    public func stop() async {
+        stopped = true
+        connection?.close(via: client)
+        await client.shutdown()
+    }
+
+    // MARK: Actions (queue only)
+
+    public func edit(_ diffs: [Diff], label: String, coalesce: String? = nil) throws(InvalidOp) {
+        send(try sync.edit(diffs, label: label, coalesce: coalesce))
+        onUpdate?([])
+    }
+
+    public func undo(scope: Tag? = nil) {
+        send(sync.undo(scope: scope))
+        onUpdate?([])
+    }
+
+    public func redo(scope: Tag? = nil) {
+        send(sync.redo(scope: scope))
+        onUpdate?([])
+    }
+
+    public func allocateTag() -> Tag? {
+        let tag = sync.allocateTag()
+        if sync.tagsLeft < 10, link == .online { send([.tags]) }
+        return tag
+    }
+
+    /// Tells the others what this user is looking at.
+    public func view(tag: Tag?, field: String?) {
+        let update = ClientMessage.PresenceUpdate(viewing: tag, field: field)
+        guard update != viewing else { return }
+        viewing = update
+        if link == .online { send([.presence(update)]) }
+    }
+
+    // MARK: The connection
+
+    private func connect() {
+        guard !stopped else { return }
+        generation += 1
+        link = .connecting
+        let hello = sync.connect(client: "peoplekeeper-tui/1")
+        var first = [hello]
+        if let viewing { first.append(.presence(viewing)) }
+        let connection = Connection(room: self, generation: generation, first: first)
+        self.connection = connection
+        do { try client.connect(url: url, delegate: connection) } catch {
+            lost(generation: generation, why: "\(error)")
+        }
+    }
+
+    private func send(_ messages: [ClientMessage]) {
+        guard !messages.isEmpty, let connection, link == .online else { return }
+        connection.send(messages, via: client)
+    }
+
+    fileprivate func received(_ message: ServerMessage, generation: Int) {
+        guard generation == self.generation, !stopped else { return }
+        let before = sync.view
+        let (outgoing, events) = sync.receive(message)
+        var notices: [Notice] = []
+        for event in events {
+            switch event {
+            case .welcomed:
+                link = .online
+                backoff = 0.25
+            case .remote(let summary): notices.append(.remote(summary))
+            case .skipped(let reports): notices.append(.skipped(reports, people: before))
+            case .error(let error): notices.append(.error(error))
+            case .redirect(let target):
+                url = target
+                connection?.close(via: client)
+            case .history, .presence, .needsResync:
+                break
+            }
+        }
+        send(outgoing)
+        onUpdate?(notices)
+    }
+
+    fileprivate func lost(generation: Int, why: String) {
+        guard generation == self.generation, !stopped else { return }
+        sync.disconnected()
+        connection = nil
+        let wait = backoff
+        backoff = min(backoff * 2, 5)
+        link = .offline(retryIn: wait, why: why)
+        onUpdate?([])
+        queue.asyncAfter(deadline: .now() + wait) { [weak self] in
+            guard let self, self.generation == generation else { return }
+            self.connect()
+        }
+    }
+
+    /// One connection's delegate: hands what happens to the room's queue, tagged with its generation
+    /// so that a late event of an old connection is ignored.
+    private final class Connection: WebSocketClientDelegate, @unchecked Sendable {
+        weak var room: LiveRoom?
+        let generation: Int
+        private let lock = NSLock()
+        private var socket: WebSocketConnection?
+        private var early: [OutboundMessage]
+
+        init(room: LiveRoom, generation: Int, first: [ClientMessage]) {
+            self.room = room
+            self.generation = generation
+            self.early = first.map { OutboundMessage(text: $0.json.bytes) }
+        }
+
+        func send(_ messages: [ClientMessage], via client: WebSocketClient) {
+            let outbound = messages.map { OutboundMessage(text: $0.json.bytes) }
+            client.perform { [self] in
+                guard let socket = lock.withLock({ socket }) else { return }
+                for message in outbound { socket.send(message) }
+            }
+        }
+
+        func close(via client: WebSocketClient) {
+            client.perform { [self] in lock.withLock { socket }?.close(code: 1000) }
+        }
+
+        func didConnect(_ connection: WebSocketConnection) {
+            let early = lock.withLock {
+                socket = connection
+                defer { self.early = [] }
+                return self.early
+            }
+            for message in early { connection.send(message) }
+        }
+
+        func didReceive(_ connection: WebSocketConnection, message: [UInt8], binary: Bool) {
+            guard case .success(let decoded) = ServerMessage.decode(message), let room else { return }
+            room.queue.async { [generation] in room.received(decoded, generation: generation) }
+        }
+
+        func didClose(_ connection: WebSocketConnection, error: String?) {
+            lock.withLock { socket = nil }
+            guard let room else { return }
+            let why = error ?? connection.peerCloseCode.map { "closed by the hub (\($0))" } ?? "connection closed"
+            room.queue.async { [generation] in room.lost(generation: generation, why: why) }
+        }
+    }
+}

@@ -1,0 +1,67 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import PeopleClient
+import PeopleCore
+
+struct Open: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "The interactive screen: edit a room live, with your own undo.",
+        discussion: """
+            Keys: ↑↓ or j k move, Tab / → / ← switch between the list and the details, Enter edits the \
+            field (typing a name sends each character; colours cycle; glasses, facial hair and topics \
+            toggle), a adds, d deletes (asks), m moves, u / r undo / redo your newest change, U / R your \
+            newest change to the selected person, ? help, q quits. Edits made while the hub is \
+            unreachable are kept and sent when it is back. NO_COLOR turns colours off.
+
+            Examples:
+              peoplekeeper open team-a --user ann
+              peoplekeeper open team-a --user ann --url ws://hub.example:8080
+            """)
+    @Argument(help: "The room.") var room: String
+    @Option(help: ArgumentHelp("Who you are (default: $PEOPLEKEEPER_USER, else $USER).", valueName: "name")) var user: String?
+    @Option(help: ArgumentHelp("The hub, ws://host:port (default: $PEOPLEKEEPER_URL, else ws://127.0.0.1:8080).", valueName: "url"))
+    var url: String?
+
+    func run() async throws {
+        let hubURL = Defaults.url(url)
+        let userName = Defaults.user(user)
+        try Defaults.validate(url: hubURL, user: userName)
+        let roomName = try Defaults.room(room)
+        let terminal = Terminal()
+        guard terminal.isInteractive else {
+            throw ValidationError("open needs a terminal (stdin and stdout); for scripts use list, set, undo, watch…")
+        }
+        let queue = DispatchQueue(label: "peoplekeeper.screen")
+        let live = try LiveRoom(base: hubURL, room: roomName, user: userName, queue: queue)
+        let screen = Screen(room: live, terminal: terminal, queue: queue)
+        let quit = DispatchSemaphore(value: 0)
+        let resize = DispatchSource.makeSignalSource(signal: SIGWINCH, queue: queue)
+        signal(SIGWINCH, SIG_IGN)
+        queue.sync {
+            terminal.enter()
+            screen.onQuit = { quit.signal() }
+            live.onUpdate = { notices in screen.update(notices) }
+            resize.setEventHandler { screen.render() }
+            resize.resume()
+            live.start()
+            screen.render()
+        }
+        terminal.readKeys { key in queue.async { screen.handle(key) } }
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                quit.wait()
+                done.resume()
+            }
+        }
+        queue.sync {
+            resize.cancel()
+            terminal.restore()
+        }
+        await live.stop()
+        if live.sync.pendingCount > 0 {
+            FileHandle.standardError.write(Data("peoplekeeper: \(live.sync.pendingCount) change(s) had not reached the hub and are lost\n".utf8))
+        }
+        Foundation.exit(0)
+    }
+}

@@ -1,0 +1,926 @@
+"""The terminal client `peoplekeeper` (docs/CLIENT.md), run as a subprocess against a real hub.
+
+Each command is run the way a shell runs it (`peoplekeeper CMD ARGS --url ... --room ... --user ...`).
+The tests check its exit status, its stdout (plain and `--json`) and its stderr against CLIENT.md. What
+the client changed is checked in the room itself. An independent HubClient (pkclient.py), joined to the
+same room as a user of its own, receives every revision the client makes (the `ops` broadcast, with
+author, kind and label) and keeps the people it leads to. A fresh HubClient's `welcome` gives the
+room's current revision. So a client that only prints the right thing does not pass.
+
+The binary is PEOPLEKEEPER_CLIENT_BIN, or .build/debug/peoplekeeper at the repo root. Without it every
+test fails (no skip). Rooms start from conftest's SEED: tag 1 Ann, 2 Joan, 3 Sam, at revision 0.
+"""
+
+from __future__ import annotations
+
+import json as jsonlib
+import os
+import shlex
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import SEED
+from pkclient import by_tag, norm, tags
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+CLIENT_BIN = os.environ.get("PEOPLEKEEPER_CLIENT_BIN", str(REPO / ".build" / "debug" / "peoplekeeper"))
+
+RUN_TIMEOUT = 30.0      # seconds a single command may take before the test gives up on it
+OBSERVER = "observer"   # the HubClient user that watches each room (never edits, so has no stacks)
+
+LABELS = {
+    "name": "Change Name",
+    "hairColor": "Change Hair Color",
+    "hairLength": "Change Hair Length",
+    "eyeColor": "Change Eye Color",
+    "glasses": "Toggle Glasses",
+}
+HAIR_COLORS = ["black", "brown", "blonde", "red", "gray", "white"]
+FIELDS = ["name", "hairColor", "hairLength", "eyeColor", "glasses"]
+FACIAL_HAIR = ["mustache", "beard", "goatee", "sideburns", "stubble"]
+TOPICS = ["sports", "music", "movies", "books", "travel", "food", "art", "weather", "politics", "technology"]
+LIST_COLUMNS = ["TAG", "NAME", "HAIR", "LENGTH", "EYES", "GLASSES", "FACIAL HAIR", "LIKES", "DISLIKES"]
+
+
+# -- running the client -------------------------------------------------------------------------------
+
+def require_client() -> None:
+    if not (os.path.isfile(CLIENT_BIN) and os.access(CLIENT_BIN, os.X_OK)):
+        pytest.fail(f"no peoplekeeper client binary at {CLIENT_BIN}: build it "
+                    f"(swift build --product peoplekeeper), or set PEOPLEKEEPER_CLIENT_BIN", pytrace=False)
+
+
+def client_env(overrides: dict | None = None) -> dict:
+    """The test process's environment without the client's own variables (so a developer's
+    PEOPLEKEEPER_URL cannot leak in), then `overrides` (a None value removes that variable)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PEOPLEKEEPER_URL", "PEOPLEKEEPER_ROOM", "PEOPLEKEEPER_USER")}
+    for k, v in (overrides or {}).items():
+        if v is None:
+            env.pop(k, None)
+        else:
+            env[k] = v
+    return env
+
+
+def run_client(args: list, *, env: dict | None = None, timeout: float = RUN_TIMEOUT) -> subprocess.CompletedProcess:
+    require_client()
+    argv = [CLIENT_BIN, *[str(a) for a in args]]
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=client_env(env),
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as e:
+        raise AssertionError(f"`peoplekeeper {shlex.join(argv[1:])}` was still running after {timeout}s; "
+                             f"stdout {e.stdout!r}, stderr {e.stderr!r}") from None
+
+
+def hub_url(hub) -> str:
+    return f"ws://127.0.0.1:{hub.port}"
+
+
+def pk(hub, room: str, user: str, *args, json: bool = False, url: str | None = None,
+       timeout: float = RUN_TIMEOUT, env: dict | None = None):
+    """Run `peoplekeeper ARGS --url --room --user [--json]`. Returns the CompletedProcess, or with
+    `json` the pair (CompletedProcess, the JSON document on stdout)."""
+    argv = [*args, "--url", url or hub_url(hub), "--room", room, "--user", user]
+    if json:
+        argv.append("--json")
+    proc = run_client(argv, env=env, timeout=timeout)
+    if not json:
+        return proc
+    return proc, parse_doc(proc)
+
+
+def describe(proc: subprocess.CompletedProcess) -> str:
+    return (f"`peoplekeeper {shlex.join(proc.args[1:])}` exited {proc.returncode}\n"
+            f"--- stdout ---\n{proc.stdout}--- stderr ---\n{proc.stderr}")
+
+
+def parse_doc(proc: subprocess.CompletedProcess):
+    try:
+        return jsonlib.loads(proc.stdout)
+    except ValueError:
+        raise AssertionError(f"with --json, stdout must be one JSON document\n{describe(proc)}") from None
+
+
+def assert_status(proc: subprocess.CompletedProcess, status: int) -> None:
+    assert proc.returncode == status, f"expected exit status {status}\n{describe(proc)}"
+
+
+def assert_error(proc: subprocess.CompletedProcess, status: int, doc=None) -> str:
+    """Exit `status`, one stderr line `peoplekeeper: ...`, and with --json the `{"error": ...}` document
+    on stdout. Returns the stderr line."""
+    assert_status(proc, status)
+    lines = proc.stderr.strip("\n").splitlines()
+    assert len(lines) == 1 and lines[0].startswith("peoplekeeper: "), \
+        f"an error is one stderr line starting with 'peoplekeeper: '\n{describe(proc)}"
+    if doc is not None:
+        assert isinstance(doc, dict) and set(doc) == {"error"}, \
+            f"with --json, an error's stdout is {{\"error\": {{code, message}}}}\n{describe(proc)}"
+        err = doc["error"]
+        assert isinstance(err, dict) and isinstance(err.get("code"), str) and isinstance(err.get("message"), str), \
+            f"error.code and error.message must be strings\n{describe(proc)}"
+    return lines[0]
+
+
+# -- watching the room --------------------------------------------------------------------------------
+
+def set_op(tag, field, value):
+    return {"op": "set", "tag": tag, "field": field, "value": value}
+
+
+def observe(hub, room: str):
+    """A HubClient in the room as its own user; its model follows every revision anyone makes."""
+    return hub.join(room, OBSERVER)
+
+
+def revision(obs, rev: int, timeout: float = 5.0) -> dict:
+    """The `ops` broadcast of revision `rev`, as the observer got it (earlier ones are passed over).
+    The observer's model includes that revision afterwards."""
+    obs.sync(rev, timeout)
+    while True:
+        frame = obs.take("ops", timeout)
+        if frame["rev"] == rev:
+            return frame
+        assert frame["rev"] < rev, f"looking for the broadcast of revision {rev}, got {frame}"
+
+
+def room_state(hub, room: str) -> tuple[int, list]:
+    """The room's (rev, people) from the welcome of a fresh HubClient."""
+    c = hub.join(room, "probe")
+    try:
+        return c.welcome["rev"], c.welcome["people"]
+    finally:
+        c.close()
+
+
+def assert_unchanged(hub, room: str, obs, rev: int, what: str) -> None:
+    """No revision after `rev`: the observer got no broadcast, and a fresh join is at `rev`."""
+    obs.expect_nothing("ops")
+    now, _ = room_state(hub, room)
+    assert now == rev, f"{what} must change nothing, but the room went from revision {rev} to {now}"
+
+
+def check_edit(obs, doc: dict, proc, *, rev: int, author: str, label: str, kind: str = "edit",
+               require_ops: bool = True) -> dict:
+    """A `--json` answer that applied revision `rev`: the observer got it from `author` with `label`,
+    and the answer's ops are the ops as applied (`require_ops=False`: only if the answer has ops, for
+    commands whose --json shape CLIENT.md does not give). Returns the broadcast."""
+    assert isinstance(doc, dict) and doc.get("rev") == rev, f"expected revision {rev}\n{describe(proc)}"
+    if require_ops or "ops" in doc:
+        assert isinstance(doc.get("ops"), list) and doc["ops"], f"expected ops as applied\n{describe(proc)}"
+    frame = revision(obs, rev)
+    assert frame["author"] == author and frame["kind"] == kind, f"revision {rev} by {author} ({kind}): {frame}"
+    assert frame.get("label") == label, f"revision {rev} must be labelled {label!r}: {frame}"
+    if "ops" in doc:
+        assert doc["ops"] == frame["ops"], f"the answer's ops must be the ops as applied: {frame}\n{describe(proc)}"
+    return frame
+
+
+def history_of(doc: dict, proc) -> dict:
+    h = doc.get("history") if isinstance(doc, dict) else None
+    assert isinstance(h, dict), f"the answer has a history object\n{describe(proc)}"
+    return h
+
+
+def check_add(obs, doc: dict, proc, *, rev: int, author: str) -> dict:
+    """An `add --json` answer at revision `rev`: the observer got one insert of the answer's tag, by
+    `author`, labelled Add Person, and the answer's person is the one inserted. Returns the broadcast."""
+    assert doc.get("rev") == rev and isinstance(doc.get("tag"), int), f"expected revision {rev}\n{describe(proc)}"
+    frame = revision(obs, rev)
+    assert frame["author"] == author and frame["kind"] == "edit", frame
+    assert frame.get("label") == "Add Person", f"revision {rev} must be labelled 'Add Person': {frame}"
+    assert [op["op"] for op in frame["ops"]] == ["insert"], frame
+    inserted = frame["ops"][0]["person"]
+    assert inserted["tag"] == doc["tag"], f"the answer's tag is the inserted person's: {frame}\n{describe(proc)}"
+    assert norm([doc.get("person")]) == norm([inserted]), f"the answer's person: {frame}\n{describe(proc)}"
+    return frame
+
+
+def seed_person(tag: int) -> dict:
+    return next(p for p in SEED if p["tag"] == tag)
+
+
+def items(cell: str) -> list:
+    """A comma-separated cell as a sorted list (sets are compared as sets)."""
+    return sorted(x.strip() for x in cell.split(",") if x.strip())
+
+
+def parse_table(text: str, columns: list) -> list[dict]:
+    """A left-aligned table: the header names the columns, each starting where its name does."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert lines, "the table is empty"
+    header = lines[0]
+    assert header.split() == " ".join(columns).split(), f"header {header!r}, expected the columns {columns}"
+    starts, pos = [], 0
+    for c in columns:
+        i = header.find(c, pos)
+        starts.append(i)
+        pos = i + len(c)
+    ends = starts[1:] + [None]
+    return [{c: line[s:e].strip() for c, s, e in zip(columns, starts, ends)} for line in lines[1:]]
+
+
+def expected_row(p: dict) -> dict:
+    return {"TAG": str(p["tag"]), "NAME": p["name"], "HAIR": p["hairColor"], "LENGTH": p["hairLength"],
+            "EYES": p["eyeColor"], "GLASSES": "yes" if p["glasses"] else "no",
+            "FACIAL HAIR": sorted(p["facialHair"]), "LIKES": sorted(p["likes"]), "DISLIKES": sorted(p["dislikes"])}
+
+
+def row_as_expected(row: dict) -> dict:
+    out = dict(row)
+    for c in ("FACIAL HAIR", "LIKES", "DISLIKES"):
+        out[c] = items(row[c])
+    return out
+
+
+# -- list / show ---------------------------------------------------------------------------------------
+
+def test_list_plain_and_json_match_the_room(hub, room):
+    """`list` prints a header (TAG NAME HAIR LENGTH EYES GLASSES FACIAL HAIR LIKES DISLIKES) and one row
+    per person in the room's order; `list --json` gives the room, its revision and the people exactly as
+    a HubClient's welcome has them."""
+    bob = hub.join(room, "bob")
+    bob.edit([{"op": "facialHair", "tag": 2, "style": "mustache", "present": True},
+              {"op": "facialHair", "tag": 2, "style": "stubble", "present": True},
+              {"op": "preference", "tag": 2, "topic": "books", "value": "like"},
+              {"op": "preference", "tag": 2, "topic": "art", "value": "like"},
+              {"op": "preference", "tag": 2, "topic": "sports", "value": "dislike"},
+              set_op(2, "glasses", True)], label="Setup")                              # rev 1
+    bob.edit([{"op": "move", "tag": 3, "to": 0}], label="Move Person")                 # rev 2
+    rev, people = room_state(hub, room)
+    assert rev == 2 and tags(people) == [3, 1, 2]
+
+    r = pk(hub, room, "ann", "list")
+    assert_status(r, 0)
+    rows = parse_table(r.stdout, LIST_COLUMNS)
+    assert [row["TAG"] for row in rows] == ["3", "1", "2"], f"one row per person, in order\n{describe(r)}"
+    for row, p in zip(rows, people):
+        assert row_as_expected(row) == expected_row(p), f"row for tag {p['tag']}: {row}\n{describe(r)}"
+
+    r, doc = pk(hub, room, "ann", "list", json=True)
+    assert_status(r, 0)
+    assert doc.get("room") == room, describe(r)
+    assert doc.get("rev") == rev, describe(r)
+    assert norm(doc["people"]) == norm(people), describe(r)
+    assert tags(doc["people"]) == [3, 1, 2]
+    assert room_state(hub, room)[0] == rev, "list must not change the room"
+
+
+def test_show_plain_json_and_unknown_tag(hub, room):
+    """`show TAG` prints every field on its own line (`name: Sam`, ...); `--json` is the person as on
+    the wire; an unknown tag exits 65 with a message on stderr (and an error document with --json)."""
+    rev, people = room_state(hub, room)
+    sam = by_tag(people, 3)
+
+    r = pk(hub, room, "ann", "show", "3")
+    assert_status(r, 0)
+    fields = {}
+    for line in r.stdout.splitlines():
+        if line.strip():
+            key, sep, value = line.partition(":")
+            assert sep, f"every line of show is `field: value`: {line!r}\n{describe(r)}"
+            fields[key.strip()] = value.strip()
+    for key in ("name", "hairColor", "hairLength", "eyeColor", "glasses", "facialHair", "likes", "dislikes"):
+        assert key in fields, f"show must print {key}\n{describe(r)}"
+    assert fields["name"] == "Sam" and fields["hairColor"] == "blonde", describe(r)
+    assert fields["hairLength"] == "medium" and fields["eyeColor"] == "green", describe(r)
+    assert fields["glasses"] in ("true", "yes", "on"), describe(r)       # Sam wears glasses
+    assert items(fields["facialHair"]) == ["beard"], describe(r)
+    assert items(fields["likes"]) == ["sports"] and items(fields["dislikes"]) == ["weather"], describe(r)
+    if "tag" in fields:
+        assert fields["tag"] == "3", describe(r)
+
+    r, doc = pk(hub, room, "ann", "show", "3", json=True)
+    assert_status(r, 0)
+    assert norm([doc]) == norm([sam]), describe(r)
+
+    r = pk(hub, room, "ann", "show", "99")
+    assert_error(r, 65)
+    assert r.stdout.strip() == "", f"an error goes to stderr only (without --json)\n{describe(r)}"
+    r, doc = pk(hub, room, "ann", "show", "99", json=True)
+    assert_error(r, 65, doc)
+    assert room_state(hub, room)[0] == rev
+
+
+# -- add / set -----------------------------------------------------------------------------------------
+
+def test_add_person_with_fields_and_defaults(hub, room):
+    """`add --name Kim --hair-color red --glasses --at 0` adds Kim first (label Add Person); fields left
+    out are brown / short / brown / no glasses, and the default place is the end."""
+    obs = observe(hub, room)
+
+    r, doc = pk(hub, room, "ann", "add", "--name", "Kim", "--hair-color", "red", "--glasses", "--at", "0",
+                json=True)
+    assert_status(r, 0)
+    assert isinstance(doc.get("tag"), int), describe(r)
+    kim_tag = doc["tag"]
+    assert doc.get("rev") == 1, describe(r)
+    check_add(obs, doc, r, rev=1, author="ann")
+    kim = obs.people[0]
+    assert kim["tag"] == kim_tag, f"Kim must be first: {obs.people}"
+    assert (kim["name"], kim["hairColor"], kim["hairLength"], kim["eyeColor"], kim["glasses"]) == \
+        ("Kim", "red", "short", "brown", True), kim
+    assert kim["facialHair"] == [] and kim["likes"] == [] and kim["dislikes"] == [], kim
+    assert norm([doc["person"]]) == norm([kim]), f"the answer's person is the one added\n{describe(r)}"
+    assert tags(obs.people) == [kim_tag, 1, 2, 3]
+
+    r = pk(hub, room, "ann", "add", "--name", "Lee")
+    assert_status(r, 0)
+    line = r.stdout.strip()
+    frame = revision(obs, 2)
+    assert frame["author"] == "ann" and frame.get("label") == "Add Person", frame
+    lee = obs.people[-1]
+    assert line == f"added Lee as tag {lee['tag']} at rev 2", describe(r)
+    assert (lee["name"], lee["hairColor"], lee["hairLength"], lee["eyeColor"], lee["glasses"]) == \
+        ("Lee", "brown", "short", "brown", False), f"defaults for fields left out: {lee}"
+    assert lee["tag"] not in (kim_tag, 1, 2, 3)
+
+    r, doc = pk(hub, room, "ann", "add", "--name", "Max", "--hair-length", "long", "--eye-color", "hazel",
+                "--at", "1", json=True)
+    assert_status(r, 0)
+    check_add(obs, doc, r, rev=3, author="ann")
+    mx = obs.people[1]
+    assert mx["tag"] == doc["tag"], obs.people
+    assert (mx["name"], mx["hairColor"], mx["hairLength"], mx["eyeColor"], mx["glasses"]) == \
+        ("Max", "brown", "long", "hazel", False), mx
+
+
+@pytest.mark.parametrize("field_arg, value_arg, field, value", [
+    ("name", "Annie Lee", "name", "Annie Lee"),
+    ("hairColor", "red", "hairColor", "red"),
+    ("hair-color", "white", "hairColor", "white"),
+    ("hairLength", "long", "hairLength", "long"),
+    ("hair-length", "bald", "hairLength", "bald"),
+    ("eyeColor", "hazel", "eyeColor", "hazel"),
+    ("eye-color", "gray", "eyeColor", "gray"),
+    ("glasses", "true", "glasses", True),
+    ("glasses", "on", "glasses", True),
+    ("glasses", "yes", "glasses", True),
+])
+def test_set_each_field(hub, room, field_arg, value_arg, field, value):
+    """`set 1 FIELD VALUE` (camel or kebab case) changes that field of Ann as a HubClient sees it, with
+    the documented label, and nothing else."""
+    obs = observe(hub, room)
+    r, doc = pk(hub, room, "ann", "set", "1", field_arg, value_arg, json=True)
+    assert_status(r, 0)
+    assert isinstance(doc.get("noop"), list), f"set --json has a noop list\n{describe(r)}"
+    check_edit(obs, doc, r, rev=1, author="ann", label=LABELS[field])
+    want = dict(seed_person(1), **{field: value})
+    assert norm([by_tag(obs.people, 1)]) == norm([want]), obs.people
+    assert norm([by_tag(obs.people, 2), by_tag(obs.people, 3)]) == norm([seed_person(2), seed_person(3)])
+
+
+def test_set_glasses_on_off_and_plain_output(hub, room):
+    """Glasses take true/false, on/off and yes/no; the plain answer is `set Ann's FIELD to VALUE at rev
+    N`, and setting the value already there exits 0 with `no change` (--json: ops []) and no revision."""
+    obs = observe(hub, room)
+
+    r = pk(hub, room, "ann", "set", "1", "hairColor", "red")
+    assert_status(r, 0)
+    assert r.stdout.strip() == "set Ann's hairColor to red at rev 1", describe(r)
+    frame = revision(obs, 1)
+    assert frame.get("label") == "Change Hair Color" and by_tag(obs.people, 1)["hairColor"] == "red", frame
+
+    rev = 1
+    for value_arg, value in [("true", True), ("off", False), ("on", True), ("false", False),
+                             ("yes", True), ("no", False)]:
+        r, doc = pk(hub, room, "ann", "set", "1", "glasses", value_arg, json=True)
+        assert_status(r, 0)
+        rev += 1
+        check_edit(obs, doc, r, rev=rev, author="ann", label="Toggle Glasses")
+        assert by_tag(obs.people, 1)["glasses"] is value, f"after `set 1 glasses {value_arg}`: {obs.people}"
+
+    # the value already there: exit 0, no revision
+    r, doc = pk(hub, room, "ann", "set", "1", "hair-color", "red", json=True)
+    assert_status(r, 0)
+    assert doc.get("ops") == [], f"setting the value already there applies nothing\n{describe(r)}"
+    assert doc.get("rev") == rev, f"a no-change answer is at the current revision {rev}\n{describe(r)}"
+    r = pk(hub, room, "ann", "set", "1", "glasses", "off")
+    assert_status(r, 0)
+    assert "no change" in r.stdout, describe(r)
+    assert_unchanged(hub, room, obs, rev, "setting a field to the value it has")
+
+
+def test_bad_values_and_fields_are_usage_errors(hub, room):
+    """An unknown value or field exits 64 and the stderr line lists the allowed values; nothing is sent
+    to the room."""
+    obs = observe(hub, room)
+
+    r = pk(hub, room, "ann", "set", "1", "hairColor", "purple")
+    msg = assert_error(r, 64)
+    for v in HAIR_COLORS:
+        assert v in msg, f"the message lists the allowed hair colors ({v} missing)\n{describe(r)}"
+
+    r, doc = pk(hub, room, "ann", "set", "1", "hairColor", "purple", json=True)
+    assert_error(r, 64, doc)
+
+    r = pk(hub, room, "ann", "set", "1", "hat", "red")
+    msg = assert_error(r, 64)
+    for f in FIELDS:
+        assert f in msg, f"the message lists the fields ({f} missing)\n{describe(r)}"
+
+    r = pk(hub, room, "ann", "set", "1", "glasses", "maybe")
+    msg = assert_error(r, 64)
+    assert "true" in msg and "false" in msg, describe(r)
+
+    r = pk(hub, room, "ann", "like", "1", "golf")
+    msg = assert_error(r, 64)
+    for t in TOPICS:
+        assert t in msg, f"the message lists the topics ({t} missing)\n{describe(r)}"
+
+    r = pk(hub, room, "ann", "facial-hair", "1", "mullet", "on")
+    msg = assert_error(r, 64)
+    for s in FACIAL_HAIR:
+        assert s in msg, f"the message lists the styles ({s} missing)\n{describe(r)}"
+
+    r = pk(hub, room, "ann", "facial-hair", "1", "beard", "sometimes")
+    assert_error(r, 64)
+
+    r = pk(hub, room, "ann", "add", "--name", "Kim", "--eye-color", "violet")
+    assert_error(r, 64)
+
+    assert_unchanged(hub, room, obs, 0, "a usage error")
+    assert norm(obs.people) == norm(SEED)
+
+
+def test_usage_errors(hub, room):
+    """An unknown command, a missing argument, a tag that is not a number or no room at all exit 64."""
+    obs = observe(hub, room)
+    failures = []
+    runs = [pk(hub, room, "ann", *args) for args in
+            (["frobnicate"], ["set", "1", "hairColor"], ["show"], ["add"], ["move", "1"],
+             ["set", "one", "hairColor", "red"])]
+    runs.append(run_client(["list", "--url", hub_url(hub), "--user", "ann"]))     # no room
+    for r in runs:
+        try:
+            assert_error(r, 64)
+        except AssertionError as e:
+            failures.append(str(e))
+    assert not failures, "\n\n".join(failures)
+    assert_unchanged(hub, room, obs, 0, "a usage error")
+
+
+# -- likes, facial hair --------------------------------------------------------------------------------
+
+def test_like_dislike_neutral_move_a_topic(hub, room):
+    """`like` / `dislike` / `neutral` put a topic in likes, dislikes or neither (label Change Likes):
+    one `like` of a disliked topic also takes it out of dislikes."""
+    obs = observe(hub, room)
+    assert by_tag(obs.people, 1)["dislikes"] == ["weather"]
+
+    r, doc = pk(hub, room, "ann", "like", "1", "weather", json=True)
+    assert_status(r, 0)
+    check_edit(obs, doc, r, rev=1, author="ann", label="Change Likes")
+    ann = by_tag(obs.people, 1)
+    assert ann["likes"] == ["weather"] and ann["dislikes"] == [], ann
+
+    r, doc = pk(hub, room, "ann", "dislike", "1", "weather", json=True)
+    assert_status(r, 0)
+    check_edit(obs, doc, r, rev=2, author="ann", label="Change Likes")
+    ann = by_tag(obs.people, 1)
+    assert ann["likes"] == [] and ann["dislikes"] == ["weather"], ann
+
+    r, doc = pk(hub, room, "ann", "neutral", "1", "weather", json=True)
+    assert_status(r, 0)
+    check_edit(obs, doc, r, rev=3, author="ann", label="Change Likes")
+    ann = by_tag(obs.people, 1)
+    assert ann["likes"] == [] and ann["dislikes"] == [], ann
+
+    for rev, topic in ((4, "music"), (5, "art")):
+        r, doc = pk(hub, room, "ann", "like", "1", topic, json=True)
+        assert_status(r, 0)
+        check_edit(obs, doc, r, rev=rev, author="ann", label="Change Likes")
+    assert sorted(by_tag(obs.people, 1)["likes"]) == ["art", "music"], obs.people
+
+    r, doc = pk(hub, room, "ann", "neutral", "1", "weather", json=True)
+    assert_status(r, 0)
+    assert doc.get("ops") == [], f"a topic that is already neutral: nothing to apply\n{describe(r)}"
+    assert_unchanged(hub, room, obs, 5, "neutral on a neutral topic")
+
+
+def test_facial_hair_on_and_off(hub, room):
+    """`facial-hair TAG STYLE on|off` adds or removes one style (label Change Facial Hair)."""
+    obs = observe(hub, room)
+
+    r, doc = pk(hub, room, "ann", "facial-hair", "1", "beard", "on", json=True)
+    assert_status(r, 0)
+    check_edit(obs, doc, r, rev=1, author="ann", label="Change Facial Hair")
+    assert by_tag(obs.people, 1)["facialHair"] == ["beard"], obs.people
+
+    r, doc = pk(hub, room, "ann", "facial-hair", "1", "stubble", "on", json=True)
+    assert_status(r, 0)
+    check_edit(obs, doc, r, rev=2, author="ann", label="Change Facial Hair")
+    assert sorted(by_tag(obs.people, 1)["facialHair"]) == ["beard", "stubble"], obs.people
+
+    r, doc = pk(hub, room, "ann", "facial-hair", "1", "beard", "off", json=True)
+    assert_status(r, 0)
+    check_edit(obs, doc, r, rev=3, author="ann", label="Change Facial Hair")
+    assert by_tag(obs.people, 1)["facialHair"] == ["stubble"], obs.people
+
+    r, doc = pk(hub, room, "ann", "facial-hair", "1", "beard", "off", json=True)
+    assert_status(r, 0)
+    assert doc.get("ops") == [], describe(r)
+    assert_unchanged(hub, room, obs, 3, "removing a style that is not there")
+
+
+# -- move / remove -------------------------------------------------------------------------------------
+
+def test_move_and_remove(hub, room):
+    """`move TAG INDEX` puts the person at INDEX (clamped; label Move Person); `remove TAG` takes the
+    person out (label Remove Person); an unknown tag exits 65 and changes nothing."""
+    obs = observe(hub, room)
+
+    r, doc = pk(hub, room, "ann", "move", "3", "0", json=True)
+    assert_status(r, 0)
+    check_edit(obs, doc, r, rev=1, author="ann", label="Move Person", require_ops=False)
+    assert tags(obs.people) == [3, 1, 2]
+
+    r, doc = pk(hub, room, "ann", "move", "3", "99", json=True)
+    assert_status(r, 0)
+    check_edit(obs, doc, r, rev=2, author="ann", label="Move Person", require_ops=False)
+    assert tags(obs.people) == [1, 2, 3], "an index past the end is clamped to the last place"
+
+    r, doc = pk(hub, room, "ann", "remove", "2", json=True)
+    assert_status(r, 0)
+    check_edit(obs, doc, r, rev=3, author="ann", label="Remove Person", require_ops=False)
+    assert tags(obs.people) == [1, 3]
+
+    r = pk(hub, room, "ann", "remove", "99")
+    assert_error(r, 65)
+    r, doc = pk(hub, room, "ann", "remove", "2", json=True)        # removed already
+    assert_error(r, 65, doc)
+    r = pk(hub, room, "ann", "move", "99", "0")
+    assert_error(r, 65)
+    r = pk(hub, room, "ann", "set", "99", "hairColor", "red")
+    assert_error(r, 65)
+    assert_unchanged(hub, room, obs, 3, "a command on an unknown tag")
+    assert tags(obs.people) == [1, 3]
+
+
+# -- undo / redo ---------------------------------------------------------------------------------------
+
+def test_undo_and_redo_own_change_keep_teammates(hub, room):
+    """`undo` reverts the user's newest change and leaves a teammate's later change alone; `redo` puts it
+    back. Both are revisions by the user, of kind undo / redo."""
+    obs = observe(hub, room)
+    bob = hub.join(room, "bob")
+
+    r, doc = pk(hub, room, "ann", "set", "1", "hairColor", "red", json=True)
+    assert_status(r, 0)
+    check_edit(obs, doc, r, rev=1, author="ann", label="Change Hair Color")
+    bob.sync(1)
+    bob.edit([set_op(2, "glasses", True)], label="Toggle Glasses")                     # rev 2
+    revision(obs, 2)
+
+    r = pk(hub, room, "ann", "undo")
+    assert_status(r, 0)
+    out = r.stdout.splitlines()
+    assert out and out[0] == "undid Change Hair Color at rev 3", describe(r)
+    frame = revision(obs, 3)
+    assert frame["author"] == "ann" and frame["kind"] == "undo", frame
+    assert by_tag(obs.people, 1)["hairColor"] == "brown", "ann's change is undone"
+    assert by_tag(obs.people, 2)["glasses"] is True, "bob's change stays"
+
+    r, doc = pk(hub, room, "ann", "redo", json=True)
+    assert_status(r, 0)
+    assert doc.get("label") == "Change Hair Color" and doc.get("skipped") == [], describe(r)
+    check_edit(obs, doc, r, rev=4, author="ann", label="Change Hair Color", kind="redo")
+    assert by_tag(obs.people, 1)["hairColor"] == "red", "redo puts ann's change back"
+    assert by_tag(obs.people, 2)["glasses"] is True
+    hist = history_of(doc, r)
+    assert hist.get("canUndo") is True and hist.get("canRedo") is False, describe(r)
+    assert hist.get("undoLabel") == "Change Hair Color", describe(r)
+
+    r, doc = pk(hub, room, "ann", "undo", json=True)
+    assert_status(r, 0)
+    assert doc.get("label") == "Change Hair Color" and doc.get("skipped") == [], describe(r)
+    check_edit(obs, doc, r, rev=5, author="ann", label="Change Hair Color", kind="undo")
+    assert history_of(doc, r).get("canRedo") is True and history_of(doc, r).get("redoLabel") == "Change Hair Color", \
+        describe(r)
+    assert by_tag(obs.people, 1)["hairColor"] == "brown" and by_tag(obs.people, 2)["glasses"] is True
+
+
+def test_undo_scope_picks_newest_change_to_that_person(hub, room):
+    """`undo --scope TAG` undoes the user's newest change to that person, even when a newer change to
+    someone else is on top; `redo --scope TAG` brings it back."""
+    obs = observe(hub, room)
+    pk_ok = [pk(hub, room, "ann", "set", "1", "hairColor", "red"),
+             pk(hub, room, "ann", "set", "2", "eyeColor", "hazel")]
+    for r in pk_ok:
+        assert_status(r, 0)
+    revision(obs, 2)
+
+    r, doc = pk(hub, room, "ann", "undo", "--scope", "1", json=True)
+    assert_status(r, 0)
+    assert doc.get("label") == "Change Hair Color", describe(r)
+    check_edit(obs, doc, r, rev=3, author="ann", label="Change Hair Color", kind="undo")
+    assert by_tag(obs.people, 1)["hairColor"] == "brown" and by_tag(obs.people, 2)["eyeColor"] == "hazel"
+
+    r, doc = pk(hub, room, "ann", "undo", json=True)
+    assert_status(r, 0)
+    assert doc.get("label") == "Change Eye Color", describe(r)
+    check_edit(obs, doc, r, rev=4, author="ann", label="Change Eye Color", kind="undo")
+    assert by_tag(obs.people, 2)["eyeColor"] == "blue"
+
+    r, doc = pk(hub, room, "ann", "redo", "--scope", "1", json=True)
+    assert_status(r, 0)
+    assert doc.get("label") == "Change Hair Color", describe(r)
+    check_edit(obs, doc, r, rev=5, author="ann", label="Change Hair Color", kind="redo")
+    assert by_tag(obs.people, 1)["hairColor"] == "red" and by_tag(obs.people, 2)["eyeColor"] == "blue"
+
+
+def test_undo_and_redo_with_nothing_to_do_exit_1(hub, room):
+    """`undo` / `redo` with an empty stack exit 1; `--json` has rev null and ops []. A teammate's change
+    is never the user's to undo."""
+    obs = observe(hub, room)
+    bob = hub.join(room, "bob")
+    bob.edit([set_op(1, "hairColor", "red")], label="Change Hair Color")              # rev 1
+    revision(obs, 1)
+
+    r, doc = pk(hub, room, "ann", "undo", json=True)
+    assert_status(r, 1)
+    assert "rev" in doc and doc["rev"] is None, f"rev is null when nothing was applied\n{describe(r)}"
+    assert doc.get("ops") == [] and doc.get("skipped") == [], describe(r)
+    r = pk(hub, room, "ann", "undo")
+    assert_status(r, 1)
+    r, doc = pk(hub, room, "ann", "redo", json=True)
+    assert_status(r, 1)
+    assert doc.get("rev") is None and doc.get("ops") == [], describe(r)
+    assert_unchanged(hub, room, obs, 1, "an undo / redo with nothing to do")
+    assert by_tag(obs.people, 1)["hairColor"] == "red", "bob's change stays"
+
+
+def test_undo_of_overwritten_change_is_skipped_and_reported(hub, rooms):
+    """When a teammate has overwritten the user's change, `undo` applies nothing and exits 1: `--json`
+    reports it in `skipped` (reason overwritten, by the teammate), and the plain output names the
+    teammate on a `skipped:` line. The teammate's value stays."""
+    for plain in (False, True):
+        r_room = rooms("-plain" if plain else "-json")
+        obs = observe(hub, r_room)
+        bob = hub.join(r_room, "bob")
+        r = pk(hub, r_room, "ann", "set", "1", "eyeColor", "blue")
+        assert_status(r, 0)
+        bob.sync(1)
+        bob.edit([set_op(1, "eyeColor", "green")], label="Change Eye Color")          # rev 2
+        revision(obs, 2)
+
+        if plain:
+            r = pk(hub, r_room, "ann", "undo")
+            assert_status(r, 1)
+            skipped = [line for line in r.stdout.splitlines() if line.startswith("skipped:")]
+            assert skipped and "overwritten by bob" in skipped[0], \
+                f"a `skipped: ... overwritten by bob` line on stdout\n{describe(r)}"
+        else:
+            r, doc = pk(hub, r_room, "ann", "undo", json=True)
+            assert_status(r, 1)
+            assert doc.get("rev") is None and doc.get("ops") == [], describe(r)
+            assert doc.get("skipped") == [{"reason": "overwritten", "tag": 1, "field": "eyeColor", "by": "bob"}], \
+                describe(r)
+            assert history_of(doc, r).get("canUndo") is False, f"the skipped entry is consumed\n{describe(r)}"
+
+        assert_unchanged(hub, r_room, obs, 2, "an undo whose only part was skipped")
+        assert by_tag(obs.people, 1)["eyeColor"] == "green", "bob's value stays"
+
+
+def test_two_users_undo_only_their_own_change(hub, room):
+    """ann and bob (both through the client) change two fields of Ann; ann's undo reverts ann's change
+    only, and bob can still undo his."""
+    obs = observe(hub, room)
+    r = pk(hub, room, "ann", "set", "1", "hairColor", "red")
+    assert_status(r, 0)
+    assert revision(obs, 1)["author"] == "ann"
+    r = pk(hub, room, "bob", "set", "1", "eyeColor", "hazel")
+    assert_status(r, 0)
+    assert revision(obs, 2)["author"] == "bob"
+
+    r, doc = pk(hub, room, "ann", "undo", json=True)
+    assert_status(r, 0)
+    check_edit(obs, doc, r, rev=3, author="ann", label="Change Hair Color", kind="undo")
+    ann = by_tag(obs.people, 1)
+    assert ann["hairColor"] == "brown" and ann["eyeColor"] == "hazel", ann
+
+    r, doc = pk(hub, room, "bob", "history", json=True)
+    assert_status(r, 0)
+    assert history_of(doc, r).get("canUndo") is True and history_of(doc, r).get("undoLabel") == "Change Eye Color", \
+        describe(r)
+    r, doc = pk(hub, room, "bob", "undo", json=True)
+    assert_status(r, 0)
+    check_edit(obs, doc, r, rev=4, author="bob", label="Change Eye Color", kind="undo")
+    assert norm([by_tag(obs.people, 1)]) == norm([seed_person(1)])
+
+
+# -- history -------------------------------------------------------------------------------------------
+
+def test_history_json_plain_and_last(hub, room):
+    """`history --json` gives the room's revision, the user's undo / redo state and the latest revisions
+    (rev, author, kind, label), newest last; `--last 2` keeps the last two; the plain form starts with
+    `undo: LABEL    redo: (nothing)` and a REV AUTHOR KIND LABEL table."""
+    obs = observe(hub, room)
+    bob = hub.join(room, "bob")
+    assert_status(pk(hub, room, "ann", "set", "1", "hairColor", "red"), 0)                    # rev 1
+    bob.sync(1)
+    bob.edit([set_op(2, "glasses", True)], label="Toggle Glasses")                             # rev 2
+    assert_status(pk(hub, room, "ann", "set", "3", "eyeColor", "blue"), 0)                    # rev 3
+    revision(obs, 3)
+
+    r, doc = pk(hub, room, "ann", "history", json=True)
+    assert_status(r, 0)
+    assert doc.get("rev") == 3, describe(r)
+    h = history_of(doc, r)
+    assert h.get("canUndo") is True and h.get("undoLabel") == "Change Eye Color", describe(r)
+    assert h.get("canRedo") is False and h.get("redoLabel") is None, describe(r)
+    got = [(x["rev"], x["author"], x["kind"], x.get("label")) for x in doc["revisions"]]
+    assert got == [(1, "ann", "edit", "Change Hair Color"), (2, "bob", "edit", "Toggle Glasses"),
+                   (3, "ann", "edit", "Change Eye Color")], describe(r)
+    assert doc["revisions"][1]["ops"] == [set_op(2, "glasses", True)], describe(r)
+
+    r, doc = pk(hub, room, "ann", "history", "--last", "2", json=True)
+    assert_status(r, 0)
+    assert [x["rev"] for x in doc["revisions"]] == [2, 3], describe(r)
+
+    r = pk(hub, room, "ann", "history")
+    assert_status(r, 0)
+    lines = [line for line in r.stdout.splitlines() if line.strip()]
+    assert lines[0].split() == ["undo:", "Change", "Eye", "Color", "redo:", "(nothing)"], describe(r)
+    assert lines[1].split() == ["REV", "AUTHOR", "KIND", "LABEL"], describe(r)
+    rows = [line.split(None, 3) for line in lines[2:]]
+    assert rows == [["1", "ann", "edit", "Change Hair Color"], ["2", "bob", "edit", "Toggle Glasses"],
+                    ["3", "ann", "edit", "Change Eye Color"]], describe(r)
+
+    # after an undo: the redo side and the undo revision
+    assert_status(pk(hub, room, "ann", "undo"), 0)                                              # rev 4
+    r, doc = pk(hub, room, "ann", "history", json=True)
+    assert_status(r, 0)
+    h = history_of(doc, r)
+    assert h.get("canRedo") is True and h.get("redoLabel") == "Change Eye Color", describe(r)
+    assert h.get("canUndo") is True and h.get("undoLabel") == "Change Hair Color", describe(r)
+    last = doc["revisions"][-1]
+    assert (last["rev"], last["author"], last["kind"]) == (4, "ann", "undo"), describe(r)
+
+    # bob's own view: his stack, the same revisions
+    r, doc = pk(hub, room, "bob", "history", json=True)
+    assert_status(r, 0)
+    assert history_of(doc, r).get("undoLabel") == "Toggle Glasses" and doc["rev"] == 4, describe(r)
+
+
+def test_history_defaults_to_the_last_20(hub, room):
+    """Without `--last`, `history` shows the 20 latest revisions."""
+    bob = hub.join(room, "bob")
+    for i in range(22):
+        bob.edit([set_op(1, "glasses", i % 2 == 0)], label="Toggle Glasses")
+    r, doc = pk(hub, room, "ann", "history", json=True)
+    assert_status(r, 0)
+    assert doc.get("rev") == 22, describe(r)
+    assert [x["rev"] for x in doc["revisions"]] == list(range(3, 23)), describe(r)
+    assert history_of(doc, r).get("canUndo") is False, describe(r)
+
+
+# -- watch ---------------------------------------------------------------------------------------------
+
+def start_watch(hub, room: str, user: str, *args) -> subprocess.Popen:
+    require_client()
+    argv = [CLIENT_BIN, "watch", *args, "--url", hub_url(hub), "--room", room, "--user", user]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL, env=client_env())
+
+
+def wait_until_present(obs, user: str, proc: subprocess.Popen, timeout: float = 10.0) -> None:
+    """Poll the observer's presence until `user` has joined the room (the watch is connected)."""
+    deadline = time.monotonic() + timeout
+    while not any(u.get("user") == user for u in (obs.presence or [])):
+        if proc.poll() is not None:
+            out, err = proc.communicate()
+            raise AssertionError(f"watch exited {proc.returncode} before joining the room\n"
+                                 f"--- stdout ---\n{out}--- stderr ---\n{err}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            proc.communicate()
+            raise AssertionError(f"watch never joined the room within {timeout}s; presence {obs.presence}")
+        obs.pump(0.05)
+
+
+def finish(proc: subprocess.Popen, timeout: float = 15.0) -> tuple[str, str]:
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        raise AssertionError(f"watch --count did not exit within {timeout}s\n"
+                             f"--- stdout ---\n{out}--- stderr ---\n{err}") from None
+
+
+def test_watch_json_prints_each_revision_then_exits(hub, room):
+    """`watch --count 2 --json` prints one `ops` object per line for each revision a teammate makes, as
+    the hub sent it, and exits 0 after the second."""
+    obs = observe(hub, room)
+    proc = start_watch(hub, room, "watcher", "--count", "2", "--json")
+    try:
+        wait_until_present(obs, "watcher", proc)
+        bob = hub.join(room, "bob")
+        bob.edit([set_op(2, "glasses", True)], label="Toggle Glasses")                         # rev 1
+        bob.edit([set_op(3, "hairColor", "red")], label="Change Hair Color")                    # rev 2
+        frames = [revision(obs, 1), revision(obs, 2)]
+        out, err = finish(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, f"watch exited {proc.returncode}\n--- stdout ---\n{out}--- stderr ---\n{err}"
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert len(lines) == 2, f"one line per revision, two revisions:\n{out}"
+    for line, frame in zip(lines, frames):
+        got = jsonlib.loads(line)
+        assert got.get("type", "ops") == "ops", got
+        for key in ("rev", "author", "kind", "ops", "label"):
+            assert got.get(key) == frame.get(key), f"{key}: watch printed {got}, the hub sent {frame}"
+
+
+def test_watch_plain_line(hub, room):
+    """Plain `watch --count 1` prints one line `rev N by USER (KIND, LABEL): ...` naming the person, and
+    exits 0."""
+    obs = observe(hub, room)
+    proc = start_watch(hub, room, "watcher", "--count", "1")
+    try:
+        wait_until_present(obs, "watcher", proc)
+        bob = hub.join(room, "bob")
+        bob.edit([set_op(2, "glasses", True)], label="Toggle Glasses")                         # rev 1
+        out, err = finish(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, f"watch exited {proc.returncode}\n--- stdout ---\n{out}--- stderr ---\n{err}"
+    lines = [line for line in out.splitlines() if line.startswith("rev ")]
+    assert len(lines) == 1, f"one `rev ...` line for one revision:\n{out}"
+    assert lines[0].startswith("rev 1 by bob (edit, Toggle Glasses): "), out
+    assert "Joan" in lines[0], f"the line names the person (`... Joan glasses on`):\n{out}"
+
+
+# -- the hub unreachable -------------------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_hub_down_exits_69(room):
+    """Against a port nothing listens on, `list` exits 69 (with an error line, and the error document
+    with --json) well within its timeout."""
+    url = f"ws://127.0.0.1:{free_port()}"
+    start = time.monotonic()
+    r = pk(None, room, "ann", "list", "--timeout", "3", url=url)
+    elapsed = time.monotonic() - start
+    assert_error(r, 69)
+    assert elapsed < 10, f"took {elapsed:.1f}s with --timeout 3"
+    r, doc = pk(None, room, "ann", "list", "--timeout", "3", url=url, json=True)
+    assert_error(r, 69, doc)
+
+
+def test_hub_that_never_answers_times_out_with_69(room):
+    """A port that accepts TCP but never answers the WebSocket handshake: `list --timeout 3` gives up
+    after about three seconds with exit 69."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(16)                 # the kernel completes the TCP handshake; nobody ever reads
+        url = f"ws://127.0.0.1:{s.getsockname()[1]}"
+        start = time.monotonic()
+        r = pk(None, room, "ann", "list", "--timeout", "3", url=url, timeout=20)
+        elapsed = time.monotonic() - start
+    assert_error(r, 69)
+    assert 2.0 <= elapsed < 10, f"--timeout 3 should give up after about 3s, took {elapsed:.1f}s"
+
+
+# -- environment ---------------------------------------------------------------------------------------
+
+def test_environment_supplies_url_room_and_user(hub, room):
+    """PEOPLEKEEPER_URL / _ROOM / _USER stand in for absent options; the user falls back to USER, then
+    `anonymous`; an option wins over its variable."""
+    obs = observe(hub, room)
+    base = {"PEOPLEKEEPER_URL": hub_url(hub), "PEOPLEKEEPER_ROOM": room}
+    cases = [
+        ([], {"PEOPLEKEEPER_USER": "envuser", "USER": "unixuser"}, "envuser"),
+        ([], {"USER": "unixuser"}, "unixuser"),
+        ([], {"USER": None, "LOGNAME": None}, "anonymous"),
+        (["--user", "optuser"], {"PEOPLEKEEPER_USER": "envuser"}, "optuser"),
+    ]
+    colors = ["red", "gray", "white", "black"]                 # a change each time (Ann starts brown)
+    for rev, ((extra, env, author), color) in enumerate(zip(cases, colors), start=1):
+        r = run_client(["set", "1", "hairColor", color, *extra], env={**base, **env})
+        assert_status(r, 0)
+        frame = revision(obs, rev)
+        assert frame["author"] == author, f"with {env} {extra}, the author must be {author}: {frame}"
+        assert by_tag(obs.people, 1)["hairColor"] == color
+
+    # --url and --room win over the variables
+    r = run_client(["list", "--json", "--url", hub_url(hub), "--room", room, "--user", "ann"],
+                   env={"PEOPLEKEEPER_URL": f"ws://127.0.0.1:{free_port()}", "PEOPLEKEEPER_ROOM": "elsewhere"})
+    assert_status(r, 0)
+    doc = parse_doc(r)
+    assert doc.get("room") == room and doc.get("rev") == len(cases), describe(r)
