@@ -14,8 +14,9 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 # Debian packages the project needs beyond the preinstalled toolchain; `deps` installs whichever are missing.
 # libwebsockets-dev: the WebSocket + HTTP transport (CLibWebSockets). libsqlite3-dev: the embedded
 # store (GRDB links the system SQLite). postgresql-15: the tests (and make bench) start a throwaway
-# PostgreSQL server for the cluster store; the hub itself only needs a reachable PostgreSQL.
-APT_PACKAGES := libwebsockets-dev pkg-config libsqlite3-dev postgresql-15
+# PostgreSQL server for the cluster store; the hub itself only needs a reachable PostgreSQL. tmux: the
+# tests drive the terminal client's interactive screen in it.
+APT_PACKAGES := libwebsockets-dev pkg-config libsqlite3-dev postgresql-15 tmux
 
 # The Python venv for the independent-client test suite (Tests/python) and the README tour.
 VENV := .venv
@@ -71,7 +72,8 @@ test: deps venv
 	fi
 	swift build --build-tests
 	swift test --skip-build --parallel 2>&1
-	PEOPLEKEEPER_HUB_BIN=$(CURDIR)/.build/debug/peoplekeeper-hub $(VENV)/bin/python -m pytest -q Tests/python
+	PEOPLEKEEPER_HUB_BIN=$(CURDIR)/.build/debug/peoplekeeper-hub PEOPLEKEEPER_CLIENT_BIN=$(CURDIR)/.build/debug/peoplekeeper \
+	  $(VENV)/bin/python -m pytest -q Tests/python
 	@if [ -n "$(firstword $(JS_TEST_FILES))" ]; then \
 	  echo "node --test $(JS_TESTS_DIR)/"; \
 	  node --test $(JS_TESTS_DIR)/; \
