@@ -51,10 +51,12 @@ public final class LiveRoom: @unchecked Sendable {
     /// Starts connecting (queue only).
     public func start() { connect() }
 
-    /// Closes the connection and stops reconnecting.
+    /// Closes the connection and stops reconnecting (call it off `queue`).
     public func stop() async {
-        stopped = true
-        connection?.close(via: client)
+        queue.sync {
+            stopped = true
+            connection?.close(via: client)
+        }
         await client.shutdown()
     }
 
