@@ -13,8 +13,8 @@ public final class LiveRoom: @unchecked Sendable {
     public enum Link: Hashable, Sendable {
         case connecting
         case online
-        /// Not connected; the next attempt is in about `retryIn` seconds.
-        case offline(retryIn: Double, why: String)
+        /// Not connected; the next attempt is at `retryAt`.
+        case offline(retryAt: Date, why: String)
     }
 
     /// Something a screen should tell the user about once.
@@ -24,6 +24,8 @@ public final class LiveRoom: @unchecked Sendable {
         case skipped([SkipReport], people: PeopleModel)
         case remote(Revision.Summary)
         case error(ProtocolError)
+        /// The connection was lost (or could not be made), and why; said once until it is back.
+        case offline(String)
     }
 
     public private(set) var sync: ClientSync
@@ -142,8 +144,9 @@ public final class LiveRoom: @unchecked Sendable {
         connection = nil
         let wait = backoff
         backoff = min(backoff * 2, 5)
-        link = .offline(retryIn: wait, why: why)
-        onUpdate?([])
+        let wasOnline = link == .online || link == .connecting && wait == 0.25
+        link = .offline(retryAt: Date().addingTimeInterval(wait), why: why)
+        onUpdate?(wasOnline ? [.offline(why)] : [])
         queue.asyncAfter(deadline: .now() + wait) { [weak self] in
             guard let self, self.generation == generation else { return }
             self.connect()

@@ -37,6 +37,10 @@ struct Open: AsyncParsableCommand {
         let screen = Screen(room: live, terminal: terminal, queue: queue)
         let quit = DispatchSemaphore(value: 0)
         let resize = DispatchSource.makeSignalSource(signal: SIGWINCH, queue: queue)
+        // Redrawn every second while offline, so the retry countdown moves.
+        let tick = DispatchSource.makeTimerSource(queue: queue)
+        tick.schedule(deadline: .now() + 1, repeating: 1)
+        tick.setEventHandler { if case .offline = live.link { screen.render() } }
         signal(SIGWINCH, SIG_IGN)
         queue.sync {
             terminal.enter()
@@ -44,6 +48,7 @@ struct Open: AsyncParsableCommand {
             live.onUpdate = { notices in screen.update(notices) }
             resize.setEventHandler { screen.render() }
             resize.resume()
+            tick.resume()
             live.start()
             screen.render()
         }
@@ -56,6 +61,7 @@ struct Open: AsyncParsableCommand {
         }
         queue.sync {
             resize.cancel()
+            tick.cancel()
             terminal.restore()
         }
         await live.stop()

@@ -37,6 +37,8 @@ final class Screen: @unchecked Sendable {
     let queue: DispatchQueue
     private(set) var mode = Mode.normal
     private var selectedTag: Tag?
+    /// Where the selection was last seen: if that person goes, the selection stays at this place.
+    private var lastIndex = 0
     private var inDetails = false
     private var row = 0
     private var status = ""
@@ -54,7 +56,7 @@ final class Screen: @unchecked Sendable {
     private var selectedIndex: Int? {
         guard !people.isEmpty else { return nil }
         if let tag = selectedTag, let index = room.sync.view.index(of: tag) { return index }
-        return 0
+        return min(lastIndex, people.count - 1)
     }
 
     private var selected: Person? { selectedIndex.map { people[$0] } }
@@ -74,17 +76,30 @@ final class Screen: @unchecked Sendable {
             case .error(let error):
                 say("the hub refused: \(error.message) (\(error.code.rawValue))", warning: true)
             case .remote(let summary):
-                if summary.kind != .edit || statusIsWarning == false {
-                    say("\(summary.author): \(summary.label ?? summary.kind.rawValue)", warning: false)
+                let what = summary.label ?? "a change"
+                switch summary.kind {
+                case .edit: say("\(summary.author): \(what)", warning: false)
+                case .undo: say("\(summary.author) undid: \(what)", warning: false)
+                case .redo: say("\(summary.author) redid: \(what)", warning: false)
                 }
+            case .offline(let why):
+                say("the hub is unreachable (\(why)); your edits are kept and sent when it is back", warning: true)
             }
         }
-        // Keep the selection on the same person (by tag) whatever moved; if they are gone, a neighbour.
+        settle()
+        render()
+    }
+
+    /// After any change: the selection stays on the same person (by tag) whatever moved, or at the same
+    /// place if they are gone; the name cursor stays inside the name; the others are told what this
+    /// user is looking at.
+    private func settle() {
         if selectedTag == nil || room.sync.view[selectedTag!] == nil { selectedTag = selected?.tag }
+        if let index = selectedIndex { lastIndex = index }
         if case .editingName(let cursor) = mode, let person = selected {
             mode = .editingName(cursor: min(cursor, person.name.unicodeScalars.count))
         }
-        render()
+        tellPresence()
     }
 
     private func say(_ text: String, warning: Bool) {
@@ -125,6 +140,7 @@ final class Screen: @unchecked Sendable {
         case .normal:
             normal(key)
         }
+        settle()
         render()
     }
 
@@ -148,7 +164,6 @@ final class Screen: @unchecked Sendable {
         case .char("R"): if let person = selected { room.redo(scope: person.tag) }
         default: break
         }
-        tellPresence()
     }
 
     private func step(_ delta: Int) {
@@ -276,11 +291,13 @@ final class Screen: @unchecked Sendable {
         let connection: String = switch room.link {
         case .online: style("● online", "32")
         case .connecting: style("◌ connecting", "33")
-        case .offline(let retry, let why): style("○ offline (\(why)); retrying in \(String(format: "%.1f", retry)) s", "31")
+        case .offline(let retryAt, _):
+            style("○ offline, retry in \(max(0, Int(retryAt.timeIntervalSinceNow.rounded(.up)))) s", "31")
         }
-        let waiting = sync.pendingCount > 0 ? "  \(sync.pendingCount) change\(sync.pendingCount == 1 ? "" : "s") waiting" : ""
-        lines.append(fit(style(" PeopleKeeper", "1") + " · room \(room.room) · you are \(sync.user) · rev \(sync.revision)  "
-                         + connection + waiting, width))
+        // The connection and the waiting count first: a long room name is what gets cut.
+        let waiting = sync.pendingCount > 0 ? " · \(sync.pendingCount) change\(sync.pendingCount == 1 ? "" : "s") waiting" : ""
+        lines.append(fit(" " + connection + waiting + " · " + style("PeopleKeeper", "1")
+                         + " · room \(room.room) · you are \(sync.user) · rev \(sync.revision)", width))
         lines.append(String(repeating: "─", count: width))
 
         let body = height - 7

@@ -333,3 +333,12 @@ def pg_server():
         yield server
     finally:
         server.stop()
+
+
+def room_state(hub, room: str) -> tuple[int, list]:
+    """The room's (rev, people) from the welcome of a fresh HubClient."""
+    c = hub.join(room, "probe")
+    try:
+        return c.welcome["rev"], c.welcome["people"]
+    finally:
+        c.close()

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SEED
+from conftest import SEED, room_state
 from pkclient import by_tag, norm, tags
 
 HERE = Path(__file__).resolve().parent
@@ -148,15 +148,6 @@ def revision(obs, rev: int, timeout: float = 5.0) -> dict:
         if frame["rev"] == rev:
             return frame
         assert frame["rev"] < rev, f"looking for the broadcast of revision {rev}, got {frame}"
-
-
-def room_state(hub, room: str) -> tuple[int, list]:
-    """The room's (rev, people) from the welcome of a fresh HubClient."""
-    c = hub.join(room, "probe")
-    try:
-        return c.welcome["rev"], c.welcome["people"]
-    finally:
-        c.close()
 
 
 def assert_unchanged(hub, room: str, obs, rev: int, what: str) -> None:

@@ -1,0 +1,754 @@
+"""The interactive screen of the terminal client: `peoplekeeper open ROOM` (docs/CLIENT.md), driven in tmux.
+
+Each screen runs in a tmux server of its own (`tmux -L pk-...`, no user config, a fixed 120 x 40 window),
+is fed keys with `send-keys` and read with `capture-pane -p`. Nothing waits by sleeping: every step polls
+the pane (every 50 ms) until what a user would see is there, or fails with the last screen in the message.
+Colours are off (`NO_COLOR=1`) except in the one test about colours.
+
+Every test also checks the room itself, with an independent HubClient (pkclient.py) or the scriptable
+`peoplekeeper list --json`, so a screen that only draws the right thing does not pass.
+
+What is looked for on the screen (Sources/peoplekeeper/Screen.swift): line 0 is the title bar
+(`● online` / `◌ connecting` / `○ offline, retry in N s`, `N change(s) waiting`, then `room R · you are U · rev N`);
+between two full-width `─` rules, the people list (left; `▶` marks the selection in list focus, `›` in
+details focus, `[user]` who else views that person) and the selected person's details (right: `NAME  tag
+T`, then one row per field, the current row marked `▶`); under the second rule: ` here: ...` (presence),
+the undo / redo line, the status line and the key help.
+
+Rooms start from conftest's SEED: tag 1 Ann, 2 Joan, 3 Sam, at revision 0.
+The binaries: PEOPLEKEEPER_CLIENT_BIN (default .build/debug/peoplekeeper) and the hub from conftest.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json as jsonlib
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import room_state
+from pkclient import by_tag, tags
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+CLIENT_BIN = os.environ.get("PEOPLEKEEPER_CLIENT_BIN", str(REPO / ".build" / "debug" / "peoplekeeper"))
+TMUX = shutil.which("tmux") or "/usr/bin/tmux"
+
+WIDTH, HEIGHT = 120, 40
+POLL = 0.05             # seconds between two looks at a pane
+WAIT = 10.0             # default seconds to wait for something to appear on a screen
+RUN_TIMEOUT = 30.0      # seconds a scriptable command may take
+OBSERVER = "observer"   # the HubClient user that watches each room (never edits)
+
+# Detail rows, in the order of Screen.Row.all: index = how many `j` from `name`.
+ROWS = ["name", "hairColor", "hairLength", "eyeColor", "glasses",
+        "facial hair: mustache", "facial hair: beard", "facial hair: goatee", "facial hair: sideburns",
+        "facial hair: stubble",
+        "sports", "music", "movies", "books", "travel", "food", "art", "weather", "politics", "technology"]
+
+_sockets = itertools.count(1)
+
+
+def require_binaries() -> None:
+    if not (os.path.isfile(CLIENT_BIN) and os.access(CLIENT_BIN, os.X_OK)):
+        pytest.fail(f"no peoplekeeper client binary at {CLIENT_BIN}: build it "
+                    f"(swift build --product peoplekeeper), or set PEOPLEKEEPER_CLIENT_BIN", pytrace=False)
+    if not os.access(TMUX, os.X_OK):
+        pytest.fail(f"these tests need tmux ({TMUX})", pytrace=False)
+
+
+# -- reading a screen ---------------------------------------------------------------------------------
+
+def screen_lines(text: str) -> list[str]:
+    return text.split("\n")
+
+
+def title(text: str) -> str:
+    return screen_lines(text)[0]
+
+
+def _rules(text: str) -> list[int]:
+    """Indices of the full-width `─` rules (the one under the title and the one over the footer)."""
+    return [i for i, line in enumerate(screen_lines(text)) if line.strip() and set(line.strip()) == {"─"}]
+
+
+def footer(text: str) -> dict:
+    """The four lines under the second rule: here, undo, status, keys (trailing spaces stripped)."""
+    ls = screen_lines(text)
+    rules = _rules(text)
+    if len(rules) < 2:
+        return {"here": "", "undo": "", "status": "", "keys": ""}
+    i = rules[-1]
+    get = lambda k: ls[i + k].rstrip() if i + k < len(ls) else ""
+    return {"here": get(1), "undo": get(2), "status": get(3), "keys": get(4)}
+
+
+def status(text: str) -> str:
+    return footer(text)["status"].strip()
+
+
+def here(text: str) -> str:
+    return footer(text)["here"].strip()
+
+
+def body(text: str) -> list[tuple[str, str]]:
+    """The body rows between the two rules as (left pane, right pane)."""
+    ls = screen_lines(text)
+    rules = _rules(text)
+    if len(rules) < 2:
+        return []
+    out = []
+    for line in ls[rules[0] + 1:rules[-1]]:
+        cut = line.find(" │")
+        if cut < 0:
+            out.append((line.rstrip(), ""))
+        else:
+            out.append((line[:cut].rstrip(), line[cut + 3:].rstrip()))
+    return out
+
+
+ENTRY_RE = re.compile(r"^([▶› ]) (.+?)(?: \[([^\]]*)\])?$")
+
+
+def people_list(text: str) -> list[dict]:
+    """The left pane's people: [{"name", "marker" ("▶", "›" or " "), "viewers": [user, ...]}]."""
+    out = []
+    for left, _ in body(text):
+        m = ENTRY_RE.match(left)
+        if m and m.group(2).strip():
+            out.append({"marker": m.group(1), "name": m.group(2),
+                        "viewers": [v for v in (m.group(3) or "").split(",") if v]})
+    return out
+
+
+def names(text: str) -> list[str]:
+    return [p["name"] for p in people_list(text)]
+
+
+def selected_name(text: str, marker: str = "▶") -> str | None:
+    """The person the list marks with `marker` (▶ in list focus, › in details focus)."""
+    for p in people_list(text):
+        if p["marker"] == marker:
+            return p["name"]
+    return None
+
+
+def details(text: str) -> dict:
+    """The right pane: {"name", "tag", "rows": {label: value}, "current": label of the ▶ row or None}."""
+    rights = [r for _, r in body(text)]
+    out = {"name": None, "tag": None, "rows": {}, "current": None}
+    if not rights:
+        return out
+    m = re.match(r"^(.*)  tag (\d+)$", rights[0])
+    if m:
+        out["name"], out["tag"] = m.group(1), int(m.group(2))
+    for r in rights[1:]:
+        if len(r) < 3 or r[:2] not in ("▶ ", "  "):
+            continue
+        label, value = r[2:26].strip(), r[26:].strip()
+        if label in ROWS:
+            out["rows"][label] = value
+            if r.startswith("▶ "):
+                out["current"] = label
+    return out
+
+
+def detail(text: str, label: str) -> str | None:
+    return details(text)["rows"].get(label)
+
+
+def shows(person: str, **values):
+    """A predicate: the details pane shows `person` with these row values (keyword = row label; for
+    labels with spaces, pass a dict: shows("Sam", **{"facial hair: beard": "yes"}))."""
+    def pred(text: str) -> bool:
+        d = details(text)
+        return d["name"] == person and all(d["rows"].get(k) == v for k, v in values.items())
+    pred.__doc__ = f"the details of {person} with {values}"
+    return pred
+
+
+def all_of(*preds):
+    def pred(text: str) -> bool:
+        return all((p in text) if isinstance(p, str) else p(text) for p in preds)
+    pred.__doc__ = " and ".join(p if isinstance(p, str) else (p.__doc__ or repr(p)) for p in preds)
+    return pred
+
+
+def _describe(pred) -> str:
+    if isinstance(pred, str):
+        return repr(pred)
+    return pred.__doc__ or getattr(pred, "__name__", repr(pred))
+
+
+def _pred(fn, doc: str):
+    fn.__doc__ = doc
+    return fn
+
+
+def title_has(s: str):
+    return _pred(lambda t: s in title(t), f"the title bar contains {s!r}")
+
+
+def title_lacks(s: str):
+    return _pred(lambda t: s not in title(t), f"the title bar does not contain {s!r}")
+
+
+def status_is(s: str):
+    return _pred(lambda t: status(t) == s, f"the status line is {s!r}")
+
+
+def status_has(s: str):
+    return _pred(lambda t: s in status(t), f"the status line contains {s!r}")
+
+
+def selection_is(name: str, marker: str = "▶"):
+    return _pred(lambda t: selected_name(t, marker) == name, f"{marker} is on {name}")
+
+
+def list_is(expected: list[str]):
+    return _pred(lambda t: names(t) == expected, f"the list is {expected}")
+
+
+def here_is(s: str):
+    return _pred(lambda t: here(t) == s, f"the here line is {s!r}")
+
+
+def rev_is(n: int):
+    return _pred(lambda t: re.search(rf"· rev {n}(\s|$)", title(t)) is not None, f"the title bar shows rev {n}")
+
+
+# -- a screen in tmux ---------------------------------------------------------------------------------
+
+class Screen:
+    """One terminal (a private tmux server with one 120 x 40 window) running a shell command."""
+
+    def __init__(self, label: str):
+        self.label = label
+        self.socket = f"pk-{os.getpid()}-{next(_sockets)}-{re.sub(r'[^A-Za-z0-9]', '', label)}"[:60]
+        self.started = False
+        self.socket_path = ""
+
+    def tmux(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        r = subprocess.run([TMUX, "-f", "/dev/null", "-L", self.socket, *args], capture_output=True, text=True,
+                           timeout=10, stdin=subprocess.DEVNULL)
+        if check and r.returncode != 0:
+            raise AssertionError(f"tmux {' '.join(args)} failed ({r.returncode}): {r.stderr}")
+        return r
+
+    def start(self, command: str, width: int = WIDTH, height: int = HEIGHT) -> "Screen":
+        """Run `command` (a shell command line) in a new detached window. The shell then sleeps, so the
+        pane (and what the command printed last) stays to be read after the command ends."""
+        self.tmux("new-session", "-d", "-s", "pk", "-x", str(width), "-y", str(height),
+                  f"{command}; exec sleep 3600")
+        self.started = True
+        self.socket_path = self.tmux("display-message", "-p", "#{socket_path}").stdout.strip()
+        return self
+
+    def keys(self, *keys: str) -> "Screen":
+        """tmux key names (Enter, Tab, Escape, Up, Down, C-c, ...) or single characters."""
+        self.tmux("send-keys", "-t", "pk", *keys)
+        return self
+
+    def type(self, text: str) -> "Screen":
+        """Literal text, character by character as a typist would."""
+        for c in text:
+            self.tmux("send-keys", "-t", "pk", "-l", c)
+        return self
+
+    def text(self, escapes: bool = False) -> str:
+        args = ["capture-pane", "-p", "-t", "pk"] + (["-e"] if escapes else [])
+        return self.tmux(*args).stdout
+
+    def resize(self, width: int, height: int) -> "Screen":
+        self.tmux("resize-window", "-t", "pk", "-x", str(width), "-y", str(height))
+        return self
+
+    def wait_for(self, pred, timeout: float = WAIT, what: str | None = None) -> str:
+        """Poll the pane until `pred` (a substring, or a function of the text) holds; return the text.
+        Fails at once if the command in the pane ended (an `EXIT=` line) unless that is waited for."""
+        deadline = time.monotonic() + timeout
+        expecting_exit = isinstance(pred, str) and "EXIT=" in pred
+        while True:
+            text = self.text()
+            if (pred in text) if isinstance(pred, str) else pred(text):
+                return text
+            if not expecting_exit and re.search(r"^EXIT=\d+", text, re.M):
+                raise AssertionError(f"[{self.label}] the client ended while waiting for "
+                                     f"{what or _describe(pred)}; the pane:\n{text}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"[{self.label}] no {what or _describe(pred)} within {timeout}s; "
+                                     f"the screen:\n{text}")
+            time.sleep(POLL)
+
+    def close(self) -> None:
+        if self.started:
+            self.tmux("kill-server", check=False)
+            self.started = False
+            if self.socket_path and os.path.basename(self.socket_path) == self.socket:
+                try:
+                    os.unlink(self.socket_path)     # the server leaves its socket file behind
+                except OSError:
+                    pass
+
+
+def client_env_prefix(color: bool = False) -> list[str]:
+    """`env` arguments: without the client's own variables (a developer's PEOPLEKEEPER_URL cannot leak
+    in), and NO_COLOR=1 unless `color`."""
+    args = ["env", "-u", "PEOPLEKEEPER_URL", "-u", "PEOPLEKEEPER_ROOM", "-u", "PEOPLEKEEPER_USER", "-u", "NO_COLOR"]
+    if not color:
+        args.append("NO_COLOR=1")
+    return args
+
+
+def open_command(port: int, room: str, user: str, color: bool = False) -> str:
+    return shlex.join([*client_env_prefix(color), CLIENT_BIN, "open", room, "--user", user,
+                       "--url", f"ws://127.0.0.1:{port}"]) + "; echo EXIT=$?"
+
+
+@pytest.fixture
+def screens():
+    """A factory of screens running `peoplekeeper open` (online, Ann selected, when returned); `.raw(label)`
+    gives an unstarted Screen for a command of the test's own. Every tmux server is killed at teardown."""
+    require_binaries()
+    made: list[Screen] = []
+
+    def make(hub, room: str, user: str, *, color: bool = False, wait_people: str = "Ann") -> Screen:
+        s = Screen(f"{user}")
+        made.append(s)
+        s.start(open_command(hub.port, room, user, color))
+        s.wait_for(all_of(title_has("● online"), selection_is(wait_people)),
+                   what=f"{user}'s screen online with {wait_people} selected")
+        return s
+
+    make.raw = lambda label: made.append(Screen(label)) or made[-1]
+    yield make
+    for s in made:
+        s.close()
+
+
+# -- the room, independently --------------------------------------------------------------------------
+
+def observe(hub, room: str):
+    """A HubClient in the room as its own user; its model follows every revision anyone makes."""
+    return hub.join(room, OBSERVER)
+
+
+def _wait(obs, value, pred, what: str, timeout: float) -> list:
+    """Read the observer's frames until `pred(value(obs))` holds; returns that value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = value(obs)
+        if v is not None and pred(v):
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the room never reached: {what}; at rev {obs.rev} it is {v}")
+        obs.pump(POLL)
+
+
+def wait_model(obs, pred, what: str, timeout: float = WAIT) -> list:
+    """Read the observer's frames until its model satisfies `pred`; returns the people."""
+    return _wait(obs, lambda o: o.people, pred, what, timeout)
+
+
+def wait_presence(obs, pred, what: str, timeout: float = WAIT) -> list:
+    """Read the observer's frames until the room's presence satisfies `pred`."""
+    return _wait(obs, lambda o: o.presence, pred, what, timeout)
+
+
+def field_of(people: list, tag: int, field: str):
+    return by_tag(people, tag)[field]
+
+
+def pk(hub, room: str, user: str, *args, json: bool = False, timeout: float = RUN_TIMEOUT):
+    """Run `peoplekeeper ARGS --url --room --user [--json]` (as test_client_cli.py does). Returns the
+    CompletedProcess, or with `json` the pair (CompletedProcess, the JSON document on stdout)."""
+    require_binaries()
+    argv = [CLIENT_BIN, *[str(a) for a in args], "--url", f"ws://127.0.0.1:{hub.port}", "--room", room,
+            "--user", user] + (["--json"] if json else [])
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PEOPLEKEEPER_URL", "PEOPLEKEEPER_ROOM", "PEOPLEKEEPER_USER")}
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env,
+                          stdin=subprocess.DEVNULL)
+    if not json:
+        return proc
+    return proc, jsonlib.loads(proc.stdout)
+
+
+def to_row(screen: Screen, row: str) -> Screen:
+    """From list focus: into the details, and down to `row` (the details cursor starts at `name` the
+    first time; callers that come back use `Up` presses themselves)."""
+    return screen.keys("Tab", *(["j"] * ROWS.index(row)))
+
+
+# -- the tests ----------------------------------------------------------------------------------------
+
+def test_remote_edit_is_live_and_undo_of_an_overwritten_field_is_skipped_with_a_report(hub, room, screens):
+    """ann and bob, each on a screen, in one room. bob moves down to Joan first. ann changes Ann's
+    hairColor (Enter on the hairColor row: brown → blonde): bob's screen follows live (revision 1, the
+    status `ann: Change Hair Color`) and bob's ▶ stays on Joan; going up he sees blonde. bob then cycles
+    the same field (blonde → red). ann presses u: her status line reports `your change to Ann's hairColor
+    was overwritten by bob — skipped`, and both screens, and the room, still have bob's red."""
+    obs = observe(hub, room)
+    ann = screens(hub, room, "ann")
+    bob = screens(hub, room, "bob")
+    bob.keys("j").wait_for(selection_is("Joan"))
+
+    to_row(ann, "hairColor").wait_for(all_of(selection_is("Ann", "›"), _pred(
+        lambda t: details(t)["current"] == "hairColor", "the ▶ row is hairColor")))
+    ann.keys("Enter").wait_for(all_of(shows("Ann", hairColor="blonde"),
+                                      _pred(lambda t: "u Undo Change Hair Color" in footer(t)["undo"],
+                                            "ann's undo line offers Change Hair Color")))
+    wait_model(obs, lambda p: field_of(p, 1, "hairColor") == "blonde", "Ann's hairColor blonde (ann's edit)")
+
+    text = bob.wait_for(all_of(rev_is(1), status_is("ann: Change Hair Color")))
+    assert selected_name(text) == "Joan" and details(text)["name"] == "Joan", \
+        f"a remote edit must not move bob's selection off Joan; bob's screen:\n{text}"
+    bob.keys("k").wait_for(all_of(selection_is("Ann"), shows("Ann", hairColor="blonde")))
+
+    # bob overwrites the same field: blonde -> red.
+    to_row(bob, "hairColor").keys("Enter").wait_for(shows("Ann", hairColor="red"))
+    wait_model(obs, lambda p: field_of(p, 1, "hairColor") == "red", "Ann's hairColor red (bob's edit)")
+    ann.wait_for(all_of(rev_is(2), shows("Ann", hairColor="red"), status_is("bob: Change Hair Color")))
+
+    ann.keys("u")
+    text = ann.wait_for(status_has("overwritten by bob"))
+    assert status(text) == "your change to Ann's hairColor was overwritten by bob — skipped", \
+        f"ann's status line must report the skipped part; ann's screen:\n{text}"
+    assert detail(text, "hairColor") == "red", f"ann's screen must keep bob's red:\n{text}"
+    text = bob.wait_for(shows("Ann", hairColor="red"))
+    obs.expect_nothing("ops")
+    rev, people = room_state(hub, room)
+    assert rev == 2 and field_of(people, 1, "hairColor") == "red", \
+        f"a skipped undo must change nothing: rev {rev}, Ann {by_tag(people, 1)}"
+    assert re.search(r"rev 2(\s|$)", title(ann.text())) and re.search(r"rev 2(\s|$)", title(bob.text()))
+
+
+def test_own_undo_reverts_only_ann_s_change_and_keeps_bob_s(hub, room, screens):
+    """ann toggles Sam's glasses off (Enter on the glasses row), bob changes Joan's eyeColor (blue →
+    green); ann presses u: Sam's glasses are back on, on both screens and in the room, and bob's green
+    stays."""
+    obs = observe(hub, room)
+    ann = screens(hub, room, "ann")
+    bob = screens(hub, room, "bob")
+
+    ann.keys("j", "j").wait_for(selection_is("Sam"))
+    to_row(ann, "glasses").keys("Enter").wait_for(shows("Sam", glasses="no"))
+    wait_model(obs, lambda p: field_of(p, 3, "glasses") is False, "Sam without glasses")
+
+    bob.keys("j").wait_for(selection_is("Joan"))
+    to_row(bob, "eyeColor").keys("Enter").wait_for(shows("Joan", eyeColor="green"))
+    wait_model(obs, lambda p: field_of(p, 2, "eyeColor") == "green", "Joan's eyes green")
+    ann.wait_for(all_of(rev_is(2), status_is("bob: Change Eye Color")))
+
+    ann.keys("u").wait_for(all_of(shows("Sam", glasses="yes"), rev_is(3)))
+    people = wait_model(obs, lambda p: field_of(p, 3, "glasses") is True, "Sam's glasses back (ann's undo)")
+    assert field_of(people, 2, "eyeColor") == "green", f"ann's undo must keep bob's change: {people}"
+    rev, people = room_state(hub, room)
+    assert rev == 3 and field_of(people, 3, "glasses") is True and field_of(people, 2, "eyeColor") == "green"
+
+    # bob's screen: his own change is still there, and ann's undo arrived.
+    bob.wait_for(all_of(rev_is(3), shows("Joan", eyeColor="green")))
+    bob.keys("Escape", "j").wait_for(all_of(selection_is("Sam"), shows("Sam", glasses="yes")))
+
+
+def test_typing_a_name_sends_each_character_and_undoes_as_one_step(hub, room, screens):
+    """ann selects Joan, Enter on `name`, types `xy`, Enter: both screens show `Joanxy` and so does the
+    room. One u gives `Joan` back (both characters: one undo step) and leaves nothing else to undo."""
+    obs = observe(hub, room)
+    ann = screens(hub, room, "ann")
+    bob = screens(hub, room, "bob")
+    ann.keys("j").wait_for(selection_is("Joan"))
+    ann.keys("Tab", "Enter").wait_for(all_of(
+        _pred(lambda t: detail(t, "name") == "Joan▏", "the name row in typing mode (cursor at the end)"),
+        _pred(lambda t: footer(t)["keys"].strip().startswith("typing the name"), "the typing key help")))
+    ann.type("xy")
+    ann.wait_for(_pred(lambda t: detail(t, "name") == "Joanxy▏", "the name row `Joanxy▏`"))
+    ann.keys("Enter").wait_for(all_of(shows("Joanxy", name="Joanxy"), _pred(
+        lambda t: footer(t)["keys"].strip().startswith("↑↓/jk move"), "the normal key help")))
+    wait_model(obs, lambda p: field_of(p, 2, "name") == "Joanxy", "Joan renamed Joanxy")
+    bob.wait_for(_pred(lambda t: names(t) == ["Ann", "Joanxy", "Sam"], "bob's list with Joanxy"))
+    assert "u Undo Change Name" in footer(ann.text())["undo"]
+
+    ann.keys("u").wait_for(all_of(shows("Joan", name="Joan"), _pred(
+        lambda t: footer(t)["undo"].strip().startswith("u Undo    r Redo Change Name"),
+        "nothing left to undo and Change Name to redo")))
+    wait_model(obs, lambda p: field_of(p, 2, "name") == "Joan", "Joan's name back after one undo")
+    bob.wait_for(_pred(lambda t: names(t) == ["Ann", "Joan", "Sam"], "bob's list with Joan again"))
+    _, people = room_state(hub, room)
+    assert field_of(people, 2, "name") == "Joan", by_tag(people, 2)
+
+
+def test_a_scripted_user_s_edit_appears_on_the_screen(hub, room, screens):
+    """With Joan selected on ann's screen, `peoplekeeper set 2 hairColor white --user carol` makes ann's
+    screen show white for Joan and the status line `carol: Change Hair Color`; `list --json` agrees."""
+    ann = screens(hub, room, "ann")
+    ann.keys("j").wait_for(shows("Joan", hairColor="black"))
+    r = pk(hub, room, "carol", "set", 2, "hairColor", "white")
+    assert r.returncode == 0, f"set exited {r.returncode}: {r.stdout} {r.stderr}"
+    text = ann.wait_for(all_of(shows("Joan", hairColor="white"), status_is("carol: Change Hair Color"), rev_is(1)))
+    assert selected_name(text) == "Joan", text
+    r, doc = pk(hub, room, "dave", "list", json=True)
+    assert r.returncode == 0 and doc["rev"] == 1 and field_of(doc["people"], 2, "hairColor") == "white", doc
+
+
+def test_presence_shows_who_views_whom(hub, room, screens):
+    """bob's ` here:` line shows ann and what she is viewing once she moves: `ann (Joan)` in the list,
+    `ann (Joan · hairColor)` on a detail row, and bob's list marks Joan with `[ann]`; the room's presence
+    (a HubClient's) says the same."""
+    obs = observe(hub, room)
+    ann = screens(hub, room, "ann")
+    bob = screens(hub, room, "bob")
+    bob.wait_for(_pred(lambda t: "ann" in here(t).split(": ", 1)[-1].replace(",", " ").split(),
+                       "ann in bob's here line"))
+
+    ann.keys("j").wait_for(selection_is("Joan"))
+    text = bob.wait_for(_pred(lambda t: "ann (Joan)" in here(t), "`ann (Joan)` on bob's here line"))
+    joan = next(p for p in people_list(text) if p["name"] == "Joan")
+    assert joan["viewers"] == ["ann"], f"bob's list must mark Joan as viewed by ann:\n{text}"
+    wait_presence(obs, lambda users: {"user": "ann", "viewing": 2} in users, "ann viewing tag 2")
+
+    to_row(ann, "hairColor")
+    bob.wait_for(_pred(lambda t: "ann (Joan · hairColor)" in here(t), "`ann (Joan · hairColor)` on bob's here line"))
+    wait_presence(obs, lambda users: {"user": "ann", "viewing": 2, "field": "hairColor"} in users,
+                  "ann viewing tag 2's hairColor")
+
+
+def test_add_move_and_delete_with_keys(hub, room, screens):
+    """On ann's screen: `a`, `Kim`, Enter adds Kim after the selected person (Ann) and selects her;
+    `m`, `j`, `j`, Enter moves Kim to the end (one undo step, `Move Person`: one u puts her back, r
+    moves her again); `d`, `y` removes her. bob's
+    ▶ stays on Joan throughout. The room (a HubClient) follows every step."""
+    obs = observe(hub, room)
+    ann = screens(hub, room, "ann")
+    bob = screens(hub, room, "bob")
+    bob.keys("j").wait_for(selection_is("Joan"))
+
+    ann.keys("a").wait_for(_pred(lambda t: footer(t)["keys"].strip().startswith("new person's name"),
+                                 "the add key help"))
+    ann.type("Kim")
+    ann.wait_for(_pred(lambda t: any(left.startswith("+ Kim") for left, _ in body(t)), "the `+ Kim` line"))
+    ann.keys("Enter").wait_for(all_of(list_is(["Ann", "Kim", "Joan", "Sam"]), selection_is("Kim"),
+                                      shows("Kim")))
+    people = wait_model(obs, lambda p: [x["name"] for x in p] == ["Ann", "Kim", "Joan", "Sam"], "Kim added after Ann")
+    kim = by_tag(people, people[1]["tag"])
+    assert (kim["hairColor"], kim["hairLength"], kim["eyeColor"], kim["glasses"]) == ("brown", "short", "brown", False), kim
+    assert details(ann.text())["tag"] == kim["tag"], "the screen's tag for Kim is the room's"
+    bob.wait_for(all_of(list_is(["Ann", "Kim", "Joan", "Sam"]), selection_is("Joan")))
+
+    ann.keys("m").wait_for(_pred(lambda t: footer(t)["keys"].strip().startswith("↑↓/jk move the person"),
+                                 "the move key help"))
+    ann.keys("j", "j").wait_for(all_of(list_is(["Ann", "Joan", "Sam", "Kim"]), selection_is("Kim")))
+    ann.keys("Enter").wait_for(_pred(lambda t: "u Undo Move Person" in footer(t)["undo"], "u Undo Move Person"))
+    wait_model(obs, lambda p: tags(p) == [1, 2, 3, kim["tag"]], "Kim moved to the end")
+    bob.wait_for(all_of(list_is(["Ann", "Joan", "Sam", "Kim"]), selection_is("Joan")))
+    # The two steps of the move are one undo step: one u puts Kim back after Ann, r moves her again.
+    ann.keys("u").wait_for(all_of(list_is(["Ann", "Kim", "Joan", "Sam"]), selection_is("Kim")))
+    wait_model(obs, lambda p: tags(p) == [1, kim["tag"], 2, 3], "the move undone in one step")
+    ann.keys("r").wait_for(all_of(list_is(["Ann", "Joan", "Sam", "Kim"]), selection_is("Kim")))
+    wait_model(obs, lambda p: tags(p) == [1, 2, 3, kim["tag"]], "the move redone")
+
+    ann.keys("d").wait_for(_pred(lambda t: any("delete Kim? y/n" in left for left, _ in body(t)),
+                                 "the `delete Kim? y/n` question"))
+    ann.keys("y").wait_for(list_is(["Ann", "Joan", "Sam"]))
+    wait_model(obs, lambda p: tags(p) == [1, 2, 3], "Kim removed")
+    bob.wait_for(all_of(list_is(["Ann", "Joan", "Sam"]), selection_is("Joan")))
+    rev, people = room_state(hub, room)
+    # add, the move's two steps (two revisions, one undo step), undo, redo, remove
+    assert rev == 6 and tags(people) == [1, 2, 3], (rev, people)
+
+
+def test_delete_answered_no_keeps_the_person(hub, room, screens):
+    """`d` then any key but y keeps the person: nothing is sent to the room."""
+    obs = observe(hub, room)
+    ann = screens(hub, room, "ann")
+    ann.keys("j", "d").wait_for(_pred(lambda t: any("delete Joan? y/n" in left for left, _ in body(t)),
+                                      "the `delete Joan? y/n` question"))
+    ann.keys("n").wait_for(_pred(lambda t: not any("delete Joan" in left for left, _ in body(t))
+                                 and names(t) == ["Ann", "Joan", "Sam"], "the question gone, Joan kept"))
+    obs.expect_nothing("ops")
+    rev, people = room_state(hub, room)
+    assert rev == 0 and tags(people) == [1, 2, 3]
+
+
+def test_deleting_the_last_person_selects_a_neighbour(hub, room, screens):
+    """After deleting the selected person, the selection goes to a neighbour (Screen.update: "if they are
+    gone, a neighbour"): deleting Sam, last of Ann, Joan, Sam, leaves Joan selected, not the first
+    person of the list."""
+    obs = observe(hub, room)
+    ann = screens(hub, room, "ann")
+    ann.keys("j", "j").wait_for(selection_is("Sam"))
+    ann.keys("d").wait_for(_pred(lambda t: any("delete Sam? y/n" in left for left, _ in body(t)), "the question"))
+    text = ann.keys("y").wait_for(list_is(["Ann", "Joan"]))
+    wait_model(obs, lambda p: tags(p) == [1, 2], "Sam removed")
+    text = ann.wait_for(list_is(["Ann", "Joan"]))
+    assert selected_name(text) == "Joan", \
+        f"deleting Sam (the last) must select his neighbour Joan, not jump to the top; ann's screen:\n{text}"
+
+
+def test_resize_redraws_and_keeps_working(hub, room, screens):
+    """The window shrinks to 80 x 20: the screen redraws by itself (title on line 0, the key help on the
+    last line, nothing wider than 80) and keys still work (an edit reaches the room). Below 20 x 8 it
+    says `window too small`; grown back, the full screen returns."""
+    obs = observe(hub, room)
+    ann = screens(hub, room, "ann")
+    ann.resize(80, 20)
+
+    def redrawn_small(t: str) -> bool:
+        ls = t.rstrip("\n").split("\n")
+        return (len(ls) == 20 and "room " + room in ls[0] and ls[-1].startswith(" ↑↓/jk move")
+                and all(len(x) <= 80 for x in ls) and len(_rules(t)) == 2 and len(ls[1]) == 80)
+    text = ann.wait_for(_pred(redrawn_small, "the screen redrawn at 80 x 20 (title first, key help last)"))
+    assert selected_name(text) == "Ann" and details(text)["name"] == "Ann", text
+
+    ann.keys("j").wait_for(selection_is("Joan"))
+    to_row(ann, "eyeColor").keys("Enter").wait_for(shows("Joan", eyeColor="green"))
+    wait_model(obs, lambda p: field_of(p, 2, "eyeColor") == "green", "Joan's eyes green, edited at 80 x 20")
+    # A row below the bottom of the small window: the details scroll to keep the cursor visible.
+    ann.keys(*(["j"] * (ROWS.index("politics") - ROWS.index("eyeColor"))))
+    ann.wait_for(_pred(lambda t: details(t)["current"] == "politics", "the politics row, scrolled into view"))
+    ann.keys("Enter").wait_for(_pred(lambda t: detail(t, "politics") == "likes", "Joan likes politics"))
+    wait_model(obs, lambda p: "politics" in by_tag(p, 2)["likes"], "Joan likes politics")
+
+    ann.resize(30, 6).wait_for(_pred(lambda t: t.strip() == "window too small", "`window too small`"))
+    ann.resize(WIDTH, HEIGHT).wait_for(all_of(title_has("● online"), shows("Joan", eyeColor="green"),
+                                              _pred(lambda t: footer(t)["keys"].startswith(" ↑↓/jk move"),
+                                                    "the key help")))
+
+
+def test_offline_edits_wait_and_reach_the_hub_when_it_is_back(hub_factory, screens):
+    """A hub with SQLite storage. ann's screen is online; the hub is killed: the title says offline. ann
+    changes Ann's hairColor and glasses: both show at once, with `2 changes waiting`. The hub restarts
+    on the same port and storage: the title is back to online without `waiting`, a HubClient sees both
+    edits, and ann's u still undoes her last one (the glasses), leaving the hair colour.
+    (The room has a short name: the offline reason is long, and the title bar is cut at the window's
+    width; see test_waiting_count_is_visible_offline_on_80_columns.)"""
+    hub = hub_factory({"storage": {"kind": "embedded", "path": "{workdir}/data/pk.sqlite"}})
+    room = "team-a"     # a hub of its own: the name is unique there
+    ann = screens(hub, room, "ann")
+    hub.kill()
+    ann.wait_for(title_has("○ offline"))
+
+    to_row(ann, "hairColor").keys("Enter").wait_for(shows("Ann", hairColor="blonde"))
+    ann.keys("j", "j", "j", "Enter")
+    text = ann.wait_for(all_of(shows("Ann", hairColor="blonde", glasses="yes"), title_has("2 changes waiting")))
+    assert "● online" not in title(text), text
+
+    hub.restart(same_port=True)
+    text = ann.wait_for(all_of(title_has("● online"), title_lacks("waiting")), timeout=15)
+    assert details(text)["rows"]["hairColor"] == "blonde" and details(text)["rows"]["glasses"] == "yes", text
+    obs = observe(hub, room)
+    ann_p = by_tag(obs.people, 1)
+    assert (ann_p["hairColor"], ann_p["glasses"]) == ("blonde", True), \
+        f"both offline edits must reach the hub: Ann is {ann_p} at rev {obs.rev}"
+    assert "u Undo Toggle Glasses" in footer(text)["undo"], text
+
+    ann.keys("u").wait_for(shows("Ann", hairColor="blonde", glasses="no"))
+    people = wait_model(obs, lambda p: field_of(p, 1, "glasses") is False, "Ann's glasses undone after the reconnect")
+    assert field_of(people, 1, "hairColor") == "blonde", by_tag(people, 1)
+    ann.wait_for(all_of(title_has("● online"), title_lacks("waiting")))
+
+
+@pytest.mark.parametrize("key", ["q", "C-c"])
+def test_quit_restores_the_terminal(hub, room, screens, key):
+    """`q` (and Ctrl-C) quits: the process exits 0, the terminal settings are what they were before
+    (`stty -g`), the alternate screen is gone, and ann has left the room's presence."""
+    obs = observe(hub, room)
+    s = screens.raw(f"quit{key}")
+    inner = open_command(hub.port, room, "ann").removesuffix("; echo EXIT=$?")
+    s.start(f"before=$(stty -g); {inner}; rc=$?; "
+            f"if [ \"$(stty -g)\" = \"$before\" ]; then echo TTY=restored; else echo TTY=changed; fi; echo EXIT=$rc")
+    s.wait_for(all_of(title_has("● online"), selection_is("Ann")))
+    s.keys("j").wait_for(selection_is("Joan"))
+    wait_presence(obs, lambda users: {"user": "ann", "viewing": 2} in users, "ann viewing Joan")
+    s.keys(key)
+    text = s.wait_for("EXIT=", what="the client to exit")
+    assert "EXIT=0" in text, f"the client must exit 0 after {key}; the pane:\n{text}"
+    assert "TTY=restored" in text, f"the terminal settings must be restored after {key}; the pane:\n{text}"
+    assert "PeopleKeeper · room" not in text and "─" * 20 not in text, \
+        f"the screen must leave the alternate screen; the pane:\n{text}"
+    wait_presence(obs, lambda users: all(u["user"] != "ann" for u in users), "ann gone from the presence")
+
+
+def test_help_opens_and_any_key_closes_it(hub, room, screens):
+    """`?` shows the key help in the left pane; the next key only closes it (it is not also taken as a
+    command: `u` here undoes nothing)."""
+    obs = observe(hub, room)
+    ann = screens(hub, room, "ann")
+    ann.keys("?").wait_for(all_of(_pred(lambda t: body(t)[0][0] == "Keys", "`Keys` at the top of the left pane"),
+                                  _pred(lambda t: footer(t)["keys"].strip() == "any key to close the help",
+                                        "the close-help key help")))
+    text = ann.keys("j").wait_for(list_is(["Ann", "Joan", "Sam"]))
+    assert selected_name(text) == "Ann", f"the key that closes the help must not also move:\n{text}"
+    obs.expect_nothing("ops")
+
+
+def test_colours_do_not_break_the_layout(hub, room, screens):
+    """Without NO_COLOR the screen uses colour codes (seen with `capture-pane -e`), and the text is laid
+    out as without them: the title, the list and the details line up, and an edit shows and reaches the
+    room."""
+    obs = observe(hub, room)
+    ann = screens(hub, room, "ann", color=True)
+    coloured = ann.text(escapes=True)
+    assert "\x1b[" in coloured, f"with colours on, the pane must hold colour codes:\n{coloured!r}"
+    text = ann.text()
+    assert "\x1b" not in text
+    cols = {line.find(" │") for line in screen_lines(text)[2:_rules(text)[-1]]}
+    assert cols == {32}, f"the list / details separator must be in one column (32) on every row:\n{text}"
+    assert details(text)["rows"]["hairColor"] == "brown", text
+    ann.keys("j").wait_for(selection_is("Joan"))
+    to_row(ann, "glasses").keys("Enter").wait_for(all_of(shows("Joan", glasses="yes"), selection_is("Joan", "›")))
+    wait_model(obs, lambda p: field_of(p, 2, "glasses") is True, "Joan's glasses on")
+    text = ann.text()
+    assert {line.find(" │") for line in screen_lines(text)[2:_rules(text)[-1]]} == {32}, text
+
+
+def test_waiting_count_is_visible_offline_on_80_columns(hub_factory, screens):
+    """On a standard 80 x 24 terminal, with the hub gone, an edit made offline is announced in the title
+    bar (`1 change waiting`): a user must be able to see that the change has not reached the hub."""
+    hub = hub_factory()
+    room = "team-a"
+    s = screens.raw("ann80")
+    s.start(open_command(hub.port, room, "ann"), width=80, height=24)
+    s.wait_for(all_of(title_has("● online"), selection_is("Ann")))
+    hub.kill()
+    s.wait_for(title_has("○ offline"))
+    to_row(s, "glasses").keys("Enter").wait_for(shows("Ann", glasses="yes"))
+    text = s.wait_for(title_has("1 change waiting"), timeout=5)
+    assert "offline" in title(text)
+
+
+def test_presence_follows_the_selection_after_add_and_delete(hub, room, screens):
+    """What others see ann viewing follows her selection when it changes by adding or deleting: after
+    `a Kim Enter` her screen selects Kim, so bob's ` here:` line says `ann (Kim)` (and the room's
+    presence says Kim's tag); after `d y` it names the person her screen then selects, never the removed
+    one (`tag N`)."""
+    obs = observe(hub, room)
+    ann = screens(hub, room, "ann")
+    bob = screens(hub, room, "bob")
+    ann.keys("j").wait_for(selection_is("Joan"))
+    bob.wait_for(_pred(lambda t: "ann (Joan)" in here(t), "`ann (Joan)` on bob's here line"))
+
+    ann.keys("a")
+    ann.type("Kim")
+    ann.keys("Enter").wait_for(all_of(selection_is("Kim"), list_is(["Ann", "Joan", "Kim", "Sam"])))
+    people = wait_model(obs, lambda p: len(p) == 4, "Kim added")
+    kim = people[2]["tag"]
+    bob.wait_for(list_is(["Ann", "Joan", "Kim", "Sam"]))
+    try:
+        bob.wait_for(_pred(lambda t: "ann (Kim)" in here(t), "`ann (Kim)` on bob's here line"), timeout=5)
+    except AssertionError as e:
+        raise AssertionError(f"ann's screen selects Kim after adding her, but bob's here line says "
+                             f"{here(bob.text())!r}, the room's presence {obs.presence}\n{e}") from None
+    wait_presence(obs, lambda users: {"user": "ann", "viewing": kim} in users, "ann viewing Kim")
+
+    ann.keys("d", "y").wait_for(list_is(["Ann", "Joan", "Sam"]))
+    wait_model(obs, lambda p: len(p) == 3, "Kim removed")
+    now = selected_name(ann.text())
+    bob.wait_for(_pred(lambda t: f"ann ({now})" in here(t), f"`ann ({now})` on bob's here line"), timeout=5)
