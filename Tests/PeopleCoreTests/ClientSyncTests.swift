@@ -85,4 +85,32 @@ struct ClientSyncTests {
         #expect(client.view[1]?.hairColor == .brown)
         #expect(events == [.error(ProtocolError(.forbidden, "viewers cannot edit"))])
     }
+
+    @Test("a queued edit on a person inserted by a refused batch is dropped, not sent")
+    func refusedInsertDropsDependents() throws {
+        var client = Self.welcomed()
+        _ = try client.edit([.insert(Fixtures.person(4), at: 0)])  // in flight
+        _ = try client.edit([.set(4, .glasses(true))])  // queued: it needs the insert
+        let (send, _) = client.receive(.error(.init(seq: 1, code: .staleBase, message: "base 0 is too old")))
+        #expect(send.isEmpty)
+        #expect(client.pendingCount == 0 && client.view[4] == nil)
+    }
+
+    @Test("a queued edit on a person whose insert is answered after a full-state welcome without it is dropped")
+    func replayedAnswerPrunesDependents() throws {
+        var client = Self.welcomed()
+        _ = try client.edit([.insert(Fixtures.person(4), at: 0)])  // in flight
+        _ = try client.edit([.set(4, .glasses(true))])  // queued
+        client.disconnected()
+        _ = client.connect()
+        // The hub applied the insert at rev 1, another tab of this user undid it at rev 2, and the
+        // welcome carries the full state, without person 4; the resent insert is answered from the cache.
+        let (resend, _) = client.receive(.welcome(.init(session: "s1", user: "ann", role: .editor, rev: 2,
+                                                        people: Fixtures.start, tags: TagBlock(from: 4, to: 103),
+                                                        history: HistorySummary(), presence: [])))
+        #expect(resend.first.map { if case .submit(let s) = $0 { s.seq == 1 } else { false } } == true)
+        let (send, _) = client.receive(.ack(.init(seq: 1, rev: 1, ops: [.insert(Fixtures.person(4), at: 0)])))
+        #expect(send.isEmpty)
+        #expect(client.pendingCount == 0)
+    }
 }

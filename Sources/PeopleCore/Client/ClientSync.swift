@@ -193,6 +193,8 @@ public struct ClientSync: Sendable {
             if let seq = e.seq, let first = outbox.first, first.seq == seq, first.sentBase != nil {
                 outbox.removeFirst()
                 inFlight = false
+                // Edits queued behind the refused batch may depend on it (a person it inserted).
+                pruneUnsent()
                 rebuildView()
             }
             if e.code == .staleBase { events.append(.needsResync) }
@@ -218,6 +220,11 @@ public struct ClientSync: Sendable {
             // (Edits queued behind a submit were made on top of it already.)
             let isSubmit = if case .submit = first.request { true } else { false }
             applyConfirmed(ops, rev: rev, rebaseQueued: !isSubmit)
+        } else {
+            // Answered at a revision the confirmed state is already past (a replayed reply after a
+            // full-state welcome): its effect is in the state or was undone since, and edits queued
+            // behind it may no longer apply.
+            pruneUnsent()
         }
         rebuildView()
         return true
