@@ -1,0 +1,25 @@
+// Convergence of clients and a room over a seeded random network (port of
+// Tests/PeopleCoreTests/ConvergenceTests.swift, without the journal restarts; see network.mjs).
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { roomPolicy } from '../../Web/js/core/room.js';
+import { run } from './network.mjs';
+
+test('3–5 clients with random edits, undos, redos and reconnects converge', () => {
+  let revisions = 0;
+  for (let seed = 0; seed < 30; seed++) revisions += run(seed * 7919 + 17, 3 + (seed % 3), 1000).room.revision;
+  assert.ok(revisions > 1000, `only ${revisions} revisions were made`);
+});
+
+test('with a short kept history, reconnects past it resync from the full state and converge', () => {
+  // A resent request whose base fell out of the kept history is refused as stale-base (and the
+  // client resyncs); undo entries past it expire. Nothing else is allowed (as in the Swift test).
+  for (let seed = 0; seed < 10; seed++) {
+    run(seed + 50000, 4, 1000, roomPolicy({ keptRevisions: 8 }), ['stale-base']);
+  }
+});
+
+test('the same under the force policy', () => {
+  for (let seed = 0; seed < 10; seed++) run(seed + 90001, 4, 600, roomPolicy({ undo: { conflicts: 'force' } }));
+});

@@ -1,0 +1,125 @@
+// A seeded random network of client state machines and one room (port of the `Network` of
+// Tests/PeopleCoreTests/ConvergenceTests.swift, without the journal restarts): each direction of each
+// connection is FIFO, connections are interleaved at random, clients drop and reconnect (losing what
+// was on the wire) and resend; random edits, undos and redos. At quiescence every client's model
+// equals the room's. Frames go through encode / decode, as on a socket.
+
+import assert from 'node:assert/strict';
+import { Room, roomPolicy } from '../../Web/js/core/room.js';
+import { PeopleModel } from '../../Web/js/core/model.js';
+import { ClientSync } from '../../Web/js/core/client-sync.js';
+import { decodeClientMessage, decodeServerMessage, encode } from '../../Web/js/core/wire.js';
+import { Fixtures } from './harness.mjs';
+import * as R from './random.mjs';
+
+export class Network {
+  constructor(seed, clients, policy) {
+    this.rng = new R.SeededRandom(seed);
+    this.room = new Room({ name: 'sim', seed: new PeopleModel(Fixtures.start), policy });
+    this.peers = Array.from({ length: clients }, (_, i) => ({
+      client: new ClientSync(`u${i % 3}`), session: null, up: [], down: [], online: false }));
+    this.now = 0;
+    this.sessionsMade = 0;
+    this.errors = [];
+    this.peers.forEach((_, i) => this.connect(i));
+  }
+
+  connect(i) {
+    const peer = this.peers[i];
+    if (peer.online) return;
+    const hello = decodeClientMessage(encode(peer.client.connect()));
+    this.sessionsMade += 1;
+    const { session, actions } = this.room.join({ session: `s${this.sessionsMade}`, user: hello.user,
+      role: 'editor', resume: hello.resume ?? null, since: hello.since ?? null });
+    peer.session = session;
+    peer.online = true;
+    this.route(actions);
+  }
+
+  disconnect(i) {
+    const peer = this.peers[i];
+    if (!peer.online) return;
+    peer.online = false;
+    peer.up = [];
+    peer.down = [];
+    peer.client.disconnected();
+    this.route(this.room.leave(peer.session));
+  }
+
+  route(actions) {
+    for (const { send, to } of actions) {
+      const frame = encode(send);
+      for (const peer of this.peers) if (peer.online && to.includes(peer.session)) peer.down.push(frame);
+    }
+  }
+
+  deliverUp(i) {
+    const peer = this.peers[i];
+    if (!peer.online || peer.up.length === 0) return;
+    const message = decodeClientMessage(encode(peer.up.shift()));
+    this.now += this.rng.int(1, 300);
+    this.route(this.room.receive(message, peer.session, this.now));
+    assert.equal(this.room.model.invariantViolation(), null);
+  }
+
+  deliverDown(i) {
+    const peer = this.peers[i];
+    if (!peer.online || peer.down.length === 0) return;
+    const { send, events } = peer.client.receive(decodeServerMessage(peer.down.shift()));
+    for (const e of events) if (e.type === 'error') this.errors.push(e);
+    peer.up.push(...send);
+  }
+
+  edit(i) {
+    const peer = this.peers[i];
+    if (peer.client.tagsLeft < 4 && peer.online) peer.up.push({ type: 'tags' });
+    // Two fresh tags in a row from the client's blocks (a batch inserts at most two people).
+    const first = peer.client.allocateTag();
+    const second = peer.client.allocateTag();
+    if (first === null || second !== first + 1) return;
+    const ops = R.batch(peer.client.view, { tag: first }, this.rng, 1, 2);
+    const key = this.rng.chance(0.3) ? `k${this.rng.int(0, 1)}` : undefined;
+    let send;
+    try { send = peer.client.edit(ops, { label: 'Edit', coalesce: key }); } catch { return; }
+    if (peer.online) peer.up.push(...send);
+  }
+
+  step() {
+    const i = this.rng.int(0, this.peers.length - 1);
+    const peer = this.peers[i];
+    const r = this.rng.int(0, 99);
+    if (r < 20) this.edit(i);
+    else if (r < 25) {
+      if (peer.online) peer.up.push(...peer.client.undo(this.rng.chance(0.3) ? this.rng.int(1, 3) : undefined));
+    } else if (r < 28) {
+      if (peer.online) peer.up.push(...peer.client.redo());
+    } else if (r < 60) this.deliverUp(i);
+    else if (r < 95) this.deliverDown(i);
+    else if (r < 97) this.disconnect(i);
+    else this.connect(i);
+  }
+
+  /** Reconnects everyone and delivers until nothing is left anywhere. */
+  settle() {
+    this.peers.forEach((_, i) => this.connect(i));
+    for (let rounds = 0; rounds < 100000 && this.peers.some((p) => p.up.length || p.down.length); rounds++) {
+      this.peers.forEach((_, i) => { this.deliverUp(i); this.deliverDown(i); });
+    }
+  }
+}
+
+export function run(seed, clients, steps, policy = roomPolicy(), allowed = [], tolerated = () => false) {
+  const net = new Network(seed, clients, policy);
+  for (let s = 0; s < steps; s++) net.step();
+  net.settle();
+  const unexpected = net.errors.filter((e) => !allowed.includes(e.code) && !tolerated(e));
+  assert.deepEqual(unexpected, [], `seed ${seed}`);
+  for (const peer of net.peers) {
+    assert.equal(peer.client.pendingCount, 0, `seed ${seed}`);
+    assert.equal(peer.client.revision, net.room.revision, `seed ${seed}`);
+    assert.ok(peer.client.confirmed.equals(net.room.model), `seed ${seed}: confirmed`);
+    assert.ok(peer.client.view.equals(net.room.model), `seed ${seed}: view`);
+  }
+  return net;
+}
+

@@ -1,0 +1,346 @@
+// The client side of a room (port of Sources/PeopleCore/Client/ClientSync.swift): optimistic local
+// edits, at most one request in flight, and rebasing of pending edits over what the hub sends
+// (ot.js / Wave style).
+//
+// `confirmed` is exactly the hub's model at `revision` (the hub's ops are applied as they are);
+// `view` is `confirmed` plus the pending edits, rebased, and is what a screen shows. Requests wait in
+// an outbox and go one at a time, so an undo pressed after an edit undoes that edit. After a
+// reconnect the request in flight is resent with its seq; the hub answers it once.
+//
+// Messages in and out are wire-shaped objects: feed `receive` with `decodeServerMessage(frame)` and
+// send `JSON.stringify(message)` for each message returned. Events (for a screen):
+//   {type:'welcomed', session} | {type:'remote', rev, author, kind, label?, diffs}
+//   {type:'skipped', reports} | {type:'history', history} | {type:'presence', users}
+//   {type:'error', code, message} | {type:'needsResync'} | {type:'redirect', url}
+
+import { ErrorCode } from './errors.js';
+import { PeopleModel } from './model.js';
+import { applyDiff, applyBatch } from './apply.js';
+import { transformBatch, applyOrder } from './transform.js';
+import { parseDiff } from './diff.js';
+import { historySummary } from './undo.js';
+
+function tryApplyBatch(model, ops) {
+  try { applyBatch(model, ops, 'skip'); } catch { /* an invalid batch changes nothing */ }
+}
+
+const blockKey = (b) => `${b.from}-${b.to}`;
+
+export class ClientSync {
+  constructor(user) {
+    this.user = user;
+    /** The hub's model at `revision`. */
+    this.confirmed = new PeopleModel();
+    this.revision = 0;
+    /** `confirmed` plus the pending submits: what a screen shows. */
+    this.view = new PeopleModel();
+    this.session = null;
+    this.role = 'editor';
+    this.history = historySummary();
+    this.presence = [];
+    this.connected = false;
+    /** Requests not yet answered: {seq, request, sentBase}; request is {type:'submit', ops, label?, coalesce?} | {type:'undo'|'redo', scope?}. */
+    this.outbox = [];
+    this.inFlight = false;
+    this.nextSeq = 1;
+    this.tagBlocks = [];
+    /** Every block ever received: a resumed session's welcome repeats its block, which may be used up. */
+    this.knownBlocks = new Set();
+    this.nextTag = null;
+    this.hasState = false;
+    /** Local (rebased) copies of batches already sent, by seq, for the view. */
+    this.sentLocal = new Map();
+  }
+
+  /** Requests not yet answered (the first may be in flight). */
+  get pendingCount() { return this.outbox.length; }
+
+  // MARK: Connection
+
+  /** The `hello` to send on a new connection: resumes the session and catches up when it can. */
+  connect({ client, token } = {}) {
+    this.connected = false;
+    this.inFlight = false;
+    const hello = { type: 'hello', protocol: 1, user: this.user };
+    if (token != null) hello.token = token;
+    if (client != null) hello.client = client;
+    if (this.session != null) hello.resume = this.session;
+    if (this.hasState) hello.since = this.revision;
+    return hello;
+  }
+
+  /** The connection dropped: the request in flight will be resent on the next connection. */
+  disconnected() {
+    this.connected = false;
+    this.inFlight = false;
+  }
+
+  // MARK: Local actions
+
+  /** A fresh tag for an insert, from this user's blocks; null when none is left (ask with {type:'tags'}). */
+  allocateTag() {
+    while (this.tagBlocks.length > 0) {
+      const block = this.tagBlocks[0];
+      const candidate = this.nextTag ?? block.from;
+      if (candidate <= block.to) {
+        this.nextTag = candidate + 1;
+        return candidate;
+      }
+      this.tagBlocks.shift();
+      this.nextTag = null;
+    }
+    return null;
+  }
+
+  /** Tags left in this client's blocks. */
+  get tagsLeft() {
+    if (this.tagBlocks.length === 0) return 0;
+    const [first, ...rest] = this.tagBlocks;
+    return (first.to - (this.nextTag ?? first.from) + 1) + rest.reduce((n, b) => n + b.to - b.from + 1, 0);
+  }
+
+  /**
+   * Applies a local edit to the view at once and queues it. Throws InvalidOp (changing nothing) when
+   * the batch is invalid on the view. `diffs` may be wire JSON (they are validated and made canonical).
+   * Returns the messages to send now.
+   */
+  edit(diffs, { label, coalesce } = {}) {
+    diffs = diffs.map(parseDiff);
+    const probe = this.view.clone();
+    const result = applyBatch(probe, diffs);
+    if (result.applied.length === 0) return [];
+    this.view = probe;
+    // Typing into one name while a request is in flight: one batch, as it would be one undo step.
+    const last = this.outbox[this.outbox.length - 1];
+    if (coalesce != null && last && last.sentBase === null && last.request.type === 'submit'
+        && last.request.coalesce === coalesce) {
+      last.request = { ...last.request, ops: [...last.request.ops, ...diffs] };
+    } else {
+      this.outbox.push({ seq: 0, request: submitRequest(diffs, label, coalesce), sentBase: null });
+    }
+    return this.flush();
+  }
+
+  undo(scope) { return this.queue('undo', scope); }
+  redo(scope) { return this.queue('redo', scope); }
+
+  queue(type, scope) {
+    const request = { type };
+    if (scope != null) request.scope = scope;
+    this.outbox.push({ seq: 0, request, sentBase: null });
+    return this.flush();
+  }
+
+  /** Sends the first request of the outbox if nothing is in flight. */
+  flush() {
+    if (!this.connected || this.inFlight || this.outbox.length === 0) return [];
+    const pending = this.outbox[0];
+    if (pending.sentBase === null) {
+      pending.seq = this.nextSeq;
+      this.nextSeq += 1;
+      pending.sentBase = this.revision;
+    }
+    this.inFlight = true;
+    const r = pending.request;
+    if (r.type === 'submit') {
+      const m = { type: 'submit', seq: pending.seq, base: pending.sentBase, ops: r.ops };
+      if (r.label != null) m.label = r.label;
+      if (r.coalesce != null) m.coalesce = r.coalesce;
+      return [m];
+    }
+    const m = { type: r.type, seq: pending.seq };
+    if (r.scope != null) m.scope = r.scope;
+    return [m];
+  }
+
+  // MARK: From the hub
+
+  /** Handles one decoded hub message; returns {send: [message], events: [event]}. */
+  receive(message) {
+    const events = [];
+    switch (message.type) {
+      case 'welcome': {
+        this.session = message.session;
+        this.role = message.role;
+        this.connected = true;
+        this.history = message.history;
+        this.presence = message.presence;
+        this.addBlock(message.tags);
+        if (message.people != null) {
+          this.confirmed = new PeopleModel(message.people);
+          this.revision = message.rev;
+          this.hasState = true;
+          // The queued edits were made on a state that cannot be rebased onto this one: keep what
+          // still applies.
+          this.pruneUnsent();
+        }
+        this.rebuildView();
+        events.push({ type: 'welcomed', session: message.session });
+        events.push({ type: 'history', history: message.history });
+        break;
+      }
+      case 'ops': {
+        if (message.seq != null && this.answer(message.seq, message.rev, message.ops)) break;
+        if (!(message.rev > this.revision)) break;
+        this.applyConfirmed(message.ops, message.rev, true);
+        this.rebuildView();
+        const remote = { type: 'remote', rev: message.rev, author: message.author, kind: message.kind,
+          diffs: message.ops };
+        if (message.label != null) remote.label = message.label;
+        events.push(remote);
+        break;
+      }
+      case 'ack':
+        this.answer(message.seq, message.rev, message.ops);
+        if (message.noop?.length) events.push({ type: 'skipped', reports: message.noop });
+        break;
+      case 'undone': case 'redone':
+        this.answer(message.seq, message.rev, message.ops);
+        if (message.skipped?.length) events.push({ type: 'skipped', reports: message.skipped });
+        break;
+      case 'history': {
+        const { type, ...summary } = message;
+        this.history = summary;
+        events.push({ type: 'history', history: summary });
+        break;
+      }
+      case 'presence':
+        this.presence = message.users;
+        events.push({ type: 'presence', users: message.users });
+        break;
+      case 'error': {
+        const first = this.outbox[0];
+        if (message.seq != null && first && first.seq === message.seq && first.sentBase !== null) {
+          this.outbox.shift();
+          this.inFlight = false;
+          // Edits queued behind the refused batch may depend on it (a person it inserted).
+          this.pruneUnsent();
+          this.rebuildView();
+        }
+        if (message.code === ErrorCode.staleBase) events.push({ type: 'needsResync' });
+        events.push({ type: 'error', code: message.code, message: message.message });
+        break;
+      }
+      case 'redirect':
+        events.push({ type: 'redirect', url: message.url });
+        break;
+      case 'tags':
+        this.addBlock({ from: message.from, to: message.to });
+        break;
+      default:
+        break;
+    }
+    return { send: this.flush(), events };
+  }
+
+  addBlock(block) {
+    const key = blockKey(block);
+    if (this.knownBlocks.has(key)) return;
+    this.knownBlocks.add(key);
+    this.tagBlocks.push({ from: block.from, to: block.to });
+  }
+
+  /**
+   * The hub answered our request `seq` (an ack, an undone / redone, or its own revision in a catch-up).
+   * Returns false when `seq` is not the request in flight.
+   */
+  answer(seq, rev, ops) {
+    const first = this.outbox[0];
+    if (!first || first.seq !== seq || first.sentBase === null) return false;
+    this.outbox.shift();
+    this.inFlight = false;
+    if (rev != null && rev > this.revision) {
+      // Edits queued behind an undo / redo were made without its effect: rebase them over it.
+      // (Edits queued behind a submit were made on top of it already.)
+      this.applyConfirmed(ops, rev, first.request.type !== 'submit');
+    } else {
+      // Answered at a revision the confirmed state is already past (a replayed reply after a
+      // full-state welcome): edits queued behind it may no longer apply.
+      this.pruneUnsent();
+    }
+    this.rebuildView();
+    return true;
+  }
+
+  /**
+   * A revision of the hub's: applied to `confirmed` as it is (ops as applied are never transformed
+   * again), and the queued edits rebased over it when they were made without it.
+   */
+  applyConfirmed(ops, rev, rebaseQueued) {
+    const order = this.confirmed.tags;
+    tryApplyBatch(this.confirmed, ops);
+    this.revision = rev;
+    if (rebaseQueued) this.rebaseOutbox(ops, order);
+  }
+
+  /**
+   * Rebases every pending submit over `incoming` (made on `order`, ordered before them by the hub;
+   * `confirmed` already includes it). Batches not yet sent are then pruned to what still applies.
+   */
+  rebaseOutbox(incoming, order) {
+    for (const pending of this.outbox) {
+      if (pending.request.type !== 'submit') continue;
+      const ops = this.localOps(pending) ?? pending.request.ops;
+      const mine = transformBatch(ops, incoming, order).diffs;
+      incoming = transformBatch(incoming, ops, order, true).diffs;
+      order = ops.reduce((acc, d) => applyOrder(d, acc), order);
+      if (pending.sentBase === null) {
+        pending.request = { ...pending.request, ops: mine };
+      } else {
+        // A batch already sent keeps its wire form (a resend must be identical); its local copy is
+        // only used for the view.
+        this.sentLocal.set(pending.seq, mine);
+      }
+    }
+    this.pruneUnsent();
+  }
+
+  /**
+   * Keeps, in each batch not yet sent, only the diffs that apply on the state it will be sent from
+   * (`confirmed` plus the batches before it); drops batches left empty (decision 13).
+   */
+  pruneUnsent() {
+    const model = this.confirmed.clone();
+    const kept = [];
+    for (const pending of this.outbox) {
+      if (pending.request.type !== 'submit') {
+        kept.push(pending);
+        continue;
+      }
+      if (pending.sentBase !== null) {
+        tryApplyBatch(model, this.localOps(pending) ?? pending.request.ops);
+        kept.push(pending);
+        continue;
+      }
+      const fitting = pending.request.ops.filter((diff) => {
+        try { return applyDiff(model, diff) !== null; } catch { return false; }
+      });
+      if (fitting.length === 0) continue;
+      pending.request = { ...pending.request, ops: fitting };
+      kept.push(pending);
+    }
+    this.outbox = kept;
+  }
+
+  localOps(pending) { return pending.sentBase === null ? undefined : this.sentLocal.get(pending.seq); }
+
+  /** `view` = `confirmed` + the pending submits, each applied leniently (absent tags skip). */
+  rebuildView() {
+    for (const seq of [...this.sentLocal.keys()]) {
+      if (!this.outbox.some((p) => p.seq === seq)) this.sentLocal.delete(seq);
+    }
+    const model = this.confirmed.clone();
+    for (const pending of this.outbox) {
+      if (pending.request.type !== 'submit') continue;
+      tryApplyBatch(model, this.localOps(pending) ?? pending.request.ops);
+    }
+    this.view = model;
+  }
+}
+
+function submitRequest(ops, label, coalesce) {
+  const r = { type: 'submit', ops };
+  if (label != null) r.label = label;
+  if (coalesce != null) r.coalesce = coalesce;
+  return r;
+}
