@@ -2,7 +2,7 @@
 #   make run     build and start the hub on 127.0.0.1:8080 with Config/peoplekeeper.yaml (prints the URL)
 #   make test    every test: Swift (unit + integration against the real hub), Python client suite, JS
 #   make deps    install missing system packages (as root, idempotent, quiet)
-#   make venv    the Python venv (.venv) with websockets + pytest, for the Python suite and the tour
+#   make venv    the Python venv (.venv) with websockets, pytest and selenium, for the Python suite and the tour
 #   make build   debug build of every target, tests included
 #   make bench   the core benchmark, the hub-vs-relay fan-out figure, the store figures (durable
 #                revisions/s with group commit, restart of a 1,000,000-revision room) and the cluster
@@ -15,12 +15,13 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 # libwebsockets-dev: the WebSocket + HTTP transport (CLibWebSockets). libsqlite3-dev: the embedded
 # store (GRDB links the system SQLite). postgresql-15: the tests (and make bench) start a throwaway
 # PostgreSQL server for the cluster store; the hub itself only needs a reachable PostgreSQL. tmux: the
-# tests drive the terminal client's interactive screen in it.
-APT_PACKAGES := libwebsockets-dev pkg-config libsqlite3-dev postgresql-15 tmux
+# tests drive the terminal client's interactive screen in it. chromium, chromium-driver: the web
+# client's browser tests (selenium, headless).
+APT_PACKAGES := libwebsockets-dev pkg-config libsqlite3-dev postgresql-15 tmux chromium chromium-driver
 
 # The Python venv for the independent-client test suite (Tests/python) and the README tour.
 VENV := .venv
-PYTHON_PACKAGES := websockets==17.4 pytest==9.2.0
+PYTHON_PACKAGES := websockets==17.4 pytest==9.2.0 selenium==4.52.0
 
 # `node` runs the web client's tests; Debian's package for it is nodejs.
 NODE_PACKAGE := nodejs
@@ -58,7 +59,7 @@ deps:
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed:
+$(VENV)/.installed: Makefile
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check $(PYTHON_PACKAGES)
 	@touch $@
