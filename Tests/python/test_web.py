@@ -1,0 +1,664 @@
+"""The web client (docs/WEB.md), driven in headless Chromium against a real hub.
+
+Written from docs/WEB.md, and especially its "Test hooks" table: the selectors and attributes there are
+the contract these tests rely on. Each browser is a fresh headless Chromium with a profile of its own
+(browser.py). Nothing waits by sleeping: every step polls the page (every 50 ms) until what a user would
+see is there, or fails with what was awaited, a summary of the page's hooks, the browser console's
+errors and a screenshot.
+
+Every test also checks the room itself through an independent HubClient (pkclient.py), joined as a user
+of its own (`observer`, who never edits), so a page that only draws the right thing does not pass.
+
+Screenshots of the main states go to .build/web-screenshots/ under the repo (printed at the start of
+the module's run; not committed). Rooms start from conftest's SEED: tag 1 Ann (brown hair, no glasses),
+2 Joan (black hair, blue eyes), 3 Sam (glasses, beard), at revision 0. The session hub serves the web
+client from its default web root, `Web/` (it runs from the repo root).
+
+Binaries: the hub from conftest; PEOPLEKEEPER_CLIENT_BIN (default .build/debug/peoplekeeper) for the
+terminal-client test; Chromium and chromedriver from browser.py. Needs `selenium` in the venv.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from browser import PeoplePage, query_of
+from conftest import room_state
+from pkclient import by_tag, tags
+
+from selenium.webdriver.common.keys import Keys
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+CLIENT_BIN = os.environ.get("PEOPLEKEEPER_CLIENT_BIN", str(REPO / ".build" / "debug" / "peoplekeeper"))
+SHOTS = REPO / ".build" / "web-screenshots"
+
+POLL = 0.05             # seconds between two looks at the room
+WAIT = 10.0             # default seconds to wait for the room to reach a state
+RECONNECT_WAIT = 15.0   # a page retries with a backoff of up to 5 s
+OBSERVER = "observer"   # the HubClient user that watches each room (never edits)
+PHONE_WIDTH = 390       # CSS pixels of the emulated phone
+
+
+# -- fixtures -----------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def shots(request):
+    """The screenshot folder (emptied of earlier runs' pictures), announced on the terminal even
+    without -s (output capture is suspended for the line)."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for old in SHOTS.glob("*.png"):
+        old.unlink()
+    say(request, f"web client screenshots: {SHOTS}")
+    yield SHOTS
+    say(request, f"web client screenshots: {SHOTS} ({len(list(SHOTS.glob('*.png')))} pictures)")
+
+
+def say(request, line: str) -> None:
+    capman = request.config.pluginmanager.getplugin("capturemanager")
+    if capman is None:
+        print(line)
+        return
+    with capman.global_and_fixture_disabled():
+        print(f"\n{line}", flush=True)
+
+
+@pytest.fixture
+def browsers(request, shots):
+    """A factory of headless Chromium pages on a hub: `browsers(hub, label)`; all quit at teardown."""
+    made: list[PeoplePage] = []
+    test = request.node.name.removeprefix("test_")[:60]
+
+    def make(hub, label: str, **kw) -> PeoplePage:
+        b = PeoplePage(label, f"http://127.0.0.1:{hub.port}", shots, prefix=f"{test}-", **kw)
+        made.append(b)
+        return b
+
+    yield make
+    for b in made:
+        b.quit()
+
+
+# -- the room, independently --------------------------------------------------------------------------
+
+def observe(hub, room: str):
+    """A HubClient in the room as its own user; its model follows every revision anyone makes."""
+    return hub.join(room, OBSERVER)
+
+
+def wait_model(obs, pred, what: str, timeout: float = WAIT) -> list:
+    """Read the observer's frames until its model satisfies `pred`; returns the people."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if obs.people is not None and pred(obs.people):
+            return obs.people
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the room never reached: {what}; at rev {obs.rev} it is {obs.people}")
+        obs.pump(POLL)
+
+
+def wait_presence(obs, pred, what: str, timeout: float = WAIT) -> list:
+    deadline = time.monotonic() + timeout
+    while True:
+        if obs.presence is not None and pred(obs.presence):
+            return obs.presence
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the room's presence never reached: {what}; it is {obs.presence}")
+        obs.pump(POLL)
+
+
+def field_of(people: list, tag: int, field: str):
+    return by_tag(people, tag)[field]
+
+
+def revisions_by(obs, author: str) -> list[dict]:
+    """The `ops` broadcasts the observer received for `author`'s revisions, in order."""
+    return [m for m in obs.log if m["type"] == "ops" and m.get("author") == author]
+
+
+def last_label(obs, author: str, kind: str = "edit") -> str:
+    frames = [m for m in revisions_by(obs, author) if m.get("kind") == kind]
+    assert frames, f"no {kind} revision by {author} reached the observer: {obs.log[-6:]}"
+    assert frames[-1].get("label"), f"{author}'s revision carries no label: {frames[-1]}"
+    return frames[-1]["label"]
+
+
+def undo_text_is(text: str):
+    return lambda b: (lambda u: u if u and u["text"] == text and u["disabled"] is False else None)(b.button("#undo"))
+
+
+def undo_disabled(b) -> bool:
+    u = b.button("#undo")
+    return bool(u) and u["disabled"] is True
+
+
+def pk_set(hub, room: str, user: str, *args) -> subprocess.Popen:
+    """Start `peoplekeeper set ARGS --url --room --user` (docs/CLIENT.md), without the client's own
+    environment variables."""
+    if not (os.path.isfile(CLIENT_BIN) and os.access(CLIENT_BIN, os.X_OK)):
+        pytest.fail(f"no peoplekeeper client binary at {CLIENT_BIN}: build it, or set PEOPLEKEEPER_CLIENT_BIN",
+                    pytrace=False)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PEOPLEKEEPER_URL", "PEOPLEKEEPER_ROOM", "PEOPLEKEEPER_USER")}
+    argv = [CLIENT_BIN, "set", *[str(a) for a in args], "--url", f"ws://127.0.0.1:{hub.port}",
+            "--room", room, "--user", user]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            stdin=subprocess.DEVNULL)
+
+
+# JS: the accessible name of an element, in the ways a page gives one (aria-label, aria-labelledby,
+# <label>, the text of a button / link / list item, title).
+ACCESSIBLE_NAMES_JS = r"""
+function accName(e) {
+  const al = e.getAttribute('aria-label');
+  if (al && al.trim()) return al.trim();
+  const lb = e.getAttribute('aria-labelledby');
+  if (lb) {
+    const t = lb.split(/\s+/).map((id) => (document.getElementById(id) || {}).textContent || '').join(' ').trim();
+    if (t) return t;
+  }
+  if (e.labels && e.labels.length) {
+    const t = [...e.labels].map((l) => l.textContent).join(' ').replace(/\s+/g, ' ').trim();
+    if (t) return t;
+  }
+  const role = e.getAttribute('role');
+  if (['BUTTON', 'A', 'LI', 'SUMMARY', 'OPTION'].includes(e.tagName) || ['button', 'option', 'tab', 'link', 'listitem'].includes(role)) {
+    const t = e.textContent.replace(/\s+/g, ' ').trim();
+    if (t) return t;
+  }
+  const title = e.getAttribute('title');
+  if (title && title.trim()) return title.trim();
+  return '';
+}
+const out = [];
+for (const sel of arguments[0]) {
+  for (const e of document.querySelectorAll(sel)) {
+    const id = e.id ? '#' + e.id : e.tagName.toLowerCase() + (e.className && typeof e.className === 'string' ? '.' + e.className.trim().split(/\s+/).join('.') : '') +
+      (e.closest('[data-tag]') ? ' in [data-tag=' + e.closest('[data-tag]').getAttribute('data-tag') + ']' : '') +
+      (e.closest('[data-topic]') ? ' in [data-topic=' + e.closest('[data-topic]').getAttribute('data-topic') + ']' : '');
+    out.push([sel, id, accName(e)]);
+  }
+}
+return out;
+"""
+
+
+# -- the tests ----------------------------------------------------------------------------------------
+
+def test_a_change_in_one_browser_appears_live_in_the_other(hub, room, browsers):
+    """ann joins through the join screen (room and user typed in, Join pressed: the address bar then
+    says ?room=…&user=ann); bob opens the shared link /?room=R&user=bob, which joins at once. Both select
+    Ann. The presence reaches the room (ann viewing Ann) and bob's page (#presence, and ann among the
+    viewers on Ann's row). ann picks red in select#hairColor: bob's select shows red at once, with the
+    `.changed` highlight by ann on Ann's row or field; the room has red at revision 1, labelled as
+    ann's undo button says ("Undo Change Hair Color")."""
+    obs = observe(hub, room)
+    a = browsers(hub, "ann")
+    a.join_with_form(room, "ann")
+    a.screenshot("1-ann-joined")
+    b = browsers(hub, "bob")
+    b.open_room(room, "bob")
+    assert b.wait_for(lambda p: p.q("#join") is None or not p.q("#join").is_displayed(),
+                      "the join screen hidden once the shared link has joined")
+    assert query_of(b.driver.current_url) == {"room": room, "user": "bob"}, b.driver.current_url
+
+    a.select(1)
+    b.select(1)
+    assert a.value("select#hairColor") == "brown", f"Ann's seed hairColor is brown:\n{a.describe()}"
+    wait_presence(obs, lambda us: any(u["user"] == "ann" and u.get("viewing") == 1 for u in us),
+                  "ann viewing Ann (tag 1)")
+    b.wait_for(lambda p: "ann" in (p.text('#people li[data-tag="1"] .viewers') or ""),
+               "ann among the .viewers on Ann's row")
+    b.wait_for(lambda p: "Ann" in (p.text('#presence li[data-user="ann"]') or ""),
+               '#presence li[data-user="ann"] naming Ann (the person ann looks at)')
+
+    a.choose("hairColor", "red")
+    b.wait_for(lambda p: p.value("select#hairColor") == "red", "bob's select#hairColor showing ann's red")
+    hits = b.wait_for(lambda p: p.changed_by("ann", 1),
+                      'the .changed highlight with data-by="ann" on Ann\'s row or a field of the detail')
+    b.screenshot("2-bob-sees-ann-s-change")
+    assert hits, hits
+
+    people = wait_model(obs, lambda p: field_of(p, 1, "hairColor") == "red", "Ann's hairColor red (ann's edit)")
+    assert obs.rev == 1, f"one revision for one change, the room is at {obs.rev}"
+    label = last_label(obs, "ann")
+    assert label == "Change Hair Color", f"the label of a hair colour change (WEB.md's example): {label!r}"
+    a.wait_for(undo_text_is(f"Undo {label}"), f'#undo enabled with the text "Undo {label}"')
+    rev, people = room_state(hub, room)
+    assert rev == 1 and field_of(people, 1, "hairColor") == "red", (rev, by_tag(people, 1))
+    for p in (a, b):
+        p.wait_for(lambda x: (x.peoplekeeper() or {}).get("revision") == 1, "window.peoplekeeper.revision == 1")
+
+
+def test_undo_of_a_field_a_teammate_overwrote_is_skipped_with_a_notice_and_the_next_undo_works(hub, room, browsers):
+    """ann changes Ann's hairColor (brown → red), bob overwrites it (red → blonde). ann presses Ctrl+Z
+    (focus on the page, not in the name field): #notice names bob and says overwritten, both pages and
+    the room keep bob's blonde, no revision is made, and ann's undo has nothing left (the hub consumed
+    the entry). ann then toggles Sam's glasses (on → off): #undo offers that action by its label;
+    clicking it puts the glasses back (on both pages and in the room) and leaves #undo disabled, with
+    #redo offering the same label."""
+    obs = observe(hub, room)
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    b = browsers(hub, "bob")
+    b.open_room(room, "bob")
+    a.select(1)
+    b.select(1)
+
+    a.choose("hairColor", "red")
+    wait_model(obs, lambda p: field_of(p, 1, "hairColor") == "red", "Ann's hairColor red (ann's edit)")
+    b.wait_for(lambda p: p.value("select#hairColor") == "red", "bob's page showing ann's red")
+    b.choose("hairColor", "blonde")
+    wait_model(obs, lambda p: field_of(p, 1, "hairColor") == "blonde", "Ann's hairColor blonde (bob's edit)")
+    a.wait_for(lambda p: p.value("select#hairColor") == "blonde", "ann's page showing bob's blonde")
+    a.wait_for(undo_text_is("Undo Change Hair Color"), '#undo offering "Undo Change Hair Color"')
+    mark = obs.mark()
+
+    a.undo_key()
+    notice = a.wait_for(lambda p: (lambda t: t if t and "bob" in t and "overwritten" in t.lower() else None)(p.text("#notice")),
+                        "#notice naming bob and saying overwritten (ann's undo was skipped)")
+    a.screenshot("1-ann-s-skip-notice")
+    assert "Ann" in notice, f"the notice names the person whose field was overwritten (Ann): {notice!r}"
+    assert a.value("select#hairColor") == "blonde", f"ann's page must keep bob's blonde:\n{a.describe()}"
+    a.wait_for(undo_disabled, "#undo disabled: the skipped entry was ann's only one")
+    obs.expect_nothing("ops", since=mark)
+    assert b.value("select#hairColor") == "blonde", f"bob's page must keep his blonde:\n{b.describe()}"
+    rev, people = room_state(hub, room)
+    assert rev == 2 and field_of(people, 1, "hairColor") == "blonde", \
+        f"a skipped undo changes nothing: rev {rev}, Ann {by_tag(people, 1)}"
+
+    # ann's other change, and its undo by the button.
+    a.select(3)
+    assert a.value("#glasses") is True, f"Sam wears glasses in the seed:\n{a.describe()}"
+    assert a.toggle("#glasses") is False
+    wait_model(obs, lambda p: field_of(p, 3, "glasses") is False, "Sam without glasses (ann's edit)")
+    label = last_label(obs, "ann")
+    a.wait_for(undo_text_is(f"Undo {label}"), f'#undo offering "Undo {label}"')
+    assert "glasses" in label.lower(), f"the glasses toggle's label should say so: {label!r}"
+    a.click("#undo")
+    a.wait_for(lambda p: p.value("#glasses") is True, "Sam's glasses back on ann's page after #undo")
+    people = wait_model(obs, lambda p: field_of(p, 3, "glasses") is True, "Sam's glasses back (ann's undo)")
+    assert field_of(people, 1, "hairColor") == "blonde", f"ann's undo must keep bob's blonde: {by_tag(people, 1)}"
+    a.wait_for(undo_disabled, "#undo disabled: nothing left to undo")
+    redo = a.wait_for(lambda p: (lambda r: r if r and r["disabled"] is False else None)(p.button("#redo")),
+                      "#redo enabled after the undo")
+    assert redo["text"] == f"Redo {label}", f'#redo says "Redo {label}": {redo}'
+    a.screenshot("2-ann-undid-glasses")
+    b.select(3)
+    b.wait_for(lambda p: p.value("#glasses") is True, "bob's page showing Sam's glasses back")
+    rev, people = room_state(hub, room)
+    assert rev == 4 and field_of(people, 3, "glasses") is True and field_of(people, 1, "hairColor") == "blonde", \
+        (rev, people)
+
+
+def test_after_a_reload_the_undo_button_still_offers_the_last_action_and_it_works(hub, room, browsers):
+    """ann changes Joan's eyeColor (blue → green); #undo offers it. The page is reloaded (same URL, same
+    user): it joins again, and #undo offers the same label (the history comes from the hub). Clicking it
+    gives Joan blue eyes again, on the page and in the room, and #undo is then disabled."""
+    obs = observe(hub, room)
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.select(2)
+    assert a.value("select#eyeColor") == "blue", a.describe()
+    a.choose("eyeColor", "green")
+    wait_model(obs, lambda p: field_of(p, 2, "eyeColor") == "green", "Joan's eyes green (ann's edit)")
+    label = last_label(obs, "ann")
+    a.wait_for(undo_text_is(f"Undo {label}"), f'#undo offering "Undo {label}" before the reload')
+    url = a.driver.current_url
+
+    a.driver.refresh()
+    a.wait_online()
+    assert query_of(a.driver.current_url) == {"room": room, "user": "ann"}, a.driver.current_url
+    a.wait_for(undo_text_is(f"Undo {label}"), f'#undo offering "Undo {label}" after the reload of {url}')
+    a.screenshot("1-after-reload")
+    a.click("#undo")
+    wait_model(obs, lambda p: field_of(p, 2, "eyeColor") == "blue", "Joan's eyes blue again (ann's undo after the reload)")
+    a.select(2)
+    a.wait_for(lambda p: p.value("select#eyeColor") == "blue", "select#eyeColor back to blue for Joan")
+    a.wait_for(undo_disabled, "#undo disabled: nothing left to undo")
+    assert [m["kind"] for m in revisions_by(obs, "ann")] == ["edit", "undo"], revisions_by(obs, "ann")
+
+
+def test_a_terminal_client_edit_appears_in_the_browser_with_a_new_face(hub, room, browsers):
+    """ann's page shows Joan (black hair). `peoplekeeper set 2 hairColor white --user carol` runs: ann's
+    select#hairColor shows white, Joan's row has the `.changed` highlight by carol, and both Joan's face
+    in the list and the large face in the detail are redrawn (their SVG differs). The room agrees."""
+    obs = observe(hub, room)
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.select(2)
+    assert a.value("select#hairColor") == "black", a.describe()
+    row_face = a.wait_for(lambda p: p.face_html(2), 'Joan\'s face (#people li[data-tag="2"] .face svg)')
+    big_face = a.wait_for(lambda p: p.face_html(None), "the large face (#detail .face svg)")
+
+    proc = pk_set(hub, room, "carol", 2, "hairColor", "white")
+    try:
+        a.wait_for(lambda p: p.value("select#hairColor") == "white", "select#hairColor showing carol's white")
+        a.wait_for(lambda p: p.changed_by("carol", 2), 'the .changed highlight with data-by="carol" for Joan')
+        a.screenshot("1-carol-s-change")
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, f"set exited {proc.returncode}: {out} {err}"
+    a.wait_for(lambda p: p.face_html(2) not in (None, row_face), "Joan's face in the list redrawn (its SVG changed)")
+    a.wait_for(lambda p: p.face_html(None) not in (None, big_face), "the large face redrawn (its SVG changed)")
+    people = wait_model(obs, lambda p: field_of(p, 2, "hairColor") == "white", "Joan's hair white (carol's edit)")
+    assert [m["author"] for m in revisions_by(obs, "carol")] == ["carol"], obs.log[-4:]
+    assert field_of(people, 2, "hairLength") == "long", by_tag(people, 2)
+
+
+def test_typing_a_name_shows_live_and_undoes_as_one_step(hub, room, browsers):
+    """ann and bob look at Joan. ann types `xy` at the end of #name: bob's list row and #name show
+    `Joanxy`, and so does the room (each revision ann made is a text edit on Joan). One Ctrl+Z with
+    the focus outside the field gives `Joan` back everywhere: all the typed characters are one undo
+    step, and #undo is then disabled."""
+    obs = observe(hub, room)
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    b = browsers(hub, "bob")
+    b.open_room(room, "bob")
+    a.select(2)
+    b.select(2)
+    name = a.must("#name")
+    assert name.tag_name == "input" and a.value("#name") == "Joan", a.describe()
+
+    a.click(name)
+    name.send_keys(Keys.END, "x", "y")
+    a.wait_for(lambda p: p.value("#name") == "Joanxy", "#name `Joanxy` on ann's page")
+    b.wait_for(lambda p: p.value("#name") == "Joanxy" and "Joanxy" in (p.text('#people li[data-tag="2"]') or ""),
+               "bob's #name and Joan's row showing `Joanxy`")
+    b.screenshot("1-bob-sees-typing")
+    wait_model(obs, lambda p: field_of(p, 2, "name") == "Joanxy", "Joan renamed Joanxy")
+    edits = revisions_by(obs, "ann")
+    assert edits and all(op["op"] == "text" and op["tag"] == 2 for m in edits for op in m["ops"]), \
+        f"typing sends text edits on Joan: {edits}"
+
+    a.undo_key()
+    a.wait_for(lambda p: p.value("#name") == "Joan", "#name back to `Joan` after one Ctrl+Z")
+    wait_model(obs, lambda p: field_of(p, 2, "name") == "Joan", "Joan's name back after one undo")
+    b.wait_for(lambda p: p.value("#name") == "Joan" and "Joanxy" not in (p.text('#people li[data-tag="2"]') or ""),
+               "bob's page back to `Joan`")
+    a.wait_for(undo_disabled, "#undo disabled: the typing was one undo step")
+    undos = [m for m in revisions_by(obs, "ann") if m["kind"] == "undo"]
+    assert len(undos) == 1, f"one undo revision for the whole typing: {undos}"
+    _, people = room_state(hub, room)
+    assert field_of(people, 2, "name") == "Joan", by_tag(people, 2)
+
+
+def test_a_topic_moves_in_one_click_and_undo_on_this_person_takes_back_only_that_person(hub, room, browsers):
+    """Ann dislikes weather in the seed: on ann's page the weather dislike button is pressed. One click
+    on its like button moves weather from Ann's dislikes to her likes (one revision; aria-pressed moves
+    to like). ann then gives Joan a beard (#facialHair-beard). Back on Ann, #undo-person takes back
+    ann's newest change to Ann (the topic), not the beard on Joan, which is her newest change overall."""
+    obs = observe(hub, room)
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.select(1)
+    pressed = lambda p, topic: p.js("""return [...document.querySelectorAll('[data-topic="' + arguments[0] + '"] button[data-opinion]')]
+        .filter((b) => b.getAttribute('aria-pressed') === 'true').map((b) => b.getAttribute('data-opinion'));""", topic)
+    assert pressed(a, "weather") == ["dislike"], f"Ann dislikes weather in the seed: {pressed(a, 'weather')}"
+    assert pressed(a, "sports") == ["none"], f"Ann is neutral on sports: {pressed(a, 'sports')}"
+
+    a.click('[data-topic="weather"] button[data-opinion="like"]')
+    a.wait_for(lambda p: pressed(p, "weather") == ["like"], 'aria-pressed="true" on weather\'s like button only')
+    people = wait_model(obs, lambda p: "weather" in field_of(p, 1, "likes"), "Ann likes weather")
+    assert "weather" not in field_of(people, 1, "dislikes") and obs.rev == 1, \
+        f"one click, one revision, weather out of the dislikes: rev {obs.rev}, Ann {by_tag(people, 1)}"
+
+    a.select(2)
+    assert a.toggle("#facialHair-beard") is True
+    wait_model(obs, lambda p: field_of(p, 2, "facialHair") == ["beard"], "Joan with a beard")
+    a.select(1)
+    a.click("#undo-person")
+    people = wait_model(obs, lambda p: "weather" in field_of(p, 1, "dislikes"), "Ann dislikes weather again (#undo-person)")
+    assert field_of(people, 1, "likes") == [] and field_of(people, 2, "facialHair") == ["beard"], \
+        f"#undo-person on Ann takes back only ann's change to Ann: {people}"
+    a.wait_for(lambda p: pressed(p, "weather") == ["dislike"], "weather's dislike button pressed again")
+    undo = a.wait_for(lambda p: (lambda u: u if u and u["disabled"] is False else None)(p.button("#undo")),
+                      "#undo still enabled (the beard is left to undo)")
+    assert "facial hair" in undo["text"].lower() or "beard" in undo["text"].lower(), \
+        f"#undo offers the beard, ann's remaining change: {undo}"
+    assert [m["kind"] for m in revisions_by(obs, "ann")] == ["edit", "edit", "undo"], revisions_by(obs, "ann")
+
+
+def test_offline_edits_wait_and_reach_the_hub_when_it_is_back(hub_factory, room, browsers):
+    """A hub with SQLite storage. ann's page is online; the hub is killed: #connection says offline.
+    ann changes Ann's hairColor (→ red) and glasses (→ on): the page shows both at once, and #waiting
+    says 2. The hub restarts on the same port and storage: the page is online again with #waiting
+    empty, a HubClient sees both edits, and ann's #undo (the glasses toggle, her last action) takes back
+    only the glasses."""
+    hub = hub_factory({"storage": {"kind": "embedded", "path": "{workdir}/data/pk.sqlite"}})
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.select(1)
+    hub.kill()
+    a.wait_for(lambda p: p.summary()["connection"] == "offline", '#connection[data-state="offline"] with the hub gone')
+
+    a.choose("hairColor", "red")
+    assert a.toggle("#glasses") is True
+    a.wait_for(lambda p: (p.text("#waiting") or "") == "2", "#waiting saying 2 (two changes made offline)")
+    s = a.summary()
+    assert s["connection"] != "online" and s["hairColor"] == "red" and s["glasses"] is True, s
+    # Undo is offered offline too: it waits behind the queued edits and undoes the last one.
+    offline_undo = a.button("#undo")
+    assert offline_undo and offline_undo["disabled"] is False and "glasses" in offline_undo["text"].lower(), \
+        f"#undo while offline with edits waiting: {offline_undo}"
+    a.screenshot("1-offline-with-2-waiting")
+
+    hub.restart(same_port=True)
+    a.wait_for(lambda p: (lambda s: s["connection"] == "online" and not s["waiting"])(p.summary()),
+               "#connection online and #waiting empty after the hub came back", timeout=RECONNECT_WAIT)
+    a.screenshot("2-back-online")
+    obs = observe(hub, room)
+    ann = by_tag(obs.people, 1)
+    assert (ann["hairColor"], ann["glasses"]) == ("red", True), \
+        f"both offline edits must reach the hub: Ann is {ann} at rev {obs.rev}"
+    assert a.value("select#hairColor") == "red" and a.value("#glasses") is True, a.describe()
+
+    # ann's last action (made offline) is hers to undo, by its label, after the reconnect.
+    undo = a.wait_for(lambda p: (lambda u: u if u and u["disabled"] is False and u["text"].startswith("Undo ")
+                                 and "glasses" in u["text"].lower() else None)(p.button("#undo")),
+                      "#undo offering the glasses toggle made offline")
+    a.click("#undo")
+    a.wait_for(lambda p: p.value("#glasses") is False, f"Ann's glasses off again after {undo['text']!r}")
+    people = wait_model(obs, lambda p: field_of(p, 1, "glasses") is False, "Ann's glasses undone after the reconnect")
+    assert field_of(people, 1, "hairColor") == "red", f"the undo takes back only the glasses: {by_tag(people, 1)}"
+
+
+def test_add_reorder_and_delete_people(hub, room, browsers):
+    """ann presses #add-person: a fourth row appears, and the room has a fourth person with a new tag.
+    Its ↑ (.move-up) moves it one place up, Ann's ↓ (.move-down) one place down; after each step the
+    list's order is the room's. Its .delete then #confirm-delete removes it from the list and the room,
+    leaving Ann, Joan and Sam in the order the moves gave them."""
+    obs = observe(hub, room)
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.wait_for(lambda p: p.list_tags() == [1, 2, 3], "the list Ann, Joan, Sam (tags 1, 2, 3)")
+
+    a.click("#add-person")
+    new = a.wait_for(lambda p: [t for t in p.list_tags() if t not in (1, 2, 3)], "a fourth row after #add-person")
+    assert len(new) == 1, a.list_tags()
+    t = new[0]
+    people = wait_model(obs, lambda p: t in tags(p), f"person {t} in the room")
+    assert len(people) == 4, people
+    a.wait_for(lambda p: p.list_tags() == tags(obs.people), f"the list in the room's order {tags(obs.people)}")
+    a.screenshot("1-added")
+
+    def step(css: str, tag: int, expected: list[int], what: str) -> None:
+        a.click(f'#people li[data-tag="{tag}"] {css}')
+        wait_model(obs, lambda p: tags(p) == expected, f"{what}: the room's order {expected}")
+        a.wait_for(lambda p: p.list_tags() == expected, f"{what}: the list's order {expected}")
+
+    order = a.list_tags()
+    i = order.index(t)
+    if i == 0:      # the page put it first: move it down instead
+        expected = order[:]
+        expected[0], expected[1] = expected[1], expected[0]
+        step(".move-down", t, expected, f"person {t} moved down")
+    else:
+        expected = order[:]
+        expected[i - 1], expected[i] = expected[i], expected[i - 1]
+        step(".move-up", t, expected, f"person {t} moved up")
+    order = a.list_tags()
+    j = order.index(1)
+    assert j < len(order) - 1, order
+    expected = order[:]
+    expected[j], expected[j + 1] = expected[j + 1], expected[j]
+    step(".move-down", 1, expected, "Ann moved down")
+    a.screenshot("2-reordered")
+
+    a.click(f'#people li[data-tag="{t}"] .delete')
+    confirm = a.wait_for(lambda p: (lambda e: e if e is not None and e.is_displayed() else None)(p.q("#confirm-delete")),
+                         "#confirm-delete shown after .delete")
+    assert t in tags(obs.people), "nothing is deleted before the confirmation"
+    a.click(confirm)
+    remaining = [x for x in expected if x != t]
+    wait_model(obs, lambda p: tags(p) == remaining, f"person {t} deleted, the room's order {remaining}")
+    a.wait_for(lambda p: p.list_tags() == remaining, f"the list without person {t}: {remaining}")
+    a.screenshot("3-deleted")
+    rev, people = room_state(hub, room)
+    assert rev == 4 and tags(people) == remaining, (rev, tags(people))
+
+
+def test_phone_width_has_one_column_and_no_horizontal_scroll(hub, room, browsers):
+    """At 390 × 844 (a phone, emulated as mobile), neither the join screen nor the room screen (with a
+    person selected, in a room whose name is as long as the tests' room names) is wider than the phone:
+    document.documentElement.scrollWidth <= innerWidth == 390 (a mobile browser whose page is wider
+    zooms out: innerWidth grows past 390). The people list and the detail editor are not side by side
+    (one column under 700 px), and an edit made there reaches the room. Every problem is collected and
+    reported at the end, with the elements that reach past 390 px."""
+    obs = observe(hub, room)
+    a = browsers(hub, "phone", width=390, height=844)
+    a.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                             {"width": PHONE_WIDTH, "height": 844, "deviceScaleFactor": 2, "mobile": True})
+    problems: list[str] = []
+
+    def no_sideways_scroll(p, where: str) -> None:
+        m = p.js("""const W = arguments[0];
+                    return {scroll: document.documentElement.scrollWidth, body: document.body.scrollWidth,
+                    inner: innerWidth, wide: [...document.querySelectorAll('body *')].filter((e) => {
+                      const r = e.getBoundingClientRect(); return r.width > 0 && r.right > W + 1; })
+                      .slice(0, 8).map((e) => (e.id ? '#' + e.id : e.tagName.toLowerCase() +
+                        (typeof e.className === 'string' && e.className ? '.' + e.className.trim().split(/\\s+/).join('.') : '')) +
+                        ' (right ' + Math.round(e.getBoundingClientRect().right) + ' px: ' +
+                        JSON.stringify(e.textContent.replace(/\\s+/g, ' ').trim().slice(0, 50)) + ')')};""", PHONE_WIDTH)
+        if not (m["inner"] == PHONE_WIDTH and m["scroll"] <= m["inner"] and m["body"] <= m["inner"]):
+            problems.append(f"the {where} is wider than the phone's {PHONE_WIDTH} px: innerWidth {m['inner']}, "
+                            f"documentElement.scrollWidth {m['scroll']}, body.scrollWidth {m['body']}; "
+                            f"reaching past {PHONE_WIDTH} px: {m['wide']}")
+
+    a.open("/?room=" + room)
+    a.wait_for(lambda p: p.q("#join") is not None and p.q("#join").is_displayed(), "the join screen")
+    assert a.value("#join-room") == room, f"a shared link fills the room: {a.describe()}"
+    no_sideways_scroll(a, "join screen")
+    a.screenshot("1-phone-join")
+
+    a.open_room(room, "ann")
+    a.select(2)
+    no_sideways_scroll(a, "room screen")
+    rects = a.js("""const r = (s) => { const e = document.querySelector(s); if (!e) return null;
+                     const b = e.getBoundingClientRect(); return b.width > 0 && b.height > 0 ? [b.left, b.top, b.right, b.bottom] : null; };
+                    return {people: r('#people'), detail: r('#detail')};""")
+    if rects["people"] and rects["detail"]:
+        (pl, pt, pr, pb), (dl, dt, dr, db) = rects["people"], rects["detail"]
+        side_by_side = (pr <= dl + 1 or dr <= pl + 1) and not (pb <= dt + 1 or db <= pt + 1)
+        if side_by_side:
+            problems.append(f"at {PHONE_WIDTH} px the list and the detail are side by side, not one column: {rects}")
+    a.screenshot("2-phone-room")
+    a.choose("hairLength", "bald")
+    wait_model(obs, lambda p: field_of(p, 2, "hairLength") == "bald", "Joan bald (edited at phone width)")
+    no_sideways_scroll(a, "room screen after an edit")
+    a.js("window.scrollTo(0, document.documentElement.scrollHeight);")
+    a.screenshot("3-phone-room-bottom")
+    assert not problems, "\n".join(problems)
+
+
+def test_keyboard_reaches_undo_and_the_list_and_controls_have_accessible_names(hub, room, browsers):
+    """With an edit of ann's to undo, Tab from the top of the page reaches #undo (with a visible focus
+    indicator) and the people list; in the list, ↓ selects the next person and ↑ the one before. Every
+    control of the join form, the list, the detail editor and undo / redo has an accessible name
+    (aria-label, aria-labelledby, a <label>, or its text), each list row's names the person, and
+    #notice is announced (inside an aria-live region)."""
+    obs = observe(hub, room)
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.select(1)
+    a.toggle("#glasses")
+    wait_model(obs, lambda p: field_of(p, 1, "glasses") is True, "Ann with glasses (ann's edit)")
+    a.wait_for(lambda p: (p.button("#undo") or {}).get("disabled") is False, "#undo enabled")
+
+    # Start the tab order at the top: a throwaway focusable element before everything else.
+    a.js("""const t = document.createElement('a'); t.id = 'pk-test-top'; t.href = '#'; t.textContent = 'top';
+            document.body.prepend(t); t.focus();""")
+    seen, undo_focus, list_stop = [], None, None
+    for _ in range(120):
+        a.keys(Keys.TAB)
+        info = a.js("""const e = document.activeElement;
+            if (!e || e === document.body) return null;
+            const li = e.closest('#people li[data-tag]');
+            const cs = getComputedStyle(e);
+            return {el: e, id: e.id, desc: e.id ? '#' + e.id : e.tagName.toLowerCase() + (typeof e.className === 'string' && e.className ? '.' + e.className.trim().split(/\\s+/).join('.') : ''),
+                    inList: !!e.closest('#people'), row: li ? li.getAttribute('data-tag') : null,
+                    action: !!e.closest('.move-up, .move-down, .delete'),
+                    focusVisible: e.matches(':focus-visible'),
+                    outline: cs.outlineStyle !== 'none' && parseFloat(cs.outlineWidth) > 0, shadow: cs.boxShadow !== 'none'};""")
+        if info is None or info["id"] == "pk-test-top":
+            if seen:
+                break       # went round the whole page
+            continue
+        seen.append(info["desc"] + (f"[{info['row']}]" if info["row"] else ""))
+        if info["id"] == "undo" and undo_focus is None:
+            undo_focus = info
+        if info["inList"] and not info["action"] and list_stop is None:
+            list_stop = info
+        if undo_focus and list_stop:
+            break
+    print(f"tab order from the top: {seen}")
+    assert undo_focus, f"Tab from the top never reached #undo; the tab order: {seen}\n{a.describe()}"
+    assert undo_focus["outline"] or undo_focus["shadow"], \
+        f"#undo focused by Tab shows no focus indicator (no outline, no box-shadow): {undo_focus}"
+    assert list_stop, f"Tab from the top never reached the people list (#people); the tab order: {seen}"
+    a.js("document.getElementById('pk-test-top').remove();")
+
+    # Arrow keys in the list select the next / previous person (from the list's tab stop).
+    a.js("arguments[0].focus();", list_stop["el"])
+    a.wait_for(lambda p: p.js("return !!document.activeElement.closest('#people');"), "the focus back in the list")
+    before = a.selected_tag()
+    order = a.list_tags()
+    assert before in order, f"a person is selected: {a.describe()}"
+    i = order.index(before)
+    there, back = (Keys.ARROW_DOWN, Keys.ARROW_UP) if i < len(order) - 1 else (Keys.ARROW_UP, Keys.ARROW_DOWN)
+    target = order[i + 1] if there == Keys.ARROW_DOWN else order[i - 1]
+    a.keys(there)
+    a.wait_for(lambda p: p.selected_tag() == target, f"an arrow key in the list (focus on {list_stop['desc']}) "
+               f"selecting person {target} after {before}")
+    a.keys(back)
+    a.wait_for(lambda p: p.selected_tag() == before, f"the opposite arrow key selecting person {before} again")
+
+    # Accessible names.
+    selectors = ["#join-room", "#join-user", "#join-token", "#join-submit", "#people li[data-tag]",
+                 "#people li[data-tag] button", "#people li[data-tag] input", "#add-person", "#undo", "#redo",
+                 "#undo-person", "#detail input", "#detail select", "#detail button", "#detail textarea"]
+    names = a.js(ACCESSIBLE_NAMES_JS, selectors)
+    found = {sel for sel, _, _ in names}
+    for required in ("#join-room", "#join-user", "#join-token", "#join-submit", "#people li[data-tag]",
+                     "#add-person", "#undo", "#redo", "#undo-person", "#detail input", "#detail select",
+                     "#detail button"):
+        assert required in found, f"no element for {required!r} (docs/WEB.md's hooks): {a.describe()}"
+    print("accessible names: " + "; ".join(f"{desc} = {n!r}" for _, desc, n in names))
+    unnamed = [f"{sel}: {desc}" for sel, desc, n in names if not n]
+    assert not unnamed, f"controls without an accessible name: {unnamed}"
+    rows = {desc: n for sel, desc, n in names if sel == "#people li[data-tag]"}
+    for person in ("Ann", "Joan", "Sam"):
+        assert any(person in n for n in rows.values()), f"no list row whose accessible name says {person}: {rows}"
+    live = a.js("""const n = document.querySelector('#notice'); if (!n) return 'missing';
+                   const r = n.closest('[aria-live], [role=status], [role=alert], [role=log]');
+                   return r ? (r.getAttribute('aria-live') || r.getAttribute('role')) : null;""")
+    assert live not in (None, "missing", "off"), f"#notice must be in an aria-live region: {live!r}"

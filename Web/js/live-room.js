@@ -1,0 +1,338 @@
+// A room kept live for the page: the client state machine (core/client-sync.js: optimistic edits, one
+// request in flight, rebasing) over a browser WebSocket that comes back by itself. The web twin of
+// Sources/PeopleClient/LiveRoom.swift.
+//
+// While the hub is unreachable, edits, undos and redos are taken and queued; they are sent, rebased,
+// when the connection is back (`hello` with `resume` and `since`, so the session and its seq replies
+// carry over). Reconnects back off from 0.25 s, doubling to 5 s. A `redirect` is followed; if the
+// node it names cannot be reached, the next attempt goes back to the address the page started with.
+//
+// `onUpdate(notices)` is called after every change (notices may be empty). A notice is one of:
+//   {type:'skipped', reports, people}  parts of this user's request skipped; `people` is the view
+//                                      before, to name them
+//   {type:'remote', rev, author, kind, label?, diffs}   a teammate's (or another tab's) revision
+//   {type:'nothing', kind}             an undo / redo with nothing to do
+//   {type:'error', code, message}      the hub refused something
+//   {type:'fatal', code, message}      the hub refused the connection for good (no more retries)
+//   {type:'offline', why}              the connection was lost; said once until it is back
+//
+// Time is a parameter (`timers`), and so is the socket (`WebSocket`), so the module runs in node
+// with fakes; it touches no `document` or `window`.
+
+import { ClientSync } from './core/client-sync.js';
+import { decodeServerMessage, encode } from './core/wire.js';
+import { ErrorCode, isFatal } from './core/errors.js';
+
+/** Ask for another tag block when fewer than this many are left. */
+const TAGS_LOW = 10;
+/** Seconds of silence after which an application-level ping checks the connection. */
+const HEARTBEAT_SECONDS = 20;
+const FIRST_BACKOFF = 0.25;
+const MAX_BACKOFF = 5;
+const MAX_REDIRECTS = 3;
+
+/** The `ws(s)://host/v1/rooms/ROOM` address of `room` on the hub that served `location`. */
+export function roomURL(location, room) {
+  const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
+  return `${scheme}://${location.host}/v1/rooms/${encodeURIComponent(room)}`;
+}
+
+export class LiveRoom {
+  /**
+   * @param {object} options
+   * @param {string} options.url     the room's WebSocket address
+   * @param {string} options.user
+   * @param {string} [options.token] sent as `hello.token` when given
+   * @param {string} [options.client]
+   * @param {Function} [options.WebSocket] the socket constructor (the browser's by default)
+   * @param {{setTimeout, clearTimeout, now}} [options.timers]
+   */
+  constructor({ url, user, token, client = 'web/0.1', WebSocket = globalThis.WebSocket, timers } = {}) {
+    this.sync = new ClientSync(user);
+    this.home = url;
+    this.url = url;
+    this.token = token || undefined;
+    this.client = client;
+    this.Socket = WebSocket;
+    this.timers = timers ?? {
+      setTimeout: (f, ms) => globalThis.setTimeout(f, ms),
+      clearTimeout: (id) => globalThis.clearTimeout(id),
+      now: () => Date.now(),
+    };
+    /** 'connecting' | 'online' | 'offline' */
+    this.link = 'connecting';
+    /** While offline: when the next attempt starts (ms, timers.now) and why the last one failed. */
+    this.retryAt = null;
+    this.why = null;
+    /** Whether a welcome has ever come (the page shows the room from then on). */
+    this.everWelcomed = false;
+    this.onUpdate = () => {};
+    this.socket = null;
+    this.generation = 0;
+    this.backoff = FIRST_BACKOFF;
+    this.stopped = false;
+    this.retryTimer = null;
+    this.heartbeatTimer = null;
+    this.heard = true;
+    this.tagsAsked = false;
+    this.saidOffline = false;
+    /** What this user is looking at: {viewing?, field?} (sent again on every new connection). */
+    this.viewing = null;
+    /** Whether the current connection has been welcomed (on this URL). */
+    this.welcomedHere = false;
+    /** Redirects followed since the last welcome. */
+    this.redirects = 0;
+  }
+
+  // MARK: Actions
+
+  /** Starts connecting. */
+  start() { this.connect(); }
+
+  /** Closes the connection and stops reconnecting. */
+  stop() {
+    this.stopped = true;
+    this.timers.clearTimeout(this.retryTimer);
+    this.timers.clearTimeout(this.heartbeatTimer);
+    this.drop(1000);
+    this.link = 'offline';
+  }
+
+  /** Connects now if waiting to retry (the browser says the network is back). */
+  retryNow() {
+    if (this.stopped || this.link !== 'offline') return;
+    this.timers.clearTimeout(this.retryTimer);
+    this.connect();
+  }
+
+  /** Applies a local edit at once and queues it. Throws InvalidOp (changing nothing) when invalid. */
+  edit(diffs, { label, coalesce } = {}) {
+    this.send(this.sync.edit(diffs, { label, coalesce }));
+    this.onUpdate([]);
+  }
+
+  undo(scope) {
+    this.send(this.sync.undo(scope));
+    this.onUpdate([]);
+  }
+
+  redo(scope) {
+    this.send(this.sync.redo(scope));
+    this.onUpdate([]);
+  }
+
+  /** A fresh tag for a new person, or null when none is left; asks for more when running low. */
+  allocateTag() {
+    const tag = this.sync.allocateTag();
+    this.askForTagsIfLow();
+    return tag;
+  }
+
+  /** Tells the others what this user is looking at (sent only when it changes). */
+  view(tag, field) {
+    const update = { type: 'presence' };
+    if (tag != null) update.viewing = tag;
+    if (tag != null && field != null) update.field = field;
+    if (this.viewing && this.viewing.viewing === update.viewing && this.viewing.field === update.field) return;
+    this.viewing = update;
+    this.send([update]);
+  }
+
+  /** Number of requests not yet answered by the hub. */
+  get pending() { return this.sync.pendingCount; }
+
+  // MARK: The connection
+
+  connect() {
+    if (this.stopped) return;
+    this.generation += 1;
+    const generation = this.generation;
+    this.link = 'connecting';
+    this.retryAt = null;
+    this.welcomedHere = false;
+    this.connectedURL = this.url;
+    let socket;
+    try {
+      socket = new this.Socket(this.url);
+    } catch (error) {
+      this.socket = null;
+      this.lost(generation, error?.message ?? String(error));
+      return;
+    }
+    this.socket = socket;
+    socket.onopen = () => {
+      if (generation !== this.generation) return;
+      const hello = this.sync.connect({ client: this.client, token: this.token });
+      socket.send(encode(hello));
+      if (this.viewing) socket.send(encode(this.viewing));
+      this.heard = true;
+      this.scheduleHeartbeat(generation);
+    };
+    socket.onmessage = (event) => {
+      if (generation !== this.generation) return;
+      this.heard = true;
+      let message;
+      try {
+        message = decodeServerMessage(event.data);
+      } catch {
+        return; // a frame this client cannot read changes nothing
+      }
+      this.received(message);
+    };
+    socket.onclose = (event) => {
+      const why = event?.code && event.code !== 1006
+        ? `closed by the hub: ${event.code}${event.reason ? ` ${event.reason}` : ''}`
+        : 'the hub cannot be reached';
+      if (event?.code === 1001) {
+        // The hub restarted: its history may be a new one, so resync from a full state
+        // (PROTOCOL.md "Shutdown: close 1001").
+        this.sync.hasState = false;
+      }
+      this.lost(generation, why);
+    };
+    socket.onerror = () => { /* a close event follows */ };
+    this.onUpdate([]);
+  }
+
+  /** Sends messages on the open, welcomed connection (anything else waits in the outbox). */
+  send(messages) {
+    if (messages.length === 0 || this.link !== 'online' || !this.socket) return;
+    for (const m of messages) {
+      try { this.socket.send(encode(m)); } catch { /* the close event will follow */ }
+    }
+  }
+
+  received(message) {
+    const before = this.sync.view;
+    const { send, events } = this.sync.receive(message);
+    const notices = [];
+    for (const event of events) {
+      switch (event.type) {
+        case 'welcomed':
+          this.link = 'online';
+          this.backoff = FIRST_BACKOFF;
+          this.everWelcomed = true;
+          this.welcomedHere = true;
+          this.saidOffline = false;
+          this.why = null;
+          this.tagsAsked = false;
+          this.redirects = 0;
+          break;
+        case 'remote': notices.push(event); break;
+        case 'skipped': notices.push({ type: 'skipped', reports: event.reports, people: before }); break;
+        case 'error':
+          if (isFatal(event.code)) {
+            notices.push({ type: 'fatal', code: event.code, message: event.message });
+            this.stopped = true;
+            this.link = 'offline';
+            this.why = event.message;
+          } else {
+            notices.push({ type: 'error', code: event.code, message: event.message });
+          }
+          break;
+        case 'needsResync':
+          // The hub no longer keeps our base: start again from a full state.
+          this.sync.hasState = false;
+          this.why = 'resyncing with the hub';
+          this.drop(1000);
+          break;
+        case 'redirect':
+          this.url = event.url;
+          this.redirects += 1;
+          // Straight to the node named, unless redirects go round in circles (then back off).
+          if (this.redirects <= MAX_REDIRECTS) this.backoff = 0;
+          this.why = 'redirected';
+          this.drop(1000);
+          break;
+        default: break;
+      }
+    }
+    if ((message.type === 'undone' || message.type === 'redone') && message.rev == null
+        && message.ops.length === 0 && message.skipped.length === 0) {
+      notices.push({ type: 'nothing', kind: message.type === 'undone' ? 'undo' : 'redo' });
+    }
+    if (message.type === 'tags') this.tagsAsked = false;
+    this.send(send);
+    if (message.type === 'welcome') {
+      // The presence and the tag question wait for the welcome, like every other frame.
+      this.askForTagsIfLow();
+    }
+    this.onUpdate(notices);
+  }
+
+  askForTagsIfLow() {
+    if (this.sync.tagsLeft < TAGS_LOW && this.link === 'online' && !this.tagsAsked) {
+      this.tagsAsked = true;
+      this.send([{ type: 'tags' }]);
+    }
+  }
+
+  /** Closes the current socket (its late events are ignored) and counts the connection as lost. */
+  drop(code) {
+    const socket = this.socket;
+    const generation = this.generation;
+    this.socket = null;
+    if (socket) {
+      socket.onopen = socket.onmessage = socket.onclose = socket.onerror = null;
+      try { socket.close(code); } catch { /* already closing */ }
+    }
+    if (!this.stopped) this.lost(generation, this.why ?? 'reconnecting');
+    else this.sync.disconnected();
+  }
+
+  lost(generation, why) {
+    if (generation !== this.generation) return;
+    this.generation += 1; // ignore anything more from this connection
+    this.timers.clearTimeout(this.heartbeatTimer);
+    this.sync.disconnected();
+    this.socket = null;
+    if (this.stopped) {
+      this.link = 'offline';
+      this.onUpdate([]);
+      return;
+    }
+    if (!this.welcomedHere && this.connectedURL === this.url && this.url !== this.home) {
+      // A node we were redirected to cannot be reached: go back to the address we started with.
+      this.url = this.home;
+    }
+    const wait = this.backoff;
+    this.backoff = Math.min(Math.max(this.backoff * 2, FIRST_BACKOFF), MAX_BACKOFF);
+    const notices = [];
+    if (wait === 0) {
+      // Following a redirect: no waiting, and not worth a word.
+      this.link = 'connecting';
+      const next = this.generation;
+      this.retryTimer = this.timers.setTimeout(() => { if (next === this.generation) this.connect(); }, 0);
+      this.onUpdate(notices);
+      return;
+    }
+    if (!this.saidOffline) {
+      notices.push({ type: 'offline', why });
+      this.saidOffline = true;
+    }
+    this.link = 'offline';
+    this.why = why;
+    this.retryAt = this.timers.now() + wait * 1000;
+    const next = this.generation;
+    this.retryTimer = this.timers.setTimeout(() => {
+      if (next === this.generation) this.connect();
+    }, wait * 1000);
+    this.onUpdate(notices);
+  }
+
+  /** A ping after a quiet spell; a connection that stays silent through the next one is dropped. */
+  scheduleHeartbeat(generation) {
+    this.timers.clearTimeout(this.heartbeatTimer);
+    this.heartbeatTimer = this.timers.setTimeout(() => {
+      if (generation !== this.generation || !this.socket) return;
+      if (!this.heard) {
+        this.why = 'no answer from the hub';
+        this.drop(1000);
+        return;
+      }
+      this.heard = false;
+      try { this.socket.send(encode({ type: 'ping' })); } catch { /* the close event will follow */ }
+      this.scheduleHeartbeat(generation);
+    }, HEARTBEAT_SECONDS * 1000);
+  }
+}

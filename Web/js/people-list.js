@@ -1,0 +1,176 @@
+// The people list: one row per person (small face, name, who else is looking), the selection, and
+// the row actions (move up / down, drag and drop, delete).
+//
+// Rows are kept by tag and changed in place, so a teammate's edit never takes focus away. The list
+// is an ARIA grid of one-row-per-person; the selected row carries `aria-selected="true"` and the only
+// tab stops (roving tabindex), so Tab goes list → editor and ↑ / ↓ move the selection.
+
+import { faceSVG, faceDescription } from './face.js';
+import { h, setAttr, setText, setChanged } from './dom.js';
+
+const faceKey = (p) => `${p.hairColor}|${p.hairLength}|${p.eyeColor}|${p.glasses}|${p.facialHair.join(',')}`;
+
+export class PeopleList {
+  /**
+   * @param {HTMLUListElement} ul
+   * @param {{select(tag, {focus}), move(tag, to), remove(tag)}} actions
+   */
+  constructor(ul, actions) {
+    this.ul = ul;
+    this.actions = actions;
+    /** tag → {li, pick, face, faceKey, name, description, viewers, up, down, del} */
+    this.rows = new Map();
+    this.order = [];
+    this.dragged = null;
+    ul.addEventListener('keydown', (e) => this.key(e));
+  }
+
+  /**
+   * Shows `people` (in order), with `selected` (a tag or null), `viewersOf(tag)` (other users looking)
+   * and `changedBy(tag)` (the teammate who just changed the row, or null).
+   */
+  render(people, selected, viewersOf, changedBy) {
+    const tags = people.map((p) => p.tag);
+    for (const [tag, row] of this.rows) {
+      if (!tags.includes(tag)) {
+        row.li.remove();
+        this.rows.delete(tag);
+      }
+    }
+    people.forEach((person, index) => {
+      const row = this.rows.get(person.tag) ?? this.makeRow(person.tag);
+      this.fill(row, person, index, people.length, person.tag === selected, viewersOf(person.tag),
+        changedBy(person.tag));
+    });
+    // Put rows in order, moving only those out of place (a moved node loses focus: give it back).
+    const focused = document.activeElement;
+    let cursor = this.ul.firstElementChild;
+    for (const tag of tags) {
+      const li = this.rows.get(tag).li;
+      if (li === cursor) cursor = cursor.nextElementSibling;
+      else this.ul.insertBefore(li, cursor);
+    }
+    if (focused && focused !== document.activeElement && this.ul.contains(focused)) {
+      focused.focus({ preventScroll: true });
+    }
+    this.order = tags;
+  }
+
+  makeRow(tag) {
+    const row = {};
+    row.face = h('span', { class: 'face' });
+    row.name = h('span', { class: 'name' });
+    row.description = h('span', { class: 'sr-only' });
+    row.pick = h('button', { type: 'button', class: 'pick', tabindex: '-1' }, row.face, row.name, row.description);
+    row.viewers = h('span', { class: 'viewers', role: 'gridcell' });
+    row.up = h('button', { type: 'button', class: 'move-up icon', tabindex: '-1' }, '↑');
+    row.down = h('button', { type: 'button', class: 'move-down icon', tabindex: '-1' }, '↓');
+    row.del = h('button', { type: 'button', class: 'delete icon', tabindex: '-1' }, '×');
+    row.li = h('li', { role: 'row', 'data-tag': tag, draggable: 'true', 'aria-selected': 'false' },
+      h('span', { class: 'cell-pick', role: 'gridcell' }, row.pick),
+      row.viewers,
+      h('span', { class: 'actions', role: 'gridcell' }, row.up, row.down, row.del));
+    row.li.addEventListener('click', (e) => {
+      if (e.target.closest('.actions')) return;
+      this.actions.select(tag, { focus: true });
+    });
+    row.up.addEventListener('click', () => this.step(tag, -1));
+    row.down.addEventListener('click', () => this.step(tag, 1));
+    row.del.addEventListener('click', () => this.actions.remove(tag));
+    this.dragAndDrop(row.li, tag);
+    this.rows.set(tag, row);
+    return row;
+  }
+
+  fill(row, person, index, count, selected, viewers, changedBy) {
+    setText(row.name, person.name);
+    setText(row.description, `, ${faceDescription(person)}`);
+    const key = faceKey(person);
+    if (row.faceKey !== key) {
+      row.face.innerHTML = faceSVG(person, 40);
+      row.faceKey = key;
+    }
+    setText(row.viewers, viewers.join(', '));
+    setAttr(row.viewers, 'title', viewers.length ? `Also looking: ${viewers.join(', ')}` : null);
+    setAttr(row.li, 'aria-selected', selected ? 'true' : 'false');
+    setAttr(row.pick, 'aria-current', selected ? 'true' : null);
+    const tabindex = selected ? '0' : '-1';
+    for (const b of [row.pick, row.up, row.down, row.del]) setAttr(b, 'tabindex', tabindex);
+    setAttr(row.up, 'aria-label', `Move ${person.name} up`);
+    setAttr(row.down, 'aria-label', `Move ${person.name} down`);
+    setAttr(row.del, 'aria-label', `Delete ${person.name}`);
+    row.up.disabled = index === 0;
+    row.down.disabled = index === count - 1;
+    setChanged(row.li, changedBy);
+  }
+
+  /** Moves `tag` one place up (-1) or down (+1). */
+  step(tag, delta) {
+    const index = this.order.indexOf(tag);
+    const to = index + delta;
+    if (index < 0 || to < 0 || to >= this.order.length) return;
+    this.actions.move(tag, to);
+  }
+
+  /** Puts focus on the selected row's button. */
+  focusSelected() {
+    const li = this.ul.querySelector('li[aria-selected="true"]');
+    li?.querySelector('.pick')?.focus();
+  }
+
+  key(e) {
+    const li = e.target.closest('li[data-tag]');
+    if (!li || e.ctrlKey || e.metaKey) return;
+    const tag = Number(li.dataset.tag);
+    const index = this.order.indexOf(tag);
+    const choose = (i) => {
+      const next = this.order[Math.max(0, Math.min(this.order.length - 1, i))];
+      if (next != null) this.actions.select(next, { focus: true });
+    };
+    switch (e.key) {
+      case 'ArrowUp':
+        if (e.altKey) this.step(tag, -1); else choose(index - 1);
+        break;
+      case 'ArrowDown':
+        if (e.altKey) this.step(tag, 1); else choose(index + 1);
+        break;
+      case 'Home': choose(0); break;
+      case 'End': choose(this.order.length - 1); break;
+      case 'Delete': this.actions.remove(tag); break;
+      default: return;
+    }
+    e.preventDefault();
+  }
+
+  /** Drag a row onto another: it lands in that row's place. */
+  dragAndDrop(li, tag) {
+    li.addEventListener('dragstart', (e) => {
+      this.dragged = tag;
+      e.dataTransfer.effectAllowed = 'move';
+      e.dataTransfer.setData('text/plain', String(tag));
+      li.classList.add('dragging');
+    });
+    li.addEventListener('dragend', () => {
+      this.dragged = null;
+      li.classList.remove('dragging');
+      for (const row of this.rows.values()) row.li.classList.remove('drop-before', 'drop-after');
+    });
+    li.addEventListener('dragover', (e) => {
+      if (this.dragged == null || this.dragged === tag) return;
+      e.preventDefault();
+      e.dataTransfer.dropEffect = 'move';
+      const from = this.order.indexOf(this.dragged);
+      const to = this.order.indexOf(tag);
+      li.classList.toggle('drop-before', to < from);
+      li.classList.toggle('drop-after', to > from);
+    });
+    li.addEventListener('dragleave', () => li.classList.remove('drop-before', 'drop-after'));
+    li.addEventListener('drop', (e) => {
+      e.preventDefault();
+      li.classList.remove('drop-before', 'drop-after');
+      const dragged = this.dragged;
+      if (dragged == null || dragged === tag) return;
+      this.actions.move(dragged, this.order.indexOf(tag));
+    });
+  }
+}

@@ -1,0 +1,246 @@
+// The detail editor for the selected person: a large face, the name (typed character by character,
+// one coalesced undo step), hair colour, hair length and eye colour as choices, glasses and each
+// facial hair style as toggles, each topic as like / neutral / dislike, and "Undo on this person".
+//
+// The controls are built once and changed in place on every render, so a teammate's edit never takes
+// focus away or moves the caret out of place. Edits go out through `actions.edit(diffs, options)`.
+// Each topic is one tab stop (its current opinion); ← / → move between like, neutral and dislike.
+
+import { faceSVG, faceDescription } from './face.js';
+import { h, setAttr, setText, setChanged, titleCase } from './dom.js';
+import { HairColor, HairLength, EyeColor, FacialHairStyle, Topic, NameLimit, opinion } from './core/model.js';
+import { set, facialHair, preference, text } from './core/diff.js';
+import { nameEdit, caretAfter, scalarOffset } from './name-edit.js';
+
+/** The choice fields: id, words to read, vocabulary, undo label. */
+const CHOICES = [
+  { field: 'hairColor', label: 'Hair colour', vocabulary: HairColor, action: 'Change Hair Color' },
+  { field: 'hairLength', label: 'Hair length', vocabulary: HairLength, action: 'Change Hair Length' },
+  { field: 'eyeColor', label: 'Eye colour', vocabulary: EyeColor, action: 'Change Eye Color' },
+];
+const OPINIONS = [['like', 'Like'], ['none', 'Neutral'], ['dislike', 'Dislike']];
+
+export class PersonEditor {
+  /**
+   * @param {HTMLElement} section  `#detail`
+   * @param {{edit(diffs, {label, coalesce}), notice(text), undoHere(tag), redoHere(tag), fieldFocused(field)}} actions
+   */
+  constructor(section, actions) {
+    this.section = section;
+    this.actions = actions;
+    this.person = null;
+    this.faceKey = null;
+    /** A name the input holds that cannot be sent (empty or too long): left alone until fixed or blurred. */
+    this.nameDraft = false;
+    this.composing = false;
+    /** key → element(s) that show the `.changed` mark of that field */
+    this.marks = new Map();
+    this.build();
+  }
+
+  build() {
+    const s = this.section;
+    this.empty = h('p', { class: 'empty' }, 'Nobody here yet. Add a person to start.');
+    this.face = h('div', { class: 'face face-large' });
+    this.title = h('h2', { id: 'detail-title' });
+    this.description = h('p', { class: 'face-description', id: 'face-description' });
+    this.tagLine = h('p', { class: 'tag-line' });
+    this.undoHere = h('button', { id: 'undo-person', type: 'button' }, 'Undo on this person');
+    this.redoHere = h('button', { id: 'redo-person', type: 'button' }, 'Redo on this person');
+    this.undoHere.addEventListener('click', () => this.person && this.actions.undoHere(this.person.tag));
+    this.redoHere.addEventListener('click', () => this.person && this.actions.redoHere(this.person.tag));
+
+    this.name = h('input', { id: 'name', type: 'text', autocomplete: 'off', spellcheck: 'false',
+      'data-presence': 'name', 'aria-describedby': 'name-help' });
+    this.nameHelp = h('p', { id: 'name-help', class: 'help' }, 'Saved as you type.');
+    const nameField = h('div', { class: 'field', 'data-field': 'name' },
+      h('label', { for: 'name' }, 'Name'), this.name, this.nameHelp);
+    this.marks.set('name', [nameField, this.name]);
+    this.name.addEventListener('input', (e) => { if (!e.isComposing) this.typed(); });
+    this.name.addEventListener('compositionstart', () => { this.composing = true; });
+    this.name.addEventListener('compositionend', () => { this.composing = false; this.typed(); });
+    this.name.addEventListener('blur', () => this.nameBlurred());
+    this.name.addEventListener('keydown', (e) => {
+      if (e.key === 'Escape' && this.nameDraft) this.nameBlurred();
+    });
+
+    this.selects = new Map();
+    const choices = h('div', { class: 'choices' }, CHOICES.map(({ field, label, vocabulary, action }) => {
+      const select = h('select', { id: field, 'data-presence': field },
+        vocabulary.words.map((w) => h('option', { value: w }, titleCase(w))));
+      select.addEventListener('change', () => {
+        if (this.person) this.actions.edit([set(this.person.tag, field, select.value)], { label: action });
+      });
+      this.selects.set(field, select);
+      const wrap = h('div', { class: 'field', 'data-field': field }, h('label', { for: field }, label), select);
+      this.marks.set(field, [wrap, select]);
+      return wrap;
+    }));
+
+    this.checkboxes = new Map();
+    const toggle = (id, label, key, presence, onChange) => {
+      const box = h('input', { type: 'checkbox', id, 'data-presence': presence });
+      box.addEventListener('change', () => { if (this.person) onChange(box.checked); });
+      this.checkboxes.set(key, box);
+      const wrap = h('label', { class: 'field toggle', for: id, 'data-field': key }, box, h('span', {}, label));
+      this.marks.set(key, [wrap, box]);
+      return wrap;
+    };
+    const toggles = h('fieldset', { class: 'toggles' }, h('legend', {}, 'Glasses and facial hair'),
+      toggle('glasses', 'Glasses', 'glasses', 'glasses',
+        (on) => this.actions.edit([set(this.person.tag, 'glasses', on)], { label: 'Toggle Glasses' })),
+      FacialHairStyle.words.map((style) => toggle(`facialHair-${style}`, titleCase(style),
+        `facialHair-${style}`, 'facialHair',
+        (on) => this.actions.edit([facialHair(this.person.tag, style, on)], { label: 'Change Facial Hair' }))));
+
+    this.topicButtons = new Map();
+    const topics = h('fieldset', { class: 'topics' }, h('legend', {}, 'Likes and dislikes'),
+      Topic.words.map((topic) => {
+        const buttons = OPINIONS.map(([value, words]) => {
+          const b = h('button', { type: 'button', 'data-opinion': value, 'data-presence': 'preference',
+            'aria-pressed': 'false' }, words);
+          b.addEventListener('click', () => {
+            if (!this.person || opinion(this.person, topic) === value) return;
+            this.actions.edit([preference(this.person.tag, topic, value)], { label: 'Change Likes' });
+          });
+          return b;
+        });
+        this.topicButtons.set(topic, buttons);
+        buttons.forEach((b, i) => b.addEventListener('keydown', (e) => {
+          const step = { ArrowLeft: -1, ArrowRight: 1 }[e.key];
+          if (!step) return;
+          e.preventDefault();
+          buttons[(i + step + buttons.length) % buttons.length].focus();
+        }));
+        const labelId = `topic-${topic}-label`;
+        const row = h('div', { class: 'field topic', 'data-topic': topic, 'data-field': `topic-${topic}`,
+          role: 'group', 'aria-labelledby': labelId },
+        h('span', { class: 'topic-name', id: labelId }, titleCase(topic)),
+        h('span', { class: 'opinions' }, buttons));
+        this.marks.set(`topic-${topic}`, [row]);
+        return row;
+      }));
+
+    this.form = h('div', { class: 'editor' },
+      h('div', { class: 'detail-head' }, this.face,
+        h('div', { class: 'detail-title' }, this.title, this.description, this.tagLine,
+          h('div', { class: 'scoped' }, this.undoHere, this.redoHere))),
+      nameField, choices, toggles, topics);
+    s.append(this.empty, this.form);
+    s.addEventListener('focusin', (e) => this.actions.fieldFocused(e.target.dataset?.presence ?? null));
+    s.addEventListener('focusout', (e) => {
+      if (!s.contains(e.relatedTarget)) this.actions.fieldFocused(null);
+    });
+  }
+
+  /** The field with focus, as presence names it, or null. */
+  get focusedField() {
+    const el = document.activeElement;
+    return el && this.section.contains(el) ? el.dataset.presence ?? null : null;
+  }
+
+  /**
+   * Shows `person` (or nobody), with `changedBy(key)` naming the teammate who just changed a field.
+   * `nameEdits`: a teammate's text edits of this name in this update, when known (keeps the caret).
+   */
+  render(person, changedBy, nameEdits) {
+    const switched = person?.tag !== this.person?.tag;
+    this.person = person ?? null;
+    setAttr(this.section, 'data-tag', person ? person.tag : null);
+    this.empty.hidden = !!person;
+    this.form.hidden = !person;
+    if (!person) return;
+    if (switched) this.clearDraft();
+
+    const key = `${person.hairColor}|${person.hairLength}|${person.eyeColor}|${person.glasses}|${person.facialHair}`;
+    if (this.faceKey !== key) {
+      this.face.innerHTML = faceSVG(person, 132);
+      this.faceKey = key;
+    }
+    setText(this.title, person.name);
+    setText(this.description, titleCase(faceDescription(person)));
+    setText(this.tagLine, `tag ${person.tag}`);
+    setAttr(this.undoHere, 'aria-label', `Undo your newest change to ${person.name}`);
+    setAttr(this.redoHere, 'aria-label', `Redo your newest undone change to ${person.name}`);
+    this.showName(person.name, switched ? null : nameEdits);
+
+    for (const { field } of CHOICES) {
+      const select = this.selects.get(field);
+      if (select.value !== person[field]) select.value = person[field];
+    }
+    this.checkboxes.get('glasses').checked = person.glasses;
+    for (const style of FacialHairStyle.words) {
+      this.checkboxes.get(`facialHair-${style}`).checked = person.facialHair.includes(style);
+    }
+    for (const topic of Topic.words) {
+      const current = opinion(person, topic);
+      for (const b of this.topicButtons.get(topic)) {
+        const pressed = b.dataset.opinion === current;
+        setAttr(b, 'aria-pressed', pressed ? 'true' : 'false');
+        // One tab stop per topic (the current opinion); ← → move between the three.
+        setAttr(b, 'tabindex', pressed ? '0' : '-1');
+      }
+    }
+    for (const [k, elements] of this.marks) {
+      const by = switched ? null : changedBy(k);
+      for (const el of elements) setChanged(el, by);
+    }
+  }
+
+  /** Puts the name in the input unless the user is in the middle of it; keeps the caret in place. */
+  showName(name, edits) {
+    const input = this.name;
+    if (this.composing || this.nameDraft || input.value === name) return;
+    if (document.activeElement === input) {
+      const before = input.value;
+      const { start, end } = caretAfter(before, name,
+        { start: input.selectionStart ?? before.length, end: input.selectionEnd ?? before.length }, edits);
+      input.value = name;
+      input.setSelectionRange(start, end);
+    } else {
+      input.value = name;
+    }
+  }
+
+  /** The user typed in the name: one text edit from the name as it is to what the input holds. */
+  typed() {
+    if (!this.person || this.composing) return;
+    const value = this.name.value;
+    const bytes = NameLimit.nfcByteCount(value);
+    if (bytes === 0 || bytes > NameLimit.maxUTF8Bytes) {
+      this.nameDraft = true;
+      setAttr(this.name, 'aria-invalid', 'true');
+      const why = bytes === 0
+        ? 'A name cannot be empty: type one (it is not saved until then).'
+        : `A name can be at most ${NameLimit.maxUTF8Bytes} bytes long (this one is ${bytes}): not saved.`;
+      setText(this.nameHelp, why);
+      this.actions.notice(why);
+      return;
+    }
+    this.clearDraft();
+    const caret = scalarOffset(value, this.name.selectionEnd ?? value.length);
+    const edits = nameEdit(this.person.name, value, caret);
+    if (!edits) return;
+    const tag = this.person.tag;
+    this.actions.edit([text(tag, edits)], { label: 'Change Name', coalesce: `name:${tag}` });
+  }
+
+  /** Leaving the name with a value that cannot be saved puts the saved name back. */
+  nameBlurred() {
+    if (!this.nameDraft) return;
+    this.clearDraft();
+    if (this.person) this.showName(this.person.name, null);
+  }
+
+  clearDraft() {
+    this.nameDraft = false;
+    setAttr(this.name, 'aria-invalid', null);
+    setText(this.nameHelp, 'Saved as you type.');
+  }
+
+  /** Focuses the name and selects all of it (a new person: type to replace "New person"). */
+  focusName() {
+    this.name.focus();
+    this.name.select();
+  }
+}
