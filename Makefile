@@ -21,7 +21,7 @@ APT_PACKAGES := libwebsockets-dev pkg-config libsqlite3-dev postgresql-15 tmux c
 
 # The Python venv for the independent-client test suite (Tests/python) and the README tour.
 VENV := .venv
-PYTHON_PACKAGES := websockets==17.4 pytest==9.2.0 selenium==4.52.0
+PYTHON_PACKAGES := websockets==17.4 pytest==9.2.0 selenium==4.51.0
 
 # `node` runs the web client's tests; Debian's package for it is nodejs.
 NODE_PACKAGE := nodejs
