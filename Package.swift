@@ -26,6 +26,8 @@ let package = Package(
         // The embedded store (SQLite, WAL) and the cluster store (PostgreSQL).
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        // Access tokens (HS256 JWTs) for auth.mode token.
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
     ],
     targets: [
         // The pure heart: model, diffs, transform, undo, the room's and the client's state machines, wire messages.
@@ -65,6 +67,7 @@ let package = Package(
                 "WebSocketTransport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "JWTKit", package: "jwt-kit"),
             ]
         ),
         .executableTarget(
@@ -81,6 +84,7 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Yams", package: "Yams"),
+                .product(name: "JWTKit", package: "jwt-kit"),
             ]
         ),
         // A client's connection to one room over the lws client role: connect, hello, wait for answers.

@@ -15,6 +15,8 @@ public final class LiveRoom: @unchecked Sendable {
         case online
         /// Not connected; the next attempt is at `retryAt`.
         case offline(retryAt: Date, why: String)
+        /// The hub refused this user (`unauthorized`): no more attempts.
+        case refused(String)
     }
 
     /// Something a screen should tell the user about once.
@@ -38,11 +40,16 @@ public final class LiveRoom: @unchecked Sendable {
     private var generation = 0
     private var backoff = 0.25
     private var stopped = false
+    /// Why the hub refused this user, once it has (then it is not asked again).
+    private var refusal: String?
     public var onUpdate: (([Notice]) -> Void)?
     /// What this user is looking at (sent with each new connection too).
     private var viewing: ClientMessage.PresenceUpdate?
 
-    public init(base: String, room: String, user: String, queue: DispatchQueue) throws {
+    private let token: String?
+
+    public init(base: String, room: String, user: String, token: String? = nil, queue: DispatchQueue) throws {
+        self.token = token
         self.room = room
         self.url = HubConnection.roomURL(base: base, room: room)
         self.queue = queue
@@ -99,7 +106,7 @@ public final class LiveRoom: @unchecked Sendable {
         guard !stopped else { return }
         generation += 1
         link = .connecting
-        let hello = sync.connect(client: "peoplekeeper-tui/1")
+        let hello = sync.connect(client: "peoplekeeper-tui/1", token: token)
         var first = [hello]
         if let viewing { first.append(.presence(viewing)) }
         let connection = Connection(room: self, generation: generation, first: first)
@@ -126,7 +133,9 @@ public final class LiveRoom: @unchecked Sendable {
                 backoff = 0.25
             case .remote(let summary): notices.append(.remote(summary))
             case .skipped(let reports): notices.append(.skipped(reports, people: before))
-            case .error(let error): notices.append(.error(error))
+            case .error(let error):
+                notices.append(.error(error))
+                if error.code == .unauthorized { refusal = error.message }
             case .redirect(let target):
                 url = target
                 connection?.close(via: client)
@@ -142,6 +151,11 @@ public final class LiveRoom: @unchecked Sendable {
         guard generation == self.generation, !stopped else { return }
         sync.disconnected()
         connection = nil
+        if let refusal {
+            link = .refused(refusal)
+            onUpdate?([])
+            return
+        }
         let wait = backoff
         backoff = min(backoff * 2, 5)
         let wasOnline = link == .online || link == .connecting && wait == 0.25

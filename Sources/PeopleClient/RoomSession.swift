@@ -46,10 +46,10 @@ public final class RoomSession: @unchecked Sendable {
     /// Connects to `room` on the hub at `base`, says hello and waits for the welcome (following up to
     /// three redirects to another node). With `since`, the missed revisions are taken too (in
     /// `revisions`).
-    public static func join(base: String, room: String, user: String, client: WebSocketClient,
+    public static func join(base: String, room: String, user: String, token: String? = nil, client: WebSocketClient,
                             timeout: Double, since: Int? = nil, clientName: String = "peoplekeeper") async throws(ClientError) -> RoomSession {
         var url = HubConnection.roomURL(base: base, room: room)
-        let hello = ClientMessage.hello(.init(user: user, client: clientName, since: since))
+        let hello = ClientMessage.hello(.init(user: user, token: token, client: clientName, since: since))
         for _ in 0...3 {
             let connection: HubConnection
             do { connection = try HubConnection(url: url, client: client, first: hello) } catch {

@@ -330,7 +330,39 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
         }
         peer.waiting = []
         logger.debug("hello", metadata: ["room": "\(peer.room)", "user": "\(hello.user)", "peer": "\(connection.peer)"])
-        open(hello, on: connection, peer: peer)
+        guard let auth = configuration.auth else { return open(hello, on: connection, peer: peer) }
+        guard let token = hello.token, !token.isEmpty else {
+            peer.waiting = nil
+            metrics.refusedTokens.increment()
+            return send(error: ProtocolError(.unauthorized, "this hub needs an access token: give hello.token"), to: connection)
+        }
+        // Checked off the service thread (jwt-kit is async); frames that arrive meanwhile wait.
+        let room = peer.room
+        let box = UncheckedSendable((connection, peer, hello))
+        Task { [weak self] in
+            let result = await auth.check(token, user: hello.user, room: room)
+            self?.server?.perform { [weak self] in
+                let (connection, peer, hello) = box.value
+                self?.authorized(result, hello: hello, on: connection, peer: peer)
+            }
+        }
+    }
+
+    /// A hello's token was checked: it joins with the token's role, or is refused (`unauthorized`,
+    /// then close 1008).
+    private func authorized(_ result: Result<Role, AuthFailure>, hello: ClientMessage.Hello,
+                            on connection: WebSocketConnection, peer: Peer) {
+        guard connection.context === peer, !connection.isClosing else { return }
+        switch result {
+        case .success(let role):
+            peer.role = role
+            open(hello, on: connection, peer: peer)
+        case .failure(let failure):
+            peer.waiting = nil
+            metrics.refusedTokens.increment()
+            logger.notice("token refused", metadata: ["room": "\(peer.room)", "user": "\(hello.user)", "why": "\(failure)"])
+            send(error: ProtocolError(.unauthorized, failure.description), to: connection)
+        }
     }
 
     /// Joins a hello to its room: at once if the room is in memory, else after loading it.
@@ -490,7 +522,7 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
     private func finishJoin(_ hello: ClientMessage.Hello, on connection: WebSocketConnection, peer: Peer,
                             host: RoomHost, earlier: [Revision]) {
         let (session, actions) = host.room.join(
-            session: makeSessionID(), user: hello.user, role: .editor, client: hello.client,
+            session: makeSessionID(), user: hello.user, role: peer.role, client: hello.client,
             resume: hello.resume, since: hello.since, earlier: earlier)
         if let previous = host.connections[session], previous !== connection {
             // The session resumed on a new connection: the old one (likely half-open) is replaced.
@@ -631,6 +663,8 @@ final class Peer {
     /// when not waiting.
     var waiting: [(frame: [UInt8], binary: Bool)]?
     var user: String?
+    /// What the token said (open mode: everyone is an editor).
+    var role: Role = .editor
     var bucket: TokenBucket
     var refusedInARow = 0
     var refusedSince: Int64?

@@ -16,10 +16,14 @@ public struct HubConfiguration: Sendable {
     public var snapshotEvery: Int
     /// A room with no connection for this long is written out (snapshot) and dropped from memory.
     public var unloadAfterSeconds: Int
+    /// `auth.mode: token`: every hello needs a token this authority accepts (nil: `open`, any user
+    /// name, everyone an editor).
+    public var auth: TokenAuthority?
 
     public init(seed: PeopleModel = .tutorialSeed, roomPolicy: RoomPolicy = RoomPolicy(),
                 limits: HubLimits = HubLimits(), metricsEnabled: Bool = true, snapshotEvery: Int = 1_000,
-                unloadAfterSeconds: Int = 60) {
+                unloadAfterSeconds: Int = 60, auth: TokenAuthority? = nil) {
+        self.auth = auth
         self.seed = seed
         self.roomPolicy = roomPolicy
         self.limits = limits

@@ -20,6 +20,7 @@ extension HubSettings {
         ("storage.kind", .string), ("storage.path", .string), ("storage.snapshotEvery", .int),
         ("storage.postgresURL", .string), ("storage.postgresPasswordFile", .string),
         ("cluster.nodeId", .string), ("cluster.advertisedURL", .string),
+        ("auth.mode", .string), ("auth.secretFile", .string),
     ]
 
     /// Reads the settings: flags over `PEOPLEKEEPER_…` environment variables over the YAML file over the
@@ -51,7 +52,8 @@ extension HubSettings {
     nonisolated(unsafe) static var unknownVariables: [String] = []
 
     /// Variables with the prefix that are not settings (the test harness's binary path).
-    static let ignoredVariables: Set<String> = ["PEOPLEKEEPER_HUB_BIN"]
+    /// (`PEOPLEKEEPER_AUTH_SECRET` is read on its own: the token secret, which no file may hold.)
+    static let ignoredVariables: Set<String> = ["PEOPLEKEEPER_HUB_BIN", "PEOPLEKEEPER_CLIENT_BIN", "PEOPLEKEEPER_AUTH_SECRET"]
 
     /// The environment variable for a key: `limits.maxMessageBytes` → `PEOPLEKEEPER_LIMITS_MAX_MESSAGE_BYTES`.
     static func environmentName(of key: String) -> String {
@@ -90,6 +92,7 @@ extension HubSettings {
             "storage.snapshotEvery": .int(snapshotEvery), "storage.postgresURL": .string(postgresURL),
             "storage.postgresPasswordFile": .string(postgresPasswordFile),
             "cluster.nodeId": .string(nodeID), "cluster.advertisedURL": .string(advertisedURL),
+            "auth.mode": .string(authMode.rawValue), "auth.secretFile": .string(authSecretFile),
         ]
         return Dictionary(uniqueKeysWithValues: contents.map {
             (AbsoluteConfigKey(ConfigKey($0.key)), ConfigValue($0.value, isSecret: false))
@@ -159,6 +162,8 @@ extension HubSettings {
         snapshotEvery = try int("storage.snapshotEvery", 1...100_000_000)
         postgresURL = try string("storage.postgresURL")
         postgresPasswordFile = try string("storage.postgresPasswordFile")
+        authMode = try choice("auth.mode", AuthMode.self)
+        authSecretFile = try string("auth.secretFile")
         nodeID = try string("cluster.nodeId")
         advertisedURL = try string("cluster.advertisedURL")
         if !advertisedURL.isEmpty, !(advertisedURL.hasPrefix("ws://") || advertisedURL.hasPrefix("wss://")) {

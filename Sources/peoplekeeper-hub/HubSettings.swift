@@ -29,6 +29,8 @@ import PeopleCore
 /// | `limits.maxPeoplePerRoom` | int ≥ 0 (0: no limit) | `1000` |
 /// | `limits.opsPerSecond` | int ≥ 1 | `100` |
 /// | `limits.helloTimeoutSeconds` | int ≥ 1 | `10` |
+/// | `auth.mode` | `open` or `token` | `open` |
+/// | `auth.secretFile` | path (the secret may come from `PEOPLEKEEPER_AUTH_SECRET` instead) | `""` |
 /// | `limits.sendQueueMessages` | int ≥ 1 | `4096` |
 /// | `limits.sendQueueBytes` | int ≥ 1024 | `16777216` |
 /// | `transport.permessageDeflate` | bool | `true` |
@@ -76,11 +78,14 @@ struct HubSettings: Sendable {
     var snapshotEvery = 1_000
     var postgresURL = "postgres://peoplekeeper@127.0.0.1:5432/peoplekeeper"
     var postgresPasswordFile = ""
+    var authMode = AuthMode.open
+    var authSecretFile = ""
     var nodeID = ""
     var advertisedURL = ""
 
     enum LogFormat: String, Sendable, CaseIterable { case text, json }
     enum StorageKind: String, Sendable, CaseIterable { case embedded, postgres, memory }
+    enum AuthMode: String, Sendable, CaseIterable { case open, token }
 }
 
 /// A config problem, naming the key.

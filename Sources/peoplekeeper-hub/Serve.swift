@@ -107,6 +107,23 @@ struct Serve: AsyncParsableCommand {
         factory.valueHistogramBuckets["peoplekeeper_store_commit_size"] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096]
         MetricsSystem.bootstrap(factory)
 
+        var auth: TokenAuthority?
+        switch settings.authMode {
+        case .token:
+            do { auth = try await settings.tokenAuthority(environment: ProcessInfo.processInfo.environment) } catch {
+                FileHandle.standardError.write(Data("peoplekeeper-hub: \(error)\n".utf8))
+                throw ExitCode(78)  // EX_CONFIG
+            }
+            logger.info("auth.mode token: every hello needs an access token (peoplekeeper-hub token mints one)")
+        case .open:
+            let loopback = ["127.0.0.1", "::1", "localhost"].contains(settings.host)
+            if loopback {
+                logger.notice("auth.mode open: anyone who can reach \(settings.host) may join as any user; listening on loopback only")
+            } else {
+                logger.warning("auth.mode open on \(settings.host): anyone who can reach this address may join as any user and edit every room; use auth.mode token")
+            }
+        }
+
         let store: any PeopleStore
         do {
             store = try settings.openStore(logger: logger)
@@ -125,7 +142,7 @@ struct Serve: AsyncParsableCommand {
             helloTimeoutSeconds: settings.helloTimeoutSeconds, keptSessionsPerRoom: settings.keptSessions)
         let hubConfiguration = HubConfiguration(
             seed: seedModel, roomPolicy: settings.roomPolicy, limits: limits, metricsEnabled: settings.metricsEnabled,
-            snapshotEvery: settings.snapshotEvery, unloadAfterSeconds: settings.unloadAfterSeconds)
+            snapshotEvery: settings.snapshotEvery, unloadAfterSeconds: settings.unloadAfterSeconds, auth: auth)
         var renderMetrics: (@Sendable () -> String)?
         if settings.metricsEnabled { renderMetrics = { registry.emitToString() } }
         let hub = Hub(configuration: hubConfiguration, store: store, logger: logger, renderMetrics: renderMetrics)
@@ -215,5 +232,27 @@ extension HubSettings {
         if !advertisedURL.isEmpty { return advertisedURL.hasSuffix("/") ? String(advertisedURL.dropLast()) : advertisedURL }
         let shown = host.contains(":") ? "[\(host)]" : host
         return "ws://\(shown):\(port)"
+    }
+}
+
+extension HubSettings {
+    /// The token authority for `auth.mode: token`: the secret comes from `PEOPLEKEEPER_AUTH_SECRET` or
+    /// from the file `auth.secretFile` (never from the YAML itself).
+    func tokenAuthority(environment: [String: String]) async throws -> TokenAuthority {
+        let secret: [UInt8]
+        if let value = environment["PEOPLEKEEPER_AUTH_SECRET"], !value.isEmpty {
+            secret = Array(value.utf8)
+        } else if !authSecretFile.isEmpty {
+            guard let data = FileManager.default.contents(atPath: authSecretFile) else {
+                throw ConfigProblem(key: "auth.secretFile", problem: "cannot read \(authSecretFile)")
+            }
+            secret = Array(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).utf8)
+        } else {
+            throw ConfigProblem(key: "auth.mode", problem: "token needs a secret: set PEOPLEKEEPER_AUTH_SECRET or auth.secretFile")
+        }
+        do { return try await TokenAuthority(secret: secret) } catch {
+            throw ConfigProblem(key: environment["PEOPLEKEEPER_AUTH_SECRET"] != nil ? "PEOPLEKEEPER_AUTH_SECRET" : "auth.secretFile",
+                                problem: error.description)
+        }
     }
 }

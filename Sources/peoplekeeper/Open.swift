@@ -22,6 +22,8 @@ struct Open: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Who you are (default: $PEOPLEKEEPER_USER, else $USER).", valueName: "name")) var user: String?
     @Option(help: ArgumentHelp("The hub, ws://host:port (default: $PEOPLEKEEPER_URL, else ws://127.0.0.1:8080).", valueName: "url"))
     var url: String?
+    @Option(help: ArgumentHelp("An access token, for a hub with auth.mode token (default: $PEOPLEKEEPER_TOKEN).", valueName: "token"))
+    var token: String?
 
     func run() async throws {
         let hubURL = Defaults.url(url)
@@ -33,7 +35,7 @@ struct Open: AsyncParsableCommand {
             throw ValidationError("open needs a terminal (stdin and stdout); for scripts use list, set, undo, watch…")
         }
         let queue = DispatchQueue(label: "peoplekeeper.screen")
-        let live = try LiveRoom(base: hubURL, room: roomName, user: userName, queue: queue)
+        let live = try LiveRoom(base: hubURL, room: roomName, user: userName, token: Defaults.token(token), queue: queue)
         let screen = Screen(room: live, terminal: terminal, queue: queue)
         let quit = DispatchSemaphore(value: 0)
         let resize = DispatchSource.makeSignalSource(signal: SIGWINCH, queue: queue)

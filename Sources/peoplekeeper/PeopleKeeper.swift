@@ -60,6 +60,9 @@ struct CommonOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Who you are: undo and redo work on this user's changes (default: $PEOPLEKEEPER_USER, else $USER).", valueName: "name"))
     var user: String?
 
+    @Option(help: ArgumentHelp("An access token, for a hub with auth.mode token (default: $PEOPLEKEEPER_TOKEN).", valueName: "token"))
+    var token: String?
+
     @Flag(help: "Machine output: JSON on stdout.")
     var json = false
 
@@ -69,6 +72,7 @@ struct CommonOptions: ParsableArguments {
     var hubURL: String { Defaults.url(url) }
     var roomName: String { get throws { try Defaults.room(room) } }
     var userName: String { Defaults.user(user) }
+    var accessToken: String? { Defaults.token(token) }
 
     func validate() throws {
         try Defaults.validate(url: hubURL, user: userName)
@@ -95,6 +99,10 @@ enum Defaults {
     static func user(_ given: String?) -> String {
         let environment = ProcessInfo.processInfo.environment
         return given ?? environment["PEOPLEKEEPER_USER"] ?? environment["USER"] ?? "anonymous"
+    }
+
+    static func token(_ given: String?) -> String? {
+        given ?? ProcessInfo.processInfo.environment["PEOPLEKEEPER_TOKEN"]
     }
 
     static func validate(url: String, user: String) throws {
@@ -150,7 +158,8 @@ struct Run {
         var failure: Failure?
         do {
             let session = try await RoomSession.join(base: options.hubURL, room: options.roomName, user: options.userName,
-                                                     client: client, timeout: options.timeout, since: since)
+                                                     token: options.accessToken, client: client, timeout: options.timeout,
+                                                     since: since)
             do { try await body(session) } catch let error as Failure { failure = error } catch let error as ClientError {
                 failure = Failure(error)
             }

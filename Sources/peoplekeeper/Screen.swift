@@ -293,6 +293,7 @@ final class Screen: @unchecked Sendable {
         case .connecting: style("◌ connecting", "33")
         case .offline(let retryAt, _):
             style("○ offline, retry in \(max(0, Int(retryAt.timeIntervalSinceNow.rounded(.up)))) s", "31")
+        case .refused(let why): style("✕ refused: \(why)", "31")
         }
         // The connection and the waiting count first: a long room name is what gets cut.
         let waiting = sync.pendingCount > 0 ? " · \(sync.pendingCount) change\(sync.pendingCount == 1 ? "" : "s") waiting" : ""

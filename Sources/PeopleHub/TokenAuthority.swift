@@ -1,0 +1,95 @@
+import Foundation
+import JWTKit
+import PeopleCore
+
+/// What an access token says: who (`sub`), until when (`exp`), which rooms (`rooms`: patterns where
+/// `*` matches any run of characters and `?` one), and as what (`role`: `editor` or `viewer`).
+public struct AccessClaims: JWTPayload, Equatable {
+    public var sub: SubjectClaim
+    public var exp: ExpirationClaim
+    public var rooms: [String]
+    public var role: String
+
+    public init(user: String, rooms: [String], role: Role, expires: Date) {
+        sub = SubjectClaim(value: user)
+        exp = ExpirationClaim(value: expires)
+        self.rooms = rooms
+        self.role = role.rawValue
+    }
+
+    public func verify(using algorithm: some JWTAlgorithm) async throws {
+        try exp.verifyNotExpired()
+        guard Role(rawValue: role) != nil else { throw AuthFailure("role \(role) is neither editor nor viewer") }
+    }
+}
+
+/// Why a token was refused (the message goes into the `unauthorized` error).
+public struct AuthFailure: Error, CustomStringConvertible, Sendable {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Checks and mints HS256 access tokens with one shared secret (`auth.mode: token`).
+public final class TokenAuthority: Sendable {
+    private let keys: JWTKeyCollection
+
+    /// `secret`: at least 32 bytes (an HS256 key shorter than its hash is weak).
+    public init(secret: [UInt8]) async throws(AuthFailure) {
+        guard secret.count >= 32 else {
+            throw AuthFailure("the token secret is \(secret.count) bytes; it must be at least 32")
+        }
+        keys = JWTKeyCollection()
+        await keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
+    }
+
+    /// The user and role a token grants in `room`, or why not: a bad signature or format, an expired
+    /// token, a room outside its patterns, or a user other than the one saying hello.
+    public func check(_ token: String, user: String, room: String) async -> Result<Role, AuthFailure> {
+        let claims: AccessClaims
+        do {
+            claims = try await keys.verify(token, as: AccessClaims.self)
+        } catch let error as JWTError where error.errorType == .claimVerificationFailure {
+            return .failure(AuthFailure("the token has expired"))
+        } catch let error as AuthFailure {
+            return .failure(error)
+        } catch {
+            return .failure(AuthFailure("the token is not valid (bad signature or format)"))
+        }
+        guard claims.sub.value == user else {
+            return .failure(AuthFailure("the token is for \(claims.sub.value), not \(user)"))
+        }
+        guard claims.rooms.contains(where: { Self.matches($0, room) }) else {
+            return .failure(AuthFailure("the token does not give access to room \(room)"))
+        }
+        return .success(Role(rawValue: claims.role) ?? .viewer)
+    }
+
+    /// A token for `user` in the rooms matching `rooms`, as `role`, valid for `ttl` seconds.
+    public func mint(user: String, rooms: [String], role: Role, ttl: TimeInterval, now: Date = Date()) async throws -> String {
+        try await keys.sign(AccessClaims(user: user, rooms: rooms, role: role, expires: now.addingTimeInterval(ttl)))
+    }
+
+    /// Whether `room` matches `pattern` (`*` any run of characters, `?` any one, the rest literal).
+    public static func matches(_ pattern: String, _ room: String) -> Bool {
+        let p = Array(pattern), r = Array(room)
+        var pi = 0, ri = 0, star: Int?, mark = 0
+        while ri < r.count {
+            if pi < p.count, p[pi] == "?" || p[pi] == r[ri] {
+                pi += 1
+                ri += 1
+            } else if pi < p.count, p[pi] == "*" {
+                star = pi
+                mark = ri
+                pi += 1
+            } else if let s = star {
+                pi = s + 1
+                mark += 1
+                ri = mark
+            } else {
+                return false
+            }
+        }
+        while pi < p.count, p[pi] == "*" { pi += 1 }
+        return pi == p.count
+    }
+}

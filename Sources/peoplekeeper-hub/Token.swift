@@ -1,0 +1,49 @@
+import ArgumentParser
+import Foundation
+import PeopleCore
+import PeopleHub
+
+/// `peoplekeeper-hub token`: mints an access token for `auth.mode: token`.
+struct Token: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Mint an access token (HS256 JWT) for a user, rooms and a role.",
+        discussion: """
+            The secret is the hub's: PEOPLEKEEPER_AUTH_SECRET, or the file auth.secretFile of the config. \
+            The token goes to stdout; give it to the client (hello.token; peoplekeeper --token; the web \
+            page's token field).
+
+            Examples:
+              peoplekeeper-hub token --user ann --room 'team-*' --role editor --ttl 86400
+              peoplekeeper-hub token --user guest --room demo --role viewer --ttl 3600
+            """)
+
+    @Option(name: .long, help: "The YAML config file (for auth.secretFile).")
+    var config: String = "Config/peoplekeeper.yaml"
+
+    @Option(help: "The user (the token's sub; the hello's user must be the same).") var user: String
+
+    @Option(help: "A room, or a pattern with * and ? (repeat for several).") var room: [String]
+
+    @Option(help: "editor or viewer (a viewer sees everything and may not edit, undo or redo).") var role: String = "editor"
+
+    @Option(help: "Seconds until it expires.") var ttl: Int = 86_400
+
+    func validate() throws {
+        guard Role(rawValue: role) != nil else { throw ValidationError("--role is editor or viewer") }
+        guard ttl > 0 else { throw ValidationError("--ttl must be more than 0") }
+        guard !room.isEmpty else { throw ValidationError("give at least one --room") }
+        guard (1...64).contains(user.utf8.count) else { throw ValidationError("a user name is 1 to 64 bytes") }
+    }
+
+    func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        do {
+            let settings = try await HubSettings.load(file: config, flags: [:], environment: environment)
+            let authority = try await settings.tokenAuthority(environment: environment)
+            print(try await authority.mint(user: user, rooms: room, role: Role(rawValue: role)!, ttl: TimeInterval(ttl)))
+        } catch {
+            FileHandle.standardError.write(Data("peoplekeeper-hub token: \(error)\n".utf8))
+            throw ExitCode(78)
+        }
+    }
+}

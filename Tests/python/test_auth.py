@@ -1,0 +1,168 @@
+"""Access tokens (`auth.mode: token`): HS256 JWTs with `sub`, `rooms` patterns, `role` and `exp`.
+
+Tokens are made here with Python's own HMAC (an independent implementation of RFC 7519 HS256), and by
+`peoplekeeper-hub token`; the hub must accept exactly the valid ones. A viewer sees live changes and
+presence, and every edit, undo and redo of theirs gets `forbidden` (the terminal client exits 77)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from conftest import HUB_BIN, REPO
+from pkclient import HubClient
+
+SECRET = "a-test-secret-of-more-than-32-bytes-0123456789"
+CLIENT_BIN = os.environ.get("PEOPLEKEEPER_CLIENT_BIN", str(REPO / ".build" / "debug" / "peoplekeeper"))
+
+
+def b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def token(user: str, rooms: list[str], role: str = "editor", ttl: int = 3600, secret: str = SECRET) -> str:
+    header = b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+    payload = b64(json.dumps({"sub": user, "rooms": rooms, "role": role, "exp": int(time.time()) + ttl}).encode())
+    signature = hmac.new(secret.encode(), f"{header}.{payload}".encode(), hashlib.sha256).digest()
+    return f"{header}.{payload}.{b64(signature)}"
+
+
+@pytest.fixture
+def auth_hub(hub_factory, tmp_path):
+    secret_file = tmp_path / "secret"
+    secret_file.write_text(SECRET + "\n")
+    return hub_factory({"auth": {"mode": "token", "secretFile": str(secret_file)}})
+
+
+def hello(hub, room: str, user: str, tok: str | None) -> tuple[HubClient, dict]:
+    """Says hello with `tok`; returns the client and the first answer (welcome or error)."""
+    c = hub.connect(room, name=user)
+    c.hello(user, expect_welcome=False, **({"token": tok} if tok is not None else {}))
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        for kind in ("welcome", "error"):
+            if c.queues[kind]:
+                return c, c.queues[kind].popleft()
+        try:
+            c._read(0.2)
+        except TimeoutError:
+            pass
+    raise AssertionError(f"{user}: no welcome or error within 10 s; last frames {c.log[-4:]}")
+
+
+def refused(hub, room: str, user: str, tok: str | None, why: str) -> None:
+    c, first = hello(hub, room, user, tok)
+    assert first["type"] == "error" and first["code"] == "unauthorized", first
+    assert why in first["message"], first
+    assert c.wait_closed() == 1008
+
+
+def test_a_valid_token_joins_with_its_user_and_role(auth_hub, room):
+    c, first = hello(auth_hub, room, "ann", token("ann", [room]))
+    assert first["type"] == "welcome" and first["user"] == "ann" and first["role"] == "editor", first
+    ack = c.edit([{"op": "set", "tag": 1, "field": "glasses", "value": True}])
+    assert ack["rev"] == 1
+
+
+def test_missing_wrong_expired_and_tampered_tokens_are_refused_with_1008(auth_hub, room):
+    refused(auth_hub, room, "ann", None, "needs an access token")
+    refused(auth_hub, room, "ann", token("ann", [room], secret="another-secret-of-more-than-32-bytes-xyz"), "not valid")
+    refused(auth_hub, room, "ann", token("ann", [room], ttl=-10), "expired")
+    good = token("ann", [room])
+    head, payload, sig = good.split(".")
+    forged = b64(json.dumps({"sub": "ann", "rooms": ["*"], "role": "editor", "exp": int(time.time()) + 60}).encode())
+    refused(auth_hub, room, "ann", f"{head}.{forged}.{sig}", "not valid")     # payload changed, old signature
+    refused(auth_hub, room, "ann", "not-a-token", "not valid")
+    refused(auth_hub, room, "bob", good, "for ann, not bob")                   # someone else's token
+    # The refusals left no trace in the room: a valid user finds it untouched.
+    _, first = hello(auth_hub, room, "ann", good)
+    assert first["type"] == "welcome" and first["rev"] == 0, first
+    assert auth_hub.metrics().count("peoplekeeper_refused_tokens_total 6") == 1, \
+        [line for line in auth_hub.metrics().splitlines() if "refused_tokens" in line]
+
+
+def test_a_room_outside_the_token_s_patterns_is_refused(auth_hub, rooms):
+    team = rooms("-team-a")
+    tok = token("ann", ["*-team-?", "exact-room"])
+    _, first = hello(auth_hub, team, "ann", tok)
+    assert first["type"] == "welcome", first
+    refused(auth_hub, rooms("-team-ab"), "ann", tok, "does not give access to room")
+    refused(auth_hub, rooms("-other"), "ann", tok, "does not give access to room")
+
+
+def test_a_viewer_sees_changes_and_presence_but_every_edit_undo_and_redo_is_forbidden(auth_hub, room):
+    editor, first = hello(auth_hub, room, "ann", token("ann", [room]))
+    assert first["type"] == "welcome"
+    viewer, vfirst = hello(auth_hub, room, "val", token("val", [room], role="viewer"))
+    assert vfirst["type"] == "welcome" and vfirst["role"] == "viewer", vfirst
+    ack = editor.edit([{"op": "set", "tag": 1, "field": "hairColor", "value": "red"}])
+    viewer.sync(ack["rev"])
+    assert viewer.people[0]["hairColor"] == "red"
+    viewer.send({"type": "presence", "viewing": 1})
+    deadline = time.monotonic() + 10
+    while not any(p.get("user") == "val" and p.get("viewing") == 1 for p in editor.presence or []):
+        assert time.monotonic() < deadline, f"the viewer's presence never reached ann: {editor.presence}"
+        editor.pump(0.1)
+    for n, msg in enumerate([
+        {"type": "submit", "seq": 1, "base": ack["rev"], "ops": [{"op": "set", "tag": 1, "field": "glasses", "value": True}]},
+        {"type": "undo", "seq": 2},
+        {"type": "redo", "seq": 3},
+    ]):
+        viewer.send(msg)
+        err = viewer.take("error")
+        assert err["code"] == "forbidden" and err["seq"] == msg["seq"], (msg, err)
+    # Nothing the viewer sent changed the room; the connection is still open.
+    fresh, f = hello(auth_hub, room, "ann", token("ann", [room]))
+    assert f["rev"] == ack["rev"] and f["people"][0]["glasses"] is False, f
+    assert viewer.is_open()
+
+
+def test_minted_tokens_work_and_the_terminal_client_exits_77_for_a_viewer(auth_hub, room, tmp_path):
+    secret_file = tmp_path / "secret"
+    config = tmp_path / "hub.yaml"
+    config.write_text(f"auth:\n  mode: token\n  secretFile: {tmp_path / 'secret'}\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PEOPLEKEEPER_")}
+
+    def mint(user, role):
+        r = subprocess.run([HUB_BIN, "token", "--config", str(config), "--user", user, "--room", room,
+                            "--role", role, "--ttl", "600"], capture_output=True, text=True, timeout=30, env=env)
+        assert r.returncode == 0, r.stderr
+        return r.stdout.strip()
+
+    assert secret_file.read_text().strip() == SECRET
+    url = f"ws://127.0.0.1:{auth_hub.port}"
+
+    def pk(*args, tok):
+        return subprocess.run([CLIENT_BIN, *args, "--url", url, "--room", room, "--token", tok], capture_output=True,
+                              text=True, timeout=30, env=env)
+
+    editor = pk("set", "1", "hairColor", "red", "--user", "ann", tok=mint("ann", "editor"))
+    assert editor.returncode == 0, editor.stderr
+    viewer_token = mint("val", "viewer")
+    shown = pk("show", "1", "--json", "--user", "val", tok=viewer_token)
+    assert shown.returncode == 0 and json.loads(shown.stdout)["hairColor"] == "red", shown
+    for args in (["set", "1", "hairColor", "white"], ["undo"], ["redo"]):
+        r = pk(*args, "--user", "val", tok=viewer_token)
+        assert r.returncode == 77, (args, r.returncode, r.stderr)
+        assert "forbidden" in r.stderr or "viewers cannot edit" in r.stderr, r.stderr
+    wrong = pk("list", "--user", "ann", tok=viewer_token)
+    assert wrong.returncode == 77 and "for val, not ann" in wrong.stderr, (wrong.returncode, wrong.stderr)
+
+
+def test_token_mode_without_a_secret_stops_the_hub_with_78(start_hub_raw, tmp_path):
+    env_has = "PEOPLEKEEPER_AUTH_SECRET" in os.environ
+    r = start_hub_raw("auth:\n  mode: token\n")
+    if env_has:
+        pytest.fail("PEOPLEKEEPER_AUTH_SECRET is set in the test environment; unset it")
+    assert r.returncode == 78 and "PEOPLEKEEPER_AUTH_SECRET or auth.secretFile" in r.stderr, (r.returncode, r.stderr)
+    short = tmp_path / "short"
+    short.write_text("too-short\n")
+    r = start_hub_raw(f"auth:\n  mode: token\n  secretFile: {short}\n")
+    assert r.returncode == 78 and "at least 32" in r.stderr, (r.returncode, r.stderr)
