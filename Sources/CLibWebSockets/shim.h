@@ -15,6 +15,8 @@ static const uint64_t pk_option_validate_utf8 = LWS_SERVER_OPTION_VALIDATE_UTF8;
 static const uint64_t pk_option_disable_ipv6 = LWS_SERVER_OPTION_DISABLE_IPV6;
 static const uint64_t pk_option_fail_unable_to_bind = LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND;
 static const uint64_t pk_option_do_ssl_global_init = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+// Clients send the Origin header as given (else lws puts "http://" in front of it).
+static const uint64_t pk_option_raw_origin = LWS_SERVER_OPTION_JUST_USE_RAW_ORIGIN;
 
 /// The permessage-deflate extension callback (RFC 7692).
 static inline lws_extension_callback_function *pk_pm_deflate_callback(void) {

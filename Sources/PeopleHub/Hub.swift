@@ -194,6 +194,12 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
 
     public func shouldAccept(_ request: UpgradeRequest) -> Bool {
         guard !draining, Self.roomName(inPath: request.path) != nil else { return false }
+        guard Self.originAllowed(request.origin, host: request.host, allowed: configuration.allowedOrigins) else {
+            metrics.refusedOrigins.increment()
+            logger.warning("refused a connection from a page of another origin (auth.allowedOrigins)",
+                           metadata: ["origin": "\(request.origin ?? "")", "peer": "\(request.peer)"])
+            return false
+        }
         guard openConnections < configuration.limits.maxConnections else {
             metrics.refusedConnections.increment()
             logger.warning("refused a connection: at limits.maxConnections", metadata: ["peer": "\(request.peer)"])
@@ -637,6 +643,18 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
     }
 
     // MARK: Parsing helpers
+
+    /// Whether a page from `origin` may open a WebSocket here: no `Origin` (not a browser), the hub's
+    /// own origin (its host and port as the browser addressed it), or one listed in `allowed`
+    /// (`*`: any). A page of another site must not act for a user who happens to have the hub open.
+    public static func originAllowed(_ origin: String?, host: String?, allowed: [String]) -> Bool {
+        guard let origin, !origin.isEmpty else { return true }
+        if allowed.contains("*") { return true }
+        let normalized = origin.lowercased().hasSuffix("/") ? String(origin.lowercased().dropLast()) : origin.lowercased()
+        if allowed.contains(where: { $0.lowercased() == normalized }) { return true }
+        guard let host = host?.lowercased() else { return false }
+        return normalized == "http://\(host)" || normalized == "https://\(host)"
+    }
 
     /// The room of a WebSocket path `/v1/rooms/ROOM` (ROOM: 1–64 of `[A-Za-z0-9_.-]`), or nil.
     public static func roomName(inPath path: String) -> String? {

@@ -19,6 +19,9 @@ public struct HubConfiguration: Sendable {
     /// `auth.mode: token`: every hello needs a token this authority accepts (nil: `open`, any user
     /// name, everyone an editor).
     public var auth: TokenAuthority?
+    /// Origins (`scheme://host[:port]`) whose pages may connect, besides the hub's own; `*` allows any.
+    /// A connection without an `Origin` header (not a browser) is always allowed.
+    public var allowedOrigins: [String] = []
 
     public init(seed: PeopleModel = .tutorialSeed, roomPolicy: RoomPolicy = RoomPolicy(),
                 limits: HubLimits = HubLimits(), metricsEnabled: Bool = true, snapshotEvery: Int = 1_000,

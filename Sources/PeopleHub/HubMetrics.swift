@@ -9,7 +9,7 @@ import PeopleCore
 /// `peoplekeeper_errors_total{code}`, `peoplekeeper_send_queue_drops_total`,
 /// `peoplekeeper_refused_connections_total`, `peoplekeeper_room_loads_total{outcome}`,
 /// `peoplekeeper_room_unloads_total`, `peoplekeeper_store_failures_total`,
-/// `peoplekeeper_refused_tokens_total` (counters);
+/// `peoplekeeper_refused_tokens_total`, `peoplekeeper_refused_origins_total` (counters);
 /// `peoplekeeper_apply_duration_seconds` (histogram of the time to decide and apply one submit / undo /
 /// redo), `peoplekeeper_durable_wait_seconds` (from handing a record to the store until the service
 /// thread hears it is durable: what every ack waits), `peoplekeeper_room_load_duration_seconds`.
@@ -31,6 +31,7 @@ public struct HubMetrics: Sendable {
     let roomUnloads = Counter(label: "peoplekeeper_room_unloads_total")
     let storeFailures = Counter(label: "peoplekeeper_store_failures_total")
     let refusedTokens = Counter(label: "peoplekeeper_refused_tokens_total")
+    let refusedOrigins = Counter(label: "peoplekeeper_refused_origins_total")
 
     /// How a room's load ended: read from the store, created (new), failed, or sent to its owner.
     enum RoomLoadOutcome: String, CaseIterable {

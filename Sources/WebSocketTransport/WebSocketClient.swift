@@ -28,6 +28,7 @@ public final class WebSocketClient: LWSEndpoint, @unchecked Sendable {
         super.init(protocolName: "peoplekeeper-client")
         try startLoop(name: "lws-client", configure: { [self] info in
             info.port = -1  // CONTEXT_PORT_NO_LISTEN
+            info.options = pk_option_raw_origin
             info.protocols = UnsafePointer(makeProtocols(rxBufferSize: 4096))
             if permessageDeflate { info.extensions = UnsafePointer(makeExtensions()) }
             info.pt_serv_buf_size = 32 * 1024

@@ -25,6 +25,8 @@ public struct UpgradeRequest: Sendable, Hashable {
     public var query: String
     public var origin: String?
     public var peer: String
+    /// The `Host` header (`host:port`), to tell a same-origin page.
+    public var host: String?
 }
 
 /// A plain HTTP request (method and path only: the server answers GETs).
@@ -153,7 +155,7 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             guard !draining, let delegate else { return -1 }
             let request = UpgradeRequest(
                 path: header(wsi, WSI_TOKEN_GET_URI) ?? "/", query: header(wsi, WSI_TOKEN_HTTP_URI_ARGS) ?? "",
-                origin: header(wsi, WSI_TOKEN_ORIGIN), peer: peerAddress(wsi))
+                origin: header(wsi, WSI_TOKEN_ORIGIN), peer: peerAddress(wsi), host: header(wsi, WSI_TOKEN_HOST))
             guard delegate.shouldAccept(request) else { return -1 }
             upgrades[wsi] = request
             return 0

@@ -20,7 +20,7 @@ extension HubSettings {
         ("storage.kind", .string), ("storage.path", .string), ("storage.snapshotEvery", .int),
         ("storage.postgresURL", .string), ("storage.postgresPasswordFile", .string),
         ("cluster.nodeId", .string), ("cluster.advertisedURL", .string),
-        ("auth.mode", .string), ("auth.secretFile", .string),
+        ("auth.mode", .string), ("auth.secretFile", .string), ("auth.allowedOrigins", .stringArray),
     ]
 
     /// Reads the settings: flags over `PEOPLEKEEPER_…` environment variables over the YAML file over the
@@ -93,6 +93,7 @@ extension HubSettings {
             "storage.postgresPasswordFile": .string(postgresPasswordFile),
             "cluster.nodeId": .string(nodeID), "cluster.advertisedURL": .string(advertisedURL),
             "auth.mode": .string(authMode.rawValue), "auth.secretFile": .string(authSecretFile),
+            "auth.allowedOrigins": .stringArray(allowedOrigins),
         ]
         return Dictionary(uniqueKeysWithValues: contents.map {
             (AbsoluteConfigKey(ConfigKey($0.key)), ConfigValue($0.value, isSecret: false))
@@ -114,6 +115,11 @@ extension HubSettings {
         func string(_ key: String) throws -> String {
             do { return try reader.requiredString(forKey: ConfigKey(key)) } catch {
                 throw ConfigProblem(key: key, problem: "must be a string (\(error))")
+            }
+        }
+        func strings(_ key: String) throws -> [String] {
+            do { return try reader.requiredStringArray(forKey: ConfigKey(key)) } catch {
+                throw ConfigProblem(key: key, problem: "must be a list of strings (\(error))")
             }
         }
         func bool(_ key: String) throws -> Bool {
@@ -164,6 +170,10 @@ extension HubSettings {
         postgresPasswordFile = try string("storage.postgresPasswordFile")
         authMode = try choice("auth.mode", AuthMode.self)
         authSecretFile = try string("auth.secretFile")
+        allowedOrigins = try strings("auth.allowedOrigins")
+        for origin in allowedOrigins where origin != "*" && !(origin.hasPrefix("http://") || origin.hasPrefix("https://")) {
+            throw ConfigProblem(key: "auth.allowedOrigins", problem: "'\(origin)' is not an origin: scheme://host[:port], or *")
+        }
         nodeID = try string("cluster.nodeId")
         advertisedURL = try string("cluster.advertisedURL")
         if !advertisedURL.isEmpty, !(advertisedURL.hasPrefix("ws://") || advertisedURL.hasPrefix("wss://")) {

@@ -31,6 +31,7 @@ import PeopleCore
 /// | `limits.helloTimeoutSeconds` | int ≥ 1 | `10` |
 /// | `auth.mode` | `open` or `token` | `open` |
 /// | `auth.secretFile` | path (the secret may come from `PEOPLEKEEPER_AUTH_SECRET` instead) | `""` |
+/// | `auth.allowedOrigins` | list of `scheme://host[:port]`, or `*` | `[]` (the hub's own origin only) |
 /// | `limits.sendQueueMessages` | int ≥ 1 | `4096` |
 /// | `limits.sendQueueBytes` | int ≥ 1024 | `16777216` |
 /// | `transport.permessageDeflate` | bool | `true` |
@@ -80,6 +81,7 @@ struct HubSettings: Sendable {
     var postgresPasswordFile = ""
     var authMode = AuthMode.open
     var authSecretFile = ""
+    var allowedOrigins: [String] = []
     var nodeID = ""
     var advertisedURL = ""
 

@@ -140,9 +140,10 @@ struct Serve: AsyncParsableCommand {
             maxConnections: settings.maxConnections, maxRooms: settings.maxRooms,
             maxPeoplePerRoom: settings.maxPeoplePerRoom, opsPerSecond: settings.opsPerSecond,
             helloTimeoutSeconds: settings.helloTimeoutSeconds, keptSessionsPerRoom: settings.keptSessions)
-        let hubConfiguration = HubConfiguration(
+        var hubConfiguration = HubConfiguration(
             seed: seedModel, roomPolicy: settings.roomPolicy, limits: limits, metricsEnabled: settings.metricsEnabled,
             snapshotEvery: settings.snapshotEvery, unloadAfterSeconds: settings.unloadAfterSeconds, auth: auth)
+        hubConfiguration.allowedOrigins = settings.allowedOrigins
         var renderMetrics: (@Sendable () -> String)?
         if settings.metricsEnabled { renderMetrics = { registry.emitToString() } }
         let hub = Hub(configuration: hubConfiguration, store: store, logger: logger, renderMetrics: renderMetrics)

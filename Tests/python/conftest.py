@@ -65,6 +65,8 @@ def _yaml_scalar(v) -> str:
         return "true" if v else "false"
     if isinstance(v, (int, float)):
         return str(v)
+    if isinstance(v, list):
+        return json.dumps([str(x) for x in v])  # a JSON array of strings is a valid YAML flow sequence
     return json.dumps(str(v))  # a JSON string is a valid double-quoted YAML scalar
 
 

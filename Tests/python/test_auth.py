@@ -166,3 +166,43 @@ def test_token_mode_without_a_secret_stops_the_hub_with_78(start_hub_raw, tmp_pa
     short.write_text("too-short\n")
     r = start_hub_raw(f"auth:\n  mode: token\n  secretFile: {short}\n")
     assert r.returncode == 78 and "at least 32" in r.stderr, (r.returncode, r.stderr)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Origins: a page of another site may not open a WebSocket to the hub
+# ----------------------------------------------------------------------------------------------------
+
+def can_connect(hub, room: str, origin: str | None) -> bool:
+    """Whether the WebSocket handshake succeeds with this Origin header (and a hello is welcomed)."""
+    from websockets.exceptions import InvalidHandshake, ConnectionClosed
+    from websockets.sync.client import connect
+    try:
+        with connect(hub.url(room), origin=origin, open_timeout=5) as ws:
+            ws.send(json.dumps({"type": "hello", "protocol": 1, "user": "ann"}))
+            return json.loads(ws.recv(timeout=5))["type"] == "welcome"
+    except (InvalidHandshake, ConnectionClosed, EOFError, OSError):
+        return False
+
+
+def test_pages_of_other_origins_are_refused_at_the_handshake(hub_factory, room):
+    hub = hub_factory({})
+    assert can_connect(hub, room, None), "a client that sends no Origin (not a browser) is let in"
+    assert can_connect(hub, room, f"http://127.0.0.1:{hub.port}"), "the hub's own pages are let in"
+    assert not can_connect(hub, room, "http://evil.example"), "another site's page must be refused"
+    assert not can_connect(hub, room, f"http://127.0.0.1:{hub.port + 1}"), "another port is another origin"
+    text = hub.metrics()
+    assert "peoplekeeper_refused_origins_total 2" in text, [l for l in text.splitlines() if "origins" in l]
+
+
+def test_allowed_origins_let_listed_sites_in(hub_factory, room):
+    hub = hub_factory({"auth": {"allowedOrigins": ["https://app.example", "http://localhost:3000"]}})
+    assert can_connect(hub, room, "https://app.example")
+    assert can_connect(hub, room, "http://localhost:3000")
+    assert not can_connect(hub, room, "https://app.example.evil")
+    anyone = hub_factory({"auth": {"allowedOrigins": ["*"]}})
+    assert can_connect(anyone, room, "http://evil.example")
+
+
+def test_an_allowed_origin_that_is_not_an_origin_stops_the_hub(start_hub_raw):
+    r = start_hub_raw("auth:\n  allowedOrigins: [app.example]\n")
+    assert r.returncode == 78 and "auth.allowedOrigins" in r.stderr, (r.returncode, r.stderr)
