@@ -1,8 +1,10 @@
-"""Access tokens (`auth.mode: token`): HS256 JWTs with `sub`, `rooms` patterns, `role` and `exp`.
+"""Trust (issue 7): access tokens, roles, origins, and the audit trail.
 
-Tokens are made here with Python's own HMAC (an independent implementation of RFC 7519 HS256), and by
-`peoplekeeper-hub token`; the hub must accept exactly the valid ones. A viewer sees live changes and
-presence, and every edit, undo and redo of theirs gets `forbidden` (the terminal client exits 77)."""
+Tokens (`auth.mode: token`: HS256 JWTs with `sub`, `rooms` patterns, `role`, `exp`) are made here with
+Python's own HMAC (an independent implementation of RFC 7519 HS256), and by `peoplekeeper-hub token`;
+the hub must accept exactly the valid ones. A viewer sees live changes and presence, and every edit,
+undo and redo of theirs gets `forbidden` (the terminal client exits 77). Pages of other origins are
+refused at the handshake. `peoplekeeper-hub history ROOM` prints the journal's revisions."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import time
 
 import pytest
 
-from conftest import HUB_BIN, REPO
+from conftest import HUB_BIN, REPO, SEED
 from pkclient import HubClient
 
 SECRET = "a-test-secret-of-more-than-32-bytes-0123456789"
@@ -206,3 +208,39 @@ def test_allowed_origins_let_listed_sites_in(hub_factory, room):
 def test_an_allowed_origin_that_is_not_an_origin_stops_the_hub(start_hub_raw):
     r = start_hub_raw("auth:\n  allowedOrigins: [app.example]\n")
     assert r.returncode == 78 and "auth.allowedOrigins" in r.stderr, (r.returncode, r.stderr)
+
+
+# ----------------------------------------------------------------------------------------------------
+# The audit trail: `peoplekeeper-hub history ROOM`
+# ----------------------------------------------------------------------------------------------------
+
+def test_history_prints_each_revision_with_its_author_kind_and_label(hub_factory, room):
+    hub = hub_factory({"storage": {"kind": "embedded", "path": "{workdir}/data/pk.sqlite"}})
+    ann = hub.join(room, "ann")
+    bob = hub.join(room, "bob")
+    ann.edit([{"op": "set", "tag": 1, "field": "hairColor", "value": "red"}], label="Change Hair Color")
+    bob.sync(1)
+    bob.edit([{"op": "set", "tag": 2, "field": "glasses", "value": True}], label="Toggle Glasses")
+    ann.sync(2)
+    ann.undo()
+
+    def history(*args):
+        return subprocess.run([HUB_BIN, "history", room, "--config", str(hub.config_path), *args],
+                              cwd=str(REPO), capture_output=True, text=True, timeout=30)
+
+    r = history("--json")
+    assert r.returncode == 0, r.stderr
+    rows = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [(x["rev"], x["author"], x["kind"], x["label"]) for x in rows] == [
+        (1, "ann", "edit", "Change Hair Color"), (2, "bob", "edit", "Toggle Glasses"), (3, "ann", "undo", "Change Hair Color"),
+    ], rows
+    original = next(p for p in SEED if p["tag"] == 1)["hairColor"]
+    assert rows[2]["ops"] == [{"op": "set", "tag": 1, "field": "hairColor", "value": original}], rows[2]
+    assert all(x["at"].endswith("Z") for x in rows), rows
+    plain = history("--last", "2")
+    lines = plain.stdout.splitlines()
+    assert plain.returncode == 0 and lines[0].split() == ["REV", "AT", "AUTHOR", "KIND", "LABEL", "OPS"], plain.stdout
+    assert [line.split()[0] for line in lines[1:]] == ["2", "3"] and "bob" in lines[1] and "undo" in lines[2], plain.stdout
+    missing = subprocess.run([HUB_BIN, "history", "no-such-room", "--config", str(hub.config_path)],
+                             cwd=str(REPO), capture_output=True, text=True, timeout=30)
+    assert missing.returncode == 66 and "no room no-such-room" in missing.stderr, (missing.returncode, missing.stderr)

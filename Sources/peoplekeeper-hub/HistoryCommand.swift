@@ -1,0 +1,82 @@
+import ArgumentParser
+import Foundation
+import Logging
+import PeopleCore
+import PeopleStore
+
+/// `peoplekeeper-hub history ROOM`: the audit trail: a room's revisions as the store keeps them, with
+/// who made each, what kind and which action.
+struct HistoryCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "history",
+        abstract: "Print a room's revisions from the store: who made each, its kind and action name.",
+        discussion: """
+            Reads the store named by the config (SQLite or PostgreSQL; the hub may be running). Exit 66 \
+            when the store has no such room.
+
+            Examples:
+              peoplekeeper-hub history team-a
+              peoplekeeper-hub history team-a --last 50 --config Config/cluster.yaml
+              peoplekeeper-hub history team-a --json
+            """)
+
+    @Option(name: .long, help: "The YAML config file (for the store).")
+    var config: String = "Config/peoplekeeper.yaml"
+
+    @Argument(help: "The room.") var room: String
+
+    @Option(help: "How many of the latest revisions (0: all).") var last = 100
+
+    @Flag(help: "One JSON object per revision, one per line.") var json = false
+
+    func validate() throws {
+        guard last >= 0 else { throw ValidationError("--last is 0 (all) or more") }
+    }
+
+    func run() async throws {
+        func fail(_ status: Int32, _ message: String) -> ExitCode {
+            FileHandle.standardError.write(Data("peoplekeeper-hub history: \(message)\n".utf8))
+            return ExitCode(status)
+        }
+        let settings: HubSettings
+        do {
+            settings = try await HubSettings.load(file: config, flags: [:], environment: ProcessInfo.processInfo.environment)
+        } catch {
+            throw fail(78, "\(error)")
+        }
+        guard settings.storageKind != .memory else { throw fail(64, "storage.kind memory keeps nothing to read") }
+        let store: any PeopleStore
+        do { store = try settings.openStore(logger: Logger(label: "peoplekeeper.history")) } catch {
+            throw fail(74, "\(error)")
+        }
+        defer { store.close() }
+        let revisions: [Revision]
+        do {
+            guard let stored = try store.load(room: room) else { throw fail(66, "there is no room \(room) in the store") }
+            let head = try Room(restoring: stored, policy: RoomPolicy(keptRevisions: 1)).revision
+            revisions = try store.revisions(room: room, after: last == 0 ? 0 : max(0, head - last), through: head)
+        } catch let exit as ExitCode {
+            throw exit
+        } catch {
+            throw fail(74, "cannot read room \(room): \(error)")
+        }
+        let dates = ISO8601DateFormatter()
+        func when(_ r: Revision) -> String { dates.string(from: Date(timeIntervalSince1970: Double(r.timestamp) / 1000)) }
+        if json {
+            for r in revisions {
+                print(JSON.object([
+                    "rev": .int(r.number), "at": .string(when(r)), "author": .string(r.author),
+                    "kind": .string(r.kind.rawValue), "label": r.label.map(JSON.string), "ops": .array(r.diffs.map(\.json)),
+                ]).text)
+            }
+            return
+        }
+        var rows = [["REV", "AT", "AUTHOR", "KIND", "LABEL", "OPS"]]
+        rows += revisions.map { [String($0.number), when($0), $0.author, $0.kind.rawValue, $0.label ?? "", String($0.diffs.count)] }
+        let widths = (0..<6).map { c in rows.map { $0[c].count }.max() ?? 0 }
+        for row in rows {
+            print(row.enumerated().map { c, cell in c == 5 ? cell : cell.padding(toLength: widths[c], withPad: " ", startingAt: 0) }
+                .joined(separator: "  "))
+        }
+    }
+}
