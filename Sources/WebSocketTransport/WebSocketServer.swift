@@ -67,10 +67,15 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         public var permessageDeflate: Bool
         /// Seconds between pings on idle connections (a missing pong closes them); 0 for none.
         public var pingIntervalSeconds: Int
+        /// PEM certificate (chain) and private key: with both, the port speaks TLS only (https, wss).
+        public var tlsCertFile: String?
+        public var tlsKeyFile: String?
 
         public init(host: String = "127.0.0.1", port: Int = 8080, webRoot: String? = nil,
                     limits: WebSocketLimits = WebSocketLimits(), permessageDeflate: Bool = true,
-                    pingIntervalSeconds: Int = 30) {
+                    pingIntervalSeconds: Int = 30, tlsCertFile: String? = nil, tlsKeyFile: String? = nil) {
+            self.tlsCertFile = tlsCertFile
+            self.tlsKeyFile = tlsKeyFile
             self.host = host
             self.port = port
             self.webRoot = webRoot
@@ -112,6 +117,12 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             if configuration.permessageDeflate { info.extensions = UnsafePointer(makeExtensions()) }
             var options = pk_option_validate_utf8 | pk_option_fail_unable_to_bind
             if configuration.host.contains(".") || configuration.host == "0.0.0.0" { options |= pk_option_disable_ipv6 }
+            if let cert = configuration.tlsCertFile, let key = configuration.tlsKeyFile {
+                // libwebsockets' OpenSSL support: every connection on the port is TLS.
+                options |= pk_option_do_ssl_global_init
+                info.ssl_cert_filepath = keep(cert)
+                info.ssl_private_key_filepath = keep(key)
+            }
             info.options = options
             info.pt_serv_buf_size = 32 * 1024
             if configuration.pingIntervalSeconds > 0 {

@@ -21,6 +21,7 @@ extension HubSettings {
         ("storage.postgresURL", .string), ("storage.postgresPasswordFile", .string),
         ("cluster.nodeId", .string), ("cluster.advertisedURL", .string),
         ("auth.mode", .string), ("auth.secretFile", .string), ("auth.allowedOrigins", .stringArray),
+        ("tls.certFile", .string), ("tls.keyFile", .string),
     ]
 
     /// Reads the settings: flags over `PEOPLEKEEPER_…` environment variables over the YAML file over the
@@ -94,6 +95,7 @@ extension HubSettings {
             "cluster.nodeId": .string(nodeID), "cluster.advertisedURL": .string(advertisedURL),
             "auth.mode": .string(authMode.rawValue), "auth.secretFile": .string(authSecretFile),
             "auth.allowedOrigins": .stringArray(allowedOrigins),
+            "tls.certFile": .string(tlsCertFile), "tls.keyFile": .string(tlsKeyFile),
         ]
         return Dictionary(uniqueKeysWithValues: contents.map {
             (AbsoluteConfigKey(ConfigKey($0.key)), ConfigValue($0.value, isSecret: false))
@@ -171,6 +173,17 @@ extension HubSettings {
         authMode = try choice("auth.mode", AuthMode.self)
         authSecretFile = try string("auth.secretFile")
         allowedOrigins = try strings("auth.allowedOrigins")
+        tlsCertFile = try string("tls.certFile")
+        tlsKeyFile = try string("tls.keyFile")
+        if tlsCertFile.isEmpty != tlsKeyFile.isEmpty {
+            throw ConfigProblem(key: tlsCertFile.isEmpty ? "tls.certFile" : "tls.keyFile",
+                                problem: "TLS needs both tls.certFile and tls.keyFile")
+        }
+        for (key, path) in [("tls.certFile", tlsCertFile), ("tls.keyFile", tlsKeyFile)] where !path.isEmpty {
+            guard FileManager.default.isReadableFile(atPath: path) else {
+                throw ConfigProblem(key: key, problem: "cannot read \(path)")
+            }
+        }
         for origin in allowedOrigins where origin != "*" && !(origin.hasPrefix("http://") || origin.hasPrefix("https://")) {
             throw ConfigProblem(key: "auth.allowedOrigins", problem: "'\(origin)' is not an origin: scheme://host[:port], or *")
         }

@@ -32,6 +32,7 @@ import PeopleCore
 /// | `auth.mode` | `open` or `token` | `open` |
 /// | `auth.secretFile` | path (the secret may come from `PEOPLEKEEPER_AUTH_SECRET` instead) | `""` |
 /// | `auth.allowedOrigins` | list of `scheme://host[:port]`, or `*` | `[]` (the hub's own origin only) |
+/// | `tls.certFile`, `tls.keyFile` | PEM paths (both or neither) | `""` (plain http / ws) |
 /// | `limits.sendQueueMessages` | int ≥ 1 | `4096` |
 /// | `limits.sendQueueBytes` | int ≥ 1024 | `16777216` |
 /// | `transport.permessageDeflate` | bool | `true` |
@@ -82,6 +83,10 @@ struct HubSettings: Sendable {
     var authMode = AuthMode.open
     var authSecretFile = ""
     var allowedOrigins: [String] = []
+    var tlsCertFile = ""
+    var tlsKeyFile = ""
+    /// Whether the port speaks TLS (both files given).
+    var tls: Bool { !tlsCertFile.isEmpty && !tlsKeyFile.isEmpty }
     var nodeID = ""
     var advertisedURL = ""
 

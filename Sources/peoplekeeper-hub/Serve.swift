@@ -155,7 +155,9 @@ struct Serve: AsyncParsableCommand {
                                         sendQueueMessages: settings.sendQueueMessages,
                                         sendQueueBytes: settings.sendQueueBytes),
                 permessageDeflate: settings.permessageDeflate,
-                pingIntervalSeconds: settings.pingIntervalSeconds),
+                pingIntervalSeconds: settings.pingIntervalSeconds,
+                tlsCertFile: settings.tlsCertFile.isEmpty ? nil : settings.tlsCertFile,
+                tlsKeyFile: settings.tlsKeyFile.isEmpty ? nil : settings.tlsKeyFile),
             delegate: hub)
         hub.attach(to: server)
 
@@ -184,13 +186,14 @@ struct HubService: Service {
         }
         let shownHost = settings.host.contains(":") ? "[\(settings.host)]" : settings.host
         if let leases = store as? any RoomLeases, settings.advertisedURL.isEmpty {
-            leases.advertisedURL = "ws://\(shownHost):\(port)"
+            leases.advertisedURL = "\(settings.tls ? "wss" : "ws")://\(shownHost):\(port)"
             if ["0.0.0.0", "::", ""].contains(settings.host) {
                 logger.warning("cluster.advertisedURL is empty and listen.host is a wildcard: other nodes will redirect clients to \(leases.advertisedURL), which they cannot reach; set cluster.advertisedURL")
             }
         }
         // The first line on stdout, for people and for tests that start the hub on port 0.
-        let banner = "peoplekeeper-hub listening on http://\(shownHost):\(port)/ (WebSocket ws://\(shownHost):\(port)/v1/rooms/ROOM)\n"
+        let (http, ws) = settings.tls ? ("https", "wss") : ("http", "ws")
+        let banner = "peoplekeeper-hub listening on \(http)://\(shownHost):\(port)/ (WebSocket \(ws)://\(shownHost):\(port)/v1/rooms/ROOM)\n"
         FileHandle.standardOutput.write(Data(banner.utf8))
         logger.info("listening", metadata: [
             "host": "\(settings.host)", "port": "\(port)", "webRoot": "\(settings.webRoot)",

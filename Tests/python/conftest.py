@@ -36,8 +36,8 @@ HUB_BIN = os.environ.get("PEOPLEKEEPER_HUB_BIN", str(HERE / ".." / ".." / ".buil
 START_TIMEOUT = 15.0
 STOP_TIMEOUT = 10.0
 
-LISTEN_RE = re.compile(r"^peoplekeeper-hub listening on http://127\.0\.0\.1:(\d+)/ "
-                       r"\(WebSocket ws://127\.0\.0\.1:(\d+)/v1/rooms/ROOM\)$")
+LISTEN_RE = re.compile(r"^peoplekeeper-hub listening on https?://127\.0\.0\.1:(\d+)/ "
+                       r"\(WebSocket wss?://127\.0\.0\.1:(\d+)/v1/rooms/ROOM\)$")
 
 # The seed every test hub starts rooms from: P1, P2, P3 of SEMANTICS §5 (P1 "Ann" dislikes weather, for
 # cases 7 and 8; P2 "Joan", for case 12).

@@ -244,3 +244,51 @@ def test_history_prints_each_revision_with_its_author_kind_and_label(hub_factory
     missing = subprocess.run([HUB_BIN, "history", "no-such-room", "--config", str(hub.config_path)],
                              cwd=str(REPO), capture_output=True, text=True, timeout=30)
     assert missing.returncode == 66 and "no room no-such-room" in missing.stderr, (missing.returncode, missing.stderr)
+
+
+# ----------------------------------------------------------------------------------------------------
+# TLS: wss:// with a certificate made here
+# ----------------------------------------------------------------------------------------------------
+
+def self_signed(directory) -> tuple[str, str]:
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True, timeout=60)
+    return str(cert), str(key)
+
+
+def test_tls_serves_wss_with_the_configured_certificate_and_nothing_in_clear(hub_factory, room, tmp_path):
+    import ssl
+    from websockets.sync.client import connect
+    cert, key = self_signed(tmp_path)
+    hub = hub_factory({"tls": {"certFile": cert, "keyFile": key}})
+    assert hub.stdout_lines[0].startswith("peoplekeeper-hub listening on https://"), hub.stdout_lines[0]
+    assert "wss://" in hub.stdout_lines[0]
+    trusting = ssl.create_default_context(cafile=cert)
+    with connect(f"wss://127.0.0.1:{hub.port}/v1/rooms/{room}", ssl=trusting, open_timeout=5) as ws:
+        ws.send(json.dumps({"type": "hello", "protocol": 1, "user": "ann"}))
+        welcome = json.loads(ws.recv(timeout=5))
+        assert welcome["type"] == "welcome", welcome
+        ws.send(json.dumps({"type": "submit", "seq": 1, "base": 0,
+                            "ops": [{"op": "set", "tag": 1, "field": "glasses", "value": True}]}))
+        while True:
+            m = json.loads(ws.recv(timeout=5))
+            if m["type"] == "ack":
+                assert m["rev"] == 1
+                break
+    # A client that does not trust the certificate is refused by its own TLS check; one that speaks
+    # plain ws:// to the TLS port gets no WebSocket.
+    with pytest.raises(ssl.SSLError):
+        with connect(f"wss://127.0.0.1:{hub.port}/v1/rooms/{room}", ssl=ssl.create_default_context(), open_timeout=5):
+            pass
+    with pytest.raises(Exception):
+        with connect(f"ws://127.0.0.1:{hub.port}/v1/rooms/{room}", open_timeout=5) as ws:
+            ws.send(json.dumps({"type": "hello", "protocol": 1, "user": "ann"}))
+            ws.recv(timeout=5)
+
+
+def test_tls_needs_both_files(start_hub_raw, tmp_path):
+    cert, _ = self_signed(tmp_path)
+    r = start_hub_raw(f"tls:\n  certFile: {cert}\n")
+    assert r.returncode == 78 and "tls.keyFile" in r.stderr, (r.returncode, r.stderr)
