@@ -27,6 +27,8 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
     /// Rooms in memory, or being read from the store (with the hellos waiting for them).
     private var rooms: [String: RoomSlot] = [:]
     private var openConnections = 0
+    /// Open connections per peer address (only kept when `limits.maxConnectionsPerIP` is set).
+    private var connectionsByIP: [String: Int] = [:]
     private var draining = false
     /// Blocking store reads (loading rooms, old catch-ups) run here, never on the service thread.
     private let reads = DispatchQueue(label: "peoplekeeper.hub.store-reads", attributes: .concurrent)
@@ -205,12 +207,19 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
             logger.warning("refused a connection: at limits.maxConnections", metadata: ["peer": "\(request.peer)"])
             return false
         }
+        let perIP = configuration.limits.maxConnectionsPerIP
+        if perIP > 0, connectionsByIP[request.peer, default: 0] >= perIP {
+            metrics.refusedConnections.increment()
+            logger.debug("refused a connection: at limits.maxConnectionsPerIP", metadata: ["peer": "\(request.peer)"])
+            return false
+        }
         return true
     }
 
     public func didOpen(_ connection: WebSocketConnection) {
         openConnections += 1
         metrics.connections.record(openConnections)
+        if configuration.limits.maxConnectionsPerIP > 0 { connectionsByIP[connection.peer, default: 0] += 1 }
         guard let name = Self.roomName(inPath: connection.path) else { connection.close(code: 1008); return }
         let limits = configuration.limits
         connection.context = Peer(room: name, bucket: TokenBucket(
@@ -221,6 +230,9 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
     public func didClose(_ connection: WebSocketConnection) {
         openConnections -= 1
         metrics.connections.record(openConnections)
+        if configuration.limits.maxConnectionsPerIP > 0, let count = connectionsByIP[connection.peer] {
+            connectionsByIP[connection.peer] = count > 1 ? count - 1 : nil
+        }
         guard let peer = connection.context as? Peer else { return }
         connection.context = nil
         guard let session = peer.session, let host = host(peer.room), host.connections[session] === connection else {

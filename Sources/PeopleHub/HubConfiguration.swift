@@ -51,6 +51,8 @@ public struct HubLimits: Sendable, Hashable {
     public var helloTimeoutSeconds: Int
     /// Disconnected sessions kept per room for `resume` (oldest forgotten first).
     public var keptSessionsPerRoom: Int
+    /// Open WebSocket connections from one IP address; upgrades beyond are refused. 0 = no limit.
+    public var maxConnectionsPerIP: Int = 0
 
     public init(maxConnections: Int = 10_000, maxRooms: Int = 1_000, maxPeoplePerRoom: Int = 1_000,
                 opsPerSecond: Int = 100, helloTimeoutSeconds: Int = 10, keptSessionsPerRoom: Int = 256) {

@@ -12,7 +12,7 @@ extension HubSettings {
         ("rooms.seed", .string), ("rooms.tagBlockSize", .int), ("rooms.keptRevisions", .int), ("rooms.maxCatchUp", .int),
         ("rooms.repliesKept", .int), ("rooms.keptSessions", .int), ("rooms.unloadAfterSeconds", .int),
         ("undo.depth", .int), ("undo.conflicts", .string), ("undo.cascade", .bool), ("undo.coalesceMillis", .int),
-        ("limits.maxMessageBytes", .int), ("limits.maxConnections", .int), ("limits.maxRooms", .int),
+        ("limits.maxMessageBytes", .int), ("limits.maxConnections", .int), ("limits.maxConnectionsPerIP", .int), ("limits.maxRooms", .int),
         ("limits.maxPeoplePerRoom", .int), ("limits.opsPerSecond", .int), ("limits.helloTimeoutSeconds", .int),
         ("limits.sendQueueMessages", .int), ("limits.sendQueueBytes", .int),
         ("transport.permessageDeflate", .bool), ("transport.pingIntervalSeconds", .int),
@@ -82,6 +82,7 @@ extension HubSettings {
             "undo.depth": .int(undoDepth), "undo.conflicts": .string(undoConflicts.rawValue),
             "undo.cascade": .bool(undoCascade), "undo.coalesceMillis": .int(coalesceMillis),
             "limits.maxMessageBytes": .int(maxMessageBytes), "limits.maxConnections": .int(maxConnections),
+            "limits.maxConnectionsPerIP": .int(maxConnectionsPerIP),
             "limits.maxRooms": .int(maxRooms), "limits.maxPeoplePerRoom": .int(maxPeoplePerRoom),
             "limits.opsPerSecond": .int(opsPerSecond), "limits.helloTimeoutSeconds": .int(helloTimeoutSeconds),
             "limits.sendQueueMessages": .int(sendQueueMessages), "limits.sendQueueBytes": .int(sendQueueBytes),
@@ -152,6 +153,7 @@ extension HubSettings {
         coalesceMillis = try int("undo.coalesceMillis", 0...3_600_000)
         maxMessageBytes = try int("limits.maxMessageBytes", 1024...(64 << 20))
         maxConnections = try int("limits.maxConnections", 1...1_000_000)
+        maxConnectionsPerIP = try int("limits.maxConnectionsPerIP", 0...1_000_000)
         maxRooms = try int("limits.maxRooms", 1...1_000_000)
         maxPeoplePerRoom = try int("limits.maxPeoplePerRoom", 0...1_000_000)
         opsPerSecond = try int("limits.opsPerSecond", 1...1_000_000)

@@ -25,6 +25,7 @@ import PeopleCore
 /// | `undo.coalesceMillis` | int ≥ 0 | `500` |
 /// | `limits.maxMessageBytes` | int ≥ 1024 | `1048576` |
 /// | `limits.maxConnections` | int ≥ 1 | `10000` |
+/// | `limits.maxConnectionsPerIP` | int ≥ 0 (0: no limit) | `0` |
 /// | `limits.maxRooms` | int ≥ 1 | `1000` |
 /// | `limits.maxPeoplePerRoom` | int ≥ 0 (0: no limit) | `1000` |
 /// | `limits.opsPerSecond` | int ≥ 1 | `100` |
@@ -64,6 +65,7 @@ struct HubSettings: Sendable {
     var coalesceMillis = 500
     var maxMessageBytes = 1 << 20
     var maxConnections = 10_000
+    var maxConnectionsPerIP = 0
     var maxRooms = 1_000
     var maxPeoplePerRoom = 1_000
     var opsPerSecond = 100

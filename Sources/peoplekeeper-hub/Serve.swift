@@ -136,10 +136,11 @@ struct Serve: AsyncParsableCommand {
             logger.warning("storage.kind memory: nothing outlives this process (rooms, edits and undo stacks are lost on restart)")
         }
 
-        let limits = HubLimits(
+        var limits = HubLimits(
             maxConnections: settings.maxConnections, maxRooms: settings.maxRooms,
             maxPeoplePerRoom: settings.maxPeoplePerRoom, opsPerSecond: settings.opsPerSecond,
             helloTimeoutSeconds: settings.helloTimeoutSeconds, keptSessionsPerRoom: settings.keptSessions)
+        limits.maxConnectionsPerIP = settings.maxConnectionsPerIP
         var hubConfiguration = HubConfiguration(
             seed: seedModel, roomPolicy: settings.roomPolicy, limits: limits, metricsEnabled: settings.metricsEnabled,
             snapshotEvery: settings.snapshotEvery, unloadAfterSeconds: settings.unloadAfterSeconds, auth: auth)

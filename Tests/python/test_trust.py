@@ -292,3 +292,22 @@ def test_tls_needs_both_files(start_hub_raw, tmp_path):
     cert, _ = self_signed(tmp_path)
     r = start_hub_raw(f"tls:\n  certFile: {cert}\n")
     assert r.returncode == 78 and "tls.keyFile" in r.stderr, (r.returncode, r.stderr)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Connections per IP
+# ----------------------------------------------------------------------------------------------------
+
+def test_connections_per_ip_are_bounded_and_freed_when_closed(hub_factory, room):
+    """With limits.maxConnectionsPerIP 3, a fourth connection from 127.0.0.1 is refused at the
+    handshake while the first three stay served; closing one lets a new one in."""
+    hub = hub_factory({"limits": {"maxConnectionsPerIP": 3}})
+    clients = [hub.join(room, f"u{n}") for n in range(3)]
+    assert not can_connect(hub, room, None), "a fourth connection from the same address must be refused"
+    ack = clients[0].edit([{"op": "set", "tag": 1, "field": "glasses", "value": True}])
+    clients[1].sync(ack["rev"])          # the three are still served
+    clients[2].close()
+    deadline = time.monotonic() + 10
+    while not can_connect(hub, room, None):
+        assert time.monotonic() < deadline, "a closed connection's place was never freed"
+        time.sleep(0.1)
