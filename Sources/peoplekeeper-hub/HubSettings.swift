@@ -36,7 +36,7 @@ import PeopleCore
 /// | `tls.certFile`, `tls.keyFile` | PEM paths (both or neither) | `""` (plain http / ws) |
 /// | `limits.sendQueueMessages` | int ≥ 1 | `4096` |
 /// | `limits.sendQueueBytes` | int ≥ 1024 | `16777216` |
-/// | `transport.permessageDeflate` | bool | `true` |
+/// | `transport.permessageDeflate` | bool | `false` (libwebsockets 4.1's inflate can abort the process) |
 /// | `transport.pingIntervalSeconds` | int ≥ 0 (0: none) | `30` |
 /// | `logging.level` | trace, debug, info, notice, warning, error, critical | `info` |
 /// | `logging.format` | `text` or `json` | `text` |
@@ -72,7 +72,7 @@ struct HubSettings: Sendable {
     var helloTimeoutSeconds = 10
     var sendQueueMessages = 4096
     var sendQueueBytes = 16 << 20
-    var permessageDeflate = true
+    var permessageDeflate = false
     var pingIntervalSeconds = 30
     var logLevel = Logger.Level.info
     var logFormat = LogFormat.text

@@ -124,6 +124,10 @@ struct Serve: AsyncParsableCommand {
             }
         }
 
+        if settings.permessageDeflate {
+            logger.warning("transport.permessageDeflate is on: libwebsockets 4.1's inflate can abort the hub on hostile compressed input (lws issue #2120); use it with trusted clients only")
+        }
+
         let store: any PeopleStore
         do {
             store = try settings.openStore(logger: logger)

@@ -118,8 +118,10 @@ def test_2mib_frame_in_one_write_with_concurrent_edits(hub, room):
     assert by_tag(a.people, 1)["name"] == "Ann"
 
 
-def test_compressed_2mib_message_is_too_large(hub, room):
-    """With permessage-deflate the 2 MiB message is a few KiB on the wire; the limit is on the message."""
+def test_compressed_2mib_message_is_too_large(hub_factory, room):
+    """With permessage-deflate (opt-in: transport.permessageDeflate) the 2 MiB message is a few KiB on
+    the wire; the limit is on the message."""
+    hub = hub_factory({"transport": {"permessageDeflate": True}})
     b = hub.join(room, "B")
     a = hub.connect(room, "A", compression="deflate")
     a.hello("A")

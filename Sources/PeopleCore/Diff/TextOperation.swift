@@ -23,10 +23,17 @@ public struct TextOperation: Hashable, Sendable {
     /// An operation from untrusted input, or the reason it is not one.
     public static func validated(_ components: [Component]) -> Result<TextOperation, InvalidOp> {
         if components.isEmpty { return .failure(InvalidOp("text edits are empty")) }
+        var span = 0
         for component in components {
             switch component {
             case .retain(let n), .delete(let n):
                 if n < 1 { return .failure(InvalidOp("text counts must be at least 1")) }
+                // No name is longer than this: a longer reach is past the end of any name (and a sum of
+                // hostile counts must not overflow).
+                guard n <= NameLimit.maxUTF8Bytes - span else {
+                    return .failure(InvalidOp("text edits reach past the end of any name (at most \(NameLimit.maxUTF8Bytes))"))
+                }
+                span += n
             case .insert(let s):
                 if s.isEmpty { return .failure(InvalidOp("text insert must not be empty")) }
             }

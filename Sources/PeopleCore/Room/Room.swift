@@ -119,8 +119,8 @@ public struct Room: Sendable {
         if users[user] == nil { users[user] = UserState() }
         // Catch-up from memory, or from `earlier` (revisions the store read) joined to memory.
         var missed: [Revision]?
-        if let since, history.head - since > policy.maxCatchUp {
-            missed = nil  // too far behind: the full state
+        if let since, since < 0 || since > history.head || history.head - since > policy.maxCatchUp {
+            missed = nil  // not a revision of this room, or too far behind: the full state
         } else if let since, since >= history.floor, since <= history.head {
             missed = Array(history.revisions(after: since))
         } else if let since, let first = earlier.first, first.number == since + 1,
