@@ -48,13 +48,15 @@ public final class LiveRoom: @unchecked Sendable {
 
     private let token: String?
 
-    public init(base: String, room: String, user: String, token: String? = nil, queue: DispatchQueue) throws {
+    /// - Parameter caFile: certificates to trust for `wss://` instead of the system's.
+    public init(base: String, room: String, user: String, token: String? = nil, caFile: String? = nil,
+                queue: DispatchQueue) throws {
         self.token = token
         self.room = room
         self.url = HubConnection.roomURL(base: base, room: room)
         self.queue = queue
         self.sync = ClientSync(user: user)
-        self.client = try WebSocketClient()
+        self.client = try WebSocketClient(caFile: caFile)
     }
 
     /// Starts connecting (queue only).

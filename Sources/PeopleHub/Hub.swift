@@ -612,6 +612,9 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
                     }
                 }
                 if outcome == .pending { host.hold(behind: barrier) }
+            case .send(.presence, _):
+                // Presence is a state, not an event: only the newest list matters (see flushPresence).
+                schedulePresence(host)
             case .send(let message, let sessions):
                 metrics.count(message)
                 let encoded = OutboundMessage(text: message.json.bytes)
@@ -623,6 +626,42 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
             }
         }
         if host.room.revision - host.snapshotRevision >= configuration.snapshotEvery { saveSnapshotIfChanged(host) }
+    }
+
+    /// Sends the room's presence list soon: once per service pass at most, and at most every
+    /// `presenceIntervalMilliseconds`, whatever the number of joins, leaves and presence updates in
+    /// between. Each list replaces one still waiting in a receiver's queue, so a room where hundreds
+    /// come and go keeps every member's queue to one presence message, not one per change.
+    private func schedulePresence(_ host: RoomHost) {
+        guard !host.presenceScheduled else { return }
+        host.presenceScheduled = true
+        let box = UncheckedSendable(host)
+        let wait = host.lastPresence.map { min(Self.presenceIntervalMilliseconds, Self.presenceIntervalMilliseconds - (clock() - $0)) } ?? 0
+        let flush: @Sendable () -> Void = { [weak self] in
+            self?.server?.perform { [weak self] in self?.flushPresence(box.value) }
+        }
+        if wait > 0 {
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(wait)), execute: flush)
+        } else {
+            _ = server?.perform { [weak self] in self?.flushPresence(box.value) }
+        }
+    }
+
+    static let presenceIntervalMilliseconds: Int64 = 50
+
+    private func flushPresence(_ host: RoomHost) {
+        host.presenceScheduled = false
+        guard !host.broken, self.host(host.room.name) === host else { return }
+        host.lastPresence = clock()
+        let message = ServerMessage.presence(host.room.presence)
+        metrics.count(message)
+        let encoded = OutboundMessage(text: message.json.bytes, replaceable: true)
+        if host.isHolding {
+            // A joiner's welcome may be waiting for its tag block to be durable: presence goes after it.
+            host.held.append(.send(encoded, to: host.room.connectedSessions))
+        } else {
+            deliver(encoded, to: host.room.connectedSessions, in: host)
+        }
     }
 
     private func durable(barrier: Int, host: RoomHost, error: StoreError?) {

@@ -19,6 +19,10 @@ final class RoomHost {
     var idleSince: Int64?
     /// Set when the store failed for this room: it is dropped and reloaded from what is durable.
     var broken = false
+    /// A presence broadcast is on its way (`Hub.schedulePresence`).
+    var presenceScheduled = false
+    /// When the last presence broadcast went out (milliseconds).
+    var lastPresence: Int64?
     /// Sends held behind commits that are not durable yet, in order.
     var held: [Held] = []
     private var nextBarrier = 0

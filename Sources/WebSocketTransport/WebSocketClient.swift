@@ -22,13 +22,20 @@ public final class WebSocketClient: LWSEndpoint, @unchecked Sendable {
     private var delegates: [UInt64: WebSocketClientDelegate] = [:]
 
     /// Starts the client's service thread.
-    public init(limits: WebSocketLimits = WebSocketLimits(), permessageDeflate: Bool = false) throws {
+    ///
+    /// - Parameter caFile: PEM certificates to trust for `wss://` instead of the system's (a hub with
+    ///   a self-signed certificate: pass that certificate).
+    public init(limits: WebSocketLimits = WebSocketLimits(), permessageDeflate: Bool = false,
+                caFile: String? = nil) throws {
         self.limits = limits
         self.permessageDeflate = permessageDeflate
         super.init(protocolName: "peoplekeeper-client")
         try startLoop(name: "lws-client", configure: { [self] info in
             info.port = -1  // CONTEXT_PORT_NO_LISTEN
-            info.options = pk_option_raw_origin
+            // libwebsockets' OpenSSL client support, for wss:// (certificates checked against the
+            // system's trust store, or caFile).
+            info.options = pk_option_raw_origin | pk_option_do_ssl_global_init
+            if let caFile { info.client_ssl_ca_filepath = keep(caFile) }
             info.protocols = UnsafePointer(makeProtocols(rxBufferSize: 4096))
             if permessageDeflate { info.extensions = UnsafePointer(makeExtensions()) }
             info.pt_serv_buf_size = 32 * 1024
@@ -42,7 +49,7 @@ public final class WebSocketClient: LWSEndpoint, @unchecked Sendable {
         await waitUntilStopped()
     }
 
-    /// Opens `url` (`ws://host:port/path?query`); `delegate` hears the outcome on the service thread.
+    /// Opens `url` (`ws://` or `wss://host:port/path?query`); `delegate` hears the outcome on the service thread.
     /// Host names are resolved synchronously by lws: prefer IP addresses.
     public func connect(url: String, origin: String? = nil, delegate: WebSocketClientDelegate) throws {
         guard let target = ClientTarget(url) else { throw WebSocketTransportError.badURL(url) }
@@ -64,7 +71,8 @@ public final class WebSocketClient: LWSEndpoint, @unchecked Sendable {
         info.port = Int32(target.port)
         info.path = keep(path)
         info.host = keep("\(target.host):\(target.port)")
-        info.origin = keep(origin ?? "http://\(target.host):\(target.port)")
+        info.origin = keep(origin ?? "\(target.secure ? "https" : "http")://\(target.host):\(target.port)")
+        if target.secure { info.ssl_connection = Int32(LCCSCF_USE_SSL.rawValue) }
         info.ietf_version_or_minus_one = -1
         info.local_protocol_name = keep(protocolName)
         info.opaque_user_data = Unmanaged.passUnretained(connection).toOpaque()
@@ -116,16 +124,23 @@ public final class WebSocketClient: LWSEndpoint, @unchecked Sendable {
     }
 }
 
-/// The parts of a `ws://` URL.
+/// The parts of a `ws://` or `wss://` URL.
 struct ClientTarget {
+    var secure: Bool
     var host: String
     var port: Int
     var path: String
     var query: String
 
     init?(_ url: String) {
-        guard url.hasPrefix("ws://") else { return nil }
-        let rest = url.dropFirst("ws://".count)
+        if url.hasPrefix("wss://") {
+            secure = true
+        } else if url.hasPrefix("ws://") {
+            secure = false
+        } else {
+            return nil
+        }
+        let rest = url.dropFirst(secure ? "wss://".count : "ws://".count)
         let slash = rest.firstIndex(of: "/") ?? rest.endIndex
         let authority = rest[..<slash]
         let pathAndQuery = rest[slash...].isEmpty ? "/" : String(rest[slash...])
@@ -137,7 +152,7 @@ struct ClientTarget {
             self.port = port
         } else {
             host = String(authority)
-            port = 80
+            port = secure ? 443 : 80
         }
         guard !host.isEmpty else { return nil }
     }

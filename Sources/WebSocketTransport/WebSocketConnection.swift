@@ -34,6 +34,8 @@ public final class WebSocketConnection: @unchecked Sendable {
     public let limits: WebSocketLimits
     private var queue: [OutboundMessage] = []
     private var queueHead = 0
+    /// Where the replaceable message still waiting sits in `queue`, if one does.
+    private var replaceableIndex: Int?
     public private(set) var queuedBytes = 0
     var closeCode: UInt16 = 1000
     var closeReason: String = ""
@@ -65,11 +67,18 @@ public final class WebSocketConnection: @unchecked Sendable {
     @discardableResult
     public func send(_ message: OutboundMessage) -> Bool {
         guard !isClosing, wsi != nil else { return false }
+        if message.isReplaceable, let index = replaceableIndex {
+            // Not written yet (writes only move past it): the newer state takes its place.
+            queuedBytes += message.count - queue[index].count
+            queue[index] = message
+            return true
+        }
         if queuedCount >= limits.sendQueueMessages || queuedBytes + message.count > limits.sendQueueBytes {
             owner.sendQueueOverflowed(self)
             close(code: 1008, reason: "slow consumer", discardQueued: true)
             return false
         }
+        if message.isReplaceable { replaceableIndex = queue.count }
         queue.append(message)
         queuedBytes += message.count
         if queuedCount == 1, let wsi { lws_callback_on_writable(wsi) }
@@ -104,6 +113,7 @@ public final class WebSocketConnection: @unchecked Sendable {
         queue.removeAll()
         queueHead = 0
         queuedBytes = 0
+        replaceableIndex = nil
     }
 
     /// Writes up to a batch of queued messages (WRITEABLE callback). Returns -1 to close.
@@ -120,14 +130,17 @@ public final class WebSocketConnection: @unchecked Sendable {
         while queueHead < queue.count, written < 32 {
             let message = queue[queueHead]
             let result: Int32
+            let protocolKind = message.isBinary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT
             if isClient {
                 // Client frames are masked in place: write a private copy.
-                let copy = OutboundMessage(text: UnsafeBufferPointer(start: message.payload, count: message.count))
-                result = lws_write(wsi, copy.payload, copy.count, LWS_WRITE_TEXT)
+                let bytes = UnsafeBufferPointer(start: message.payload, count: message.count)
+                let copy = message.isBinary ? OutboundMessage(binary: bytes) : OutboundMessage(text: bytes)
+                result = lws_write(wsi, copy.payload, copy.count, protocolKind)
             } else {
-                result = lws_write(wsi, message.payload, message.count, LWS_WRITE_TEXT)
+                result = lws_write(wsi, message.payload, message.count, protocolKind)
             }
             if result < 0 { return -1 }
+            if replaceableIndex == queueHead { replaceableIndex = nil }
             queueHead += 1
             queuedBytes -= message.count
             written += 1
@@ -137,6 +150,7 @@ public final class WebSocketConnection: @unchecked Sendable {
             dropQueue()
         } else if queueHead > 64 && queueHead * 2 > queue.count {
             queue.removeFirst(queueHead)
+            replaceableIndex = replaceableIndex.map { $0 - queueHead }
             queueHead = 0
         }
         if queuedCount > 0 || isClosing { lws_callback_on_writable(wsi) }

@@ -47,36 +47,3 @@ final class Relay: WebSocketServerDelegate {
         for (id, other) in rooms[connection.path] ?? [:] where id != connection.id { other.send(shared) }
     }
 }
-
-/// Returns when the process gets SIGTERM or SIGINT.
-func waitForTermination() async {
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-        let once = Once(continuation)
-        for signalNumber in [SIGTERM, SIGINT] {
-            signal(signalNumber, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-            source.setEventHandler { once.fire() }
-            source.resume()
-            Once.keep(source)
-        }
-    }
-}
-
-/// Resumes a continuation once, from whichever signal comes first.
-final class Once: @unchecked Sendable {
-    private let lock = NSLock()
-    private var continuation: CheckedContinuation<Void, Never>?
-    nonisolated(unsafe) private static var sources: [DispatchSourceSignal] = []
-
-    init(_ continuation: CheckedContinuation<Void, Never>) { self.continuation = continuation }
-
-    static func keep(_ source: DispatchSourceSignal) { sources.append(source) }
-
-    func fire() {
-        lock.lock()
-        let pending = continuation
-        continuation = nil
-        lock.unlock()
-        pending?.resume()
-    }
-}

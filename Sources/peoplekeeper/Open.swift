@@ -20,8 +20,10 @@ struct Open: AsyncParsableCommand {
             """)
     @Argument(help: "The room.") var room: String
     @Option(help: ArgumentHelp("Who you are (default: $PEOPLEKEEPER_USER, else $USER).", valueName: "name")) var user: String?
-    @Option(help: ArgumentHelp("The hub, ws://host:port (default: $PEOPLEKEEPER_URL, else ws://127.0.0.1:8080).", valueName: "url"))
+    @Option(help: ArgumentHelp("The hub, ws://host:port or wss://host:port (default: $PEOPLEKEEPER_URL, else ws://127.0.0.1:8080).", valueName: "url"))
     var url: String?
+    @Option(name: .customLong("ca-file"), help: ArgumentHelp("PEM certificates to trust for wss:// instead of the system's (default: $PEOPLEKEEPER_CA_FILE).", valueName: "file"))
+    var caFile: String?
     @Option(help: ArgumentHelp("An access token, for a hub with auth.mode token (default: $PEOPLEKEEPER_TOKEN).", valueName: "token"))
     var token: String?
 
@@ -35,7 +37,8 @@ struct Open: AsyncParsableCommand {
             throw ValidationError("open needs a terminal (stdin and stdout); for scripts use list, set, undo, watch…")
         }
         let queue = DispatchQueue(label: "peoplekeeper.screen")
-        let live = try LiveRoom(base: hubURL, room: roomName, user: userName, token: Defaults.token(token), queue: queue)
+        let live = try LiveRoom(base: hubURL, room: roomName, user: userName, token: Defaults.token(token),
+                                caFile: Defaults.caFile(caFile), queue: queue)
         let screen = Screen(room: live, terminal: terminal, queue: queue)
         let quit = DispatchSemaphore(value: 0)
         let resize = DispatchSource.makeSignalSource(signal: SIGWINCH, queue: queue)

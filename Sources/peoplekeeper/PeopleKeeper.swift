@@ -51,8 +51,11 @@ struct PeopleKeeper: AsyncParsableCommand {
 
 /// The options every scriptable command takes.
 struct CommonOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("The hub, ws://host:port (default: $PEOPLEKEEPER_URL, else ws://127.0.0.1:8080).", valueName: "url"))
+    @Option(help: ArgumentHelp("The hub, ws://host:port or wss://host:port (default: $PEOPLEKEEPER_URL, else ws://127.0.0.1:8080).", valueName: "url"))
     var url: String?
+
+    @Option(name: .customLong("ca-file"), help: ArgumentHelp("PEM certificates to trust for wss:// instead of the system's, e.g. a hub's self-signed certificate (default: $PEOPLEKEEPER_CA_FILE).", valueName: "file"))
+    var caFile: String?
 
     @Option(help: ArgumentHelp("The room (default: $PEOPLEKEEPER_ROOM).", valueName: "room"))
     var room: String?
@@ -73,6 +76,7 @@ struct CommonOptions: ParsableArguments {
     var roomName: String { get throws { try Defaults.room(room) } }
     var userName: String { Defaults.user(user) }
     var accessToken: String? { Defaults.token(token) }
+    var trustedCAFile: String? { Defaults.caFile(caFile) }
 
     func validate() throws {
         try Defaults.validate(url: hubURL, user: userName)
@@ -105,8 +109,14 @@ enum Defaults {
         given ?? ProcessInfo.processInfo.environment["PEOPLEKEEPER_TOKEN"]
     }
 
+    static func caFile(_ given: String?) -> String? {
+        given ?? ProcessInfo.processInfo.environment["PEOPLEKEEPER_CA_FILE"]
+    }
+
     static func validate(url: String, user: String) throws {
-        guard url.hasPrefix("ws://") else { throw ValidationError("--url must start with ws:// (got \(url))") }
+        guard url.hasPrefix("ws://") || url.hasPrefix("wss://") else {
+            throw ValidationError("--url must start with ws:// or wss:// (got \(url))")
+        }
         guard (1...64).contains(user.utf8.count) else { throw ValidationError("a user name is 1 to 64 bytes") }
     }
 
@@ -152,7 +162,7 @@ struct Run {
     /// Joins the room, runs `body`, and turns failures into the documented exit statuses.
     func callAsFunction(since: Int? = nil, _ body: (RoomSession) async throws -> Void) async throws {
         let client: WebSocketClient
-        do { client = try WebSocketClient() } catch {
+        do { client = try WebSocketClient(caFile: options.trustedCAFile) } catch {
             try fail(Failure(status: 69, code: "unreachable", message: "cannot start the WebSocket client: \(error)"))
         }
         var failure: Failure?

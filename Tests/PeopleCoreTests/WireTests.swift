@@ -26,6 +26,10 @@ struct WireTests {
         ("{\"type\":\"submit\",\"seq\":1,\"base\":0,\"ops\":[{\"op\":\"set\",\"tag\":1,\"field\":\"name\",\"value\":\"\\ud800\"}]}", .invalidOp),
         ("{\"type\":\"submit\",\"seq\":1,\"base\":0,\"ops\":[{\"op\":\"text\",\"tag\":1,\"edits\":[{\"retain\":0}]}]}", .invalidOp),
         ("{\"type\":\"submit\",\"seq\":1,\"base\":0,\"ops\":[{\"op\":\"text\",\"tag\":1,\"edits\":[{\"insert\":\"\"}]}]}", .invalidOp),
+        // Two keys in one text edit have no single meaning (found by the hostile-input suite).
+        ("{\"type\":\"submit\",\"seq\":1,\"base\":0,\"ops\":[{\"op\":\"text\",\"tag\":1,\"edits\":[{\"retain\":1,\"insert\":\"x\"}]}]}", .invalidOp),
+        ("{\"type\":\"hello\",\"protocol\":2.0,\"user\":\"a\"}", .unsupportedProtocol),
+        ("{\"type\":\"hello\",\"protocol\":1.5,\"user\":\"a\"}", .badMessage),
         ("{\"type\":\"submit\",\"seq\":1,\"base\":0,\"ops\":[{\"op\":\"remove\"}]}", .invalidOp),
         ("{\"type\":\"submit\",\"seq\":1,\"base\":0,\"ops\":[{\"op\":\"insert\",\"at\":0,\"person\":{\"tag\":9,\"name\":\"K\",\"hairColor\":\"black\",\"hairLength\":\"short\",\"eyeColor\":\"brown\",\"glasses\":false,\"facialHair\":[\"beard\",\"beard\"],\"likes\":[],\"dislikes\":[]}}]}", .invalidOp),
         ("{\"type\":\"submit\",\"seq\":1,\"base\":0,\"ops\":[{\"op\":\"insert\",\"at\":0,\"person\":{\"tag\":9,\"name\":\"K\",\"hairColor\":\"black\",\"hairLength\":\"short\",\"eyeColor\":\"brown\",\"glasses\":false,\"facialHair\":[],\"likes\":[\"art\"],\"dislikes\":[\"art\"]}}]}", .invalidOp),
@@ -33,6 +37,13 @@ struct WireTests {
     ])
     func errorCodes(frame: String, expected: ErrorCode) {
         #expect(Self.code(frame) == expected, "\(frame)")
+    }
+
+    @Test("an integer written as 1.0 is read as 1 everywhere, `protocol` included")
+    func integralDoubles() throws {
+        let hello = try ClientMessage.decode(Array("{\"type\":\"hello\",\"protocol\":1.0,\"user\":\"a\",\"since\":4.0}".utf8)).get()
+        guard case .hello(let h) = hello else { Issue.record("not a hello: \(hello)"); return }
+        #expect(h.protocolVersion == 1 && h.since == 4)
     }
 
     @Test("nesting deeper than the limit is bad-json, not a stack overflow")

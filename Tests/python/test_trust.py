@@ -288,6 +288,41 @@ def test_tls_serves_wss_with_the_configured_certificate_and_nothing_in_clear(hub
             ws.recv(timeout=5)
 
 
+def test_the_terminal_client_speaks_wss_and_checks_the_hub_s_certificate(hub_factory, room, tmp_path):
+    cert, key = self_signed(tmp_path)
+    hub = hub_factory({"tls": {"certFile": cert, "keyFile": key}})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PEOPLEKEEPER_")}
+    url = f"wss://127.0.0.1:{hub.port}"
+
+    def pk(*args, extra_env=None):
+        return subprocess.run([CLIENT_BIN, *args, "--url", url, "--room", room, "--user", "ann", "--timeout", "5"],
+                              capture_output=True, text=True, timeout=30, env={**env, **(extra_env or {})})
+
+    # Trusting the hub's certificate (flag or environment), edits go through and are read back.
+    r = pk("set", "1", "hairColor", "red", "--ca-file", cert)
+    assert r.returncode == 0, (r.returncode, r.stderr)
+    shown = pk("show", "1", "--json", extra_env={"PEOPLEKEEPER_CA_FILE": cert})
+    assert shown.returncode == 0 and json.loads(shown.stdout)["hairColor"] == "red", (shown.returncode, shown.stderr)
+    # An independent client sees the same revision.
+    import ssl
+    from websockets.sync.client import connect
+    with connect(f"wss://127.0.0.1:{hub.port}/v1/rooms/{room}", ssl=ssl.create_default_context(cafile=cert),
+                 open_timeout=5) as ws:
+        ws.send(json.dumps({"type": "hello", "protocol": 1, "user": "bob"}))
+        welcome = json.loads(ws.recv(timeout=5))
+        assert next(p for p in welcome["people"] if p["tag"] == 1)["hairColor"] == "red", welcome
+    # Without trusting it (the system store does not know a self-signed certificate), the client
+    # refuses the hub: unreachable (69), and nothing is sent.
+    refused = pk("set", "1", "hairColor", "white")
+    assert refused.returncode == 69, (refused.returncode, refused.stderr)
+    # Plain ws:// to the TLS port gets no WebSocket either.
+    clear = subprocess.run([CLIENT_BIN, "list", "--url", f"ws://127.0.0.1:{hub.port}", "--room", room, "--user", "ann",
+                            "--timeout", "5"], capture_output=True, text=True, timeout=30, env=env)
+    assert clear.returncode == 69, (clear.returncode, clear.stderr)
+    after = pk("show", "1", "--json", "--ca-file", cert)
+    assert json.loads(after.stdout)["hairColor"] == "red", after.stdout
+
+
 def test_tls_needs_both_files(start_hub_raw, tmp_path):
     cert, _ = self_signed(tmp_path)
     r = start_hub_raw(f"tls:\n  certFile: {cert}\n")

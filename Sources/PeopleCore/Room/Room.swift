@@ -69,7 +69,7 @@ public struct Room: Sendable {
     public func stacks(of user: String) -> UndoStacks { users[user]?.stacks ?? UndoStacks() }
 
     /// Sessions connected now, in join order.
-    var connectedSessions: [SessionID] {
+    public var connectedSessions: [SessionID] {
         sessions.filter(\.value.connected).sorted { $0.value.joinOrder < $1.value.joinOrder }.map(\.key)
     }
 

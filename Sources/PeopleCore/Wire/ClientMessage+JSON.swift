@@ -19,12 +19,8 @@ extension ClientMessage {
         let type = try f.string("type")
         switch type {
         case "hello":
-            let version: Int
-            switch f.raw("protocol") {
-            case .int(let n)?: version = n
-            case nil: throw f.fail("hello needs `protocol`")
-            default: throw f.fail("`protocol` must be an integer")
-            }
+            // Read like every other integer (1.0 is 1): JSON does not tell the two apart.
+            guard let version = try f.optionalInt("protocol") else { throw f.fail("hello needs `protocol`") }
             guard version == 1 else {
                 throw ProtocolError(.unsupportedProtocol, "protocol \(version) is not supported; this hub speaks 1")
             }

@@ -87,6 +87,10 @@ extension Diff {
             var components: [TextOperation.Component] = []
             for edit in try f.array("edits") {
                 let e = try WireFields(edit, context: "text edit", code: .invalidOp)
+                // Exactly one of the three: {"retain":1,"insert":"x"} has no single meaning.
+                guard case .object(let keys) = edit, keys.count == 1 else {
+                    throw e.fail("a text edit is one of {retain}, {insert} or {delete}")
+                }
                 if let n = try e.optionalInt("retain") {
                     components.append(.retain(n))
                 } else if let n = try e.optionalInt("delete") {
