@@ -64,6 +64,8 @@ test('parsing rejects what the wire contract rejects, as invalid-op', () => {
     { op: 'text', tag: 1, edits: [] },
     { op: 'text', tag: 1, edits: [{ retain: 0 }] },
     { op: 'text', tag: 1, edits: [{ insert: '' }] },
+    { op: 'text', tag: 1, edits: [{ retain: 1, insert: 'x' }] },
+    { op: 'text', tag: 1, edits: [{ retain: 150 }, { delete: 51 }] },
     { op: 'insert', at: 0, person: { ...Fixtures.p1, likes: ['art'], dislikes: ['art'] } },
     { op: 'insert', at: 0, person: { ...Fixtures.p1, facialHair: ['beard', 'beard'] } },
     { op: 'insert', at: 0, person: { tag: 9, name: 'x' } },

@@ -97,6 +97,8 @@ export function parseDiff(json) {
       const components = [];
       for (const edit of f.array('edits')) {
         const e = new WireFields(edit, 'text edit', ErrorCode.invalidOp);
+        // Exactly one of the three: {retain: 1, insert: 'x'} has no single meaning.
+        if (Object.keys(edit).length !== 1) throw e.fail('a text edit is one of {retain}, {insert} or {delete}');
         let n;
         let s;
         if ((n = e.optionalInt('retain')) !== undefined) components.push({ retain: n });

@@ -7,7 +7,7 @@
 // operations with the same effect are equal component by component.
 
 import { InvalidOp } from './errors.js';
-import { scalars, scalarCount } from './model.js';
+import { NameLimit, scalars, scalarCount } from './model.js';
 
 /** 'retain' | 'insert' | 'delete' (undefined for anything else). */
 export function componentKind(c) {
@@ -48,11 +48,19 @@ export function textOp(components) {
 /** An operation from untrusted components (already typed), or throws InvalidOp. */
 export function validatedTextOp(components) {
   if (components.length === 0) throw new InvalidOp('text edits are empty');
+  let reach = 0;
   for (const c of components) {
     const kind = componentKind(c);
     if (kind === 'insert') {
       if (c.insert === '') throw new InvalidOp('text insert must not be empty');
-    } else if (!(amount(c) >= 1)) throw new InvalidOp('text counts must be at least 1');
+    } else {
+      if (!(amount(c) >= 1)) throw new InvalidOp('text counts must be at least 1');
+      // No name is longer than this: a longer reach is past the end of any name.
+      reach += amount(c);
+      if (reach > NameLimit.maxUTF8Bytes) {
+        throw new InvalidOp(`text edits reach past the end of any name (at most ${NameLimit.maxUTF8Bytes})`);
+      }
+    }
   }
   return textOp(components);
 }
