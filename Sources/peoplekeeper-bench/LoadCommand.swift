@@ -1,0 +1,617 @@
+import ArgumentParser
+import Foundation
+import PeopleCore
+import WebSocketTransport
+
+/// `peoplekeeper-bench load`: N clients in R rooms of a running hub, W of them editing, the rest
+/// receiving; measures deliveries per second, submit-to-delivery latency, connection set-up time and
+/// the hub's CPU and memory, and checks that every client got every revision once, in order, and
+/// ended with the room's state.
+///
+/// Clients are assigned to rooms round-robin: client `i` is in room `i % R`; the first W clients are
+/// the writers, the next `verifiers × R` keep the whole model. Writers are real clients
+/// (`ClientSync`: optimistic edits, one request in flight, rebasing), making a seeded mix of edits
+/// (sets of every field, facial hair, preferences, moves), undos and redos, at `--rate` requests a
+/// second each (paced; a request that cannot go yet waits in the client's outbox) or, with rate 0, each
+/// as soon as the previous one is answered. Verifiers apply every revision with the core; the other
+/// receivers only check revision numbers (a light scan), so a thousand of them fit in one process.
+///
+/// Latency runs from when a request was due (paced: its slot in the schedule, so a hub that falls
+/// behind is charged for the wait; rate 0: when it was sent) to when each other client in the room
+/// received the revision. Server CPU is user + system time of `--server-pid` (/proc) over the measured
+/// part, from the first request to the last delivery; RSS is read before connecting, after everyone
+/// joined, and at the end.
+struct LoadCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "load",
+        abstract: "Load a running hub: N clients in R rooms, W writing; latency, throughput, CPU, memory, exactly-once.",
+        discussion: """
+            Examples:
+              peoplekeeper-bench load --url ws://127.0.0.1:8080 --clients 100 --writers 1 --rate 200 --seconds 10 --server-pid PID
+              peoplekeeper-bench load --clients 1000 --rooms 1 --writers 10 --rate 0 --seconds 10
+              peoplekeeper-bench load --clients 10000 --rooms 100 --writers 0 --seconds 5   # idle connections
+            """)
+
+    @Option(help: "The hub, ws://HOST:PORT (rooms are /v1/rooms/PREFIX-N).")
+    var url = "ws://127.0.0.1:8080"
+
+    @Option(help: "Clients in all.")
+    var clients = 100
+
+    @Option(help: "Rooms; client i joins room i % rooms.")
+    var rooms = 1
+
+    @Option(help: "Clients that edit (the first ones, spread over the rooms).")
+    var writers = 1
+
+    @Option(help: "Requests per second per writer; 0 for as fast as answers come.")
+    var rate = 10.0
+
+    @Option(help: "Seconds of load.")
+    var seconds = 10.0
+
+    @Option(help: "Percent of requests that are edits, undos and redos (EDIT,UNDO,REDO).")
+    var mix = "80,10,10"
+
+    @Option(help: "Receivers per room that apply every revision and are compared with the room at the end.")
+    var verifiers = 2
+
+    @Option(help: "New connections per second while joining (0: all at once).")
+    var connectRate = 2000.0
+
+    @Option(help: "PID of the hub, for its CPU time and memory (/proc).")
+    var serverPid: Int32?
+
+    @Option(help: "Room name prefix (use a fresh one per run against a hub that keeps rooms).")
+    var roomPrefix = "load"
+
+    @Option(help: "Seed of the writers' choices.")
+    var seed: UInt64 = 1
+
+    @Option(help: "Write the result as JSON to this file.")
+    var json: String?
+
+    @Option(help: "A name for the run in the output.")
+    var label: String?
+
+    func validate() throws {
+        guard clients >= 1, rooms >= 1, rooms <= clients else { throw ValidationError("need 1 ≤ rooms ≤ clients") }
+        guard (0...clients).contains(writers) else { throw ValidationError("--writers must be 0…clients") }
+        guard rate >= 0, seconds > 0 else { throw ValidationError("--rate ≥ 0 and --seconds > 0") }
+        guard parsedMix != nil else { throw ValidationError("--mix is EDIT,UNDO,REDO percentages adding up to 100") }
+        guard url.hasPrefix("ws://") || url.hasPrefix("wss://") else { throw ValidationError("--url is ws://HOST:PORT") }
+    }
+
+    var parsedMix: (edit: Int, undo: Int, redo: Int)? {
+        let parts = mix.split(separator: ",").compactMap { Int($0) }
+        guard parts.count == 3, parts.allSatisfy({ $0 >= 0 }), parts.reduce(0, +) == 100 else { return nil }
+        return (parts[0], parts[1], parts[2])
+    }
+
+    func run() async throws {
+        let base = url.hasSuffix("/") ? String(url.dropLast()) : url
+        let plan = LoadPlan(clients: clients, rooms: rooms, writers: writers, verifiers: verifiers,
+                            mix: parsedMix!, seed: seed)
+        let run = LoadRun(plan: plan, roomURLs: (0..<rooms).map { "\(base)/v1/rooms/\(roomPrefix)-\($0)" })
+        let client = try WebSocketClient(limits: WebSocketLimits(sendQueueMessages: 1 << 20, sendQueueBytes: 1 << 30))
+        let server = serverPid.map(ProcessSample.init(pid:))
+        let rssBefore = server?.rssKiB()
+
+        // Join, paced so the listen backlog is not overrun.
+        let joinStart = DispatchTime.now().uptimeNanoseconds
+        for index in 0..<clients {
+            if connectRate > 0 {
+                let due = joinStart + UInt64(Double(index) * 1e9 / connectRate)
+                let now = DispatchTime.now().uptimeNanoseconds
+                if due > now { try await Task.sleep(nanoseconds: due - now) }
+            }
+            let peer = run.peers[index]
+            peer.connectStart = DispatchTime.now().uptimeNanoseconds
+            try client.connect(url: run.roomURLs[peer.room], delegate: peer)
+        }
+        try await run.wait(timeout: 60 + Double(clients) / 200, "all \(clients) clients joined") { $0.joined == clients }
+        let joinSeconds = Double(DispatchTime.now().uptimeNanoseconds - joinStart) / 1e9
+        if run.failures > 0 { throw ValidationError("\(run.failures) connections failed while joining") }
+        let rssJoined = server?.rssKiB()
+
+        // Load.
+        let cpuBefore = try server?.cpuSeconds()
+        let start = DispatchTime.now().uptimeNanoseconds
+        let end = start + UInt64(seconds * 1e9)
+        let writerCount = run.writers.count
+        if writerCount > 0 {
+            if rate == 0 {
+                client.perform { for writer in run.writers { writer.goFlatOut(until: end) } }
+                try await Task.sleep(nanoseconds: end - min(end, DispatchTime.now().uptimeNanoseconds))
+            } else {
+                // Writer w's request k is due at start + (k + w / W) / rate: the writers take turns evenly.
+                let interval = 1e9 / (rate * Double(writerCount))
+                var event = 0
+                while true {
+                    let due = start + UInt64(Double(event) * interval)
+                    if due >= end { break }
+                    let now = DispatchTime.now().uptimeNanoseconds
+                    if due > now { try await Task.sleep(nanoseconds: due - now) }
+                    let writer = event % writerCount
+                    client.perform { run.writers[writer].act(due: due) }
+                    event += 1
+                }
+            }
+        } else {
+            try await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
+        }
+        client.perform { for writer in run.writers { writer.stopActing() } }
+
+        // Drain: every request answered, then every client at its room's head.
+        try await run.wait(timeout: 60, "every writer's requests answered") { $0.outstanding == 0 }
+        try await run.wait(timeout: 60, "every client has every revision") { run in
+            client.perform { run.checkHeads() }
+            return run.allAtHead
+        }
+        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        let cpuAfter = try server?.cpuSeconds()
+        let rssEnd = server?.rssKiB()
+
+        // Convergence: a fresh client per room against every client that keeps the model.
+        let truth = RoomCheck(count: rooms)
+        for room in 0..<rooms {
+            try client.connect(url: run.roomURLs[room], delegate: CheckPeer(room: room, check: truth))
+        }
+        try await run.wait(timeout: 30, "the check clients joined") { _ in truth.done == rooms }
+        let report = await withCheckedContinuation { (done: CheckedContinuation<LoadReport, Never>) in
+            client.perform { done.resume(returning: run.report(truth: truth)) }
+        }
+        await client.shutdown()
+
+        let deliveries = report.deliveries
+        let cpu: Double? = if let cpuBefore, let cpuAfter { cpuAfter - cpuBefore } else { nil }
+        var out: [String: Any] = [
+            "label": label ?? "load", "clients": clients, "rooms": rooms, "writers": writers, "rate": rate,
+            "seconds": seconds, "mix": mix, "elapsedSeconds": elapsed,
+            "requests": report.requests, "revisions": report.revisions, "deliveries": deliveries,
+            "deliveriesPerSecond": Double(deliveries) / elapsed,
+            "latencyMillis": ["p50": report.latency.p50, "p99": report.latency.p99, "max": report.latency.max,
+                              "samples": report.latency.count],
+            "joinSeconds": joinSeconds,
+            "connectMillis": ["p50": report.connect.p50, "p99": report.connect.p99, "max": report.connect.max],
+            "problems": report.problems, "converged": report.converged, "comparedClients": report.compared,
+        ]
+        if let cpu {
+            out["serverCPUSeconds"] = cpu
+            out["serverCPUMicrosPerDelivery"] = deliveries > 0 ? cpu * 1e6 / Double(deliveries) : Double(0)
+            out["deliveriesPerServerCPUSecond"] = cpu > 0 ? Double(deliveries) / cpu : Double(0)
+        }
+        if let rssBefore, let rssJoined, let rssEnd {
+            out["serverRSSKiB"] = ["before": rssBefore, "joined": rssJoined, "end": rssEnd]
+            out["serverRSSKiBPerConnection"] = Double(rssJoined - rssBefore) / Double(clients)
+        }
+        print(Self.table(out))
+        if let json {
+            let data = try JSONSerialization.data(withJSONObject: out, options: [.prettyPrinted, .sortedKeys])
+            try data.write(to: URL(fileURLWithPath: json))
+        }
+        if !report.problems.isEmpty || !report.converged { throw ExitCode(1) }
+    }
+
+    static func table(_ r: [String: Any]) -> String {
+        func number(_ value: Any?) -> Double { (value as? Double) ?? Double(value as? Int ?? 0) }
+        func ms(_ key: String) -> String {
+            guard let d = r[key] as? [String: Any] else { return "-" }
+            return String(format: "%.2f / %.2f / %.2f ms", number(d["p50"]), number(d["p99"]), number(d["max"]))
+        }
+        var rows: [(String, String)] = [
+            ("run", "\(r["label"]!): \(r["clients"]!) clients, \(r["rooms"]!) rooms, \(r["writers"]!) writers at \(r["rate"]!)/s each, \(r["seconds"]!) s, mix \(r["mix"]!)"),
+            ("requests / revisions", "\(r["requests"]!) / \(r["revisions"]!)"),
+            ("deliveries", String(format: "%d (%.0f /s)", r["deliveries"] as! Int, number(r["deliveriesPerSecond"]))),
+            ("latency p50 / p99 / max", ms("latencyMillis")),
+            ("join", String(format: "%.2f s for all; each ", number(r["joinSeconds"])) + ms("connectMillis")),
+        ]
+        if r["serverCPUSeconds"] != nil {
+            let cpu = number(r["serverCPUSeconds"])
+            rows.append(("server CPU", String(format: "%.3f s = %.2f µs / delivery (%.0f deliveries per CPU-second)",
+                                                 cpu, number(r["serverCPUMicrosPerDelivery"]),
+                                                 number(r["deliveriesPerServerCPUSecond"]))))
+        }
+        if let rss = r["serverRSSKiB"] as? [String: Int] {
+            rows.append(("server RSS", String(format: "%d KiB before, %d joined, %d end; %.1f KiB per connection",
+                                                 rss["before"]!, rss["joined"]!, rss["end"]!,
+                                                 number(r["serverRSSKiBPerConnection"]))))
+        }
+        let problems = r["problems"] as! [String]
+        rows.append(("checks", problems.isEmpty && r["converged"] as! Bool
+                     ? "every client got every revision once, in order; \(r["comparedClients"]!) models equal the room's"
+                     : "FAILED: \(problems.prefix(5).joined(separator: "; "))\(r["converged"] as! Bool ? "" : "; models differ")"))
+        return rows.map { pad($0.0, 26) + $0.1 }.joined(separator: "\n")
+    }
+}
+
+/// Who does what in a run.
+struct LoadPlan {
+    var clients: Int
+    var rooms: Int
+    var writers: Int
+    var verifiers: Int
+    var mix: (edit: Int, undo: Int, redo: Int)
+    var seed: UInt64
+}
+
+/// The hub process, read from /proc.
+struct ProcessSample {
+    let pid: Int32
+    func cpuSeconds() throws -> Double { try processCPU(pid) }
+    func rssKiB() -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return nil }
+        return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+    }
+}
+
+/// Percentiles of a list of milliseconds.
+struct Percentiles {
+    var p50 = 0.0, p99 = 0.0, max = 0.0, count = 0
+
+    init(_ values: [Double]) {
+        guard !values.isEmpty else { return }
+        let sorted = values.sorted()
+        func at(_ q: Double) -> Double { sorted[Swift.min(sorted.count - 1, Int(Double(sorted.count) * q))] }
+        p50 = at(0.5)
+        p99 = at(0.99)
+        max = sorted.last!
+        count = sorted.count
+    }
+}
+
+struct LoadReport {
+    var requests = 0
+    var revisions = 0
+    var deliveries = 0
+    var latency = Percentiles([])
+    var connect = Percentiles([])
+    var problems: [String] = []
+    var converged = true
+    var compared = 0
+}
+
+/// The state of one run. Peers live on the client's service thread; the counters the driver polls
+/// are behind a lock.
+final class LoadRun: @unchecked Sendable {
+    let plan: LoadPlan
+    let roomURLs: [String]
+    var peers: [LoadPeer] = []
+    /// The writers (read from other threads only to hand them to the service thread).
+    nonisolated(unsafe) var writers: [LoadPeer] = []
+    /// Per room: when each revision's request was due (ns), by revision number; and the head.
+    var dueOfRevision: [[Int: UInt64]]
+    var head: [Int]
+    private let lock = NSLock()
+    private var _joined = 0
+    private var _failures = 0
+    private var _outstanding = 0
+    private var _atHead = false
+
+    init(plan: LoadPlan, roomURLs: [String]) {
+        self.plan = plan
+        self.roomURLs = roomURLs
+        dueOfRevision = Array(repeating: [:], count: plan.rooms)
+        head = Array(repeating: 0, count: plan.rooms)
+        var perRoom = Array(repeating: 0, count: plan.rooms)
+        for index in 0..<plan.clients {
+            let room = index % plan.rooms
+            let role: LoadPeer.Role
+            if index < plan.writers {
+                role = .writer
+            } else if perRoom[room] < plan.verifiers {
+                role = .verifier
+                perRoom[room] += 1
+            } else {
+                role = .receiver
+            }
+            peers.append(LoadPeer(index: index, room: room, role: role, run: self,
+                                  seed: plan.seed &+ UInt64(index) &* 0x9E37_79B9))
+            if role == .writer { writers.append(peers[index]) }
+        }
+    }
+
+    var joined: Int { lock.withLock { _joined } }
+    var failures: Int { lock.withLock { _failures } }
+    var outstanding: Int { lock.withLock { _outstanding } }
+    var allAtHead: Bool { lock.withLock { _atHead } }
+
+    func markJoined() { lock.withLock { _joined += 1 } }
+    func markFailed() { lock.withLock { _failures += 1 } }
+    func addOutstanding(_ delta: Int) { lock.withLock { _outstanding += delta } }
+
+    /// Service thread: a revision is known (from its author's answer or anyone's receipt).
+    func saw(room: Int, rev: Int) {
+        if rev > head[room] { head[room] = rev }
+    }
+
+    /// Service thread: re-checks whether every client is at its room's head (after the writers stop).
+    func checkHeads() {
+        let done = peers.allSatisfy { $0.lastRev == head[$0.room] }
+        lock.withLock { _atHead = done }
+    }
+
+    func wait(timeout: Double, _ what: String, _ condition: (LoadRun) -> Bool) async throws {
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(timeout * 1e9)
+        var polls = 0
+        while !condition(self) {
+            if DispatchTime.now().uptimeNanoseconds > deadline { throw ValidationError("timed out waiting until \(what)") }
+            try await Task.sleep(nanoseconds: 1_000_000)
+            polls += 1
+        }
+    }
+
+    /// Service thread, after the run.
+    func report(truth: RoomCheck) -> LoadReport {
+        var report = LoadReport()
+        var latencies: [Double] = []
+        var connects: [Double] = []
+        for peer in peers {
+            report.requests += peer.requests
+            report.deliveries += peer.receipts.count
+            if let joined = peer.joinedAt { connects.append(Double(joined - peer.connectStart) / 1e6) }
+            report.problems += peer.problems.prefix(3).map { "client \(peer.index): \($0)" }
+            let due = dueOfRevision[peer.room]
+            for receipt in peer.receipts {
+                guard let sent = due[Int(receipt.rev)] else { continue }
+                latencies.append(Double(Int64(bitPattern: receipt.at &- sent)) / 1e6)
+            }
+            if let sync = peer.sync {
+                report.compared += 1
+                if sync.confirmed != truth.models[peer.room] || sync.revision != truth.revisions[peer.room] {
+                    report.converged = false
+                    report.problems.append("client \(peer.index) (room \(peer.room)) ended at rev \(sync.revision) with a model that differs from the room's at rev \(truth.revisions[peer.room])")
+                }
+            }
+        }
+        for room in 0..<plan.rooms where truth.revisions[room] != head[room] {
+            report.problems.append("room \(room): the hub is at rev \(truth.revisions[room]) but clients saw \(head[room])")
+        }
+        report.revisions = head.reduce(0, +)
+        report.latency = Percentiles(latencies)
+        report.connect = Percentiles(connects)
+        return report
+    }
+}
+
+/// One client of the run (service thread only).
+final class LoadPeer: WebSocketClientDelegate {
+    enum Role { case writer, verifier, receiver }
+
+    let index: Int
+    let room: Int
+    let role: Role
+    unowned let run: LoadRun
+    /// Writers and verifiers keep the room with the core; receivers only check revision numbers.
+    var sync: ClientSync?
+    var connection: WebSocketConnection?
+    /// Set just before connecting (the connect hands over to the service thread after it).
+    nonisolated(unsafe) var connectStart: UInt64 = 0
+    var joinedAt: UInt64?
+    var lastRev = 0
+    var receipts: [(rev: UInt32, at: UInt64)] = []
+    var problems: [String] = []
+    var requests = 0
+    private var rng: BenchRandom
+    private var flatOutUntil: UInt64?
+    /// When each queued request was due, oldest first; a request takes one when it is first sent.
+    private var dueTimes: [UInt64] = []
+    private var dueOfSeq: [Int: UInt64] = [:]
+    private var lastSentSeq = 0
+
+    init(index: Int, room: Int, role: Role, run: LoadRun, seed: UInt64) {
+        self.index = index
+        self.room = room
+        self.role = role
+        self.run = run
+        self.rng = BenchRandom(seed: seed)
+        if role != .receiver { sync = ClientSync(user: "load-\(index)") }
+    }
+
+    func didConnect(_ connection: WebSocketConnection) {
+        self.connection = connection
+        let hello: ClientMessage = sync?.connect(client: "peoplekeeper-bench/load")
+            ?? .hello(.init(user: "load-\(index)", client: "peoplekeeper-bench/load"))
+        connection.send(OutboundMessage(text: hello.json.bytes))
+    }
+
+    func didClose(_ connection: WebSocketConnection, error: String?) {
+        if joinedAt == nil { run.markFailed() } else { problems.append("closed: \(error ?? "by the hub")") }
+        self.connection = nil
+    }
+
+    func didReceive(_ connection: WebSocketConnection, message: [UInt8], binary: Bool) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        if sync == nil { return receiveLight(message, at: now) }
+        switch ServerMessage.decode(message) {
+        case .failure(let error):
+            problems.append("undecodable frame: \(error)")
+        case .success(let decoded):
+            let (send, _) = sync!.receive(decoded)
+            self.send(send)
+            track(decoded, at: now)
+        }
+    }
+
+    /// Receivers: the type and revision by a scan (no parse), so a thousand fit in one process.
+    private func receiveLight(_ message: [UInt8], at now: UInt64) {
+        guard let type = FanoutPeer.stringValue(of: "type", in: message) else { return }
+        switch type {
+        case "welcome":
+            joined(rev: FanoutPeer.intValue(of: "rev", in: message) ?? 0, at: now)
+        case "ops":
+            guard let rev = FanoutPeer.intValue(of: "rev", in: message) else { return problems.append("ops without rev") }
+            received(rev: rev, at: now, delivery: true)
+        case "error":
+            problems.append("error frame: \(String(decoding: message.prefix(200), as: UTF8.self))")
+        default:
+            break
+        }
+    }
+
+    /// Writers and verifiers: order checks, and the due times of our own revisions.
+    private func track(_ message: ServerMessage, at now: UInt64) {
+        switch message {
+        case .welcome(let w):
+            joined(rev: w.rev, at: now)
+        case .ops(let o):
+            received(rev: o.rev, at: now, delivery: true)
+        case .ack(let a):
+            // A batch that changed nothing is acked at the current revision: no new revision.
+            answered(seq: a.seq, rev: a.ops.isEmpty ? nil : a.rev, at: now)
+            if a.ops.isEmpty, a.rev > lastRev { problems.append("a no-op ack at rev \(a.rev) ahead of \(lastRev)") }
+        case .undone(let u), .redone(let u):
+            answered(seq: u.seq, rev: u.ops.isEmpty ? nil : u.rev, at: now)
+        case .error(let e):
+            if let seq = e.seq { answered(seq: seq, rev: nil, at: now) }
+            problems.append("error \(e.code.rawValue): \(e.message)")
+        default:
+            break
+        }
+    }
+
+    private func joined(rev: Int, at now: UInt64) {
+        guard joinedAt == nil else { return }
+        joinedAt = now
+        lastRev = rev
+        run.saw(room: room, rev: rev)
+        run.markJoined()
+    }
+
+    private func received(rev: Int, at now: UInt64, delivery: Bool) {
+        if rev != lastRev + 1 { problems.append("got rev \(rev) after \(lastRev)") }
+        lastRev = max(lastRev, rev)
+        run.saw(room: room, rev: rev)
+        if delivery { receipts.append((UInt32(truncatingIfNeeded: rev), now)) }
+    }
+
+    private func answered(seq: Int, rev: Int?, at now: UInt64) {
+        if let due = dueOfSeq.removeValue(forKey: seq) {
+            run.addOutstanding(-1)
+            if let rev { run.dueOfRevision[room][rev] = due }
+        }
+        if let rev { received(rev: rev, at: now, delivery: false) }
+        if let until = flatOutUntil {
+            if now < until { actFlatOut(now) } else { stopActing() }
+        }
+    }
+
+    // MARK: Writing
+
+    func goFlatOut(until end: UInt64) {
+        flatOutUntil = end
+        actFlatOut(DispatchTime.now().uptimeNanoseconds)
+    }
+
+    func stopActing() {
+        flatOutUntil = nil
+    }
+
+    /// The next request as soon as the last is answered (a draw that changes nothing is drawn again).
+    private func actFlatOut(_ now: UInt64) {
+        for _ in 0..<8 where sync?.pendingCount == 0 { act(due: now) }
+    }
+
+    /// Makes the next request of the mix (paced: `due` is its slot in the schedule).
+    func act(due: UInt64) {
+        guard sync != nil, connection != nil else { return }
+        let before = sync!.pendingCount
+        let messages: [ClientMessage]
+        let roll = rng.int(100)
+        if roll < run.plan.mix.edit {
+            guard let edit = makeEdit(on: sync!.view), let made = try? sync!.edit([edit.diff], label: edit.label) else {
+                return
+            }
+            messages = made
+        } else if roll < run.plan.mix.edit + run.plan.mix.undo {
+            messages = sync!.undo()
+        } else {
+            messages = sync!.redo()
+        }
+        if sync!.pendingCount > before {
+            dueTimes.append(due)
+            requests += 1
+            run.addOutstanding(1)
+        }
+        send(messages)
+    }
+
+    private func send(_ messages: [ClientMessage]) {
+        for message in messages {
+            switch message {
+            case .submit(let s): firstSend(seq: s.seq)
+            case .undo(let u), .redo(let u): firstSend(seq: u.seq)
+            default: break
+            }
+            connection?.send(OutboundMessage(text: message.json.bytes))
+        }
+    }
+
+    private func firstSend(seq: Int) {
+        guard seq > lastSentSeq else { return }
+        lastSentSeq = seq
+        let due = dueTimes.isEmpty ? DispatchTime.now().uptimeNanoseconds : dueTimes.removeFirst()
+        // Flat out there is no schedule: the clock starts when the request leaves.
+        dueOfSeq[seq] = flatOutUntil == nil ? due : DispatchTime.now().uptimeNanoseconds
+    }
+
+    private func makeEdit(on view: PeopleModel) -> (diff: Diff, label: String)? {
+        let tags = view.tags
+        guard !tags.isEmpty else { return nil }
+        let tag = tags[rng.int(tags.count)]
+        switch rng.int(8) {
+        case 0: return (.set(tag, .hairColor(HairColor.allCases[rng.int(HairColor.allCases.count)])), "Change Hair Color")
+        case 1: return (.set(tag, .eyeColor(EyeColor.allCases[rng.int(EyeColor.allCases.count)])), "Change Eye Color")
+        case 2: return (.set(tag, .hairLength(HairLength.allCases[rng.int(HairLength.allCases.count)])), "Change Hair Length")
+        case 3: return (.set(tag, .glasses(rng.int(2) == 0)), "Change Glasses")
+        case 4: return (.facialHair(tag, FacialHairStyle.allCases[rng.int(FacialHairStyle.allCases.count)], present: rng.int(2) == 0),
+                        "Change Facial Hair")
+        case 5: return (.preference(tag, Topic.allCases[rng.int(Topic.allCases.count)], Opinion.allCases[rng.int(Opinion.allCases.count)]),
+                        "Change Preference")
+        case 6: return (.set(tag, .name("Person \(rng.int(1000))")), "Rename")
+        default: return (.move(tag, to: rng.int(tags.count + 1)), "Move")
+        }
+    }
+}
+
+/// The room as a fresh client sees it after the run.
+final class RoomCheck: @unchecked Sendable {
+    var models: [PeopleModel]
+    var revisions: [Int]
+    private let lock = NSLock()
+    private var _done = 0
+
+    init(count: Int) {
+        models = Array(repeating: PeopleModel(), count: count)
+        revisions = Array(repeating: -1, count: count)
+    }
+
+    var done: Int { lock.withLock { _done } }
+    func finish() { lock.withLock { _done += 1 } }
+}
+
+final class CheckPeer: WebSocketClientDelegate {
+    let room: Int
+    let check: RoomCheck
+
+    init(room: Int, check: RoomCheck) {
+        self.room = room
+        self.check = check
+    }
+
+    func didConnect(_ connection: WebSocketConnection) {
+        let hello = ClientMessage.hello(.init(user: "load-check", client: "peoplekeeper-bench/load"))
+        connection.send(OutboundMessage(text: hello.json.bytes))
+    }
+
+    func didReceive(_ connection: WebSocketConnection, message: [UInt8], binary: Bool) {
+        guard case .success(.welcome(let w)) = ServerMessage.decode(message) else { return }
+        check.models[room] = PeopleModel(people: w.people ?? [])
+        check.revisions[room] = w.rev
+        check.finish()
+        connection.close()
+    }
+
+    func didClose(_ connection: WebSocketConnection, error: String?) {}
+}
