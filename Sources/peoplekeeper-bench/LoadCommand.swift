@@ -520,8 +520,11 @@ final class LoadPeer: WebSocketClientDelegate {
         let messages: [ClientMessage]
         let roll = rng.int(100)
         if roll < run.plan.mix.edit {
-            guard let edit = makeEdit(on: sync!.view), let made = try? sync!.edit([edit.diff], label: edit.label) else {
-                return
+            // An edit that would change nothing (the value is already there) is drawn again.
+            var made: [ClientMessage] = []
+            for _ in 0..<8 where sync!.pendingCount == before {
+                guard let edit = makeEdit(on: sync!.view) else { return }
+                made = (try? sync!.edit([edit.diff], label: edit.label)) ?? []
             }
             messages = made
         } else if roll < run.plan.mix.edit + run.plan.mix.undo {

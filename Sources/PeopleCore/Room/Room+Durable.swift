@@ -21,7 +21,7 @@ extension Room {
         case .opened(let session, let user, let role, let client, let block):
             guard sessions[session] == nil else { throw RestoreError("room \(name): session \(session) opened twice") }
             sessions[session] = Session(user: user, role: role, client: client, connected: false, tags: block,
-                                        lastAckRevision: 0, joinOrder: 0)
+                                        lastAckRevision: 0)
             addBlock(block, for: user)
             disconnectedOrder.append(session)
         case .tags(let session, let block):
@@ -141,7 +141,7 @@ extension Room {
                 guard let role = Role(rawValue: roleText) else { throw f.fail("unknown role \(roleText)") }
                 var session = Session(user: try f.string("user"), role: role, client: try f.optionalString("client"),
                                       connected: false, tags: try Self.block(f.raw("tags") ?? .null),
-                                      lastAckRevision: try f.int("lastAck"), joinOrder: 0)
+                                      lastAckRevision: try f.int("lastAck"))
                 session.lastSeq = try f.int("lastSeq")
                 for r in try f.array("replies") {
                     let g = try WireFields(r, context: "reply", code: .serverError)

@@ -18,7 +18,6 @@ public struct Room: Sendable {
         var replyOrder: [Int] = []
         var viewing: Tag?
         var field: String?
-        var joinOrder: Int
     }
 
     /// What belongs to a user in this room, shared by all the user's sessions.
@@ -45,7 +44,6 @@ public struct Room: Sendable {
     public internal(set) var journalPosition = 0
     /// Disconnected sessions, oldest first; beyond `policy.keptSessions` the oldest are forgotten.
     var disconnectedOrder: [SessionID] = []
-    private var joins = 0
 
     /// A new room at revision 0 holding `seed` (which is nobody's edit: in no undo stack).
     public init(name: String, seed: PeopleModel = .tutorialSeed, policy: RoomPolicy = RoomPolicy()) {
@@ -68,10 +66,9 @@ public struct Room: Sendable {
     /// A user's stacks (empty for a user never seen).
     public func stacks(of user: String) -> UndoStacks { users[user]?.stacks ?? UndoStacks() }
 
-    /// Sessions connected now, in join order.
-    public var connectedSessions: [SessionID] {
-        sessions.filter(\.value.connected).sorted { $0.value.joinOrder < $1.value.joinOrder }.map(\.key)
-    }
+    /// Sessions connected now, in join order (kept up to date by `join` and `leave`: every broadcast
+    /// reads it).
+    public private(set) var connectedSessions: [SessionID] = []
 
     func connectedSessions(of user: String) -> [SessionID] {
         connectedSessions.filter { sessions[$0]?.user == user }
@@ -99,23 +96,23 @@ public struct Room: Sendable {
         session: SessionID, user: String, role: Role, client: String? = nil,
         resume: SessionID? = nil, since: Int? = nil, earlier: [Revision] = []
     ) -> (session: SessionID, actions: [RoomAction]) {
-        joins += 1
         let id: SessionID
         var actions: [RoomAction] = []
         if let resume, var old = sessions[resume], old.user == user, old.role == role {
             id = resume
             old.connected = true
             old.client = client ?? old.client
-            old.joinOrder = joins
             sessions[id] = old
             disconnectedOrder.removeAll { $0 == id }
+            connectedSessions.removeAll { $0 == id }  // a resume on a new connection: it joined again
         } else {
             id = session
             let block = allocateTagBlock(for: user)
             sessions[id] = Session(user: user, role: role, client: client, connected: true, tags: block,
-                                   lastAckRevision: 0, joinOrder: joins)
+                                   lastAckRevision: 0)
             actions.append(journal(.opened(session: id, user: user, role: role, client: client, tags: block)))
         }
+        connectedSessions.append(id)
         if users[user] == nil { users[user] = UserState() }
         // Catch-up from memory, or from `earlier` (revisions the store read) joined to memory.
         var missed: [Revision]?
@@ -155,6 +152,7 @@ public struct Room: Sendable {
     public mutating func leave(session: SessionID) -> [RoomAction] {
         guard sessions[session]?.connected == true else { return [] }
         sessions[session]!.connected = false
+        connectedSessions.removeAll { $0 == session }
         disconnectedOrder.append(session)
         var actions: [RoomAction] = []
         while disconnectedOrder.count > policy.keptSessions {
@@ -167,7 +165,7 @@ public struct Room: Sendable {
     }
 
     /// Number of connected sessions.
-    public var connectionCount: Int { sessions.values.filter(\.connected).count }
+    public var connectionCount: Int { connectedSessions.count }
 
     mutating func allocateTagBlock(for user: String) -> TagBlock {
         let block = TagBlock(from: nextTag, to: nextTag + policy.tagBlockSize - 1)
