@@ -7,6 +7,8 @@
 #   make bench   the core benchmark, the hub-vs-relay fan-out figure, the store figures (durable
 #                revisions/s with group commit, restart of a 1,000,000-revision room) and the cluster
 #                failover time, release build
+#   make conformance  the Autobahn TestSuite (wstest, Python 2.7 via pyenv) against `peoplekeeper-hub
+#                echo`: cases 1-7, 9.1-9.4 and 12.1 (permessage-deflate); about 70 s; not part of make test
 #   make clean   remove build products
 
 export PATH := /opt/swift/usr/bin:$(PATH)
@@ -36,7 +38,7 @@ JS_TEST_FILES = $(shell [ -d $(JS_TESTS_DIR) ] && find $(JS_TESTS_DIR) -type f -
 	-o -name 'test.js' -o -name 'test.mjs' -o -name 'test.cjs' \) 2>/dev/null)
 
 .DEFAULT_GOAL := build
-.PHONY: deps venv build test bench run clean
+.PHONY: deps venv build test bench run clean conformance
 
 deps:
 	@command -v swift >/dev/null 2>&1 || { \
@@ -85,6 +87,14 @@ bench: deps venv
 	scripts/bench-fanout.sh 100 200 10
 	scripts/bench-store.sh 5 1000000
 	scripts/bench-failover.sh 3
+
+# Protocol conformance (issue 7; not part of `make test`): installs wstest into .build/autobahn/venv on
+# first use; reports in .build/autobahn/reports/. 2.10 and 2.11 (a burst of pings) fail inside
+# libwebsockets 4.1.6, which answers the first of several pending pings only: they are listed as known
+# failures (still printed) so that any other failure fails the target. docs/SECURITY.md has the results.
+conformance: deps
+	swift build --product peoplekeeper-hub
+	AUTOBAHN_KNOWN_FAILURES="2.10 2.11" scripts/conformance.sh
 
 run: deps
 	swift build --product peoplekeeper-hub

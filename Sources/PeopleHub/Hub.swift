@@ -628,15 +628,16 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
         if host.room.revision - host.snapshotRevision >= configuration.snapshotEvery { saveSnapshotIfChanged(host) }
     }
 
-    /// Sends the room's presence list soon: once per service pass at most, and at most every
-    /// `presenceIntervalMilliseconds`, whatever the number of joins, leaves and presence updates in
+    /// Sends the room's presence list soon: once per service pass at most, and at most once per
+    /// `presenceInterval(members:)`, whatever the number of joins, leaves and presence updates in
     /// between. Each list replaces one still waiting in a receiver's queue, so a room where hundreds
     /// come and go keeps every member's queue to one presence message, not one per change.
     private func schedulePresence(_ host: RoomHost) {
         guard !host.presenceScheduled else { return }
         host.presenceScheduled = true
         let box = UncheckedSendable(host)
-        let wait = host.lastPresence.map { min(Self.presenceIntervalMilliseconds, Self.presenceIntervalMilliseconds - (clock() - $0)) } ?? 0
+        let interval = Self.presenceInterval(members: host.connections.count)
+        let wait = host.lastPresence.map { min(interval, interval - (clock() - $0)) } ?? 0
         let flush: @Sendable () -> Void = { [weak self] in
             self?.server?.perform { [weak self] in self?.flushPresence(box.value) }
         }
@@ -647,7 +648,10 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
         }
     }
 
-    static let presenceIntervalMilliseconds: Int64 = 50
+    /// Milliseconds between a room's presence lists: 50, or 1 per member in rooms of more than 50
+    /// (capped at 1 s). A list has one entry per member and goes to every member, so a fixed interval
+    /// would cost O(members²) bytes a second; this keeps it O(members).
+    static func presenceInterval(members: Int) -> Int64 { Int64(min(1000, max(50, members))) }
 
     private func flushPresence(_ host: RoomHost) {
         host.presenceScheduled = false

@@ -164,6 +164,9 @@ public class LWSEndpoint: @unchecked Sendable {
             inbox.drain()
             return 0
         case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
+            // A close body is empty or starts with a 2-byte code (RFC 6455 5.5.1); lws checks codes but
+            // would echo a 1-byte body: fail the connection instead (Autobahn 7.3.2).
+            if length == 1 { return -1 }
             if let connection = connection(of: wsi) { recordPeerClose(connection, input: input, length: length) }
             return 0
         default:

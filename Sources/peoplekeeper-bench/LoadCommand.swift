@@ -365,7 +365,11 @@ final class LoadRun: @unchecked Sendable {
                 }
             }
         }
-        for room in 0..<plan.rooms where truth.revisions[room] != head[room] {
+        for room in 0..<plan.rooms where truth.revisions[room] < 0 {
+            report.converged = false
+            report.problems.append("room \(room): the check client could not join (limits.maxConnections?)")
+        }
+        for room in 0..<plan.rooms where truth.revisions[room] >= 0 && truth.revisions[room] != head[room] {
             report.problems.append("room \(room): the hub is at rev \(truth.revisions[room]) but clients saw \(head[room])")
         }
         report.revisions = head.reduce(0, +)
@@ -616,5 +620,11 @@ final class CheckPeer: WebSocketClientDelegate {
         connection.close()
     }
 
-    func didClose(_ connection: WebSocketConnection, error: String?) {}
+    func didClose(_ connection: WebSocketConnection, error: String?) {
+        // Closed before its welcome (refused, or the hub is full): the room's state is unknown.
+        if check.revisions[room] == -1 {
+            check.revisions[room] = -2
+            check.finish()
+        }
+    }
 }
