@@ -5,8 +5,8 @@
 #
 #   scripts/bench-fanout.sh [CLIENTS] [RATE] [SECONDS]      (defaults: 100 200 10)
 #
-# Release build. The hub runs with the in-memory store and limits.opsPerSecond raised so the single
-# writer is not rate-limited; neither side compresses (the bench clients do not offer permessage-deflate).
+# Release build; `peoplekeeper-bench load` drives both. The hub runs with the in-memory store and
+# limits.opsPerSecond raised so the single writer is not rate-limited; neither side compresses.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CLIENTS=${1:-100}
@@ -43,11 +43,15 @@ read -r HUB_PID HUB_PORT < <(PEOPLEKEEPER_LIMITS_OPS_PER_SECOND=1000000 PEOPLEKE
   start "$BIN/peoplekeeper-hub" --port 0 --storage memory --config Config/peoplekeeper.yaml)
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $CLIENTS clients, $RATE msg/s, ${SECONDS_} s"
-"$BIN/peoplekeeper-bench" fanout --mode relay --label relay --url "ws://127.0.0.1:$RELAY_PORT/v1/rooms/bench" \
-  --clients "$CLIENTS" --rate "$RATE" --seconds "$SECONDS_" --server-pid "$RELAY_PID" --json "$OUT/fanout-relay.json"
-"$BIN/peoplekeeper-bench" fanout --mode hub --label hub --url "ws://127.0.0.1:$HUB_PORT/v1/rooms/bench" \
-  --clients "$CLIENTS" --rate "$RATE" --seconds "$SECONDS_" --server-pid "$HUB_PID" --json "$OUT/fanout-hub.json"
-
+# The same workload against both: one writer at RATE a second, the other CLIENTS-1 receive.
+"$BIN/peoplekeeper-bench" load --target relay --label relay --url "ws://127.0.0.1:$RELAY_PORT" --room-prefix bench \
+  --clients "$CLIENTS" --writers 1 --rate "$RATE" --mix 100,0,0 --seconds "$SECONDS_" --server-pid "$RELAY_PID" \
+  --json "$OUT/fanout-relay.json"
+echo
+"$BIN/peoplekeeper-bench" load --target hub --label hub --url "ws://127.0.0.1:$HUB_PORT" --room-prefix bench \
+  --clients "$CLIENTS" --writers 1 --rate "$RATE" --mix 100,0,0 --seconds "$SECONDS_" --server-pid "$HUB_PID" \
+  --json "$OUT/fanout-hub.json"
+echo
 python3 - "$OUT/fanout-relay.json" "$OUT/fanout-hub.json" <<'PY'
 import json, sys
 relay, hub = (json.load(open(p)) for p in sys.argv[1:3])

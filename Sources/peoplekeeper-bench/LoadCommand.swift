@@ -32,8 +32,13 @@ struct LoadCommand: AsyncParsableCommand {
               peoplekeeper-bench load --clients 10000 --rooms 100 --writers 0 --seconds 5   # idle connections
             """)
 
+    enum Target: String, ExpressibleByArgument { case hub, relay }
+
     @Option(help: "The hub, ws://HOST:PORT (rooms are /v1/rooms/PREFIX-N).")
     var url = "ws://127.0.0.1:8080"
+
+    @Option(help: "hub, or relay: `peoplekeeper-bench relay`, the bare transport (writers send frames of the shape and size of the hub's ops frames; one writer per room; no state to compare).")
+    var target: Target = .hub
 
     @Option(help: "Clients in all.")
     var clients = 100
@@ -80,6 +85,10 @@ struct LoadCommand: AsyncParsableCommand {
         guard rate >= 0, seconds > 0 else { throw ValidationError("--rate ≥ 0 and --seconds > 0") }
         guard parsedMix != nil else { throw ValidationError("--mix is EDIT,UNDO,REDO percentages adding up to 100") }
         guard url.hasPrefix("ws://") || url.hasPrefix("wss://") else { throw ValidationError("--url is ws://HOST:PORT") }
+        if target == .relay {
+            guard writers <= rooms else { throw ValidationError("a relay orders nothing: at most one writer per room") }
+            guard rate > 0, mix == "100,0,0" else { throw ValidationError("against the relay: --mix 100,0,0 and a --rate") }
+        }
     }
 
     var parsedMix: (edit: Int, undo: Int, redo: Int)? {
@@ -90,8 +99,8 @@ struct LoadCommand: AsyncParsableCommand {
 
     func run() async throws {
         let base = url.hasSuffix("/") ? String(url.dropLast()) : url
-        let plan = LoadPlan(clients: clients, rooms: rooms, writers: writers, verifiers: verifiers,
-                            mix: parsedMix!, seed: seed)
+        let plan = LoadPlan(target: target, clients: clients, rooms: rooms, writers: writers,
+                            verifiers: target == .hub ? verifiers : 0, mix: parsedMix!, seed: seed)
         let run = LoadRun(plan: plan, roomURLs: (0..<rooms).map { "\(base)/v1/rooms/\(roomPrefix)-\($0)" })
         let client = try WebSocketClient(limits: WebSocketLimits(sendQueueMessages: 1 << 20, sendQueueBytes: 1 << 30))
         let server = serverPid.map(ProcessSample.init(pid:))
@@ -154,10 +163,12 @@ struct LoadCommand: AsyncParsableCommand {
 
         // Convergence: a fresh client per room against every client that keeps the model.
         let truth = RoomCheck(count: rooms)
-        for room in 0..<rooms {
-            try client.connect(url: run.roomURLs[room], delegate: CheckPeer(room: room, check: truth))
+        if target == .hub {
+            for room in 0..<rooms {
+                try client.connect(url: run.roomURLs[room], delegate: CheckPeer(room: room, check: truth))
+            }
+            try await run.wait(timeout: 30, "the check clients joined") { _ in truth.done == rooms }
         }
-        try await run.wait(timeout: 30, "the check clients joined") { _ in truth.done == rooms }
         let report = await withCheckedContinuation { (done: CheckedContinuation<LoadReport, Never>) in
             client.perform { done.resume(returning: run.report(truth: truth)) }
         }
@@ -166,7 +177,7 @@ struct LoadCommand: AsyncParsableCommand {
         let deliveries = report.deliveries
         let cpu: Double? = if let cpuBefore, let cpuAfter { cpuAfter - cpuBefore } else { nil }
         var out: [String: Any] = [
-            "label": label ?? "load", "clients": clients, "rooms": rooms, "writers": writers, "rate": rate,
+            "label": label ?? target.rawValue, "target": target.rawValue, "clients": clients, "rooms": rooms, "writers": writers, "rate": rate,
             "seconds": seconds, "mix": mix, "elapsedSeconds": elapsed,
             "requests": report.requests, "revisions": report.revisions, "deliveries": deliveries,
             "deliveriesPerSecond": Double(deliveries) / elapsed,
@@ -227,12 +238,26 @@ struct LoadCommand: AsyncParsableCommand {
 
 /// Who does what in a run.
 struct LoadPlan {
+    var target: LoadCommand.Target
     var clients: Int
     var rooms: Int
     var writers: Int
     var verifiers: Int
     var mix: (edit: Int, undo: Int, redo: Int)
     var seed: UInt64
+}
+
+/// CPU seconds (user + system) a process has used, from /proc/PID/stat.
+func processCPU(_ pid: Int32) throws -> Double {
+    let text = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+    // Fields after the command name (which is in parentheses and may hold spaces).
+    guard let close = text.lastIndex(of: ")") else { throw ValidationError("unreadable /proc/\(pid)/stat") }
+    let fields = text[text.index(after: close)...].split(separator: " ")
+    // utime and stime are fields 14 and 15 of stat; after the name they are at 11 and 12 (0-based).
+    guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else {
+        throw ValidationError("unreadable /proc/\(pid)/stat")
+    }
+    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
 
 /// The hub process, read from /proc.
@@ -365,7 +390,7 @@ final class LoadRun: @unchecked Sendable {
                 }
             }
         }
-        for room in 0..<plan.rooms where truth.revisions[room] < 0 {
+        for room in 0..<plan.rooms where plan.target == .hub && truth.revisions[room] < 0 {
             report.converged = false
             report.problems.append("room \(room): the check client could not join (limits.maxConnections?)")
         }
@@ -410,11 +435,12 @@ final class LoadPeer: WebSocketClientDelegate {
         self.role = role
         self.run = run
         self.rng = BenchRandom(seed: seed)
-        if role != .receiver { sync = ClientSync(user: "load-\(index)") }
+        if role != .receiver && run.plan.target == .hub { sync = ClientSync(user: "load-\(index)") }
     }
 
     func didConnect(_ connection: WebSocketConnection) {
         self.connection = connection
+        if run.plan.target == .relay { return joined(rev: 0, at: DispatchTime.now().uptimeNanoseconds) }
         let hello: ClientMessage = sync?.connect(client: "peoplekeeper-bench/load")
             ?? .hello(.init(user: "load-\(index)", client: "peoplekeeper-bench/load"))
         connection.send(OutboundMessage(text: hello.json.bytes))
@@ -440,12 +466,12 @@ final class LoadPeer: WebSocketClientDelegate {
 
     /// Receivers: the type and revision by a scan (no parse), so a thousand fit in one process.
     private func receiveLight(_ message: [UInt8], at now: UInt64) {
-        guard let type = FanoutPeer.stringValue(of: "type", in: message) else { return }
+        guard let type = Scan.string(of: "type", in: message) else { return }
         switch type {
         case "welcome":
-            joined(rev: FanoutPeer.intValue(of: "rev", in: message) ?? 0, at: now)
+            joined(rev: Scan.int(of: "rev", in: message) ?? 0, at: now)
         case "ops":
-            guard let rev = FanoutPeer.intValue(of: "rev", in: message) else { return problems.append("ops without rev") }
+            guard let rev = Scan.int(of: "rev", in: message) else { return problems.append("ops without rev") }
             received(rev: rev, at: now, delivery: true)
         case "error":
             problems.append("error frame: \(String(decoding: message.prefix(200), as: UTF8.self))")
@@ -519,6 +545,7 @@ final class LoadPeer: WebSocketClientDelegate {
 
     /// Makes the next request of the mix (paced: `due` is its slot in the schedule).
     func act(due: UInt64) {
+        if run.plan.target == .relay { return relay(due: due) }
         guard sync != nil, connection != nil else { return }
         let before = sync!.pendingCount
         let messages: [ClientMessage]
@@ -542,6 +569,20 @@ final class LoadPeer: WebSocketClientDelegate {
             run.addOutstanding(1)
         }
         send(messages)
+    }
+
+    /// Against the relay: the next revision number of the room, in a frame of the shape and size of
+    /// the hub's `ops` frame for a hair colour `set`.
+    private func relay(due: UInt64) {
+        guard let connection else { return }
+        let rev = lastRev + 1
+        let color = HairColor.allCases[rng.int(HairColor.allCases.count)].rawValue
+        let frame = #"{"type":"ops","rev":\#(rev),"author":"load-\#(index)","kind":"edit","ops":[{"op":"set","tag":1,"field":"hairColor","value":"\#(color)"}],"label":"Change Hair Color"}"#
+        lastRev = rev
+        requests += 1
+        run.saw(room: room, rev: rev)
+        run.dueOfRevision[room][rev] = due
+        connection.send(OutboundMessage(frame))
     }
 
     private func send(_ messages: [ClientMessage]) {
@@ -626,5 +667,36 @@ final class CheckPeer: WebSocketClientDelegate {
             check.revisions[room] = -2
             check.finish()
         }
+    }
+}
+
+/// Values read from a frame without parsing it (receivers must not be the bottleneck): the value after
+/// the first `"key":`. A key inside a string cannot match, since its quotes would be escaped.
+enum Scan {
+    static func int(of key: String, in bytes: [UInt8]) -> Int? {
+        guard let start = find(key, in: bytes) else { return nil }
+        var value = 0
+        var index = start
+        while index < bytes.count, bytes[index] >= 0x30, bytes[index] <= 0x39 {
+            value = value * 10 + Int(bytes[index] - 0x30)
+            index += 1
+        }
+        return index > start ? value : nil
+    }
+
+    static func string(of key: String, in bytes: [UInt8]) -> String? {
+        guard let start = find(key, in: bytes), start < bytes.count, bytes[start] == 0x22,
+              let end = bytes[(start + 1)...].firstIndex(of: 0x22) else { return nil }
+        return String(decoding: bytes[(start + 1)..<end], as: UTF8.self)
+    }
+
+    private static func find(_ key: String, in bytes: [UInt8]) -> Int? {
+        let pattern = Array("\"\(key)\":".utf8)
+        guard bytes.count >= pattern.count else { return nil }
+        outer: for start in 0...(bytes.count - pattern.count) {
+            for offset in 0..<pattern.count where bytes[start + offset] != pattern[offset] { continue outer }
+            return start + pattern.count
+        }
+        return nil
     }
 }

@@ -21,7 +21,7 @@ struct RelayCommand: AsyncParsableCommand {
     func run() async throws {
         let relay = Relay()
         let server = WebSocketServer(
-            configuration: .init(host: host, port: port, limits: WebSocketLimits(), permessageDeflate: true,
+            configuration: .init(host: host, port: port, limits: WebSocketLimits(), permessageDeflate: false,
                                  pingIntervalSeconds: 0),
             delegate: relay)
         let actual = try server.start()
