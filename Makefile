@@ -5,8 +5,8 @@
 #   make venv    the Python venv (.venv) with websockets, pytest and selenium, for the Python suite and the tour
 #   make build   debug build of every target, tests included
 #   make bench   the core benchmark, the hub-vs-relay fan-out figure, the store figures (durable
-#                revisions/s with group commit, restart of a 1,000,000-revision room) and the cluster
-#                failover time, release build
+#                revisions/s with group commit, restart of a 1,000,000-revision room), the cluster
+#                failover time and the load grids (peoplekeeper-bench load), release build
 #   make conformance  the Autobahn TestSuite (wstest, Python 2.7 via pyenv) against `peoplekeeper-hub
 #                echo`: cases 1-7, 9.1-9.4 and 12.1 (permessage-deflate); about 70 s; not part of make test
 #   make clean   remove build products
@@ -87,6 +87,7 @@ bench: deps venv
 	scripts/bench-fanout.sh 100 200 10
 	scripts/bench-store.sh 5 1000000
 	scripts/bench-failover.sh 3
+	scripts/bench-load.sh 10
 
 # Protocol conformance (issue 7; not part of `make test`): installs wstest into .build/autobahn/venv on
 # first use; reports in .build/autobahn/reports/. 2.10 and 2.11 (a burst of pings) fail inside
