@@ -70,6 +70,12 @@ struct LoadCommand: AsyncParsableCommand {
     @Option(help: "Room name prefix (use a fresh one per run against a hub that keeps rooms).")
     var roomPrefix = "load"
 
+    @Option(help: "Processes to spread the receivers over (this one keeps the writers and verifiers and reports).")
+    var processes = 1
+
+    @Option(help: .hidden) var workerDirectory: String?
+    @Option(help: .hidden) var workerIndex = 0
+
     @Option(help: "Seed of the writers' choices.")
     var seed: UInt64 = 1
 
@@ -85,6 +91,7 @@ struct LoadCommand: AsyncParsableCommand {
         guard rate >= 0, seconds > 0 else { throw ValidationError("--rate ≥ 0 and --seconds > 0") }
         guard parsedMix != nil else { throw ValidationError("--mix is EDIT,UNDO,REDO percentages adding up to 100") }
         guard url.hasPrefix("ws://") || url.hasPrefix("wss://") else { throw ValidationError("--url is ws://HOST:PORT") }
+        guard (1...64).contains(processes) else { throw ValidationError("--processes is 1…64") }
         if target == .relay {
             guard writers <= rooms else { throw ValidationError("a relay orders nothing: at most one writer per room") }
             guard rate > 0, mix == "100,0,0" else { throw ValidationError("against the relay: --mix 100,0,0 and a --rate") }
@@ -101,26 +108,33 @@ struct LoadCommand: AsyncParsableCommand {
         let base = url.hasSuffix("/") ? String(url.dropLast()) : url
         let plan = LoadPlan(target: target, clients: clients, rooms: rooms, writers: writers,
                             verifiers: target == .hub ? verifiers : 0, mix: parsedMix!, seed: seed)
-        let run = LoadRun(plan: plan, roomURLs: (0..<rooms).map { "\(base)/v1/rooms/\(roomPrefix)-\($0)" })
+        let run = LoadRun(plan: plan, roomURLs: (0..<rooms).map { "\(base)/v1/rooms/\(roomPrefix)-\($0)" },
+                          shard: workerDirectory == nil ? 0 : workerIndex, shards: processes)
         let client = try WebSocketClient(limits: WebSocketLimits(sendQueueMessages: 1 << 20, sendQueueBytes: 1 << 30))
-        let server = serverPid.map(ProcessSample.init(pid:))
+        let server = workerDirectory == nil ? serverPid.map(ProcessSample.init(pid:)) : nil
         let rssBefore = server?.rssKiB()
+        let workers = workerDirectory == nil && processes > 1 ? try LoadWorkers(count: processes - 1) : nil
 
-        // Join, paced so the listen backlog is not overrun.
+        // Join, paced so the listen backlog is not overrun (each process takes its share of the rate).
         let joinStart = DispatchTime.now().uptimeNanoseconds
-        for index in 0..<clients {
-            if connectRate > 0 {
-                let due = joinStart + UInt64(Double(index) * 1e9 / connectRate)
+        let pace = connectRate / Double(processes)
+        for (position, peer) in run.owned.enumerated() {
+            if pace > 0 {
+                let due = joinStart + UInt64(Double(position) * 1e9 / pace)
                 let now = DispatchTime.now().uptimeNanoseconds
                 if due > now { try await Task.sleep(nanoseconds: due - now) }
             }
-            let peer = run.peers[index]
             peer.connectStart = DispatchTime.now().uptimeNanoseconds
             try client.connect(url: run.roomURLs[peer.room], delegate: peer)
         }
-        try await run.wait(timeout: 60 + Double(clients) / 200, "all \(clients) clients joined") { $0.joined == clients }
-        let joinSeconds = Double(DispatchTime.now().uptimeNanoseconds - joinStart) / 1e9
+        let owned = run.owned.count
+        try await run.wait(timeout: 60 + Double(clients) / 200, "all \(owned) clients joined") { $0.joined == owned }
         if run.failures > 0 { throw ValidationError("\(run.failures) connections failed while joining") }
+        if let workerDirectory {
+            return try await runWorker(run, client: client, directory: workerDirectory)
+        }
+        try await workers?.waitUntilReady()
+        let joinSeconds = Double(DispatchTime.now().uptimeNanoseconds - joinStart) / 1e9
         let rssJoined = server?.rssKiB()
 
         // Load.
@@ -157,6 +171,10 @@ struct LoadCommand: AsyncParsableCommand {
             client.perform { run.checkHeads() }
             return run.allAtHead
         }
+        let heads = await withCheckedContinuation { (done: CheckedContinuation<[Int], Never>) in
+            client.perform { done.resume(returning: run.head) }
+        }
+        let workerResults = try await workers?.finish(heads: heads) ?? []
         let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         let cpuAfter = try server?.cpuSeconds()
         let rssEnd = server?.rssKiB()
@@ -170,7 +188,7 @@ struct LoadCommand: AsyncParsableCommand {
             try await run.wait(timeout: 30, "the check clients joined") { _ in truth.done == rooms }
         }
         let report = await withCheckedContinuation { (done: CheckedContinuation<LoadReport, Never>) in
-            client.perform { done.resume(returning: run.report(truth: truth)) }
+            client.perform { done.resume(returning: run.report(truth: truth, workers: workerResults)) }
         }
         await client.shutdown()
 
@@ -178,7 +196,7 @@ struct LoadCommand: AsyncParsableCommand {
         let cpu: Double? = if let cpuBefore, let cpuAfter { cpuAfter - cpuBefore } else { nil }
         var out: [String: Any] = [
             "label": label ?? target.rawValue, "target": target.rawValue, "clients": clients, "rooms": rooms, "writers": writers, "rate": rate,
-            "seconds": seconds, "mix": mix, "elapsedSeconds": elapsed,
+            "seconds": seconds, "mix": mix, "processes": processes, "elapsedSeconds": elapsed,
             "requests": report.requests, "revisions": report.revisions, "deliveries": deliveries,
             "deliveriesPerSecond": Double(deliveries) / elapsed,
             "latencyMillis": ["p50": report.latency.p50, "p99": report.latency.p99, "max": report.latency.max,
@@ -202,6 +220,28 @@ struct LoadCommand: AsyncParsableCommand {
             try data.write(to: URL(fileURLWithPath: json))
         }
         if !report.problems.isEmpty || !report.converged { throw ExitCode(1) }
+    }
+
+    /// A worker process: its receivers joined; tell the reporting process, wait for the rooms' heads,
+    /// wait until every receiver has them, and leave what they saw for it.
+    private func runWorker(_ run: LoadRun, client: WebSocketClient, directory: String) async throws {
+        let folder = URL(fileURLWithPath: directory)
+        try Data().write(to: folder.appendingPathComponent("ready-\(workerIndex)"))
+        let headsFile = folder.appendingPathComponent("heads.json")
+        while !FileManager.default.fileExists(atPath: headsFile.path) {
+            try await Task.sleep(nanoseconds: 2_000_000)
+        }
+        let heads = try JSONDecoder().decode([Int].self, from: Data(contentsOf: headsFile))
+        client.perform { for (room, head) in heads.enumerated() { run.saw(room: room, rev: head) } }
+        try await run.wait(timeout: 60, "every client has every revision") { run in
+            client.perform { run.checkHeads() }
+            return run.allAtHead
+        }
+        let result = await withCheckedContinuation { (done: CheckedContinuation<LoadWorkers.Result, Never>) in
+            client.perform { done.resume(returning: run.workerResult()) }
+        }
+        await client.shutdown()
+        try result.write(to: folder, index: workerIndex)
     }
 
     static func table(_ r: [String: Any]) -> String {
@@ -297,6 +337,95 @@ struct LoadReport {
     var compared = 0
 }
 
+/// The worker processes of a run spread over several (`--processes`): the same command with
+/// `--worker-directory` and `--worker-index`, talking through files in a temporary directory.
+final class LoadWorkers: @unchecked Sendable {
+    /// What a worker's receivers saw.
+    struct Result {
+        var receipts: [(room: UInt32, rev: UInt32, at: UInt64)] = []
+        var connectMillis: [Double] = []
+        var problems: [String] = []
+
+        func write(to folder: URL, index: Int) throws {
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(receipts.count * 16)
+            for receipt in receipts {
+                withUnsafeBytes(of: receipt.room.littleEndian) { bytes += $0 }
+                withUnsafeBytes(of: receipt.rev.littleEndian) { bytes += $0 }
+                withUnsafeBytes(of: receipt.at.littleEndian) { bytes += $0 }
+            }
+            try Data(bytes).write(to: folder.appendingPathComponent("receipts-\(index)"))
+            let summary: [String: Any] = ["connectMillis": connectMillis, "problems": problems]
+            try JSONSerialization.data(withJSONObject: summary).write(to: folder.appendingPathComponent("result-\(index).json"))
+        }
+
+        static func read(from folder: URL, index: Int) throws -> Result {
+            var result = Result()
+            let data = try Data(contentsOf: folder.appendingPathComponent("receipts-\(index)"))
+            data.withUnsafeBytes { raw in
+                for offset in stride(from: 0, to: raw.count - 15, by: 16) {
+                    result.receipts.append((UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self)),
+                                            UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)),
+                                            UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self))))
+                }
+            }
+            let summary = try JSONSerialization.jsonObject(with: Data(contentsOf: folder.appendingPathComponent("result-\(index).json"))) as? [String: Any]
+            result.connectMillis = summary?["connectMillis"] as? [Double] ?? []
+            result.problems = (summary?["problems"] as? [String] ?? []).map { "worker \(index): \($0)" }
+            return result
+        }
+    }
+
+    let folder: URL
+    let processes: [Process]
+
+    /// Starts `count` workers: this command again, with the worker options added.
+    init(count: Int) throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("pk-load-\(getpid())")
+        try? FileManager.default.removeItem(at: folder)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        var started: [Process] = []
+        for index in 1...count {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+            process.arguments = Array(CommandLine.arguments.dropFirst()) + [
+                "--worker-directory", folder.path, "--worker-index", "\(index)"]
+            try process.run()
+            started.append(process)
+        }
+        processes = started
+    }
+
+    deinit {
+        for process in processes where process.isRunning { process.terminate() }
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    func waitUntilReady() async throws {
+        try await waitForFiles("ready", what: "the worker processes' clients joined")
+    }
+
+    /// Hands the rooms' heads to the workers and collects what their receivers saw.
+    func finish(heads: [Int]) async throws -> [Result] {
+        try JSONEncoder().encode(heads).write(to: folder.appendingPathComponent("heads.json"))
+        try await waitForFiles("result", suffix: ".json", what: "the worker processes' results")
+        return try processes.indices.map { try Result.read(from: folder, index: $0 + 1) }
+    }
+
+    private func waitForFiles(_ prefix: String, suffix: String = "", what: String) async throws {
+        let deadline = Date().addingTimeInterval(120)
+        while !(1...processes.count).allSatisfy({
+            FileManager.default.fileExists(atPath: folder.appendingPathComponent("\(prefix)-\($0)\(suffix)").path)
+        }) {
+            if let failed = processes.first(where: { !$0.isRunning && $0.terminationStatus != 0 }) {
+                throw ValidationError("a worker process failed (exit \(failed.terminationStatus)) before \(what)")
+            }
+            if Date() > deadline { throw ValidationError("timed out waiting until \(what)") }
+            try await Task.sleep(nanoseconds: 5_000_000)
+        }
+    }
+}
+
 /// The state of one run. Peers live on the client's service thread; the counters the driver polls
 /// are behind a lock.
 final class LoadRun: @unchecked Sendable {
@@ -314,7 +443,11 @@ final class LoadRun: @unchecked Sendable {
     private var _outstanding = 0
     private var _atHead = false
 
-    init(plan: LoadPlan, roomURLs: [String]) {
+    /// The peers this process connects: everyone with one process; else this shard's receivers, and
+    /// for shard 0 (the reporting process) also every writer and verifier.
+    var owned: [LoadPeer] = []
+
+    init(plan: LoadPlan, roomURLs: [String], shard: Int, shards: Int) {
         self.plan = plan
         self.roomURLs = roomURLs
         dueOfRevision = Array(repeating: [:], count: plan.rooms)
@@ -334,6 +467,7 @@ final class LoadRun: @unchecked Sendable {
             peers.append(LoadPeer(index: index, room: room, role: role, run: self,
                                   seed: plan.seed &+ UInt64(index) &* 0x9E37_79B9))
             if role == .writer { writers.append(peers[index]) }
+            if role == .receiver ? index % shards == shard : shard == 0 { owned.append(peers[index]) }
         }
     }
 
@@ -353,7 +487,7 @@ final class LoadRun: @unchecked Sendable {
 
     /// Service thread: re-checks whether every client is at its room's head (after the writers stop).
     func checkHeads() {
-        let done = peers.allSatisfy { $0.lastRev == head[$0.room] }
+        let done = owned.allSatisfy { $0.lastRev == head[$0.room] }
         lock.withLock { _atHead = done }
     }
 
@@ -367,12 +501,32 @@ final class LoadRun: @unchecked Sendable {
         }
     }
 
+    /// Service thread, in a worker after the run.
+    func workerResult() -> LoadWorkers.Result {
+        var result = LoadWorkers.Result()
+        for peer in owned {
+            result.receipts += peer.receipts.map { (UInt32(peer.room), $0.rev, $0.at) }
+            if let joined = peer.joinedAt { result.connectMillis.append(Double(joined - peer.connectStart) / 1e6) }
+            result.problems += peer.problems.prefix(3).map { "client \(peer.index): \($0)" }
+        }
+        return result
+    }
+
     /// Service thread, after the run.
-    func report(truth: RoomCheck) -> LoadReport {
+    func report(truth: RoomCheck, workers: [LoadWorkers.Result]) -> LoadReport {
         var report = LoadReport()
         var latencies: [Double] = []
         var connects: [Double] = []
-        for peer in peers {
+        for worker in workers {
+            report.deliveries += worker.receipts.count
+            connects += worker.connectMillis
+            report.problems += worker.problems
+            for receipt in worker.receipts {
+                guard let sent = dueOfRevision[Int(receipt.room)][Int(receipt.rev)] else { continue }
+                latencies.append(Double(Int64(bitPattern: receipt.at &- sent)) / 1e6)
+            }
+        }
+        for peer in owned {
             report.requests += peer.requests
             report.deliveries += peer.receipts.count
             if let joined = peer.joinedAt { connects.append(Double(joined - peer.connectStart) / 1e6) }
