@@ -88,6 +88,7 @@ bench: deps venv
 	scripts/bench-store.sh 5 1000000
 	scripts/bench-failover.sh 3
 	scripts/bench-load.sh 10
+	scripts/bench-undo-history.sh 1000000 10
 
 # Protocol conformance (issue 7; not part of `make test`): installs wstest into .build/autobahn/venv on
 # first use; reports in .build/autobahn/reports/. 2.10 and 2.11 (a burst of pings) fail inside

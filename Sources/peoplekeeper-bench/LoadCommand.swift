@@ -204,6 +204,9 @@ struct LoadCommand: AsyncParsableCommand {
             "joinSeconds": joinSeconds,
             "connectMillis": ["p50": report.connect.p50, "p99": report.connect.p99, "max": report.connect.max],
             "problems": report.problems, "converged": report.converged, "comparedClients": report.compared,
+            "answerMillis": Dictionary(uniqueKeysWithValues: zip(["edit", "undo", "redo"], report.answers.map {
+                ["p50": $0.p50, "p99": $0.p99, "max": $0.max, "count": $0.count] as [String: Any]
+            })),
         ]
         if let cpu {
             out["serverCPUSeconds"] = cpu
@@ -257,6 +260,13 @@ struct LoadCommand: AsyncParsableCommand {
             ("latency p50 / p99 / max", ms("latencyMillis")),
             ("join", String(format: "%.2f s for all; each ", number(r["joinSeconds"])) + ms("connectMillis")),
         ]
+        if let answers = r["answerMillis"] as? [String: [String: Any]] {
+            for kind in ["edit", "undo", "redo"] where (answers[kind]?["count"] as? Int ?? 0) > 0 {
+                let a = answers[kind]!
+                rows.append(("\(kind) answered p50 / p99", String(format: "%.2f / %.2f ms (%d)", number(a["p50"]),
+                                                                   number(a["p99"]), a["count"] as? Int ?? 0)))
+            }
+        }
         if r["serverCPUSeconds"] != nil {
             let cpu = number(r["serverCPUSeconds"])
             rows.append(("server CPU", String(format: "%.3f s = %.2f µs / delivery (%.0f deliveries per CPU-second)",
@@ -332,6 +342,8 @@ struct LoadReport {
     var deliveries = 0
     var latency = Percentiles([])
     var connect = Percentiles([])
+    /// Request to its answer at the writer (edit, undo, redo): what the hub's work adds shows here.
+    var answers = [Percentiles([]), Percentiles([]), Percentiles([])]
     var problems: [String] = []
     var converged = true
     var compared = 0
@@ -437,6 +449,8 @@ final class LoadRun: @unchecked Sendable {
     /// Per room: when each revision's request was due (ns), by revision number; and the head.
     var dueOfRevision: [[Int: UInt64]]
     var head: [Int]
+    /// Per room: the revision it was at when the first client joined (rooms may have a history).
+    var startRevision: [Int?]
     private let lock = NSLock()
     private var _joined = 0
     private var _failures = 0
@@ -452,6 +466,7 @@ final class LoadRun: @unchecked Sendable {
         self.roomURLs = roomURLs
         dueOfRevision = Array(repeating: [:], count: plan.rooms)
         head = Array(repeating: 0, count: plan.rooms)
+        startRevision = Array(repeating: nil, count: plan.rooms)
         var perRoom = Array(repeating: 0, count: plan.rooms)
         for index in 0..<plan.clients {
             let room = index % plan.rooms
@@ -551,7 +566,8 @@ final class LoadRun: @unchecked Sendable {
         for room in 0..<plan.rooms where truth.revisions[room] >= 0 && truth.revisions[room] != head[room] {
             report.problems.append("room \(room): the hub is at rev \(truth.revisions[room]) but clients saw \(head[room])")
         }
-        report.revisions = head.reduce(0, +)
+        report.revisions = zip(head, startRevision).reduce(0) { $0 + $1.0 - ($1.1 ?? $1.0) }
+        report.answers = (0..<3).map { kind in Percentiles(owned.flatMap { $0.answerMillis[kind] }) }
         report.latency = Percentiles(latencies)
         report.connect = Percentiles(connects)
         return report
@@ -581,6 +597,9 @@ final class LoadPeer: WebSocketClientDelegate {
     /// When each queued request was due, oldest first; a request takes one when it is first sent.
     private var dueTimes: [UInt64] = []
     private var dueOfSeq: [Int: UInt64] = [:]
+    /// Per request in flight: its kind and when it left; and the answer times per kind (ms).
+    private var sentOfSeq: [Int: (kind: Int, at: UInt64)] = [:]
+    var answerMillis: [[Double]] = [[], [], []]
     private var lastSentSeq = 0
 
     init(index: Int, room: Int, role: Role, run: LoadRun, seed: UInt64) {
@@ -659,6 +678,7 @@ final class LoadPeer: WebSocketClientDelegate {
         guard joinedAt == nil else { return }
         joinedAt = now
         lastRev = rev
+        run.startRevision[room] = min(run.startRevision[room] ?? rev, rev)
         run.saw(room: room, rev: rev)
         run.markJoined()
     }
@@ -671,6 +691,9 @@ final class LoadPeer: WebSocketClientDelegate {
     }
 
     private func answered(seq: Int, rev: Int?, at now: UInt64) {
+        if let sent = sentOfSeq.removeValue(forKey: seq) {
+            answerMillis[sent.kind].append(Double(now - sent.at) / 1e6)
+        }
         if let due = dueOfSeq.removeValue(forKey: seq) {
             run.addOutstanding(-1)
             if let rev { run.dueOfRevision[room][rev] = due }
@@ -740,10 +763,12 @@ final class LoadPeer: WebSocketClientDelegate {
     }
 
     private func send(_ messages: [ClientMessage]) {
+        let now = DispatchTime.now().uptimeNanoseconds
         for message in messages {
             switch message {
-            case .submit(let s): firstSend(seq: s.seq)
-            case .undo(let u), .redo(let u): firstSend(seq: u.seq)
+            case .submit(let s): firstSend(seq: s.seq); sentOfSeq[s.seq] = (0, now)
+            case .undo(let u): firstSend(seq: u.seq); sentOfSeq[u.seq] = (1, now)
+            case .redo(let u): firstSend(seq: u.seq); sentOfSeq[u.seq] = (2, now)
             default: break
             }
             connection?.send(OutboundMessage(text: message.json.bytes))

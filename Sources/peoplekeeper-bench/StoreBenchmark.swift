@@ -31,6 +31,7 @@ struct StoreBenchmark: ParsableCommand {
     @Option(help: "Rooms the writers spread over.") var rooms = 16
     @Option(help: "Seconds of appending (0: skip the throughput run).") var seconds = 5.0
     @Option(help: "Revisions of the room whose restart is timed (0: skip).") var history = 0
+    @Option(help: "The name of that room (a hub started on the same file serves it).") var historyRoom = "long-room"
     @Option(name: .customLong("snapshot-every"), help: "Snapshot interval while writing the long room.") var snapshotEvery = 1000
     @Option(help: "Write a JSON summary here.") var json: String?
 
@@ -142,7 +143,7 @@ struct StoreBenchmark: ParsableCommand {
     }
 
     func restart(_ store: any PeopleStore) throws -> [String: Any] {
-        let name = "long-room"
+        let name = historyRoom
         var batch: [JournalEntry] = []
         var written = 0
         let writeStart = Date()
