@@ -110,7 +110,9 @@ public final class WebSocketConnection: @unchecked Sendable {
     }
 
     private func dropQueue() {
-        queue.removeAll()
+        // A queue that empties after every broadcast would otherwise allocate again for the next one:
+        // keep a small buffer (a burst's big one is given back).
+        queue.removeAll(keepingCapacity: queue.capacity <= 64)
         queueHead = 0
         queuedBytes = 0
         replaceableIndex = nil
