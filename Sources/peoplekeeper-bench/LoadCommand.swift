@@ -166,7 +166,18 @@ struct LoadCommand: AsyncParsableCommand {
         client.perform { for writer in run.writers { writer.stopActing() } }
 
         // Drain: every request answered, then every client at its room's head.
-        try await run.wait(timeout: 60, "every writer's requests answered") { $0.outstanding == 0 }
+        do {
+            try await run.wait(timeout: 60, "every writer's requests answered") { run in
+                client.perform { run.checkAnswered() }
+                return run.allAnswered
+            }
+        } catch {
+            let state = await withCheckedContinuation { (done: CheckedContinuation<String, Never>) in
+                client.perform { done.resume(returning: run.writers.map(\.waiting).filter { !$0.isEmpty }.joined(separator: "\n")) }
+            }
+            FileHandle.standardError.write(Data("unanswered requests:\n\(state)\n".utf8))
+            throw error
+        }
         try await run.wait(timeout: 60, "every client has every revision") { run in
             client.perform { run.checkHeads() }
             return run.allAtHead
@@ -197,7 +208,7 @@ struct LoadCommand: AsyncParsableCommand {
         var out: [String: Any] = [
             "label": label ?? target.rawValue, "target": target.rawValue, "clients": clients, "rooms": rooms, "writers": writers, "rate": rate,
             "seconds": seconds, "mix": mix, "processes": processes, "elapsedSeconds": elapsed,
-            "requests": report.requests, "revisions": report.revisions, "deliveries": deliveries,
+            "requests": report.requests, "droppedByClient": report.dropped, "revisions": report.revisions, "deliveries": deliveries,
             "deliveriesPerSecond": Double(deliveries) / elapsed,
             "latencyMillis": ["p50": report.latency.p50, "p99": report.latency.p99, "max": report.latency.max,
                               "samples": report.latency.count],
@@ -255,7 +266,8 @@ struct LoadCommand: AsyncParsableCommand {
         }
         var rows: [(String, String)] = [
             ("run", "\(r["label"]!): \(r["clients"]!) clients, \(r["rooms"]!) rooms, \(r["writers"]!) writers at \(r["rate"]!)/s each, \(r["seconds"]!) s, mix \(r["mix"]!)"),
-            ("requests / revisions", "\(r["requests"]!) / \(r["revisions"]!)"),
+            ("requests / revisions", "\(r["requests"]!) / \(r["revisions"]!)"
+                + ((r["droppedByClient"] as? Int ?? 0) > 0 ? " (\(r["droppedByClient"]!) dropped unsent by the client: left empty by rebasing)" : "")),
             ("deliveries", String(format: "%d (%.0f /s)", r["deliveries"] as! Int, number(r["deliveriesPerSecond"]))),
             ("latency p50 / p99 / max", ms("latencyMillis")),
             ("join", String(format: "%.2f s for all; each ", number(r["joinSeconds"])) + ms("connectMillis")),
@@ -338,6 +350,7 @@ struct Percentiles {
 
 struct LoadReport {
     var requests = 0
+    var dropped = 0
     var revisions = 0
     var deliveries = 0
     var latency = Percentiles([])
@@ -454,7 +467,7 @@ final class LoadRun: @unchecked Sendable {
     private let lock = NSLock()
     private var _joined = 0
     private var _failures = 0
-    private var _outstanding = 0
+    private var _answered = false
     private var _atHead = false
 
     /// The peers this process connects: everyone with one process; else this shard's receivers, and
@@ -488,16 +501,22 @@ final class LoadRun: @unchecked Sendable {
 
     var joined: Int { lock.withLock { _joined } }
     var failures: Int { lock.withLock { _failures } }
-    var outstanding: Int { lock.withLock { _outstanding } }
+    var allAnswered: Bool { lock.withLock { _answered } }
     var allAtHead: Bool { lock.withLock { _atHead } }
 
     func markJoined() { lock.withLock { _joined += 1 } }
     func markFailed() { lock.withLock { _failures += 1 } }
-    func addOutstanding(_ delta: Int) { lock.withLock { _outstanding += delta } }
 
     /// Service thread: a revision is known (from its author's answer or anyone's receipt).
     func saw(room: Int, rev: Int) {
         if rev > head[room] { head[room] = rev }
+    }
+
+    /// Service thread: re-checks whether every writer's requests are answered (or dropped by its
+    /// client as left empty), after the writers stop.
+    func checkAnswered() {
+        let done = writers.allSatisfy { ($0.sync?.pendingCount ?? 0) == 0 }
+        lock.withLock { _answered = done }
     }
 
     /// Service thread: re-checks whether every client is at its room's head (after the writers stop).
@@ -543,6 +562,7 @@ final class LoadRun: @unchecked Sendable {
         }
         for peer in owned {
             report.requests += peer.requests
+            report.dropped += peer.dropped
             report.deliveries += peer.receipts.count
             if let joined = peer.joinedAt { connects.append(Double(joined - peer.connectStart) / 1e6) }
             report.problems += peer.problems.prefix(3).map { "client \(peer.index): \($0)" }
@@ -592,6 +612,8 @@ final class LoadPeer: WebSocketClientDelegate {
     var receipts: [(rev: UInt32, at: UInt64)] = []
     var problems: [String] = []
     var requests = 0
+    /// Requests the client dropped unsent (left empty by rebasing over others' revisions).
+    var dropped = 0
     private var rng: BenchRandom
     private var flatOutUntil: UInt64?
     /// When each queued request was due, oldest first; a request takes one when it is first sent.
@@ -634,6 +656,7 @@ final class LoadPeer: WebSocketClientDelegate {
             let (send, _) = sync!.receive(decoded)
             self.send(send)
             track(decoded, at: now)
+            reconcileDropped()
         }
     }
 
@@ -694,14 +717,19 @@ final class LoadPeer: WebSocketClientDelegate {
         if let sent = sentOfSeq.removeValue(forKey: seq) {
             answerMillis[sent.kind].append(Double(now - sent.at) / 1e6)
         }
-        if let due = dueOfSeq.removeValue(forKey: seq) {
-            run.addOutstanding(-1)
-            if let rev { run.dueOfRevision[room][rev] = due }
-        }
+        if let due = dueOfSeq.removeValue(forKey: seq), let rev { run.dueOfRevision[room][rev] = due }
         if let rev { received(rev: rev, at: now, delivery: false) }
         if let until = flatOutUntil {
             if now < until { actFlatOut(now) } else { stopActing() }
         }
+    }
+
+    /// What this writer still waits for (for the report of a run that timed out).
+    var waiting: String {
+        guard !dueOfSeq.isEmpty || (sync?.pendingCount ?? 0) > 0 else { return "" }
+        return "client \(index) (room \(room)): seqs \(dueOfSeq.keys.sorted()) unanswered, \(sync?.pendingCount ?? 0) pending, "
+            + "last sent seq \(lastSentSeq), at rev \(lastRev), connection \(connection == nil ? "closed" : "open"), "
+            + "problems \(problems.prefix(3))"
     }
 
     // MARK: Writing
@@ -743,7 +771,6 @@ final class LoadPeer: WebSocketClientDelegate {
         if sync!.pendingCount > before {
             dueTimes.append(due)
             requests += 1
-            run.addOutstanding(1)
         }
         send(messages)
     }
@@ -772,6 +799,18 @@ final class LoadPeer: WebSocketClientDelegate {
             default: break
             }
             connection?.send(OutboundMessage(text: message.json.bytes))
+        }
+    }
+
+    /// ClientSync drops a queued batch that rebasing left empty (it could change nothing): forget its
+    /// due time. Which one went is not known; the newest are forgotten, so the rest keep their own or
+    /// an earlier due time (latency is over-, never under-stated).
+    private func reconcileDropped() {
+        guard let pending = sync?.pendingCount else { return }
+        let unsent = pending - dueOfSeq.count
+        if unsent < dueTimes.count {
+            dropped += dueTimes.count - max(unsent, 0)
+            dueTimes.removeLast(dueTimes.count - max(unsent, 0))
         }
     }
 
