@@ -9,6 +9,8 @@
 #                failover time and the load grids (peoplekeeper-bench load), release build
 #   make conformance  the Autobahn TestSuite (wstest, Python 2.7 via pyenv) against `peoplekeeper-hub
 #                echo`: cases 1-7, 9.1-9.4 and 12.1 (permessage-deflate); about 70 s; not part of make test
+#   make fuzz    the core's libFuzzer targets (decode, apply, sync), FUZZ_SECONDS each (default 120), release
+#                build in .build/fuzz; not part of make test; fails on a crash and says how to replay it
 #   make clean   remove build products
 
 export PATH := /opt/swift/usr/bin:$(PATH)
@@ -38,7 +40,7 @@ JS_TEST_FILES = $(shell [ -d $(JS_TESTS_DIR) ] && find $(JS_TESTS_DIR) -type f -
 	-o -name 'test.js' -o -name 'test.mjs' -o -name 'test.cjs' \) 2>/dev/null)
 
 .DEFAULT_GOAL := build
-.PHONY: deps venv build test bench run clean conformance
+.PHONY: deps venv build test bench run clean conformance fuzz
 
 deps:
 	@command -v swift >/dev/null 2>&1 || { \
@@ -97,6 +99,13 @@ bench: deps venv
 conformance: deps
 	swift build --product peoplekeeper-hub
 	AUTOBAHN_KNOWN_FAILURES="2.10 2.11" scripts/conformance.sh
+
+# Fuzzing (issue 7; not part of `make test`): scripts/fuzz.sh builds peoplekeeper-fuzz with -sanitize=fuzzer in
+# its own scratch path and runs each mode from Tests/Fuzz/corpus for FUZZ_SECONDS (about 7 minutes by
+# default). The committed corpus and Tests/Fuzz/regressions are replayed by `make test` (PeopleFuzzingTests).
+FUZZ_SECONDS ?= 120
+fuzz: deps
+	scripts/fuzz.sh $(FUZZ_SECONDS)
 
 run: deps
 	swift build --product peoplekeeper-hub

@@ -10,6 +10,7 @@ let package = Package(
         .executable(name: "peoplekeeper-hub", targets: ["peoplekeeper-hub"]),
         .executable(name: "peoplekeeper-bench", targets: ["peoplekeeper-bench"]),
         .executable(name: "peoplekeeper", targets: ["peoplekeeper"]),
+        .executable(name: "peoplekeeper-fuzz", targets: ["peoplekeeper-fuzz"]),
     ],
     dependencies: [
         .package(url: "https://github.com/pointfreeco/swift-identified-collections.git", from: "1.1.1"),
@@ -111,6 +112,10 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // The fuzz harness: wire decoding, apply / transform / undo, client sync; throws when an invariant breaks.
+        .target(name: "PeopleFuzzing", dependencies: ["PeopleCore"]),
+        // libFuzzer's entry point with -sanitize=fuzzer -DPK_FUZZ (scripts/fuzz.sh); otherwise a replayer of inputs.
+        .executableTarget(name: "peoplekeeper-fuzz", dependencies: ["PeopleFuzzing"]),
         .testTarget(
             name: "PeopleCoreTests",
             dependencies: [
@@ -125,6 +130,8 @@ let package = Package(
             name: "PeopleStoreTests",
             dependencies: ["PeopleCore", "PeopleStore", "PeopleTestSupport"]
         ),
+        // Every committed fuzz input (Tests/Fuzz) replayed through the harness, and the issues fuzzing found.
+        .testTarget(name: "PeopleFuzzingTests", dependencies: ["PeopleFuzzing", "PeopleCore"]),
         // Start the real peoplekeeper-hub binary on port 0 and talk to it over real WebSockets.
         .testTarget(
             name: "PeopleHubTests",
