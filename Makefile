@@ -11,6 +11,8 @@
 #                echo`: cases 1-7, 9.1-9.4 and 12.1 (permessage-deflate); about 70 s; not part of make test
 #   make fuzz    the core's libFuzzer targets (decode, apply, sync), FUZZ_SECONDS each (default 120), release
 #                build in .build/fuzz; not part of make test; fails on a crash and says how to replay it
+#   make soak    the 30-minute soak (Tests/python/test_soak.py with PEOPLEKEEPER_SOAK_SECONDS=1800: mixed
+#                clients, the hub killed and restarted twice); make test runs its 2-minute version
 #   make clean   remove build products
 
 export PATH := /opt/swift/usr/bin:$(PATH)
@@ -40,7 +42,7 @@ JS_TEST_FILES = $(shell [ -d $(JS_TESTS_DIR) ] && find $(JS_TESTS_DIR) -type f -
 	-o -name 'test.js' -o -name 'test.mjs' -o -name 'test.cjs' \) 2>/dev/null)
 
 .DEFAULT_GOAL := build
-.PHONY: deps venv build test bench run clean conformance fuzz
+.PHONY: deps venv build test bench run clean conformance fuzz soak
 
 deps:
 	@command -v swift >/dev/null 2>&1 || { \
@@ -106,6 +108,13 @@ conformance: deps
 FUZZ_SECONDS ?= 120
 fuzz: deps
 	scripts/fuzz.sh $(FUZZ_SECONDS)
+
+# The soak (issue 7): `make test` runs it for 2 minutes; this runs it for 30.
+soak: deps venv
+	swift build --product peoplekeeper-hub
+	swift build --product peoplekeeper
+	PEOPLEKEEPER_SOAK_SECONDS=1800 PEOPLEKEEPER_HUB_BIN=$(CURDIR)/.build/debug/peoplekeeper-hub \
+	  PEOPLEKEEPER_CLIENT_BIN=$(CURDIR)/.build/debug/peoplekeeper $(VENV)/bin/python -m pytest -q -s Tests/python/test_soak.py
 
 run: deps
 	swift build --product peoplekeeper-hub

@@ -245,6 +245,11 @@ class Hub:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "soak: the long soak of test_soak.py (PEOPLEKEEPER_SOAK_SECONDS, default 120; "
+                                       "`-m 'not soak'` leaves it out)")
+
+
 _room_counter = itertools.count(1)
 
 
