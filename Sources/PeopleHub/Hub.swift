@@ -619,7 +619,9 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
                 metrics.count(message)
                 let encoded = OutboundMessage(text: message.json.bytes)
                 if host.isHolding {
-                    host.held.append(.send(encoded, to: sessions))
+                    // Addressed to the connections of now: a session that resumes on a new connection
+                    // meanwhile gets its welcome and catch-up there, not this frame ahead of them.
+                    host.held.append(.send(encoded, to: sessions.compactMap { host.connections[$0] }))
                 } else {
                     deliver(encoded, to: sessions, in: host)
                 }
@@ -662,7 +664,7 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
         let encoded = OutboundMessage(text: message.json.bytes, replaceable: true)
         if host.isHolding {
             // A joiner's welcome may be waiting for its tag block to be durable: presence goes after it.
-            host.held.append(.send(encoded, to: host.room.connectedSessions))
+            host.held.append(.send(encoded, to: host.room.connectedSessions.compactMap { host.connections[$0] }))
         } else {
             deliver(encoded, to: host.room.connectedSessions, in: host)
         }
@@ -678,7 +680,9 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
             drop(host, code: 1011, reason: "store failed")
             return
         }
-        for (encoded, sessions) in host.release(barrier) { deliver(encoded, to: sessions, in: host) }
+        for (encoded, connections) in host.release(barrier) {
+            for connection in connections { connection.send(encoded) }
+        }
     }
 
     private func deliver(_ encoded: OutboundMessage, to sessions: [SessionID], in host: RoomHost) {

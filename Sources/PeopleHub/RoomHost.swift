@@ -23,13 +23,15 @@ final class RoomHost {
     var presenceScheduled = false
     /// When the last presence broadcast went out (milliseconds).
     var lastPresence: Int64?
-    /// Sends held behind commits that are not durable yet, in order.
+    /// Sends held behind commits that are not durable yet, in order, each addressed to the connections
+    /// its sessions had when it was made (a session resumed on a new connection meanwhile is caught up
+    /// there by its welcome; the frame goes to the old connection, which is closing, and is dropped).
     var held: [Held] = []
     private var nextBarrier = 0
 
     enum Held {
         case barrier(Int, durable: Bool)
-        case send(OutboundMessage, to: [SessionID])
+        case send(OutboundMessage, to: [WebSocketConnection])
     }
 
     init(room: Room) {
@@ -53,17 +55,17 @@ final class RoomHost {
     }
 
     /// Marks a barrier durable and returns the sends now free to go, in order.
-    func release(_ barrier: Int) -> [(OutboundMessage, [SessionID])] {
+    func release(_ barrier: Int) -> [(OutboundMessage, [WebSocketConnection])] {
         for index in held.indices {
             if case .barrier(barrier, _) = held[index] { held[index] = .barrier(barrier, durable: true) }
         }
-        var ready: [(OutboundMessage, [SessionID])] = []
+        var ready: [(OutboundMessage, [WebSocketConnection])] = []
         while let first = held.first {
             switch first {
             case .barrier(_, let durable):
                 guard durable else { return ready }
-            case .send(let encoded, let sessions):
-                ready.append((encoded, sessions))
+            case .send(let encoded, let connections):
+                ready.append((encoded, connections))
             }
             held.removeFirst()
         }

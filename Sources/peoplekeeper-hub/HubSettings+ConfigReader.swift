@@ -52,9 +52,10 @@ extension HubSettings {
     /// `PEOPLEKEEPER_…` variables that name no key (reported as warnings at start: a typo is not silent).
     nonisolated(unsafe) static var unknownVariables: [String] = []
 
-    /// Variables with the prefix that are not settings (the test harness's binary path).
+    /// Variables with the prefix that are not settings (the test harness's binary paths and soak knobs).
     /// (`PEOPLEKEEPER_AUTH_SECRET` is read on its own: the token secret, which no file may hold.)
-    static let ignoredVariables: Set<String> = ["PEOPLEKEEPER_HUB_BIN", "PEOPLEKEEPER_CLIENT_BIN", "PEOPLEKEEPER_AUTH_SECRET"]
+    static let ignoredVariables: Set<String> = ["PEOPLEKEEPER_HUB_BIN", "PEOPLEKEEPER_CLIENT_BIN", "PEOPLEKEEPER_AUTH_SECRET",
+                                                "PEOPLEKEEPER_SOAK_SECONDS", "PEOPLEKEEPER_SOAK_SEED"]
 
     /// The environment variable for a key: `limits.maxMessageBytes` → `PEOPLEKEEPER_LIMITS_MAX_MESSAGE_BYTES`.
     static func environmentName(of key: String) -> String {

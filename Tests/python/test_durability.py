@@ -1062,3 +1062,51 @@ def test_backup_while_the_hub_runs_restores_every_acked_revision(hub_factory, ro
     assert u["rev"] == rev + 1 and u["ops"] == [{"op": "set", "tag": 1, "field": "hairColor", "value": "gray"}], u
     d = restored.join(second, "B")
     assert by_tag(d.welcome["people"], 2)["glasses"] is True
+
+
+def test_a_session_resumed_while_its_ack_waits_for_the_commit_gets_its_welcome_first(hub_factory, room):
+    """Found by the soak: a request's ack (or a broadcast) held until its commit is durable went to the
+    session's *new* connection when the session resumed meanwhile, ahead of the welcome, and the same
+    revision then came again in the catch-up. Held frames now go to the connection they were made for.
+    120 cycles of: submit, drop the socket at once, resume with `since` on a new connection, resend
+    (about 2% of cycles hit it before the fix)."""
+    import socket
+    hub = hub_factory({"storage": {"kind": "embedded", "path": "{workdir}/data/pk.sqlite"},
+                       "limits": {"opsPerSecond": 100000}})
+    rng = random.Random(1)
+    c = hub.connect(room, name="ann")
+    welcome = c.hello("ann")
+    session, rev, glasses = c.session, welcome["rev"], False
+    for seq in range(1, 121):
+        glasses = not glasses
+        submit = {"type": "submit", "seq": seq, "base": rev,
+                  "ops": [{"op": "set", "tag": 1, "field": "glasses", "value": glasses}]}
+        c.send(submit)
+        time.sleep(rng.choice([0, 0, 0.0005, 0.001, 0.002]))
+        c.ws.socket.shutdown(socket.SHUT_RDWR)
+        c.close()
+        n = hub.connect(room, name="ann")
+        n.send({"type": "hello", "protocol": 1, "user": "ann", "resume": session, "since": rev})
+        frames = []
+        while True:
+            try:
+                frames.append(json.loads(n.ws.recv(timeout=0.15)))
+            except TimeoutError:
+                break
+        kinds = [f["type"] for f in frames if f["type"] not in ("presence", "history")]
+        assert kinds and kinds[0] == "welcome", f"cycle {seq}: the first frame after hello was {kinds[:3]}"
+        revs = [f["rev"] for f in frames if f["type"] in ("ops", "ack")]
+        assert len(revs) == len(set(revs)), f"cycle {seq}: a revision came twice: {frames}"
+        n.send(submit)  # the resend: answered once, from the kept reply or applied now
+        acks = []
+        deadline = time.monotonic() + 5
+        while not acks and time.monotonic() < deadline:
+            try:
+                frame = json.loads(n.ws.recv(timeout=1))
+            except TimeoutError:
+                continue
+            if frame["type"] == "ack":
+                acks.append(frame)
+        assert acks and acks[0]["seq"] == seq, f"cycle {seq}: no ack for the resend"
+        rev = max([rev, acks[0]["rev"]] + revs)
+        c = n
