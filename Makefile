@@ -6,7 +6,8 @@
 #   make build   debug build of every target, tests included
 #   make bench   the core benchmark, the hub-vs-relay fan-out figure, the store figures (durable
 #                revisions/s with group commit, restart of a 1,000,000-revision room), the cluster
-#                failover time and the load grids (peoplekeeper-bench load), release build
+#                failover time, the load grids (peoplekeeper-bench load) and the hub vs pycrdt-websocket
+#                (a bench venv from PyPI in .build/bench-venv; plot in docs/images), release build
 #   make conformance  the Autobahn TestSuite (wstest, Python 2.7 via pyenv) against `peoplekeeper-hub
 #                echo`: cases 1-7, 9.1-9.4 and 12.1 (permessage-deflate); about 70 s; not part of make test
 #   make fuzz    the core's libFuzzer targets (decode, apply, sync), FUZZ_SECONDS each (default 120), release
@@ -93,6 +94,8 @@ bench: deps venv
 	scripts/bench-failover.sh 3
 	scripts/bench-load.sh 10
 	scripts/bench-undo-history.sh 1000000 10
+	scripts/bench-venv.sh >/dev/null
+	scripts/bench-peers.sh
 
 # Protocol conformance (issue 7; not part of `make test`): installs wstest into .build/autobahn/venv on
 # first use; reports in .build/autobahn/reports/. 2.10 and 2.11 (a burst of pings) fail inside

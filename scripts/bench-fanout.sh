@@ -28,7 +28,7 @@ start() {
   log=$(mktemp)
   "$@" >"$log" 2>&1 &
   local pid=$!
-  pids+=("$pid")
+  # (this runs in a subshell: the caller records the PID in pids)
   for _ in $(seq 100); do
     if grep -q 'listening on' "$log"; then break; fi
     sleep 0.05
@@ -39,8 +39,10 @@ start() {
 }
 
 read -r RELAY_PID RELAY_PORT < <(start "$BIN/peoplekeeper-bench" relay --port 0)
+pids+=("$RELAY_PID")
 read -r HUB_PID HUB_PORT < <(PEOPLEKEEPER_LIMITS_OPS_PER_SECOND=1000000 PEOPLEKEEPER_LOGGING_LEVEL=warning \
   start "$BIN/peoplekeeper-hub" --port 0 --storage memory --config Config/peoplekeeper.yaml)
+pids+=("$HUB_PID")
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $CLIENTS clients, $RATE msg/s, ${SECONDS_} s"
 # The same workload against both: one writer at RATE a second, the other CLIENTS-1 receive.

@@ -40,8 +40,7 @@ start_hub() {
              PEOPLEKEEPER_LOGGING_LEVEL=warning PEOPLEKEEPER_STORAGE_PATH="$DATA/hub-$1.sqlite")
   if [ "$1" = postgres ]; then env+=(PEOPLEKEEPER_STORAGE_POSTGRES_URL="$PG_URL"); fi
   env "${env[@]}" "$BIN/peoplekeeper-hub" --port 0 --storage "$1" --config Config/peoplekeeper.yaml >"$log" 2>&1 &
-  local pid=$!
-  pids+=("$pid")
+  local pid=$!   # (this runs in a subshell: the caller records the PID in pids)
   for _ in $(seq 200); do grep -q 'listening on' "$log" && break; sleep 0.05; done
   echo "$pid $(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\)\/.*/\1/p' "$log" | head -1)"
 }
@@ -62,6 +61,7 @@ echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -
 echo
 
 read -r PID PORT < <(start_hub memory)
+pids+=("$PID")
 for n in 10 100 1000; do
   load "light-$n" "$PID" "$PORT" --clients "$n" --writers 1 --rate 20
   load "saturation-$n" "$PID" "$PORT" --clients "$n" --writers 10 --rate 0
@@ -78,6 +78,7 @@ for _ in $(seq 100); do "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$PGPORT" && brea
 PG_URL="postgres://peoplekeeper@127.0.0.1:$PGPORT/peoplekeeper"
 for store in memory embedded postgres; do
   read -r PID PORT < <(start_hub "$store")
+  pids+=("$PID")
   load "store-$store-200" "$PID" "$PORT" --clients 100 --writers 1 --rate 200
   load "store-$store-saturation" "$PID" "$PORT" --clients 100 --writers 10 --rate 0
   stop_hub "$PID"
