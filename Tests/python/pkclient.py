@@ -153,6 +153,25 @@ def norm_users(users: list) -> list:
 # The connection
 # ----------------------------------------------------------------------------------------------------
 
+def raw_upgrade(port: int, path: str, *, rcvbuf: int | None = None) -> socket.socket:
+    """A WebSocket handshake on a plain socket (for frames no client library will send); returns the
+    socket after the 101. `rcvbuf` shrinks its receive buffer first (a reader that falls behind)."""
+    import base64
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if rcvbuf is not None:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    s.settimeout(5)
+    s.connect(("127.0.0.1", port))
+    key = base64.b64encode(os.urandom(16)).decode()
+    s.sendall((f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+               f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+    response = b""
+    while b"\r\n\r\n" not in response:
+        response += s.recv(1)
+    assert b" 101 " in response.split(b"\r\n")[0], response
+    return s
+
+
 class HubClient:
     """One WebSocket connection to a room.
 

@@ -502,18 +502,10 @@ def test_a_close_frame_with_a_one_byte_body_fails_the_connection(hub, room):
     """RFC 6455 §5.5.1: a close body is empty or starts with a two-byte code. A one-byte body is a
     protocol error: the hub drops the connection instead of echoing the close (Autobahn case 7.3.2,
     found by `make conformance`). The room goes on for everyone else."""
-    import base64
     import os
-    import socket
+    from pkclient import raw_upgrade
     r = Room(hub, room)
-    s = socket.create_connection(("127.0.0.1", hub.port), timeout=5)
-    key = base64.b64encode(os.urandom(16)).decode()
-    s.sendall((f"GET /v1/rooms/{room} HTTP/1.1\r\nHost: 127.0.0.1:{hub.port}\r\nUpgrade: websocket\r\n"
-               f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
-    response = b""
-    while b"\r\n\r\n" not in response:
-        response += s.recv(1)
-    assert b" 101 " in response.split(b"\r\n")[0], response
+    s = raw_upgrade(hub.port, f"/v1/rooms/{room}")
     mask = os.urandom(4)
     s.sendall(bytes([0x88, 0x80 | 1]) + mask + bytes([ord("a") ^ mask[0]]))
     received = b""

@@ -193,19 +193,10 @@ def test_bad_config_exits_78_naming_the_key(start_hub_raw, yaml_text, key):
 
 def _raw_upgrade(port: int, path: str) -> "socket.socket":
     """A WebSocket handshake on a plain socket with a tiny receive buffer, that then never reads."""
-    import base64
     import os
-    import socket
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    s.connect(("127.0.0.1", port))
-    key = base64.b64encode(os.urandom(16)).decode()
-    s.sendall((f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
-               f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
-    response = b""
-    while b"\r\n\r\n" not in response:
-        response += s.recv(1)
-    assert b" 101 " in response.split(b"\r\n")[0], response
+    from pkclient import raw_upgrade
+    s = raw_upgrade(port, path, rcvbuf=4096)
+    s.settimeout(None)
     hello = b'{"type":"hello","protocol":1,"user":"sloth"}'
     mask = os.urandom(4)
     s.sendall(bytes([0x81, 0x80 | len(hello)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(hello)))
