@@ -105,9 +105,14 @@ echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$PY" - "$OUT" $RATES <<'PY' | tee "$OUT/summary.md"
 import json, os, sys
 out, rates = sys.argv[1], sys.argv[2:]
-print("| offered edits/s | server | deliveries/s | latency p50 / p99 / max (ms) | server µs CPU / delivery | client CPU s | checks |")
-print("|---|---|---|---|---|---|---|")
+print("| offered edits/s | server | deliveries/s | latency p50 / p99 / max (ms) | server µs CPU / delivery | deliveries per CPU-s, hub / pycrdt | client CPU s | checks |")
+print("|---|---|---|---|---|---|---|---|")
 for name in ["fanout"] + [f"sweep-{r}" for r in rates]:
+    both = [f"{out}/{name}-{server}.json" for server in ("hub", "pycrdt")]
+    ratio = ""
+    if all(os.path.exists(path) for path in both):
+        h, y = (json.load(open(path)).get("deliveriesPerServerCPUSecond") or 0 for path in both)
+        ratio = f"{h / y:.1f}x" if h and y else ""
     for server in ("hub", "pycrdt"):
         path = f"{out}/{name}-{server}.json"
         if not os.path.exists(path):
@@ -120,7 +125,7 @@ for name in ["fanout"] + [f"sweep-{r}" for r in rates]:
         client = f'{r["clientCPUSeconds"]:.1f}' if "clientCPUSeconds" in r else ""
         print(f'| {offered:,.0f}{" (fan-out)" if name == "fanout" else ""} | {r["label"]} | {r["deliveriesPerSecond"]:,.0f} | '
               f'{lat["p50"]:.2f} / {lat["p99"]:.2f} / {lat["max"]:.1f} | {r.get("serverCPUMicrosPerDelivery", 0):.2f} | '
-              f'{client} | {ok} |')
+              f'{ratio if server == "hub" else ""} | {client} | {ok} |')
 PY
 
 if [ -n "$RATES" ]; then

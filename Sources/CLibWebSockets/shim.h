@@ -7,6 +7,9 @@
 /// Headroom lws_write needs before every payload (LWS_PRE is a macro).
 static const size_t pk_lws_pre = LWS_PRE;
 
+/// Bytes written to the socket as they are (LWS_WRITE_RAW is a macro): ready-made frames.
+static const enum lws_write_protocol pk_lws_write_raw = LWS_WRITE_RAW;
+
 /// lws_set_log_level without a custom emitter (the default writes to stderr).
 static inline void pk_lws_set_log_level(int level) { lws_set_log_level(level, NULL); }
 

@@ -69,8 +69,20 @@ public class LWSEndpoint: @unchecked Sendable {
         ours.callback = lwsCallback
         ours.per_session_data_size = 0
         ours.rx_buffer_size = rxBufferSize
+        // lws sends at most this much per send() (else rx_buffer_size, 4 KiB: a 64 KiB welcome would
+        // take 16 writable rounds) and buffers the rest itself.
+        ours.tx_packet_size = WebSocketConnection.coalescedWriteBytes * 2
         return keep([ours, lws_protocols()])
     }
+
+    /// Service thread only: where `WebSocketConnection.writeQueued` frames several messages for one
+    /// raw write (lws copies whatever the socket does not take at once).
+    lazy var coalescingBuffer: UnsafeMutableRawPointer = {
+        let buffer = UnsafeMutableRawPointer.allocate(
+            byteCount: pk_lws_pre + WebSocketConnection.coalescedWriteBytes, alignment: 16)
+        retained.append(buffer)
+        return buffer
+    }()
 
     /// permessage-deflate (RFC 7692), offered by the client and accepted by the server.
     func makeExtensions() -> UnsafeMutablePointer<lws_extension> {

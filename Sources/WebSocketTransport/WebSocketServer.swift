@@ -176,6 +176,9 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             let connection = WebSocketConnection(
                 id: nextID(), wsi: wsi, path: request.path, query: request.query, peer: request.peer,
                 origin: request.origin, isClient: false, limits: configuration.limits, owner: self)
+            // Offered permessage-deflate may be in use: then every frame goes through lws's extension.
+            connection.mayCoalesce = !(configuration.permessageDeflate
+                && (header(wsi, WSI_TOKEN_EXTENSIONS)?.contains("permessage-deflate") ?? false))
             attach(connection, to: wsi)
             delegate?.didOpen(connection)
             return 0
