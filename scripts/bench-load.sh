@@ -3,8 +3,9 @@
 #   1. one room of N = 10, 100, 1,000 clients: light load (one writer, 20 requests/s: latency) and
 #      saturation (10 writers, each as fast as its answers come: throughput);
 #   2. 10,000 idle connections across 100 rooms (join time, hub RSS per connection);
-#   3. persistence: 100 clients in one room, 200 revisions/s and saturation, with the in-memory store,
-#      SQLite (embedded, the default) and PostgreSQL 15 (a throwaway server on a free port).
+#   3. persistence: 100 clients in one room, 200 revisions/s and saturation, and durable revisions per
+#      second (64 rooms of one writer, flat out), with the in-memory store, SQLite (embedded, the
+#      default) and PostgreSQL 15 (a throwaway server on a free port).
 # Every run checks that each client got every revision once and in order, and that the clients that
 # keep the model end equal to the room. JSON per run in .build/bench/load/; a Markdown summary in
 # .build/bench/load/summary.md (printed at the end).
@@ -81,6 +82,9 @@ for store in memory embedded postgres; do
   pids+=("$PID")
   load "store-$store-200" "$PID" "$PORT" --clients 100 --writers 1 --rate 200
   load "store-$store-saturation" "$PID" "$PORT" --clients 100 --writers 10 --rate 0
+  # Durable revisions per second: 64 rooms of one writer each, every writer as fast as its acks come
+  # (each ack waits for its revision's commit: what arrives during a commit goes into the next one).
+  load "store-$store-durable" "$PID" "$PORT" --clients 64 --rooms 64 --writers 64 --rate 0 --mix 100,0,0
   stop_hub "$PID"
 done
 
@@ -90,7 +94,8 @@ out = sys.argv[1]
 runs = {os.path.basename(p)[:-5]: json.load(open(p)) for p in glob.glob(f"{out}/*.json")}
 order = ["light-10", "light-100", "light-1000", "saturation-10", "saturation-100", "saturation-1000", "idle-10000",
          "store-memory-200", "store-embedded-200", "store-postgres-200",
-         "store-memory-saturation", "store-embedded-saturation", "store-postgres-saturation"]
+         "store-memory-saturation", "store-embedded-saturation", "store-postgres-saturation",
+         "store-memory-durable", "store-embedded-durable", "store-postgres-durable"]
 print("| run | clients | writers × rate | revisions/s | deliveries/s | latency p50 / p99 / max (ms) | hub µs CPU / delivery | hub RSS / connection | checks |")
 print("|---|---|---|---|---|---|---|---|---|")
 for name in order:

@@ -5,14 +5,16 @@
 # writers make Map sets (scripts/pycrdt_load.py against scripts/pycrdt_server.py).
 #   1. the fan-out point: 1 writer at 200/s for SECONDS; prints deliveries per server-CPU-second of
 #      each, their ratio (hub / pycrdt) and both latency p99s;
-#   2. a sweep of offered load: WRITERS writers sharing each total rate in RATES (edits/s in all);
-#   3. scripts/plot_latency.py: p50 and p99 latency vs offered load, both servers, into
+#   2. saturation: WRITERS writers, the hub's flat out, pycrdt-websocket's past its capacity; prints
+#      each server's deliveries per server-CPU-second at capacity and their ratio;
+#   3. a sweep of offered load: WRITERS writers sharing each total rate in RATES (edits/s in all);
+#   4. scripts/plot_latency.py: p50 and p99 latency vs offered load, both servers, into
 #      docs/images/latency-vs-load.png.
 # Every run checks exactly-once delivery and that the clients end equal. JSON per run in
 # .build/bench/peers/ (fanout-{hub,pycrdt}.json, sweep-RATE-{hub,pycrdt}.json, summary.md).
 #
 #   scripts/bench-peers.sh [SECONDS] [RATES] [WRITERS] [CLIENTS]
-#                          (defaults: 10 "50 100 200 400 800 1600" 4 100; RATES "" runs only step 1)
+#                          (defaults: 10 "50 100 200 400 800 1600" 4 100; RATES "" runs only steps 1 and 2)
 #
 # Uses the binaries already built (release ones when .build/release has them, with `load` in the
 # bench tool, else debug; this script does not build) and the bench venv (scripts/bench-venv.sh).
@@ -66,18 +68,19 @@ read -r HUB_PID HUB_PORT < <(PEOPLEKEEPER_LIMITS_OPS_PER_SECOND=1000000 PEOPLEKE
   start "$OUT/hub.log" "$HUB" --port 0 --storage memory --config Config/peoplekeeper.yaml)
 pids+=("$HUB_PID")
 
-# run NAME WRITERS RATE-PER-WRITER: the workload against both servers; tables on stdout, JSON in $OUT.
-# A run whose checks fail still leaves its JSON (marked in the summary and the plot); the script goes on.
+# run NAME WRITERS RATE-PER-WRITER [PYCRDT-RATE-PER-WRITER]: the workload against both servers
+# (pycrdt-websocket at its own rate when given); tables on stdout, JSON in $OUT. A run whose checks
+# fail still leaves its JSON (marked in the summary and the plot); the script goes on.
 RUN_ID=peers-$$-$(date +%s)
 run() {
-  local name=$1 writers=$2 rate=$3
+  local name=$1 writers=$2 rate=$3 pyrate=${4:-$3}
   echo "== $name: hub"
   "$BENCH" load --url "ws://127.0.0.1:$HUB_PORT" --server-pid "$HUB_PID" --room-prefix "$RUN_ID-$name" \
     --clients "$CLIENTS" --writers "$writers" --rate "$rate" --seconds "$SECONDS_" --mix 100,0,0 \
     --label "hub" --json "$OUT/$name-hub.json" || echo "(hub: checks failed or the run did not finish)"
   echo "== $name: pycrdt-websocket"
   "$PY" scripts/pycrdt_load.py --url "ws://127.0.0.1:$PY_PORT" --server-pid "$PY_PID" --room "$RUN_ID-$name" \
-    --clients "$CLIENTS" --writers "$writers" --rate "$rate" --seconds "$SECONDS_" \
+    --clients "$CLIENTS" --writers "$writers" --rate "$pyrate" --seconds "$SECONDS_" \
     --label "pycrdt-websocket" --json "$OUT/$name-pycrdt.json" || echo "(pycrdt: checks failed or the run did not finish)"
   echo
 }
@@ -97,6 +100,19 @@ print(f"latency p99: hub {hub['latencyMillis']['p99']:.2f} ms, pycrdt-websocket 
 print()
 PY
 
+# Saturation: each server as busy as it gets, for its deliveries per CPU-second at capacity. The hub's
+# writers go as fast as their acks come (--rate 0: one request in flight each); pycrdt-websocket has no
+# acks, so its writers are paced at 4 x 400 edits/s, past what it can deliver (its queue grows and its
+# one thread stays busy; flat out, the backlog would take minutes to drain).
+run saturation "$WRITERS" 0 "$(awk -v w="$WRITERS" 'BEGIN { print 1600 / w }')"
+"$PY" - "$OUT/saturation-hub.json" "$OUT/saturation-pycrdt.json" <<'PY'
+import json, sys
+hub, yjs = (json.load(open(p)) for p in sys.argv[1:3])
+h, y = hub["deliveriesPerServerCPUSecond"], yjs["deliveriesPerServerCPUSecond"]
+print(f"at saturation, deliveries per server-CPU-second: hub {h:,.0f} / pycrdt-websocket {y:,.0f} = {h / y:.1f}x")
+print()
+PY
+
 for total in $RATES; do
   run "sweep-$total" "$WRITERS" "$(awk -v t="$total" -v w="$WRITERS" 'BEGIN { print t / w }')"
 done
@@ -107,7 +123,7 @@ import json, os, sys
 out, rates = sys.argv[1], sys.argv[2:]
 print("| offered edits/s | server | deliveries/s | latency p50 / p99 / max (ms) | server µs CPU / delivery | deliveries per CPU-s, hub / pycrdt | client CPU s | checks |")
 print("|---|---|---|---|---|---|---|---|")
-for name in ["fanout"] + [f"sweep-{r}" for r in rates]:
+for name in ["fanout", "saturation"] + [f"sweep-{r}" for r in rates]:
     both = [f"{out}/{name}-{server}.json" for server in ("hub", "pycrdt")]
     ratio = ""
     if all(os.path.exists(path) for path in both):
@@ -123,7 +139,8 @@ for name in ["fanout"] + [f"sweep-{r}" for r in rates]:
         ok = "ok" if not r["problems"] and r["converged"] else "FAILED"
         offered = r["rate"] * r["writers"]
         client = f'{r["clientCPUSeconds"]:.1f}' if "clientCPUSeconds" in r else ""
-        print(f'| {offered:,.0f}{" (fan-out)" if name == "fanout" else ""} | {r["label"]} | {r["deliveriesPerSecond"]:,.0f} | '
+        offered = "flat out" if name == "saturation" and server == "hub" else f"{offered:,.0f}"
+        print(f'| {offered}{" (fan-out)" if name == "fanout" else " (saturation)" if name == "saturation" else ""} | {r["label"]} | {r["deliveriesPerSecond"]:,.0f} | '
               f'{lat["p50"]:.2f} / {lat["p99"]:.2f} / {lat["max"]:.1f} | {r.get("serverCPUMicrosPerDelivery", 0):.2f} | '
               f'{ratio if server == "hub" else ""} | {client} | {ok} |')
 PY
