@@ -133,31 +133,24 @@ public final class WebSocketConnection: @unchecked Sendable {
         }
         var written = 0
         while queueHead < queue.count, written < 32 {
-            if mayCoalesce && queue.count - queueHead > 1 {
-                // One send() for what is waiting instead of one per message.
-                let taken = writeCoalesced(wsi)
-                if taken < 0 { return -1 }
-                if taken > 0 {
-                    written += 1
-                    if queueHead < queue.count, lws_send_pipe_choked(wsi) != 0 { break }
-                    continue
+            // One send() for what is waiting instead of one per message, when it can be.
+            let taken = mayCoalesce && queue.count - queueHead > 1 ? writeCoalesced(wsi) : 0
+            if taken < 0 { return -1 }
+            if taken == 0 {
+                let message = queue[queueHead]
+                let result: Int32
+                let protocolKind = message.isBinary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT
+                if isClient {
+                    // Client frames are masked in place: write a private copy.
+                    let bytes = UnsafeBufferPointer(start: message.payload, count: message.count)
+                    let copy = message.isBinary ? OutboundMessage(binary: bytes) : OutboundMessage(text: bytes)
+                    result = lws_write(wsi, copy.payload, copy.count, protocolKind)
+                } else {
+                    result = lws_write(wsi, message.payload, message.count, protocolKind)
                 }
+                if result < 0 { return -1 }
+                advanceHead()
             }
-            let message = queue[queueHead]
-            let result: Int32
-            let protocolKind = message.isBinary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT
-            if isClient {
-                // Client frames are masked in place: write a private copy.
-                let bytes = UnsafeBufferPointer(start: message.payload, count: message.count)
-                let copy = message.isBinary ? OutboundMessage(binary: bytes) : OutboundMessage(text: bytes)
-                result = lws_write(wsi, copy.payload, copy.count, protocolKind)
-            } else {
-                result = lws_write(wsi, message.payload, message.count, protocolKind)
-            }
-            if result < 0 { return -1 }
-            if replaceableIndex == queueHead { replaceableIndex = nil }
-            queueHead += 1
-            queuedBytes -= message.count
             written += 1
             // lws_send_pipe_choked is a poll() syscall: ask only when there is more to write.
             if queueHead < queue.count, lws_send_pipe_choked(wsi) != 0 { break }
@@ -181,35 +174,42 @@ public final class WebSocketConnection: @unchecked Sendable {
     /// are not masked: a 2- or 4-byte header, RFC 6455 5.2). Returns how many were taken, 0 when
     /// fewer than two fit, -1 when the write failed.
     private func writeCoalesced(_ wsi: OpaquePointer) -> Int {
-        let start = owner.coalescingBuffer.advanced(by: pk_lws_pre).assumingMemoryBound(to: UInt8.self)
-        var used = 0
+        // Everything that fits is under 64 KiB: a 7-bit or a 16-bit length.
+        func headerCount(_ message: OutboundMessage) -> Int { message.count < 126 ? 2 : 4 }
+        var total = 0
         var taken = 0
         while queueHead + taken < queue.count {
             let message = queue[queueHead + taken]
-            // Everything that fits is under 64 KiB: a 7-bit or a 16-bit length.
-            let headerCount = message.count < 126 ? 2 : 4
-            guard used + headerCount + message.count <= Self.coalescedWriteBytes else { break }
-            let frame = start + used
+            guard total + headerCount(message) + message.count <= Self.coalescedWriteBytes else { break }
+            total += headerCount(message) + message.count
+            taken += 1
+        }
+        guard taken > 1 else { return 0 }
+        let start = owner.coalescingBuffer.advanced(by: pk_lws_pre).assumingMemoryBound(to: UInt8.self)
+        var frame = start
+        for message in queue[queueHead..<(queueHead + taken)] {
             frame[0] = message.isBinary ? 0x82 : 0x81
-            if headerCount == 2 {
+            if headerCount(message) == 2 {
                 frame[1] = UInt8(message.count)
             } else {
                 frame[1] = 126
                 frame[2] = UInt8(message.count >> 8)
                 frame[3] = UInt8(message.count & 0xFF)
             }
-            (frame + headerCount).update(from: message.payload, count: message.count)
-            used += headerCount + message.count
-            taken += 1
+            frame += headerCount(message)
+            frame.update(from: message.payload, count: message.count)
+            frame += message.count
         }
-        guard taken > 1 else { return 0 }
-        if lws_write(wsi, start, used, pk_lws_write_raw) < 0 { return -1 }
-        for _ in 0..<taken {
-            if replaceableIndex == queueHead { replaceableIndex = nil }
-            queuedBytes -= queue[queueHead].count
-            queueHead += 1
-        }
+        if lws_write(wsi, start, total, pk_lws_write_raw) < 0 { return -1 }
+        for _ in 0..<taken { advanceHead() }
         return taken
+    }
+
+    /// The head message was written: moves past it.
+    private func advanceHead() {
+        if replaceableIndex == queueHead { replaceableIndex = nil }
+        queuedBytes -= queue[queueHead].count
+        queueHead += 1
     }
 
     /// Appends a received fragment. Returns the whole message when this fragment completes it,
