@@ -22,26 +22,12 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
 
-# Starts "$@" in the background, waits for its first stdout line, and echoes "PID PORT".
-start() {
-  local log
-  log=$(mktemp)
-  "$@" >"$log" 2>&1 &
-  local pid=$!
-  # (this runs in a subshell: the caller records the PID in pids)
-  for _ in $(seq 100); do
-    if grep -q 'listening on' "$log"; then break; fi
-    sleep 0.05
-  done
-  local port
-  port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\)\/.*/\1/p' "$log" | head -1)
-  echo "$pid $port"
-}
+source scripts/bench-lib.sh
 
-read -r RELAY_PID RELAY_PORT < <(start "$BIN/peoplekeeper-bench" relay --port 0)
+read -r RELAY_PID RELAY_PORT < <(start_server "$OUT/relay.log" "$BIN/peoplekeeper-bench" relay --port 0)
 pids+=("$RELAY_PID")
 read -r HUB_PID HUB_PORT < <(PEOPLEKEEPER_LIMITS_OPS_PER_SECOND=1000000 PEOPLEKEEPER_LOGGING_LEVEL=warning \
-  start "$BIN/peoplekeeper-hub" --port 0 --storage memory --config Config/peoplekeeper.yaml)
+  start_server "$OUT/fanout-hub.log" "$BIN/peoplekeeper-hub" --port 0 --storage memory --config Config/peoplekeeper.yaml)
 pids+=("$HUB_PID")
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $CLIENTS clients, $RATE msg/s, ${SECONDS_} s"

@@ -34,16 +34,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
+source scripts/bench-lib.sh
+
 # Starts the hub with the given storage (memory | embedded | postgres) and echoes "PID PORT".
 start_hub() {
   local log="$OUT/hub-$1.log"
   local env=(PEOPLEKEEPER_LIMITS_OPS_PER_SECOND=1000000 PEOPLEKEEPER_LIMITS_MAX_CONNECTIONS=20000
              PEOPLEKEEPER_LOGGING_LEVEL=warning PEOPLEKEEPER_STORAGE_PATH="$DATA/hub-$1.sqlite")
   if [ "$1" = postgres ]; then env+=(PEOPLEKEEPER_STORAGE_POSTGRES_URL="$PG_URL"); fi
-  env "${env[@]}" "$BIN/peoplekeeper-hub" --port 0 --storage "$1" --config Config/peoplekeeper.yaml >"$log" 2>&1 &
-  local pid=$!   # (this runs in a subshell: the caller records the PID in pids)
-  for _ in $(seq 200); do grep -q 'listening on' "$log" && break; sleep 0.05; done
-  echo "$pid $(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\)\/.*/\1/p' "$log" | head -1)"
+  start_server "$log" env "${env[@]}" "$BIN/peoplekeeper-hub" --port 0 --storage "$1" --config Config/peoplekeeper.yaml
 }
 
 stop_hub() { kill "$1"; wait "$1" 2>/dev/null || true; }

@@ -45,27 +45,12 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
 
-# start LOG COMMAND...: starts COMMAND in the background (output in LOG), waits for its "listening on"
-# line and echoes "PID PORT". It runs in a subshell (`< <(start ...)`), so the caller records the PID.
-start() {
-  local log=$1
-  shift
-  "$@" >"$log" 2>&1 &
-  local pid=$!
-  for _ in $(seq 200); do
-    if grep -q 'listening on' "$log"; then break; fi
-    sleep 0.05
-  done
-  local port
-  port=$(sed -n 's/.*listening on [a-z]*:\/\/127\.0\.0\.1:\([0-9]*\)\/.*/\1/p' "$log" | head -1)
-  [ -n "$port" ] || { echo "bench-peers: $1 did not start:" >&2; cat "$log" >&2; kill "$pid" 2>/dev/null; exit 1; }
-  echo "$pid $port"
-}
+source scripts/bench-lib.sh
 
-read -r PY_PID PY_PORT < <(start "$OUT/pycrdt-server.log" "$PY" scripts/pycrdt_server.py --port 0)
+read -r PY_PID PY_PORT < <(start_server "$OUT/pycrdt-server.log" "$PY" scripts/pycrdt_server.py --port 0)
 pids+=("$PY_PID")
 read -r HUB_PID HUB_PORT < <(PEOPLEKEEPER_LIMITS_OPS_PER_SECOND=1000000 PEOPLEKEEPER_LOGGING_LEVEL=warning \
-  start "$OUT/hub.log" "$HUB" --port 0 --storage memory --config Config/peoplekeeper.yaml)
+  start_server "$OUT/hub.log" "$HUB" --port 0 --storage memory --config Config/peoplekeeper.yaml)
 pids+=("$HUB_PID")
 
 # run NAME WRITERS RATE-PER-WRITER [PYCRDT-RATE-PER-WRITER]: the workload against both servers

@@ -26,12 +26,10 @@ trap cleanup EXIT
 "$BIN/peoplekeeper-bench" store --kind sqlite --path "$DATA/hub.sqlite" --seconds 0 --history 100 --history-room short-0 >/dev/null
 "$BIN/peoplekeeper-bench" store --kind sqlite --path "$DATA/hub.sqlite" --seconds 0 --history "$HISTORY" --history-room long-0 | head -1
 
-PEOPLEKEEPER_LIMITS_OPS_PER_SECOND=1000000 PEOPLEKEEPER_LOGGING_LEVEL=warning PEOPLEKEEPER_STORAGE_PATH="$DATA/hub.sqlite" \
-  "$BIN/peoplekeeper-hub" --port 0 --storage embedded --config Config/peoplekeeper.yaml \
-  >"$DATA/hub.log" 2>&1 &
-HUB_PID=$!
-for _ in $(seq 200); do grep -q 'listening on' "$DATA/hub.log" && break; sleep 0.05; done
-PORT=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\)\/.*/\1/p' "$DATA/hub.log" | head -1)
+source scripts/bench-lib.sh
+read -r HUB_PID PORT < <(PEOPLEKEEPER_LIMITS_OPS_PER_SECOND=1000000 PEOPLEKEEPER_LOGGING_LEVEL=warning \
+  PEOPLEKEEPER_STORAGE_PATH="$DATA/hub.sqlite" \
+  start_server "$DATA/hub.log" "$BIN/peoplekeeper-hub" --port 0 --storage embedded --config Config/peoplekeeper.yaml)
 
 for room in short long; do
   echo "== room $room-0"

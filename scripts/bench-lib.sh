@@ -1,0 +1,26 @@
+# Shared by the bench scripts (sourced, not run).
+#
+# start_server LOG COMMAND...: starts COMMAND in the background (stdout and stderr in LOG), waits up to
+# 10 s for its "listening on ws://|http://127.0.0.1:PORT/" line and echoes "PID PORT"; exits 1 with the
+# log when no port appears. Call it as `read -r PID PORT < <(start_server ...)`: it runs in a subshell,
+# so the caller records the PID (for its cleanup trap). Environment for COMMAND goes in front of the
+# call (`VAR=value start_server ...`) or through `env` in COMMAND.
+start_server() {
+  local log=$1
+  shift
+  "$@" >"$log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 200); do
+    if grep -q 'listening on' "$log"; then break; fi
+    sleep 0.05
+  done
+  local port
+  port=$(sed -n 's/.*listening on [a-z]*:\/\/127\.0\.0\.1:\([0-9]*\)\/.*/\1/p' "$log" | head -1)
+  if [ -z "$port" ]; then
+    echo "$(basename "$0"): $1 did not start:" >&2
+    cat "$log" >&2
+    kill "$pid" 2>/dev/null
+    exit 1
+  fi
+  echo "$pid $port"
+}
