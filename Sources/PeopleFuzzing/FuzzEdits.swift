@@ -5,19 +5,16 @@ import PeopleCore
 /// Names and inserted text come from small pools chosen to reach the core's edges: the empty name,
 /// names just under the 200-byte limit (so typing pushes them over), a name under the limit only when
 /// measured on its NFC form (99 × e + U+0301: 297 bytes as sent, 198 in NFC), combining marks, astral
-/// scalars and flag halves.
-///
-/// No precomposed letter is in the pools, so no edit can turn a name into a canonically equivalent one
-/// with other scalars (é for e + U+0301). The core treats such an edit as changing nothing while
-/// transform counts its scalars, which breaks TP1: reported, not fixed (Tests/Fuzz/regressions/README.md,
-/// apply 1; `KnownIssueTests`); without this the fuzzer would keep finding that one issue.
+/// scalars, flag halves, and the precomposed é, so that an edit can turn a name into a canonically
+/// equivalent one with other scalars (é for e + U+0301): a change, since names compare by scalars
+/// (SEMANTICS §7 reading 7; Tests/Fuzz/regressions/README.md, apply 1).
 enum FuzzEdits {
     static let names: [String] = [
         "", "Ann", "Bob", "Joan", "e\u{301}", "😀x", "🇫🇷", "a\u{301}\u{302}b",
-        String(repeating: "x", count: 199), String(repeating: "e\u{301}", count: 99),
+        String(repeating: "x", count: 199), String(repeating: "e\u{301}", count: 99), "\u{E9}",
     ]
 
-    static let snippets: [String] = ["a", "Z", "e", "\u{301}", "😀", "🇫", " ", String(repeating: "y", count: 120)]
+    static let snippets: [String] = ["a", "Z", "e", "\u{301}", "😀", "🇫", " ", String(repeating: "y", count: 120), "\u{E9}"]
 
     static func person(tag: Tag, _ bytes: inout FuzzBytes) -> Person {
         let facial = bytes.byte()

@@ -244,4 +244,40 @@ struct RoomProtocolTests {
         #expect(id == "fresh")
         #expect(h.room.oldestKeptBase == 0)
     }
+
+    /// SEMANTICS §4 rule 6 beside the contract's §7 reading 4 (docs/SEMANTICS.md decision 14): each
+    /// batch is valid at its base, but together they would take the name over the limit, so the later
+    /// one is refused; the same batch on the head of a room where nobody typed is applied.
+    @Test("concurrent typing that would push a name over the limit refuses the later batch")
+    func concurrentTypingOverTheLimit() {
+        let long = Person(tag: 1, name: String(repeating: "x", count: 150))
+        let typeA: [Diff] = [.text(1, TextOperation([.insert(String(repeating: "a", count: 40))]))]
+        let typeB: [Diff] = [.text(1, TextOperation([.retain(150), .insert(String(repeating: "b", count: 40))]))]
+        var h = Harness(people: [long])
+        #expect(h.submit("A", typeA, base: 0).rev == 1)
+        #expect(h.reject("B", typeB, base: 0)?.code == .invalidOp)
+        #expect(h.revision == 1 && h.person(1)?.name.count == 190)
+
+        var alone = Harness(people: [long])
+        #expect(alone.submit("B", typeB, base: 0).rev == 1)
+    }
+
+    /// SEMANTICS §7 reading 4: the verdict on a batch depends only on its base, checked diff by diff
+    /// on the people it names as they were there, however far behind the head the base is.
+    @Test("validity is decided at the base, several revisions back")
+    func validityAtAnOldBase() {
+        var h = Harness()
+        h.submit("B", [.text(2, TextOperation([.retain(4), .insert("ne")]))], base: 0)  // Joan → Joanne
+        h.submit("B", [.set(2, .hairColor(.gray))], base: 1)
+        h.submit("B", [.remove(2)], base: 2)
+        // At base 0 Joan has 4 letters: a span of 6 is past the end there, whatever happened since.
+        #expect(h.reject("A", [.text(2, TextOperation([.retain(6), .insert("!")]))], base: 0)?.code == .invalidOp)
+        // At base 1 it is Joanne: the same span is valid there, and a no-op now (she was removed).
+        let ack = h.submit("A", [.text(2, TextOperation([.retain(6), .insert("!")]))], base: 1)
+        #expect(ack.rev == 3 && ack.ops.isEmpty)
+        #expect(ack.noop == [SkipReport(reason: .targetRemoved, tag: 2, by: "B")])
+        // A diff on a person the batch itself removed earlier, on the head.
+        #expect(h.reject("A", [.remove(1), .set(1, .glasses(true))])?.code == .invalidOp)
+        #expect(h.person(1) != nil && h.revision == 3)
+    }
 }

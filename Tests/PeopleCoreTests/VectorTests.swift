@@ -74,7 +74,19 @@ struct VectorTests {
             time = Self.int(step["at"]).map(Int64.init) ?? time + 1000
             let expect = step["expect"]
             let context = "\(vector) step \(index)"
-            if step["submit"] != nil {
+            if step["submit"] != nil, let code = Self.string(expect?["error"]) {
+                // A refused batch: the error names the step's seq, and nothing is applied.
+                let ops = try Self.diffs(step["submit"])
+                let before = h.revision
+                let message = ClientMessage.submit(.init(seq: h.nextSeq(user), base: Self.int(step["base"]) ?? h.revision,
+                                                         ops: ops, label: Self.string(step["label"])))
+                guard case .error(let error)? = h.send(message, from: user, at: time) else {
+                    Issue.record("\(context): expected error \(code)")
+                    continue
+                }
+                #expect(error.code.rawValue == code, "\(context)")
+                #expect(h.revision == before, "\(context)")
+            } else if step["submit"] != nil {
                 let ops = try Self.diffs(step["submit"])
                 let ack = h.submit(user, ops, base: Self.int(step["base"]), label: Self.string(step["label"]),
                                    coalesce: Self.string(step["coalesce"]), at: time)

@@ -82,11 +82,17 @@ struct WireVectorTests {
                     var coalesce: String? = nil
                     if case .string(let c)? = step["coalesce"] { coalesce = c }
                     let seq = user.submit(diffs, base: int(step["base"]) ?? head, label: label, coalesce: coalesce)
-                    let ack = try await user.ack(seq: seq)
-                    head = max(head, ack.rev)
-                    if let rev = int(expect?["rev"]) { #expect(ack.rev == rev, "\(context)") }
-                    if case .array(let noop)? = expect?["noop"] {
-                        #expect(ack.noop == (try noop.map { try SkipReport(json: $0) }), "\(context)")
+                    if case .string(let code)? = expect?["error"] {
+                        // A refused batch: answered with the error under its seq; nothing is broadcast.
+                        let error = try await user.error(seq: seq)
+                        #expect(error.code.rawValue == code, "\(context)")
+                    } else {
+                        let ack = try await user.ack(seq: seq)
+                        head = max(head, ack.rev)
+                        if let rev = int(expect?["rev"]) { #expect(ack.rev == rev, "\(context)") }
+                        if case .array(let noop)? = expect?["noop"] {
+                            #expect(ack.noop == (try noop.map { try SkipReport(json: $0) }), "\(context)")
+                        }
                     }
                 } else {
                     let redo = step["redo"] != nil

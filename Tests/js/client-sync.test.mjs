@@ -128,3 +128,42 @@ test('a queued edit on a person whose insert is answered after a full-state welc
   const { send } = client.receive({ type: 'ack', seq: 1, rev: 1, ops: [insert(Fixtures.person(4), 0)] }); // replayed
   assert.deepEqual(send, []);
 });
+
+// SEMANTICS §7 readings 6 and 7 on the client: what it keeps, sends and prunes follows the hub's
+// readings (apply compares names by code points; an empty text edit changes nothing).
+
+test('a normalization-only text edit is a change: shown, sent, and kept when queued and rebased', () => {
+  const client = new ClientSync('ann');
+  client.connect();
+  client.receive({ type: 'welcome', session: 's1', user: 'ann', role: 'editor', rev: 0,
+    people: [{ ...Fixtures.p1, name: 'Rene\u0301' }], tags: { from: 4, to: 103 }, history, presence: [] });
+  const composed = text(1, [{ retain: 3 }, { insert: '\u00e9' }, { delete: 2 }]);
+  const sent = client.edit([composed]);
+  assert.deepEqual(sent, [{ type: 'submit', seq: 1, base: 0, ops: [composed] }]);
+  assert.equal(client.view.get(1).name, 'Ren\u00e9');
+  // Queued behind a request in flight, and rebased over a teammate's typing in the same name: kept.
+  client.edit([set(1, 'glasses', true)]); // a second edit; the first is in flight
+  const back = text(1, [{ retain: 3 }, { insert: 'e\u0301' }, { delete: 1 }]);
+  assert.deepEqual(client.edit([back]), []); // queued too: back to the decomposed form, also a change
+  client.receive({ type: 'ops', rev: 1, author: 'bob', kind: 'edit', ops: [text(1, [{ insert: '!' }])] });
+  const { send } = client.receive({ type: 'ack', seq: 1, rev: 2,
+    ops: [text(1, [{ retain: 4 }, { insert: '\u00e9' }, { delete: 2 }])] });
+  assert.equal(client.confirmed.get(1).name, '!Ren\u00e9');
+  assert.deepEqual(send, [{ type: 'submit', seq: 2, base: 2, ops: [set(1, 'glasses', true)] }]);
+  assert.equal(client.pendingCount, 2);
+  assert.equal(client.view.get(1).name, '!Rene\u0301');
+  const { send: next } = client.receive({ type: 'ack', seq: 2, rev: 3, ops: [set(1, 'glasses', true)] });
+  assert.deepEqual(next, [{ type: 'submit', seq: 3, base: 3, ops: [text(1, [{ retain: 4 }, { insert: 'e\u0301' }, { delete: 1 }])] }]);
+});
+
+test('an empty text edit changes nothing on the client, and arrives from the hub as a valid frame', () => {
+  const client = welcomed();
+  assert.deepEqual(client.edit([text(1, [])]), []);
+  assert.deepEqual(client.edit([{ op: 'text', tag: 1, edits: [{ retain: 3 }] }]), []);
+  assert.equal(client.pendingCount, 0);
+  const frame = '{"type":"ops","rev":1,"author":"bob","kind":"edit","ops":[{"op":"text","tag":1,"edits":[]},{"op":"set","tag":1,"field":"glasses","value":true}]}';
+  const { events } = client.receive(decodeServerMessage(frame));
+  assert.equal(client.revision, 1);
+  assert.equal(client.confirmed.get(1).glasses, true);
+  assert.equal(events[0].type, 'remote');
+});

@@ -138,7 +138,7 @@ test('facial hair and preference registers overwritten by a teammate are reporte
   ]);
 });
 
-test('undo of a move whose old neighbours are both gone falls back to the rebased index', () => {
+test('undo of a move whose old neighbours are both gone goes to its gap rebased like a submit\'s (§7 reading 5)', () => {
   const h = new Harness({ people: [...F.start, F.person(4, 'Dee')] });
   h.submit('A', [move(2, 3)]); // [1,3,4,2]: 2 was between 1 and 3
   h.submit('B', [remove(1), remove(3)]); // [4,2]

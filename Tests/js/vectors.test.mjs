@@ -57,7 +57,19 @@ describe('undo vectors', () => {
         time = int(step.at) ?? time + 1000;
         const expect = step.expect;
         const context = `${vector.name} step ${index}`;
-        if (step.submit !== undefined) {
+        if (step.submit !== undefined && string(expect?.error) !== undefined) {
+          // A refused batch: the error names the step's seq, and nothing is applied.
+          const code = string(expect.error);
+          const before = h.revision;
+          const message = { type: 'submit', seq: h.nextSeq(user), base: int(step.base) ?? h.revision,
+            ops: diffs(step.submit) };
+          if (string(step.label) !== undefined) message.label = string(step.label);
+          const reply = h.send(message, user, time);
+          assert.equal(reply?.type, 'error', `${context}: expected error ${code}, got ${JSON.stringify(reply)}`);
+          assert.equal(reply.seq, message.seq, `${context}: seq`);
+          assert.equal(reply.code, code, `${context}: code`);
+          assert.equal(h.revision, before, `${context}: revision`);
+        } else if (step.submit !== undefined) {
           const ack = h.submit(user, diffs(step.submit), { base: int(step.base), label: string(step.label),
             coalesce: string(step.coalesce), at: time });
           if (expect?.rev !== undefined) assert.equal(ack.rev, int(expect.rev), `${context}: rev`);
@@ -83,5 +95,5 @@ test('the vector files hold the cases the suites expect', () => {
   for (let n = 1; n <= 12; n++) assert.ok(names.some((s) => s.startsWith(`§5.${n} `)), `§5.${n} missing`);
   assert.ok(transformCases.length >= 60);
   assert.equal(transformCases.length, 101);
-  assert.equal(undoCases.length, 26);
+  assert.equal(undoCases.length, 35);
 });

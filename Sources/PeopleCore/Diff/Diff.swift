@@ -3,7 +3,7 @@ public enum Field: String, CaseIterable, Hashable, Sendable {
     case name, hairColor, hairLength, eyeColor, glasses
 }
 
-/// A value for one scalar field.
+/// A value for one scalar field. Names compare by Unicode scalars (`String.sameScalars(as:)`).
 public enum FieldValue: Hashable, Sendable {
     case name(String)
     case hairColor(HairColor)
@@ -18,6 +18,30 @@ public enum FieldValue: Hashable, Sendable {
         case .hairLength: .hairLength
         case .eyeColor: .eyeColor
         case .glasses: .glasses
+        }
+    }
+}
+
+extension FieldValue {
+    public static func == (a: FieldValue, b: FieldValue) -> Bool {
+        switch (a, b) {
+        case (.name(let x), .name(let y)): x.sameScalars(as: y)
+        case (.hairColor(let x), .hairColor(let y)): x == y
+        case (.hairLength(let x), .hairLength(let y)): x == y
+        case (.eyeColor(let x), .eyeColor(let y)): x == y
+        case (.glasses(let x), .glasses(let y)): x == y
+        default: false
+        }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(field)
+        switch self {
+        case .name(let v): v.hashScalars(into: &hasher)
+        case .hairColor(let v): hasher.combine(v)
+        case .hairLength(let v): hasher.combine(v)
+        case .eyeColor(let v): hasher.combine(v)
+        case .glasses(let v): hasher.combine(v)
         }
     }
 }

@@ -109,7 +109,7 @@ extension PeopleModel {
                 throw InvalidOp("text span \(operation.span) is past the end of the name of \(tag)")
             }
             guard NameLimit.allows(new) else { throw InvalidOp(Self.nameTooLong) }
-            guard new != old else { return nil }
+            guard !new.sameScalars(as: old) else { return nil }
             people[index].name = new
             return AppliedDiff(diff: diff, inverse: .text(tag, operation.inverse(on: old)))
         }

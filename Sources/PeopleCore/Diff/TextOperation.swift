@@ -2,12 +2,29 @@
 ///
 /// What the components do not reach is retained. Stored in canonical form: no empty components,
 /// adjacent components of one kind merged, no trailing retain; so two operations with the same effect
-/// compare equal.
+/// compare equal (inserted text by Unicode scalars, never by canonical equivalence). An operation may
+/// be empty, or only retain: it is valid and changes nothing (SEMANTICS §7 reading 6).
 public struct TextOperation: Hashable, Sendable {
     public enum Component: Hashable, Sendable {
         case retain(Int)
         case insert(String)
         case delete(Int)
+
+        public static func == (a: Component, b: Component) -> Bool {
+            switch (a, b) {
+            case (.retain(let x), .retain(let y)), (.delete(let x), .delete(let y)): x == y
+            case (.insert(let x), .insert(let y)): x.sameScalars(as: y)
+            default: false
+            }
+        }
+
+        public func hash(into hasher: inout Hasher) {
+            switch self {
+            case .retain(let n): hasher.combine(0); hasher.combine(n)
+            case .insert(let s): hasher.combine(1); s.hashScalars(into: &hasher)
+            case .delete(let n): hasher.combine(2); hasher.combine(n)
+            }
+        }
     }
 
     public private(set) var components: [Component]
@@ -22,7 +39,6 @@ public struct TextOperation: Hashable, Sendable {
 
     /// An operation from untrusted input, or the reason it is not one.
     public static func validated(_ components: [Component]) -> Result<TextOperation, InvalidOp> {
-        if components.isEmpty { return .failure(InvalidOp("text edits are empty")) }
         var span = 0
         for component in components {
             switch component {

@@ -4,7 +4,9 @@ public typealias Tag = Int
 /// One person in a room, identified by `tag`.
 ///
 /// Likes and dislikes are stored as one register per topic (`opinions`), so a topic can never be in
-/// both sets: `likes` and `dislikes` are views of that register, not stored sets.
+/// both sets: `likes` and `dislikes` are views of that register, not stored sets. Names compare by
+/// Unicode scalars, not by Swift's canonical equivalence (SEMANTICS §7 reading 7): "é" and "e\u{301}"
+/// are different names.
 public struct Person: Identifiable, Hashable, Sendable {
     public let tag: Tag
     public var name: String
@@ -58,4 +60,37 @@ public struct Person: Identifiable, Hashable, Sendable {
 
     /// Facial hair styles in vocabulary order.
     public var facialHairInOrder: [FacialHairStyle] { FacialHairStyle.allCases.filter(facialHair.contains) }
+}
+
+extension Person {
+    public static func == (a: Person, b: Person) -> Bool {
+        a.tag == b.tag && a.name.sameScalars(as: b.name) && a.hairColor == b.hairColor
+            && a.hairLength == b.hairLength && a.eyeColor == b.eyeColor && a.glasses == b.glasses
+            && a.facialHair == b.facialHair && a.opinions == b.opinions
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(tag)
+        name.hashScalars(into: &hasher)
+        hasher.combine(hairColor)
+        hasher.combine(hairLength)
+        hasher.combine(eyeColor)
+        hasher.combine(glasses)
+        hasher.combine(facialHair)
+        hasher.combine(opinions)
+    }
+}
+
+extension String {
+    /// Whether both hold the same Unicode scalars: how names, values and inserted text compare
+    /// (SEMANTICS §7 reading 7). Swift's `==` is canonical equivalence ("é" == "e\u{301}"), which would
+    /// make an edit that only changes a name's normalization look like no change.
+    @inlinable
+    public func sameScalars(as other: String) -> Bool { utf8.elementsEqual(other.utf8) }
+
+    /// Feeds the hasher what `sameScalars(as:)` compares.
+    func hashScalars(into hasher: inout Hasher) {
+        hasher.combine(utf8.count)
+        for byte in utf8 { hasher.combine(byte) }
+    }
 }

@@ -48,7 +48,10 @@ extension Room {
 
         let result: BatchResult
         do {
-            result = try model.apply(batch: diffs, absentTags: .skip)
+            // On the head, the batch applies as made: an absent tag is invalid (the check at the base).
+            // Rebased, a diff whose person a teammate removed since becomes a reported no-op (§3 rule 2);
+            // the only refusal left is a name pushed over the limit by concurrent typing (§3 rule 6).
+            result = try model.apply(batch: diffs, absentTags: submit.base == history.head ? .reject : .skip)
         } catch {
             return fail(error.protocolError)
         }
@@ -88,10 +91,14 @@ extension Room {
         return present.count
     }
 
-    /// Checks what can only be checked at the batch's base: every named tag was present there (or was
-    /// inserted earlier in the batch); inserted tags are new to the room and in the user's blocks.
+    /// Decides the batch's validity at its base (SEMANTICS §7 reading 4), whatever teammates did since:
+    /// inserted tags are new to the room and in the user's blocks, and the batch applies, diff by diff,
+    /// to the people it names as they were at `base` (a tag absent there, a diff on a person the batch
+    /// removed earlier, a text span past the end of the name, a name over the limit are `invalid-op`).
+    /// On the head the real apply is that check; behind it, the named people are taken back to `base`.
     func validateAtBase(_ diffs: [Diff], base: Int, user: String) -> InvalidOp? {
         var inserted = Set<Tag>()
+        var named = Set<Tag>()
         let blocks = users[user]?.tagBlocks ?? []
         for diff in diffs {
             if case .insert(let person, _) = diff {
@@ -102,25 +109,36 @@ extension Room {
                     return InvalidOp("tag \(person.tag) is outside the tag blocks given to \(user)")
                 }
                 inserted.insert(person.tag)
-            } else if !inserted.contains(diff.tag) && !present(diff.tag, at: base) {
-                return InvalidOp("tag \(diff.tag) was not present at base \(base)")
+            } else if !inserted.contains(diff.tag) {
+                named.insert(diff.tag)
             }
+        }
+        guard base < history.head else { return nil }
+        var view = people(named, at: base)
+        do {
+            try view.apply(batch: diffs, absentTags: .reject)
+        } catch {
+            return error
         }
         return nil
     }
 
-    /// Whether `tag` was present at revision `base`: decided by its first insert or remove after `base`.
-    /// Cost: the events on that tag since `base`.
-    func present(_ tag: Tag, at base: Int) -> Bool {
-        var firstChange: Diff?
-        for event in history.events(on: tag, after: base, index: Int.max) {
-            if case .person = event.target { firstChange = history.revision(event.revision)?.applied[event.index].diff }
+    /// The people among `tags` that were present at revision `base`, as they were then (their order
+    /// is not kept): each one now, taken back through the exact inverses of the later diffs on its
+    /// tag, newest first. Cost: the events on those tags since `base`.
+    func people(_ tags: Set<Tag>, at base: Int) -> PeopleModel {
+        var view = PeopleModel()
+        for tag in tags.sorted() {
+            var one = PeopleModel(people: model[tag].map { [$0] } ?? [])
+            for event in history.events(on: tag, after: base, index: Int.max) {
+                guard let done = history.revision(event.revision)?.applied[event.index] else { continue }
+                do { try one.apply(done.inverse) } catch {
+                    assertionFailure("exact inverse failed to apply at revision \(event.revision): \(error)")
+                }
+            }
+            view.people.append(contentsOf: one.people)
         }
-        switch firstChange {
-        case .insert?: return false
-        case .remove?: return true
-        default: return model.contains(tag)
-        }
+        return view
     }
 
     /// The tag order at revision `base`, rebuilt from the current one with the exact inverses of the

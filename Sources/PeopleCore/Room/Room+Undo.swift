@@ -184,7 +184,8 @@ extension Room {
         case (.remove, .insert(let person, let at)):
             guard !model.contains(tag) else { return overwritten(.person(tag)) }
             let placed = place(tag: nil, neighbours: done.neighbours,
-                               fallback: rebasedIndex(at, after: revision, index: index, inProgress: inProgress.applied))
+                               fallback: rebasedGap(of: done.inverse, after: revision, index: index,
+                                                    inProgress: inProgress.applied) ?? at)
             return .apply(.insert(person, at: placed))
 
         case (.move, .move(_, let from)):
@@ -193,7 +194,8 @@ extension Room {
                 return .skip(SkipReport(reason: .overwritten, tag: tag, field: "position", by: mover.author))
             }
             let placed = place(tag: tag, neighbours: done.neighbours,
-                               fallback: rebasedIndex(from, after: revision, index: index, inProgress: inProgress.applied))
+                               fallback: rebasedGap(of: done.inverse, after: revision, index: index,
+                                                    inProgress: inProgress.applied) ?? from)
             return .apply(.move(tag, to: placed))
 
         default:
@@ -212,21 +214,30 @@ extension Room {
         return fallback
     }
 
-    /// An index rebased over the positional changes since (revision, index): only used when both old
-    /// neighbours are gone. Cost: the positional diffs since.
-    func rebasedIndex(_ start: Int, after revision: Int, index: Int, inProgress: [AppliedDiff]) -> Int {
-        var position = start
-        func shift(removedAt: Int?, insertedAt: Int?) {
-            if let removedAt, removedAt < position { position -= 1 }
-            if let insertedAt, insertedAt <= position { position += 1 }
-        }
+    /// The gap an inverse insert or move (made right after diff `index` of `revision`) lands at when
+    /// it is rebased over every positional diff since, as a concurrent submit's would be: positions
+    /// are gaps in the list without the person, and at an equal gap what the hub applied earlier stays
+    /// first (SEMANTICS §3 rule 3, §7 reading 5). Only used when both old neighbours are gone. Cost:
+    /// the positional diffs since × people.
+    func rebasedGap(of inverse: Diff, after revision: Int, index: Int, inProgress: [AppliedDiff]) -> Int? {
         let since = history.positional.reversed().prefix { ($0.revision, $0.index) > (revision, index) }
-        for change in since.reversed() { shift(removedAt: change.removedAt, insertedAt: change.insertedAt) }
-        for done in inProgress {
-            if let change = RoomHistory.positionalEvent(done, revision: 0, index: 0) {
-                shift(removedAt: change.removedAt, insertedAt: change.insertedAt)
-            }
+        var later: [Diff] = since.reversed().compactMap { history.revision($0.revision)?.applied[$0.index].diff }
+        var inverses: [Diff] = since.compactMap { history.revision($0.revision)?.applied[$0.index].inverse }
+        for done in inProgress where done.diff.isPositional {
+            later.append(done.diff)
+            inverses.insert(done.inverse, at: 0)
         }
-        return position
+        // The tag order the inverse was made on: today's, with the later positional diffs taken back.
+        var order = inverses.reduce(model.tags) { Transform.applyOrder($1, to: $0) }
+        var rebased = inverse
+        for diff in later {
+            if case .diff(let next) = Transform.transform(rebased, over: diff, order: order) { rebased = next }
+            order = Transform.applyOrder(diff, to: order)
+        }
+        switch rebased {
+        case .insert(_, let at): return at
+        case .move(_, let to): return to
+        default: return nil
+        }
     }
 }

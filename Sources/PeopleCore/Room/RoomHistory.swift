@@ -1,7 +1,7 @@
 /// A room's kept history: the revisions after `floor`, and an index of them by tag.
 ///
 /// The index is what keeps undo cheap: an undo looks at the events of the people its entry touched
-/// (and, only when both neighbours of a removed person are gone, at the positional events), never at
+/// (and, only when both old neighbours of a removed or moved person are gone, at the positional diffs), never at
 /// the whole history.
 struct RoomHistory: Sendable {
     /// One diff as applied, filed under its tag.
@@ -16,21 +16,14 @@ struct RoomHistory: Sendable {
         var ref: DiffRef { DiffRef(revision: revision, index: index) }
     }
 
-    /// The index change of one applied positional diff.
-    struct PositionalEvent: Hashable, Sendable {
-        var revision: Int
-        var index: Int
-        var removedAt: Int?
-        var insertedAt: Int?
-    }
-
     /// Revisions up to and including `floor` are no longer kept.
     private(set) var floor: Int
     private var kept: [Revision] = []
     private var keptStart = 0
     private(set) var events: [Tag: [TagEvent]] = [:]
     private(set) var lastWriter: [DiffTarget: String] = [:]
-    private(set) var positional: [PositionalEvent] = []
+    /// Where each kept positional diff (insert, remove, move) is, oldest first.
+    private(set) var positional: [DiffRef] = []
 
     init(floor: Int = 0) { self.floor = floor }
 
@@ -57,22 +50,7 @@ struct RoomHistory: Sendable {
                 TagEvent(revision: revision.number, index: index, author: revision.author, kind: revision.kind,
                          target: target, inverts: revision.inverts[index]))
             lastWriter[target] = revision.author  // insert and remove both write `.person(tag)`
-            if let change = Self.positionalEvent(done, revision: revision.number, index: index) {
-                positional.append(change)
-            }
-        }
-    }
-
-    static func positionalEvent(_ done: AppliedDiff, revision: Int, index: Int) -> PositionalEvent? {
-        switch (done.diff, done.inverse) {
-        case (.insert(_, let at), _):
-            PositionalEvent(revision: revision, index: index, insertedAt: at)
-        case (.remove, .insert(_, let at)):
-            PositionalEvent(revision: revision, index: index, removedAt: at)
-        case (.move(_, let to), .move(_, let from)):
-            PositionalEvent(revision: revision, index: index, removedAt: from, insertedAt: to)
-        default:
-            nil
+            if done.diff.isPositional { positional.append(DiffRef(revision: revision.number, index: index)) }
         }
     }
 

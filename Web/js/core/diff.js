@@ -121,10 +121,10 @@ export function diffJSON(diff) {
   }
 }
 
-/** Diff equality as Swift's `Diff ==` (strings by canonical equivalence, canonical text edits). */
+/** Diff equality as Swift's `Diff ==` (names and inserted text by code points, canonical text edits). */
 export function sameDiff(a, b) { return sameJSON(a, b); }
 
-/** Deep equality of JSON-like values, strings compared by canonical equivalence. */
+/** Deep equality of JSON-like values, strings compared by code points (`sameText`). */
 export function sameJSON(a, b) {
   if (a === b) return true;
   if (typeof a === 'string' && typeof b === 'string') return sameText(a, b);

@@ -5,10 +5,10 @@
 // `inverts[i]` is, for an undo or redo, the diff that applied diff i reverts (decision 11).
 //
 // The history keeps the revisions after `floor` and an index of them by tag: an undo looks at the
-// events of the people its entry touched (and, only when both neighbours of a removed person are gone,
-// at the positional events), never at the whole history.
+// events of the people its entry touched (and, only when both old neighbours of a removed or moved
+// person are gone, at the positional diffs), never at the whole history.
 
-import { diffTarget, targetKey } from './diff.js';
+import { diffTarget, targetKey, isPositional } from './diff.js';
 
 /** A revision with defaults (`inverts` all null for an edit). */
 export function makeRevision({ number, author, kind, label = null, applied, timestamp, session = null, seq = null,
@@ -32,7 +32,7 @@ export class RoomHistory {
     this.events = new Map();
     /** targetKey → the user who last wrote it. */
     this.lastWriter = new Map();
-    /** [{revision, index, removedAt, insertedAt}] (null when absent), oldest first. */
+    /** Where each kept positional diff (insert, remove, move) is: [DiffRef {revision, index}], oldest first. */
     this.positional = [];
   }
 
@@ -60,18 +60,8 @@ export class RoomHistory {
       list.push({ revision: revision.number, index, author: revision.author, kind: revision.kind, target,
         inverts: revision.inverts[index] ?? null });
       this.lastWriter.set(targetKey(target), revision.author); // insert and remove both write person(tag)
-      const change = RoomHistory.positionalEvent(done, revision.number, index);
-      if (change) this.positional.push(change);
+      if (isPositional(done.diff)) this.positional.push({ revision: revision.number, index });
     });
-  }
-
-  /** The index change of one applied positional diff, or null. */
-  static positionalEvent(done, revision, index) {
-    const { diff, inverse } = done;
-    if (diff.op === 'insert') return { revision, index, removedAt: null, insertedAt: diff.at };
-    if (diff.op === 'remove' && inverse.op === 'insert') return { revision, index, removedAt: inverse.at, insertedAt: null };
-    if (diff.op === 'move' && inverse.op === 'move') return { revision, index, removedAt: inverse.to, insertedAt: diff.to };
-    return null;
   }
 
   /** Forgets revisions so that at most `count` are kept (0 = keep all). Raises `floor`. */

@@ -63,12 +63,13 @@ export function scalarCount(s) {
 }
 
 /**
- * Whether two strings are equal as Swift compares strings: by canonical equivalence (NFC forms equal).
- * So "é" (one scalar) equals "e" + U+0301: a write of one over the other changes nothing.
+ * Whether two strings hold the same Unicode scalars (Swift `String.sameScalars(as:)`): how names, name
+ * values and inserted text compare (SEMANTICS §7 reading 7), never by canonical equivalence. So "é" (one
+ * scalar) and "e" + U+0301 are different names: an edit from one to the other is a change. (JS strings
+ * compare by UTF-16 code units, which for well-formed strings is comparing code points.)
  */
 export function sameText(a, b) {
-  if (a === b) return true;
-  return a.normalize('NFC') === b.normalize('NFC');
+  return a === b;
 }
 
 /** The name rule of SEMANTICS §1: at most 200 UTF-8 bytes, measured on the name's NFC form. */
@@ -166,7 +167,7 @@ export function withOpinion(person, topic, value) {
   return withFields(person, { likes: Topic.sorted(likes), dislikes: Topic.sorted(dislikes) });
 }
 
-/** Whether two values of `field` are equal (names by canonical equivalence, as Swift compares them). */
+/** Whether two values of `field` are equal (names by code points, as Swift's `FieldValue ==`). */
 export function sameValue(field, a, b) {
   return field === 'name' ? (typeof a === 'string' && typeof b === 'string' && sameText(a, b)) : a === b;
 }
@@ -175,7 +176,7 @@ function sameWords(a, b) {
   return a.length === b.length && a.every((w, i) => w === b[i]);
 }
 
-/** Person equality as Swift's `Person ==` (names by canonical equivalence, sets as sets). */
+/** Person equality as Swift's `Person ==` (names by code points, sets as sets). */
 export function samePerson(a, b) {
   if (a === b) return true;
   if (!a || !b) return false;

@@ -11,7 +11,7 @@ import { ErrorCode, ProtocolError, InvalidOp } from './errors.js';
 import { PeopleModel, samePerson, sameValue, opinion } from './model.js';
 import * as D from './diff.js';
 import { applyDiff, applyBatch, rollBack } from './apply.js';
-import { transformBatch, applyOrder } from './transform.js';
+import { transform, transformBatch, applyOrder } from './transform.js';
 import { transformText } from './text.js';
 import { RoomHistory, makeRevision, revisionDiffs, refAfter } from './history.js';
 import { Reason, makeReport, reportFor, undoPolicy, UndoEntry, UndoStacks, sameSummary } from './undo.js';
@@ -292,7 +292,10 @@ export class Room {
 
     let result;
     try {
-      result = applyBatch(this.model, diffs, 'skip');
+      // On the head, the batch applies as made: an absent tag is invalid (the check at the base).
+      // Rebased, a diff whose person a teammate removed since becomes a reported no-op (§3 rule 2);
+      // the only refusal left is a name pushed over the limit by concurrent typing (§3 rule 6).
+      result = applyBatch(this.model, diffs, submit.base === this.history.head ? 'reject' : 'skip');
     } catch (error) {
       if (error instanceof ProtocolError) return fail(error);
       throw error;
@@ -332,12 +335,16 @@ export class Room {
   }
 
   /**
-   * Checks what can only be checked at the batch's base: every named tag was present there (or was
-   * inserted earlier in the batch); inserted tags are new to the room and in the user's blocks.
+   * Decides the batch's validity at its base (SEMANTICS §7 reading 4), whatever teammates did since:
+   * inserted tags are new to the room and in the user's blocks, and the batch applies, diff by diff,
+   * to the people it names as they were at `base` (a tag absent there, a diff on a person the batch
+   * removed earlier, a text span past the end of the name, a name over the limit are `invalid-op`).
+   * On the head the real apply is that check; behind it, the named people are taken back to `base`.
    * Returns an InvalidOp or null.
    */
   validateAtBase(diffs, base, user) {
     const inserted = new Set();
+    const named = new Set();
     const blocks = this.users.get(user)?.tagBlocks ?? [];
     for (const diff of diffs) {
       if (diff.op === 'insert') {
@@ -347,22 +354,43 @@ export class Room {
           return new InvalidOp(`tag ${tag} is outside the tag blocks given to ${user}`);
         }
         inserted.add(tag);
-      } else if (!inserted.has(diff.tag) && !this.presentAt(diff.tag, base)) {
-        return new InvalidOp(`tag ${diff.tag} was not present at base ${base}`);
+      } else if (!inserted.has(diff.tag)) {
+        named.add(diff.tag);
       }
+    }
+    if (!(base < this.history.head)) return null;
+    const view = this.peopleAt(named, base);
+    try {
+      applyBatch(view, diffs, 'reject');
+    } catch (error) {
+      if (error instanceof InvalidOp) return error;
+      throw error;
     }
     return null;
   }
 
-  /** Whether `tag` was present at revision `base`: decided by its first insert or remove after `base`. */
-  presentAt(tag, base) {
-    let firstChange = null;
-    for (const event of this.history.eventsOn(tag, base, Infinity)) {
-      if (event.target.kind === 'person') firstChange = this.history.revision(event.revision)?.applied[event.index].diff ?? null;
+  /**
+   * The people among `tags` that were present at revision `base`, as they were then (their order is
+   * not kept): each one now, taken back through the exact inverses of the later diffs on its tag,
+   * newest first. Cost: the events on those tags since `base`.
+   */
+  peopleAt(tags, base) {
+    const view = new PeopleModel();
+    for (const tag of [...tags].sort((a, b) => a - b)) {
+      const now = this.model.get(tag);
+      const one = new PeopleModel(now ? [now] : []);
+      for (const event of this.history.eventsOn(tag, base, Infinity)) {
+        const done = this.history.revision(event.revision)?.applied[event.index];
+        if (!done) continue;
+        try {
+          applyDiff(one, done.inverse);
+        } catch (error) {
+          throw new Error(`exact inverse failed to apply at revision ${event.revision}: ${error.message}`);
+        }
+      }
+      view.people.push(...one.people);
     }
-    if (firstChange?.op === 'insert') return false;
-    if (firstChange?.op === 'remove') return true;
-    return this.model.contains(tag);
+    return view;
   }
 
   /** The tag order at revision `base`, rebuilt from the current one with the exact inverses since. */
@@ -586,7 +614,7 @@ export class Room {
     if (diff.op === 'remove' && inverse.op === 'insert') {
       if (this.model.contains(tag)) return overwritten({ kind: 'person', tag });
       const placed = this.place(null, done.neighbours,
-        this.rebasedIndex(inverse.at, revision, index, inProgress.applied));
+        this.rebasedGap(inverse, revision, index, inProgress.applied) ?? inverse.at);
       return { apply: D.insert(inverse.person, placed) };
     }
     if (diff.op === 'move' && inverse.op === 'move') {
@@ -596,7 +624,7 @@ export class Room {
         if (mover) return { skip: makeReport({ reason: Reason.overwritten, tag, field: 'position', by: mover.author }) };
       }
       const placed = this.place(tag, done.neighbours,
-        this.rebasedIndex(inverse.to, revision, index, inProgress.applied));
+        this.rebasedGap(inverse, revision, index, inProgress.applied) ?? inverse.to);
       return { apply: D.move(tag, placed) };
     }
     return {};
@@ -622,24 +650,41 @@ export class Room {
   }
 
   /**
-   * An index rebased over the positional changes since (revision, index): only used when both old
-   * neighbours are gone (decision 5: approximate for a move).
+   * The gap an inverse insert or move (made right after diff `index` of `revision`) lands at when it is
+   * rebased over every positional diff since, as a concurrent submit's would be: positions are gaps in
+   * the list without the person, and at an equal gap what the hub applied earlier stays first
+   * (SEMANTICS §3 rule 3, §7 reading 5). `inProgress`: the diffs this undo already applied (a skipped
+   * part is not among them, so it shifts nothing). Only used when both old neighbours are gone.
+   * Returns the gap, or null. Cost: the positional diffs since × people.
    */
-  rebasedIndex(start, revision, index, inProgress) {
-    let position = start;
-    const shift = (removedAt, insertedAt) => {
-      if (removedAt != null && removedAt < position) position -= 1;
-      if (insertedAt != null && insertedAt <= position) position += 1;
-    };
+  rebasedGap(inverse, revision, index, inProgress) {
     const positional = this.history.positional;
     let first = positional.length;
     while (first > 0 && refAfter(positional[first - 1].revision, positional[first - 1].index, revision, index)) first--;
-    for (let i = first; i < positional.length; i++) shift(positional[i].removedAt, positional[i].insertedAt);
-    for (const done of inProgress) {
-      const change = RoomHistory.positionalEvent(done, 0, 0);
-      if (change) shift(change.removedAt, change.insertedAt);
+    const later = []; // oldest first
+    const inverses = []; // newest first
+    for (let i = first; i < positional.length; i++) {
+      const done = this.history.revision(positional[i].revision)?.applied[positional[i].index];
+      if (!done) continue;
+      later.push(done.diff);
+      inverses.unshift(done.inverse);
     }
-    return position;
+    for (const done of inProgress) {
+      if (!D.isPositional(done.diff)) continue;
+      later.push(done.diff);
+      inverses.unshift(done.inverse);
+    }
+    // The tag order the inverse was made on: today's, with the later positional diffs taken back.
+    let order = inverses.reduce((acc, d) => applyOrder(d, acc), this.model.tags);
+    let rebased = inverse;
+    for (const diff of later) {
+      const outcome = transform(rebased, diff, order, false);
+      if (outcome.diff) rebased = outcome.diff;
+      order = applyOrder(diff, order);
+    }
+    if (rebased.op === 'insert') return rebased.at;
+    if (rebased.op === 'move') return rebased.to;
+    return null;
   }
 }
 

@@ -4,7 +4,9 @@
 // counted in Unicode scalar values (code points), never UTF-16 units or graphemes. What the components
 // do not reach is retained. Operations are kept in canonical form: no empty components, adjacent
 // components of one kind merged, insert before delete in an adjacent pair, no trailing retain; so two
-// operations with the same effect are equal component by component.
+// operations with the same effect are equal component by component (inserted text by code points). An
+// operation may be empty, or only retain (its canonical form is empty): it is valid and changes nothing
+// (SEMANTICS §7 reading 6).
 
 import { InvalidOp } from './errors.js';
 import { NameLimit, scalars, scalarCount } from './model.js';
@@ -47,7 +49,6 @@ export function textOp(components) {
 
 /** An operation from untrusted components (already typed), or throws InvalidOp. */
 export function validatedTextOp(components) {
-  if (components.length === 0) throw new InvalidOp('text edits are empty');
   let reach = 0;
   for (const c of components) {
     const kind = componentKind(c);
