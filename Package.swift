@@ -132,6 +132,18 @@ let package = Package(
         ),
         // Every committed fuzz input (Tests/Fuzz) replayed through the harness, and the issues fuzzing found.
         .testTarget(name: "PeopleFuzzingTests", dependencies: ["PeopleFuzzing", "PeopleCore"]),
+        // The hub in-process: its connection state machine, and the whole hub driven through fake
+        // connections, a test's service thread and clock (no sockets, no binary): runs in seconds.
+        .testTarget(
+            name: "PeopleHubInProcessTests",
+            dependencies: [
+                "PeopleHub",
+                "PeopleCore",
+                "PeopleStore",
+                "WebSocketTransport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Start the real peoplekeeper-hub binary on port 0 and talk to it over real WebSockets.
         .testTarget(
             name: "PeopleHubTests",

@@ -32,7 +32,7 @@ struct Token: AsyncParsableCommand {
         guard Role(rawValue: role) != nil else { throw ValidationError("--role is editor or viewer") }
         guard ttl > 0 else { throw ValidationError("--ttl must be more than 0") }
         guard !room.isEmpty else { throw ValidationError("give at least one --room") }
-        guard (1...64).contains(user.utf8.count) else { throw ValidationError("a user name is 1 to 64 bytes") }
+        do { _ = try UserName(user) } catch { throw ValidationError("--user: \(error)") }
     }
 
     func run() async throws {

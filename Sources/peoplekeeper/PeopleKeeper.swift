@@ -14,7 +14,7 @@ struct PeopleKeeper: AsyncParsableCommand {
         discussion: """
             Exit status: 0 done; 1 nothing to undo or redo; 64 usage; 65 the room refused the request \
             (no such person, invalid-op); 69 the hub is unreachable; 75 try again later (rate-limited, \
-            room-full, server-error); 77 not allowed (a viewer's edit). docs/CLIENT.md has the details.
+            room-full, server-error, stale-base); 77 not allowed (a viewer's edit, a missing or refused token). docs/CLIENT.md has the details.
 
             Examples:
               peoplekeeper list --room team-a
@@ -94,10 +94,7 @@ enum Defaults {
         guard let room = given ?? ProcessInfo.processInfo.environment["PEOPLEKEEPER_ROOM"], !room.isEmpty else {
             throw ValidationError("which room? Give --room ROOM (or set PEOPLEKEEPER_ROOM)")
         }
-        guard room.utf8.count <= 64, room.utf8.allSatisfy({ roomBytes.contains($0) }) else {
-            throw ValidationError("a room name is 1 to 64 characters of A-Z a-z 0-9 _ . - (got \(room))")
-        }
-        return room
+        do { return try RoomName(room).rawValue } catch { throw ValidationError(error.description) }
     }
 
     static func user(_ given: String?) -> String {
@@ -117,10 +114,8 @@ enum Defaults {
         guard url.hasPrefix("ws://") || url.hasPrefix("wss://") else {
             throw ValidationError("--url must start with ws:// or wss:// (got \(url))")
         }
-        guard (1...64).contains(user.utf8.count) else { throw ValidationError("a user name is 1 to 64 bytes") }
+        do { _ = try UserName(user) } catch { throw ValidationError("--user: \(error)") }
     }
-
-    private static let roomBytes = Swift.Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-".utf8)
 }
 
 /// A command's failure: the message for stderr (and, with --json, stdout) and the exit status.

@@ -9,7 +9,7 @@ import WebSocketTransport
 final class RoomHost {
     var room: Room
     /// The connection currently carrying each connected session.
-    var connections: [SessionID: WebSocketConnection] = [:]
+    var connections: [SessionID: any ClientConnection] = [:]
     /// Revision and journal position of the latest snapshot handed to the store.
     var snapshotRevision: Int
     var snapshotPosition: Int
@@ -19,7 +19,7 @@ final class RoomHost {
     var idleSince: Int64?
     /// Set when the store failed for this room: it is dropped and reloaded from what is durable.
     var broken = false
-    /// A presence broadcast is on its way (`Hub.schedulePresence`).
+    /// A presence broadcast is on its way (`Hub.schedulePresence`, Effects/Hub+Effects.swift).
     var presenceScheduled = false
     /// When the last presence broadcast went out (milliseconds).
     var lastPresence: Int64?
@@ -31,7 +31,7 @@ final class RoomHost {
 
     enum Held {
         case barrier(Int, durable: Bool)
-        case send(OutboundMessage, to: [WebSocketConnection])
+        case send(OutboundMessage, to: [any ClientConnection])
     }
 
     init(room: Room) {
@@ -55,11 +55,11 @@ final class RoomHost {
     }
 
     /// Marks a barrier durable and returns the sends now free to go, in order.
-    func release(_ barrier: Int) -> [(OutboundMessage, [WebSocketConnection])] {
+    func release(_ barrier: Int) -> [(OutboundMessage, [any ClientConnection])] {
         for index in held.indices {
             if case .barrier(barrier, _) = held[index] { held[index] = .barrier(barrier, durable: true) }
         }
-        var ready: [(OutboundMessage, [WebSocketConnection])] = []
+        var ready: [(OutboundMessage, [any ClientConnection])] = []
         while let first = held.first {
             switch first {
             case .barrier(_, let durable):

@@ -1,0 +1,65 @@
+import PeopleCore
+import WebSocketTransport
+
+/// Who may open a WebSocket here: the path names a room, the page's origin is allowed, the hub is not
+/// draining and is under its connection limits, in total and per IP address. Keeps the counts of open
+/// connections those limits need. A pure value: the hub asks, then reports opens and closes.
+struct Admission {
+    /// Why an upgrade is refused (the client sees the handshake fail).
+    enum Refusal: String, Equatable, Sendable {
+        case draining
+        case notARoom = "not a room path"
+        case origin = "auth.allowedOrigins"
+        case maxConnections = "limits.maxConnections"
+        case maxConnectionsPerIP = "limits.maxConnectionsPerIP"
+    }
+
+    /// Origins whose pages may connect besides the hub's own (`*`: any).
+    let allowedOrigins: [String]
+    let maxConnections: Int
+    /// 0: no limit.
+    let maxConnectionsPerIP: Int
+    /// Open connections.
+    private(set) var open = 0
+    /// Open connections per peer address (only kept when `maxConnectionsPerIP` is set).
+    private var byIP: [String: Int] = [:]
+
+    init(allowedOrigins: [String], limits: HubLimits) {
+        self.allowedOrigins = allowedOrigins
+        maxConnections = limits.maxConnections
+        maxConnectionsPerIP = limits.maxConnectionsPerIP
+    }
+
+    /// Whether the upgrade may go ahead: nil, or why not.
+    func refusal(of request: UpgradeRequest, draining: Bool) -> Refusal? {
+        if draining { return .draining }
+        guard RoomName(path: request.path) != nil else { return .notARoom }
+        guard Self.originAllowed(request.origin, host: request.host, allowed: allowedOrigins) else { return .origin }
+        guard open < maxConnections else { return .maxConnections }
+        if maxConnectionsPerIP > 0, byIP[request.peer, default: 0] >= maxConnectionsPerIP { return .maxConnectionsPerIP }
+        return nil
+    }
+
+    mutating func opened(peer: String) {
+        open += 1
+        if maxConnectionsPerIP > 0 { byIP[peer, default: 0] += 1 }
+    }
+
+    mutating func closed(peer: String) {
+        open -= 1
+        if maxConnectionsPerIP > 0, let count = byIP[peer] { byIP[peer] = count > 1 ? count - 1 : nil }
+    }
+
+    /// Whether a page from `origin` may open a WebSocket here: no `Origin` (not a browser), the hub's
+    /// own origin (its host and port as the browser addressed it), or one listed in `allowed`
+    /// (`*`: any). A page of another site must not act for a user who happens to have the hub open.
+    static func originAllowed(_ origin: String?, host: String?, allowed: [String]) -> Bool {
+        guard let origin, !origin.isEmpty else { return true }
+        if allowed.contains("*") { return true }
+        let lowered = origin.lowercased()
+        let normalized = lowered.hasSuffix("/") ? String(lowered.dropLast()) : lowered
+        if allowed.contains(where: { $0.lowercased() == normalized }) { return true }
+        guard let host = host?.lowercased() else { return false }
+        return normalized == "http://\(host)" || normalized == "https://\(host)"
+    }
+}

@@ -1,0 +1,108 @@
+import Dispatch
+import Logging
+import PeopleCore
+import PeopleStore
+import WebSocketTransport
+
+/// Effects: what a room decided, carried out. Records go to the store; sends after a record that is
+/// not durable yet wait behind it (in order, addressed to the connections of the moment); presence
+/// lists are coalesced; every message is encoded once for all its receivers.
+extension Hub {
+    /// Carries out the room's actions in order. Every `snapshotEvery` revisions the room's snapshot
+    /// follows.
+    func perform(_ actions: [RoomAction], in host: RoomHost) {
+        let name = host.room.name
+        for action in actions {
+            switch action {
+            case .persist(let entry):
+                if let revision = entry.record.revision { metrics.revisions[revision.kind]?.increment() }
+                // The completion comes back through the service thread, so it cannot run before the
+                // barrier is in place below.
+                let barrier = host.makeBarrierID()
+                let handed = DispatchTime.now().uptimeNanoseconds
+                let box = UncheckedSendable(host)
+                let outcome = store.append([entry], room: name) { [weak self] error in
+                    self?.back(box) { hub, box in
+                        hub.metrics.durableWait.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - handed))
+                        hub.durable(barrier: barrier, host: box.value, error: error)
+                    }
+                }
+                if outcome == .pending { host.hold(behind: barrier) }
+            case .send(.presence, _):
+                // Presence is a state, not an event: only the newest list matters (see flushPresence).
+                schedulePresence(host)
+            case .send(let message, let sessions):
+                metrics.count(message)
+                let encoded = OutboundMessage(text: message.json.bytes)
+                if host.isHolding {
+                    // Addressed to the connections of now: a session that resumes on a new connection
+                    // meanwhile gets its welcome and catch-up there, not this frame ahead of them.
+                    host.held.append(.send(encoded, to: sessions.compactMap { host.connections[$0] }))
+                } else {
+                    for session in sessions { host.connections[session]?.send(encoded) }
+                }
+            }
+        }
+        if host.room.revision - host.snapshotRevision >= configuration.snapshotEvery { saveSnapshotIfChanged(host) }
+    }
+
+    /// Sends the room's presence list soon: once per service pass at most, and at most once per
+    /// `presenceInterval(members:)`, whatever the number of joins, leaves and presence updates in
+    /// between. Each list replaces one still waiting in a receiver's queue, so a room where hundreds
+    /// come and go keeps every member's queue to one presence message, not one per change.
+    private func schedulePresence(_ host: RoomHost) {
+        guard !host.presenceScheduled else { return }
+        host.presenceScheduled = true
+        let interval = Self.presenceInterval(members: host.connections.count)
+        let wait = host.lastPresence.map { min(interval, interval - (clock - $0)) } ?? 0
+        let box = UncheckedSendable(host)
+        if wait > 0 {
+            runtime.after(wait) { [weak self] in self?.back(box) { hub, box in hub.flushPresence(box.value) } }
+        } else {
+            back(box) { hub, box in hub.flushPresence(box.value) }
+        }
+    }
+
+    /// Milliseconds between a room's presence lists: 50, or 1 per member in rooms of more than 50
+    /// (capped at 1 s). A list has one entry per member and goes to every member, so a fixed interval
+    /// would cost O(members²) bytes a second; this keeps it O(members).
+    static func presenceInterval(members: Int) -> Int64 { Int64(min(1000, max(50, members))) }
+
+    private func flushPresence(_ host: RoomHost) {
+        host.presenceScheduled = false
+        guard !host.broken, self.host(host.room.name) === host else { return }
+        host.lastPresence = clock
+        let message = ServerMessage.presence(host.room.presence)
+        metrics.count(message)
+        let encoded = OutboundMessage(text: message.json.bytes, replaceable: true)
+        let connections = host.room.connectedSessions.compactMap { host.connections[$0] }
+        if host.isHolding {
+            // A joiner's welcome may be waiting for its tag block to be durable: presence goes after it.
+            host.held.append(.send(encoded, to: connections))
+        } else {
+            for connection in connections { connection.send(encoded) }
+        }
+    }
+
+    /// A record is durable (or failed): the sends held behind it go, in order; a failure drops the room.
+    private func durable(barrier: Int, host: RoomHost, error: StoreError?) {
+        guard !host.broken else { return }
+        if let error {
+            // Nothing after the failed record may be sent.
+            metrics.storeFailures.increment()
+            logger.critical("store failed; room dropped and its connections closed",
+                            metadata: ["room": "\(host.room.name)", "error": "\(error)"])
+            drop(host, code: 1011, reason: "store failed")
+            return
+        }
+        for (encoded, connections) in host.release(barrier) {
+            for connection in connections { connection.send(encoded) }
+        }
+    }
+
+    /// Sends one message to one connection (replies that are not the room's: errors, redirects).
+    func send(_ message: ServerMessage, to connection: any ClientConnection) {
+        metrics.count(message)
+        connection.send(OutboundMessage(text: message.json.bytes))
+    }
+}

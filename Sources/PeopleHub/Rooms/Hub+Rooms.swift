@@ -1,0 +1,203 @@
+import Foundation
+import Logging
+import PeopleCore
+import PeopleStore
+
+/// Rooms: a hello finds its room in memory, waits for it to be read from the store (after its lease,
+/// in cluster mode), is sent to the node that owns it, or is refused; then it joins, after reading the
+/// revisions a `since` needs from the store when memory no longer has them.
+extension Hub {
+    /// Opens the room of a connection whose machine is `opening`: joins at once if the room is in
+    /// memory, else waits for it to load.
+    func openRoom(for connection: any ClientConnection, client: Client) {
+        let name = client.machine.room.rawValue
+        switch rooms[name] {
+        case .loaded(let host)?:
+            join(connection, client: client, host: host)
+        case .loading(let load)?:
+            load.waiting.append(connection)
+        case nil:
+            guard rooms.count < configuration.limits.maxRooms else {
+                let error = ProtocolError(.roomFull,
+                    "the hub holds at most \(configuration.limits.maxRooms) rooms (limits.maxRooms)")
+                if let refusal = client.machine.refused(error) { send(.error(refusal), to: connection) }
+                return
+            }
+            let load = RoomLoad()
+            load.waiting.append(connection)
+            rooms[name] = .loading(load)
+            startLoading(name)
+        }
+    }
+
+    /// Reads and rebuilds the room off the service thread, then joins the hellos that waited for it.
+    /// In cluster mode the room's lease comes first (on the lease queue, in order with releases).
+    private func startLoading(_ name: String) {
+        let store = store
+        let policy = configuration.roomPolicy
+        let load: @Sendable () -> Void = { [weak self] in
+            let started = DispatchTime.now().uptimeNanoseconds
+            let result: Result<Room?, StoreError>
+            do {
+                result = .success(try store.load(room: name).map { try Room(restoring: $0, policy: policy) })
+            } catch let error as StoreError {
+                result = .failure(error)
+            } catch {
+                result = .failure(StoreError("\(error)"))
+            }
+            let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+            self?.back(result) { hub, result in hub.loaded(name, result, seconds: seconds) }
+        }
+        guard let leases else { return runtime.background(load) }
+        let background = runtime.background
+        leaseCalls.async { [weak self] in
+            do {
+                if let owner = try Self.takeLease(leases, room: name) {
+                    self?.back(owner) { hub, owner in hub.redirect(name, to: owner) }
+                } else {
+                    background(load)
+                }
+            } catch {
+                let failure = Result<Room?, StoreError>.failure(error as? StoreError ?? StoreError("\(error)"))
+                self?.back(failure) { hub, failure in hub.loaded(name, failure, seconds: 0) }
+            }
+        }
+    }
+
+    /// Takes the room's lease; returns the owner's URL if another node has it. A lease held by a node
+    /// that has not said where it is yet (it is taking the room over) is asked again for a while.
+    private static func takeLease(_ leases: any RoomLeases, room: String) throws(StoreError) -> String? {
+        for _ in 0..<25 {
+            switch try leases.acquire(room: room) {
+            case .acquired: return nil
+            case .ownedBy(_, let url): return url
+            case .busy: Thread.sleep(forTimeInterval: 0.2)
+            }
+        }
+        throw StoreError("room \(room) is held by a node that does not say where it is")
+    }
+
+    /// The room is served by another node: every hello waiting for it is sent there.
+    private func redirect(_ name: String, to base: String) {
+        guard case .loading(let load)? = rooms[name] else { return }
+        rooms[name] = nil
+        let url = base + RoomName.pathPrefix + name
+        logger.debug("redirect", metadata: ["room": "\(name)", "url": "\(url)"])
+        metrics.roomLoads[.redirected]?.increment()
+        for connection in load.waiting {
+            guard let client = connection.context as? Client, client.machine.redirected() else { continue }
+            send(.redirect(url: url), to: connection)
+            connection.close(code: 1000, reason: "redirect")
+        }
+    }
+
+    private func loaded(_ name: String, _ result: Result<Room?, StoreError>, seconds: Double) {
+        guard case .loading(let load)? = rooms[name] else { return }
+        let host: RoomHost
+        switch result {
+        case .success(let room?):
+            metrics.roomLoads[.loaded]?.increment()
+            metrics.roomLoadDuration.recordSeconds(seconds)
+            host = RoomHost(room: room)
+            logger.info("room loaded", metadata: [
+                "room": "\(name)", "rev": "\(room.revision)", "seconds": "\(String(format: "%.3f", seconds))",
+            ])
+        case .success(nil):
+            metrics.roomLoads[.created]?.increment()
+            // A new room: its first snapshot (the seed) is stored before anything journalled after it.
+            host = RoomHost(room: Room(name: name, seed: configuration.seed, policy: configuration.roomPolicy))
+            store.save(host.room.snapshot(), room: name)
+            logger.info("room created", metadata: ["room": "\(name)"])
+        case .failure(let error):
+            metrics.roomLoads[.failed]?.increment()
+            rooms[name] = nil
+            if let leases { leaseCalls.async { leases.release(room: name) } }
+            logger.critical("room cannot be loaded", metadata: ["room": "\(name)", "error": "\(error)"])
+            for connection in load.waiting {
+                guard let client = connection.context as? Client, let error = client.machine.roomFailed() else { continue }
+                send(.error(error), to: connection)
+                connection.close(code: 1011, reason: "room cannot be loaded")
+            }
+            return
+        }
+        rooms[name] = .loaded(host)
+        metrics.rooms.record(rooms.count)
+        for connection in load.waiting where !connection.isClosing {
+            guard let client = connection.context as? Client else { continue }
+            join(connection, client: client, host: host)
+        }
+        if host.connections.isEmpty && host.catchingUp == 0 { host.idleSince = clock }
+    }
+
+    /// Joins an opening connection to its loaded room; a `since` older than memory first reads the
+    /// missed revisions from the store (off the service thread).
+    private func join(_ connection: any ClientConnection, client: Client, host: RoomHost) {
+        guard let (hello, _) = client.machine.opening else { return }
+        guard let since = hello.since, host.room.needsEarlierRevisions(since: since) else {
+            return finishJoin(connection, client: client, host: host, earlier: [])
+        }
+        host.catchingUp += 1
+        host.idleSince = nil
+        let store = store
+        let name = host.room.name
+        let through = host.room.oldestKeptBase
+        let box = UncheckedSendable((connection, client, host))
+        runtime.background { [weak self] in
+            let earlier = (try? store.revisions(room: name, after: since, through: through)) ?? []
+            self?.back(box) { hub, box in
+                let (connection, client, host) = box.value
+                host.catchingUp -= 1
+                guard connection.context === client, !connection.isClosing else {
+                    if host.connections.isEmpty && host.catchingUp == 0 { host.idleSince = hub.clock }
+                    return
+                }
+                if hub.host(name) === host {
+                    hub.finishJoin(connection, client: client, host: host, earlier: earlier)
+                } else {
+                    hub.openRoom(for: connection, client: client)  // the room was reloaded meanwhile
+                }
+            }
+        }
+    }
+
+    private func finishJoin(_ connection: any ClientConnection, client: Client, host: RoomHost, earlier: [Revision]) {
+        guard let (hello, role) = client.machine.opening else { return }
+        let (session, actions) = host.room.join(
+            session: runtime.makeSessionID(), user: hello.user, role: role, client: hello.client,
+            resume: hello.resume, since: hello.since, earlier: earlier)
+        if let previous = host.connections[session], previous !== connection {
+            // The session resumed on a new connection: the old one (likely half-open) is replaced.
+            (previous.context as? Client)?.machine.replaced()
+            previous.close(code: 1000, reason: "session resumed on another connection")
+        }
+        host.connections[session] = connection
+        host.idleSince = nil
+        let waiting = client.machine.joined(session: session) ?? []
+        connection.setDeadline(seconds: 0)
+        logger.debug("joined", metadata: [
+            "room": "\(host.room.name)", "session": "\(session)", "user": "\(hello.user)",
+            "client": "\(hello.client ?? "")", "resumed": "\(hello.resume == session)",
+        ])
+        perform(actions, in: host)
+        for frame in waiting where !connection.isClosing {
+            carryOut(client.machine.receiveWaiting(frame), on: connection, client: client)
+        }
+    }
+
+    /// Stops serving every room at once (this node may no longer own them): their connections are
+    /// closed with 1012 so clients reconnect and are sent to the owner.
+    func dropAllRooms(reason: String) {
+        logger.error("dropping every room", metadata: ["reason": "\(reason)"])
+        for case .loaded(let host) in rooms.values { drop(host, code: 1012, reason: "room moved; reconnect") }
+    }
+
+    /// Stops serving a room: nothing held is sent any more, its connections are closed, and the next
+    /// hello loads it again (from what is durable).
+    func drop(_ host: RoomHost, code: UInt16, reason: String) {
+        host.broken = true
+        host.held.removeAll()
+        if self.host(host.room.name) === host { rooms[host.room.name] = nil }
+        metrics.rooms.record(rooms.count)
+        for connection in host.connections.values { connection.close(code: code, reason: reason) }
+    }
+}

@@ -1,0 +1,247 @@
+import Foundation
+import Logging
+import PeopleCore
+@testable import PeopleHub
+import PeopleStore
+import Synchronization
+import Testing
+@testable import WebSocketTransport
+
+/// A client connection with no socket: what the hub sends is decoded and kept, a close is recorded.
+final class FakeConnection: ClientConnection {
+    let peer: String
+    let path: String
+    var context: AnyObject?
+    private(set) var isClosing = false
+    var maxMessageBytes = 1 << 20
+    /// Every message sent, in order (replaceable presence lists included).
+    private(set) var sent: [ServerMessage] = []
+    private(set) var closeCode: UInt16?
+    private(set) var closeReason: String?
+    private(set) var deadline: Int?
+
+    init(peer: String, path: String) {
+        self.peer = peer
+        self.path = path
+    }
+
+    @discardableResult
+    func send(_ message: OutboundMessage) -> Bool {
+        guard !isClosing else { return false }
+        switch ServerMessage.decode(message.bytes) {
+        case .success(let decoded): sent.append(decoded)
+        case .failure(let error): Issue.record("the hub sent an undecodable frame: \(error)")
+        }
+        return true
+    }
+
+    func close(code: UInt16, reason: String) {
+        guard !isClosing else { return }
+        isClosing = true
+        closeCode = code
+        closeReason = reason
+    }
+
+    func setDeadline(seconds: Int) { deadline = seconds }
+
+    /// Messages other than presence lists (which come and go with timing).
+    var replies: [ServerMessage] {
+        sent.filter { if case .presence = $0 { false } else { true } }
+    }
+
+    var errors: [ServerMessage.ErrorMessage] {
+        sent.compactMap { if case .error(let e) = $0 { e } else { nil } }
+    }
+
+    var welcome: ServerMessage.Welcome? {
+        sent.lazy.compactMap { if case .welcome(let w) = $0 { w } else { nil } }.first
+    }
+
+    func acks() -> [ServerMessage.Ack] { sent.compactMap { if case .ack(let a) = $0 { a } else { nil } } }
+
+    func ops() -> [ServerMessage.Ops] { sent.compactMap { if case .ops(let o) = $0 { o } else { nil } } }
+}
+
+/// The test's own service thread: work handed to `perform` waits until the test runs it, on the
+/// test's thread, which is the only one that calls into the hub.
+final class TestServiceThread: ServiceThread {
+    private let queue = Mutex<[@Sendable () -> Void]>([])
+
+    @discardableResult
+    func perform(_ work: @escaping @Sendable () -> Void) -> Bool {
+        queue.withLock { $0.append(work) }
+        return true
+    }
+
+    /// Runs what is queued (and what that queues) until nothing is; returns how many ran.
+    @discardableResult
+    func runPending() -> Int {
+        var ran = 0
+        while true {
+            let batch = queue.withLock { queue in
+                defer { queue.removeAll() }
+                return queue
+            }
+            if batch.isEmpty { return ran }
+            for work in batch { work() }
+            ran += batch.count
+        }
+    }
+}
+
+/// A clock the test moves.
+final class TestClock: Sendable {
+    private let now = Mutex<Int64>(1_000_000)
+    var milliseconds: Int64 { now.withLock { $0 } }
+    func advance(by milliseconds: Int64) { now.withLock { $0 += milliseconds } }
+}
+
+/// A store whose appends the test can hold (durable only when released) or fail, and whose loads can
+/// fail; otherwise the in-memory store.
+final class ScriptedStore: PeopleStore, @unchecked Sendable {
+    let inner = InMemoryStore()
+    private let lock = NSLock()
+    private var holding = false
+    private var waiting: [@Sendable (StoreError?) -> Void] = []
+    var failLoads = false
+
+    var kind: String { "scripted" }
+
+    /// From now on appends are pending until `release` or `fail`.
+    func hold() { lock.withLock { holding = true } }
+
+    /// Makes everything pending durable (in order) and stops holding.
+    func release(error: StoreError? = nil) {
+        let done = lock.withLock {
+            holding = false
+            defer { waiting.removeAll() }
+            return waiting
+        }
+        for completion in done { completion(error) }
+    }
+
+    func append(_ entries: [JournalEntry], room: String,
+                whenDurable: @escaping @Sendable (StoreError?) -> Void) -> AppendOutcome {
+        _ = inner.append(entries, room: room) { _ in }
+        return lock.withLock {
+            guard holding else { return .durable }
+            waiting.append(whenDurable)
+            return .pending
+        }
+    }
+
+    func save(_ snapshot: RoomSnapshot, room: String) { inner.save(snapshot, room: room) }
+
+    func load(room: String) throws(StoreError) -> StoredRoom? {
+        if lock.withLock({ failLoads }) { throw StoreError("the disk is on fire") }
+        return try inner.load(room: room)
+    }
+
+    func revisions(room: String, after: Int, through: Int) throws(StoreError) -> [Revision] {
+        try inner.revisions(room: room, after: after, through: through)
+    }
+
+    func check() throws(StoreError) {}
+    func close() {}
+}
+
+/// A hub in-process: fake connections, the test's service thread and clock, background work run at
+/// once on the calling thread (its answer queued for the service thread, like the real thing).
+final class HubHarness {
+    let hub: Hub
+    let service = TestServiceThread()
+    let clock = TestClock()
+    let anyStore: any PeopleStore
+    private var peers = 0
+
+    /// The store, when it is the scripted one (the default).
+    var store: ScriptedStore { anyStore as! ScriptedStore }
+
+    init(configure: (inout HubConfiguration) -> Void = { _ in }, store: any PeopleStore = ScriptedStore()) {
+        var configuration = HubConfiguration(seed: PeopleModel.tutorialSeed)
+        configure(&configuration)
+        anyStore = store
+        let clock = clock
+        let ids = Mutex(0)
+        let runtime = HubRuntime(
+            clock: { clock.milliseconds },
+            makeSessionID: { "s" + String(ids.withLock { $0 += 1; return $0 }) },
+            background: { $0() },
+            after: { _, work in work() })
+        hub = Hub(configuration: configuration, store: store,
+                  logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), runtime: runtime)
+        hub.attach(service: service)
+    }
+
+    /// An upgrade from `peer` to `path`: nil when the hub refuses it, else the open connection.
+    func connect(_ path: String = "/v1/rooms/r", peer: String? = nil, origin: String? = nil,
+                 host: String? = "hub.test:8080") -> FakeConnection? {
+        peers += 1
+        let address = peer ?? "10.0.0.\(peers)"
+        let request = UpgradeRequest(path: path, query: "", origin: origin, peer: address, host: host)
+        guard hub.shouldAccept(request) else { return nil }
+        let connection = FakeConnection(peer: address, path: path)
+        hub.didOpen(connection)
+        return connection
+    }
+
+    /// Sends a text frame and lets whatever it started finish.
+    func send(_ text: String, on connection: FakeConnection) async {
+        hub.didReceive(connection, message: Array(text.utf8), binary: false)
+        await settle()
+    }
+
+    func send(_ message: ClientMessage, on connection: FakeConnection) async {
+        await send(message.json.text, on: connection)
+    }
+
+    func sendBinary(_ bytes: [UInt8], on connection: FakeConnection) async {
+        hub.didReceive(connection, message: bytes, binary: true)
+        await settle()
+    }
+
+    /// The transport closed the connection.
+    func disconnect(_ connection: FakeConnection) async {
+        hub.didClose(connection)
+        await settle()
+    }
+
+    /// A connection whose hello was answered with a welcome (in open mode, or with `token`).
+    func joined(_ user: String, room: String = "r", token: String? = nil, resume: SessionID? = nil,
+                since: Int? = nil) async throws -> FakeConnection {
+        let connection = try #require(connect("/v1/rooms/\(room)"))
+        await send(.hello(.init(protocolVersion: 1, user: user, token: token, client: "test", resume: resume,
+                                since: since)), on: connection)
+        _ = try #require(connection.welcome, "no welcome; got \(connection.sent)")
+        return connection
+    }
+
+    /// Runs the service thread's queue until it stays empty; work on other threads (a token check's
+    /// Task, a lease call) gets up to `patience` to come back.
+    func settle(patience: Duration = .milliseconds(30)) async {
+        let clock = ContinuousClock()
+        var quietSince = clock.now
+        while true {
+            if service.runPending() > 0 {
+                quietSince = clock.now
+                continue
+            }
+            if clock.now - quietSince >= patience { return }
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+    }
+
+    /// Runs the queue until `condition` holds (a token check, a lease call), for at most 5 s.
+    func settle(until condition: () -> Bool) async {
+        let deadline = ContinuousClock().now + .seconds(5)
+        while !condition(), ContinuousClock().now < deadline {
+            if service.runPending() == 0 { try? await Task.sleep(for: .milliseconds(2)) }
+        }
+    }
+}
+
+extension ClientMessage {
+    static func submit(seq: Int, base: Int, _ ops: [Diff], label: String? = nil) -> ClientMessage {
+        .submit(.init(seq: seq, base: base, ops: ops, label: label))
+    }
+}

@@ -1,0 +1,271 @@
+import Foundation
+import PeopleCore
+@testable import PeopleHub
+import PeopleStore
+import Testing
+@testable import WebSocketTransport
+
+/// The whole hub, in-process, through fake connections: admission, every error code the hub (rather
+/// than the room) answers, resume and replay, sends held behind commits, store failures, redirects,
+/// rate limits and the HTTP routes. The real-binary suites (PeopleHubTests, Tests/python) stay.
+@Suite("Hub in-process")
+struct HubInProcessTests {
+    static func set(_ tag: PeopleCore.Tag, glasses: Bool) -> Diff { .set(tag, .glasses(glasses)) }
+
+    // MARK: Admission
+
+    @Test("admission: a bad path, a page of another origin, and the connection limits are refused at the upgrade")
+    func admission() {
+        let h = HubHarness { $0.limits.maxConnections = 3; $0.limits.maxConnectionsPerIP = 2 }
+        #expect(h.connect("/v1/rooms/") == nil)
+        #expect(h.connect("/v1/rooms/bad!name") == nil)
+        #expect(h.connect("/v1/rooms/a/b") == nil)
+        #expect(h.connect("/") == nil)
+        #expect(h.connect(origin: "https://evil.example") == nil)
+        #expect(h.connect(origin: "http://hub.test:8080") != nil, "the hub's own origin")
+        let a = h.connect(peer: "10.9.9.9")
+        #expect(a != nil)
+        #expect(h.connect(peer: "10.9.9.9") != nil)
+        #expect(h.connect(peer: "10.9.9.9") == nil, "maxConnectionsPerIP")
+        #expect(h.connect(peer: "10.8.8.8") == nil, "maxConnections")
+        h.hub.didClose(a!)
+        #expect(h.connect(peer: "10.8.8.8") != nil, "a close frees a place")
+    }
+
+    @Test("allowed origins: listed ones (any case, a trailing slash) and * are let in")
+    func origins() {
+        #expect(Admission.originAllowed("HTTPS://App.Example/", host: nil, allowed: ["https://app.example"]))
+        #expect(Admission.originAllowed("https://x.example", host: nil, allowed: ["*"]))
+        #expect(Admission.originAllowed(nil, host: nil, allowed: []), "no Origin: not a browser")
+        #expect(!Admission.originAllowed("https://x.example", host: "hub:1", allowed: []))
+    }
+
+    // MARK: Hello and its room
+
+    @Test("a hello is answered with a welcome; the hello deadline is cleared; the deadline was set at open")
+    func welcome() async throws {
+        let h = HubHarness { $0.limits.helloTimeoutSeconds = 7 }
+        let connection = try #require(h.connect())
+        #expect(connection.deadline == 7)
+        await h.send(.hello(.init(user: "ann")), on: connection)
+        let welcome = try #require(connection.welcome)
+        #expect(welcome.user == "ann" && welcome.rev == 0 && welcome.people?.count == 3)
+        #expect(connection.deadline == 0)
+    }
+
+    @Test("every error code the hub answers before the room sees a frame", arguments: [
+        ("{", ErrorCode.badJSON),
+        (#"{"type":"submit","seq":1,"base":0,"ops":[]}"#, .notHello),
+        (#"{"type":"hello","user":"ann"}"#, .badMessage),
+        (#"{"type":"hello","protocol":9,"user":"ann"}"#, .unsupportedProtocol),
+    ])
+    func helloErrors(frame: String, code: ErrorCode) async throws {
+        let h = HubHarness()
+        let connection = try #require(h.connect())
+        await h.send(frame, on: connection)
+        #expect(connection.errors.map(\.code) == [code])
+        #expect((connection.closeCode == 1008) == code.isFatal)
+    }
+
+    @Test("after the welcome: bad-json, bad-message (binary, second hello, envelope), invalid-op, stale-base, forbidden")
+    func joinedErrors() async throws {
+        let h = HubHarness()
+        let ann = try await h.joined("ann")
+        await h.send("{", on: ann)
+        await h.sendBinary([1, 2, 3], on: ann)
+        await h.send(.hello(.init(user: "ann")), on: ann)
+        await h.send(#"{"type":"submit","seq":1}"#, on: ann)
+        await h.send(#"{"type":"submit","seq":2,"base":0,"ops":[{"op":"set","tag":1,"field":"hairColor","value":"plaid"}]}"#, on: ann)
+        await h.send(.submit(seq: 3, base: 99, [Self.set(1, glasses: false)]), on: ann)
+        #expect(ann.errors.map(\.code) == [.badJSON, .badMessage, .badMessage, .badMessage, .invalidOp, .badMessage])
+        #expect(ann.errors.map(\.seq) == [nil, nil, nil, 1, 2, 3])
+        #expect(ann.closeCode == nil, "none of these closes the connection")
+    }
+
+    @Test("a frame over the size limit is answered too-large")
+    func tooLarge() async throws {
+        let h = HubHarness()
+        let ann = try await h.joined("ann")
+        h.hub.didReceiveOversized(ann, bytes: 5_000_000)
+        #expect(ann.errors.map(\.code) == [.tooLarge])
+    }
+
+    @Test("a hello for a room over limits.maxRooms is room-full, and the connection may say hello again")
+    func roomFull() async throws {
+        let h = HubHarness { $0.limits.maxRooms = 1 }
+        _ = try await h.joined("ann", room: "one")
+        let bob = try #require(h.connect("/v1/rooms/two"))
+        await h.send(.hello(.init(user: "bob")), on: bob)
+        #expect(bob.errors.map(\.code) == [.roomFull] && bob.closeCode == nil)
+        await h.send(.hello(.init(user: "bob")), on: bob)
+        #expect(bob.errors.map(\.code) == [.roomFull, .roomFull])
+    }
+
+    @Test("a room that cannot be loaded: server-error, then close 1011; the next hello tries again")
+    func loadFailure() async throws {
+        let store = ScriptedStore()
+        store.failLoads = true
+        let h = HubHarness(store: store)
+        let ann = try #require(h.connect())
+        await h.send(.hello(.init(user: "ann")), on: ann)
+        #expect(ann.errors.map(\.code) == [.serverError] && ann.closeCode == 1011)
+        store.failLoads = false
+        _ = try await h.joined("bob")
+    }
+
+    @Test("frames sent before the room is ready wait and are answered after the welcome, in order")
+    func framesWaitForTheRoom() async throws {
+        let h = HubHarness()
+        let ann = try #require(h.connect())
+        // Both frames go in before the service thread runs the room's load.
+        h.hub.didReceive(ann, message: Array(ClientMessage.hello(.init(user: "ann")).json.bytes), binary: false)
+        h.hub.didReceive(ann, message: Array(ClientMessage.submit(seq: 1, base: 0, [Self.set(1, glasses: false)]).json.bytes),
+                         binary: false)
+        await h.settle()
+        guard case .welcome? = ann.replies.first, case .ack(let ack)? = ann.replies.dropFirst().first else {
+            Issue.record("\(ann.replies)")
+            return
+        }
+        #expect(ack.seq == 1 && ack.rev == 1)
+    }
+
+    // MARK: Sessions
+
+    @Test("resume on a new connection: same session, the old connection closed 1000, a resent seq answered once")
+    func resumeAndReplay() async throws {
+        let h = HubHarness()
+        let first = try await h.joined("ann")
+        let session = try #require(first.welcome?.session)
+        await h.send(.submit(seq: 1, base: 0, [Self.set(1, glasses: false)]), on: first)
+        #expect(first.acks().map(\.rev) == [1])
+        let second = try await h.joined("ann", resume: session, since: 1)
+        #expect(second.welcome?.session == session)
+        #expect(first.closeCode == 1000)
+        await h.disconnect(first)  // the old connection's close must not end the resumed session
+        await h.send(.submit(seq: 1, base: 0, [Self.set(1, glasses: false)]), on: second)
+        #expect(second.acks().map(\.rev) == [1], "the cached ack, not a second revision")
+        let bob = try await h.joined("bob")
+        #expect(bob.welcome?.rev == 1)
+        #expect(bob.welcome?.presence.map(\.user).sorted() == ["ann", "bob"])
+    }
+
+    @Test("acks and broadcasts wait until the store says the revision is durable")
+    func heldBehindCommits() async throws {
+        let h = HubHarness()
+        let ann = try await h.joined("ann")
+        let bob = try await h.joined("bob")
+        h.store.hold()
+        await h.send(.submit(seq: 1, base: 0, [Self.set(1, glasses: false)]), on: ann)
+        #expect(ann.acks().isEmpty && bob.ops().isEmpty)
+        h.store.release()
+        await h.settle()
+        #expect(ann.acks().map(\.rev) == [1] && bob.ops().map(\.rev) == [1])
+    }
+
+    @Test("a store failure drops the room: held sends are never sent, connections close 1011, the room reloads")
+    func storeFailure() async throws {
+        let h = HubHarness()
+        let ann = try await h.joined("ann")
+        h.store.hold()
+        await h.send(.submit(seq: 1, base: 0, [Self.set(1, glasses: false)]), on: ann)
+        h.store.release(error: StoreError("disk full"))
+        await h.settle()
+        #expect(ann.acks().isEmpty && ann.closeCode == 1011)
+        await h.disconnect(ann)
+        let bob = try await h.joined("bob")
+        #expect(bob.welcome?.rev != nil)
+    }
+
+    @Test("a viewer's token lets them in as a viewer; their edit is forbidden; a bad token is unauthorized")
+    func tokens() async throws {
+        let secret = Array(repeating: UInt8(7), count: 32)
+        let authority = try await TokenAuthority(secret: secret)
+        let h = HubHarness { $0.auth = authority }
+        let viewer = try await authority.mint(user: "vic", rooms: ["r"], role: .viewer, ttl: 600)
+        let vic = try #require(h.connect())
+        await h.send(.hello(.init(user: "vic", token: viewer)), on: vic)
+        await h.settle { vic.welcome != nil }
+        #expect(vic.welcome?.role == .viewer)
+        await h.send(.submit(seq: 1, base: 0, [Self.set(1, glasses: false)]), on: vic)
+        #expect(vic.errors.map(\.code) == [.forbidden])
+
+        let eve = try #require(h.connect())
+        await h.send(.hello(.init(user: "eve", token: "not.a.token")), on: eve)
+        await h.settle { eve.closeCode != nil }
+        #expect(eve.errors.map(\.code) == [.unauthorized] && eve.closeCode == 1008)
+    }
+
+    @Test("over the rate: rate-limited with the seq, then closed after a second")
+    func rateLimits() async throws {
+        let h = HubHarness { $0.limits.opsPerSecond = 2 }
+        let ann = try await h.joined("ann")
+        for seq in 1...4 { await h.send(.undo(.init(seq: seq)), on: ann) }
+        #expect(ann.errors.map(\.code) == [.rateLimited] && ann.errors.first?.seq == 4)
+        // Still flooding: a token comes back every 500 ms, the frames after it are dropped; a drop more
+        // than a second after the first drop in the run closes the connection.
+        h.clock.advance(by: 500)
+        for seq in 5...6 { await h.send(.undo(.init(seq: seq)), on: ann) }
+        #expect(ann.errors.map(\.seq) == [4, 6] && ann.closeCode == nil)
+        h.clock.advance(by: 501)
+        for seq in 7...9 { await h.send(.undo(.init(seq: seq)), on: ann) }
+        #expect(ann.closeCode == 1008)
+    }
+
+    // MARK: Redirects
+
+    @Test("cluster mode: a room leased by another node sends the hello there (redirect, then 1000)")
+    func redirect() async throws {
+        let store = LeasedElsewhere()
+        let h = HubHarness(store: store)
+        let ann = try #require(h.connect("/v1/rooms/far"))
+        await h.send(.hello(.init(user: "ann")), on: ann)
+        await h.settle { ann.closeCode != nil }
+        guard case .redirect(let url)? = ann.replies.first else { Issue.record("\(ann.sent)"); return }
+        #expect(url == "ws://owner:9000/v1/rooms/far" && ann.closeCode == 1000)
+    }
+
+    // MARK: HTTP
+
+    @Test("HTTP routes: /healthz, /metrics when off, /v1/ without an upgrade, and files left to the transport")
+    func routes() {
+        let h = HubHarness { $0.metricsEnabled = false }
+        #expect(h.hub.response(for: HTTPRequest(path: "/healthz")) == HTTPResponse(status: 200, text: "ok\n"))
+        #expect(h.hub.response(for: HTTPRequest(path: "/metrics"))?.status == 404)
+        #expect(h.hub.response(for: HTTPRequest(path: "/v1/rooms/r"))?.status == 426)
+        #expect(h.hub.response(for: HTTPRequest(path: "/index.html")) == nil)
+        h.hub.storeHealth.problem = StoreError("gone")
+        #expect(h.hub.response(for: HTTPRequest(path: "/healthz")) == HTTPResponse(status: 503, text: "store unavailable: gone\n"))
+    }
+
+    @Test("the router: literals, parameters, a final *, and methods")
+    func router() {
+        var router = HTTPRouter()
+        router.add("GET", "/v1/rooms/:room") { p throws(HTTPFailure) in HTTPResponse(status: 200, text: p["room"]!) }
+        router.add("GET", "/v1/*") { _ throws(HTTPFailure) in throw .notFound("no") }
+        #expect(router.response(method: "GET", path: "/v1/rooms/abc")?.body == Array("abc".utf8))
+        #expect(router.response(method: "GET", path: "/v1/rooms/abc/x")?.status == 404)
+        #expect(router.response(method: "GET", path: "/v1/rooms/")?.status == 404)
+        #expect(router.response(method: "POST", path: "/v1/rooms/abc") == nil)
+        #expect(router.response(method: "GET", path: "/v2") == nil)
+    }
+}
+
+/// A store whose rooms are all leased by another node.
+final class LeasedElsewhere: PeopleStore, RoomLeases, @unchecked Sendable {
+    let inner = ScriptedStore()
+    var kind: String { "leased" }
+    var node: String { "here" }
+    var advertisedURL = "ws://here:1"
+    func append(_ entries: [JournalEntry], room: String,
+                whenDurable: @escaping @Sendable (StoreError?) -> Void) -> AppendOutcome {
+        inner.append(entries, room: room, whenDurable: whenDurable)
+    }
+    func save(_ snapshot: RoomSnapshot, room: String) { inner.save(snapshot, room: room) }
+    func load(room: String) throws(StoreError) -> StoredRoom? { try inner.load(room: room) }
+    func revisions(room: String, after: Int, through: Int) throws(StoreError) -> [Revision] { [] }
+    func check() throws(StoreError) {}
+    func close() {}
+    func acquire(room: String) throws(StoreError) -> LeaseOutcome { .ownedBy(node: "there", url: "ws://owner:9000") }
+    func release(room: String) {}
+    func onLeasesLost(_ handler: @escaping @Sendable () -> Void) {}
+}
