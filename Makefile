@@ -3,6 +3,7 @@
 #   make test    every test: Swift (unit + integration against the real hub), Python client suite, JS
 #   make deps    install missing system packages (as root, idempotent, quiet)
 #   make venv    the Python venv (.venv) with websockets, pytest and selenium, for the Python suite and the tour
+#   make client  build the terminal client (prints where it is: .build/debug/peoplekeeper)
 #   make build   debug build of every target, tests included
 #   make bench   the core benchmark, the hub-vs-relay fan-out figure, the store figures (durable
 #                revisions/s with group commit, restart of a 1,000,000-revision room), the cluster
@@ -26,6 +27,10 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 # client's browser tests (selenium, headless).
 APT_PACKAGES := libwebsockets-dev pkg-config libsqlite3-dev postgresql-15 tmux chromium chromium-driver
 
+# `make venv` runs `python3 -m venv`, which on Debian needs python3-venv (ensurepip); `deps` installs it
+# when the python3 on PATH cannot import ensurepip (a python3 that can, from pyenv say, needs nothing).
+VENV_PACKAGE := python3-venv
+
 # The Python venv for the independent-client test suite (Tests/python) and the README tour.
 VENV := .venv
 PYTHON_PACKAGES := websockets==17.4 pytest==9.2.0 selenium==4.51.0
@@ -43,7 +48,7 @@ JS_TEST_FILES = $(shell [ -d $(JS_TESTS_DIR) ] && find $(JS_TESTS_DIR) -type f -
 	-o -name 'test.js' -o -name 'test.mjs' -o -name 'test.cjs' \) 2>/dev/null)
 
 .DEFAULT_GOAL := build
-.PHONY: deps venv build test bench run clean conformance fuzz soak
+.PHONY: deps venv build client test bench run clean conformance fuzz soak
 
 deps:
 	@command -v swift >/dev/null 2>&1 || { \
@@ -54,6 +59,7 @@ deps:
 	  dpkg -s "$$pkg" >/dev/null 2>&1 || missing="$$missing $$pkg"; \
 	done; \
 	command -v node >/dev/null 2>&1 || missing="$$missing $(NODE_PACKAGE)"; \
+	python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing="$$missing $(VENV_PACKAGE)"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" -ne 0 ]; then \
 	    echo "deps: missing:$$missing; run 'make deps' as root" >&2; exit 1; \
@@ -73,6 +79,11 @@ $(VENV)/.installed: Makefile
 
 build: deps
 	swift build --build-tests
+
+# The terminal client alone (debug build), e.g. for the README's tour of it.
+client: deps
+	swift build --product peoplekeeper
+	@echo "client: the terminal client is .build/debug/peoplekeeper"
 
 test: deps venv
 	@if [ -z "$(firstword $(JS_TEST_FILES))" ]; then \
@@ -106,8 +117,9 @@ conformance: deps
 	AUTOBAHN_KNOWN_FAILURES="2.10 2.11" scripts/conformance.sh
 
 # Fuzzing (issue 7; not part of `make test`): scripts/fuzz.sh builds peoplekeeper-fuzz with -sanitize=fuzzer in
-# its own scratch path and runs each mode from Tests/Fuzz/corpus for FUZZ_SECONDS (about 7 minutes by
-# default). The committed corpus and Tests/Fuzz/regressions are replayed by `make test` (PeopleFuzzingTests).
+# its own scratch path (.build/fuzz, release) and runs each of its three modes (decode, apply, sync) from
+# Tests/Fuzz/corpus and Tests/Fuzz/regressions for FUZZ_SECONDS (default 120 s each: 6 minutes of fuzzing,
+# plus the build). The committed corpus and Tests/Fuzz/regressions are replayed by `make test` (PeopleFuzzingTests).
 FUZZ_SECONDS ?= 120
 fuzz: deps
 	scripts/fuzz.sh $(FUZZ_SECONDS)
