@@ -2,6 +2,8 @@ import ArgumentParser
 import Foundation
 import PeopleCore
 import PeopleStore
+import PeopleStorePostgres
+import PeopleStoreSQLite
 import Synchronization
 
 /// `peoplekeeper-bench store`: durable revisions per second through a store's group commit, and the

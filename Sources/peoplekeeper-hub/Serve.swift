@@ -6,6 +6,8 @@ import Metrics
 import PeopleCore
 import PeopleHub
 import PeopleStore
+import PeopleStorePostgres
+import PeopleStoreSQLite
 import Prometheus
 import ServiceLifecycle
 import WebSocketTransport

@@ -1,6 +1,8 @@
 import Foundation
 import PeopleCore
 import PeopleStore
+import PeopleStorePostgres
+import PeopleStoreSQLite
 import PeopleTestSupport
 import Synchronization
 import Testing

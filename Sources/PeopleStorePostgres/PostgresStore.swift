@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import PeopleCore
+import PeopleStore
 import PostgresNIO
 
 /// The cluster store: PostgreSQL, shared by several hub nodes, each room owned by one node at a time.

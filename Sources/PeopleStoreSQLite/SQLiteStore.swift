@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Logging
 import PeopleCore
+import PeopleStore
 
 /// The embedded store: one SQLite file (WAL, `synchronous=FULL`), written by a group-commit thread.
 ///
@@ -216,38 +217,5 @@ public final class SQLiteStore: PeopleStore {
     public func close() {
         writer.close()
         try? pool.close()
-    }
-}
-
-/// The columns of a journal row beside the record itself: readable with plain SQL (an audit trail).
-struct JournalRow {
-    var revision: Int?
-    var kind: String
-    var author: String?
-    var label: String?
-    var at: Int?
-    var record: String
-
-    init(_ entry: JournalEntry) {
-        record = String(decoding: entry.record.json.bytes, as: UTF8.self)
-        switch entry.record {
-        case .answered(let answer):
-            if let revision = answer.revision {
-                self.revision = revision.number
-                kind = revision.kind.rawValue
-                author = revision.author
-                label = revision.label
-                at = Int(revision.timestamp)
-            } else {
-                kind = "reply"
-            }
-        case .opened(_, let user, _, _, _):
-            kind = "opened"
-            author = user
-        case .tags:
-            kind = "tags"
-        case .forgotten:
-            kind = "forgotten"
-        }
     }
 }
