@@ -152,7 +152,7 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
             // A check that hangs (a database that accepts connections but never answers) is a failure too.
             let waited = (clock() - started) / 1000
             if waited >= Self.storeCheckSeconds * 2, storeProblem == nil {
-                storeProblem = StoreError("the store has not answered a check for \(waited) s")
+                storeProblem = StoreError(.unavailable, "the store has not answered a check for \(waited) s")
                 logger.error("store check failed: /healthz answers 503", metadata: ["error": "\(storeProblem!)"])
             }
             return
@@ -161,7 +161,7 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
         let store = store
         reads.async { [weak self] in
             var problem: StoreError?
-            do { try store.check() } catch { problem = error as? StoreError ?? StoreError("\(error)") }
+            do { try store.check() } catch { problem = error as? StoreError ?? StoreError(.unavailable, "\(error)") }
             let found = problem
             self?.server?.perform { [weak self] in
                 guard let self else { return }
@@ -420,7 +420,7 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
             } catch let error as StoreError {
                 result = .failure(error)
             } catch {
-                result = .failure(StoreError("\(error)"))
+                result = .failure(StoreError(.corrupt, "\(error)"))
             }
             let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
             let box = UncheckedSendable(result)
@@ -436,7 +436,7 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
                     reads.async(execute: load)
                 }
             } catch {
-                let box = UncheckedSendable(Result<Room?, StoreError>.failure(error as? StoreError ?? StoreError("\(error)")))
+                let box = UncheckedSendable(Result<Room?, StoreError>.failure(error as? StoreError ?? StoreError(.lease, "\(error)")))
                 self?.server?.perform { [weak self] in self?.loaded(name, box.value, seconds: 0) }
             }
         }
@@ -452,7 +452,7 @@ public final class Hub: WebSocketServerDelegate, @unchecked Sendable {
             case .busy: Thread.sleep(forTimeInterval: 0.2)
             }
         }
-        throw StoreError("room \(room) is held by a node that does not say where it is")
+        throw StoreError(.lease, "room \(room) is held by a node that does not say where it is")
     }
 
     /// The room is served by another node: every hello waiting for it is sent there.

@@ -57,7 +57,7 @@ package final class GroupCommitWriter: @unchecked Sendable {
     /// Hands work over; `.pending` always (completion comes from the writer thread).
     package func submit(_ work: WriterWork) {
         condition.lock()
-        if case .append(let room, _, let whenDurable) = work, let error = broken[room] ?? (closed ? StoreError("the store is closed") : nil) {
+        if case .append(let room, _, let whenDurable) = work, let error = broken[room] ?? (closed ? StoreError(.closed, "the store is closed") : nil) {
             condition.unlock()
             whenDurable(error)
             return
@@ -100,7 +100,7 @@ package final class GroupCommitWriter: @unchecked Sendable {
                 try commit(part)
                 return nil
             } catch {
-                return error as? StoreError ?? StoreError("\(error)")
+                return error as? StoreError ?? StoreError(.io, "\(error)")
             }
         }
         guard let error = attempt(batch) else { return [:] }

@@ -43,7 +43,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                 logger: Logger = Logger(label: "peoplekeeper.store")) throws(StoreError) {
         guard let parts = URLComponents(string: url), ["postgres", "postgresql"].contains(parts.scheme ?? ""),
               let host = parts.host, !host.isEmpty else {
-            throw StoreError("storage.postgresURL must look like postgres://user@host:5432/database, not \(url)")
+            throw StoreError(.invalidRequest, "storage.postgresURL must look like postgres://user@host:5432/database, not \(url)")
         }
         let database = String(parts.path.drop(while: { $0 == "/" }))
         configuration = PostgresConnection.Configuration(
@@ -57,12 +57,13 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             try migrate()
         } catch {
             try? group.syncShutdownGracefully()
-            throw StoreError("cannot open the PostgreSQL store at \(host):\(parts.port ?? 5432): \(Self.describe(error))")
+            throw Self.storeError(error, "cannot open the PostgreSQL store at \(host):\(parts.port ?? 5432): \(Self.describe(error))",
+                                  otherwise: .unavailable)
         }
         writer = GroupCommitWriter(
             name: "peoplekeeper-postgres-writer", kind: "postgres",
             commit: { [unowned self] batch in
-                do { try commit(batch) } catch { throw StoreError(Self.describe(error)) }
+                do { try commit(batch) } catch { throw Self.storeError(error, Self.describe(error)) }
             },
             onSnapshotFailure: { room, error in
                 logger.error("snapshot not saved", metadata: ["room": "\(room)", "error": "\(error)"])
@@ -117,7 +118,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         do {
             try lock.withLock { _ = try run("SELECT 1", on: try writerLocked()) }
         } catch {
-            throw StoreError("PostgreSQL does not answer: \(Self.describe(error))")
+            throw Self.storeError(error, "PostgreSQL does not answer: \(Self.describe(error))", otherwise: .unavailable)
         }
     }
 
@@ -248,7 +249,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                 return StoredRoom(snapshot: try JSON.parse(state), window: window, tail: tail)
             }
         } catch {
-            throw StoreError("cannot load room \(room): \(Self.describe(error))")
+            throw Self.storeError(error, "cannot load room \(room): \(Self.describe(error))")
         }
         writer.reopen(room: room)
         return stored
@@ -263,7 +264,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                     """, on: connection)).compactMap(\.record.revision)
             }
         } catch {
-            throw StoreError("cannot read revisions of room \(room): \(Self.describe(error))")
+            throw Self.storeError(error, "cannot read revisions of room \(room): \(Self.describe(error))")
         }
     }
 
@@ -301,7 +302,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                 return .ownedBy(node: owner.0, url: owner.1)
             }
         } catch {
-            throw StoreError("cannot take the lease on room \(room): \(Self.describe(error))")
+            throw Self.storeError(error, "cannot take the lease on room \(room): \(Self.describe(error))", otherwise: .lease)
         }
     }
 
@@ -324,6 +325,35 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         if let message = error.serverInfo?[.message] { return "\(error.code): \(message)" }
         if let underlying = error.underlying { return "\(error.code): \(underlying)" }
         return "\(error.code)"
+    }
+
+    /// `error` (postgres-nio's, or a stored record that does not decode) as a `StoreError` saying
+    /// `message`, of the kind its SQLSTATE class or connection state names; `otherwise` for the rest.
+    static func storeError(_ error: any Error, _ message: String, otherwise: StoreError.Kind = .io) -> StoreError {
+        if let error = error as? StoreError { return error }
+        return StoreError(kind(of: error) ?? otherwise, message)
+    }
+
+    private static func kind(of error: any Error) -> StoreError.Kind? {
+        switch error {
+        case is JSONParseError, is ProtocolError, is PostgresDecodingError: return .corrupt
+        case let error as PSQLError:
+            switch error.code {
+            case .server:
+                // SQLSTATE classes: 23 integrity constraint (23505: the journal's primary key, i.e. fencing),
+                // 08 connection, 57P operator intervention (shutdown), 53 insufficient resources, 58 system,
+                // XX001 / XX002 data or index corrupted.
+                let state = error.serverInfo?[.sqlState] ?? ""
+                if state.hasPrefix("23") { return .conflict }
+                if state.hasPrefix("08") || state.hasPrefix("57P") { return .unavailable }
+                if state.hasPrefix("53") || state.hasPrefix("58") { return .io }
+                if state == "XX001" || state == "XX002" { return .corrupt }
+                return nil
+            case .serverClosedConnection, .clientClosedConnection, .connectionError, .uncleanShutdown: return .unavailable
+            default: return nil
+            }
+        default: return nil
+        }
     }
 
     /// The advisory lock key of a room: 64-bit FNV-1a of its name (stable across nodes and versions).

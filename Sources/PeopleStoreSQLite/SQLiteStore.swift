@@ -36,12 +36,14 @@ public final class SQLiteStore: PeopleStore {
             pool = try DatabasePool(path: path, configuration: configuration)
             try Self.migrator.migrate(pool)
         } catch {
-            throw StoreError("cannot open the SQLite store at \(path): \(error)")
+            throw Self.storeError(error, "cannot open the SQLite store at \(path): \(error)", otherwise: .unavailable)
         }
         let pool = self.pool
         writer = GroupCommitWriter(
             name: "peoplekeeper-sqlite-writer", kind: "sqlite",
-            commit: { batch in try Self.commit(batch, to: pool) },
+            commit: { batch in
+                do { try Self.commit(batch, to: pool) } catch { throw Self.storeError(error, "\(error)") }
+            },
             onSnapshotFailure: { room, error in
                 logger.error("snapshot not saved", metadata: ["room": "\(room)", "error": "\(error)"])
             })
@@ -117,7 +119,7 @@ public final class SQLiteStore: PeopleStore {
     public func check() throws(StoreError) {
         if let failure = writer.lastFailure { throw failure }
         do { _ = try pool.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM snapshots") } } catch {
-            throw StoreError("cannot read the database: \(error)")
+            throw Self.storeError(error, "cannot read the database: \(error)", otherwise: .unavailable)
         }
     }
 
@@ -141,7 +143,7 @@ public final class SQLiteStore: PeopleStore {
                 return StoredRoom(snapshot: try JSON.parse(state), window: window, tail: tail)
             }
         } catch {
-            throw StoreError("cannot load room \(room): \(error)")
+            throw Self.storeError(error, "cannot load room \(room): \(error)")
         }
         writer.reopen(room: room)
         return stored
@@ -155,7 +157,7 @@ public final class SQLiteStore: PeopleStore {
                     """, arguments: [room, after, through]).compactMap(\.record.revision)
             }
         } catch {
-            throw StoreError("cannot read revisions of room \(room): \(error)")
+            throw Self.storeError(error, "cannot read revisions of room \(room): \(error)")
         }
     }
 
@@ -176,7 +178,7 @@ public final class SQLiteStore: PeopleStore {
             let target = try DatabaseQueue(path: destination)
             try pool.backup(to: target)
         } catch {
-            throw StoreError("backup to \(destination) failed: \(error)")
+            throw Self.storeError(error, "backup to \(destination) failed: \(error)")
         }
     }
 
@@ -186,10 +188,10 @@ public final class SQLiteStore: PeopleStore {
     /// runs no migration. Returns the number of rooms and journal records in the copy.
     public static func backup(from source: String, to destination: String) throws(StoreError) -> (rooms: Int, records: Int) {
         guard FileManager.default.fileExists(atPath: source) else {
-            throw StoreError("there is no SQLite store at \(source)")
+            throw StoreError(.invalidRequest, "there is no SQLite store at \(source)")
         }
         guard !FileManager.default.fileExists(atPath: destination) else {
-            throw StoreError("\(destination) exists already (a backup never overwrites)")
+            throw StoreError(.invalidRequest, "\(destination) exists already (a backup never overwrites)")
         }
         do {
             var configuration = Configuration()
@@ -200,7 +202,7 @@ public final class SQLiteStore: PeopleStore {
             try pool.close()
             return try target.read { db in
                 let check = try String.fetchAll(db, sql: "PRAGMA integrity_check")
-                guard check == ["ok"] else { throw StoreError("the copy fails its integrity check: \(check)") }
+                guard check == ["ok"] else { throw StoreError(.corrupt, "the copy fails its integrity check: \(check)") }
                 let rooms = try Int.fetchOne(db, sql: "SELECT count(*) FROM snapshots") ?? 0
                 let records = try Int.fetchOne(db, sql: "SELECT count(*) FROM journal") ?? 0
                 return (rooms, records)
@@ -210,12 +212,34 @@ public final class SQLiteStore: PeopleStore {
             throw error
         } catch {
             try? FileManager.default.removeItem(atPath: destination)
-            throw StoreError("backup of \(source) to \(destination) failed: \(error)")
+            throw Self.storeError(error, "backup of \(source) to \(destination) failed: \(error)")
         }
     }
 
     public func close() {
         writer.close()
         try? pool.close()
+    }
+
+    /// `error` (GRDB's, or a stored record that does not decode) as a `StoreError` saying `message`,
+    /// of the kind SQLite's result code names; `otherwise` for the codes that name none.
+    static func storeError(_ error: any Error, _ message: String, otherwise: StoreError.Kind = .io) -> StoreError {
+        if let error = error as? StoreError { return error }
+        return StoreError(kind(of: error) ?? otherwise, message)
+    }
+
+    private static func kind(of error: any Error) -> StoreError.Kind? {
+        switch error {
+        case is JSONParseError, is ProtocolError: return .corrupt
+        case let error as DatabaseError:
+            switch error.resultCode {
+            case .SQLITE_CONSTRAINT: return .conflict
+            case .SQLITE_CORRUPT, .SQLITE_NOTADB, .SQLITE_FORMAT: return .corrupt
+            case .SQLITE_CANTOPEN, .SQLITE_BUSY, .SQLITE_LOCKED: return .unavailable
+            case .SQLITE_IOERR, .SQLITE_FULL, .SQLITE_READONLY, .SQLITE_PERM: return .io
+            default: return nil
+            }
+        default: return nil
+        }
     }
 }

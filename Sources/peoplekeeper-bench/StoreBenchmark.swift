@@ -174,10 +174,10 @@ struct StoreBenchmark: ParsableCommand {
         var times: [Double] = []
         for _ in 0..<3 {
             let t0 = Date()
-            guard let stored = try store.load(room: name) else { throw StoreError("the room is missing") }
+            guard let stored = try store.load(room: name) else { throw StoreError(.corrupt, "the room is missing") }
             let room = try Room(restoring: stored, policy: RoomPolicy(keptRevisions: 10_000))
             times.append(Date().timeIntervalSince(t0))
-            guard room.revision == written, room.model == expected else { throw StoreError("the restored room differs") }
+            guard room.revision == written, room.model == expected else { throw StoreError(.corrupt, "the restored room differs") }
         }
         let best = times.min() ?? 0
         print(String(format: "restart of a room with %d revisions (snapshot every %d, memory window 10000): %.3f s (best of 3; %@)",

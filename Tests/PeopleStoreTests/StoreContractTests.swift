@@ -200,8 +200,9 @@ struct StoreContract {
         defer { store.close() }
         let driver = try seededRoom(store, "\(prefix)broken", rounds: 2)
         try store.check()
-        // The same position again: refused by the store, and the health check says so.
-        #expect(throws: StoreError.self) { try appendAndWait(store, [driver.entries[0]], room: "\(prefix)broken") }
+        // The same position again: refused by the store as a conflict, and the health check says so.
+        let collision = #expect(throws: StoreError.self) { try appendAndWait(store, [driver.entries[0]], room: "\(prefix)broken") }
+        #expect(collision?.kind == .conflict)
         #expect(throws: StoreError.self) { try store.check() }
         let next = JournalEntry(position: driver.room.journalPosition + 1, record: .forgotten(session: "nobody"))
         #expect(throws: StoreError.self) { try appendAndWait(store, [next], room: "\(prefix)broken") }
@@ -330,7 +331,8 @@ struct PostgresStoreContractTests {
             try appendAndWait(b, taken.entries(after: before), room: room)
             let stale = driver.room.journalPosition
             driver.play(rounds: 1)
-            #expect(throws: StoreError.self) { try appendAndWait(a, driver.entries(after: stale), room: room) }
+            let fenced = #expect(throws: StoreError.self) { try appendAndWait(a, driver.entries(after: stale), room: room) }
+            #expect(fenced?.kind == .conflict)
             // What b acknowledged is what the store holds.
             let final = try #require(try b.load(room: room))
             #expect(try Room(restoring: final, policy: RoomPolicy()).model == taken.room.model)
