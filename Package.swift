@@ -132,6 +132,7 @@ let package = Package(
                 "PeopleStorePostgres",
                 "WebSocketTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The fuzz harness: wire decoding, apply / transform / undo, client sync; throws when an invariant breaks.
@@ -150,7 +151,10 @@ let package = Package(
         // One contract suite run against every store; PostgreSQL is a real server started by the tests.
         .testTarget(
             name: "PeopleStoreTests",
-            dependencies: ["PeopleCore", "PeopleStore", "PeopleStoreSQLite", "PeopleStorePostgres", "PeopleTestSupport"]
+            dependencies: [
+                "PeopleCore", "PeopleStore", "PeopleStoreSQLite", "PeopleStorePostgres", "PeopleTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         // Every committed fuzz input (Tests/Fuzz) replayed through the harness, and the issues fuzzing found.
         .testTarget(name: "PeopleFuzzingTests", dependencies: ["PeopleFuzzing", "PeopleCore"]),

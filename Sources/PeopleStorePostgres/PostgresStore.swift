@@ -38,9 +38,10 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     private var nextConnectionID = 0
 
     /// Connects to `url` (`postgres://user[:password]@host[:port]/database`; a password from
-    /// `password` wins), creates the tables if missing, and starts the writer.
+    /// `password` wins), creates the tables if missing, and starts the writer. `logger` is the caller's:
+    /// the store logs lost leases and unsaved snapshots there, and postgres-nio its connections.
     public init(url: String, password: String? = nil, node: String, advertisedURL: String,
-                logger: Logger = Logger(label: "peoplekeeper.store")) throws(StoreError) {
+                logger: Logger) throws(StoreError) {
         guard let parts = URLComponents(string: url), ["postgres", "postgresql"].contains(parts.scheme ?? ""),
               let host = parts.host, !host.isEmpty else {
             throw StoreError(.invalidRequest, "storage.postgresURL must look like postgres://user@host:5432/database, not \(url)")

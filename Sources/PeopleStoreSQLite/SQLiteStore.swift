@@ -16,8 +16,9 @@ public final class SQLiteStore: PeopleStore {
     private let writer: GroupCommitWriter
     private let logger: Logger
 
-    /// Opens (creating it and its directory if needed) the store at `path`.
-    public init(path: String, logger: Logger = Logger(label: "peoplekeeper.store")) throws(StoreError) {
+    /// Opens (creating it and its directory if needed) the store at `path`. `logger` is the caller's:
+    /// the store logs snapshots it could not save there.
+    public init(path: String, logger: Logger) throws(StoreError) {
         self.path = path
         self.logger = logger
         let directory = (path as NSString).deletingLastPathComponent

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import PeopleCore
 import PeopleStore
 import PeopleStorePostgres
@@ -38,13 +39,14 @@ struct StoreBenchmark: ParsableCommand {
     @Option(help: "Write a JSON summary here.") var json: String?
 
     func openStore() throws -> any PeopleStore {
+        let logger = Logger(label: "peoplekeeper.bench")
         switch kind {
         case "memory": return InMemoryStore()
         case "sqlite":
             for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
-            return try SQLiteStore(path: path)
+            return try SQLiteStore(path: path, logger: logger)
         case "postgres":
-            return try PostgresStore(url: url, node: "bench", advertisedURL: "ws://127.0.0.1:1")
+            return try PostgresStore(url: url, node: "bench", advertisedURL: "ws://127.0.0.1:1", logger: logger)
         default: throw ValidationError("--kind must be sqlite, postgres or memory")
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import PeopleCore
 import PeopleStore
 import PeopleStorePostgres
@@ -6,6 +7,9 @@ import PeopleStoreSQLite
 import PeopleTestSupport
 import Synchronization
 import Testing
+
+/// The logger the stores under test write to (libraries take one; they never make their own).
+let storeLogger = Logger(label: "peoplekeeper.store-tests")
 
 /// Drives a room through the core's public API and keeps what it asks the store to make durable.
 struct RoomDriver {
@@ -234,7 +238,7 @@ struct SQLiteStoreContractTests {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pk-sqlite-\(UUID().uuidString)").path
     var contract: StoreContract {
         let path = directory + "/data/peoplekeeper.sqlite"
-        return StoreContract(open: { try SQLiteStore(path: path) }, durable: true)
+        return StoreContract(open: { try SQLiteStore(path: path, logger: storeLogger) }, durable: true)
     }
 
     @Test func unknownRoom() async throws { try await contract.run { try $0.unknownRoom() } }
@@ -248,12 +252,12 @@ struct SQLiteStoreContractTests {
     func walAndBackup() async throws {
         let directory = self.directory
         try await blocking {
-            let store = try SQLiteStore(path: directory + "/wal.sqlite")
+            let store = try SQLiteStore(path: directory + "/wal.sqlite", logger: storeLogger)
             let driver = try seededRoom(store, "backed-up", rounds: 3)
             #expect(FileManager.default.fileExists(atPath: directory + "/wal.sqlite-wal"))
             try store.backup(to: directory + "/copy.sqlite")
             store.close()
-            let copy = try SQLiteStore(path: directory + "/copy.sqlite")
+            let copy = try SQLiteStore(path: directory + "/copy.sqlite", logger: storeLogger)
             defer { copy.close() }
             let stored = try #require(try copy.load(room: "backed-up"))
             #expect(try Room(restoring: stored, policy: RoomPolicy()).model == driver.room.model)
@@ -281,7 +285,7 @@ struct PostgresStoreContractTests {
         let url = try await blocking { try SharedPostgres.url() }
         self.url = url
         contract = StoreContract(
-            open: { try PostgresStore(url: url, node: "test", advertisedURL: "ws://127.0.0.1:1") },
+            open: { try PostgresStore(url: url, node: "test", advertisedURL: "ws://127.0.0.1:1", logger: storeLogger) },
             durable: true, prefix: "t\(UInt32.random(in: 0...UInt32.max))-")
     }
 
@@ -297,8 +301,8 @@ struct PostgresStoreContractTests {
         let url = self.url
         try await blocking {
             let room = "lease-\(UInt32.random(in: 0...UInt32.max))"
-            let a = try PostgresStore(url: url, node: "a", advertisedURL: "ws://a.example:8080")
-            let b = try PostgresStore(url: url, node: "b", advertisedURL: "ws://b.example:8080")
+            let a = try PostgresStore(url: url, node: "a", advertisedURL: "ws://a.example:8080", logger: storeLogger)
+            let b = try PostgresStore(url: url, node: "b", advertisedURL: "ws://b.example:8080", logger: storeLogger)
             defer { b.close() }
             #expect(try a.acquire(room: room) == .acquired)
             #expect(try a.acquire(room: room) == .acquired)
@@ -318,8 +322,8 @@ struct PostgresStoreContractTests {
         let url = self.url
         try await blocking {
             let room = "fence-\(UInt32.random(in: 0...UInt32.max))"
-            let a = try PostgresStore(url: url, node: "a", advertisedURL: "ws://a")
-            let b = try PostgresStore(url: url, node: "b", advertisedURL: "ws://b")
+            let a = try PostgresStore(url: url, node: "a", advertisedURL: "ws://a", logger: storeLogger)
+            let b = try PostgresStore(url: url, node: "b", advertisedURL: "ws://b", logger: storeLogger)
             defer { a.close(); b.close() }
             var driver = try seededRoom(a, room, rounds: 2)
             // b takes the room from the store and appends; a, still holding its old copy, appends too.
