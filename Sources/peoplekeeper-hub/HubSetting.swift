@@ -4,7 +4,7 @@ import Configuration
 /// `serve` flag that sets it, if any.
 ///
 /// `HubSetting.all` (HubSetting+Table.swift) is the one table of them. Everything else comes from it:
-/// the defaults (`HubSettings()`, the last config provider), reading and checking each value
+/// the defaults (the last config provider), reading and checking each value
 /// (`read(from:)`: type, range, choices, with the error naming the key), the environment variable
 /// names, the refusal of unknown keys in a file, the help of `serve`'s flags and
 /// `peoplekeeper-hub config-keys`. Checks that involve several keys (TLS needs both files) stay in

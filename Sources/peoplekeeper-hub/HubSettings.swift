@@ -6,8 +6,8 @@ import PeopleCore
 /// underscores: `limits.maxMessageBytes` is `PEOPLEKEEPER_LIMITS_MAX_MESSAGE_BYTES`), and the main ones
 /// by flags. The keys, their types, defaults, allowed values and docs are one table, `HubSetting.all`
 /// (`peoplekeeper-hub config-keys` prints it); docs/CONFIG.md explains each, and
-/// `Config/peoplekeeper.yaml` documents each in place. A field here has no default of its own:
-/// `HubSettings()` is the table's defaults.
+/// `Config/peoplekeeper.yaml` documents each in place. A field here has no default of its own: the
+/// table's defaults reach it through the last config provider (`load`).
 struct HubSettings: Sendable {
     var host: String
     var port: Int
@@ -57,9 +57,6 @@ struct HubSettings: Sendable {
     enum LogFormat: String, Sendable, CaseIterable { case text, json }
     enum StorageKind: String, Sendable, CaseIterable { case embedded, postgres, memory }
     enum AuthMode: String, Sendable, CaseIterable { case open, token }
-
-    /// The defaults of `HubSetting.all`.
-    init() { self.init(values: SettingValues(HubSetting.defaults)) }
 
     /// The fields from checked values, one per key of `HubSetting.all`.
     init(values: SettingValues) {
