@@ -39,16 +39,34 @@ let package = Package(
                 .product(name: "IdentifiedCollections", package: "swift-identified-collections"),
             ]
         ),
-        // Where rooms go to outlive the process: the journal, snapshots and room leases, in memory (tests),
-        // SQLite (the embedded default) or PostgreSQL (several hub nodes), behind one protocol.
+        // Where rooms go to outlive the process: the journal, snapshots and room leases behind one protocol,
+        // its errors, the in-memory twin (tests, storage.kind memory) and the group-commit writer the durable
+        // stores share. Importing it brings no database driver.
         .target(
             name: "PeopleStore",
             dependencies: [
                 "PeopleCore",
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
+        // The embedded store: SQLite (WAL) through GRDB, one hub node.
+        .target(
+            name: "PeopleStoreSQLite",
+            dependencies: [
+                "PeopleCore",
+                "PeopleStore",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The cluster store: PostgreSQL through postgres-nio, several hub nodes with room leases.
+        .target(
+            name: "PeopleStorePostgres",
+            dependencies: [
+                "PeopleCore",
+                "PeopleStore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
         // libwebsockets (Debian libwebsockets-dev) and the shim for what Swift cannot import.
@@ -77,6 +95,8 @@ let package = Package(
                 "PeopleHub",
                 "PeopleCore",
                 "PeopleStore",
+                "PeopleStoreSQLite",
+                "PeopleStorePostgres",
                 "WebSocketTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -108,8 +128,11 @@ let package = Package(
             dependencies: [
                 "PeopleCore",
                 "PeopleStore",
+                "PeopleStoreSQLite",
+                "PeopleStorePostgres",
                 "WebSocketTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The fuzz harness: wire decoding, apply / transform / undo, client sync; throws when an invariant breaks.
@@ -128,7 +151,10 @@ let package = Package(
         // One contract suite run against every store; PostgreSQL is a real server started by the tests.
         .testTarget(
             name: "PeopleStoreTests",
-            dependencies: ["PeopleCore", "PeopleStore", "PeopleTestSupport"]
+            dependencies: [
+                "PeopleCore", "PeopleStore", "PeopleStoreSQLite", "PeopleStorePostgres", "PeopleTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         // Every committed fuzz input (Tests/Fuzz) replayed through the harness, and the issues fuzzing found.
         .testTarget(name: "PeopleFuzzingTests", dependencies: ["PeopleFuzzing", "PeopleCore"]),

@@ -3,11 +3,11 @@ import Metrics
 import PeopleCore
 
 /// What a durable store's writer commits: appends and snapshots, in the order they were handed over.
-enum WriterWork: Sendable {
+package enum WriterWork: Sendable {
     case append(room: String, entries: [JournalEntry], whenDurable: @Sendable (StoreError?) -> Void)
     case snapshot(room: String, RoomSnapshot)
 
-    var room: String {
+    package var room: String {
         switch self {
         case .append(let room, _, _), .snapshot(let room, _): room
         }
@@ -21,7 +21,7 @@ enum WriterWork: Sendable {
 /// batch of several rooms is committed again room by room, so only the failing rooms fail. After a
 /// failure a room refuses further appends until `reopen(room:)` (the hub reloads such a room from what
 /// is durable): a later append must never land after a gap.
-final class GroupCommitWriter: @unchecked Sendable {
+package final class GroupCommitWriter: @unchecked Sendable {
     private let condition = NSCondition()
     private var queue: [WriterWork] = []
     private var closed = false
@@ -40,7 +40,7 @@ final class GroupCommitWriter: @unchecked Sendable {
     ///   - kind: the store's kind, the `store` label of the writer's metrics
     ///     (`peoplekeeper_store_commit_duration_seconds`, `peoplekeeper_store_commit_size`: appends and
     ///     snapshots per transaction, `peoplekeeper_store_commit_failures_total`).
-    init(name: String, kind: String, maxBatch: Int = 4096, commit: @escaping ([WriterWork]) throws -> Void,
+    package init(name: String, kind: String, maxBatch: Int = 4096, commit: @escaping ([WriterWork]) throws -> Void,
          onSnapshotFailure: @escaping (String, Error) -> Void) {
         let dimensions = [("store", kind)]
         commitDuration = Metrics.Timer(label: "peoplekeeper_store_commit_duration_seconds", dimensions: dimensions)
@@ -55,9 +55,9 @@ final class GroupCommitWriter: @unchecked Sendable {
     }
 
     /// Hands work over; `.pending` always (completion comes from the writer thread).
-    func submit(_ work: WriterWork) {
+    package func submit(_ work: WriterWork) {
         condition.lock()
-        if case .append(let room, _, let whenDurable) = work, let error = broken[room] ?? (closed ? StoreError("the store is closed") : nil) {
+        if case .append(let room, _, let whenDurable) = work, let error = broken[room] ?? (closed ? StoreError(.closed, "the store is closed") : nil) {
             condition.unlock()
             whenDurable(error)
             return
@@ -68,21 +68,21 @@ final class GroupCommitWriter: @unchecked Sendable {
     }
 
     /// The error of the last commit, unless one has succeeded since.
-    var lastFailure: StoreError? {
+    package var lastFailure: StoreError? {
         condition.lock()
         defer { condition.unlock() }
         return failing
     }
 
     /// Lets a room that failed take appends again (after it was reloaded from what is durable).
-    func reopen(room: String) {
+    package func reopen(room: String) {
         condition.lock()
         broken[room] = nil
         condition.unlock()
     }
 
     /// Commits what was handed over, then stops the thread.
-    func close() {
+    package func close() {
         condition.lock()
         let wasClosed = closed
         closed = true
@@ -100,7 +100,7 @@ final class GroupCommitWriter: @unchecked Sendable {
                 try commit(part)
                 return nil
             } catch {
-                return error as? StoreError ?? StoreError("\(error)")
+                return error as? StoreError ?? StoreError(.io, "\(error)")
             }
         }
         guard let error = attempt(batch) else { return [:] }

@@ -47,15 +47,6 @@ public enum AppendOutcome: Sendable, Hashable {
     case pending
 }
 
-/// A store failure, with what was being done.
-public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
-    public var message: String
-
-    public init(_ message: String) { self.message = message }
-
-    public var description: String { message }
-}
-
 /// Room ownership among hub nodes sharing one store (cluster mode): a node serves a room only while
 /// it holds the room's lease. Calls block: make them off the service thread.
 public protocol RoomLeases: AnyObject, Sendable {

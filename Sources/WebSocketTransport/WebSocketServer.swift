@@ -56,8 +56,9 @@ public struct HTTPResponse: Sendable, Hashable {
 /// One service thread owns the lws context and every connection; the delegate is called there.
 /// Other threads reach it with `perform`. Serves WebSocket upgrades on any path (the delegate
 /// decides), files under `webRoot` for other GETs, and whatever the delegate answers for the rest.
-/// Options: permessage-deflate, UTF-8 validation (an invalid text frame closes with 1007),
-/// reassembly up to `limits.maxMessageBytes`, bounded send queues.
+/// Options: permessage-deflate (off unless asked for, like the hub's `transport.permessageDeflate`:
+/// libwebsockets 4.1's inflate can abort the process on hostile input), UTF-8 validation (an invalid
+/// text frame closes with 1007), reassembly up to `limits.maxMessageBytes`, bounded send queues.
 public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
     public struct Configuration: Sendable {
         public var host: String
@@ -72,7 +73,7 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         public var tlsKeyFile: String?
 
         public init(host: String = "127.0.0.1", port: Int = 8080, webRoot: String? = nil,
-                    limits: WebSocketLimits = WebSocketLimits(), permessageDeflate: Bool = true,
+                    limits: WebSocketLimits = WebSocketLimits(), permessageDeflate: Bool = false,
                     pingIntervalSeconds: Int = 30, tlsCertFile: String? = nil, tlsKeyFile: String? = nil) {
             self.tlsCertFile = tlsCertFile
             self.tlsKeyFile = tlsKeyFile

@@ -1,7 +1,10 @@
 import ArgumentParser
 import Foundation
+import Logging
 import PeopleCore
 import PeopleStore
+import PeopleStorePostgres
+import PeopleStoreSQLite
 import Synchronization
 
 /// `peoplekeeper-bench store`: durable revisions per second through a store's group commit, and the
@@ -36,13 +39,14 @@ struct StoreBenchmark: ParsableCommand {
     @Option(help: "Write a JSON summary here.") var json: String?
 
     func openStore() throws -> any PeopleStore {
+        let logger = Logger(label: "peoplekeeper.bench")
         switch kind {
         case "memory": return InMemoryStore()
         case "sqlite":
             for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
-            return try SQLiteStore(path: path)
+            return try SQLiteStore(path: path, logger: logger)
         case "postgres":
-            return try PostgresStore(url: url, node: "bench", advertisedURL: "ws://127.0.0.1:1")
+            return try PostgresStore(url: url, node: "bench", advertisedURL: "ws://127.0.0.1:1", logger: logger)
         default: throw ValidationError("--kind must be sqlite, postgres or memory")
         }
     }
@@ -172,10 +176,10 @@ struct StoreBenchmark: ParsableCommand {
         var times: [Double] = []
         for _ in 0..<3 {
             let t0 = Date()
-            guard let stored = try store.load(room: name) else { throw StoreError("the room is missing") }
+            guard let stored = try store.load(room: name) else { throw StoreError(.corrupt, "the room is missing") }
             let room = try Room(restoring: stored, policy: RoomPolicy(keptRevisions: 10_000))
             times.append(Date().timeIntervalSince(t0))
-            guard room.revision == written, room.model == expected else { throw StoreError("the restored room differs") }
+            guard room.revision == written, room.model == expected else { throw StoreError(.corrupt, "the restored room differs") }
         }
         let best = times.min() ?? 0
         print(String(format: "restart of a room with %d revisions (snapshot every %d, memory window 10000): %.3f s (best of 3; %@)",

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import PeopleStore
+import PeopleStoreSQLite
 
 /// `peoplekeeper-hub backup FILE`: an online copy of the embedded SQLite store, while the hub runs.
 struct Backup: AsyncParsableCommand {

@@ -1,100 +1,106 @@
 import Logging
 import PeopleCore
 
-/// Everything `peoplekeeper-hub serve` reads from its config, with the defaults used for keys that are
-/// not set. Every key can be set in the YAML file, overridden by an environment variable
-/// `PEOPLEKEEPER_<KEY>` (dots and camel-case humps become underscores: `limits.maxMessageBytes` is
-/// `PEOPLEKEEPER_LIMITS_MAX_MESSAGE_BYTES`), and the main ones by flags. docs/CONFIG.md is the
-/// reference; `Config/peoplekeeper.yaml` documents each key in place.
-///
-/// | key | type | default |
-/// |---|---|---|
-/// | `listen.host` | string | `127.0.0.1` |
-/// | `listen.port` | int 0–65535 (0: any free port) | `8080` |
-/// | `web.root` | path | `Web` |
-/// | `rooms.seed` | `tutorial`, `empty` or a path to a JSON array of people | `tutorial` |
-/// | `rooms.tagBlockSize` | int ≥ 1 | `100` |
-/// | `rooms.keptRevisions` | int ≥ 0 (0: all) | `10000` |
-/// | `rooms.repliesKept` | int ≥ 1 | `64` |
-/// | `rooms.keptSessions` | int ≥ 0 | `256` |
-/// | `rooms.unloadAfterSeconds` | int ≥ 1 | `60` |
-/// | `rooms.maxCatchUp` | int ≥ 0 (capped at `limits.sendQueueMessages` − 64) | `1000` |
-/// | `undo.depth` | int ≥ 0 (0: no limit) | `100` |
-/// | `undo.conflicts` | `skip` or `force` | `skip` |
-/// | `undo.cascade` | bool | `true` |
-/// | `undo.coalesceMillis` | int ≥ 0 | `500` |
-/// | `limits.maxMessageBytes` | int ≥ 1024 | `1048576` |
-/// | `limits.maxConnections` | int ≥ 1 | `10000` |
-/// | `limits.maxConnectionsPerIP` | int ≥ 0 (0: no limit) | `0` |
-/// | `limits.maxRooms` | int ≥ 1 | `1000` |
-/// | `limits.maxPeoplePerRoom` | int ≥ 0 (0: no limit) | `1000` |
-/// | `limits.opsPerSecond` | int ≥ 1 | `100` |
-/// | `limits.helloTimeoutSeconds` | int ≥ 1 | `10` |
-/// | `auth.mode` | `open` or `token` | `open` |
-/// | `auth.secretFile` | path (the secret may come from `PEOPLEKEEPER_AUTH_SECRET` instead) | `""` |
-/// | `auth.allowedOrigins` | list of `scheme://host[:port]`, or `*` | `[]` (the hub's own origin only) |
-/// | `tls.certFile`, `tls.keyFile` | PEM paths (both or neither) | `""` (plain http / ws) |
-/// | `limits.sendQueueMessages` | int ≥ 1 | `4096` |
-/// | `limits.sendQueueBytes` | int ≥ 1024 | `16777216` |
-/// | `transport.permessageDeflate` | bool | `false` (libwebsockets 4.1's inflate can abort the process) |
-/// | `transport.pingIntervalSeconds` | int ≥ 0 (0: none) | `30` |
-/// | `logging.level` | trace, debug, info, notice, warning, error, critical | `info` |
-/// | `logging.format` | `text` or `json` | `text` |
-/// | `metrics.enabled` | bool | `true` |
-/// | `storage.kind` | `embedded`, `postgres` or `memory` | `embedded` |
-/// | `storage.path` | path | `data/peoplekeeper.sqlite` |
-/// | `storage.snapshotEvery` | int ≥ 1 | `1000` |
-/// | `storage.postgresURL` | `postgres://user@host:port/database` | `postgres://peoplekeeper@127.0.0.1:5432/peoplekeeper` |
-/// | `storage.postgresPasswordFile` | path, empty for none | empty |
-/// | `cluster.nodeId` | string, empty: the host name | empty |
-/// | `cluster.advertisedURL` | `ws://host:port` clients reach this node by | empty: from `listen` |
+/// Everything `peoplekeeper-hub serve` reads from its config. Every key can be set in the YAML file,
+/// overridden by an environment variable `PEOPLEKEEPER_<KEY>` (dots and camel-case humps become
+/// underscores: `limits.maxMessageBytes` is `PEOPLEKEEPER_LIMITS_MAX_MESSAGE_BYTES`), and the main ones
+/// by flags. The keys, their types, defaults, allowed values and docs are one table, `HubSetting.all`
+/// (`peoplekeeper-hub config-keys` prints it); docs/CONFIG.md explains each, and
+/// `Config/peoplekeeper.yaml` documents each in place. A field here has no default of its own: the
+/// table's defaults reach it through the last config provider (`load`).
 struct HubSettings: Sendable {
-    var host = "127.0.0.1"
-    var port = 8080
-    var webRoot = "Web"
-    var seed = "tutorial"
-    var tagBlockSize = 100
-    var keptRevisions = 10_000
-    var repliesKept = 64
-    var keptSessions = 256
-    var unloadAfterSeconds = 60
-    var maxCatchUp = 1000
-    var undoDepth = 100
-    var undoConflicts = UndoPolicy.Conflicts.skip
-    var undoCascade = true
-    var coalesceMillis = 500
-    var maxMessageBytes = 1 << 20
-    var maxConnections = 10_000
-    var maxConnectionsPerIP = 0
-    var maxRooms = 1_000
-    var maxPeoplePerRoom = 1_000
-    var opsPerSecond = 100
-    var helloTimeoutSeconds = 10
-    var sendQueueMessages = 4096
-    var sendQueueBytes = 16 << 20
-    var permessageDeflate = false
-    var pingIntervalSeconds = 30
-    var logLevel = Logger.Level.info
-    var logFormat = LogFormat.text
-    var metricsEnabled = true
-    var storageKind = StorageKind.embedded
-    var storagePath = "data/peoplekeeper.sqlite"
-    var snapshotEvery = 1_000
-    var postgresURL = "postgres://peoplekeeper@127.0.0.1:5432/peoplekeeper"
-    var postgresPasswordFile = ""
-    var authMode = AuthMode.open
-    var authSecretFile = ""
-    var allowedOrigins: [String] = []
-    var tlsCertFile = ""
-    var tlsKeyFile = ""
+    var host: String
+    var port: Int
+    var webRoot: String
+    var seed: String
+    var tagBlockSize: Int
+    var keptRevisions: Int
+    var repliesKept: Int
+    var keptSessions: Int
+    var unloadAfterSeconds: Int
+    /// `rooms.maxCatchUp`, capped at `sendQueueMessages` − 64 (a catch-up is queued at once behind the
+    /// welcome: it must leave room in the send queue).
+    var maxCatchUp: Int
+    var undoDepth: Int
+    var undoConflicts: UndoPolicy.Conflicts
+    var undoCascade: Bool
+    var coalesceMillis: Int
+    var maxMessageBytes: Int
+    var maxConnections: Int
+    var maxConnectionsPerIP: Int
+    var maxRooms: Int
+    var maxPeoplePerRoom: Int
+    var opsPerSecond: Int
+    var helloTimeoutSeconds: Int
+    var sendQueueMessages: Int
+    var sendQueueBytes: Int
+    var permessageDeflate: Bool
+    var pingIntervalSeconds: Int
+    var logLevel: Logger.Level
+    var logFormat: LogFormat
+    var metricsEnabled: Bool
+    var storageKind: StorageKind
+    var storagePath: String
+    var snapshotEvery: Int
+    var postgresURL: String
+    var postgresPasswordFile: String
+    var authMode: AuthMode
+    var authSecretFile: String
+    var allowedOrigins: [String]
+    var tlsCertFile: String
+    var tlsKeyFile: String
     /// Whether the port speaks TLS (both files given).
     var tls: Bool { !tlsCertFile.isEmpty && !tlsKeyFile.isEmpty }
-    var nodeID = ""
-    var advertisedURL = ""
+    var nodeID: String
+    var advertisedURL: String
 
     enum LogFormat: String, Sendable, CaseIterable { case text, json }
     enum StorageKind: String, Sendable, CaseIterable { case embedded, postgres, memory }
     enum AuthMode: String, Sendable, CaseIterable { case open, token }
+
+    /// The fields from checked values, one per key of `HubSetting.all`.
+    init(values: SettingValues) {
+        host = values.string("listen.host")
+        port = values.int("listen.port")
+        webRoot = values.string("web.root")
+        seed = values.string("rooms.seed")
+        tagBlockSize = values.int("rooms.tagBlockSize")
+        keptRevisions = values.int("rooms.keptRevisions")
+        repliesKept = values.int("rooms.repliesKept")
+        keptSessions = values.int("rooms.keptSessions")
+        unloadAfterSeconds = values.int("rooms.unloadAfterSeconds")
+        undoDepth = values.int("undo.depth")
+        undoConflicts = values.choice("undo.conflicts")
+        undoCascade = values.bool("undo.cascade")
+        coalesceMillis = values.int("undo.coalesceMillis")
+        maxMessageBytes = values.int("limits.maxMessageBytes")
+        maxConnections = values.int("limits.maxConnections")
+        maxConnectionsPerIP = values.int("limits.maxConnectionsPerIP")
+        maxRooms = values.int("limits.maxRooms")
+        maxPeoplePerRoom = values.int("limits.maxPeoplePerRoom")
+        opsPerSecond = values.int("limits.opsPerSecond")
+        helloTimeoutSeconds = values.int("limits.helloTimeoutSeconds")
+        sendQueueMessages = values.int("limits.sendQueueMessages")
+        sendQueueBytes = values.int("limits.sendQueueBytes")
+        maxCatchUp = min(values.int("rooms.maxCatchUp"), max(0, sendQueueMessages - 64))
+        permessageDeflate = values.bool("transport.permessageDeflate")
+        pingIntervalSeconds = values.int("transport.pingIntervalSeconds")
+        logLevel = values.choice("logging.level")
+        logFormat = values.choice("logging.format")
+        metricsEnabled = values.bool("metrics.enabled")
+        storageKind = values.choice("storage.kind")
+        storagePath = values.string("storage.path")
+        snapshotEvery = values.int("storage.snapshotEvery")
+        postgresURL = values.string("storage.postgresURL")
+        postgresPasswordFile = values.string("storage.postgresPasswordFile")
+        authMode = values.choice("auth.mode")
+        authSecretFile = values.string("auth.secretFile")
+        allowedOrigins = values.strings("auth.allowedOrigins")
+        tlsCertFile = values.string("tls.certFile")
+        tlsKeyFile = values.string("tls.keyFile")
+        nodeID = values.string("cluster.nodeId")
+        advertisedURL = values.string("cluster.advertisedURL")
+    }
 }
 
 /// A config problem, naming the key.

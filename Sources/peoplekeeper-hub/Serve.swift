@@ -6,6 +6,8 @@ import Metrics
 import PeopleCore
 import PeopleHub
 import PeopleStore
+import PeopleStorePostgres
+import PeopleStoreSQLite
 import Prometheus
 import ServiceLifecycle
 import WebSocketTransport
@@ -18,7 +20,8 @@ struct Serve: AsyncParsableCommand {
         abstract: "Run the hub (the default command).",
         discussion: """
             Settings come from the YAML file, then PEOPLEKEEPER_* environment variables, then these flags \
-            (each overriding the one before). Every key is listed in docs/CONFIG.md.
+            (each overriding the one before). Every key is listed in docs/CONFIG.md and by \
+            `peoplekeeper-hub config-keys`.
 
             Examples:
               peoplekeeper-hub --config Config/peoplekeeper.yaml
@@ -30,36 +33,25 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .long, help: "The YAML config file.")
     var config: String = "Config/peoplekeeper.yaml"
 
-    @Option(name: .long, help: "Address to listen on (listen.host).")
-    var host: String?
-
-    @Option(name: .long, help: "Port to listen on, 0 for any free one (listen.port).")
-    var port: Int?
-
-    @Option(name: .customLong("web-root"), help: "Directory of the web client's files (web.root).")
-    var webRoot: String?
-
-    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical (logging.level).")
-    var logLevel: String?
-
-    @Option(name: .customLong("log-format"), help: "text or json (logging.format).")
-    var logFormat: String?
-
-    @Option(name: .long, help: "embedded (SQLite), postgres or memory (storage.kind).")
-    var storage: String?
-
-    @Option(name: .long, help: "tutorial, empty, or a JSON file of people (rooms.seed).")
-    var seed: String?
+    // The flags that set a key: their help is the key's doc in HubSetting.all, whose `flag` names them.
+    @Option(name: .long, help: .init(HubSetting.help(forFlag: "host"))) var host: String?
+    @Option(name: .long, help: .init(HubSetting.help(forFlag: "port"))) var port: Int?
+    @Option(name: .customLong("web-root"), help: .init(HubSetting.help(forFlag: "web-root"))) var webRoot: String?
+    @Option(name: .customLong("log-level"), help: .init(HubSetting.help(forFlag: "log-level"))) var logLevel: String?
+    @Option(name: .customLong("log-format"), help: .init(HubSetting.help(forFlag: "log-format"))) var logFormat: String?
+    @Option(name: .long, help: .init(HubSetting.help(forFlag: "storage"))) var storage: String?
+    @Option(name: .long, help: .init(HubSetting.help(forFlag: "seed"))) var seed: String?
 
     func run() async throws {
+        let given: [String: ConfigContent?] = [
+            "host": host.map { .string($0) }, "port": port.map { .int($0) }, "web-root": webRoot.map { .string($0) },
+            "log-level": logLevel.map { .string($0) }, "log-format": logFormat.map { .string($0) },
+            "storage": storage.map { .string($0) }, "seed": seed.map { .string($0) },
+        ]
         var flags: [String: ConfigContent] = [:]
-        if let host { flags["listen.host"] = .string(host) }
-        if let port { flags["listen.port"] = .int(port) }
-        if let webRoot { flags["web.root"] = .string(webRoot) }
-        if let logLevel { flags["logging.level"] = .string(logLevel) }
-        if let logFormat { flags["logging.format"] = .string(logFormat) }
-        if let storage { flags["storage.kind"] = .string(storage) }
-        if let seed { flags["rooms.seed"] = .string(seed) }
+        for setting in HubSetting.all {
+            if let flag = setting.flag, let value = given[flag] ?? nil { flags[setting.key] = value }
+        }
 
         let settings: HubSettings
         let seedModel: PeopleModel

@@ -79,8 +79,8 @@ struct WireTests {
         #expect(text.contains(#""likes":["sports","technology"]"#))
     }
 
-    @Test("messages also travel through Foundation-free Codable round trips via JSON")
-    func codableThroughJSON() throws {
+    @Test("an error frame carries its code, its message and, for a fatal code, fatal: true")
+    func fatalErrorFrame() throws {
         let message = ServerMessage.error(.init(seq: 3, code: .unauthorized, message: "no"))
         #expect(message.json.text == #"{"type":"error","seq":3,"code":"unauthorized","message":"no","fatal":true}"#)
     }

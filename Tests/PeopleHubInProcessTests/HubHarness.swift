@@ -133,7 +133,7 @@ final class ScriptedStore: PeopleStore, @unchecked Sendable {
     func save(_ snapshot: RoomSnapshot, room: String) { inner.save(snapshot, room: room) }
 
     func load(room: String) throws(StoreError) -> StoredRoom? {
-        if lock.withLock({ failLoads }) { throw StoreError("the disk is on fire") }
+        if lock.withLock({ failLoads }) { throw StoreError(.io, "the disk is on fire") }
         return try inner.load(room: room)
     }
 

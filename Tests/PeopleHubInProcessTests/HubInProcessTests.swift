@@ -168,7 +168,7 @@ struct HubInProcessTests {
         let ann = try await h.joined("ann")
         h.store.hold()
         await h.send(.submit(seq: 1, base: 0, [Self.set(1, glasses: false)]), on: ann)
-        h.store.release(error: StoreError("disk full"))
+        h.store.release(error: StoreError(.io, "disk full"))
         await h.settle()
         #expect(ann.acks().isEmpty && ann.closeCode == 1011)
         await h.disconnect(ann)
@@ -233,7 +233,7 @@ struct HubInProcessTests {
         #expect(h.hub.response(for: HTTPRequest(path: "/metrics"))?.status == 404)
         #expect(h.hub.response(for: HTTPRequest(path: "/v1/rooms/r"))?.status == 426)
         #expect(h.hub.response(for: HTTPRequest(path: "/index.html")) == nil)
-        h.hub.storeHealth.problem = StoreError("gone")
+        h.hub.storeHealth.problem = StoreError(.unavailable, "gone")
         #expect(h.hub.response(for: HTTPRequest(path: "/healthz")) == HTTPResponse(status: 503, text: "store unavailable: gone\n"))
     }
 

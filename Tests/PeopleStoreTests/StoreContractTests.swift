@@ -1,9 +1,15 @@
 import Foundation
+import Logging
 import PeopleCore
 import PeopleStore
+import PeopleStorePostgres
+import PeopleStoreSQLite
 import PeopleTestSupport
 import Synchronization
 import Testing
+
+/// The logger the stores under test write to (libraries take one; they never make their own).
+let storeLogger = Logger(label: "peoplekeeper.store-tests")
 
 /// Drives a room through the core's public API and keeps what it asks the store to make durable.
 struct RoomDriver {
@@ -198,8 +204,9 @@ struct StoreContract {
         defer { store.close() }
         let driver = try seededRoom(store, "\(prefix)broken", rounds: 2)
         try store.check()
-        // The same position again: refused by the store, and the health check says so.
-        #expect(throws: StoreError.self) { try appendAndWait(store, [driver.entries[0]], room: "\(prefix)broken") }
+        // The same position again: refused by the store as a conflict, and the health check says so.
+        let collision = #expect(throws: StoreError.self) { try appendAndWait(store, [driver.entries[0]], room: "\(prefix)broken") }
+        #expect(collision?.kind == .conflict)
         #expect(throws: StoreError.self) { try store.check() }
         let next = JournalEntry(position: driver.room.journalPosition + 1, record: .forgotten(session: "nobody"))
         #expect(throws: StoreError.self) { try appendAndWait(store, [next], room: "\(prefix)broken") }
@@ -231,7 +238,7 @@ struct SQLiteStoreContractTests {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pk-sqlite-\(UUID().uuidString)").path
     var contract: StoreContract {
         let path = directory + "/data/peoplekeeper.sqlite"
-        return StoreContract(open: { try SQLiteStore(path: path) }, durable: true)
+        return StoreContract(open: { try SQLiteStore(path: path, logger: storeLogger) }, durable: true)
     }
 
     @Test func unknownRoom() async throws { try await contract.run { try $0.unknownRoom() } }
@@ -245,12 +252,12 @@ struct SQLiteStoreContractTests {
     func walAndBackup() async throws {
         let directory = self.directory
         try await blocking {
-            let store = try SQLiteStore(path: directory + "/wal.sqlite")
+            let store = try SQLiteStore(path: directory + "/wal.sqlite", logger: storeLogger)
             let driver = try seededRoom(store, "backed-up", rounds: 3)
             #expect(FileManager.default.fileExists(atPath: directory + "/wal.sqlite-wal"))
             try store.backup(to: directory + "/copy.sqlite")
             store.close()
-            let copy = try SQLiteStore(path: directory + "/copy.sqlite")
+            let copy = try SQLiteStore(path: directory + "/copy.sqlite", logger: storeLogger)
             defer { copy.close() }
             let stored = try #require(try copy.load(room: "backed-up"))
             #expect(try Room(restoring: stored, policy: RoomPolicy()).model == driver.room.model)
@@ -278,7 +285,7 @@ struct PostgresStoreContractTests {
         let url = try await blocking { try SharedPostgres.url() }
         self.url = url
         contract = StoreContract(
-            open: { try PostgresStore(url: url, node: "test", advertisedURL: "ws://127.0.0.1:1") },
+            open: { try PostgresStore(url: url, node: "test", advertisedURL: "ws://127.0.0.1:1", logger: storeLogger) },
             durable: true, prefix: "t\(UInt32.random(in: 0...UInt32.max))-")
     }
 
@@ -294,8 +301,8 @@ struct PostgresStoreContractTests {
         let url = self.url
         try await blocking {
             let room = "lease-\(UInt32.random(in: 0...UInt32.max))"
-            let a = try PostgresStore(url: url, node: "a", advertisedURL: "ws://a.example:8080")
-            let b = try PostgresStore(url: url, node: "b", advertisedURL: "ws://b.example:8080")
+            let a = try PostgresStore(url: url, node: "a", advertisedURL: "ws://a.example:8080", logger: storeLogger)
+            let b = try PostgresStore(url: url, node: "b", advertisedURL: "ws://b.example:8080", logger: storeLogger)
             defer { b.close() }
             #expect(try a.acquire(room: room) == .acquired)
             #expect(try a.acquire(room: room) == .acquired)
@@ -315,8 +322,8 @@ struct PostgresStoreContractTests {
         let url = self.url
         try await blocking {
             let room = "fence-\(UInt32.random(in: 0...UInt32.max))"
-            let a = try PostgresStore(url: url, node: "a", advertisedURL: "ws://a")
-            let b = try PostgresStore(url: url, node: "b", advertisedURL: "ws://b")
+            let a = try PostgresStore(url: url, node: "a", advertisedURL: "ws://a", logger: storeLogger)
+            let b = try PostgresStore(url: url, node: "b", advertisedURL: "ws://b", logger: storeLogger)
             defer { a.close(); b.close() }
             var driver = try seededRoom(a, room, rounds: 2)
             // b takes the room from the store and appends; a, still holding its old copy, appends too.
@@ -328,7 +335,8 @@ struct PostgresStoreContractTests {
             try appendAndWait(b, taken.entries(after: before), room: room)
             let stale = driver.room.journalPosition
             driver.play(rounds: 1)
-            #expect(throws: StoreError.self) { try appendAndWait(a, driver.entries(after: stale), room: room) }
+            let fenced = #expect(throws: StoreError.self) { try appendAndWait(a, driver.entries(after: stale), room: room) }
+            #expect(fenced?.kind == .conflict)
             // What b acknowledged is what the store holds.
             let final = try #require(try b.load(room: room))
             #expect(try Room(restoring: final, policy: RoomPolicy()).model == taken.room.model)

@@ -3,7 +3,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { roomPolicy } from '../../Web/js/core/room.js';
+import { roomPolicy } from './server/room.mjs';
 import { run } from './network.mjs';
 
 test('3–5 clients with random edits, undos, redos and reconnects converge', () => {

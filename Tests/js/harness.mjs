@@ -2,7 +2,7 @@
 // Port of Tests/PeopleCoreTests/Harness.swift.
 
 import assert from 'node:assert/strict';
-import { Room, roomPolicy } from '../../Web/js/core/room.js';
+import { Room, roomPolicy } from './server/room.mjs';
 import { PeopleModel, makePerson } from '../../Web/js/core/model.js';
 
 export class Harness {

@@ -5,7 +5,7 @@
 // equals the room's. Frames go through encode / decode, as on a socket.
 
 import assert from 'node:assert/strict';
-import { Room, roomPolicy } from '../../Web/js/core/room.js';
+import { Room, roomPolicy } from './server/room.mjs';
 import { PeopleModel } from '../../Web/js/core/model.js';
 import { ClientSync } from '../../Web/js/core/client-sync.js';
 import { decodeClientMessage, decodeServerMessage, encode } from '../../Web/js/core/wire.js';

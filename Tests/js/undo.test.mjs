@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Harness, Fixtures as F } from './harness.mjs';
-import { roomPolicy } from '../../Web/js/core/room.js';
+import { roomPolicy } from './server/room.mjs';
 import { set, remove, move, text, facialHair, preference } from '../../Web/js/core/diff.js';
 
 const typed = (s, position) => text(1, [{ retain: position }, { insert: s }]);

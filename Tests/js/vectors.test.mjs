@@ -5,7 +5,7 @@ import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { Harness, assertPeople } from './harness.mjs';
-import { roomPolicy } from '../../Web/js/core/room.js';
+import { roomPolicy } from './server/room.mjs';
 import { parsePerson } from '../../Web/js/core/model.js';
 import { parseDiff } from '../../Web/js/core/diff.js';
 import { parseReport } from '../../Web/js/core/undo.js';

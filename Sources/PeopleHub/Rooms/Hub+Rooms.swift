@@ -43,7 +43,7 @@ extension Hub {
             } catch let error as StoreError {
                 result = .failure(error)
             } catch {
-                result = .failure(StoreError("\(error)"))
+                result = .failure(StoreError(.corrupt, "\(error)"))
             }
             let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
             self?.back(result) { hub, result in hub.loaded(name, result, seconds: seconds) }
@@ -58,7 +58,7 @@ extension Hub {
                     background(load)
                 }
             } catch {
-                let failure = Result<Room?, StoreError>.failure(error as? StoreError ?? StoreError("\(error)"))
+                let failure = Result<Room?, StoreError>.failure(error as? StoreError ?? StoreError(.lease, "\(error)"))
                 self?.back(failure) { hub, failure in hub.loaded(name, failure, seconds: 0) }
             }
         }
@@ -74,7 +74,7 @@ extension Hub {
             case .busy: Thread.sleep(forTimeInterval: 0.2)
             }
         }
-        throw StoreError("room \(room) is held by a node that does not say where it is")
+        throw StoreError(.lease, "room \(room) is held by a node that does not say where it is")
     }
 
     /// The room is served by another node: every hello waiting for it is sent there.

@@ -41,7 +41,7 @@ extension Hub {
         if let started = storeHealth.checkStarted {
             let waited = (clock - started) / 1000
             if waited >= Int64(StoreHealth.checkSeconds * 2), storeHealth.problem == nil {
-                let problem = StoreError("the store has not answered a check for \(waited) s")
+                let problem = StoreError(.unavailable, "the store has not answered a check for \(waited) s")
                 storeHealth.problem = problem
                 logger.error("store check failed: /healthz answers 503", metadata: ["error": "\(problem)"])
             }
@@ -51,7 +51,7 @@ extension Hub {
         let store = store
         runtime.background { [weak self] in
             var found: StoreError?
-            do { try store.check() } catch { found = error as? StoreError ?? StoreError("\(error)") }
+            do { try store.check() } catch { found = error as? StoreError ?? StoreError(.unavailable, "\(error)") }
             self?.back(found) { hub, found in hub.checked(found) }
         }
     }

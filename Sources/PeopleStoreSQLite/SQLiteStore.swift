@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Logging
 import PeopleCore
+import PeopleStore
 
 /// The embedded store: one SQLite file (WAL, `synchronous=FULL`), written by a group-commit thread.
 ///
@@ -15,8 +16,9 @@ public final class SQLiteStore: PeopleStore {
     private let writer: GroupCommitWriter
     private let logger: Logger
 
-    /// Opens (creating it and its directory if needed) the store at `path`.
-    public init(path: String, logger: Logger = Logger(label: "peoplekeeper.store")) throws(StoreError) {
+    /// Opens (creating it and its directory if needed) the store at `path`. `logger` is the caller's:
+    /// the store logs snapshots it could not save there.
+    public init(path: String, logger: Logger) throws(StoreError) {
         self.path = path
         self.logger = logger
         let directory = (path as NSString).deletingLastPathComponent
@@ -35,12 +37,14 @@ public final class SQLiteStore: PeopleStore {
             pool = try DatabasePool(path: path, configuration: configuration)
             try Self.migrator.migrate(pool)
         } catch {
-            throw StoreError("cannot open the SQLite store at \(path): \(error)")
+            throw Self.storeError(error, "cannot open the SQLite store at \(path): \(error)", otherwise: .unavailable)
         }
         let pool = self.pool
         writer = GroupCommitWriter(
             name: "peoplekeeper-sqlite-writer", kind: "sqlite",
-            commit: { batch in try Self.commit(batch, to: pool) },
+            commit: { batch in
+                do { try Self.commit(batch, to: pool) } catch { throw Self.storeError(error, "\(error)") }
+            },
             onSnapshotFailure: { room, error in
                 logger.error("snapshot not saved", metadata: ["room": "\(room)", "error": "\(error)"])
             })
@@ -116,7 +120,7 @@ public final class SQLiteStore: PeopleStore {
     public func check() throws(StoreError) {
         if let failure = writer.lastFailure { throw failure }
         do { _ = try pool.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM snapshots") } } catch {
-            throw StoreError("cannot read the database: \(error)")
+            throw Self.storeError(error, "cannot read the database: \(error)", otherwise: .unavailable)
         }
     }
 
@@ -140,7 +144,7 @@ public final class SQLiteStore: PeopleStore {
                 return StoredRoom(snapshot: try JSON.parse(state), window: window, tail: tail)
             }
         } catch {
-            throw StoreError("cannot load room \(room): \(error)")
+            throw Self.storeError(error, "cannot load room \(room): \(error)")
         }
         writer.reopen(room: room)
         return stored
@@ -154,7 +158,7 @@ public final class SQLiteStore: PeopleStore {
                     """, arguments: [room, after, through]).compactMap(\.record.revision)
             }
         } catch {
-            throw StoreError("cannot read revisions of room \(room): \(error)")
+            throw Self.storeError(error, "cannot read revisions of room \(room): \(error)")
         }
     }
 
@@ -175,7 +179,7 @@ public final class SQLiteStore: PeopleStore {
             let target = try DatabaseQueue(path: destination)
             try pool.backup(to: target)
         } catch {
-            throw StoreError("backup to \(destination) failed: \(error)")
+            throw Self.storeError(error, "backup to \(destination) failed: \(error)")
         }
     }
 
@@ -185,10 +189,10 @@ public final class SQLiteStore: PeopleStore {
     /// runs no migration. Returns the number of rooms and journal records in the copy.
     public static func backup(from source: String, to destination: String) throws(StoreError) -> (rooms: Int, records: Int) {
         guard FileManager.default.fileExists(atPath: source) else {
-            throw StoreError("there is no SQLite store at \(source)")
+            throw StoreError(.invalidRequest, "there is no SQLite store at \(source)")
         }
         guard !FileManager.default.fileExists(atPath: destination) else {
-            throw StoreError("\(destination) exists already (a backup never overwrites)")
+            throw StoreError(.invalidRequest, "\(destination) exists already (a backup never overwrites)")
         }
         do {
             var configuration = Configuration()
@@ -199,7 +203,7 @@ public final class SQLiteStore: PeopleStore {
             try pool.close()
             return try target.read { db in
                 let check = try String.fetchAll(db, sql: "PRAGMA integrity_check")
-                guard check == ["ok"] else { throw StoreError("the copy fails its integrity check: \(check)") }
+                guard check == ["ok"] else { throw StoreError(.corrupt, "the copy fails its integrity check: \(check)") }
                 let rooms = try Int.fetchOne(db, sql: "SELECT count(*) FROM snapshots") ?? 0
                 let records = try Int.fetchOne(db, sql: "SELECT count(*) FROM journal") ?? 0
                 return (rooms, records)
@@ -209,7 +213,7 @@ public final class SQLiteStore: PeopleStore {
             throw error
         } catch {
             try? FileManager.default.removeItem(atPath: destination)
-            throw StoreError("backup of \(source) to \(destination) failed: \(error)")
+            throw Self.storeError(error, "backup of \(source) to \(destination) failed: \(error)")
         }
     }
 
@@ -217,37 +221,26 @@ public final class SQLiteStore: PeopleStore {
         writer.close()
         try? pool.close()
     }
-}
 
-/// The columns of a journal row beside the record itself: readable with plain SQL (an audit trail).
-struct JournalRow {
-    var revision: Int?
-    var kind: String
-    var author: String?
-    var label: String?
-    var at: Int?
-    var record: String
+    /// `error` (GRDB's, or a stored record that does not decode) as a `StoreError` saying `message`,
+    /// of the kind SQLite's result code names; `otherwise` for the codes that name none.
+    static func storeError(_ error: any Error, _ message: String, otherwise: StoreError.Kind = .io) -> StoreError {
+        if let error = error as? StoreError { return error }
+        return StoreError(kind(of: error) ?? otherwise, message)
+    }
 
-    init(_ entry: JournalEntry) {
-        record = String(decoding: entry.record.json.bytes, as: UTF8.self)
-        switch entry.record {
-        case .answered(let answer):
-            if let revision = answer.revision {
-                self.revision = revision.number
-                kind = revision.kind.rawValue
-                author = revision.author
-                label = revision.label
-                at = Int(revision.timestamp)
-            } else {
-                kind = "reply"
+    private static func kind(of error: any Error) -> StoreError.Kind? {
+        switch error {
+        case is JSONParseError, is ProtocolError: return .corrupt
+        case let error as DatabaseError:
+            switch error.resultCode {
+            case .SQLITE_CONSTRAINT: return .conflict
+            case .SQLITE_CORRUPT, .SQLITE_NOTADB, .SQLITE_FORMAT: return .corrupt
+            case .SQLITE_CANTOPEN, .SQLITE_BUSY, .SQLITE_LOCKED: return .unavailable
+            case .SQLITE_IOERR, .SQLITE_FULL, .SQLITE_READONLY, .SQLITE_PERM: return .io
+            default: return nil
             }
-        case .opened(_, let user, _, _, _):
-            kind = "opened"
-            author = user
-        case .tags:
-            kind = "tags"
-        case .forgotten:
-            kind = "forgotten"
+        default: return nil
         }
     }
 }

@@ -8,7 +8,7 @@
 // events of the people its entry touched (and, only when both old neighbours of a removed or moved
 // person are gone, at the positional diffs), never at the whole history.
 
-import { diffTarget, targetKey, isPositional } from './diff.js';
+import { diffTarget, targetKey, isPositional } from '../../../Web/js/core/diff.js';
 
 /** A revision with defaults (`inverts` all null for an edit). */
 export function makeRevision({ number, author, kind, label = null, applied, timestamp, session = null, seq = null,

@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import PeopleCore
+import PeopleStore
 import PostgresNIO
 
 /// The cluster store: PostgreSQL, shared by several hub nodes, each room owned by one node at a time.
@@ -37,12 +38,13 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     private var nextConnectionID = 0
 
     /// Connects to `url` (`postgres://user[:password]@host[:port]/database`; a password from
-    /// `password` wins), creates the tables if missing, and starts the writer.
+    /// `password` wins), creates the tables if missing, and starts the writer. `logger` is the caller's:
+    /// the store logs lost leases and unsaved snapshots there, and postgres-nio its connections.
     public init(url: String, password: String? = nil, node: String, advertisedURL: String,
-                logger: Logger = Logger(label: "peoplekeeper.store")) throws(StoreError) {
+                logger: Logger) throws(StoreError) {
         guard let parts = URLComponents(string: url), ["postgres", "postgresql"].contains(parts.scheme ?? ""),
               let host = parts.host, !host.isEmpty else {
-            throw StoreError("storage.postgresURL must look like postgres://user@host:5432/database, not \(url)")
+            throw StoreError(.invalidRequest, "storage.postgresURL must look like postgres://user@host:5432/database, not \(url)")
         }
         let database = String(parts.path.drop(while: { $0 == "/" }))
         configuration = PostgresConnection.Configuration(
@@ -56,12 +58,13 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             try migrate()
         } catch {
             try? group.syncShutdownGracefully()
-            throw StoreError("cannot open the PostgreSQL store at \(host):\(parts.port ?? 5432): \(Self.describe(error))")
+            throw Self.storeError(error, "cannot open the PostgreSQL store at \(host):\(parts.port ?? 5432): \(Self.describe(error))",
+                                  otherwise: .unavailable)
         }
         writer = GroupCommitWriter(
             name: "peoplekeeper-postgres-writer", kind: "postgres",
             commit: { [unowned self] batch in
-                do { try commit(batch) } catch { throw StoreError(Self.describe(error)) }
+                do { try commit(batch) } catch { throw Self.storeError(error, Self.describe(error)) }
             },
             onSnapshotFailure: { room, error in
                 logger.error("snapshot not saved", metadata: ["room": "\(room)", "error": "\(error)"])
@@ -116,7 +119,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         do {
             try lock.withLock { _ = try run("SELECT 1", on: try writerLocked()) }
         } catch {
-            throw StoreError("PostgreSQL does not answer: \(Self.describe(error))")
+            throw Self.storeError(error, "PostgreSQL does not answer: \(Self.describe(error))", otherwise: .unavailable)
         }
     }
 
@@ -247,7 +250,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                 return StoredRoom(snapshot: try JSON.parse(state), window: window, tail: tail)
             }
         } catch {
-            throw StoreError("cannot load room \(room): \(Self.describe(error))")
+            throw Self.storeError(error, "cannot load room \(room): \(Self.describe(error))")
         }
         writer.reopen(room: room)
         return stored
@@ -262,7 +265,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                     """, on: connection)).compactMap(\.record.revision)
             }
         } catch {
-            throw StoreError("cannot read revisions of room \(room): \(Self.describe(error))")
+            throw Self.storeError(error, "cannot read revisions of room \(room): \(Self.describe(error))")
         }
     }
 
@@ -300,7 +303,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                 return .ownedBy(node: owner.0, url: owner.1)
             }
         } catch {
-            throw StoreError("cannot take the lease on room \(room): \(Self.describe(error))")
+            throw Self.storeError(error, "cannot take the lease on room \(room): \(Self.describe(error))", otherwise: .lease)
         }
     }
 
@@ -323,6 +326,35 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         if let message = error.serverInfo?[.message] { return "\(error.code): \(message)" }
         if let underlying = error.underlying { return "\(error.code): \(underlying)" }
         return "\(error.code)"
+    }
+
+    /// `error` (postgres-nio's, or a stored record that does not decode) as a `StoreError` saying
+    /// `message`, of the kind its SQLSTATE class or connection state names; `otherwise` for the rest.
+    static func storeError(_ error: any Error, _ message: String, otherwise: StoreError.Kind = .io) -> StoreError {
+        if let error = error as? StoreError { return error }
+        return StoreError(kind(of: error) ?? otherwise, message)
+    }
+
+    private static func kind(of error: any Error) -> StoreError.Kind? {
+        switch error {
+        case is JSONParseError, is ProtocolError, is PostgresDecodingError: return .corrupt
+        case let error as PSQLError:
+            switch error.code {
+            case .server:
+                // SQLSTATE classes: 23 integrity constraint (23505: the journal's primary key, i.e. fencing),
+                // 08 connection, 57P operator intervention (shutdown), 53 insufficient resources, 58 system,
+                // XX001 / XX002 data or index corrupted.
+                let state = error.serverInfo?[.sqlState] ?? ""
+                if state.hasPrefix("23") { return .conflict }
+                if state.hasPrefix("08") || state.hasPrefix("57P") { return .unavailable }
+                if state.hasPrefix("53") || state.hasPrefix("58") { return .io }
+                if state == "XX001" || state == "XX002" { return .corrupt }
+                return nil
+            case .serverClosedConnection, .clientClosedConnection, .connectionError, .uncleanShutdown: return .unavailable
+            default: return nil
+            }
+        default: return nil
+        }
     }
 
     /// The advisory lock key of a room: 64-bit FNV-1a of its name (stable across nodes and versions).

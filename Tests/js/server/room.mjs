@@ -1,20 +1,22 @@
 // The hub side of one room (port of Sources/PeopleCore/Room/: Room.swift, Room+Submit.swift,
-// Room+Undo.swift, and the revision filing of Room+Durable.swift). It is also the web's documentation
-// of what a submit, an undo and a redo mean (SEMANTICS §3–§4, docs/SEMANTICS.md §7).
+// Room+Undo.swift, and the revision filing of Room+Durable.swift). It is also the JavaScript reading
+// of what a submit, an undo and a redo mean (SEMANTICS §3–§4, docs/SEMANTICS.md §7). Only the tests use
+// it (the shared vectors, convergence with the web's ClientSync), so it lives here, outside the web root
+// the hub serves (Web/), and imports the web core's modules from there.
 //
 // A pure state machine: `join`, `leave` and `receive` return the actions the hub performs, each
 // {send: message, to: [sessionId]}, in order; time is passed in, session ids are chosen by the caller.
 // Messages are wire-shaped objects (PROTOCOL.md) whose `ops` hold canonical diffs (see wire.js to
 // decode frames). Not ported: the journal (persist actions), snapshots and restore, catch-up from a store.
 
-import { ErrorCode, ProtocolError, InvalidOp } from './errors.js';
-import { PeopleModel, samePerson, sameValue, opinion } from './model.js';
-import * as D from './diff.js';
-import { applyDiff, applyBatch, rollBack } from './apply.js';
-import { transform, transformBatch, applyOrder } from './transform.js';
-import { transformText } from './text.js';
-import { RoomHistory, makeRevision, revisionDiffs, refAfter } from './history.js';
-import { Reason, makeReport, reportFor, undoPolicy, UndoEntry, UndoStacks, sameSummary } from './undo.js';
+import { ErrorCode, ProtocolError, InvalidOp } from '../../../Web/js/core/errors.js';
+import { PeopleModel, samePerson, sameValue, opinion } from '../../../Web/js/core/model.js';
+import * as D from '../../../Web/js/core/diff.js';
+import { applyDiff, applyBatch, rollBack } from '../../../Web/js/core/apply.js';
+import { transform, transformBatch, applyOrder } from '../../../Web/js/core/transform.js';
+import { transformText } from '../../../Web/js/core/text.js';
+import { RoomHistory, makeRevision, revisionDiffs, refAfter } from './history.mjs';
+import { Reason, makeReport, reportFor, undoPolicy, UndoEntry, UndoStacks, sameSummary } from '../../../Web/js/core/undo.js';
 
 /** Everything a room needs to be told, with defaults (Swift `RoomPolicy`). */
 export function roomPolicy({ undo = {}, tagBlockSize = 100, keptRevisions = 0, repliesKept = 64, maxPeople = 0,
