@@ -141,7 +141,7 @@ public final class LiveRoom: @unchecked Sendable {
             case .redirect(let target):
                 url = target
                 connection?.close(via: client)
-            case .history, .presence, .needsResync:
+            case .history, .presence, .needsResync, .log, .blame:
                 break
             }
         }

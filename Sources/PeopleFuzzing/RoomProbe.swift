@@ -133,6 +133,9 @@ struct RoomProbe {
                 journal.append(entry)
             case .send(let message, _):
                 try requireRoundTrip(message)
+            case .readHistory:
+                // The probe's rooms keep their whole history in memory: they never need the store.
+                throw FuzzViolation("a room that keeps every revision asks for none", context)
             }
         }
         try require((journal.last?.position ?? 0) == room.journalPosition, "the journal ends at the room's position")

@@ -81,6 +81,7 @@ final class Screen: @unchecked Sendable {
                 case .edit: say("\(summary.author): \(what)", warning: false)
                 case .undo: say("\(summary.author) undid: \(what)", warning: false)
                 case .redo: say("\(summary.author) redid: \(what)", warning: false)
+                case .restore: say("\(summary.author) restored: \(what)", warning: false)
                 }
             case .offline(let why):
                 say("the hub is unreachable (\(why)); your edits are kept and sent when it is back", warning: true)

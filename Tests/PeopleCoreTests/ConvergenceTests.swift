@@ -66,6 +66,8 @@ struct Network {
                 for i in peers.indices where peers[i].online && to.contains(peers[i].session ?? "") {
                     peers[i].down.append(message)
                 }
+            case .readHistory:
+                Issue.record("a room that keeps every revision asks the store for none")
             }
         }
     }

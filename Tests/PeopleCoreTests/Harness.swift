@@ -42,6 +42,7 @@ struct Harness {
             case .undone(let r) where r.seq == message.seq: return reply
             case .redone(let r) where r.seq == message.seq: return reply
             case .error(let e) where e.seq == message.seq: return reply
+            case .restored(let r) where r.seq == message.seq: return reply
             default: continue
             }
         }

@@ -32,6 +32,10 @@ public struct ClientSync: Sendable {
         /// The hub no longer has our base: reconnect without `since` to get the full state.
         case needsResync
         case redirect(String)
+        /// A page of the room's timeline arrived (the answer to a `log`).
+        case log(ServerMessage.LogPage)
+        /// Who wrote what of one person (the answer to a `blame`).
+        case blame(ServerMessage.Blame)
     }
 
     public let user: String
@@ -183,6 +187,12 @@ public struct ClientSync: Sendable {
         case .undone(let r), .redone(let r):
             _ = answer(seq: r.seq, rev: r.rev, ops: r.ops)
             if !r.skipped.isEmpty { events.append(.skipped(r.skipped)) }
+        case .restored(let r):
+            _ = answer(seq: r.seq, rev: r.rev, ops: r.ops)
+        case .log(let page):
+            events.append(.log(page))
+        case .blame(let blame):
+            events.append(.blame(blame))
         case .history(let h):
             history = h
             events.append(.history(h))

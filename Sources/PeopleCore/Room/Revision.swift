@@ -17,7 +17,7 @@ public struct Revision: Hashable, Sendable {
     public let label: String?
     /// The diffs as applied, each with its exact inverse.
     public let applied: [AppliedDiff]
-    /// Milliseconds since the epoch, as passed in by the caller.
+    /// When the hub applied it: milliseconds since the epoch, never earlier than the previous revision's.
     public let timestamp: Int64
     /// The session and seq that asked for it (for replies replayed after a reconnect).
     public let session: SessionID?
@@ -43,6 +43,6 @@ public struct Revision: Hashable, Sendable {
 
     /// The broadcast frame of this revision.
     public func opsMessage(seq: Int? = nil) -> ServerMessage {
-        .ops(.init(rev: number, author: author, kind: kind, ops: diffs, label: label, seq: seq))
+        .ops(.init(rev: number, time: timestamp, author: author, kind: kind, ops: diffs, label: label, seq: seq))
     }
 }

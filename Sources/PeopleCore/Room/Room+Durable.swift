@@ -85,6 +85,7 @@ extension Room {
     mutating func record(_ revision: Revision) {
         history.append(revision)
         history.trim(keeping: policy.keptRevisions)
+        blame.record(revision)
         for done in revision.applied { if case .insert(let person, _) = done.diff { usedTags.insert(person.tag) } }
     }
 
@@ -151,6 +152,17 @@ extension Room {
                 }
                 sessions[id] = session
                 disconnectedOrder.append(id)
+            }
+            // Who wrote what (kept since this field came in; an older snapshot's people count as the seed's).
+            if let records = try s.optionalArray("blame") {
+                var people: [Tag: PersonBlame] = [:]
+                for r in records {
+                    let f = try WireFields(r, context: "blame", code: .serverError)
+                    people[try f.int("tag")] = try PersonBlame(fields: f)
+                }
+                blame = BlameIndex(people: people)
+            } else {
+                blame = BlameIndex(seed: model)
             }
             for windowRevision in stored.window where windowRevision.number > floor && windowRevision.number <= revision {
                 guard windowRevision.number == history.head + 1 else {
@@ -226,6 +238,9 @@ extension RoomSnapshot {
             "rev": .int(revision), "floor": .int(floor), "nextTag": .int(room.nextTag),
             "people": .array(people.map(\.json)), "retiredTags": .array(retired.map(JSON.int)),
             "users": .array(users), "sessions": .array(sessions),
+            "blame": .array(people.compactMap { person in
+                room.blame[person.tag].map { .object([.init("tag", .int(person.tag))] + $0.members) }
+            }),
         ])
     }
 }

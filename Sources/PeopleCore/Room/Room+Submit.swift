@@ -62,14 +62,15 @@ extension Room {
 
         guard !result.applied.isEmpty else {
             sessions[id]!.lastAckRevision = history.head
-            let reply = ServerMessage.ack(.init(seq: submit.seq, rev: history.head, ops: [], noop: reports))
+            let reply = ServerMessage.ack(.init(seq: submit.seq, rev: history.head, time: headTime, ops: [], noop: reports))
             return (reply, nil, .none, [.send(reply, to: [id])])
         }
 
         let number = history.head + 1
         let revision = Revision(number: number, author: user, kind: .edit, label: submit.label,
-                                applied: result.applied, timestamp: now, session: id, seq: submit.seq)
-        let reply = ServerMessage.ack(.init(seq: submit.seq, rev: number, ops: revision.diffs, noop: reports))
+                                applied: result.applied, timestamp: revisionTime(now), session: id, seq: submit.seq)
+        let reply = ServerMessage.ack(.init(seq: submit.seq, rev: number, time: revision.timestamp, ops: revision.diffs,
+                                            noop: reports))
         sessions[id]!.lastAckRevision = number
         let before = stacks(of: user).summary
         recordEdit(revision, coalesce: submit.coalesce, now: now)

@@ -5,6 +5,7 @@ extension Room {
     mutating func revert(
         _ request: ClientMessage.UndoRequest, redo: Bool, from id: SessionID, now: Int64
     ) -> Handled {
+        if let entry = request.entry, !redo { return undo(entry: entry, request, from: id, now: now) }
         let user = sessions[id]!.user
         // Taken out while they change, so the arrays are uniquely referenced (no copy-on-write).
         var stacks = users[user, default: UserState()].takeStacks()
@@ -37,9 +38,11 @@ extension Room {
         if !applied.isEmpty {
             let number = history.head + 1
             revision = Revision(number: number, author: user, kind: redo ? .redo : .undo, label: label,
-                                applied: applied, timestamp: now, session: id, seq: request.seq, inverts: inverts)
+                                applied: applied, timestamp: revisionTime(now), session: id, seq: request.seq,
+                                inverts: inverts)
             pushOpposite(of: revision!, redo: redo, onto: &stacks)
             result.rev = number
+            result.time = revision!.timestamp
             result.ops = revision!.diffs
             result.label = label
         }
@@ -47,6 +50,43 @@ extension Room {
         let reply: ServerMessage = redo ? .redone(result) : .undone(result)
         let sent = revision.map { commit($0, reply: reply, sender: id) } ?? [.send(reply, to: [id])]
         return (reply, revision, .revert(redo: redo, consumed: consumed), sent + historyActions(user: user, before: before))
+    }
+
+    /// Selective undo (HISTORY §2): the user's entry `id`, wherever it is on the undo stack, rebased over
+    /// everything after it (the user's own later revisions included) and guarded against every later
+    /// write by anyone; no cascade; the entry is consumed even when it changes nothing, and the inverse
+    /// of what was applied goes on top of the redo stack. An id not on the stack is `no-entry` (the
+    /// coalescing run stays as it was).
+    mutating func undo(entry id: Int, _ request: ClientMessage.UndoRequest, from session: SessionID,
+                       now: Int64) -> Handled {
+        let user = sessions[session]!.user
+        guard let index = stacks(of: user).undo.firstIndex(where: { $0.id == id }) else {
+            let reply = ServerMessage.error(.init(seq: request.seq, ProtocolError(.noEntry,
+                "entry \(id) is not on \(user)'s undo stack")))
+            return (reply, nil, .none, [.send(reply, to: [session])])
+        }
+        var stacks = users[user, default: UserState()].takeStacks()
+        let before = stacks.summary
+        stacks.run = nil
+        let entry = stacks.undo.remove(at: index)
+        let outcome = revert(entry, by: user, selective: true)
+        var result = ServerMessage.UndoResult(seq: request.seq, label: entry.label, skipped: outcome.skipped, entry: id)
+        var revision: Revision?
+        if !outcome.applied.isEmpty {
+            let number = history.head + 1
+            revision = Revision(number: number, author: user, kind: .undo, label: entry.label,
+                                applied: outcome.applied, timestamp: revisionTime(now), session: session,
+                                seq: request.seq, inverts: outcome.inverts)
+            pushOpposite(of: revision!, redo: false, onto: &stacks)
+            result.rev = number
+            result.time = revision!.timestamp
+            result.ops = revision!.diffs
+        }
+        users[user, default: UserState()].stacks = stacks
+        let reply = ServerMessage.undone(result)
+        let sent = revision.map { commit($0, reply: reply, sender: session) } ?? [.send(reply, to: [session])]
+        return (reply, revision, .revert(redo: false, consumed: [index]),
+                sent + historyActions(user: user, before: before))
     }
 
     /// What reverting one entry did: the diffs applied (empty when the model ended up unchanged) and
@@ -60,7 +100,7 @@ extension Room {
 
     /// Reverts an entry on the model: each part's inverse, newest first, rebased over what happened
     /// since and guarded by the conflict policy. Cost: the events on the entry's tags since the entry.
-    mutating func revert(_ entry: UndoEntry, by user: String) -> RevertOutcome {
+    mutating func revert(_ entry: UndoEntry, by user: String, selective: Bool = false) -> RevertOutcome {
         var outcome = RevertOutcome()
         if entry.oldestRevision < history.floor {
             outcome.skipped = entry.tags.sorted().map { SkipReport(reason: .expired, tag: $0) }
@@ -70,7 +110,8 @@ extension Room {
         let count = model.count
         for part in entry.parts.reversed() {
             for (index, done) in part.applied.enumerated().reversed() {
-                let step = inverse(of: done, at: part.revision, index: index, by: user, inProgress: outcome)
+                let step = inverse(of: done, at: part.revision, index: index, by: user, inProgress: outcome,
+                                   selective: selective ? Set(entry.parts.map(\.revision)) : nil)
                 switch step {
                 case .skip(let report):
                     outcome.skipped.append(report)
@@ -106,12 +147,23 @@ extension Room {
     }
 
     /// The rebased, guarded inverse of one applied diff of an entry (SEMANTICS §2 table and §4).
+    ///
+    /// `selective`: the revisions of the entry being undone selectively (HISTORY §2). Then every later
+    /// write by anyone (the user included) guards, except the entry's own batches: a field, element,
+    /// register or position last written since by an edit, redo or restore is `overwritten` (by that
+    /// writer), an inserted person touched since is `editedByOthers` (by the latest toucher).
     func inverse(
-        of done: AppliedDiff, at revision: Int, index: Int, by user: String, inProgress: RevertOutcome
+        of done: AppliedDiff, at revision: Int, index: Int, by user: String, inProgress: RevertOutcome,
+        selective own: Set<Int>? = nil
     ) -> RevertStep {
         let guarded = policy.undo.conflicts == .skip
         let tag = done.diff.tag
         let later = history.events(on: tag, after: revision, index: index)
+        /// The latest write since the entry that guards (selective undo only).
+        func latestGuarding(_ target: DiffTarget?) -> RoomHistory.TagEvent? {
+            guard let own else { return nil }
+            return later.first { !own.contains($0.revision) && (target == nil || $0.target == target) }
+        }
         func removed() -> RevertStep {
             .skip(SkipReport(reason: .targetRemoved, tag: tag, by: history.writer(of: .person(tag))))
         }
@@ -122,29 +174,39 @@ extension Room {
         /// to `target` since this entry. (An undo only restores an earlier state and claims nothing, so
         /// SEMANTICS §5.3 holds: after B undoes over A's value, A's undo still applies.)
         func claimed(_ target: DiffTarget) -> Bool {
+            if own != nil {
+                guard let last = latestGuarding(target) else { return false }
+                return last.kind != .undo
+            }
             guard let last = later.first(where: { $0.target == target }) else { return false }
             return last.author != user && last.kind != .undo
+        }
+        func overwrittenOrClaimed(_ target: DiffTarget) -> RevertStep {
+            if own != nil, let last = latestGuarding(target), last.kind != .undo {
+                return .skip(SkipReport(reason: .overwritten, target: target, by: last.author))
+            }
+            return overwritten(target)
         }
 
         switch (done.diff, done.inverse) {
         case (.set(_, let written), .set(_, let old)):
             guard let person = model[tag] else { return removed() }
             if guarded && (person.value(of: written.field) != written || claimed(done.diff.target)) {
-                return overwritten(done.diff.target)
+                return overwrittenOrClaimed(done.diff.target)
             }
             return .apply(.set(tag, old))
 
         case (.facialHair(_, let style, let present), .facialHair(_, _, let previous)):
             guard let person = model[tag] else { return removed() }
             if guarded && (person.facialHair.contains(style) != present || claimed(done.diff.target)) {
-                return overwritten(done.diff.target)
+                return overwrittenOrClaimed(done.diff.target)
             }
             return .apply(.facialHair(tag, style, present: previous))
 
         case (.preference(_, let topic, let written), .preference(_, _, let old)):
             guard let person = model[tag] else { return removed() }
             if guarded && (person.opinion(on: topic) != written || claimed(done.diff.target)) {
-                return overwritten(done.diff.target)
+                return overwrittenOrClaimed(done.diff.target)
             }
             return .apply(.preference(tag, topic, old))
 
@@ -176,7 +238,10 @@ extension Room {
 
         case (.insert, .remove):
             guard model.contains(tag) else { return removed() }
-            if guarded, let other = later.first(where: { $0.author != user }) {
+            if guarded, own != nil, let toucher = latestGuarding(nil) {
+                return .skip(SkipReport(reason: .editedByOthers, tag: tag, by: toucher.author))
+            }
+            if guarded, own == nil, let other = later.first(where: { $0.author != user }) {
                 return .skip(SkipReport(reason: .editedByOthers, tag: tag, by: other.author))
             }
             return .apply(.remove(tag))
@@ -190,7 +255,10 @@ extension Room {
 
         case (.move, .move(_, let from)):
             guard model.contains(tag) else { return removed() }
-            if guarded, let mover = later.first(where: { $0.author != user && $0.target == .position(tag) }) {
+            if guarded, own != nil, let mover = latestGuarding(.position(tag)), mover.kind != .undo {
+                return .skip(SkipReport(reason: .overwritten, tag: tag, field: "position", by: mover.author))
+            }
+            if guarded, own == nil, let mover = later.first(where: { $0.author != user && $0.target == .position(tag) }) {
                 return .skip(SkipReport(reason: .overwritten, tag: tag, field: "position", by: mover.author))
             }
             let placed = place(tag: tag, neighbours: done.neighbours,

@@ -40,6 +40,8 @@ public struct Room: Sendable {
     var users: [String: UserState] = [:]
     var usedTags: Set<Tag>
     var nextTag: Tag
+    /// Who last wrote each part of each person present (HISTORY §5).
+    var blame: BlameIndex
     /// Position of the last journal record this room made or replayed.
     public internal(set) var journalPosition = 0
     /// Disconnected sessions, oldest first; beyond `policy.keptSessions` the oldest are forgotten.
@@ -53,6 +55,7 @@ public struct Room: Sendable {
         self.history = RoomHistory()
         self.usedTags = Set(seed.tags)
         self.nextTag = (seed.tags.max() ?? 0) + 1
+        self.blame = BlameIndex(seed: seed)
     }
 
     /// The newest revision.
@@ -178,8 +181,26 @@ public struct Room: Sendable {
 
     /// A message from a connected session after its `hello`.
     public mutating func receive(_ message: ClientMessage, from id: SessionID, now: Int64) -> [RoomAction] {
+        receive(message, from: id, now: now, older: [], log: nil)
+    }
+
+    /// A message handed back after `readHistory`, with the revisions the store read (oldest first)
+    /// and, for a `log`, the page filled so far.
+    public mutating func receive(_ message: ClientMessage, from id: SessionID, now: Int64,
+                                 older: [Revision], log resume: LogResume?) -> [RoomAction] {
         guard let session = sessions[id], session.connected else { return [] }
         switch message {
+        case .log(let request):
+            return log(request, for: session.user, from: id, older: older, resume: resume)
+        case .blame(let request):
+            return blame(request, from: id)
+        case .restore(let request):
+            if sessions[id]!.replies[request.seq] == nil, session.role == .editor,
+               request.rev >= 0, request.rev < history.floor, model(at: request.rev, older: older) == nil {
+                return [.readHistory(HistoryRead(message: message, session: id, after: request.rev,
+                                                 through: history.floor, log: nil))]
+            }
+            return sequenced(request.seq, from: id) { room in room.restore(request, from: id, now: now, older: older) }
         case .hello:
             return [.send(.error(.init(ProtocolError(.badMessage, "hello was already received"))), to: [id])]
         case .ping(let seq):

@@ -8,4 +8,24 @@ public enum RoomAction: Hashable, Sendable {
     case persist(JournalEntry)
     /// Send one message to these sessions (encode it once).
     case send(ServerMessage, to: [SessionID])
+    /// The message needs revisions older than the room's memory: read revisions `after + 1 ... through`
+    /// from the store (off the service thread), then hand the message back to the room with them
+    /// (`receive(_:from:now:older:)`). Hold the session's later frames until then: it is answered in order.
+    case readHistory(HistoryRead)
+}
+
+/// Revisions a message needs from the store before the room can answer it.
+public struct HistoryRead: Hashable, Sendable {
+    public var message: ClientMessage
+    public var session: SessionID
+    public var after: Int
+    public var through: Int
+    /// A `log` page being filled: give it back with the revisions read.
+    public var log: LogResume?
+}
+
+/// A timeline page filled so far, and the revision below which it goes on.
+public struct LogResume: Hashable, Sendable {
+    public var entries: [ServerMessage.LogEntry]
+    public var below: Int
 }

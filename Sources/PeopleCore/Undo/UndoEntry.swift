@@ -29,6 +29,10 @@ public struct UndoEntry: Hashable, Sendable {
 
     /// The oldest revision the entry needs history after.
     var oldestRevision: Int { parts.first?.revision ?? 0 }
+
+    /// The entry's id (HISTORY §1): the revision of the first batch it recorded (for an entry pushed
+    /// by an undo or a redo, that revision). Unique in a room, and the same after a restart.
+    public var id: Int { oldestRevision }
 }
 
 /// A user's undo and redo stacks in one room, and the coalescing run in progress.

@@ -42,8 +42,18 @@ extension ClientMessage {
             }
             self = .submit(Submit(seq: seq, base: base, ops: diffs, label: label, coalesce: coalesce))
         case "undo", "redo":
-            let request = UndoRequest(seq: try f.int("seq"), scope: try f.optionalInt("scope"))
+            let request = UndoRequest(seq: try f.int("seq"), scope: try f.optionalInt("scope"),
+                                      entry: try f.optionalInt("entry"))
+            if request.entry != nil, type == "redo" { throw f.fail("redo takes no `entry`") }
+            if request.entry != nil, request.scope != nil { throw f.fail("undo takes `entry` or `scope`, not both") }
             self = type == "undo" ? .undo(request) : .redo(request)
+        case "restore":
+            self = .restore(RestoreRequest(seq: try f.int("seq"), rev: try f.int("rev"), label: try f.optionalString("label")))
+        case "log":
+            self = .log(LogRequest(seq: try f.optionalInt("seq"), before: try f.optionalInt("before"),
+                                   limit: try f.optionalInt("limit") ?? LogRequest.defaultLimit, tag: try f.optionalInt("tag")))
+        case "blame":
+            self = .blame(BlameRequest(seq: try f.optionalInt("seq"), tag: try f.int("tag")))
         case "presence":
             self = .presence(PresenceUpdate(viewing: try f.optionalInt("viewing"), field: try f.optionalString("field")))
         case "ping":
@@ -66,7 +76,8 @@ extension ClientMessage {
                      "ops": .array(s.ops.map(\.json)), "label": s.label.map(JSON.string),
                      "coalesce": s.coalesce.map(JSON.string)])
         case .undo(let u):
-            .object(["type": .string("undo"), "seq": .int(u.seq), "scope": u.scope.map(JSON.int)])
+            .object(["type": .string("undo"), "seq": .int(u.seq), "scope": u.scope.map(JSON.int),
+                     "entry": u.entry.map(JSON.int)])
         case .redo(let u):
             .object(["type": .string("redo"), "seq": .int(u.seq), "scope": u.scope.map(JSON.int)])
         case .presence(let p):
@@ -75,6 +86,13 @@ extension ClientMessage {
             .object(["type": .string("ping"), "seq": seq.map(JSON.int)])
         case .tags:
             .object(["type": .string("tags")])
+        case .restore(let r):
+            .object(["type": .string("restore"), "seq": .int(r.seq), "rev": .int(r.rev), "label": r.label.map(JSON.string)])
+        case .log(let l):
+            .object(["type": .string("log"), "seq": l.seq.map(JSON.int), "before": l.before.map(JSON.int),
+                     "limit": .int(l.limit), "tag": l.tag.map(JSON.int)])
+        case .blame(let b):
+            .object(["type": .string("blame"), "seq": b.seq.map(JSON.int), "tag": .int(b.tag)])
         }
     }
 }

@@ -10,6 +10,9 @@ public enum ClientMessage: Hashable, Sendable {
     case presence(PresenceUpdate)
     case ping(seq: Int?)
     case tags
+    case restore(RestoreRequest)
+    case log(LogRequest)
+    case blame(BlameRequest)
 
     public struct Hello: Hashable, Sendable {
         public var protocolVersion: Int
@@ -49,10 +52,55 @@ public enum ClientMessage: Hashable, Sendable {
     public struct UndoRequest: Hashable, Sendable {
         public var seq: Int
         public var scope: Tag?
+        /// Selective undo: the id of the entry to take back, wherever it is on the stack (undo only).
+        public var entry: Int?
 
-        public init(seq: Int, scope: Tag? = nil) {
+        public init(seq: Int, scope: Tag? = nil, entry: Int? = nil) {
             self.seq = seq
             self.scope = scope
+            self.entry = entry
+        }
+    }
+
+    /// Make the room what it was right after revision `rev` (0: the seed), as one revision.
+    public struct RestoreRequest: Hashable, Sendable {
+        public var seq: Int
+        public var rev: Int
+        public var label: String?
+
+        public init(seq: Int, rev: Int, label: String? = nil) {
+            self.seq = seq
+            self.rev = rev
+            self.label = label
+        }
+    }
+
+    /// A page of the room's timeline: at most `limit` revisions below `before`, naming `tag` if given.
+    public struct LogRequest: Hashable, Sendable {
+        public static let defaultLimit = 50
+        public static let limits = 1...200
+
+        public var seq: Int?
+        public var before: Int?
+        public var limit: Int
+        public var tag: Tag?
+
+        public init(seq: Int? = nil, before: Int? = nil, limit: Int = LogRequest.defaultLimit, tag: Tag? = nil) {
+            self.seq = seq
+            self.before = before
+            self.limit = limit
+            self.tag = tag
+        }
+    }
+
+    /// Who last wrote each part of the person `tag`.
+    public struct BlameRequest: Hashable, Sendable {
+        public var seq: Int?
+        public var tag: Tag
+
+        public init(seq: Int? = nil, tag: Tag) {
+            self.seq = seq
+            self.tag = tag
         }
     }
 
@@ -71,7 +119,10 @@ public enum ClientMessage: Hashable, Sendable {
         switch self {
         case .submit(let s): s.seq
         case .undo(let u), .redo(let u): u.seq
+        case .restore(let r): r.seq
         case .ping(let seq): seq
+        case .log(let l): l.seq
+        case .blame(let b): b.seq
         default: nil
         }
     }

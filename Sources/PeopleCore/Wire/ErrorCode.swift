@@ -12,6 +12,8 @@ public enum ErrorCode: String, CaseIterable, Hashable, Sendable {
     case rateLimited = "rate-limited"
     case roomFull = "room-full"
     case serverError = "server-error"
+    /// `undo` with an `entry` that is not on the user's undo stack (HISTORY §2).
+    case noEntry = "no-entry"
 
     /// Codes sent with `fatal: true`, after which the hub closes the connection.
     public var isFatal: Bool { self == .unsupportedProtocol || self == .unauthorized }

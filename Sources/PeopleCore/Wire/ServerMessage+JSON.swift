@@ -38,12 +38,14 @@ extension ServerMessage {
             m.append(.init("presence", .array(w.presence.map(\.json))))
             return .object(m)
         case .ack(let a):
-            var m: [JSON.Member] = [.init("type", .string("ack")), .init("seq", .int(a.seq)), .init("rev", .int(a.rev)),
-                                    .init("ops", .array(a.ops.map(\.json)))]
+            var m: [JSON.Member] = [.init("type", .string("ack")), .init("seq", .int(a.seq)), .init("rev", .int(a.rev))]
+            if let time = a.time { m.append(.init("time", .int(Int(time)))) }
+            m.append(.init("ops", .array(a.ops.map(\.json))))
             if !a.noop.isEmpty { m.append(.init("noop", .array(a.noop.map(\.json)))) }
             return .object(m)
         case .ops(let o):
-            return .object(["type": .string("ops"), "rev": .int(o.rev), "author": .string(o.author),
+            return .object(["type": .string("ops"), "rev": .int(o.rev), "time": o.time.map { .int(Int($0)) },
+                            "author": .string(o.author),
                             "kind": .string(o.kind.rawValue), "ops": .array(o.ops.map(\.json)),
                             "label": o.label.map(JSON.string), "seq": o.seq.map(JSON.int)])
         case .undone(let r): return Self.undoJSON("undone", r)
@@ -57,13 +59,24 @@ extension ServerMessage {
         case .pong(let seq): return .object(["type": .string("pong"), "seq": seq.map(JSON.int)])
         case .tags(let block):
             return .object(["type": .string("tags"), "from": .int(block.from), "to": .int(block.to)])
+        case .restored(let r):
+            return .object(["type": .string("restored"), "seq": .int(r.seq), "rev": r.rev.map(JSON.int),
+                            "time": r.time.map { .int(Int($0)) }, "ops": .array(r.ops.map(\.json)),
+                            "label": .string(r.label)])
+        case .log(let page):
+            return .object(["type": .string("log"), "seq": page.seq.map(JSON.int),
+                            "entries": .array(page.entries.map(\.json)), "more": .bool(page.more)])
+        case .blame(let b):
+            return .object([.init("type", .string("blame"))] + (b.seq.map { [JSON.Member("seq", .int($0))] } ?? [])
+                           + [.init("tag", .int(b.tag))] + b.record.members)
         }
     }
 
     private static func undoJSON(_ type: String, _ r: UndoResult) -> JSON {
         .object(["type": .string(type), "seq": .int(r.seq), "rev": r.rev.map(JSON.int),
-                 "ops": .array(r.ops.map(\.json)), "label": r.label.map(JSON.string),
-                 "skipped": .array(r.skipped.map(\.json))])
+                 "time": r.time.map { .int(Int($0)) }, "ops": .array(r.ops.map(\.json)),
+                 "label": r.label.map(JSON.string), "skipped": .array(r.skipped.map(\.json)),
+                 "entry": r.entry.map(JSON.int)])
     }
 
     /// Decodes a hub frame (the client side). Errors are `bad-json` / `bad-message`.
@@ -106,16 +119,26 @@ extension ServerMessage {
                 history: try HistorySummary(fields: WireFields(history, context: "history", code: .badMessage)),
                 presence: presence))
         case "ack":
-            self = .ack(Ack(seq: try f.int("seq"), rev: try f.int("rev"), ops: try diffs("ops"), noop: try reports("noop")))
+            self = .ack(Ack(seq: try f.int("seq"), rev: try f.int("rev"), time: try f.optionalTime("time"),
+                            ops: try diffs("ops"), noop: try reports("noop")))
         case "ops":
-            let kindText = try f.string("kind")
-            guard let kind = RevisionKind(rawValue: kindText) else { throw f.fail("unknown kind '\(kindText)'") }
-            self = .ops(Ops(rev: try f.int("rev"), author: try f.string("author"), kind: kind, ops: try diffs("ops"),
+            self = .ops(Ops(rev: try f.int("rev"), time: try f.optionalTime("time"), author: try f.string("author"),
+                            kind: try f.revisionKind("kind"), ops: try diffs("ops"),
                             label: try f.optionalString("label"), seq: try f.optionalInt("seq")))
         case "undone", "redone":
-            let result = UndoResult(seq: try f.int("seq"), rev: try f.optionalInt("rev"), ops: try diffs("ops"),
-                                    label: try f.optionalString("label"), skipped: try reports("skipped"))
+            let result = UndoResult(seq: try f.int("seq"), rev: try f.optionalInt("rev"), time: try f.optionalTime("time"),
+                                    ops: try diffs("ops"), label: try f.optionalString("label"),
+                                    skipped: try reports("skipped"), entry: try f.optionalInt("entry"))
             self = type == "undone" ? .undone(result) : .redone(result)
+        case "restored":
+            self = .restored(Restored(seq: try f.int("seq"), rev: try f.optionalInt("rev"), time: try f.optionalTime("time"),
+                                      ops: try diffs("ops"), label: try f.string("label")))
+        case "log":
+            var entries: [LogEntry] = []
+            for e in try f.array("entries") { entries.append(try LogEntry(json: e)) }
+            self = .log(LogPage(seq: try f.optionalInt("seq"), entries: entries, more: try f.bool("more")))
+        case "blame":
+            self = .blame(Blame(seq: try f.optionalInt("seq"), tag: try f.int("tag"), record: try PersonBlame(fields: f)))
         case "history":
             self = .history(try HistorySummary(fields: f))
         case "presence":
@@ -135,5 +158,88 @@ extension ServerMessage {
         default:
             throw f.fail("unknown type '\(type)'")
         }
+    }
+}
+
+extension WireFields {
+    /// An optional time (milliseconds since the epoch).
+    func optionalTime(_ key: String) throws(ProtocolError) -> Int64? {
+        try optionalInt(key).map(Int64.init)
+    }
+
+    func revisionKind(_ key: String) throws(ProtocolError) -> RevisionKind {
+        let text = try string(key)
+        guard let kind = RevisionKind(rawValue: text) else { throw fail("unknown kind '\(text)'") }
+        return kind
+    }
+}
+
+extension ServerMessage.LogEntry {
+    var json: JSON {
+        .object(["rev": .int(rev), "time": time.map { .int(Int($0)) }, "author": .string(author),
+                 "kind": .string(kind.rawValue), "label": label.map(JSON.string), "ops": .array(ops.map(\.json)),
+                 "entry": entry.map(JSON.int)])
+    }
+
+    init(json: JSON) throws(ProtocolError) {
+        let f = try WireFields(json, context: "log entry", code: .badMessage)
+        var ops: [Diff] = []
+        for op in try f.array("ops") { ops.append(try Diff(json: op)) }
+        self.init(rev: try f.int("rev"), time: try f.optionalTime("time"), author: try f.string("author"),
+                  kind: try f.revisionKind("kind"), label: try f.optionalString("label"), ops: ops,
+                  entry: try f.optionalInt("entry"))
+    }
+}
+
+extension Writer {
+    /// `{"user", "rev", "time"?}`; the seed's writer has `"user": null`.
+    var json: JSON {
+        .object([.init("user", user.map(JSON.string) ?? .null), .init("rev", .int(rev))]
+                + (time.map { [JSON.Member("time", .int(Int($0)))] } ?? []))
+    }
+
+    init(json: JSON) throws(ProtocolError) {
+        let f = try WireFields(json, context: "writer", code: .badMessage)
+        self.init(user: try f.optionalString("user"), rev: try f.int("rev"), time: try f.optionalTime("time"))
+    }
+}
+
+extension PersonBlame {
+    /// `"created"` and `"fields"` (scalars and `position`, then the `facialHair` and `preference` objects).
+    var members: [JSON.Member] {
+        var fields: [JSON.Member] = BlameField.allCases.compactMap { field in
+            self.fields[field].map { JSON.Member(field.rawValue, $0.json) }
+        }
+        fields.append(.init("facialHair", .object(FacialHairStyle.allCases.compactMap { style in
+            facialHair[style].map { JSON.Member(style.rawValue, $0.json) }
+        })))
+        fields.append(.init("preference", .object(Topic.allCases.compactMap { topic in
+            preference[topic].map { JSON.Member(topic.rawValue, $0.json) }
+        })))
+        return [.init("created", created.json), .init("fields", .object(fields))]
+    }
+
+    init(fields f: WireFields) throws(ProtocolError) {
+        let created = try Writer(json: f.raw("created") ?? .null)
+        let g = try WireFields(f.raw("fields") ?? .null, context: "fields", code: .badMessage)
+        var fields: [BlameField: Writer] = [:]
+        for field in BlameField.allCases {
+            if let w = g.raw(field.rawValue) { fields[field] = try Writer(json: w) }
+        }
+        var facialHair: [FacialHairStyle: Writer] = [:]
+        if case .object(let members)? = g.raw("facialHair") {
+            for member in members {
+                guard let style = FacialHairStyle(rawValue: member.key) else { throw g.fail("unknown style \(member.key)") }
+                facialHair[style] = try Writer(json: member.value)
+            }
+        }
+        var preference: [Topic: Writer] = [:]
+        if case .object(let members)? = g.raw("preference") {
+            for member in members {
+                guard let topic = Topic(rawValue: member.key) else { throw g.fail("unknown topic \(member.key)") }
+                preference[topic] = try Writer(json: member.value)
+            }
+        }
+        self.init(created: created, fields: fields, facialHair: facialHair, preference: preference)
     }
 }

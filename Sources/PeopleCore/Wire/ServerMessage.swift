@@ -3,9 +3,9 @@ public enum Role: String, Hashable, Sendable, CaseIterable {
     case editor, viewer
 }
 
-/// The kind of a revision: a user's edit, or an undo / redo.
+/// The kind of a revision: a user's edit, an undo / redo, or a restore to an earlier revision.
 public enum RevisionKind: String, Hashable, Sendable, CaseIterable {
-    case edit, undo, redo
+    case edit, undo, redo, restore
 }
 
 /// A block of tags reserved for one session's inserts; both ends inclusive.
@@ -62,6 +62,9 @@ public enum ServerMessage: Hashable, Sendable {
     case redirect(url: String)
     case pong(seq: Int?)
     case tags(TagBlock)
+    case restored(Restored)
+    case log(LogPage)
+    case blame(Blame)
 
     public struct Welcome: Hashable, Sendable {
         public var session: SessionID
@@ -90,12 +93,15 @@ public enum ServerMessage: Hashable, Sendable {
     public struct Ack: Hashable, Sendable {
         public var seq: Int
         public var rev: Int
+        /// The time of revision `rev` (for a batch that changed nothing, the head's); nil for revision 0.
+        public var time: Int64?
         public var ops: [Diff]
         public var noop: [SkipReport]
 
-        public init(seq: Int, rev: Int, ops: [Diff], noop: [SkipReport] = []) {
+        public init(seq: Int, rev: Int, time: Int64? = nil, ops: [Diff], noop: [SkipReport] = []) {
             self.seq = seq
             self.rev = rev
+            self.time = time
             self.ops = ops
             self.noop = noop
         }
@@ -103,6 +109,8 @@ public enum ServerMessage: Hashable, Sendable {
 
     public struct Ops: Hashable, Sendable {
         public var rev: Int
+        /// When the hub applied the revision (milliseconds since the epoch).
+        public var time: Int64?
         public var author: String
         public var kind: RevisionKind
         public var ops: [Diff]
@@ -111,8 +119,10 @@ public enum ServerMessage: Hashable, Sendable {
         /// session that made the revision, so a resuming client recognises its own in-flight request.
         public var seq: Int?
 
-        public init(rev: Int, author: String, kind: RevisionKind, ops: [Diff], label: String? = nil, seq: Int? = nil) {
+        public init(rev: Int, time: Int64? = nil, author: String, kind: RevisionKind, ops: [Diff], label: String? = nil,
+                    seq: Int? = nil) {
             self.rev = rev
+            self.time = time
             self.author = author
             self.kind = kind
             self.ops = ops
@@ -124,16 +134,89 @@ public enum ServerMessage: Hashable, Sendable {
     public struct UndoResult: Hashable, Sendable {
         public var seq: Int
         public var rev: Int?
+        /// The time of revision `rev`.
+        public var time: Int64?
         public var ops: [Diff]
         public var label: String?
         public var skipped: [SkipReport]
+        /// The id of the entry a selective undo (`undo` with `entry`) took back.
+        public var entry: Int?
 
-        public init(seq: Int, rev: Int? = nil, ops: [Diff] = [], label: String? = nil, skipped: [SkipReport] = []) {
+        public init(seq: Int, rev: Int? = nil, time: Int64? = nil, ops: [Diff] = [], label: String? = nil,
+                    skipped: [SkipReport] = [], entry: Int? = nil) {
             self.seq = seq
             self.rev = rev
+            self.time = time
             self.ops = ops
             self.label = label
             self.skipped = skipped
+            self.entry = entry
+        }
+    }
+
+    /// The answer to a `restore`: the revision it made (none when the room already was as asked).
+    public struct Restored: Hashable, Sendable {
+        public var seq: Int
+        public var rev: Int?
+        public var time: Int64?
+        public var ops: [Diff]
+        public var label: String
+
+        public init(seq: Int, rev: Int? = nil, time: Int64? = nil, ops: [Diff] = [], label: String) {
+            self.seq = seq
+            self.rev = rev
+            self.time = time
+            self.ops = ops
+            self.label = label
+        }
+    }
+
+    /// One page of the room's timeline, newest first.
+    public struct LogPage: Hashable, Sendable {
+        public var seq: Int?
+        public var entries: [LogEntry]
+        /// Whether older matching revisions exist.
+        public var more: Bool
+
+        public init(seq: Int?, entries: [LogEntry], more: Bool) {
+            self.seq = seq
+            self.entries = entries
+            self.more = more
+        }
+    }
+
+    /// One revision in the timeline; `entry` is the asker's undo entry it belongs to, if it is live.
+    public struct LogEntry: Hashable, Sendable {
+        public var rev: Int
+        public var time: Int64?
+        public var author: String
+        public var kind: RevisionKind
+        public var label: String?
+        public var ops: [Diff]
+        public var entry: Int?
+
+        public init(rev: Int, time: Int64?, author: String, kind: RevisionKind, label: String?, ops: [Diff],
+                    entry: Int? = nil) {
+            self.rev = rev
+            self.time = time
+            self.author = author
+            self.kind = kind
+            self.label = label
+            self.ops = ops
+            self.entry = entry
+        }
+    }
+
+    /// Who last wrote each part of one person, and when.
+    public struct Blame: Hashable, Sendable {
+        public var seq: Int?
+        public var tag: Tag
+        public var record: PersonBlame
+
+        public init(seq: Int?, tag: Tag, record: PersonBlame) {
+            self.seq = seq
+            self.tag = tag
+            self.record = record
         }
     }
 

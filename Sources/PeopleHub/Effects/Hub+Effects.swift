@@ -41,6 +41,8 @@ extension Hub {
                 } else {
                     for session in sessions { host.connections[session]?.send(encoded) }
                 }
+            case .readHistory(let read):
+                readHistory(read, in: host)
             }
         }
         if host.room.revision - host.snapshotRevision >= configuration.snapshotEvery { saveSnapshotIfChanged(host) }
@@ -97,6 +99,46 @@ extension Hub {
         }
         for (encoded, connections) in host.release(barrier) {
             for connection in connections { connection.send(encoded) }
+        }
+    }
+
+    /// Reads revisions older than the room's memory from the store (off the service thread) for a
+    /// `restore` or `log`, then hands the message back to the room with them; the session's later
+    /// frames wait meanwhile, so its answers stay in order. A store that cannot give them all answers
+    /// `server-error`.
+    private func readHistory(_ read: HistoryRead, in host: RoomHost) {
+        guard let connection = host.connections[read.session], let client = connection.context as? Client else { return }
+        _ = client.machine.fetch()  // already fetching when a long log asks for its next chunk
+        host.fetching.insert(read.session)
+        let store = store
+        let name = host.room.name
+        let box = UncheckedSendable((connection, client, host))
+        runtime.background { [weak self] in
+            let older: [Revision]?
+            do {
+                let got = try store.revisions(room: name, after: read.after, through: read.through)
+                older = got.count == read.through - read.after ? got : nil
+            } catch {
+                older = nil
+            }
+            self?.back(box) { hub, box in
+                let (connection, client, host) = box.value
+                host.fetching.remove(read.session)
+                guard hub.host(name) === host, connection.context === client, !connection.isClosing else { return }
+                if let older {
+                    hub.perform(host.room.receive(read.message, from: read.session, now: hub.clock, older: older,
+                                                  log: read.log), in: host)
+                } else {
+                    hub.logger.error("history cannot be read from the store", metadata: [
+                        "room": "\(name)", "after": "\(read.after)", "through": "\(read.through)"])
+                    hub.send(.error(.init(seq: read.message.seq, ProtocolError(.serverError,
+                        "revisions \(read.after + 1) to \(read.through) cannot be read; try again later"))), to: connection)
+                }
+                guard !host.fetching.contains(read.session) else { return }  // the room asked for more
+                for frame in client.machine.fetched() ?? [] where !connection.isClosing {
+                    hub.carryOut(client.machine.receiveWaiting(frame), on: connection, client: client)
+                }
+            }
         }
     }
 

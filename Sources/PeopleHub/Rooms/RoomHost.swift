@@ -15,6 +15,8 @@ final class RoomHost {
     var snapshotPosition: Int
     /// Joins waiting for revisions read from the store (the room stays loaded meanwhile).
     var catchingUp = 0
+    /// Sessions whose `restore` or `log` waits for revisions read from the store.
+    var fetching: Set<SessionID> = []
     /// When the last connection left (milliseconds), nil while someone is connected.
     var idleSince: Int64?
     /// Set when the store failed for this room: it is dropped and reloaded from what is durable.

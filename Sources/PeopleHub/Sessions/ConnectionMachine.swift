@@ -9,14 +9,16 @@ import PeopleCore
 ///
 /// States:
 ///
-///     awaitingHello ──hello──▶ authorizing ──token ok──▶ opening ──room joined──▶ joined
-///          ▲                        │                      │  │                     │
-///          └──── room-full ─────────┼──────────────────────┘  │ redirect / load     │ replaced
-///                                   ▼                         ▼ failure             ▼
+///     awaitingHello ──hello──▶ authorizing ──token ok──▶ opening ──room joined──▶ joined ◀──▶ fetching
+///          ▲                        │                      │  │                     │   (history read
+///          └──── room-full ─────────┼──────────────────────┘  │ redirect / load     │    from the store)
+///                                   ▼                         ▼ failure             ▼ replaced
 ///                                closed ◀───────── a fatal error, a close ───── closed
 ///
-/// (`authorizing` is skipped when the hub needs no token.) Frames that arrive while authorizing or
-/// opening wait, in order, and are handed back when the room is joined.
+/// (`authorizing` is skipped when the hub needs no token.) Frames that arrive while authorizing,
+/// opening or fetching wait, in order, and are handed back when the room is joined or the history
+/// has been read (a `restore` or `log` reaching below the room's memory is answered before the
+/// session's next frame).
 struct ConnectionMachine {
     /// A frame as it arrived.
     struct Frame: Sendable {
@@ -36,6 +38,7 @@ struct ConnectionMachine {
         case authorizing(Pending)
         case opening(Pending, role: Role)
         case joined(session: SessionID, user: UserName, role: Role)
+        case fetching(session: SessionID, user: UserName, role: Role, waiting: [Frame])
         case closed
     }
 
@@ -56,7 +59,10 @@ struct ConnectionMachine {
 
     /// The session, once joined.
     var session: SessionID? {
-        if case .joined(let session, _, _) = state { session } else { nil }
+        switch state {
+        case .joined(let session, _, _), .fetching(let session, _, _, _): session
+        default: nil
+        }
     }
 
     // MARK: Frames
@@ -109,6 +115,11 @@ struct ConnectionMachine {
             return .wait
         case .joined(let session, _, _):
             return message(frame, session: session)
+        case .fetching(let session, let user, let role, var waiting):
+            guard waiting.count < Self.maxWaitingFrames else { return closeAll("too many frames while reading history") }
+            waiting.append(frame)
+            state = .fetching(session: session, user: user, role: role, waiting: waiting)
+            return .wait
         }
     }
 
@@ -234,6 +245,24 @@ struct ConnectionMachine {
         guard case .opening = state else { return nil }
         state = .closed
         return .init(seq: nil, ProtocolError(.serverError, "room \(room) cannot be loaded; try again later"))
+    }
+
+    // MARK: History from the store
+
+    /// The session's message needs revisions from the store: its later frames wait. False when not
+    /// joined (already fetching, or closed).
+    mutating func fetch() -> Bool {
+        guard case .joined(let session, let user, let role) = state else { return false }
+        state = .fetching(session: session, user: user, role: role, waiting: [])
+        return true
+    }
+
+    /// The history was read and the message answered: the frames that waited, to receive in order.
+    /// Nil when not fetching.
+    mutating func fetched() -> [Frame]? {
+        guard case .fetching(let session, let user, let role, let waiting) = state else { return nil }
+        state = .joined(session: session, user: user, role: role)
+        return waiting
     }
 
     // MARK: The end

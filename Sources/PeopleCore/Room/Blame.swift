@@ -1,0 +1,101 @@
+/// Who wrote something, and when: a user (nil for the seed, which is nobody's) at a revision.
+public struct Writer: Hashable, Sendable {
+    public var user: String?
+    public var rev: Int
+    /// Milliseconds since the epoch; nil for revision 0.
+    public var time: Int64?
+
+    public init(user: String?, rev: Int, time: Int64?) {
+        self.user = user
+        self.rev = rev
+        self.time = time
+    }
+
+    /// The seed's writer: nobody, at revision 0.
+    public static let seed = Writer(user: nil, rev: 0, time: nil)
+}
+
+/// The parts of a person `blame` names one writer for: the scalar fields and the position.
+public enum BlameField: String, CaseIterable, Hashable, Sendable {
+    case name, hairColor, hairLength, eyeColor, glasses, position
+}
+
+/// Who last wrote each part of one person (HISTORY §5): every scalar field, the position, and each
+/// facial-hair style and topic register ever written since the person was (re)inserted.
+///
+/// An insert (a re-insert by an undo or a restore too) writes every field, the position and every
+/// listed element, and starts the record over; undo, redo and restore revisions are writes by their
+/// author like edits.
+public struct PersonBlame: Hashable, Sendable {
+    public var created: Writer
+    public var fields: [BlameField: Writer]
+    public var facialHair: [FacialHairStyle: Writer]
+    public var preference: [Topic: Writer]
+
+    public init(inserted person: Person, by writer: Writer) {
+        created = writer
+        fields = Dictionary(uniqueKeysWithValues: BlameField.allCases.map { ($0, writer) })
+        facialHair = Dictionary(uniqueKeysWithValues: person.facialHair.map { ($0, writer) })
+        var preference: [Topic: Writer] = [:]
+        for topic in person.likes + person.dislikes { preference[topic] = writer }
+        self.preference = preference
+    }
+
+    public init(created: Writer, fields: [BlameField: Writer], facialHair: [FacialHairStyle: Writer],
+                preference: [Topic: Writer]) {
+        self.created = created
+        self.fields = fields
+        self.facialHair = facialHair
+        self.preference = preference
+    }
+
+    /// Files a diff (other than insert and remove) as applied to this person by `writer`.
+    mutating func record(_ diff: Diff, by writer: Writer) {
+        switch diff {
+        case .set(_, let value): fields[BlameField(value.field)] = writer
+        case .text: fields[.name] = writer
+        case .move: fields[.position] = writer
+        case .facialHair(_, let style, _): facialHair[style] = writer
+        case .preference(_, let topic, _): preference[topic] = writer
+        case .insert, .remove: break
+        }
+    }
+}
+
+extension BlameField {
+    init(_ field: Field) {
+        switch field {
+        case .name: self = .name
+        case .hairColor: self = .hairColor
+        case .hairLength: self = .hairLength
+        case .eyeColor: self = .eyeColor
+        case .glasses: self = .glasses
+        }
+    }
+}
+
+/// The last writers of every person present in a room, kept up to date revision by revision.
+struct BlameIndex: Hashable, Sendable {
+    private(set) var people: [Tag: PersonBlame] = [:]
+
+    /// The seed's people, written by nobody at revision 0.
+    init(seed: PeopleModel) {
+        for person in seed.people { people[person.tag] = PersonBlame(inserted: person, by: .seed) }
+    }
+
+    init(people: [Tag: PersonBlame]) { self.people = people }
+
+    subscript(tag: Tag) -> PersonBlame? { people[tag] }
+
+    /// Files a committed revision's applied diffs.
+    mutating func record(_ revision: Revision) {
+        let writer = Writer(user: revision.author, rev: revision.number, time: revision.timestamp)
+        for done in revision.applied {
+            switch done.diff {
+            case .insert(let person, _): people[person.tag] = PersonBlame(inserted: person, by: writer)
+            case .remove(let tag): people[tag] = nil
+            default: people[done.diff.tag]?.record(done.diff, by: writer)
+            }
+        }
+    }
+}
