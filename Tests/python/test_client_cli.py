@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SEED, room_state
+from conftest import HUB_BIN, SEED, room_state
 from pkclient import by_tag, norm, tags
 
 HERE = Path(__file__).resolve().parent
@@ -915,3 +915,39 @@ def test_environment_supplies_url_room_and_user(hub, room):
     assert_status(r, 0)
     doc = parse_doc(r)
     assert doc.get("room") == room and doc.get("rev") == len(cases), describe(r)
+
+
+# -- issue 17: the hub's token command --------------------------------------------------------------
+
+def hub_token(args: list[str], tmp_path) -> subprocess.CompletedProcess:
+    """`peoplekeeper-hub token ARGS` with a config naming a secret file (as test_trust.py runs it)."""
+    (tmp_path / "secret").write_text("a-test-secret-of-more-than-32-bytes-0123456789\n")
+    config = tmp_path / "hub.yaml"
+    config.write_text(f"auth:\n  mode: token\n  secretFile: {tmp_path / 'secret'}\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PEOPLEKEEPER_")}
+    return subprocess.run([HUB_BIN, "token", "--config", str(config), *args], capture_output=True, text=True,
+                          timeout=30, env=env, stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.parametrize("ttl", [["--ttl", "-5"], ["--ttl=-5"], ["--ttl", "0"], ["--ttl", "1.5"], ["--ttl", "soon"]])
+def test_hub_token_says_what_is_wrong_with_a_ttl(tmp_path, ttl):
+    """Issue 17, item 10. A ttl that is not a whole number of seconds above 0 is refused (exit 64) with a
+    message that says so and quotes it, whether written `--ttl -5` or `--ttl=-5`; never "Missing value"."""
+    r = hub_token(["--user", "ann", "--room", "team-a", *ttl], tmp_path)
+    given = ttl[-1].split("=")[-1]
+    assert r.returncode == 64, (r.returncode, r.stdout, r.stderr)
+    assert f"--ttl must be a whole number of seconds above 0 (got {given})" in r.stderr, r.stderr
+    assert "Missing value" not in r.stderr and r.stdout == "", (r.stdout, r.stderr)
+
+
+def test_hub_token_has_a_whole_second_expiry(tmp_path):
+    """Issue 17, item 10. A minted token's `exp` is a whole number of seconds (as every other issuer
+    writes it), `ttl` seconds from now or less."""
+    import base64
+    before = time.time()
+    r = hub_token(["--user", "ann", "--room", "team-a", "--ttl", "600"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    payload = r.stdout.strip().split(".")[1]
+    claims = jsonlib.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    assert isinstance(claims["exp"], int), f"exp must be whole seconds: {claims}"
+    assert before + 600 - 1 <= claims["exp"] <= time.time() + 600, claims
