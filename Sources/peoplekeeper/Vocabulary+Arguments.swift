@@ -38,9 +38,9 @@ enum Words {
         case .name:
             guard !word.isEmpty else { throw Failure.usage("a name cannot be empty") }
             return .name(word)
-        case .hairColor: return .hairColor(try value(word, HairColor.self, what: "hair colour"))
+        case .hairColor: return .hairColor(try value(word, HairColor.self, what: "hair color"))
         case .hairLength: return .hairLength(try value(word, HairLength.self, what: "hair length"))
-        case .eyeColor: return .eyeColor(try value(word, EyeColor.self, what: "eye colour"))
+        case .eyeColor: return .eyeColor(try value(word, EyeColor.self, what: "eye color"))
         case .glasses: return .glasses(try bool(word, what: "glasses"))
         }
     }

@@ -219,7 +219,7 @@ def parse_table(text: str, columns: list) -> list[dict]:
 
 def expected_row(p: dict) -> dict:
     return {"TAG": str(p["tag"]), "NAME": p["name"], "HAIR": p["hairColor"], "LENGTH": p["hairLength"],
-            "EYES": p["eyeColor"], "GLASSES": "yes" if p["glasses"] else "no",
+            "EYES": p["eyeColor"], "GLASSES": "on" if p["glasses"] else "off",
             "FACIAL HAIR": sorted(p["facialHair"]), "LIKES": sorted(p["likes"]), "DISLIKES": sorted(p["dislikes"])}
 
 
@@ -368,13 +368,13 @@ def test_set_each_field(hub, room, field_arg, value_arg, field, value):
 
 
 def test_set_glasses_on_off_and_plain_output(hub, room):
-    """Glasses take true/false, on/off and yes/no; the plain answer is `set Ann's FIELD to VALUE at rev
-    N`, and setting the value already there exits 0 with `no change` (--json: ops []) and no revision."""
+    """Glasses take true/false, on/off and yes/no; the plain answer is `set Ann's hair color to VALUE at
+    rev N` (the field in words), and setting the value already there exits 0 with `no change` (--json: ops []) and no revision."""
     obs = observe(hub, room)
 
     r = pk(hub, room, "ann", "set", "1", "hairColor", "red")
     assert_status(r, 0)
-    assert r.stdout.strip() == "set Ann's hairColor to red at rev 1", describe(r)
+    assert r.stdout.strip() == "set Ann's hair color to red at rev 1", describe(r)
     frame = revision(obs, 1)
     assert frame.get("label") == "Change Hair Color" and by_tag(obs.people, 1)["hairColor"] == "red", frame
 
@@ -917,7 +917,29 @@ def test_environment_supplies_url_room_and_user(hub, room):
     assert doc.get("room") == room and doc.get("rev") == len(cases), describe(r)
 
 
-# -- issue 17: the hub's token command --------------------------------------------------------------
+# -- issue 17: one vocabulary, and the hub's token command ----------------------------------------------
+
+def test_set_and_watch_speak_one_vocabulary(hub, room):
+    """Issue 17, item 8. What `set` prints and what `watch` prints for the same change are the same
+    words: `set 1 glasses off` says `Ann's glasses off` (not `to no`), `set 1 hairColor red` says `Ann's
+    hair color to red` (a label, US spelling), and the watcher's lines end with exactly those phrases."""
+    obs = observe(hub, room)
+    proc = start_watch(hub, room, "watcher", "--count", "3")
+    try:
+        wait_until_present(obs, "watcher", proc)
+        outs = [pk(hub, room, "ann", "set", "1", *args) for args in
+                (["glasses", "on"], ["glasses", "off"], ["hairColor", "red"])]
+        out, err = finish(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    said = [r.stdout.strip() for r in outs]
+    assert said == ["set Ann's glasses on at rev 1", "set Ann's glasses off at rev 2",
+                    "set Ann's hair color to red at rev 3"], said
+    watched = [line.split("): ", 1)[1] for line in out.splitlines() if line.startswith("rev ")]
+    assert watched == ["Ann's glasses on", "Ann's glasses off", "Ann's hair color to red"], out
+
 
 def hub_token(args: list[str], tmp_path) -> subprocess.CompletedProcess:
     """`peoplekeeper-hub token ARGS` with a config naming a secret file (as test_trust.py runs it)."""

@@ -419,7 +419,7 @@ def test_remote_edit_is_live_and_undo_of_an_overwritten_field_is_skipped_with_a_
 
     ann.keys("u")
     text = ann.wait_for(status_has("overwritten by bob"))
-    assert status(text) == "your change to Ann's hairColor was overwritten by bob — skipped", \
+    assert status(text) == "your change to Ann's hair color was overwritten by bob — skipped", \
         f"ann's status line must report the skipped part; ann's screen:\n{text}"
     assert detail(text, "hairColor") == "red", f"ann's screen must keep bob's red:\n{text}"
     text = bob.wait_for(shows("Ann", hairColor="red"))
