@@ -55,15 +55,4 @@ enum Words {
         case .glasses: "Toggle Glasses"
         }
     }
-
-    /// A value as the plain output shows it.
-    static func text(_ value: FieldValue) -> String {
-        switch value {
-        case .name(let v): v
-        case .hairColor(let v): v.rawValue
-        case .hairLength(let v): v.rawValue
-        case .eyeColor(let v): v.rawValue
-        case .glasses(let v): v ? "yes" : "no"
-        }
-    }
 }
