@@ -24,10 +24,14 @@ public final class LiveRoom: @unchecked Sendable {
         /// Parts of this user's request the hub skipped or turned into no-ops, with the people as they
         /// were before (to name them).
         case skipped([SkipReport], people: PeopleModel)
-        case remote(Revision.Summary)
+        /// A teammate's revision, with the people as they were before it (to name them).
+        case remote(Revision.Summary, people: PeopleModel)
         case error(ProtocolError)
-        /// The connection was lost (or could not be made), and why; said once until it is back.
+        /// The connection was lost (or could not be made), and why; said once until it is back. What
+        /// to show meanwhile is `link`'s to say: it is the one account of the connection.
         case offline(String)
+        /// The requests queued while the hub was unreachable (this many) have all been answered.
+        case sent(Int)
     }
 
     public private(set) var sync: ClientSync
@@ -45,6 +49,8 @@ public final class LiveRoom: @unchecked Sendable {
     public var onUpdate: (([Notice]) -> Void)?
     /// What this user is looking at (sent with each new connection too).
     private var viewing: ClientMessage.PresenceUpdate?
+    /// How many requests were waiting when the connection came back; `.sent` says so when they are done.
+    private var resending = 0
 
     private let token: String?
 
@@ -133,7 +139,8 @@ public final class LiveRoom: @unchecked Sendable {
             case .welcomed:
                 link = .online
                 backoff = 0.25
-            case .remote(let summary): notices.append(.remote(summary))
+                resending = sync.pendingCount
+            case .remote(let summary): notices.append(.remote(summary, people: before))
             case .skipped(let reports): notices.append(.skipped(reports, people: before))
             case .error(let error):
                 notices.append(.error(error))
@@ -144,6 +151,10 @@ public final class LiveRoom: @unchecked Sendable {
             case .history, .presence, .needsResync, .log, .blame:
                 break
             }
+        }
+        if resending > 0, sync.pendingCount == 0 {
+            notices.append(.sent(resending))
+            resending = 0
         }
         send(outgoing)
         onUpdate?(notices)

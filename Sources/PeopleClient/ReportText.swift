@@ -2,16 +2,16 @@ import PeopleCore
 
 extension SkipReport {
     /// The report as a sentence for a person reading a screen, naming people by name where `people`
-    /// still has them: "your change to Bob's hairColor was overwritten by bob".
+    /// still has them, fields in words: "your change to Bob's hair color was overwritten by bob".
     public func sentence(people: PeopleModel) -> String {
-        let who = people[tag].map { $0.name.isEmpty ? "tag \(tag)" : $0.name } ?? "tag \(tag)"
+        let who = people.called(tag)
         let what: String
         if let style {
             what = "\(who)'s facial hair (\(style.rawValue))"
         } else if let topic {
             what = "\(who)'s opinion on \(topic.rawValue)"
         } else if let field {
-            what = "\(who)'s \(field)"
+            what = "\(who)'s \(fieldWords(field))"
         } else {
             what = who
         }

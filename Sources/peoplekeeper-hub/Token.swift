@@ -26,11 +26,19 @@ struct Token: AsyncParsableCommand {
 
     @Option(help: "editor or viewer (a viewer sees everything and may not edit, undo or redo).") var role: String = "editor"
 
-    @Option(help: "Seconds until it expires.") var ttl: Int = 86_400
+    /// Read as text, and whatever follows `--ttl` is its value (even `-5`, which ArgumentParser would
+    /// otherwise take for an option and answer "Missing value"), so `validate` can say what is wrong.
+    @Option(parsing: .unconditional, help: ArgumentHelp("Seconds until it expires: a whole number above 0.", valueName: "seconds"))
+    var ttl: String = "86400"
+
+    /// `ttl` as seconds, once `validate` has passed.
+    var seconds: Int { Int(ttl)! }
 
     func validate() throws {
         guard Role(rawValue: role) != nil else { throw ValidationError("--role is editor or viewer") }
-        guard ttl > 0 else { throw ValidationError("--ttl must be more than 0") }
+        guard let seconds = Int(ttl), seconds > 0 else {
+            throw ValidationError("--ttl must be a whole number of seconds above 0 (got \(ttl))")
+        }
         guard !room.isEmpty else { throw ValidationError("give at least one --room") }
         do { _ = try UserName(user) } catch { throw ValidationError("--user: \(error)") }
     }
@@ -40,7 +48,7 @@ struct Token: AsyncParsableCommand {
         do {
             let settings = try await HubSettings.load(file: config, flags: [:], environment: environment)
             let authority = try await settings.tokenAuthority(environment: environment)
-            print(try await authority.mint(user: user, rooms: room, role: Role(rawValue: role)!, ttl: TimeInterval(ttl)))
+            print(try await authority.mint(user: user, rooms: room, role: Role(rawValue: role)!, ttl: TimeInterval(seconds)))
         } catch {
             FileHandle.standardError.write(Data("peoplekeeper-hub token: \(error)\n".utf8))
             throw ExitCode(78)

@@ -46,9 +46,9 @@ struct Add: AsyncParsableCommand {
         let run = Run(options: options)
         do {
             guard !name.isEmpty else { throw Failure.usage("a name cannot be empty") }
-            let hair = try Words.value(hairColor, HairColor.self, what: "hair colour")
+            let hair = try Words.value(hairColor, HairColor.self, what: "hair color")
             let length = try Words.value(hairLength, HairLength.self, what: "hair length")
-            let eyes = try Words.value(eyeColor, EyeColor.self, what: "eye colour")
+            let eyes = try Words.value(eyeColor, EyeColor.self, what: "eye color")
             try await run { session in
                 let tag = session.welcome.tags.from
                 let person = Person(tag: tag, name: name, hairColor: hair, hairLength: length, eyeColor: eyes, glasses: glasses)
@@ -86,7 +86,7 @@ struct SetField: AsyncParsableCommand {
             try await run { session in
                 let person = try run.person(tag, in: session)
                 try await submit([.set(tag, value)], label: Words.label(field), in: session, options: options,
-                                 done: "set \(person.name)'s \(field.rawValue) to \(Words.text(value))")
+                                 done: "set " + Diff.set(person.tag, value).phrase(people: session.people))
             }
         } catch let failure as Failure { try run.fail(failure) }
     }

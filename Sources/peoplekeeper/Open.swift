@@ -9,10 +9,12 @@ struct Open: AsyncParsableCommand {
         abstract: "The interactive screen: edit a room live, with your own undo.",
         discussion: """
             Keys: ↑↓ or j k move, Tab / → / ← switch between the list and the details, Enter edits the \
-            field (typing a name sends each character; colours cycle; glasses, facial hair and topics \
-            toggle), a adds, d deletes (asks), m moves, u / r undo / redo your newest change, U / R your \
-            newest change to the selected person, ? help, q quits. Edits made while the hub is \
-            unreachable are kept and sent when it is back. NO_COLOR turns colours off.
+            field (typing a name sends each character; on a color, a length or a topic a chooser: ← → \
+            then Enter sets the value in one change, Esc leaves it; glasses and facial hair turn on / \
+            off), a adds, d deletes (asks), m moves, u / r undo / redo your newest change, U / R your \
+            newest change to the selected person, ? help, q quits. A viewer's screen says view only \
+            and offers no edits. Edits made while the hub is unreachable are kept and sent when it is \
+            back. NO_COLOR turns colors off.
 
             Examples:
               peoplekeeper open team-a --user ann

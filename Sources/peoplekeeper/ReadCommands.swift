@@ -17,7 +17,7 @@ func table(_ rows: [[String]]) -> String {
 
 extension Person {
     var row: [String] {
-        [String(tag), name, hairColor.rawValue, hairLength.rawValue, eyeColor.rawValue, glasses ? "yes" : "no",
+        [String(tag), name, hairColor.rawValue, hairLength.rawValue, eyeColor.rawValue, onOff(glasses),
          FacialHairStyle.allCases.filter(facialHair.contains).map(\.rawValue).joined(separator: ", "),
          likes.map(\.rawValue).joined(separator: ", "), dislikes.map(\.rawValue).joined(separator: ", ")]
     }
@@ -150,28 +150,12 @@ struct Redo: StackCommand {
     @Option(help: "Only your changes to this person (tag).") var scope: Int?
 }
 
-/// One line about a revision, naming people as `before` has them:
-/// `rev 16 by bob (edit, Toggle Glasses): Joan glasses on`.
+/// One line about a revision, naming people as `before` has them, in the words `set` prints:
+/// `rev 16 by bob (edit, Toggle Glasses): Joan's glasses on`.
 func describe(_ o: ServerMessage.Ops, before: PeopleModel) -> String {
     let label = o.label.map { ", \($0)" } ?? ""
-    let what = o.ops.map { summary($0, people: before) }.joined(separator: "; ")
+    let what = o.ops.map { $0.phrase(people: before) }.joined(separator: "; ")
     return "rev \(o.rev) by \(o.author) (\(o.kind.rawValue)\(label)): \(what.isEmpty ? "no change" : what)"
-}
-
-/// A diff in a few words.
-func summary(_ diff: Diff, people: PeopleModel) -> String {
-    func who(_ tag: Tag) -> String { people[tag]?.name ?? "tag \(tag)" }
-    switch diff {
-    case .insert(let p, let at): return "added \(p.name) (tag \(p.tag)) at \(at)"
-    case .remove(let tag): return "removed \(who(tag))"
-    case .move(let tag, let to): return "moved \(who(tag)) to \(to)"
-    case .set(let tag, .glasses(let on)): return "\(who(tag)) glasses \(on ? "on" : "off")"
-    case .set(let tag, let value): return "\(who(tag)) \(value.field.rawValue) \(Words.text(value))"
-    case .facialHair(let tag, let style, let present): return "\(who(tag)) \(style.rawValue) \(present ? "on" : "off")"
-    case .preference(let tag, let topic, let opinion):
-        return "\(who(tag)) \(opinion == .none ? "neutral on" : opinion == .like ? "likes" : "dislikes") \(topic.rawValue)"
-    case .text(let tag, _): return "\(who(tag))'s name typed"
-    }
 }
 
 struct History: AsyncParsableCommand {

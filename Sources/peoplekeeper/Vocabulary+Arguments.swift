@@ -38,9 +38,9 @@ enum Words {
         case .name:
             guard !word.isEmpty else { throw Failure.usage("a name cannot be empty") }
             return .name(word)
-        case .hairColor: return .hairColor(try value(word, HairColor.self, what: "hair colour"))
+        case .hairColor: return .hairColor(try value(word, HairColor.self, what: "hair color"))
         case .hairLength: return .hairLength(try value(word, HairLength.self, what: "hair length"))
-        case .eyeColor: return .eyeColor(try value(word, EyeColor.self, what: "eye colour"))
+        case .eyeColor: return .eyeColor(try value(word, EyeColor.self, what: "eye color"))
         case .glasses: return .glasses(try bool(word, what: "glasses"))
         }
     }
@@ -53,17 +53,6 @@ enum Words {
         case .hairLength: "Change Hair Length"
         case .eyeColor: "Change Eye Color"
         case .glasses: "Toggle Glasses"
-        }
-    }
-
-    /// A value as the plain output shows it.
-    static func text(_ value: FieldValue) -> String {
-        switch value {
-        case .name(let v): v
-        case .hairColor(let v): v.rawValue
-        case .hairLength(let v): v.rawValue
-        case .eyeColor(let v): v.rawValue
-        case .glasses(let v): v ? "yes" : "no"
         }
     }
 }

@@ -77,6 +77,18 @@ struct ClientSyncTests {
         #expect(send == [.undo(.init(seq: 2))])
     }
 
+    @Test("while an edit is queued, undo offers that edit and redo is off; then the hub's history again")
+    func undoOfferNamesTheQueuedEdit() throws {
+        var client = Self.welcomed()
+        _ = client.receive(.history(HistorySummary(canUndo: true, canRedo: true, undoLabel: "Change Name", redoLabel: "Move Person")))
+        #expect(client.undoOffer == .init(canUndo: true, undoLabel: "Change Name", canRedo: true, redoLabel: "Move Person", queued: false))
+        client.disconnected()
+        _ = try client.edit([.set(1, .glasses(true))], label: "Toggle Glasses")
+        #expect(client.undoOffer == .init(canUndo: true, undoLabel: "Toggle Glasses", canRedo: false, redoLabel: nil, queued: true))
+        _ = client.undo()
+        #expect(client.undoOffer.queued == false, "the newest request is an undo: the hub decides what it takes back")
+    }
+
     @Test("a refused batch leaves the view and the error is reported")
     func refusedBatch() throws {
         var client = Self.welcomed()

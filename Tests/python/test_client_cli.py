@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SEED, room_state
+from conftest import HUB_BIN, SEED, room_state
 from pkclient import by_tag, norm, tags
 
 HERE = Path(__file__).resolve().parent
@@ -219,7 +219,7 @@ def parse_table(text: str, columns: list) -> list[dict]:
 
 def expected_row(p: dict) -> dict:
     return {"TAG": str(p["tag"]), "NAME": p["name"], "HAIR": p["hairColor"], "LENGTH": p["hairLength"],
-            "EYES": p["eyeColor"], "GLASSES": "yes" if p["glasses"] else "no",
+            "EYES": p["eyeColor"], "GLASSES": "on" if p["glasses"] else "off",
             "FACIAL HAIR": sorted(p["facialHair"]), "LIKES": sorted(p["likes"]), "DISLIKES": sorted(p["dislikes"])}
 
 
@@ -368,13 +368,13 @@ def test_set_each_field(hub, room, field_arg, value_arg, field, value):
 
 
 def test_set_glasses_on_off_and_plain_output(hub, room):
-    """Glasses take true/false, on/off and yes/no; the plain answer is `set Ann's FIELD to VALUE at rev
-    N`, and setting the value already there exits 0 with `no change` (--json: ops []) and no revision."""
+    """Glasses take true/false, on/off and yes/no; the plain answer is `set Ann's hair color to VALUE at
+    rev N` (the field in words), and setting the value already there exits 0 with `no change` (--json: ops []) and no revision."""
     obs = observe(hub, room)
 
     r = pk(hub, room, "ann", "set", "1", "hairColor", "red")
     assert_status(r, 0)
-    assert r.stdout.strip() == "set Ann's hairColor to red at rev 1", describe(r)
+    assert r.stdout.strip() == "set Ann's hair color to red at rev 1", describe(r)
     frame = revision(obs, 1)
     assert frame.get("label") == "Change Hair Color" and by_tag(obs.people, 1)["hairColor"] == "red", frame
 
@@ -915,3 +915,61 @@ def test_environment_supplies_url_room_and_user(hub, room):
     assert_status(r, 0)
     doc = parse_doc(r)
     assert doc.get("room") == room and doc.get("rev") == len(cases), describe(r)
+
+
+# -- issue 17: one vocabulary, and the hub's token command ----------------------------------------------
+
+def test_set_and_watch_speak_one_vocabulary(hub, room):
+    """Issue 17, item 8. What `set` prints and what `watch` prints for the same change are the same
+    words: `set 1 glasses off` says `Ann's glasses off` (not `to no`), `set 1 hairColor red` says `Ann's
+    hair color to red` (a label, US spelling), and the watcher's lines end with exactly those phrases."""
+    obs = observe(hub, room)
+    proc = start_watch(hub, room, "watcher", "--count", "3")
+    try:
+        wait_until_present(obs, "watcher", proc)
+        outs = [pk(hub, room, "ann", "set", "1", *args) for args in
+                (["glasses", "on"], ["glasses", "off"], ["hairColor", "red"])]
+        out, err = finish(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    said = [r.stdout.strip() for r in outs]
+    assert said == ["set Ann's glasses on at rev 1", "set Ann's glasses off at rev 2",
+                    "set Ann's hair color to red at rev 3"], said
+    watched = [line.split("): ", 1)[1] for line in out.splitlines() if line.startswith("rev ")]
+    assert watched == ["Ann's glasses on", "Ann's glasses off", "Ann's hair color to red"], out
+
+
+def hub_token(args: list[str], tmp_path) -> subprocess.CompletedProcess:
+    """`peoplekeeper-hub token ARGS` with a config naming a secret file (as test_trust.py runs it)."""
+    (tmp_path / "secret").write_text("a-test-secret-of-more-than-32-bytes-0123456789\n")
+    config = tmp_path / "hub.yaml"
+    config.write_text(f"auth:\n  mode: token\n  secretFile: {tmp_path / 'secret'}\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PEOPLEKEEPER_")}
+    return subprocess.run([HUB_BIN, "token", "--config", str(config), *args], capture_output=True, text=True,
+                          timeout=30, env=env, stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.parametrize("ttl", [["--ttl", "-5"], ["--ttl=-5"], ["--ttl", "0"], ["--ttl", "1.5"], ["--ttl", "soon"]])
+def test_hub_token_says_what_is_wrong_with_a_ttl(tmp_path, ttl):
+    """Issue 17, item 10. A ttl that is not a whole number of seconds above 0 is refused (exit 64) with a
+    message that says so and quotes it, whether written `--ttl -5` or `--ttl=-5`; never "Missing value"."""
+    r = hub_token(["--user", "ann", "--room", "team-a", *ttl], tmp_path)
+    given = ttl[-1].split("=")[-1]
+    assert r.returncode == 64, (r.returncode, r.stdout, r.stderr)
+    assert f"--ttl must be a whole number of seconds above 0 (got {given})" in r.stderr, r.stderr
+    assert "Missing value" not in r.stderr and r.stdout == "", (r.stdout, r.stderr)
+
+
+def test_hub_token_has_a_whole_second_expiry(tmp_path):
+    """Issue 17, item 10. A minted token's `exp` is a whole number of seconds (as every other issuer
+    writes it), `ttl` seconds from now or less."""
+    import base64
+    before = time.time()
+    r = hub_token(["--user", "ann", "--room", "team-a", "--ttl", "600"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    payload = r.stdout.strip().split(".")[1]
+    claims = jsonlib.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    assert isinstance(claims["exp"], int), f"exp must be whole seconds: {claims}"
+    assert before + 600 - 1 <= claims["exp"] <= time.time() + 600, claims

@@ -8,12 +8,13 @@ Colours are off (`NO_COLOR=1`) except in the one test about colours.
 Every test also checks the room itself, with an independent HubClient (pkclient.py) or the scriptable
 `peoplekeeper list --json`, so a screen that only draws the right thing does not pass.
 
-What is looked for on the screen (Sources/peoplekeeper/Screen.swift): line 0 is the title bar
-(`● online` / `◌ connecting` / `○ offline, retry in N s`, `N change(s) waiting`, then `room R · you are U · rev N`);
-between two full-width `─` rules, the people list (left; `▶` marks the selection in list focus, `›` in
-details focus, `[user]` who else views that person) and the selected person's details (right: `NAME  tag
-T`, then one row per field, the current row marked `▶`); under the second rule: ` here: ...` (presence),
-the undo / redo line, the status line and the key help.
+What is looked for on the screen (Sources/peoplekeeper/Screen*.swift): line 0 is the title bar
+(`● online` / `◌ connecting` / `○ offline, retry in N s` / `✕ refused: …`, `N change(s) waiting`, then
+`room R · you are U (ROLE) · rev N`); between two full-width `─` rules, the people list (left; `▶` marks
+the selection in list focus, `›` in details focus, `[user]` who else views that person) and the selected
+person's details (right: `NAME  tag T`, then one row per field by its label (ROW_LABELS), the current row
+marked `▶`); under the second rule: ` here: ...` (presence), the undo / redo line, the status line and
+the key help. Enter on a color, a length or a topic opens a chooser (`choose`).
 
 Rooms start from conftest's SEED: tag 1 Ann, 2 Joan, 3 Sam, at revision 0.
 The binaries: PEOPLEKEEPER_CLIENT_BIN (default .build/debug/peoplekeeper) and the hub from conftest.
@@ -35,6 +36,7 @@ import pytest
 
 from conftest import room_state
 from pkclient import by_tag, tags
+from test_trust import SECRET, token as make_token
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -52,6 +54,10 @@ ROWS = ["name", "hairColor", "hairLength", "eyeColor", "glasses",
         "facial hair: mustache", "facial hair: beard", "facial hair: goatee", "facial hair: sideburns",
         "facial hair: stubble",
         "sports", "music", "movies", "books", "travel", "food", "art", "weather", "politics", "technology"]
+# What the screen calls each row (its label; the wire's identifiers are not shown).
+ROW_LABELS = {"name": "Name", "hairColor": "Hair color", "hairLength": "Hair length", "eyeColor": "Eye color",
+              "glasses": "Glasses", **{row: row[0].upper() + row[1:] for row in ROWS[5:]}}
+ROW_OF_LABEL = {label: row for row, label in ROW_LABELS.items()}
 
 _sockets = itertools.count(1)
 
@@ -141,7 +147,8 @@ def selected_name(text: str, marker: str = "▶") -> str | None:
 
 
 def details(text: str) -> dict:
-    """The right pane: {"name", "tag", "rows": {label: value}, "current": label of the ▶ row or None}."""
+    """The right pane: {"name", "tag", "rows": {row: value}, "current": the ▶ row or None}, each row named as
+    in ROWS (the screen shows its label, ROW_LABELS)."""
     rights = [r for _, r in body(text)]
     out = {"name": None, "tag": None, "rows": {}, "current": None}
     if not rights:
@@ -152,7 +159,7 @@ def details(text: str) -> dict:
     for r in rights[1:]:
         if len(r) < 3 or r[:2] not in ("▶ ", "  "):
             continue
-        label, value = r[2:26].strip(), r[26:].strip()
+        label, value = ROW_OF_LABEL.get(r[2:26].strip()), r[26:].strip()
         if label in ROWS:
             out["rows"][label] = value
             if r.startswith("▶ "):
@@ -166,7 +173,7 @@ def detail(text: str, label: str) -> str | None:
 
 def shows(person: str, **values):
     """A predicate: the details pane shows `person` with these row values (keyword = row label; for
-    labels with spaces, pass a dict: shows("Sam", **{"facial hair: beard": "yes"}))."""
+    labels with spaces, pass a dict: shows("Sam", **{"facial hair: beard": "on"}))."""
     def pred(text: str) -> bool:
         d = details(text)
         return d["name"] == person and all(d["rows"].get(k) == v for k, v in values.items())
@@ -307,9 +314,9 @@ def client_env_prefix(color: bool = False) -> list[str]:
     return args
 
 
-def open_command(port: int, room: str, user: str, color: bool = False) -> str:
+def open_command(port: int, room: str, user: str, color: bool = False, token: str | None = None) -> str:
     return shlex.join([*client_env_prefix(color), CLIENT_BIN, "open", room, "--user", user,
-                       "--url", f"ws://127.0.0.1:{port}"]) + "; echo EXIT=$?"
+                       "--url", f"ws://127.0.0.1:{port}", *(["--token", token] if token else [])]) + "; echo EXIT=$?"
 
 
 @pytest.fixture
@@ -381,6 +388,12 @@ def pk(hub, room: str, user: str, *args, json: bool = False, timeout: float = RU
     return proc, jsonlib.loads(proc.stdout)
 
 
+def choose(screen: Screen, steps: int) -> Screen:
+    """On a row with a chooser (a colour, a length, a topic): Enter opens it at the current value, `steps`
+    presses of → (← when negative) move along the values, Enter sets the one reached (one edit)."""
+    return screen.keys("Enter", *(["Right"] * steps if steps > 0 else ["Left"] * -steps), "Enter")
+
+
 def to_row(screen: Screen, row: str) -> Screen:
     """From list focus: into the details, and down to `row` (the details cursor starts at `name` the
     first time; callers that come back use `Up` presses themselves)."""
@@ -391,10 +404,11 @@ def to_row(screen: Screen, row: str) -> Screen:
 
 def test_remote_edit_is_live_and_undo_of_an_overwritten_field_is_skipped_with_a_report(hub, room, screens):
     """ann and bob, each on a screen, in one room. bob moves down to Joan first. ann changes Ann's
-    hairColor (Enter on the hairColor row: brown → blonde): bob's screen follows live (revision 1, the
-    status `ann: Change Hair Color`) and bob's ▶ stays on Joan; going up he sees blonde. bob then cycles
-    the same field (blonde → red). ann presses u: her status line reports `your change to Ann's hairColor
-    was overwritten by bob — skipped`, and both screens, and the room, still have bob's red."""
+    hair color (Enter on the hair color row opens its chooser: → from brown to blonde, Enter): bob's screen
+    follows live (revision 1, the status `ann changed Ann's hair color`) and bob's ▶ stays on Joan; going up
+    he sees blonde. bob then picks the next value of the same field (blonde → red). ann presses u: her
+    status line reports `your change to Ann's hair color was overwritten by bob — skipped`, and both
+    screens, and the room, still have bob's red."""
     obs = observe(hub, room)
     ann = screens(hub, room, "ann")
     bob = screens(hub, room, "bob")
@@ -402,24 +416,24 @@ def test_remote_edit_is_live_and_undo_of_an_overwritten_field_is_skipped_with_a_
 
     to_row(ann, "hairColor").wait_for(all_of(selection_is("Ann", "›"), _pred(
         lambda t: details(t)["current"] == "hairColor", "the ▶ row is hairColor")))
-    ann.keys("Enter").wait_for(all_of(shows("Ann", hairColor="blonde"),
+    choose(ann, 1).wait_for(all_of(shows("Ann", hairColor="blonde"),
                                       _pred(lambda t: "u Undo Change Hair Color" in footer(t)["undo"],
                                             "ann's undo line offers Change Hair Color")))
     wait_model(obs, lambda p: field_of(p, 1, "hairColor") == "blonde", "Ann's hairColor blonde (ann's edit)")
 
-    text = bob.wait_for(all_of(rev_is(1), status_is("ann: Change Hair Color")))
+    text = bob.wait_for(all_of(rev_is(1), status_is("ann changed Ann's hair color")))
     assert selected_name(text) == "Joan" and details(text)["name"] == "Joan", \
         f"a remote edit must not move bob's selection off Joan; bob's screen:\n{text}"
     bob.keys("k").wait_for(all_of(selection_is("Ann"), shows("Ann", hairColor="blonde")))
 
     # bob overwrites the same field: blonde -> red.
-    to_row(bob, "hairColor").keys("Enter").wait_for(shows("Ann", hairColor="red"))
+    choose(to_row(bob, "hairColor"), 1).wait_for(shows("Ann", hairColor="red"))
     wait_model(obs, lambda p: field_of(p, 1, "hairColor") == "red", "Ann's hairColor red (bob's edit)")
-    ann.wait_for(all_of(rev_is(2), shows("Ann", hairColor="red"), status_is("bob: Change Hair Color")))
+    ann.wait_for(all_of(rev_is(2), shows("Ann", hairColor="red"), status_is("bob changed Ann's hair color")))
 
     ann.keys("u")
     text = ann.wait_for(status_has("overwritten by bob"))
-    assert status(text) == "your change to Ann's hairColor was overwritten by bob — skipped", \
+    assert status(text) == "your change to Ann's hair color was overwritten by bob — skipped", \
         f"ann's status line must report the skipped part; ann's screen:\n{text}"
     assert detail(text, "hairColor") == "red", f"ann's screen must keep bob's red:\n{text}"
     text = bob.wait_for(shows("Ann", hairColor="red"))
@@ -439,15 +453,15 @@ def test_own_undo_reverts_only_ann_s_change_and_keeps_bob_s(hub, room, screens):
     bob = screens(hub, room, "bob")
 
     ann.keys("j", "j").wait_for(selection_is("Sam"))
-    to_row(ann, "glasses").keys("Enter").wait_for(shows("Sam", glasses="no"))
+    to_row(ann, "glasses").keys("Enter").wait_for(shows("Sam", glasses="off"))
     wait_model(obs, lambda p: field_of(p, 3, "glasses") is False, "Sam without glasses")
 
     bob.keys("j").wait_for(selection_is("Joan"))
-    to_row(bob, "eyeColor").keys("Enter").wait_for(shows("Joan", eyeColor="green"))
+    choose(to_row(bob, "eyeColor"), 1).wait_for(shows("Joan", eyeColor="green"))
     wait_model(obs, lambda p: field_of(p, 2, "eyeColor") == "green", "Joan's eyes green")
-    ann.wait_for(all_of(rev_is(2), status_is("bob: Change Eye Color")))
+    ann.wait_for(all_of(rev_is(2), status_is("bob changed Joan's eye color")))
 
-    ann.keys("u").wait_for(all_of(shows("Sam", glasses="yes"), rev_is(3)))
+    ann.keys("u").wait_for(all_of(shows("Sam", glasses="on"), rev_is(3)))
     people = wait_model(obs, lambda p: field_of(p, 3, "glasses") is True, "Sam's glasses back (ann's undo)")
     assert field_of(people, 2, "eyeColor") == "green", f"ann's undo must keep bob's change: {people}"
     rev, people = room_state(hub, room)
@@ -455,7 +469,7 @@ def test_own_undo_reverts_only_ann_s_change_and_keeps_bob_s(hub, room, screens):
 
     # bob's screen: his own change is still there, and ann's undo arrived.
     bob.wait_for(all_of(rev_is(3), shows("Joan", eyeColor="green")))
-    bob.keys("Escape", "j").wait_for(all_of(selection_is("Sam"), shows("Sam", glasses="yes")))
+    bob.keys("Escape", "j").wait_for(all_of(selection_is("Sam"), shows("Sam", glasses="on")))
 
 
 def test_typing_a_name_sends_each_character_and_undoes_as_one_step(hub, room, screens):
@@ -487,12 +501,12 @@ def test_typing_a_name_sends_each_character_and_undoes_as_one_step(hub, room, sc
 
 def test_a_scripted_user_s_edit_appears_on_the_screen(hub, room, screens):
     """With Joan selected on ann's screen, `peoplekeeper set 2 hairColor white --user carol` makes ann's
-    screen show white for Joan and the status line `carol: Change Hair Color`; `list --json` agrees."""
+    screen show white for Joan and the status line `carol changed Joan's hair color`; `list --json` agrees."""
     ann = screens(hub, room, "ann")
     ann.keys("j").wait_for(shows("Joan", hairColor="black"))
     r = pk(hub, room, "carol", "set", 2, "hairColor", "white")
     assert r.returncode == 0, f"set exited {r.returncode}: {r.stdout} {r.stderr}"
-    text = ann.wait_for(all_of(shows("Joan", hairColor="white"), status_is("carol: Change Hair Color"), rev_is(1)))
+    text = ann.wait_for(all_of(shows("Joan", hairColor="white"), status_is("carol changed Joan's hair color"), rev_is(1)))
     assert selected_name(text) == "Joan", text
     r, doc = pk(hub, room, "dave", "list", json=True)
     assert r.returncode == 0 and doc["rev"] == 1 and field_of(doc["people"], 2, "hairColor") == "white", doc
@@ -500,7 +514,7 @@ def test_a_scripted_user_s_edit_appears_on_the_screen(hub, room, screens):
 
 def test_presence_shows_who_views_whom(hub, room, screens):
     """bob's ` here:` line shows ann and what she is viewing once she moves: `ann (Joan)` in the list,
-    `ann (Joan · hairColor)` on a detail row, and bob's list marks Joan with `[ann]`; the room's presence
+    `ann (Joan · hair color)` on a detail row, and bob's list marks Joan with `[ann]`; the room's presence
     (a HubClient's) says the same."""
     obs = observe(hub, room)
     ann = screens(hub, room, "ann")
@@ -515,7 +529,7 @@ def test_presence_shows_who_views_whom(hub, room, screens):
     wait_presence(obs, lambda users: {"user": "ann", "viewing": 2} in users, "ann viewing tag 2")
 
     to_row(ann, "hairColor")
-    bob.wait_for(_pred(lambda t: "ann (Joan · hairColor)" in here(t), "`ann (Joan · hairColor)` on bob's here line"))
+    bob.wait_for(_pred(lambda t: "ann (Joan · hair color)" in here(t), "`ann (Joan · hair color)` on bob's here line"))
     wait_presence(obs, lambda users: {"user": "ann", "viewing": 2, "field": "hairColor"} in users,
                   "ann viewing tag 2's hairColor")
 
@@ -608,12 +622,12 @@ def test_resize_redraws_and_keeps_working(hub, room, screens):
     assert selected_name(text) == "Ann" and details(text)["name"] == "Ann", text
 
     ann.keys("j").wait_for(selection_is("Joan"))
-    to_row(ann, "eyeColor").keys("Enter").wait_for(shows("Joan", eyeColor="green"))
+    choose(to_row(ann, "eyeColor"), 1).wait_for(shows("Joan", eyeColor="green"))
     wait_model(obs, lambda p: field_of(p, 2, "eyeColor") == "green", "Joan's eyes green, edited at 80 x 20")
     # A row below the bottom of the small window: the details scroll to keep the cursor visible.
     ann.keys(*(["j"] * (ROWS.index("politics") - ROWS.index("eyeColor"))))
     ann.wait_for(_pred(lambda t: details(t)["current"] == "politics", "the politics row, scrolled into view"))
-    ann.keys("Enter").wait_for(_pred(lambda t: detail(t, "politics") == "likes", "Joan likes politics"))
+    choose(ann, 1).wait_for(_pred(lambda t: detail(t, "politics") == "likes", "Joan likes politics"))
     wait_model(obs, lambda p: "politics" in by_tag(p, 2)["likes"], "Joan likes politics")
 
     ann.resize(30, 6).wait_for(_pred(lambda t: t.strip() == "window too small", "`window too small`"))
@@ -635,21 +649,21 @@ def test_offline_edits_wait_and_reach_the_hub_when_it_is_back(hub_factory, scree
     hub.kill()
     ann.wait_for(title_has("○ offline"))
 
-    to_row(ann, "hairColor").keys("Enter").wait_for(shows("Ann", hairColor="blonde"))
+    choose(to_row(ann, "hairColor"), 1).wait_for(shows("Ann", hairColor="blonde"))
     ann.keys("j", "j", "j", "Enter")
-    text = ann.wait_for(all_of(shows("Ann", hairColor="blonde", glasses="yes"), title_has("2 changes waiting")))
+    text = ann.wait_for(all_of(shows("Ann", hairColor="blonde", glasses="on"), title_has("2 changes waiting")))
     assert "● online" not in title(text), text
 
     hub.restart(same_port=True)
     text = ann.wait_for(all_of(title_has("● online"), title_lacks("waiting")), timeout=15)
-    assert details(text)["rows"]["hairColor"] == "blonde" and details(text)["rows"]["glasses"] == "yes", text
+    assert details(text)["rows"]["hairColor"] == "blonde" and details(text)["rows"]["glasses"] == "on", text
     obs = observe(hub, room)
     ann_p = by_tag(obs.people, 1)
     assert (ann_p["hairColor"], ann_p["glasses"]) == ("blonde", True), \
         f"both offline edits must reach the hub: Ann is {ann_p} at rev {obs.rev}"
     assert "u Undo Toggle Glasses" in footer(text)["undo"], text
 
-    ann.keys("u").wait_for(shows("Ann", hairColor="blonde", glasses="no"))
+    ann.keys("u").wait_for(shows("Ann", hairColor="blonde", glasses="off"))
     people = wait_model(obs, lambda p: field_of(p, 1, "glasses") is False, "Ann's glasses undone after the reconnect")
     assert field_of(people, 1, "hairColor") == "blonde", by_tag(people, 1)
     ann.wait_for(all_of(title_has("● online"), title_lacks("waiting")))
@@ -703,7 +717,7 @@ def test_colours_do_not_break_the_layout(hub, room, screens):
     assert cols == {32}, f"the list / details separator must be in one column (32) on every row:\n{text}"
     assert details(text)["rows"]["hairColor"] == "brown", text
     ann.keys("j").wait_for(selection_is("Joan"))
-    to_row(ann, "glasses").keys("Enter").wait_for(all_of(shows("Joan", glasses="yes"), selection_is("Joan", "›")))
+    to_row(ann, "glasses").keys("Enter").wait_for(all_of(shows("Joan", glasses="on"), selection_is("Joan", "›")))
     wait_model(obs, lambda p: field_of(p, 2, "glasses") is True, "Joan's glasses on")
     text = ann.text()
     assert {line.find(" │") for line in screen_lines(text)[2:_rules(text)[-1]]} == {32}, text
@@ -719,7 +733,7 @@ def test_waiting_count_is_visible_offline_on_80_columns(hub_factory, screens):
     s.wait_for(all_of(title_has("● online"), selection_is("Ann")))
     hub.kill()
     s.wait_for(title_has("○ offline"))
-    to_row(s, "glasses").keys("Enter").wait_for(shows("Ann", glasses="yes"))
+    to_row(s, "glasses").keys("Enter").wait_for(shows("Ann", glasses="on"))
     text = s.wait_for(title_has("1 change waiting"), timeout=5)
     assert "offline" in title(text)
 
@@ -752,3 +766,176 @@ def test_presence_follows_the_selection_after_add_and_delete(hub, room, screens)
     wait_model(obs, lambda p: len(p) == 3, "Kim removed")
     now = selected_name(ann.text())
     bob.wait_for(_pred(lambda t: f"ann ({now})" in here(t), f"`ann ({now})` on bob's here line"), timeout=5)
+
+
+# -- issue 17: the screen as a new user meets it ------------------------------------------------------
+
+def token_hub(hub_factory, tmp_path):
+    """A hub with `auth.mode: token` and test_trust's secret."""
+    secret_file = tmp_path / "secret"
+    secret_file.write_text(SECRET + "\n")
+    return hub_factory({"auth": {"mode": "token", "secretFile": str(secret_file)}})
+
+
+def test_reconnecting_clears_the_unreachable_note_and_says_the_queued_edits_were_sent(hub_factory, screens):
+    """Issue 17, item 1. The hub is killed: the status line says it is unreachable. ann makes two edits
+    offline; the hub comes back: once the title is online with nothing waiting, the status line no longer
+    says `unreachable` (the link is the one source of truth) and says the queued changes were sent."""
+    hub = hub_factory({"storage": {"kind": "embedded", "path": "{workdir}/data/pk.sqlite"}})
+    room = "team-a"
+    ann = screens(hub, room, "ann")
+    hub.kill()
+    ann.wait_for(all_of(title_has("○ offline"), status_has("unreachable")))
+    to_row(ann, "glasses").keys("Enter", "j", "Enter")
+    ann.wait_for(title_has("2 changes waiting"))
+    hub.restart(same_port=True)
+    text = ann.wait_for(all_of(title_has("● online"), title_lacks("waiting")), timeout=15)
+    text = ann.wait_for(_pred(lambda t: "unreachable" not in status(t), "no `unreachable` on the status line"),
+                        timeout=3)
+    ann.wait_for(status_is("back online: your 2 queued changes were sent"), timeout=3)
+    obs = observe(hub, room)
+    assert by_tag(obs.people, 1)["glasses"] is True and by_tag(obs.people, 1)["facialHair"] == ["mustache"], obs.people
+
+
+def test_offline_the_undo_line_names_the_queued_edit(hub_factory, screens):
+    """Issue 17, item 8. Offline, after toggling glasses, the undo line offers `u Undo Toggle Glasses`
+    (what an undo would take back: the queued edit), not a bare `u Undo`."""
+    hub = hub_factory()
+    ann = screens(hub, "team-a", "ann")
+    hub.kill()
+    ann.wait_for(title_has("○ offline"))
+    to_row(ann, "glasses").keys("Enter")
+    text = ann.wait_for(title_has("1 change waiting"))
+    ann.wait_for(_pred(lambda t: footer(t)["undo"].strip().startswith("u Undo Toggle Glasses"),
+                       "the undo line naming the queued Toggle Glasses"), timeout=3)
+
+
+def test_a_viewer_sees_the_role_and_is_offered_no_edits(hub_factory, room, screens, tmp_path):
+    """Issue 17, item 2. val opens the room with a viewer's token: the title says `viewer`, the key line
+    offers no edit, add, delete, move or undo, and `a`, `d`, Enter on a field send nothing (the status
+    line says why instead)."""
+    hub = token_hub(hub_factory, tmp_path)
+    obs = hub.join(room, OBSERVER, token=make_token(OBSERVER, [room], role="viewer"))
+    val = screens.raw("val")
+    val.start(open_command(hub.port, room, "val", token=make_token("val", [room], role="viewer")))
+    text = val.wait_for(all_of(title_has("● online"), selection_is("Ann")))
+    assert "viewer" in title(text), f"the title must say val is a viewer:\n{text}"
+    keys = footer(text)["keys"]
+    for offer in ("Enter edit", "a add", "d delete", "m move", "u/r undo"):
+        assert offer not in keys, f"a viewer's key line must not offer {offer!r}: {keys!r}"
+    assert "? help" in keys and "q quit" in keys, keys
+    val.keys("a")
+    text = val.wait_for(status_has("view only"))
+    assert not footer(text)["keys"].strip().startswith("new person's name"), text
+    val.keys("d")
+    text = val.wait_for(status_has("view only"))
+    assert not any("delete" in left for left, _ in body(text)), text
+    to_row(val, "glasses").keys("Enter")
+    val.wait_for(status_has("view only"))
+    obs.expect_nothing("ops", "error")
+
+
+def test_a_room_the_token_does_not_open_says_why(hub_factory, room, screens, tmp_path):
+    """Issue 17, item 4. ann's token is for another room: the screen says why in the list pane (the
+    hub's reason), not `(nobody yet: a to add)`."""
+    hub = token_hub(hub_factory, tmp_path)
+    ann = screens.raw("ann")
+    ann.start(open_command(hub.port, room, "ann", token=make_token("ann", ["another-room"])))
+    text = ann.wait_for(title_has("✕ refused"))
+    lefts = " ".join(left for left, _ in body(text))
+    assert "nobody yet" not in lefts, f"a refused room is not an empty one:\n{text}"
+    assert "does not give access" in lefts, f"the list pane must say why the room is refused:\n{text}"
+
+
+def test_on_80_by_24_the_key_line_keeps_help_and_quit(hub, room, screens):
+    """Issue 17, item 4. On an 80 x 24 terminal the key line still ends with `? help` and `q quit`, in the
+    list and in the details, and is no wider than the window."""
+    s = screens.raw("ann80")
+    s.start(open_command(hub.port, room, "ann"), width=80, height=24)
+    text = s.wait_for(all_of(title_has("● online"), selection_is("Ann")))
+    in_details = lambda: s.keys("Tab").wait_for(selection_is("Ann", "›"))
+    for where, text in (("the list", text), ("the details", in_details())):
+        keys = footer(text)["keys"]
+        assert "? help" in keys and "q quit" in keys and len(keys) <= 80, f"in {where}: {keys!r}\n{text}"
+
+
+def test_a_skip_report_goes_with_the_next_action(hub, room, screens):
+    """Issue 17, item 5. ann's undo is skipped (bob overwrote her hair colour): the status line reports
+    it. ann then toggles glasses: the report is gone. ann's next undo (of the glasses) succeeds: nothing
+    on the status line says skipped."""
+    obs = observe(hub, room)
+    ann = screens(hub, room, "ann")
+    pk_ok = pk(hub, room, "ann", "set", 1, "hairColor", "red")
+    assert pk_ok.returncode == 0, pk_ok.stderr
+    pk_ok = pk(hub, room, "bob", "set", 1, "hairColor", "white")
+    assert pk_ok.returncode == 0, pk_ok.stderr
+    ann.wait_for(rev_is(2))
+    ann.keys("u").wait_for(status_has("skipped"))
+    to_row(ann, "glasses").keys("Enter")
+    wait_model(obs, lambda p: field_of(p, 1, "glasses") is True, "Ann's glasses on")
+    text = ann.wait_for(rev_is(3))
+    assert "skipped" not in status(text), f"the old report must go with the next action:\n{text}"
+    ann.keys("u")
+    wait_model(obs, lambda p: field_of(p, 1, "glasses") is False, "Ann's glasses undone")
+    text = ann.wait_for(rev_is(4))
+    assert "skipped" not in status(text), f"a successful undo must not look skipped:\n{text}"
+
+
+def test_the_details_show_labels_not_field_identifiers(hub, room, screens):
+    """Issue 17, item 8. The detail rows say `Hair color`, `Hair length`, `Eye color` (US spelling), not
+    `hairColor`; nothing on the screen shows a field identifier."""
+    ann = screens(hub, room, "ann")
+    text = ann.keys("Tab").wait_for(selection_is("Ann", "›"))
+    rights = [r for _, r in body(text)]
+    assert any(r.strip().startswith("Hair color") and r.strip().endswith("brown") for r in rights), text
+    assert any(r.strip().startswith("Eye color") for r in rights), text
+    for word in ("hairColor", "hairLength", "eyeColor", "colour"):
+        assert word not in text, f"{word!r} on the screen:\n{text}"
+
+
+def test_a_teammate_s_edit_names_the_person(hub, room, screens):
+    """Issue 17, item 8. carol takes Sam's glasses off from a script: ann's status line says `carol
+    changed Sam's glasses`, not only the action's label."""
+    ann = screens(hub, room, "ann")
+    r = pk(hub, room, "carol", "set", 3, "glasses", "off")
+    assert r.returncode == 0, r.stderr
+    ann.wait_for(all_of(rev_is(1), status_is("carol changed Sam's glasses")))
+
+
+def test_presence_names_the_topic(hub, room, screens):
+    """Issue 17, item 8. ann on Joan's `music` row: bob's here line says `ann (Joan · music)`, not
+    `· preference`; on the hair colour row it says `hair color`, a label."""
+    ann = screens(hub, room, "ann")
+    bob = screens(hub, room, "bob")
+    ann.keys("j").wait_for(selection_is("Joan"))
+    to_row(ann, "hairColor")
+    bob.wait_for(_pred(lambda t: "ann (Joan · hair color)" in here(t), "`ann (Joan · hair color)` on bob's here line"))
+    ann.keys(*(["j"] * (ROWS.index("music") - ROWS.index("hairColor"))))
+    bob.wait_for(_pred(lambda t: "ann (Joan · music)" in here(t), "`ann (Joan · music)` on bob's here line"))
+
+
+def test_the_delete_question_names_the_person(hub, room, screens):
+    """Issue 17, item 8. `d` on Joan: the key line asks about Joan by name."""
+    ann = screens(hub, room, "ann")
+    ann.keys("j").wait_for(selection_is("Joan"))
+    text = ann.keys("d").wait_for(_pred(lambda t: any("y/n" in left for left, _ in body(t)), "the delete question"))
+    assert "Joan" in footer(text)["keys"], f"the question must name Joan: {footer(text)['keys']!r}"
+
+
+def test_a_value_is_picked_in_one_change(hub, room, screens):
+    """Issue 17, item 9. Enter on Ann's hair colour (brown) opens a chooser; ← goes to black, → → → to
+    red; Enter sets red: one revision, one undo step (u gives brown back), and Esc in a chooser changes
+    nothing."""
+    obs = observe(hub, room)
+    ann = screens(hub, room, "ann")
+    to_row(ann, "hairColor").keys("Enter")
+    ann.keys("Left", "Right", "Right", "Right").wait_for(_pred(lambda t: "[red]" in t, "the chooser on [red]"))
+    ann.keys("Enter")
+    wait_model(obs, lambda p: field_of(p, 1, "hairColor") == "red", "Ann's hair red")
+    rev, _ = room_state(hub, room)
+    assert rev == 1, f"one pick must be one revision, the room is at {rev}"
+    ann.keys("Enter", "Left", "Escape")
+    ann.keys("u")
+    wait_model(obs, lambda p: field_of(p, 1, "hairColor") == "brown", "Ann's hair brown again after one undo")
+    rev, _ = room_state(hub, room)
+    assert rev == 2, f"an Esc'd chooser sends nothing: the room is at {rev}"

@@ -66,6 +66,29 @@ public struct ClientSync: Sendable {
     /// Requests not yet answered (the first may be in flight).
     public var pendingCount: Int { outbox.count }
 
+    /// What undo and redo offer now.
+    public struct UndoOffer: Hashable, Sendable {
+        public var canUndo: Bool
+        public var undoLabel: String?
+        public var canRedo: Bool
+        public var redoLabel: String?
+        /// The undo would take back an edit still queued here, not one the hub has answered.
+        public var queued: Bool
+    }
+
+    /// The hub's history, or, while an edit of ours is still queued (offline, or waiting for its
+    /// answer), that edit: an undo pressed now waits behind it and the hub undoes it. Redo is off
+    /// meanwhile, as the queued edit clears the redo stack when it lands. (The web client's
+    /// `undoable` says the same.)
+    public var undoOffer: UndoOffer {
+        if case .submit(_, let label, _)? = outbox.last?.request {
+            return UndoOffer(canUndo: true, undoLabel: label ?? history.undoLabel, canRedo: false, redoLabel: nil,
+                             queued: true)
+        }
+        return UndoOffer(canUndo: history.canUndo, undoLabel: history.undoLabel, canRedo: history.canRedo,
+                         redoLabel: history.redoLabel, queued: false)
+    }
+
     // MARK: Connection
 
     /// The `hello` to send on a new connection: resumes the session and catches up when it can.

@@ -64,9 +64,11 @@ public final class TokenAuthority: Sendable {
         return .success(Role(rawValue: claims.role) ?? .viewer)
     }
 
-    /// A token for `user` in the rooms matching `rooms`, as `role`, valid for `ttl` seconds.
+    /// A token for `user` in the rooms matching `rooms`, as `role`, valid for `ttl` seconds (at most:
+    /// `exp` is rounded down to a whole second, as other issuers write it).
     public func mint(user: String, rooms: [String], role: Role, ttl: TimeInterval, now: Date = Date()) async throws -> String {
-        try await keys.sign(AccessClaims(user: user, rooms: rooms, role: role, expires: now.addingTimeInterval(ttl)))
+        let expires = Date(timeIntervalSince1970: now.addingTimeInterval(ttl).timeIntervalSince1970.rounded(.down))
+        return try await keys.sign(AccessClaims(user: user, rooms: rooms, role: role, expires: expires))
     }
 
     /// Whether `room` matches `pattern` (`*` any run of characters, `?` any one, the rest literal).

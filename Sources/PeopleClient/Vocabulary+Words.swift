@@ -1,0 +1,70 @@
+import PeopleCore
+
+// What a person reading the terminal calls the fields and their values: one vocabulary for the
+// screen, the commands' plain output and the notices (US spelling, as the web page: "Hair color").
+// The wire keeps its identifiers (`hairColor`); arguments accept both.
+
+extension Field {
+    /// As a row or a column names it: "Hair color".
+    public var label: String {
+        switch self {
+        case .name: "Name"
+        case .hairColor: "Hair color"
+        case .hairLength: "Hair length"
+        case .eyeColor: "Eye color"
+        case .glasses: "Glasses"
+        }
+    }
+
+    /// Inside a sentence: "hair color".
+    public var words: String { label.lowercased() }
+}
+
+extension FacialHairStyle {
+    /// "Facial hair: beard".
+    public var label: String { "Facial hair: \(rawValue)" }
+}
+
+extension Topic {
+    /// "Sports".
+    public var label: String { rawValue.prefix(1).uppercased() + rawValue.dropFirst() }
+}
+
+extension Opinion {
+    /// A topic's register in words: "likes", "dislikes", or "·" for neither.
+    public var words: String {
+        switch self {
+        case .like: "likes"
+        case .dislike: "dislikes"
+        case .none: "·"
+        }
+    }
+}
+
+/// Glasses and each facial hair style are on or off, wherever the client shows them.
+public func onOff(_ on: Bool) -> String { on ? "on" : "off" }
+
+extension FieldValue {
+    /// The value in words: `red`, `on` / `off` for glasses, the name itself.
+    public var words: String {
+        switch self {
+        case .name(let v): v
+        case .hairColor(let v): v.rawValue
+        case .hairLength(let v): v.rawValue
+        case .eyeColor(let v): v.rawValue
+        case .glasses(let v): onOff(v)
+        }
+    }
+}
+
+/// The words for a field as presence and skip reports carry it (`hairColor`, `facialHair`,
+/// `preference`, `position`, or a topic or style this client sends for the row it is on).
+public func fieldWords(_ identifier: String) -> String {
+    if let field = Field(rawValue: identifier) { return field.words }
+    switch identifier {
+    case "facialHair": return "facial hair"
+    case "preference": return "likes"
+    case "position": return "place in the list"
+    default: return identifier
+    }
+}

@@ -1,0 +1,225 @@
+import Foundation
+import PeopleClient
+import PeopleCore
+
+extension Screen {
+    private func style(_ text: String, _ codes: String) -> String {
+        terminal.colors ? "\u{1B}[\(codes)m\(text)\u{1B}[0m" : text
+    }
+
+    /// Pads or cuts `text` (which may hold style codes) to `width` visible characters.
+    private func fit(_ text: String, _ width: Int) -> String {
+        var visible = 0
+        var out = ""
+        var inEscape = false
+        for c in text {
+            if c == "\u{1B}" { inEscape = true }
+            if inEscape {
+                out.append(c)
+                if c == "m" { inEscape = false }
+                continue
+            }
+            guard visible < width else { continue }
+            out.append(c)
+            visible += 1
+        }
+        return out + String(repeating: " ", count: max(0, width - visible)) + (terminal.colors ? "\u{1B}[0m" : "")
+    }
+
+    /// How many characters of `text` show (style codes do not).
+    private func visibleCount(_ text: String) -> Int {
+        var inEscape = false
+        return text.reduce(0) { count, c in
+            if c == "\u{1B}" { inEscape = true }
+            if inEscape { if c == "m" { inEscape = false }; return count }
+            return count + 1
+        }
+    }
+
+    /// `text` broken into lines of at most `width` characters, at spaces where it can be.
+    private func wrap(_ text: String, _ width: Int) -> [String] {
+        var lines: [String] = []
+        var line = ""
+        for word in text.split(separator: " ") {
+            var word = String(word)
+            while word.count > width {
+                if !line.isEmpty { lines.append(line); line = "" }
+                lines.append(String(word.prefix(width)))
+                word = String(word.dropFirst(width))
+            }
+            if line.isEmpty { line = word } else if line.count + 1 + word.count <= width { line += " " + word } else {
+                lines.append(line)
+                line = word
+            }
+        }
+        if !line.isEmpty { lines.append(line) }
+        return lines
+    }
+
+    func render() {
+        let (width, height) = terminal.size
+        guard width >= 20, height >= 8 else {
+            return terminal.write("\u{1B}[H\u{1B}[2J" + "window too small")
+        }
+        var lines: [String] = []
+        let sync = room.sync
+        let connection: String = switch room.link {
+        case .online: style("● online", "32")
+        case .connecting: style("◌ connecting", "33")
+        case .offline(let retryAt, _):
+            style("○ offline, retry in \(max(0, Int(retryAt.timeIntervalSinceNow.rounded(.up)))) s", "31")
+        case .refused(let why): style("✕ refused: \(why)", "31")
+        }
+        // The connection and the waiting count first; the product's name goes when the line is too
+        // long for the window, then what is at the end (the revision, then the user, then the room).
+        let waiting = sync.pendingCount > 0 ? " · \(sync.pendingCount) change\(sync.pendingCount == 1 ? "" : "s") waiting" : ""
+        let role = sync.session == nil ? "" : sync.role == .viewer ? " (viewer: view only)" : " (editor)"
+        let about = " · room \(room.room) · you are \(sync.user)\(role) · rev \(sync.revision)"
+        let product = " · PeopleKeeper"
+        let long = visibleCount(connection) + waiting.count + product.count + about.count < width
+        lines.append(fit(" " + connection + waiting + (long ? " · " + style("PeopleKeeper", "1") : "") + about, width))
+        lines.append(String(repeating: "─", count: width))
+
+        let body = height - 7
+        let left = min(32, max(18, width / 3))
+        let right = width - left - 3
+        let listLines = listPane(width: left, height: body)
+        let detailLines = detailPane(width: right, height: body)
+        for i in 0..<body {
+            lines.append(fit(listLines[i], left) + " │ " + fit(detailLines[i], right))
+        }
+        lines.append(String(repeating: "─", count: width))
+        let here = sync.presence.map { entry -> String in
+            var text = entry.user
+            if let tag = entry.viewing {
+                let name = sync.view[tag]?.name ?? "tag \(tag)"
+                text += " (\(name)\(entry.field.map { " · \(fieldWords($0))" } ?? ""))"
+            }
+            return text
+        }
+        lines.append(fit(" here: " + here.joined(separator: ", "), width))
+        lines.append(fit(" " + undoLine, width))
+        let status = report ?? connectionNote
+        lines.append(fit(" " + (status.map { $0.warning ? style($0.text, "33") : $0.text } ?? ""), width))
+        lines.append(fit(style(" " + keyHints.line(width: width - 1), "2"), width))
+        terminal.write("\u{1B}[H" + lines.joined(separator: "\r\n"))
+    }
+
+    /// Undo and redo with the action names; while an edit is queued, the undo names it (an undo
+    /// pressed now takes it back). A viewer has neither.
+    private var undoLine: String {
+        guard room.sync.session != nil else { return "" }
+        guard !isViewer else { return "view only: the hub lets a viewer look, not edit, undo or redo" }
+        let offer = room.sync.undoOffer
+        let undo = offer.canUndo ? "u Undo \(offer.undoLabel ?? "")" : style("u Undo", "2")
+        let redo = offer.canRedo ? "r Redo \(offer.redoLabel ?? "")" : style("r Redo", "2")
+        return "\(undo)    \(redo)    U / R: only \(selected?.name ?? "the selected person")"
+    }
+
+    /// The keys of the mode, ranked so that `? help` and `q quit` always fit (KeyHints).
+    var keyHints: KeyHints {
+        switch mode {
+        case .normal where room.sync.session == nil:
+            // Nothing to move through or edit before the room has been opened once.
+            return KeyHints([("? help", 0), ("q quit", 0)])
+        case .normal where isViewer:
+            return KeyHints([("view only", 0), ("↑↓/jk move", 1), (inDetails ? "Esc/← list" : "Tab/→ details", 1),
+                             ("? help", 0), ("q quit", 0)])
+        case .normal where inDetails:
+            let enter = Row.all[row].choices != nil ? "Enter choose" : Row.all[row] == .field(.name) ? "Enter type" : "Enter on/off"
+            return KeyHints([("↑↓/jk move", 1), (enter, 1), ("Esc/← list", 2), ("a add", 3), ("d delete", 3),
+                             ("u/r undo/redo", 2), ("U/R this person", 4), ("? help", 0), ("q quit", 0)])
+        case .normal:
+            return KeyHints([("↑↓/jk move", 1), ("Tab/→ details", 1), ("a add", 2), ("d delete", 2), ("m move", 3),
+                             ("u/r undo/redo", 2), ("U/R this person", 4), ("? help", 0), ("q quit", 0)])
+        case .editingName: return KeyHints([("typing the name: ←→ move  Backspace/Delete  Enter or Esc when done", 0)])
+        case .adding: return KeyHints([("new person's name, then Enter (Esc: cancel)", 0)])
+        case .confirmDelete(let tag):
+            let name = room.sync.view.called(tag)
+            return KeyHints([("delete \(name)? y deletes \(name), any other key keeps them", 0)])
+        case .moving: return KeyHints([("↑↓/jk move the person  Enter or Esc when done", 0)])
+        case .choosing(let row, let index):
+            let values = (row.choices ?? []).enumerated().map { $0.offset == index ? "[\($0.element)]" : $0.element }
+            return KeyHints([("\(row.label):", 1), (values.joined(separator: " "), 0), ("←→ choose", 0),
+                             ("Enter set", 0), ("Esc cancel", 0)])
+        case .help: return KeyHints([("any key to close the help", 0)])
+        }
+    }
+
+    private func listPane(width: Int, height: Int) -> [String] {
+        var out: [String] = []
+        if case .help = mode {
+            return (Self.help + Array(repeating: "", count: height)).prefix(height).map { String($0) }
+        }
+        let index = selectedIndex ?? 0
+        let first = max(0, min(index - height / 2, people.count - height))
+        for (i, person) in people.enumerated().dropFirst(first).prefix(height) {
+            let viewers = room.sync.presence.filter { $0.viewing == person.tag && $0.user != room.sync.user }.map(\.user)
+            let marker = i == index ? (inDetails ? "›" : "▶") : " "
+            var text = "\(marker) \(person.name)"
+            if !viewers.isEmpty { text += " " + style("[\(viewers.joined(separator: ","))]", "36") }
+            out.append(i == index && !inDetails ? style(text, "7") : text)
+        }
+        if people.isEmpty { out += emptyList(width: width) }
+        if case .adding(let name) = mode { out.append(style("+ \(name)▏", "1")) }
+        if case .confirmDelete(let tag) = mode { out.append(style("delete \(room.sync.view.called(tag))? y/n", "31")) }
+        return (out + Array(repeating: "", count: height)).prefix(height).map { String($0) }
+    }
+
+    /// What an empty list says: why there is nobody to show when the room is not open (refused, not
+    /// reached yet), else that the room is empty.
+    private func emptyList(width: Int) -> [String] {
+        let text: String
+        if room.sync.session != nil {
+            text = isViewer ? "(nobody yet)" : "(nobody yet: a to add)"
+        } else {
+            switch room.link {
+            case .refused(let why): text = "you may not open room \(room.room): \(why)"
+            case .offline(_, let why): text = "(the hub is unreachable: \(why))"
+            case .connecting, .online: text = "(connecting…)"
+            }
+        }
+        return wrap(text, width - 2).map { "  " + $0 }
+    }
+
+    private func detailPane(width: Int, height: Int) -> [String] {
+        guard let person = selected else { return Array(repeating: "", count: height) }
+        var out: [String] = [style("\(person.name)", "1") + "  tag \(person.tag)", ""]
+        let first = max(0, min(row - (height - 2) / 2, Row.all.count - (height - 2)))
+        for (i, r) in Row.all.enumerated().dropFirst(first).prefix(height - 2) {
+            var value = r.value(of: person)
+            if r == .field(.name), case .editingName(let cursor) = mode {
+                let scalars = Array(person.name.unicodeScalars)
+                let head = String(String.UnicodeScalarView(scalars.prefix(cursor)))
+                let tail = String(String.UnicodeScalarView(scalars.dropFirst(cursor)))
+                value = head + "▏" + tail
+            }
+            if case .choosing(let chosen, let index) = mode, chosen == r, let choices = r.choices {
+                value = style("‹ \(choices[index]) ›", "1")
+            }
+            let label = r.label
+            let text = label.padding(toLength: max(24, label.count + 1), withPad: " ", startingAt: 0) + value
+            out.append(inDetails && i == row ? style("▶ " + text, "7") : "  " + text)
+        }
+        return (out + Array(repeating: "", count: height)).prefix(height).map { String($0) }
+    }
+
+    /// The help pane (lines of at most 25 characters: the list pane of an 80-column window).
+    static let help = [
+        "Keys",
+        "↑↓ j k   move",
+        "Tab → ←  list / details",
+        "Enter    on a field: type",
+        "         the name, choose",
+        "         a value (← →,",
+        "         Enter), or turn",
+        "         it on / off",
+        "a        add a person",
+        "d        delete (asks)",
+        "m        move the person",
+        "u / r    undo / redo yours",
+        "U / R    … this person's",
+        "?        this help",
+        "q        quit",
+    ]
+}

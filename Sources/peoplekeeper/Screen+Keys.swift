@@ -1,0 +1,176 @@
+import Foundation
+import PeopleClient
+import PeopleCore
+
+extension Screen {
+    func handle(_ key: Key) {
+        switch mode {
+        case .help:
+            mode = .normal
+        case .confirmDelete(let tag):
+            mode = .normal
+            if key == .char("y") || key == .char("Y") {
+                perform([.remove(tag)], label: "Remove Person")
+            }
+        case .adding(let name):
+            switch key {
+            case .enter:
+                mode = .normal
+                add(name: name)
+            case .escape: mode = .normal
+            case .backspace: mode = .adding(name: String(name.dropLast()))
+            case .char(let c): mode = .adding(name: name + String(c))
+            default: break
+            }
+        case .editingName(let cursor):
+            editName(key, cursor: cursor)
+        case .moving:
+            switch key {
+            case .up, .char("k"): move(by: -1)
+            case .down, .char("j"): move(by: 1)
+            case .enter, .escape, .char("m"): mode = .normal
+            default: break
+            }
+        case .choosing(let row, let index):
+            choose(key, row: row, index: index)
+        case .normal:
+            normal(key)
+        }
+        settle()
+        render()
+    }
+
+    private func normal(_ key: Key) {
+        switch key {
+        case .char("q"), .ctrl("c"), .ctrl("d"): onQuit?()
+        case .char("?"): mode = .help
+        case .up, .char("k"): step(-1)
+        case .down, .char("j"): step(1)
+        case .tab: inDetails.toggle()
+        case .right, .char("l"): if selected != nil { inDetails = true }
+        case .left, .char("h"), .escape: inDetails = false
+        case .enter:
+            if inDetails { editing { activate() } } else if selected != nil { inDetails = true }
+        case .char("a"): editing { mode = .adding(name: "") }
+        case .char("d"): editing { if let person = selected { mode = .confirmDelete(person.tag) } }
+        case .char("m"): editing { if selected != nil { mode = .moving } }
+        case .char("u"): editing { room.undo() }
+        case .char("r"): editing { room.redo() }
+        case .char("U"): editing { if let person = selected { room.undo(scope: person.tag) } }
+        case .char("R"): editing { if let person = selected { room.redo(scope: person.tag) } }
+        default: break
+        }
+    }
+
+    /// An action that changes the room: it starts a new report (the last one went with the previous
+    /// action), or, for a viewer, says why nothing happens.
+    private func editing(_ action: () -> Void) {
+        report = nil
+        guard !isViewer else {
+            return say("view only: a viewer can look but not change the room", warning: true)
+        }
+        action()
+    }
+
+    private func step(_ delta: Int) {
+        if inDetails {
+            row = min(max(0, row + delta), Row.all.count - 1)
+        } else if let index = selectedIndex {
+            let next = min(max(0, index + delta), people.count - 1)
+            selectedTag = people[next].tag
+        }
+    }
+
+    /// Enter on a detail row: type the name; open a chooser on a colour, a length or a topic; turn
+    /// glasses or a facial hair style on or off.
+    private func activate() {
+        guard let person = selected else { return }
+        let tag = person.tag
+        let current = Row.all[row]
+        if current.choices != nil { return mode = .choosing(current, index: current.choiceIndex(of: person)) }
+        switch current {
+        case .field(.name): mode = .editingName(cursor: person.name.unicodeScalars.count)
+        case .field(.glasses): perform([.set(tag, .glasses(!person.glasses))], label: "Toggle Glasses")
+        case .facialHair(let style):
+            perform([.facialHair(tag, style, present: !person.facialHair.contains(style))], label: "Change Facial Hair")
+        case .field, .topic: break
+        }
+    }
+
+    /// A chooser: ← → (or ↑ ↓, h l, j k) move along the values, a digit picks one at once, Enter sets
+    /// the one chosen (one edit, or none when it is the value already), Esc leaves the value as it was.
+    private func choose(_ key: Key, row: Row, index: Int) {
+        let count = row.choices?.count ?? 1
+        switch key {
+        case .left, .up, .char("h"), .char("k"): mode = .choosing(row, index: max(0, index - 1))
+        case .right, .down, .char("l"), .char("j"): mode = .choosing(row, index: min(count - 1, index + 1))
+        case .char(let c) where c.wholeNumberValue.map({ (1...count).contains($0) }) == true:
+            mode = .normal
+            pick(row, c.wholeNumberValue! - 1)
+        case .enter:
+            mode = .normal
+            pick(row, index)
+        case .escape: mode = .normal
+        default: break
+        }
+    }
+
+    private func pick(_ row: Row, _ index: Int) {
+        guard let person = selected, let (diff, label) = row.change(to: index, of: person) else { return }
+        perform([diff], label: label)
+    }
+
+    /// Typing in a name: each character (and each deletion) is one `text` edit, all coalesced into
+    /// one undo step by the key `name:TAG`.
+    private func editName(_ key: Key, cursor: Int) {
+        guard let person = selected else { mode = .normal; return }
+        let length = person.name.unicodeScalars.count
+        func text(_ components: [TextOperation.Component]) {
+            perform([.text(person.tag, TextOperation(components))], label: "Change Name", coalesce: "name:\(person.tag)")
+        }
+        switch key {
+        case .enter, .escape: mode = .normal
+        case .left: mode = .editingName(cursor: max(0, cursor - 1))
+        case .right: mode = .editingName(cursor: min(length, cursor + 1))
+        case .home, .ctrl("a"): mode = .editingName(cursor: 0)
+        case .end, .ctrl("e"): mode = .editingName(cursor: length)
+        case .backspace:
+            guard cursor > 0 else { return }
+            text((cursor > 1 ? [.retain(cursor - 1)] : []) + [.delete(1)])
+            mode = .editingName(cursor: cursor - 1)
+        case .delete:
+            guard cursor < length else { return }
+            text((cursor > 0 ? [.retain(cursor)] : []) + [.delete(1)])
+        case .char(let c):
+            text((cursor > 0 ? [.retain(cursor)] : []) + [.insert(String(c))])
+            mode = .editingName(cursor: cursor + c.unicodeScalars.count)
+        default: break
+        }
+    }
+
+    private func add(name: String) {
+        let trimmed = name.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.isEmpty else { return say("a person needs a name", warning: true) }
+        guard let tag = room.allocateTag() else {
+            return say("no tags left for new people until the hub is reachable again", warning: true)
+        }
+        let at = selectedIndex.map { $0 + 1 } ?? 0
+        perform([.insert(Person(tag: tag, name: trimmed), at: at)], label: "Add Person")
+        selectedTag = tag
+    }
+
+    private func move(by delta: Int) {
+        guard let index = selectedIndex, let person = selected else { return }
+        let to = index + delta
+        guard to >= 0, to < people.count else { return }
+        perform([.move(person.tag, to: to)], label: "Move Person", coalesce: "move:\(person.tag)")
+    }
+
+    /// Every edit goes through here: the report of the action before goes with it.
+    private func perform(_ diffs: [Diff], label: String, coalesce: String? = nil) {
+        report = nil
+        do { try room.edit(diffs, label: label, coalesce: coalesce) } catch {
+            say("not applied: \(error)", warning: true)
+        }
+    }
+}
