@@ -1,23 +1,34 @@
 // The page: joins a room, then renders it after every change and turns clicks and keys into edits.
 //
-// State lives in the LiveRoom (the hub's model, the optimistic view, the outbox, history, presence);
-// this module keeps only what is the page's own: the selection (by tag, with its place in the list
-// for when that person goes), the focused field, highlights and notices. Every render reads the
-// room's view and changes the DOM in place (people-list.js, person-editor.js).
+// State lives in the LiveRoom (the hub's model, the optimistic view, the outbox, history, presence,
+// the connection and the role); this module keeps only what is the page's own: the selection (by
+// tag, with its place in the list for when that person goes), the focused field, highlights and
+// notices. Every render reads the room's view and changes the DOM in place (people-list.js,
+// person-editor.js).
+//
+// The connection has one source of truth, the room's `connection` state: every word about it
+// (#connection, #connection-detail, the join screen's status) is derived from it on each render
+// (connection.js), never kept by a timer. A notice (notices.js) belongs to the user's action that
+// caused it and goes with their next action or a click on its ×. A viewer's page offers no control
+// that edits. The access token is kept for the tab (token-store.js), never in the address.
 //
 // Test hooks (docs/WEB.md) are kept here and in the views: `window.peoplekeeper` = {revision,
-// pending, link} is read-only state for browser tests.
+// pending, link, role} is read-only state for browser tests.
 
 import { LiveRoom, roomURL } from './live-room.js';
 import { JoinScreen } from './join.js';
 import { PeopleList } from './people-list.js';
 import { PersonEditor } from './person-editor.js';
 import { Highlights } from './highlights.js';
-import { reportsText, remoteText, errorText } from './report-text.js';
+import { NoticeBoard } from './notices.js';
+import { TokenStore } from './token-store.js';
+import { connectionStatus } from './connection.js';
+import { reportsText, remoteText, errorText, refusalText } from './report-text.js';
+import { actionLabels, presenceWords, roleWords } from './words.js';
 import { insert, remove, move } from './core/diff.js';
 import { setAttr, setText } from './dom.js';
 
-const NOTICE_MS = 6000;
+/** How long a teammate's latest change stays in the activity line (it is not a notice of yours). */
 const ACTIVITY_MS = 8000;
 const $ = (id) => document.getElementById(id);
 
@@ -32,10 +43,17 @@ class App {
     this.knownNames = new Map();
     this.timers = {};
     this.pendingDelete = null;
-    this.lastLink = null;
+    this.lastDown = false;
+    this.lastCatchingUp = false;
     this.presenceKey = '';
+    this.logKey = '';
+    this.notices = new NoticeBoard();
+    this.tokens = new TokenStore();
+    /** What the page joined with: {room, user, token}; the token is kept once the hub welcomed it. */
+    this.request = null;
+    this.tokenKept = false;
 
-    this.join = new JoinScreen((request) => this.enter(request));
+    this.join = new JoinScreen((request) => this.enter(request), this.tokens);
     this.list = new PeopleList($('people'), {
       select: (tag, { focus }) => this.select(tag, focus),
       move: (tag, to) => this.movePerson(tag, to),
@@ -44,8 +62,8 @@ class App {
     this.editor = new PersonEditor($('detail'), {
       edit: (diffs, options) => this.edit(diffs, options),
       notice: (text) => this.notice(text),
-      undoHere: (tag) => this.live?.undo(tag),
-      redoHere: (tag) => this.live?.redo(tag),
+      undoHere: (tag) => this.undo(tag),
+      redoHere: (tag) => this.redo(tag),
       fieldFocused: (field) => {
         this.focusedField = field;
         this.tellPresence();
@@ -59,6 +77,7 @@ class App {
         get revision() { return self.live?.sync.revision ?? 0; },
         get pending() { return self.live?.pending ?? 0; },
         get link() { return self.live?.link ?? 'offline'; },
+        get role() { return self.live?.role ?? null; },
       }),
     });
   }
@@ -68,6 +87,11 @@ class App {
     $('undo').addEventListener('click', () => this.undo());
     $('redo').addEventListener('click', () => this.redo());
     $('leave').addEventListener('click', () => this.leave());
+    $('notice-dismiss').addEventListener('click', () => {
+      this.notices.dismiss();
+      this.renderNotices();
+      this.list.focusSelected();
+    });
     $('confirm-delete').addEventListener('click', () => this.confirmDelete());
     $('cancel-delete').addEventListener('click', () => $('confirm-dialog').close());
     $('confirm-dialog').addEventListener('close', () => {
@@ -89,7 +113,13 @@ class App {
     this.selectedTag = null;
     this.lastIndex = 0;
     this.highlights = new Highlights();
+    this.notices = new NoticeBoard();
+    this.renderNotices();
     this.knownNames.clear();
+    this.request = { room, user, token };
+    this.tokenKept = false;
+    this.lastDown = false;
+    this.lastCatchingUp = false;
     const live = new LiveRoom({ url: roomURL(location, room), user, token });
     this.live = live;
     this.roomName = room;
@@ -109,12 +139,27 @@ class App {
 
   // MARK: Actions
 
+  /** Whether this user may change the room (a viewer may not: the page offers nothing that edits). */
+  get editable() { return this.live?.role !== 'viewer'; }
+
+  /** The user acts: the notice of their previous action goes (it stays in the log). */
+  acting() {
+    if (!this.live) return false;
+    this.notices.actionTaken();
+    this.renderNotices();
+    if (!this.editable) {
+      this.notice(errorText({ code: 'forbidden' }));
+      return false;
+    }
+    return true;
+  }
+
   edit(diffs, options) {
-    if (!this.live) return;
+    if (!this.acting()) return;
     try {
       this.live.edit(diffs, options);
-    } catch (error) {
-      this.notice(`Not applied: ${error.reason ?? error.message}`);
+    } catch {
+      this.notice(errorText({ code: 'invalid-op' }));
       this.render();
     }
   }
@@ -126,10 +171,10 @@ class App {
   }
 
   addPerson() {
-    if (!this.live) return;
+    if (!this.live || !this.editable) return;
     const tag = this.live.allocateTag();
     if (tag == null) {
-      this.notice('No tags left for new people until the hub is reachable again.');
+      this.notice("A new person can't be added until the hub can be reached again.");
       return;
     }
     const view = this.live.sync.view;
@@ -137,18 +182,18 @@ class App {
     const person = { tag, name: 'New person', hairColor: 'brown', hairLength: 'short', eyeColor: 'brown',
       glasses: false, facialHair: [], likes: [], dislikes: [] };
     this.selectedTag = tag;
-    this.edit([insert(person, index >= 0 ? index + 1 : view.count)], { label: 'Add Person' });
+    this.edit([insert(person, index >= 0 ? index + 1 : view.count)], { label: actionLabels.add });
     if (this.live.sync.view.contains(tag)) this.editor.focusName();
   }
 
   movePerson(tag, to) {
     this.selectedTag = tag;
-    this.edit([move(tag, to)], { label: 'Move Person', coalesce: `move:${tag}` });
+    this.edit([move(tag, to)], { label: actionLabels.move, coalesce: `move:${tag}` });
   }
 
   askDelete(tag) {
     const person = this.live?.sync.view.get(tag);
-    if (!person) return;
+    if (!person || !this.editable) return;
     this.pendingDelete = tag;
     setText($('confirm-text'), `Delete ${person.name}? You can undo it.`);
     $('confirm-dialog').showModal();
@@ -158,18 +203,29 @@ class App {
     const tag = this.pendingDelete;
     $('confirm-dialog').close();
     if (tag != null && this.live?.sync.view.contains(tag)) {
-      this.edit([remove(tag)], { label: 'Remove Person' });
+      this.edit([remove(tag)], { label: actionLabels.delete });
     }
     this.list.focusSelected();
   }
 
-  undo() { if (this.live && undoable(this.live.sync).can) this.live.undo(); }
+  /** Undo (of this user's newest change, or, with `scope`, of their newest change to that person). */
+  undo(scope) {
+    if (!this.acting()) return;
+    if (scope == null && !undoable(this.live.sync).can) this.notice('Nothing of yours to undo.');
+    else this.live.undo(scope);
+  }
 
-  redo() { if (this.live?.sync.history.canRedo) this.live.redo(); }
+  /** Redo; while an edit of this user's is still queued there is none (it will clear the redo stack). */
+  redo(scope) {
+    if (!this.acting()) return;
+    if (scope != null) this.live.redo(scope);
+    else if (!this.live.sync.history.canRedo) this.notice('Nothing of yours to redo.');
+    else if (!undoable(this.live.sync).queued) this.live.redo();
+  }
 
   /** Ctrl/Cmd+Z, Shift+Ctrl/Cmd+Z, Ctrl+Y; the name field keeps the browser's own text undo. */
   shortcut(e) {
-    if (!this.live || $('room').hidden || $('confirm-dialog').open) return;
+    if (!this.live || !this.editable || $('room').hidden || $('confirm-dialog').open) return;
     if (!(e.ctrlKey || e.metaKey) || e.altKey) return;
     if (e.target === this.editor.name) return;
     const key = e.key.toLowerCase();
@@ -188,10 +244,27 @@ class App {
 
   // MARK: Messages
 
+  /** Shows a notice about this user's last action (until their next one, or its ×) and logs it. */
   notice(text) {
+    this.notices.show(text);
+    this.renderNotices();
+  }
+
+  renderNotices() {
+    const text = this.notices.text;
     setText($('notice'), text);
-    clearTimeout(this.timers.notice);
-    this.timers.notice = setTimeout(() => setText($('notice'), ''), NOTICE_MS);
+    $('notice-dismiss').hidden = !text;
+    const log = this.notices.log;
+    const key = log.map((n) => n.id).join(',');
+    if (key === this.logKey) return;
+    this.logKey = key;
+    $('notice-log').replaceChildren(...log.map((n) => {
+      const li = document.createElement('li');
+      li.textContent = n.text;
+      li.title = `at ${new Date(n.at).toLocaleTimeString()}`;
+      return li;
+    }));
+    $('notice-log-box').hidden = log.length === 0;
   }
 
   activity(text) {
@@ -207,34 +280,41 @@ class App {
     let nameTouched = 0;
     for (const n of notices) {
       switch (n.type) {
-        case 'remote':
+        case 'remote': {
           this.highlights.add(n.diffs, n.author);
-          this.activity(remoteText(n));
+          const before = (tag) => n.people.get(tag)?.name ?? this.knownNames.get(tag);
+          const after = (tag) => this.live.sync.view.get(tag)?.name ?? null;
+          this.activity(remoteText(n, before, after));
           for (const d of n.diffs) {
             if (d.tag !== this.selectedTag) continue;
             if (d.op === 'text') { nameEdits = d.edits; nameTouched += 1; }
             if (d.op === 'set' && d.field === 'name') nameTouched += 2;
           }
           break;
+        }
+        case 'mine':
+          // This user wrote these values last: no teammate's highlight stays on them.
+          this.highlights.clear(n.diffs);
+          break;
         case 'skipped': {
           const nameOf = (tag) => n.people.get(tag)?.name ?? this.knownNames.get(tag);
-          this.notice(reportsText(n.reports, nameOf));
+          this.notice(reportsText(n.reports, nameOf, { kind: n.kind, changed: n.changed }));
           break;
         }
         case 'nothing':
           this.notice(n.kind === 'undo' ? 'Nothing of yours to undo here.' : 'Nothing of yours to redo here.');
           break;
         case 'error':
-          this.notice(errorText(n));
+          if (n.code !== 'stale-base') this.notice(errorText(n));
           break;
-        case 'fatal':
+        case 'fatal': {
+          const { room, user, token } = this.request;
           this.live = null;
           $('room').hidden = true;
-          this.join.show(`The hub refused to let you in: ${n.message}`);
+          if (n.code === 'unauthorized') this.tokens.forget(user, room, token);
+          this.join.refused(refusalText(n), { askForToken: n.code === 'unauthorized' });
           return;
-        case 'offline':
-          this.activity(`The hub is unreachable (${n.why}). Your changes are kept and sent when it is back.`);
-          break;
+        }
         default: break;
       }
     }
@@ -246,6 +326,10 @@ class App {
   render(nameEdits = null) {
     const live = this.live;
     if (!live) return;
+    if (live.everWelcomed && !this.tokenKept) {
+      this.tokens.keep(this.request.user, this.request.room, this.request.token);
+      this.tokenKept = true;
+    }
     if (live.everWelcomed && $('room').hidden) {
       this.join.hide();
       $('room').hidden = false;
@@ -263,9 +347,10 @@ class App {
     const me = live.sync.user;
     const viewersOf = (tag) => [...new Set(live.sync.presence
       .filter((e) => e.viewing === tag && e.user !== me).map((e) => e.user))];
-    this.list.render(view.people, this.selectedTag, viewersOf, (tag) => this.highlights.by(`row:${tag}`));
+    const editable = this.editable;
+    this.list.render(view.people, this.selectedTag, viewersOf, (tag) => this.highlights.mark(`row:${tag}`), editable);
     const person = this.selectedTag != null ? view.get(this.selectedTag) : null;
-    this.editor.render(person, (key) => this.highlights.by(`${person.tag}:${key}`), nameEdits);
+    this.editor.render(person, (key) => this.highlights.mark(`${person.tag}:${key}`), nameEdits, editable);
     this.renderHeader();
     this.renderPresence();
     this.focusedField = this.editor.focusedField;
@@ -278,35 +363,44 @@ class App {
 
   renderHeader() {
     const live = this.live;
-    const link = live.link;
+    const status = connectionStatus(live.connection, Date.now());
     const connection = $('connection');
-    setAttr(connection, 'data-state', link);
-    setAttr($('room'), 'data-link', link);
-    let words = link === 'online' ? 'Online' : 'Connecting…';
-    if (link === 'offline') {
-      const seconds = live.retryAt != null ? Math.max(0, Math.ceil((live.retryAt - Date.now()) / 1000)) : null;
-      words = seconds == null ? 'Offline' : `Offline, retrying in ${seconds} s`;
+    setAttr(connection, 'data-state', status.state);
+    setAttr($('room'), 'data-link', status.state);
+    setText(connection, status.words);
+    setAttr(connection, 'title', status.title);
+    setText($('connection-detail'), status.detail);
+    // Said once to screen readers when it starts being true, and again when it stops.
+    if (status.down !== this.lastDown && live.everWelcomed) {
+      setText($('announcer'), status.down
+        ? 'Connection lost. Your changes are kept and sent when the hub is back.' : 'Back online.');
+    } else if (this.lastCatchingUp && !live.catchingUp && status.state === 'online') {
+      setText($('announcer'), 'Back online. Your changes were sent.');
     }
-    setText(connection, words);
-    setAttr(connection, 'title', link === 'offline' && live.why ? live.why : null);
-    if (this.lastLink && link !== this.lastLink) {
-      if (link === 'offline' && this.lastLink === 'online') {
-        setText($('announcer'), 'Connection lost. Your changes are kept and sent when the hub is back.');
-      } else if (link === 'online') {
-        setText($('announcer'), 'Back online.');
-      }
-    }
-    this.lastLink = link;
+    this.lastDown = status.down;
+    this.lastCatchingUp = live.catchingUp;
     if (!live.everWelcomed) {
-      this.join.status(link === 'offline'
-        ? `Cannot reach the hub (${live.why}); ${words.toLowerCase()}.`
-        : `Connecting to room ${this.roomName}…`);
+      this.join.status(status.down ? `Can't reach the hub. ${status.words}.` : `Connecting to room ${this.roomName}…`);
     }
+
+    const role = live.role;
+    const words = roleWords(role);
+    setText($('role'), words.short);
+    setAttr($('role'), 'data-role', role);
+    setAttr($('role'), 'title', words.long);
+    const editable = role !== 'viewer';
+    $('add-person').hidden = !editable;
+    $('undo').hidden = !editable;
+    $('redo').hidden = !editable;
+    setText($('people-keys'), editable
+      ? '↑ ↓ to choose, Alt+↑ ↓ to move, Delete to remove. Drag to reorder.'
+      : '↑ ↓ to choose. You can only view this room.');
 
     const pending = live.pending;
     setText($('waiting'), pending > 0 ? String(pending) : '');
     setText($('waiting-words'), pending === 1 ? 'change waiting' : 'changes waiting');
-    $('waiting-box').hidden = pending === 0;
+    // While the hub is out of reach, #connection-detail says how many are kept.
+    $('waiting-box').hidden = pending === 0 || status.down;
 
     const h = live.sync.history;
     const u = undoable(live.sync);
@@ -314,11 +408,11 @@ class App {
     const redo = $('redo');
     setText(undo, u.can && u.label ? `Undo ${u.label}` : 'Undo');
     setText(redo, h.canRedo && h.redoLabel && !u.queued ? `Redo ${h.redoLabel}` : 'Redo');
-    undo.disabled = !u.can;
-    redo.disabled = !h.canRedo || u.queued;
+    undo.disabled = !editable || !u.can;
+    redo.disabled = !editable || !h.canRedo || u.queued;
   }
 
-  /** One line per user: "ann — Bob · hairColor" (what each of their tabs is looking at). */
+  /** One line per user: "ann — Bob · Hair color" (what each of their tabs is looking at, in words). */
   renderPresence() {
     const live = this.live;
     const byUser = new Map();
@@ -326,7 +420,7 @@ class App {
       if (!byUser.has(e.user)) byUser.set(e.user, []);
       if (e.viewing == null) continue;
       const name = live.sync.view.get(e.viewing)?.name ?? `tag ${e.viewing}`;
-      const what = e.field ? `${name} · ${e.field}` : name;
+      const what = e.field ? `${name} · ${presenceWords(e.field)}` : name;
       if (!byUser.get(e.user).includes(what)) byUser.get(e.user).push(what);
     }
     const key = JSON.stringify([...byUser]);
@@ -346,7 +440,7 @@ class App {
   tick() {
     clearInterval(this.timers.tick);
     this.timers.tick = setInterval(() => {
-      if (this.live?.link === 'offline') this.renderHeader();
+      if (this.live && this.live.link !== 'online') this.renderHeader();
     }, 500);
   }
 }

@@ -34,13 +34,27 @@ export function setText(el, text) {
   if (el.textContent !== text) el.textContent = text;
 }
 
-/** Marks an element as changed by `by` (a teammate), or clears the mark when `by` is null. */
-export function setChanged(el, by) {
-  el.classList.toggle('changed', by != null);
-  setAttr(el, 'data-by', by);
-}
-
-/** A word of a vocabulary for people to read: "blonde" → "Blonde". */
-export function titleCase(word) {
-  return word.charAt(0).toUpperCase() + word.slice(1);
+/**
+ * Marks an element as changed by a teammate (`mark`: {by, since, until} from highlights.js), or clears
+ * the mark when `mark` is null. The mark fades by a CSS animation (`.changed` in app.css) that lasts
+ * `until - since` and starts `now - since` in, so an element drawn late fades with the others; a new
+ * mark on the same element starts its fade again.
+ */
+export function setChanged(el, mark, now = Date.now()) {
+  if (!mark) {
+    if (el.classList.contains('changed')) el.classList.remove('changed');
+    setAttr(el, 'data-by', null);
+    setAttr(el, 'data-changed-since', null);
+    return;
+  }
+  const since = String(mark.since);
+  if (el.getAttribute('data-changed-since') !== since) {
+    el.classList.remove('changed');
+    el.style.setProperty('--highlight-ms', `${mark.until - mark.since}ms`);
+    el.style.setProperty('--changed-delay', `${Math.min(0, mark.since - now)}ms`);
+    void el.offsetWidth; // restart the fade: the class comes back as a new animation
+    el.setAttribute('data-changed-since', since);
+  }
+  el.classList.add('changed');
+  setAttr(el, 'data-by', mark.by);
 }

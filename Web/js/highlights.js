@@ -1,5 +1,9 @@
-// What teammates just changed, for a short highlight: a key per list row or detail field, with who
-// changed it and until when. Time is a parameter (`now`), so this runs in node as it is.
+// What teammates just changed, for a short highlight that fades: a key per list row or detail field,
+// with who changed it, since and until when. Time is a parameter (`now`), so this runs in node as it is.
+//
+// Invariant: a highlight names the latest writer of what it marks. A teammate's revision marks its
+// keys with their name (replacing an older mark); this user's own change (an edit, or an undo / redo
+// as the hub applied it) takes the marks off its keys, since the value shown is then theirs.
 //
 // Keys: `row:TAG` (the list row), and for the detail editor `TAG:name`, `TAG:hairColor`,
 // `TAG:hairLength`, `TAG:eyeColor`, `TAG:glasses`, `TAG:facialHair-STYLE`, `TAG:topic-TOPIC`.
@@ -33,22 +37,33 @@ export class Highlights {
 
   /** Lights up what `diffs` change, as done by `by`. */
   add(diffs, by) {
-    const until = this.now() + this.duration;
+    const since = this.now();
+    const until = since + this.duration;
     for (const diff of diffs) {
-      for (const key of changedKeys(diff)) this.marks.set(key, { by, until });
+      for (const key of changedKeys(diff)) this.marks.set(key, { by, since, until });
     }
   }
 
-  /** Who changed `key` just now, or null. */
-  by(key) {
+  /** This user changed what `diffs` touch: no teammate is its latest writer any more. */
+  clear(diffs) {
+    for (const diff of diffs) {
+      for (const key of changedKeys(diff)) this.marks.delete(key);
+    }
+  }
+
+  /** The mark on `key` ({by, since, until}), or null when none is lit. */
+  mark(key) {
     const mark = this.marks.get(key);
     if (!mark) return null;
     if (mark.until <= this.now()) {
       this.marks.delete(key);
       return null;
     }
-    return mark.by;
+    return mark;
   }
+
+  /** Who changed `key` just now, or null. */
+  by(key) { return this.mark(key)?.by ?? null; }
 
   /** Milliseconds until the next highlight ends, or null when none is lit. */
   nextExpiry() {

@@ -1,8 +1,13 @@
-// The join screen: room, user name (remembered in localStorage) and an optional token. The room
-// (and the user) come from the address: `/?room=team-a` fills the room; `&user=ann` joins at once.
-// Joining writes `?room=…&user=…` to the address bar, never the token.
+// The join screen: room, user name (remembered in localStorage) and an access token when the room
+// needs one. The room (and the user) come from the address: `/?room=team-a` fills the room;
+// `&user=ann` joins at once. Joining writes `?room=…&user=…` to the address bar, never the token.
+//
+// The token is kept for the tab's session (token-store.js: sessionStorage), so a reload or a shared
+// link opened again in the tab joins without asking. When the hub refuses to let the user in, the
+// screen says why in plain words (report-text.js `refusalText`) and, for a token, puts the focus on
+// the token field.
 
-import { setText } from './dom.js';
+import { setAttr, setText } from './dom.js';
 
 const ROOM = /^[A-Za-z0-9_.-]{1,64}$/;
 const USER_KEY = 'peoplekeeper.user';
@@ -28,9 +33,13 @@ export function joinProblem(room, user) {
 }
 
 export class JoinScreen {
-  /** @param {(request: {room, user, token}) => void} onJoin */
-  constructor(onJoin) {
+  /**
+   * @param {(request: {room, user, token}) => void} onJoin
+   * @param {import('./token-store.js').TokenStore} tokens  the tokens kept for this tab
+   */
+  constructor(onJoin, tokens) {
     this.onJoin = onJoin;
+    this.tokens = tokens;
     this.el = document.getElementById('join');
     this.form = document.getElementById('join-form');
     this.room = document.getElementById('join-room');
@@ -51,6 +60,8 @@ export class JoinScreen {
     const user = params.get('user');
     this.room.value = room;
     this.user.value = user ?? remembered();
+    this.showKept();
+    for (const field of [this.room, this.user]) field.addEventListener('input', () => this.showKept());
     if (room && user) this.submit();
     else (room ? (this.user.value ? document.getElementById('join-submit') : this.user) : this.room).focus();
   }
@@ -67,7 +78,27 @@ export class JoinScreen {
     remember(user);
     const query = new URLSearchParams({ room, user });
     history.replaceState(null, '', `${location.pathname}?${query}`);
-    this.onJoin({ room, user, token: this.token.value });
+    const token = this.token.value.trim() || this.tokens.get(user, room);
+    this.token.value = '';
+    setAttr(this.token, 'aria-invalid', null);
+    this.showKept();
+    this.onJoin({ room, user, token: token || undefined });
+  }
+
+  /** Says, in the token field, whether a token is kept for this room and user. */
+  showKept() {
+    const kept = this.tokens.get(this.user.value.trim(), this.room.value.trim());
+    setAttr(this.token, 'placeholder', kept ? 'kept for this tab' : null);
+  }
+
+  /** The hub would not let the user in: say why (`text`), and ask for a token when that is it. */
+  refused(text, { askForToken = false } = {}) {
+    this.show(text);
+    this.showKept();
+    if (askForToken) {
+      setAttr(this.token, 'aria-invalid', 'true');
+      this.token.focus();
+    }
   }
 
   /** Shows the join screen (with a reason, after a refusal); the address keeps only the room. */

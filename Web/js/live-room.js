@@ -8,13 +8,20 @@
 // node it names cannot be reached, the next attempt goes back to the address the page started with.
 //
 // `onUpdate(notices)` is called after every change (notices may be empty). A notice is one of:
-//   {type:'skipped', reports, people}  parts of this user's request skipped; `people` is the view
-//                                      before, to name them
-//   {type:'remote', rev, author, kind, label?, diffs}   a teammate's (or another tab's) revision
+//   {type:'skipped', reports, people, kind, changed}  parts of this user's request skipped; `people`
+//                                      is the view before, to name them; `kind` 'edit' | 'undo' |
+//                                      'redo'; `changed` whether any of the request was done
+//   {type:'remote', rev, author, kind, label?, diffs, people}  a teammate's (or another tab's)
+//                                      revision; `people` is the view before it
+//   {type:'mine', kind, diffs}         this user's own change: an edit as made, an undo / redo as the
+//                                      hub applied it (what it touched is no teammate's any more)
 //   {type:'nothing', kind}             an undo / redo with nothing to do
 //   {type:'error', code, message}      the hub refused something
 //   {type:'fatal', code, message}      the hub refused the connection for good (no more retries)
-//   {type:'offline', why}              the connection was lost; said once until it is back
+//
+// The connection is state, not notices: `connection` ({link, outage, why, retryAt, pending,
+// catchingUp}) says at any moment whether the hub is reachable and whether edits made while it was
+// not are still going out; a page derives every word about the connection from it (connection.js).
 //
 // Time is a parameter (`timers`), and so is the socket (`WebSocket`), so the module runs in node
 // with fakes; it touches no `document` or `window`.
@@ -61,6 +68,10 @@ export class LiveRoom {
     };
     /** 'connecting' | 'online' | 'offline' */
     this.link = 'connecting';
+    /** Whether the hub has been out of reach since the last welcome (a retry is still part of it). */
+    this.outage = false;
+    /** Whether some of the pending requests were made while the hub was out of reach. */
+    this.catchingUp = false;
     /** While offline: when the next attempt starts (ms, timers.now) and why the last one failed. */
     this.retryAt = null;
     this.why = null;
@@ -75,7 +86,6 @@ export class LiveRoom {
     this.heartbeatTimer = null;
     this.heard = true;
     this.tagsAsked = false;
-    this.saidOffline = false;
     /** What this user is looking at: {viewing?, field?} (sent again on every new connection). */
     this.viewing = null;
     /** Whether the current connection has been welcomed (on this URL). */
@@ -108,18 +118,35 @@ export class LiveRoom {
   /** Applies a local edit at once and queues it. Throws InvalidOp (changing nothing) when invalid. */
   edit(diffs, { label, coalesce } = {}) {
     this.send(this.sync.edit(diffs, { label, coalesce }));
-    this.onUpdate([]);
+    this.queued();
+    this.onUpdate([{ type: 'mine', kind: 'edit', diffs }]);
   }
 
   undo(scope) {
     this.send(this.sync.undo(scope));
+    this.queued();
     this.onUpdate([]);
   }
 
   redo(scope) {
     this.send(this.sync.redo(scope));
+    this.queued();
     this.onUpdate([]);
   }
+
+  /** A request was queued: made while the hub is out of reach, it is part of the catching up. */
+  queued() {
+    if (this.link !== 'online' && this.pending > 0) this.catchingUp = true;
+  }
+
+  /** The connection as a page shows it (see the header; connection.js turns it into words). */
+  get connection() {
+    return { link: this.link, outage: this.outage, why: this.why, retryAt: this.retryAt,
+      pending: this.pending, catchingUp: this.catchingUp };
+  }
+
+  /** 'editor' or 'viewer', as the last welcome said. */
+  get role() { return this.sync.role; }
 
   /** A fresh tag for a new person, or null when none is left; asks for more when running low. */
   allocateTag() {
@@ -213,13 +240,18 @@ export class LiveRoom {
           this.backoff = FIRST_BACKOFF;
           this.everWelcomed = true;
           this.welcomedHere = true;
-          this.saidOffline = false;
+          this.outage = false;
           this.why = null;
           this.tagsAsked = false;
           this.redirects = 0;
           break;
-        case 'remote': notices.push(event); break;
-        case 'skipped': notices.push({ type: 'skipped', reports: event.reports, people: before }); break;
+        case 'remote': notices.push({ ...event, people: before }); break;
+        case 'skipped': {
+          const kind = message.type === 'undone' ? 'undo' : message.type === 'redone' ? 'redo' : 'edit';
+          const changed = message.rev != null && (message.ops?.length ?? 0) > 0;
+          notices.push({ type: 'skipped', reports: event.reports, people: before, kind, changed });
+          break;
+        }
         case 'error':
           if (isFatal(event.code)) {
             notices.push({ type: 'fatal', code: event.code, message: event.message });
@@ -251,6 +283,10 @@ export class LiveRoom {
         && message.ops.length === 0 && message.skipped.length === 0) {
       notices.push({ type: 'nothing', kind: message.type === 'undone' ? 'undo' : 'redo' });
     }
+    if ((message.type === 'undone' || message.type === 'redone') && message.rev != null && message.ops.length > 0) {
+      notices.unshift({ type: 'mine', kind: message.type === 'undone' ? 'undo' : 'redo', diffs: message.ops });
+    }
+    if (this.pending === 0) this.catchingUp = false;
     if (message.type === 'tags') this.tagsAsked = false;
     this.send(send);
     if (message.type === 'welcome') {
@@ -297,27 +333,24 @@ export class LiveRoom {
     }
     const wait = this.backoff;
     this.backoff = Math.min(Math.max(this.backoff * 2, FIRST_BACKOFF), MAX_BACKOFF);
-    const notices = [];
     if (wait === 0) {
       // Following a redirect: no waiting, and not worth a word.
       this.link = 'connecting';
       const next = this.generation;
       this.retryTimer = this.timers.setTimeout(() => { if (next === this.generation) this.connect(); }, 0);
-      this.onUpdate(notices);
+      this.onUpdate([]);
       return;
     }
-    if (!this.saidOffline) {
-      notices.push({ type: 'offline', why });
-      this.saidOffline = true;
-    }
     this.link = 'offline';
+    this.outage = true;
+    if (this.pending > 0) this.catchingUp = true;
     this.why = why;
     this.retryAt = this.timers.now() + wait * 1000;
     const next = this.generation;
     this.retryTimer = this.timers.setTimeout(() => {
       if (next === this.generation) this.connect();
     }, wait * 1000);
-    this.onUpdate(notices);
+    this.onUpdate([]);
   }
 
   /** A ping after a quiet spell; a connection that stays silent through the next one is dropped. */

@@ -3,7 +3,9 @@
 //
 // Rows are kept by tag and changed in place, so a teammate's edit never takes focus away. The list
 // is an ARIA grid of one-row-per-person; the selected row carries `aria-selected="true"` and the only
-// tab stops (roving tabindex), so Tab goes list → editor and ↑ / ↓ move the selection.
+// tab stops (roving tabindex), so Tab goes list → editor and ↑ / ↓ move the selection. For a viewer
+// (`editable` false) the move and delete buttons are not shown, rows cannot be dragged, and Delete and
+// Alt+↑ / ↓ do nothing: only choosing a person is left.
 
 import { faceSVG, faceDescription } from './face.js';
 import { h, setAttr, setText, setChanged } from './dom.js';
@@ -22,14 +24,17 @@ export class PeopleList {
     this.rows = new Map();
     this.order = [];
     this.dragged = null;
+    this.editable = true;
     ul.addEventListener('keydown', (e) => this.key(e));
   }
 
   /**
-   * Shows `people` (in order), with `selected` (a tag or null), `viewersOf(tag)` (other users looking)
-   * and `changedBy(tag)` (the teammate who just changed the row, or null).
+   * Shows `people` (in order), with `selected` (a tag or null), `viewersOf(tag)` (other users looking),
+   * `changedBy(tag)` (the highlight of a teammate who just changed the row: {by, since, until}, or
+   * null) and whether this user may edit.
    */
-  render(people, selected, viewersOf, changedBy) {
+  render(people, selected, viewersOf, changedBy, editable = true) {
+    this.editable = editable;
     const tags = people.map((p) => p.tag);
     for (const [tag, row] of this.rows) {
       if (!tags.includes(tag)) {
@@ -66,10 +71,11 @@ export class PeopleList {
     row.up = h('button', { type: 'button', class: 'move-up icon', tabindex: '-1' }, '↑');
     row.down = h('button', { type: 'button', class: 'move-down icon', tabindex: '-1' }, '↓');
     row.del = h('button', { type: 'button', class: 'delete icon', tabindex: '-1' }, '×');
+    row.actions = h('span', { class: 'actions', role: 'gridcell' }, row.up, row.down, row.del);
     row.li = h('li', { role: 'row', 'data-tag': tag, draggable: 'true', 'aria-selected': 'false' },
       h('span', { class: 'cell-pick', role: 'gridcell' }, row.pick),
       row.viewers,
-      h('span', { class: 'actions', role: 'gridcell' }, row.up, row.down, row.del));
+      row.actions);
     row.li.addEventListener('click', (e) => {
       if (e.target.closest('.actions')) return;
       this.actions.select(tag, { focus: true });
@@ -99,13 +105,17 @@ export class PeopleList {
     setAttr(row.up, 'aria-label', `Move ${person.name} up`);
     setAttr(row.down, 'aria-label', `Move ${person.name} down`);
     setAttr(row.del, 'aria-label', `Delete ${person.name}`);
-    row.up.disabled = index === 0;
-    row.down.disabled = index === count - 1;
+    row.up.disabled = !this.editable || index === 0;
+    row.down.disabled = !this.editable || index === count - 1;
+    row.del.disabled = !this.editable;
+    row.actions.hidden = !this.editable;
+    setAttr(row.li, 'draggable', this.editable ? 'true' : 'false');
     setChanged(row.li, changedBy);
   }
 
   /** Moves `tag` one place up (-1) or down (+1). */
   step(tag, delta) {
+    if (!this.editable) return;
     const index = this.order.indexOf(tag);
     const to = index + delta;
     if (index < 0 || to < 0 || to >= this.order.length) return;
@@ -136,7 +146,7 @@ export class PeopleList {
         break;
       case 'Home': choose(0); break;
       case 'End': choose(this.order.length - 1); break;
-      case 'Delete': this.actions.remove(tag); break;
+      case 'Delete': if (this.editable) this.actions.remove(tag); break;
       default: return;
     }
     e.preventDefault();
@@ -145,6 +155,7 @@ export class PeopleList {
   /** Drag a row onto another: it lands in that row's place. */
   dragAndDrop(li, tag) {
     li.addEventListener('dragstart', (e) => {
+      if (!this.editable) { e.preventDefault(); return; }
       this.dragged = tag;
       e.dataTransfer.effectAllowed = 'move';
       e.dataTransfer.setData('text/plain', String(tag));

@@ -1,23 +1,24 @@
 // The detail editor for the selected person: a large face, the name (typed character by character,
-// one coalesced undo step), hair colour, hair length and eye colour as choices, glasses and each
+// one coalesced undo step), hair color, hair length and eye color as choices, glasses and each
 // facial hair style as toggles, each topic as like / neutral / dislike, and "Undo on this person".
 //
 // The controls are built once and changed in place on every render, so a teammate's edit never takes
 // focus away or moves the caret out of place. Edits go out through `actions.edit(diffs, options)`.
 // Each topic is one tab stop (its current opinion); ← / → move between like, neutral and dislike.
+// For a viewer (`editable` false) every control is disabled and the scoped undo / redo are not shown.
+// Labels and action names come from words.js; presence names a topic or a facial hair style by its
+// own word ("weather", "beard"), so other people read what this user looks at.
 
 import { faceSVG, faceDescription } from './face.js';
-import { h, setAttr, setText, setChanged, titleCase } from './dom.js';
+import { h, setAttr, setText, setChanged } from './dom.js';
+import { fieldLabels, actionLabels, titleCase } from './words.js';
 import { HairColor, HairLength, EyeColor, FacialHairStyle, Topic, NameLimit, opinion } from './core/model.js';
 import { set, facialHair, preference, text } from './core/diff.js';
 import { nameEdit, caretAfter, scalarOffset } from './name-edit.js';
 
 /** The choice fields: id, words to read, vocabulary, undo label. */
-const CHOICES = [
-  { field: 'hairColor', label: 'Hair colour', vocabulary: HairColor, action: 'Change Hair Color' },
-  { field: 'hairLength', label: 'Hair length', vocabulary: HairLength, action: 'Change Hair Length' },
-  { field: 'eyeColor', label: 'Eye colour', vocabulary: EyeColor, action: 'Change Eye Color' },
-];
+const CHOICES = [['hairColor', HairColor], ['hairLength', HairLength], ['eyeColor', EyeColor]]
+  .map(([field, vocabulary]) => ({ field, label: fieldLabels[field], vocabulary, action: actionLabels[field] }));
 const OPINIONS = [['like', 'Like'], ['none', 'Neutral'], ['dislike', 'Dislike']];
 
 export class PersonEditor {
@@ -33,6 +34,7 @@ export class PersonEditor {
     /** A name the input holds that cannot be sent (empty or too long): left alone until fixed or blurred. */
     this.nameDraft = false;
     this.composing = false;
+    this.editable = true;
     /** key → element(s) that show the `.changed` mark of that field */
     this.marks = new Map();
     this.build();
@@ -54,7 +56,7 @@ export class PersonEditor {
       'data-presence': 'name', 'aria-describedby': 'name-help' });
     this.nameHelp = h('p', { id: 'name-help', class: 'help' }, 'Saved as you type.');
     const nameField = h('div', { class: 'field', 'data-field': 'name' },
-      h('label', { for: 'name' }, 'Name'), this.name, this.nameHelp);
+      h('label', { for: 'name' }, fieldLabels.name), this.name, this.nameHelp);
     this.marks.set('name', [nameField, this.name]);
     this.name.addEventListener('input', (e) => { if (!e.isComposing) this.typed(); });
     this.name.addEventListener('compositionstart', () => { this.composing = true; });
@@ -87,21 +89,21 @@ export class PersonEditor {
       return wrap;
     };
     const toggles = h('fieldset', { class: 'toggles' }, h('legend', {}, 'Glasses and facial hair'),
-      toggle('glasses', 'Glasses', 'glasses', 'glasses',
-        (on) => this.actions.edit([set(this.person.tag, 'glasses', on)], { label: 'Toggle Glasses' })),
+      toggle('glasses', fieldLabels.glasses, 'glasses', 'glasses',
+        (on) => this.actions.edit([set(this.person.tag, 'glasses', on)], { label: actionLabels.glasses })),
       FacialHairStyle.words.map((style) => toggle(`facialHair-${style}`, titleCase(style),
-        `facialHair-${style}`, 'facialHair',
-        (on) => this.actions.edit([facialHair(this.person.tag, style, on)], { label: 'Change Facial Hair' }))));
+        `facialHair-${style}`, style,
+        (on) => this.actions.edit([facialHair(this.person.tag, style, on)], { label: actionLabels.facialHair }))));
 
     this.topicButtons = new Map();
     const topics = h('fieldset', { class: 'topics' }, h('legend', {}, 'Likes and dislikes'),
       Topic.words.map((topic) => {
         const buttons = OPINIONS.map(([value, words]) => {
-          const b = h('button', { type: 'button', 'data-opinion': value, 'data-presence': 'preference',
+          const b = h('button', { type: 'button', 'data-opinion': value, 'data-presence': topic,
             'aria-pressed': 'false' }, words);
           b.addEventListener('click', () => {
             if (!this.person || opinion(this.person, topic) === value) return;
-            this.actions.edit([preference(this.person.tag, topic, value)], { label: 'Change Likes' });
+            this.actions.edit([preference(this.person.tag, topic, value)], { label: actionLabels.preference });
           });
           return b;
         });
@@ -140,12 +142,14 @@ export class PersonEditor {
   }
 
   /**
-   * Shows `person` (or nobody), with `changedBy(key)` naming the teammate who just changed a field.
+   * Shows `person` (or nobody), with `changedBy(key)` the highlight of the teammate who just changed a
+   * field ({by, since, until}, or null), and whether this user may edit.
    * `nameEdits`: a teammate's text edits of this name in this update, when known (keeps the caret).
    */
-  render(person, changedBy, nameEdits) {
+  render(person, changedBy, nameEdits, editable = true) {
     const switched = person?.tag !== this.person?.tag;
     this.person = person ?? null;
+    if (this.editable !== editable) this.setEditable(editable);
     setAttr(this.section, 'data-tag', person ? person.tag : null);
     this.empty.hidden = !!person;
     this.form.hidden = !person;
@@ -185,6 +189,20 @@ export class PersonEditor {
       const by = switched ? null : changedBy(k);
       for (const el of elements) setChanged(el, by);
     }
+  }
+
+  /** A viewer sees every value, and no control that would change one. */
+  setEditable(editable) {
+    this.editable = editable;
+    const controls = [this.name, ...this.selects.values(), ...this.checkboxes.values(),
+      ...[...this.topicButtons.values()].flat()];
+    for (const c of controls) c.disabled = !editable;
+    this.undoHere.hidden = !editable;
+    this.redoHere.hidden = !editable;
+    this.undoHere.disabled = !editable;
+    this.redoHere.disabled = !editable;
+    setText(this.nameHelp, editable ? 'Saved as you type.' : 'View only.');
+    setAttr(this.section, 'data-editable', editable ? null : 'false');
   }
 
   /** Puts the name in the input unless the user is in the middle of it; keeps the caret in place. */
@@ -235,7 +253,7 @@ export class PersonEditor {
   clearDraft() {
     this.nameDraft = false;
     setAttr(this.name, 'aria-invalid', null);
-    setText(this.nameHelp, 'Saved as you type.');
+    setText(this.nameHelp, this.editable ? 'Saved as you type.' : 'View only.');
   }
 
   /** Focuses the name and selects all of it (a new person: type to replace "New person"). */

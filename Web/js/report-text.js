@@ -1,18 +1,10 @@
-// Skip reports and other happenings as sentences for a person reading the page (the web twin of
-// Sources/PeopleClient/ReportText.swift, with fields in words: "Your change to Bob's hair colour was
-// overwritten by bob").
+// Skip reports, teammates' changes, refusals and the hub's reasons as sentences for a person reading
+// the page (the web twin of Sources/PeopleClient/ReportText.swift). Every word comes from words.js,
+// so a notice spells a field as the editor's label does ("Ann's hair color"), names the person a
+// change touched, and never shows a wire name (`hello.token`, `hairColor`). Pure: runs in node.
 
-/** Fields in words, as a sentence names them. */
-export const fieldWords = Object.freeze({
-  name: 'name',
-  hairColor: 'hair colour',
-  hairLength: 'hair length',
-  eyeColor: 'eye colour',
-  glasses: 'glasses',
-  position: 'place in the list',
-  facialHair: 'facial hair',
-  preference: 'likes',
-});
+import { fieldWords } from './words.js';
+import { diffTag } from './core/diff.js';
 
 const capitalised = (s) => s.charAt(0).toUpperCase() + s.slice(1);
 
@@ -20,13 +12,16 @@ const capitalised = (s) => s.charAt(0).toUpperCase() + s.slice(1);
  * A skip report ({reason, tag, field?, style?, topic?, by?}) as one sentence. `nameOf(tag)` gives the
  * person's name when it is still known (else the sentence says "tag N").
  */
-export function reportSentence(report, nameOf) {
+export function reportSentence(report, nameOf) { return capitalised(reportClause(report, nameOf)); }
+
+/** A skip report as a clause (not capitalised: "your change to Ann's hair color was overwritten by bob"). */
+function reportClause(report, nameOf) {
   const name = nameOf(report.tag);
   const who = name ? name : `tag ${report.tag}`;
   let what;
   if (report.style != null) what = `${who}'s facial hair (${report.style})`;
   else if (report.topic != null) what = `${who}'s opinion on ${report.topic}`;
-  else if (report.field != null) what = `${who}'s ${fieldWords[report.field] ?? report.field}`;
+  else if (report.field != null) what = `${who}'s ${fieldWords[report.field] ?? 'details'}`;
   else what = who;
   const by = report.by != null ? ` by ${report.by}` : '';
   let sentence;
@@ -39,40 +34,130 @@ export function reportSentence(report, nameOf) {
         sentence = `your change to ${what} was overwritten${by}`;
       }
       break;
-    case 'targetRemoved': sentence = `${who} was removed${by}`; break;
+    case 'targetRemoved': sentence = `${who} was deleted${by}`; break;
     case 'editedByOthers': sentence = `${who} was edited${by} since you added them`; break;
     case 'invariant': sentence = `your change to ${what} no longer fits (the name would be too long)`; break;
     case 'expired': sentence = `your change to ${who} is too old to undo`; break;
     default: sentence = `part of your change to ${who} was skipped`; break;
   }
-  return capitalised(sentence);
+  return sentence;
 }
 
-/** Several reports as one notice: their sentences, each once, joined. */
-export function reportsText(reports, nameOf) {
-  const sentences = [];
+/**
+ * The notice for the parts of one request of this user's that were skipped. `kind` is what the
+ * request was ('undo', 'redo' or 'edit'); `changed` whether any of it was done. When nothing was, the
+ * notice says so first: "Nothing was undone: your change to Ann's hair color was overwritten by bob."
+ */
+export function reportsText(reports, nameOf, { kind = 'edit', changed = true } = {}) {
+  const clauses = [];
   for (const r of reports) {
-    const s = reportSentence(r, nameOf);
-    if (!sentences.includes(s)) sentences.push(s);
+    const c = reportClause(r, nameOf);
+    if (!clauses.includes(c)) clauses.push(c);
   }
-  return sentences.join('. ');
+  const body = clauses.join('; ');
+  const lead = {
+    undo: changed ? 'Undone, except' : 'Nothing was undone',
+    redo: changed ? 'Redone, except' : 'Nothing was redone',
+    edit: changed ? 'Part of your change was not made' : 'Your change was not made',
+  }[kind] ?? 'Skipped';
+  return `${lead}: ${body}.`;
 }
 
-/** A teammate's revision in a few words: "bob: Change Hair Color", "bob undid: Toggle Glasses". */
-export function remoteText({ author, kind, label }) {
-  const what = label ?? 'a change';
-  if (kind === 'undo') return `${author} undid: ${what}`;
-  if (kind === 'redo') return `${author} redid: ${what}`;
-  return `${author}: ${what}`;
+/**
+ * What one diff did, as a clause naming the person: "Sam's hair color is now red", "Sam no longer
+ * wears glasses", "Joan is now called Jo". `before(tag)` / `after(tag)` give names before and after.
+ */
+export function changeClause(diff, before, after) {
+  const tag = diffTag(diff);
+  const was = before(tag) ?? after(tag) ?? `tag ${tag}`;
+  const now = after(tag) ?? was;
+  switch (diff.op) {
+    case 'set':
+      if (diff.field === 'name') return `${was} is now called ${diff.value}`;
+      if (diff.field === 'glasses') return diff.value ? `${now} now wears glasses` : `${now} no longer wears glasses`;
+      return `${now}'s ${fieldWords[diff.field] ?? 'details'} is now ${diff.value}`;
+    case 'text': return was === now ? `${now}'s name changed` : `${was} is now called ${now}`;
+    case 'facialHair': return diff.present ? `${now} now has a ${diff.style}` : `${now} no longer has a ${diff.style}`;
+    case 'preference':
+      if (diff.value === 'like') return `${now} now likes ${diff.topic}`;
+      if (diff.value === 'dislike') return `${now} now dislikes ${diff.topic}`;
+      return `${now} is now neutral on ${diff.topic}`;
+    case 'insert': return `${diff.person?.name ?? now} was added`;
+    case 'remove': return `${was} was deleted`;
+    case 'move': return `${now} was moved in the list`;
+    default: return `${now} changed`;
+  }
 }
 
-/** A refusal from the hub ({code, message}) as a sentence. */
+/**
+ * A teammate's revision ({author, kind, label?, diffs}) in a sentence that says whom it touched:
+ * "carol: Sam no longer wears glasses", "bob undid a change: Ann's hair color is now brown". Several
+ * diffs on one person: "carol changed Sam (Change Likes)"; on several: "carol changed 3 people".
+ */
+export function remoteText({ author, kind, label, diffs = [] }, before, after) {
+  const lead = kind === 'undo' ? `${author} undid a change` : kind === 'redo' ? `${author} redid a change` : author;
+  // A name typed letter by letter arrives as several text diffs on one person: one clause.
+  const tags = [...new Set(diffs.map(diffTag))];
+  if (diffs.length === 1 || (tags.length === 1 && diffs.every((d) => d.op === 'text'))) {
+    return `${lead}: ${changeClause(diffs[diffs.length - 1], before, after)}`;
+  }
+  if (tags.length === 1) {
+    const name = after(tags[0]) ?? before(tags[0]) ?? `tag ${tags[0]}`;
+    const what = label ? ` (${label})` : '';
+    return kind === 'edit' || kind == null ? `${author} changed ${name}${what}` : `${lead} on ${name}${what}`;
+  }
+  if (tags.length === 0) return `${lead}${label ? `: ${label}` : ''}`;
+  return kind === 'edit' || kind == null ? `${author} changed ${tags.length} people` : `${lead} on ${tags.length} people`;
+}
+
+/** Whether a message from the hub holds a wire name a user should not read. */
+export function hasWireWords(message) {
+  return /\b(?:hello|limits|auth|web|storage|rooms|undo)\.[A-Za-z]+|`|\bops\[|\bseq\b|\bbase\b/.test(message ?? '');
+}
+
+/** A refusal of something this user did in the room ({code, message}) as a sentence. */
 export function errorText({ code, message }) {
   switch (code) {
-    case 'room-full': return `Not saved: ${message}`;
+    case 'room-full': {
+      const most = /at most (\d+) people/.exec(message ?? '');
+      return most ? `Not saved: this room holds at most ${most[1]} people.`
+        : 'The hub cannot open another room right now. Try again later.';
+    }
     case 'rate-limited': return 'Too many changes at once; the hub dropped one. Try again in a moment.';
-    case 'forbidden': return 'You can look but not edit in this room.';
-    case 'server-error': return `The hub failed: ${message}`;
-    default: return `The hub refused a change: ${message}`;
+    case 'forbidden': return 'You can only view this room: nothing was changed.';
+    case 'too-large': return 'Not saved: that change is too large to send.';
+    case 'invalid-op': return 'Not saved: that change no longer fits the room (a teammate may have changed it first).';
+    case 'stale-base': return 'Catching up with the hub…';
+    case 'server-error': return 'The hub had a problem and did not save that change. Try again.';
+    case 'bad-json': case 'bad-message': case 'not-hello':
+      return 'The hub did not understand this page. Reload the page.';
+    default:
+      return hasWireWords(message) || !message ? 'The hub refused a change.' : `The hub refused a change: ${message}`;
   }
+}
+
+/**
+ * Why the hub would not let this user in ({code, message} of a fatal error), in words that say what
+ * to do; the join screen shows it. `unauthorized` always reads as a question about the access token.
+ */
+export function refusalText({ code, message = '' }) {
+  if (code === 'unauthorized') {
+    if (/needs an access token/.test(message)) {
+      return 'This room needs an access token. Paste the token you were given and press Join.';
+    }
+    if (/expired/.test(message)) return 'Your access token has expired. Ask for a new one and paste it here.';
+    const owner = /token is for (.+), not (.+)$/.exec(message);
+    if (owner) {
+      return `That access token is for ${owner[1]}, not ${owner[2]}. Join as ${owner[1]}, or paste ${owner[2]}'s own token.`;
+    }
+    const room = /does not give access to room (.+)$/.exec(message);
+    if (room) return `Your access token does not open room ${room[1]}. Ask for one that does, and paste it here.`;
+    if (/not valid/.test(message)) {
+      return 'That access token is not valid. Check that you pasted all of it, or ask for a new one.';
+    }
+    return 'The hub did not accept your access token. Ask for a new one and paste it here.';
+  }
+  if (code === 'unsupported-protocol') return 'This page and the hub speak different versions. Reload the page.';
+  if (!message || hasWireWords(message)) return 'The hub did not let you in. Try again in a moment.';
+  return `The hub did not let you in: ${message}`;
 }

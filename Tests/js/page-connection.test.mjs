@@ -1,0 +1,139 @@
+// The page's connection: one source of truth (LiveRoom's state), every word about it derived from
+// that state (Web/js/connection.js), so a message lasts exactly as long as it is true (issue 17,
+// item 1). LiveRoom runs here over a fake socket and a fake clock.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { connectionStatus } from '../../Web/js/connection.js';
+import { LiveRoom } from '../../Web/js/live-room.js';
+import { reportsText } from '../../Web/js/report-text.js';
+import { set } from '../../Web/js/core/diff.js';
+
+const person = (tag, name, more = {}) => ({ tag, name, hairColor: 'brown', hairLength: 'short', eyeColor: 'brown',
+  glasses: false, facialHair: [], likes: [], dislikes: [], ...more });
+const PEOPLE = [person(1, 'Ann'), person(2, 'Joan'), person(3, 'Sam', { glasses: true })];
+const welcome = (rev = 0, people = PEOPLE) => ({ type: 'welcome', session: 's1', user: 'ann', role: 'editor', rev, people,
+  tags: { from: 4, to: 103 }, history: { canUndo: false, canRedo: false }, presence: [] });
+
+class FakeSocket {
+  static made = [];
+  constructor(url) { this.url = url; this.sent = []; FakeSocket.made.push(this); }
+  send(data) { this.sent.push(JSON.parse(data)); }
+  close() { this.closed = true; }
+  hear(message) { this.onmessage?.({ data: JSON.stringify(message) }); }
+}
+
+function fakeTimers() {
+  const t = { now: 0, queue: [], id: 0 };
+  t.setTimeout = (f, ms) => { t.queue.push({ id: ++t.id, at: t.now + ms, f }); return t.id; };
+  t.clearTimeout = (id) => { t.queue = t.queue.filter((e) => e.id !== id); };
+  t.advance = (ms) => {
+    t.now += ms;
+    for (;;) {
+      const due = t.queue.filter((e) => e.at <= t.now).sort((a, b) => a.at - b.at)[0];
+      if (!due) break;
+      t.queue = t.queue.filter((e) => e !== due);
+      due.f();
+    }
+  };
+  return t;
+}
+
+function online() {
+  FakeSocket.made = [];
+  const timers = fakeTimers();
+  const notices = [];
+  const room = new LiveRoom({ url: 'ws://hub/v1/rooms/r', user: 'ann', WebSocket: FakeSocket,
+    timers: { setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout, now: () => timers.now } });
+  room.onUpdate = (n) => notices.push(...n);
+  room.start();
+  const socket = FakeSocket.made[0];
+  socket.onopen();
+  socket.hear(welcome());
+  return { room, timers, notices, socket, status: () => connectionStatus(room.connection, timers.now) };
+}
+
+test('the words follow the state: down, kept, sending, then nothing', () => {
+  assert.deepEqual(connectionStatus({ link: 'online', pending: 0 }, 0),
+    { state: 'online', down: false, words: 'Online', detail: '', title: null });
+  const down = connectionStatus({ link: 'offline', outage: true, why: 'the hub cannot be reached', retryAt: 2500, pending: 2 }, 0);
+  assert.equal(down.words, 'Offline, retrying in 3 s');
+  assert.equal(down.detail, "The hub can't be reached. Your 2 changes are kept and sent when it is back.");
+  assert.equal(down.title, 'the hub cannot be reached');
+  const retrying = connectionStatus({ link: 'connecting', outage: true, pending: 0 }, 0);
+  assert.ok(retrying.down, 'a retry is still part of the outage');
+  assert.match(retrying.detail, /can't be reached\. Changes you make are kept/);
+  assert.equal(connectionStatus({ link: 'connecting', outage: false }, 0).detail, '', 'a first connection says nothing alarming');
+  assert.equal(connectionStatus({ link: 'online', pending: 2, catchingUp: true }, 0).detail,
+    'Back online: sending 2 changes made while offline…');
+  assert.equal(connectionStatus({ link: 'online', pending: 1, catchingUp: false }, 0).detail, '',
+    'an edit in flight while online is not news');
+});
+
+test('an outage with edits: the room says it is down until welcomed, then catching up until the edits are acked', () => {
+  const { room, timers, status } = online();
+  assert.equal(status().detail, '');
+
+  FakeSocket.made[0].onclose({ code: 1006 });
+  assert.equal(room.link, 'offline');
+  assert.ok(status().down);
+  room.edit([set(1, 'hairColor', 'red')], { label: 'Change Hair Color' });
+  room.edit([set(3, 'glasses', false)], { label: 'Toggle Glasses' });
+  assert.equal(room.pending, 2);
+  assert.match(status().detail, /Your 2 changes are kept/);
+
+  timers.advance(250); // the retry
+  const second = FakeSocket.made[1];
+  assert.equal(room.link, 'connecting');
+  assert.ok(status().down, 'still out of reach while the retry connects');
+  second.onopen();
+  second.hear(welcome());
+  assert.equal(room.link, 'online');
+  assert.equal(status().down, false);
+  assert.equal(status().detail, 'Back online: sending 2 changes made while offline…');
+  const submit = second.sent.find((m) => m.type === 'submit');
+  second.hear({ type: 'ack', seq: submit.seq, rev: 1, ops: submit.ops });
+  assert.equal(status().detail, 'Back online: sending the change made while offline…');
+  const next = second.sent.filter((m) => m.type === 'submit')[1];
+  second.hear({ type: 'ack', seq: next.seq, rev: 2, ops: next.ops });
+  assert.equal(room.pending, 0);
+  assert.equal(room.catchingUp, false);
+  assert.equal(status().detail, '', 'nothing is said once the edits are sent');
+
+  room.edit([set(2, 'glasses', true)], { label: 'Toggle Glasses' });
+  assert.equal(status().detail, '', 'an edit made online is no catching up');
+});
+
+test('a skipped undo tells what it was and that nothing changed', () => {
+  const { room, notices, socket } = online();
+  room.undo();
+  const undo = socket.sent.find((m) => m.type === 'undo');
+  socket.hear({ type: 'undone', seq: undo.seq, ops: [], skipped: [{ reason: 'overwritten', tag: 1, field: 'hairColor', by: 'bob' }] });
+  const skipped = notices.find((n) => n.type === 'skipped');
+  assert.equal(skipped.kind, 'undo');
+  assert.equal(skipped.changed, false);
+  assert.equal(reportsText(skipped.reports, (t) => skipped.people.get(t)?.name, skipped),
+    "Nothing was undone: your change to Ann's hair color was overwritten by bob.");
+});
+
+test("this user's own changes come as 'mine' notices: an edit at once, an undo as the hub applied it", () => {
+  const { room, notices, socket } = online();
+  room.edit([set(1, 'hairColor', 'red')], { label: 'Change Hair Color' });
+  assert.deepEqual(notices.filter((n) => n.type === 'mine').map((n) => n.kind), ['edit']);
+  const submit = socket.sent.find((m) => m.type === 'submit');
+  socket.hear({ type: 'ack', seq: submit.seq, rev: 1, ops: submit.ops });
+  room.undo();
+  const undo = socket.sent.find((m) => m.type === 'undo');
+  socket.hear({ type: 'undone', seq: undo.seq, rev: 2, ops: [set(1, 'hairColor', 'brown')], skipped: [] });
+  const mine = notices.filter((n) => n.type === 'mine');
+  assert.equal(mine.length, 2);
+  assert.equal(mine[1].kind, 'undo');
+  assert.deepEqual(mine[1].diffs, [set(1, 'hairColor', 'brown')]);
+});
+
+test("a teammate's revision carries the people before it, to name whom it touched", () => {
+  const { notices, socket } = online();
+  socket.hear({ type: 'ops', rev: 1, author: 'bob', kind: 'edit', ops: [{ op: 'remove', tag: 3 }], label: 'Delete Person' });
+  const remote = notices.find((n) => n.type === 'remote');
+  assert.equal(remote.people.get(3).name, 'Sam');
+});
