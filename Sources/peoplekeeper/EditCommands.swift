@@ -213,7 +213,7 @@ struct Remove: AsyncParsableCommand {
         let run = Run(options: options)
         try await run { session in
             let person = try run.person(tag, in: session)
-            try await submit([.remove(tag)], label: "Remove Person", in: session, options: options,
+            try await submit([.remove(tag)], label: "Delete Person", in: session, options: options,
                              done: "removed \(person.name) (tag \(tag))")
         }
     }

@@ -10,7 +10,7 @@ extension Screen {
         case .confirmDelete(let tag):
             mode = .normal
             if key == .char("y") || key == .char("Y") {
-                perform([.remove(tag)], label: "Remove Person")
+                perform([.remove(tag)], label: "Delete Person")
             }
         case .adding(let name):
             switch key {

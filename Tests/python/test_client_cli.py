@@ -524,7 +524,7 @@ def test_facial_hair_on_and_off(hub, room):
 
 def test_move_and_remove(hub, room):
     """`move TAG INDEX` puts the person at INDEX (clamped; label Move Person); `remove TAG` takes the
-    person out (label Remove Person); an unknown tag exits 65 and changes nothing."""
+    person out (label Delete Person); an unknown tag exits 65 and changes nothing."""
     obs = observe(hub, room)
 
     r, doc = pk(hub, room, "ann", "move", "3", "0", json=True)
@@ -539,7 +539,7 @@ def test_move_and_remove(hub, room):
 
     r, doc = pk(hub, room, "ann", "remove", "2", json=True)
     assert_status(r, 0)
-    check_edit(obs, doc, r, rev=3, author="ann", label="Remove Person", require_ops=False)
+    check_edit(obs, doc, r, rev=3, author="ann", label="Delete Person", require_ops=False)
     assert tags(obs.people) == [1, 3]
 
     r = pk(hub, room, "ann", "remove", "99")
