@@ -13,6 +13,8 @@
 #                echo`: cases 1-7, 9.1-9.4 and 12.1 (permessage-deflate); about 70 s; not part of make test
 #   make fuzz    the core's libFuzzer targets (decode, apply, sync), FUZZ_SECONDS each (default 120), release
 #                build in .build/fuzz; not part of make test; fails on a crash and says how to replay it
+#   make differential  the hub against an independent model of a room over DIFF_SEEDS (300) random
+#                multi-user histories (make test runs 5); about 2 minutes
 #   make soak    the 30-minute soak (Tests/python/test_soak.py with PEOPLEKEEPER_SOAK_SECONDS=1800: mixed
 #                clients, the hub killed and restarted twice); make test runs its 2-minute version
 #   make clean   remove build products
@@ -48,7 +50,7 @@ JS_TEST_FILES = $(shell [ -d $(JS_TESTS_DIR) ] && find $(JS_TESTS_DIR) -type f -
 	-o -name 'test.js' -o -name 'test.mjs' -o -name 'test.cjs' \) 2>/dev/null)
 
 .DEFAULT_GOAL := build
-.PHONY: deps venv build client test bench run clean conformance fuzz soak
+.PHONY: deps venv build client test bench run clean conformance fuzz soak differential
 
 deps:
 	@command -v swift >/dev/null 2>&1 || { \
@@ -123,6 +125,15 @@ conformance: deps
 FUZZ_SECONDS ?= 120
 fuzz: deps
 	scripts/fuzz.sh $(FUZZ_SECONDS)
+
+# The differential test (issue 15): the hub against Tests/python/refroom.py, an independent model of a room
+# written from the product contract, over random multi-user histories. `make test` runs 5 seeds; this
+# runs DIFF_SEEDS (default 300, about 2 minutes); a failure prints the seed and how to replay it.
+DIFF_SEEDS ?= 300
+differential: deps venv
+	swift build --product peoplekeeper-hub
+	PEOPLEKEEPER_DIFF_SEEDS=$(DIFF_SEEDS) PEOPLEKEEPER_HUB_BIN=$(CURDIR)/.build/debug/peoplekeeper-hub \
+	  $(VENV)/bin/python -m pytest -q Tests/python/test_differential.py
 
 # The soak (issue 7): `make test` runs it for 2 minutes; this runs it for 30.
 soak: deps venv

@@ -30,6 +30,15 @@ public enum Transform {
         switch (incoming, applied) {
         case (.move(let t, _), .move(let u, _)) where t == u:
             return laterWins(.position(t))
+        case (.insert(let person, _), .remove(let t)) where person.tag == t && incomingFirst:
+            // A re-insert (an undo's, never a submit's: a submit inserts only new tags) ordered before a
+            // remove of the same person: the remove takes out what it put back, so over the remove the
+            // re-insert does nothing. (Ordered after it, it stands: the person comes back.) TP1 needs this.
+            return .overwritten(.person(t))
+        case (.insert(let person, _), .move(let t, let to)) where person.tag == t && incomingFirst:
+            // A re-insert ordered before a move of the same person: the move then takes the person to
+            // its gap, so over the move the re-insert lands there (the list here lacks the person).
+            return .diff(.insert(person, at: min(max(to, 0), order.count)))
         case (.insert, _) where applied.isPositional, (.move, _) where applied.isPositional:
             return .diff(rebasePosition(incoming, over: applied, order: order, incomingFirst: incomingFirst))
         case (.set(let t, let v), .set(let u, let w)) where t == u && v.field == w.field:
@@ -119,10 +128,13 @@ public enum Transform {
             case .remove(let tag):
                 if order.contains(tag) { leaving = tag }
             case .move(let tag, let to):
-                if order.contains(tag) {
-                    leaving = tag
-                    entering = (tag, min(max(to, 0), order.count - 1))
-                }
+                // A gap in the list without the person. A move of a person absent here (removed, and
+                // maybe put back later) still has its gap, so it keeps the same people on its left
+                // through changes made meanwhile and lands right if the person comes back (§3 rules
+                // 2 and 3); applied, it changes nothing while the person is absent.
+                leaving = tag
+                let without = order.contains(tag) ? order.count - 1 : order.count
+                entering = (tag, min(max(to, 0), without))
             default:
                 break
             }

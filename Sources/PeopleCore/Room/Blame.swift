@@ -99,3 +99,20 @@ struct BlameIndex: Hashable, Sendable {
         }
     }
 }
+
+extension Room {
+    /// Who a report's `by` names: the latest user who wrote that field, position, style or register of
+    /// a present person, as `blame` says it (an insert, re-inserts by an undo or a restore included:
+    /// they write every field); for a person, the latest remover or inserter. Nil for the seed's values.
+    func writer(of target: DiffTarget) -> String? {
+        guard let record = blame[target.tag] else { return history.writer(of: target) }
+        switch target {
+        case .person: return history.writer(of: target)
+        case .position: return record.fields[.position]?.user
+        case .field(_, let field): return record.fields[BlameField(field)]?.user
+        // An element not written since the person was (re)inserted holds what the insert gave it.
+        case .facialHair(_, let style): return (record.facialHair[style] ?? record.created).user
+        case .preference(_, let topic): return (record.preference[topic] ?? record.created).user
+        }
+    }
+}

@@ -55,7 +55,7 @@ extension Room {
         } catch {
             return fail(error.protocolError)
         }
-        var reports = overwritten.map { SkipReport(reason: .overwritten, target: $0, by: history.writer(of: $0)) }
+        var reports = overwritten.map { SkipReport(reason: .overwritten, target: $0, by: writer(of: $0)) }
         reports += result.absent.map {
             SkipReport(reason: .targetRemoved, tag: $0.diff.tag, by: history.writer(of: .person($0.diff.tag)))
         }

@@ -159,16 +159,21 @@ extension Room {
         let guarded = policy.undo.conflicts == .skip
         let tag = done.diff.tag
         let later = history.events(on: tag, after: revision, index: index)
+        /// Whether an event wrote `target`: a write to it, or a (re-)insert of its person, which writes
+        /// every field, element and register (HISTORY §5).
+        func wrote(_ event: RoomHistory.TagEvent, _ target: DiffTarget) -> Bool {
+            event.target == target || event.target == .person(tag)
+        }
         /// The latest write since the entry that guards (selective undo only).
         func latestGuarding(_ target: DiffTarget?) -> RoomHistory.TagEvent? {
             guard let own else { return nil }
-            return later.first { !own.contains($0.revision) && (target == nil || $0.target == target) }
+            return later.first { !own.contains($0.revision) && (target == nil || wrote($0, target!)) }
         }
         func removed() -> RevertStep {
             .skip(SkipReport(reason: .targetRemoved, tag: tag, by: history.writer(of: .person(tag))))
         }
         func overwritten(_ target: DiffTarget) -> RevertStep {
-            .skip(SkipReport(reason: .overwritten, target: target, by: history.writer(of: target)))
+            .skip(SkipReport(reason: .overwritten, target: target, by: writer(of: target)))
         }
         /// The value there is a teammate's even if it equals ours: their edit or redo was the last write
         /// to `target` since this entry. (An undo only restores an earlier state and claims nothing, so
@@ -178,7 +183,7 @@ extension Room {
                 guard let last = latestGuarding(target) else { return false }
                 return last.kind != .undo
             }
-            guard let last = later.first(where: { $0.target == target }) else { return false }
+            guard let last = later.first(where: { wrote($0, target) }) else { return false }
             return last.author != user && last.kind != .undo
         }
         func overwrittenOrClaimed(_ target: DiffTarget) -> RevertStep {
@@ -258,8 +263,10 @@ extension Room {
             if guarded, own != nil, let mover = latestGuarding(.position(tag)), mover.kind != .undo {
                 return .skip(SkipReport(reason: .overwritten, tag: tag, field: "position", by: mover.author))
             }
-            if guarded, own == nil, let mover = later.first(where: { $0.author != user && $0.target == .position(tag) }) {
-                return .skip(SkipReport(reason: .overwritten, tag: tag, field: "position", by: mover.author))
+            if guarded, own == nil, later.contains(where: { $0.author != user && $0.target == .position(tag) }) {
+                // `by` is the latest writer of the position, who may be the undoer (SEMANTICS §4).
+                return .skip(SkipReport(reason: .overwritten, tag: tag, field: "position",
+                                        by: writer(of: .position(tag))))
             }
             let placed = place(tag: tag, neighbours: done.neighbours,
                                fallback: rebasedGap(of: done.inverse, after: revision, index: index,
