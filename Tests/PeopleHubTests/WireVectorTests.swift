@@ -10,17 +10,18 @@ import WebSocketTransport
 /// observer see them.
 @Suite("Undo vectors against a running hub")
 struct WireVectorTests {
-    static let cases: [WireVector] = {
-        let path = HubProcess.packageRoot.appendingPathComponent("Tests/Vectors/undo.json").path
+    static let cases: [WireVector] = ["undo.json", "history.json"].flatMap { name -> [WireVector] in
+        let path = HubProcess.packageRoot.appendingPathComponent("Tests/Vectors/" + name).path
         let bytes = Array(FileManager.default.contents(atPath: path) ?? Data())
         guard case .array(let cases)? = try? JSON.parse(bytes)["cases"] else { return [] }
         return cases.map(WireVector.init)
-    }()
+    }
 
     @Test("the vector file is there and holds every worked case of §5")
     func inventory() {
         #expect(Self.cases.count >= 24)
         for n in 1...12 { #expect(Self.cases.contains { $0.name.hasPrefix("§5.\(n) ") }, "§5.\(n) missing") }
+        for n in 1...8 { #expect(Self.cases.contains { $0.name.contains("H\(n) ") }, "H\(n) missing") }
     }
 
     @Test("undo vector over the wire", arguments: cases)
@@ -94,12 +95,42 @@ struct WireVectorTests {
                             #expect(ack.noop == (try noop.map { try SkipReport(json: $0) }), "\(context)")
                         }
                     }
+                } else if let restore = step["restore"] {
+                    let seq = user.nextSeq()
+                    user.send(.restore(.init(seq: seq, rev: int(restore["rev"]) ?? 0)))
+                    let result = try await user.next("restored \(seq)") { if case .restored(let r) = $0, r.seq == seq { r } else { nil } }
+                    if let rev = result.rev { head = max(head, rev) }
+                    if expect?["rev"] != nil { #expect(result.rev == int(expect?["rev"]), "\(context)") }
+                    if case .string(let label)? = expect?["label"] { #expect(result.label == label, "\(context)") }
+                } else if let log = step["log"] {
+                    user.send(.log(.init(seq: 900 + index, before: int(log["before"]), limit: int(log["limit"]) ?? 50,
+                                         tag: int(log["tag"]))))
+                    let page = try await user.next("log") { if case .log(let p) = $0, p.seq == 900 + index { p } else { nil } }
+                    if case .array(let revs)? = expect?["revs"] { #expect(page.entries.map(\.rev) == revs.map { int($0) ?? -1 }, "\(context)") }
+                    if case .array(let ids)? = expect?["entries"] { #expect(page.entries.map(\.entry) == ids.map { int($0) }, "\(context)") }
+                    if case .bool(let more)? = expect?["more"] { #expect(page.more == more, "\(context)") }
+                } else if let blame = step["blame"] {
+                    user.send(.blame(.init(seq: 900 + index, tag: int(blame["tag"]) ?? 0)))
+                    let b = try await user.next("blame") { if case .blame(let b) = $0, b.seq == 900 + index { b } else { nil } }
+                    func same(_ writer: Writer?, _ json: JSON?) -> Bool {
+                        writer?.user == { if case .string(let u)? = json?["user"] { u } else { nil } }() && writer?.rev == int(json?["rev"])
+                    }
+                    if expect?["created"] != nil { #expect(same(b.record.created, expect?["created"]), "\(context)") }
+                    if case .object(let fields)? = expect?["fields"] {
+                        for f in fields { #expect(same(BlameField(rawValue: f.key).flatMap { b.record.fields[$0] }, f.value), "\(context) \(f.key)") }
+                    }
+                } else if let entry = int(step["undo"]?["entry"]), case .string(let code)? = expect?["error"] {
+                    let seq = user.nextSeq()
+                    user.send(.undo(.init(seq: seq, entry: entry)))
+                    #expect(try await user.error(seq: seq).code.rawValue == code, "\(context)")
                 } else {
                     let redo = step["redo"] != nil
                     let scope = int((step["undo"] ?? step["redo"])?["scope"])
+                    let entry = int(step["undo"]?["entry"])
                     let seq = user.nextSeq()
-                    user.send(redo ? .redo(.init(seq: seq, scope: scope)) : .undo(.init(seq: seq, scope: scope)))
+                    user.send(redo ? .redo(.init(seq: seq, scope: scope)) : .undo(.init(seq: seq, scope: scope, entry: entry)))
                     let result = try await user.undone(seq: seq)
+                    if expect?["entry"] != nil { #expect(result.entry == int(expect?["entry"]), "\(context)") }
                     if let rev = result.rev { head = max(head, rev) }
                     if expect?["rev"] != nil { #expect(result.rev == int(expect?["rev"]), "\(context)") }
                     if case .array(let skipped)? = expect?["skipped"] {

@@ -276,7 +276,7 @@ class HubClient:
                                         f"{self.rev}: {msg}")
         elif t == "ops":
             self._new_rev(msg)
-        elif t in ("undone", "redone"):
+        elif t in ("undone", "redone", "restored"):
             if "rev" in msg:
                 self._new_rev(msg)
             elif msg["ops"]:

@@ -1,4 +1,4 @@
-"""The shared undo vectors (Tests/Vectors/undo.json) over WebSocket, as an independent client.
+"""The shared vectors (Tests/Vectors/undo.json and history.json) over WebSocket, as an independent client.
 
 The Swift core, the hub's own wire tests and the JS core run the same file. Here each case runs against
 a real hub started with the case's policy and seed: its users join a fresh room in the listed order (so
@@ -7,6 +7,10 @@ step is sent and answered one at a time. Checked per step: the reply (an `ack` w
 `undone` / `redone` with `rev` and `skipped`, or an `error` with its code and nothing broadcast) and the
 people, as every connection's own model has them from the frames it received. At the end a fresh
 joiner's welcome must hold the same people.
+
+history.json's steps also `undo` with `entry`, `restore`, `log` and `blame` (HISTORY.md); for those the
+step's `expect` names what to check (the revisions, entry ids, authors and kinds a `log` lists; the
+writers `blame` names, by user and revision).
 
 Reports are compared as multisets (the contract does not order them). Cases with a coalesce key depend
 on time: they run in real time with the window and the gaps stretched three times.
@@ -23,8 +27,8 @@ import pytest
 from conftest import unique_room
 from pkclient import norm
 
-VECTORS = Path(__file__).resolve().parent.parent / "Vectors" / "undo.json"
-CASES = json.loads(VECTORS.read_text())["cases"]
+VECTORS = Path(__file__).resolve().parent.parent / "Vectors"
+CASES = [c for name in ("undo.json", "history.json") for c in json.loads((VECTORS / name).read_text())["cases"]]
 STRETCH = 3
 
 
@@ -90,32 +94,34 @@ def test_vector(hubs, case):
                 time.sleep(wait)
         previous_clock, previous_step = clock, time.monotonic()
         expect = step.get("expect", {})
+        mark = observer.mark()
         if "submit" in step:
-            mark = observer.mark()
             seq = client.submit(step["submit"], base=step.get("base", head), label=step.get("label"),
                                 coalesce=step.get("coalesce"))
-            if "error" in expect:
-                error = client.take_error()
-                assert error.get("seq") == seq and error["code"] == expect["error"], f"{context}: {error}"
-                # Nothing was applied: no revision reaches anyone (a ping round trip orders the check).
-                observer.expect_nothing("ops", since=mark, barrier=True)
-            else:
-                ack = client.take("ack")
-                assert ack["seq"] == seq, f"{context}: {ack}"
-                if "rev" in expect:
-                    assert ack["rev"] == expect["rev"], f"{context}: {ack}"
-                if "noop" in expect:
-                    assert _reports(ack.get("noop", [])) == _reports(expect["noop"]), f"{context}: {ack}"
-                head = max(head, ack["rev"])
+            reply_type = "ack"
+        elif "log" in step or "blame" in step:
+            kind = "log" if "log" in step else "blame"
+            client.ping_seq += 1000
+            seq = client.ping_seq
+            client.send({"type": kind, "seq": seq, **step[kind]})
+            reply_type = kind
         else:
-            kind = "redo" if "redo" in step else "undo"
-            scope = step[kind].get("scope")
-            reply = client.redo(scope) if kind == "redo" else client.undo(scope)
-            if "rev" in expect:
-                assert reply.get("rev") == expect["rev"], f"{context}: {reply}"
-            if "skipped" in expect:
-                assert _reports(reply["skipped"]) == _reports(expect["skipped"]), f"{context}: {reply}"
-            head = max(head, reply.get("rev", head))
+            kind = next(k for k in ("undo", "redo", "restore") if k in step)
+            client.seq += 1
+            seq = client.seq
+            client.send({"type": kind, "seq": seq, **step[kind]})
+            reply_type = {"undo": "undone", "redo": "redone", "restore": "restored"}[kind]
+        if "error" in expect:
+            error = client.take_error()
+            assert error.get("seq") == seq and error["code"] == expect["error"], f"{context}: {error}"
+            # Nothing was applied: no revision reaches anyone (a ping round trip orders the check).
+            observer.expect_nothing("ops", since=mark, barrier=True)
+        else:
+            reply = client.take(reply_type)
+            assert reply.get("seq") == seq, f"{context}: {reply}"
+            _check(reply, expect, context)
+            if "rev" in reply and reply_type != "log":
+                head = max(head, reply["rev"])
         for c in connections:
             c.sync(head)
         if "people" in expect:
@@ -127,3 +133,39 @@ def test_vector(hubs, case):
     assert norm(late.welcome["people"]) == norm(case["people"]), f"{case['name']}: a late joiner's welcome"
     for c in [*connections, late]:
         c.close()
+
+
+def _check(reply: dict, expect: dict, context: str) -> None:
+    """The members of a reply a step's `expect` names."""
+    t = reply["type"]
+    if "rev" in expect and t != "log":
+        assert reply.get("rev") == expect["rev"], f"{context}: {reply}"
+    for key in ("noop", "skipped"):
+        if key in expect:
+            assert _reports(reply.get(key, [])) == _reports(expect[key]), f"{context}: {reply}"
+    if "entry" in expect:
+        assert reply.get("entry") == expect["entry"], f"{context}: {reply}"
+    if "label" in expect:
+        assert reply.get("label") == expect["label"], f"{context}: {reply}"
+    if t == "log":
+        entries = reply["entries"]
+        for key, field in (("revs", "rev"), ("entries", "entry"), ("authors", "author"), ("kinds", "kind")):
+            if key in expect:
+                assert [e.get(field) for e in entries] == expect[key], f"{context}: {reply}"
+        if "more" in expect:
+            assert reply["more"] == expect["more"], f"{context}: {reply}"
+        for e in entries:
+            assert isinstance(e.get("time"), int), f"{context}: a revision without a time: {e}"
+    if t == "blame":
+        def same(got, want):
+            return got is not None and got.get("user") == want["user"] and got.get("rev") == want["rev"]
+        if "created" in expect:
+            assert same(reply["created"], expect["created"]), f"{context}: {reply}"
+        for name, want in expect.get("fields", {}).items():
+            assert same(reply["fields"].get(name), want), f"{context}: {name}: {reply}"
+        for style, want in expect.get("facialHair", {}).items():
+            assert same(reply["fields"]["facialHair"].get(style), want), f"{context}: {style}: {reply}"
+    if t in ("ack", "undone", "redone", "restored") and reply.get("rev", 0) > 0:
+        assert isinstance(reply.get("time"), int), f"{context}: a revision without a time: {reply}"
+    elif reply.get("rev") == 0:
+        assert "time" not in reply, f"{context}: revision 0 has no time: {reply}"
