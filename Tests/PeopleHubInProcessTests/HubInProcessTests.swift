@@ -211,6 +211,45 @@ struct HubInProcessTests {
         #expect(ann.closeCode == 1008)
     }
 
+    // MARK: History from the store
+
+    @Test("a restore below the room's memory reads the store; the session's next frame waits for its answer")
+    func restoreBelowMemory() async throws {
+        let h = HubHarness { $0.roomPolicy.keptRevisions = 3 }
+        let ann = try await h.joined("ann")
+        var models: [[Person]] = []
+        for k in 1...12 {
+            await h.send(.submit(seq: k, base: k - 1, [.set(1, .name("Bob \(k)"))]), on: ann)
+            models.append(h.hub.host("r")!.room.model.people.elements)
+        }
+        #expect(h.hub.host("r")!.room.oldestKeptBase > 2)
+        // The restore and a submit right behind it, before the service thread runs anything.
+        h.hub.didReceive(ann, message: Array(ClientMessage.restore(.init(seq: 13, rev: 2)).json.bytes), binary: false)
+        h.hub.didReceive(ann, message: Array(ClientMessage.submit(seq: 14, base: 12, [Self.set(2, glasses: true)]).json.bytes),
+                         binary: false)
+        await h.settle()
+        let answers = ann.replies.filter {
+            switch $0 {
+            case .restored, .ack: true
+            default: false
+            }
+        }.suffix(2)
+        guard case .restored(let restored)? = answers.first, case .ack(let ack)? = answers.last else {
+            Issue.record("\(ann.replies.suffix(3))")
+            return
+        }
+        #expect(restored.rev == 13 && ack.seq == 14 && ack.rev == 14)
+        #expect(h.hub.host("r")!.room.model.people.elements.map(\.name) == models[1].map(\.name))
+
+        // The timeline pages through revisions the store holds.
+        await h.send(.log(.init(seq: 1, before: 6, limit: 3)), on: ann)
+        guard let page = ann.replies.lazy.compactMap({ if case .log(let p) = $0 { p } else { nil } }).last else {
+            Issue.record("no log page: \(ann.replies.suffix(3))")
+            return
+        }
+        #expect(page.entries.map(\.rev) == [5, 4, 3] && page.more)
+    }
+
     // MARK: Redirects
 
     @Test("cluster mode: a room leased by another node sends the hello there (redirect, then 1000)")

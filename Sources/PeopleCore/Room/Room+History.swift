@@ -56,7 +56,10 @@ extension Room {
         }
         let through = min(below, top)
         if !full && through > 0 {
-            return [.readHistory(HistoryRead(message: .log(request), session: id, after: max(0, through - 1_000),
+            // Without a tag every revision matches: read just what fills the page (and one more, for
+            // `more`); with one, read chunks of 1,000.
+            let chunk = request.tag == nil ? request.limit + 1 - entries.count : 1_000
+            return [.readHistory(HistoryRead(message: .log(request), session: id, after: max(0, through - chunk),
                                              through: through, log: LogResume(entries: entries, below: through)))]
         }
         return [.send(.log(.init(seq: request.seq, entries: entries, more: more)), to: [id])]
