@@ -130,7 +130,7 @@ MAX_JOINERS = 3
 CLI_LABELS = {"name": "Change Name", "hairColor": "Change Hair Color", "hairLength": "Change Hair Length",
               "eyeColor": "Change Eye Color", "glasses": "Toggle Glasses", "like": "Change Likes",
               "dislike": "Change Likes", "neutral": "Change Likes", "facial-hair": "Change Facial Hair",
-              "move": "Move Person", "add": "Add Person", "remove": "Remove Person"}
+              "move": "Move Person", "add": "Add Person", "remove": "Delete Person"}
 HAIR = {"hairColor": ["black", "brown", "blonde", "red", "gray", "white"],
         "hairLength": ["bald", "short", "medium", "long"],
         "eyeColor": ["black", "brown", "blue", "green", "gray", "hazel"],
