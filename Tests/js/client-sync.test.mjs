@@ -167,3 +167,102 @@ test('an empty text edit changes nothing on the client, and arrives from the hub
   assert.equal(client.confirmed.get(1).glasses, true);
   assert.equal(events[0].type, 'remote');
 });
+
+// HISTORY.md on the client: `restore` frames from the hub, and restore, selective undo, log and blame
+// from this client.
+
+test('an ops frame of kind restore (with a time) is decoded and applied like any revision', () => {
+  const client = welcomed();
+  const frame = '{"type":"ops","rev":1,"time":1732500000000,"author":"dana","kind":"restore","ops":[{"op":"remove","tag":2},{"op":"set","tag":1,"field":"hairColor","value":"red"}],"label":"Restore to revision 0"}';
+  const { events } = client.receive(decodeServerMessage(frame));
+  assert.equal(client.revision, 1);
+  assert.equal(client.confirmed.contains(2), false);
+  assert.equal(client.view.get(1).hairColor, 'red');
+  assert.deepEqual(events, [{ type: 'remote', rev: 1, author: 'dana', kind: 'restore', label: 'Restore to revision 0',
+    diffs: [remove(2), set(1, 'hairColor', 'red')] }]);
+});
+
+test('a restore is queued like an undo; its answer is applied and the edits queued behind it are rebased', () => {
+  const client = welcomed();
+  client.edit([set(1, 'glasses', true)]); // seq 1, in flight
+  assert.deepEqual(client.restore(0, { label: 'Back' }), []);
+  client.edit([set(3, 'hairColor', 'red')]); // queued behind the restore
+  client.edit([set(2, 'glasses', true)]); // on a person the restore will remove
+  const { send } = client.receive({ type: 'ack', seq: 1, rev: 1, time: 10, ops: [set(1, 'glasses', true)] });
+  assert.deepEqual(send, [{ type: 'restore', seq: 2, rev: 0, label: 'Back' }]);
+  const { send: next, events } = client.receive(decodeServerMessage(encode({ type: 'restored', seq: 2, rev: 2, time: 20,
+    ops: [remove(2), set(1, 'glasses', false)], label: 'Back' })));
+  assert.deepEqual(events, []);
+  assert.equal(client.revision, 2);
+  assert.equal(client.confirmed.get(1).glasses, false);
+  assert.equal(client.confirmed.contains(2), false);
+  // The edit on the removed person is pruned; the other goes out on the restored state.
+  assert.deepEqual(next, [{ type: 'submit', seq: 3, base: 2, ops: [set(3, 'hairColor', 'red')] }]);
+  assert.equal(client.pendingCount, 1);
+});
+
+test('a restore that changes nothing is answered without rev; a restored for someone else\'s seq is ignored', () => {
+  const client = welcomed();
+  assert.deepEqual(client.restore(0), [{ type: 'restore', seq: 1, rev: 0 }]);
+  client.receive({ type: 'restored', seq: 9, rev: 5, ops: [remove(1)], label: 'x' }); // not ours
+  assert.equal(client.pendingCount, 1);
+  assert.equal(client.confirmed.contains(1), true);
+  const { send } = client.receive({ type: 'restored', seq: 1, ops: [], label: 'Restore to revision 0' });
+  assert.deepEqual(send, []);
+  assert.equal(client.pendingCount, 0);
+  assert.equal(client.revision, 0);
+});
+
+test('a restore answered by its own ops frame in a catch-up after a reconnect', () => {
+  const client = welcomed();
+  client.restore(0);
+  client.disconnected();
+  const hello = client.connect();
+  assert.equal(hello.since, 0);
+  const { send } = client.receive({ type: 'welcome', session: 's1', user: 'ann', role: 'editor', rev: 1, tags: { from: 4, to: 103 },
+    history, presence: [] });
+  assert.deepEqual(send, [{ type: 'restore', seq: 1, rev: 0 }], 'resent with its seq');
+  client.receive({ type: 'ops', rev: 1, time: 5, author: 'ann', kind: 'restore', ops: [remove(3)], label: 'Restore to revision 0', seq: 1 });
+  assert.equal(client.pendingCount, 0);
+  assert.equal(client.revision, 1);
+  assert.equal(client.confirmed.contains(3), false);
+});
+
+test('a selective undo is queued like an undo and sent with its entry; no-entry drops it and is an error event', () => {
+  const client = welcomed();
+  assert.deepEqual(client.undoEntry(4), [{ type: 'undo', seq: 1, entry: 4 }]);
+  assert.deepEqual(client.undoEntry(2), []);
+  const { send, events } = client.receive(decodeServerMessage('{"type":"error","seq":1,"code":"no-entry","message":"entry 4 is not on ann\'s undo stack"}'));
+  assert.deepEqual(events, [{ type: 'error', code: 'no-entry', message: "entry 4 is not on ann's undo stack" }]);
+  assert.deepEqual(send, [{ type: 'undo', seq: 2, entry: 2 }]);
+  const answer = client.receive({ type: 'undone', seq: 2, rev: 1, time: 7, ops: [set(1, 'glasses', true)], skipped: [
+    { reason: 'overwritten', tag: 2, field: 'hairColor', by: 'bob' }], entry: 2 });
+  assert.equal(client.confirmed.get(1).glasses, true);
+  assert.deepEqual(answer.events, [{ type: 'skipped', reports: [{ reason: 'overwritten', tag: 2, field: 'hairColor', by: 'bob' }] }]);
+});
+
+test('log and blame go at once when connected, with a seq of the same counter; their answers are events', () => {
+  const client = new ClientSync('ann');
+  assert.deepEqual(client.log(), [], 'not connected: nothing (ask again after the welcome)');
+  assert.deepEqual(client.blame(1), []);
+  client.connect();
+  client.receive({ type: 'welcome', session: 's1', user: 'ann', role: 'editor', rev: 0, people: Fixtures.start,
+    tags: { from: 4, to: 103 }, history, presence: [] });
+  assert.deepEqual(client.edit([set(1, 'glasses', true)]), [{ type: 'submit', seq: 1, base: 0, ops: [set(1, 'glasses', true)] }]);
+  assert.deepEqual(client.log(), [{ type: 'log', seq: 2, limit: 50 }], 'sent while a request is in flight');
+  assert.deepEqual(client.log({ before: 9, limit: 10, tag: 2 }), [{ type: 'log', seq: 3, before: 9, limit: 10, tag: 2 }]);
+  assert.deepEqual(client.blame(2), [{ type: 'blame', seq: 4, tag: 2 }]);
+  client.edit([set(2, 'glasses', true)]);
+  // An error answering the blame names its seq, never the request in flight.
+  const refused = client.receive({ type: 'error', seq: 4, code: 'bad-message', message: 'tag 2 is not present' });
+  assert.equal(client.pendingCount, 2);
+  assert.deepEqual(refused.send, []);
+  const page = decodeServerMessage('{"type":"log","seq":2,"entries":[{"rev":1,"time":3,"author":"bob","kind":"edit","ops":[],"entry":1}],"more":false}');
+  assert.deepEqual(client.receive(page).events, [{ type: 'log', page: { seq: 2, entries: [{ rev: 1, time: 3, author: 'bob',
+    kind: 'edit', ops: [], entry: 1 }], more: false } }]);
+  const blame = decodeServerMessage('{"type":"blame","seq":4,"tag":1,"created":{"user":null,"rev":0},"fields":{"glasses":{"user":"bob","rev":1,"time":3}}}');
+  assert.deepEqual(client.receive(blame).events, [{ type: 'blame', blame: { seq: 4, tag: 1, created: { user: null, rev: 0 },
+    fields: { glasses: { user: 'bob', rev: 1, time: 3 }, facialHair: {}, preference: {} } } }]);
+  const { send } = client.receive({ type: 'ack', seq: 1, rev: 1, ops: [set(1, 'glasses', true)] });
+  assert.deepEqual(send, [{ type: 'submit', seq: 5, base: 1, ops: [set(2, 'glasses', true)] }], 'the next seq is above the queries\'');
+});

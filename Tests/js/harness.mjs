@@ -38,8 +38,8 @@ export class Harness {
     this.log.push(...actions);
     assert.equal(this.room.model.invariantViolation(), null);
     for (const { send: reply, to } of actions) {
-      if (to.length !== 1 || to[0] !== id) continue;
-      if (['ack', 'undone', 'redone', 'error'].includes(reply.type) && reply.seq === message.seq) return reply;
+      if (!to || to.length !== 1 || to[0] !== id) continue;
+      if (['ack', 'undone', 'redone', 'error', 'restored'].includes(reply?.type) && reply.seq === message.seq) return reply;
     }
     return undefined;
   }
@@ -70,6 +70,18 @@ export class Harness {
     const reply = this.send(message, user, at);
     assert.equal(reply?.type, type === 'undo' ? 'undone' : 'redone', `expected ${type} reply, got ${JSON.stringify(reply)}`);
     return reply;
+  }
+
+  /** Undoes the user's entry `entry` (selective undo); returns the reply (an `undone`, or an error). */
+  undoEntry(user, entry, { at } = {}) {
+    return this.send({ type: 'undo', seq: this.nextSeq(user), entry }, user, at);
+  }
+
+  /** Restores the room to revision `rev`; returns the reply (a `restored`, or an error). */
+  restore(user, rev, { label, at } = {}) {
+    const message = { type: 'restore', seq: this.nextSeq(user), rev };
+    if (label != null) message.label = label;
+    return this.send(message, user, at);
   }
 
   person(tag) { return this.room.model.get(tag); }

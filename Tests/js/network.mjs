@@ -1,8 +1,10 @@
 // A seeded random network of client state machines and one room (port of the `Network` of
 // Tests/PeopleCoreTests/ConvergenceTests.swift, without the journal restarts): each direction of each
 // connection is FIFO, connections are interleaved at random, clients drop and reconnect (losing what
-// was on the wire) and resend; random edits, undos and redos. At quiescence every client's model
-// equals the room's. Frames go through encode / decode, as on a socket.
+// was on the wire) and resend; random edits, undos, redos, selective undos (of a random id: many are
+// `no-entry`) and restores to a random revision. At quiescence every client's model equals the room's.
+// Frames go through encode / decode, as on a socket. A `readHistory` (a restore below the room's memory
+// window) is served at once from the network's store, which keeps every revision the room made.
 
 import assert from 'node:assert/strict';
 import { Room, roomPolicy } from './server/room.mjs';
@@ -21,6 +23,12 @@ export class Network {
     this.now = 0;
     this.sessionsMade = 0;
     this.errors = [];
+    /** Every revision the room made (the hub's store), oldest first. */
+    this.store = [];
+    /** How many `readHistory` actions, selective undos and restores that changed something there were. */
+    this.reads = 0;
+    this.selectiveUndos = 0;
+    this.restores = 0;
     this.peers.forEach((_, i) => this.connect(i));
   }
 
@@ -47,10 +55,34 @@ export class Network {
   }
 
   route(actions) {
-    for (const { send, to } of actions) {
+    this.keep();
+    for (const action of actions) {
+      if (action.readHistory) {
+        this.route(this.serve(action.readHistory));
+        continue;
+      }
+      const { send, to } = action;
+      if (send.type === 'undone' && send.entry != null && send.rev != null) this.selectiveUndos += 1;
+      if (send.type === 'restored' && send.rev != null) this.restores += 1;
       const frame = encode(send);
       for (const peer of this.peers) if (peer.online && to.includes(peer.session)) peer.down.push(frame);
     }
+  }
+
+  /** Files the revisions the room made since the last look (at most one per message). */
+  keep() {
+    for (let n = this.store.length + 1; n <= this.room.revision; n++) {
+      const revision = this.room.history.revision(n);
+      assert.ok(revision, `revision ${n} left the room's memory before the store kept it`);
+      this.store.push(revision);
+    }
+  }
+
+  /** What the hub does for a `readHistory`: read the store, hand the message back. */
+  serve(read) {
+    this.reads += 1;
+    const older = this.store.filter((r) => r.number > read.after && r.number <= read.through);
+    return this.room.receive(read.message, read.session, this.now, { older, log: read.log });
   }
 
   deliverUp(i) {
@@ -91,8 +123,19 @@ export class Network {
     if (r < 20) this.edit(i);
     else if (r < 25) {
       if (peer.online) peer.up.push(...peer.client.undo(this.rng.chance(0.3) ? this.rng.int(1, 3) : undefined));
-    } else if (r < 28) {
+    } else if (r < 27) {
       if (peer.online) peer.up.push(...peer.client.redo());
+    } else if (r < 28) {
+      const choice = this.rng.int(0, 2);
+      if (choice === 0) {
+        // A restore to a revision this client has seen.
+        const sent = peer.client.restore(this.rng.int(0, peer.client.revision));
+        if (peer.online) peer.up.push(...sent);
+      } else {
+        // A selective undo of an id picked at random (an id not on the stack is `no-entry`).
+        const sent = peer.client.undoEntry(this.rng.int(1, Math.max(1, peer.client.revision)));
+        if (peer.online) peer.up.push(...sent);
+      }
     } else if (r < 60) this.deliverUp(i);
     else if (r < 95) this.deliverDown(i);
     else if (r < 97) this.disconnect(i);
@@ -112,7 +155,7 @@ export function run(seed, clients, steps, policy = roomPolicy(), allowed = [], t
   const net = new Network(seed, clients, policy);
   for (let s = 0; s < steps; s++) net.step();
   net.settle();
-  const unexpected = net.errors.filter((e) => !allowed.includes(e.code) && !tolerated(e));
+  const unexpected = net.errors.filter((e) => e.code !== 'no-entry' && !allowed.includes(e.code) && !tolerated(e));
   assert.deepEqual(unexpected, [], `seed ${seed}`);
   for (const peer of net.peers) {
     assert.equal(peer.client.pendingCount, 0, `seed ${seed}`);

@@ -113,3 +113,11 @@ test('refusals of a change are plain words', () => {
   assert.ok(!hasWireWords(errorText({ code: 'bad-message', message: 'seq 3 is not above the last seq 4' })));
   assert.ok(!hasWireWords(errorText({ code: 'invalid-op', message: 'ops[0]: `tag` is missing' })));
 });
+
+test('a teammate\'s restore reads as a restore, not as a plain edit', async () => {
+  const { remoteText } = await import('../../Web/js/report-text.js');
+  const name = () => 'Ann';
+  const text = remoteText({ author: 'dana', kind: 'restore', label: 'Restore to revision 3',
+    diffs: [{ op: 'remove', tag: 1 }, { op: 'remove', tag: 2 }] }, name, name);
+  assert.equal(text, 'dana restored an earlier version (Restore to revision 3)');
+});

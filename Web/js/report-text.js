@@ -95,6 +95,7 @@ export function changeClause(diff, before, after) {
  * diffs on one person: "carol changed Sam (Change Likes)"; on several: "carol changed 3 people".
  */
 export function remoteText({ author, kind, label, diffs = [] }, before, after) {
+  if (kind === 'restore') return `${author} restored an earlier version${label ? ` (${label})` : ''}`;
   const lead = kind === 'undo' ? `${author} undid a change` : kind === 'redo' ? `${author} redid a change` : author;
   // A name typed letter by letter arrives as several text diffs on one person: one clause.
   const tags = [...new Set(diffs.map(diffTag))];

@@ -1,8 +1,10 @@
 // A room's kept history (port of Sources/PeopleCore/Room/RoomHistory.swift and Revision.swift).
 //
-// A revision: {number, author, kind: 'edit'|'undo'|'redo', label, applied: [appliedDiff], timestamp,
-// session, seq, inverts: [DiffRef|null]}, where a DiffRef {revision, index} names one applied diff and
-// `inverts[i]` is, for an undo or redo, the diff that applied diff i reverts (decision 11).
+// A revision: {number, author, kind: 'edit'|'undo'|'redo'|'restore', label, applied: [appliedDiff],
+// timestamp, session, seq, inverts: [DiffRef|null]}, where a DiffRef {revision, index} names one applied
+// diff and `inverts[i]` is, for an undo or redo, the diff that applied diff i reverts (decision 11).
+// `timestamp` is the hub's clock when it applied the revision (milliseconds since the epoch, never
+// earlier than the previous revision's: HISTORY §1), the `time` of its frames.
 //
 // The history keeps the revisions after `floor` and an index of them by tag: an undo looks at the
 // events of the people its entry touched (and, only when both old neighbours of a removed or moved

@@ -2,20 +2,28 @@
 // Room+Undo.swift, and the revision filing of Room+Durable.swift). It is also the JavaScript reading
 // of what a submit, an undo and a redo mean (SEMANTICS §3–§4, docs/SEMANTICS.md §7). Only the tests use
 // it (the shared vectors, convergence with the web's ClientSync), so it lives here, outside the web root
-// the hub serves (Web/), and imports the web core's modules from there.
+// the hub serves (Web/), and imports the web core's modules from there. The history people can see and
+// act on (HISTORY.md: times, selective undo, restore, log, blame; Room+History.swift, Blame.swift) is
+// here too.
 //
 // A pure state machine: `join`, `leave` and `receive` return the actions the hub performs, each
-// {send: message, to: [sessionId]}, in order; time is passed in, session ids are chosen by the caller.
-// Messages are wire-shaped objects (PROTOCOL.md) whose `ops` hold canonical diffs (see wire.js to
-// decode frames). Not ported: the journal (persist actions), snapshots and restore, catch-up from a store.
+// {send: message, to: [sessionId]} or {readHistory: {message, session, after, through, log}}, in order;
+// time is passed in, session ids are chosen by the caller. Messages are wire-shaped objects (PROTOCOL.md)
+// whose `ops` hold canonical diffs (see wire.js to decode frames). `readHistory` (a `restore` or `log`
+// that needs revisions below the memory window) is answered by calling `receive` again with
+// {older, log} as Swift's `receive(_:from:now:older:log:)`; a room that keeps every revision
+// (`keptRevisions: 0`, the default) never asks. Not ported: the journal (persist actions), snapshots
+// and restarts (so blame is never rebuilt from one), catch-up (`join` with `earlier`) from a store.
 
 import { ErrorCode, ProtocolError, InvalidOp } from '../../../Web/js/core/errors.js';
-import { PeopleModel, samePerson, sameValue, opinion } from '../../../Web/js/core/model.js';
+import { PeopleModel, samePerson, sameValue, opinion, fieldNames, FacialHairStyle, Topic } from '../../../Web/js/core/model.js';
 import * as D from '../../../Web/js/core/diff.js';
 import { applyDiff, applyBatch, rollBack } from '../../../Web/js/core/apply.js';
 import { transform, transformBatch, applyOrder } from '../../../Web/js/core/transform.js';
 import { transformText } from '../../../Web/js/core/text.js';
 import { RoomHistory, makeRevision, revisionDiffs, refAfter } from './history.mjs';
+import { BlameIndex } from './blame.mjs';
+import { LogLimit } from '../../../Web/js/core/wire.js';
 import { Reason, makeReport, reportFor, undoPolicy, UndoEntry, UndoStacks, sameSummary } from '../../../Web/js/core/undo.js';
 
 /** Everything a room needs to be told, with defaults (Swift `RoomPolicy`). */
@@ -34,8 +42,9 @@ function errorMessage(seq, error) {
 }
 
 function opsMessage(revision, seq = null) {
-  const m = { type: 'ops', rev: revision.number, author: revision.author, kind: revision.kind,
-    ops: revisionDiffs(revision) };
+  const m = { type: 'ops', rev: revision.number };
+  if (revision.timestamp != null) m.time = revision.timestamp;
+  Object.assign(m, { author: revision.author, kind: revision.kind, ops: revisionDiffs(revision) });
   if (revision.label != null) m.label = revision.label;
   if (seq != null) m.seq = seq;
   return m;
@@ -63,6 +72,8 @@ export class Room {
     this.users = new Map();
     this.usedTags = new Set(this.model.tags);
     this.nextTag = Math.max(0, ...this.model.tags) + 1;
+    /** Who last wrote each part of each person present (HISTORY §5). */
+    this.blame = new BlameIndex(this.model);
     this.disconnectedOrder = [];
     this.joins = 0;
   }
@@ -158,11 +169,25 @@ export class Room {
 
   // MARK: Messages
 
-  /** A decoded client message from a connected session after its `hello`; returns the actions. */
-  receive(message, id, now) {
+  /**
+   * A decoded client message from a connected session after its `hello`; returns the actions. After a
+   * `readHistory` action, the hub hands the message back with `older` (the revisions the store read,
+   * oldest first) and, for a `log`, `log` (the page filled so far, from the action).
+   */
+  receive(message, id, now, { older = [], log = null } = {}) {
     const session = this.sessions.get(id);
     if (!session || !session.connected) return [];
     switch (message.type) {
+      case 'log':
+        return this.log(message, session.user, id, older, log);
+      case 'blame':
+        return this.blameOf(message, id);
+      case 'restore':
+        if (!session.replies.has(message.seq) && session.role === 'editor' && message.rev >= 0
+            && message.rev < this.history.floor && this.modelAt(message.rev, older) === null) {
+          return [{ readHistory: { message, session: id, after: message.rev, through: this.history.floor, log: null } }];
+        }
+        return this.sequenced(message.seq, id, () => this.restore(message, id, now, older));
       case 'hello':
         return [send(errorMessage(null, new ProtocolError(ErrorCode.badMessage, 'hello was already received')), [id])];
       case 'ping': {
@@ -234,11 +259,43 @@ export class Room {
     return [send(reply, [sender]), send(opsMessage(revision), others)];
   }
 
-  /** Files a committed revision in the history window and the used tags. */
+  /** Files a committed revision in the history window, the blame index and the used tags. */
   record(revision) {
     this.history.append(revision);
     this.history.trim(this.policy.keptRevisions);
+    this.blame.record(revision);
     for (const done of revision.applied) if (done.diff.op === 'insert') this.usedTags.add(done.diff.person.tag);
+  }
+
+  // MARK: Times (Room+History.swift)
+
+  /** The time of a new revision: the clock, never earlier than the previous revision's. */
+  revisionTime(now) {
+    const head = this.history.revision(this.history.head);
+    return head ? Math.max(now, head.timestamp) : now;
+  }
+
+  /** The time of the head revision (undefined at revision 0, or below the memory window). */
+  get headTime() { return this.history.revision(this.history.head)?.timestamp; }
+
+  /**
+   * Who a report's `by` names (Blame.swift `Room.writer(of:)`): the latest user who wrote that field,
+   * position, style or register of a present person, as `blame` says it (an insert, re-inserts by an
+   * undo or a restore included: they write every field); for a person, the latest remover or inserter.
+   * Null for the seed's values.
+   */
+  writer(target) {
+    const record = this.blame.get(target.tag);
+    if (!record) return this.history.writer(target);
+    switch (target.kind) {
+      case 'person': return this.history.writer(target);
+      case 'position': return record.fields.get('position')?.user;
+      case 'field': return record.fields.get(target.field)?.user;
+      // An element not written since the person was (re)inserted holds what the insert gave it.
+      case 'facialHair': return (record.facialHair.get(target.style) ?? record.created).user;
+      case 'preference': return (record.preference.get(target.topic) ?? record.created).user;
+      default: return undefined;
+    }
   }
 
   // MARK: Submit (Room+Submit.swift)
@@ -302,7 +359,7 @@ export class Room {
       if (error instanceof ProtocolError) return fail(error);
       throw error;
     }
-    const reports = overwritten.map((t) => reportFor(Reason.overwritten, t, this.history.writer(t)));
+    const reports = overwritten.map((t) => reportFor(Reason.overwritten, t, this.writer(t)));
     for (const { diff } of result.absent) {
       const tag = D.diffTag(diff);
       reports.push(makeReport({ reason: Reason.targetRemoved, tag, by: this.history.writer({ kind: 'person', tag }) }));
@@ -310,14 +367,14 @@ export class Room {
 
     if (result.applied.length === 0) {
       session.lastAckRevision = this.history.head;
-      const reply = ackMessage(submit.seq, this.history.head, [], reports);
+      const reply = ackMessage(submit.seq, this.history.head, this.headTime, [], reports);
       return { reply, revision: null, sends: [send(reply, [id])] };
     }
 
     const number = this.history.head + 1;
     const revision = makeRevision({ number, author: user, kind: 'edit', label: submit.label ?? null,
-      applied: result.applied, timestamp: now, session: id, seq: submit.seq });
-    const reply = ackMessage(submit.seq, number, revisionDiffs(revision), reports);
+      applied: result.applied, timestamp: this.revisionTime(now), session: id, seq: submit.seq });
+    const reply = ackMessage(submit.seq, number, revision.timestamp, revisionDiffs(revision), reports);
     session.lastAckRevision = number;
     const before = this.stacks(user).summary;
     this.recordEdit(revision, submit.coalesce ?? null, now);
@@ -431,6 +488,7 @@ export class Room {
    * stack (redo is computed at undo time). Any request ends the user's coalescing run.
    */
   revert(request, redo, id, now) {
+    if (request.entry != null && !redo) return this.undoEntry(request.entry, request, id, now);
     const user = this.sessions.get(id).user;
     const stacks = this.userState(user).stacks;
     const before = stacks.summary;
@@ -460,25 +518,54 @@ export class Room {
     }
 
     // With nothing applied, the label names the step the user asked for (its reports say why).
-    const result = { type: redo ? 'redone' : 'undone', seq: request.seq };
+    const fields = { seq: request.seq, label: firstLabel, skipped };
     let revision = null;
-    let ops = [];
-    let resultLabel = firstLabel;
     if (applied.length > 0) {
       const number = this.history.head + 1;
-      revision = makeRevision({ number, author: user, kind: redo ? 'redo' : 'undo', label, applied, timestamp: now,
-        session: id, seq: request.seq, inverts });
+      revision = makeRevision({ number, author: user, kind: redo ? 'redo' : 'undo', label, applied,
+        timestamp: this.revisionTime(now), session: id, seq: request.seq, inverts });
       this.pushOpposite(revision, redo, stacks);
-      result.rev = number;
-      ops = revisionDiffs(revision);
-      resultLabel = label;
+      Object.assign(fields, { rev: number, time: revision.timestamp, ops: revisionDiffs(revision), label });
     }
-    result.ops = ops;
-    if (resultLabel != null) result.label = resultLabel;
-    result.skipped = skipped;
+    const result = undoResult(redo ? 'redone' : 'undone', fields);
     const sends = revision ? this.commit(revision, result, id) : [send(result, [id])];
     sends.push(...this.historyActions(user, before));
     return { reply: result, revision, sends, consumed };
+  }
+
+  /**
+   * Selective undo (HISTORY §2): the user's entry `entryId`, wherever it is on the undo stack, rebased
+   * over everything after it (the user's own later revisions included) and guarded against every later
+   * write by anyone; no cascade; the entry is consumed even when it changes nothing, and the inverse of
+   * what was applied goes on top of the redo stack. An id not on the stack is `no-entry` (the
+   * coalescing run stays as it was).
+   */
+  undoEntry(entryId, request, id, now) {
+    const user = this.sessions.get(id).user;
+    const index = this.stacks(user).undo.findIndex((e) => e.id === entryId);
+    if (index < 0) {
+      const reply = errorMessage(request.seq, new ProtocolError(ErrorCode.noEntry,
+        `entry ${entryId} is not on ${user}'s undo stack`));
+      return { reply, revision: null, sends: [send(reply, [id])] };
+    }
+    const stacks = this.userState(user).stacks;
+    const before = stacks.summary;
+    stacks.run = null;
+    const [entry] = stacks.undo.splice(index, 1);
+    const outcome = this.revertEntry(entry, user, true);
+    const fields = { seq: request.seq, label: entry.label, skipped: outcome.skipped, entry: entryId };
+    let revision = null;
+    if (outcome.applied.length > 0) {
+      const number = this.history.head + 1;
+      revision = makeRevision({ number, author: user, kind: 'undo', label: entry.label, applied: outcome.applied,
+        timestamp: this.revisionTime(now), session: id, seq: request.seq, inverts: outcome.inverts });
+      this.pushOpposite(revision, false, stacks);
+      Object.assign(fields, { rev: number, time: revision.timestamp, ops: revisionDiffs(revision) });
+    }
+    const result = undoResult('undone', fields);
+    const sends = revision ? this.commit(revision, result, id) : [send(result, [id])];
+    sends.push(...this.historyActions(user, before));
+    return { reply: result, revision, sends, consumed: [index] };
   }
 
   /** Pushes the inverse of what an undo (redo) applied onto the redo (undo) stack. */
@@ -492,7 +579,7 @@ export class Room {
    * and guarded by the conflict policy. Returns {applied, inverts, skipped}; `applied` is empty (and the
    * model restored) when the model ended up unchanged (decision 6).
    */
-  revertEntry(entry, user) {
+  revertEntry(entry, user, selective = false) {
     const outcome = { applied: [], inverts: [], skipped: [] };
     if (entry.oldestRevision < this.history.floor) {
       outcome.skipped = [...entry.tags].sort((a, b) => a - b).map((tag) => makeReport({ reason: Reason.expired, tag }));
@@ -500,11 +587,12 @@ export class Room {
     }
     const snapshot = [...entry.tags].map((tag) => ({ tag, index: this.model.indexOf(tag), person: this.model.get(tag) }));
     const count = this.model.count;
+    const own = selective ? new Set(entry.parts.map((p) => p.revision)) : null;
     for (let p = entry.parts.length - 1; p >= 0; p--) {
       const part = entry.parts[p];
       for (let index = part.applied.length - 1; index >= 0; index--) {
         const done = part.applied[index];
-        const step = this.inverseStep(done, part.revision, index, user, outcome);
+        const step = this.inverseStep(done, part.revision, index, user, outcome, own);
         if (step.skip) outcome.skipped.push(step.skip);
         else if (step.apply) {
           try {
@@ -533,45 +621,67 @@ export class Room {
   /**
    * The rebased, guarded inverse of one applied diff of an entry (SEMANTICS §2 table and §4):
    * {apply: diff} | {skip: report} | {} (nothing).
+   *
+   * `own`: the revisions of the entry being undone selectively (HISTORY §2), or null. Then every later
+   * write by anyone (the user included) guards, except the entry's own batches: a field, element,
+   * register or position last written since by an edit, redo or restore is `overwritten` (by that
+   * writer), an inserted person touched since is `editedByOthers` (by the latest toucher).
    */
-  inverseStep(done, revision, index, user, inProgress) {
+  inverseStep(done, revision, index, user, inProgress, own = null) {
     const guarded = this.policy.undo.conflicts === 'skip';
     const history = this.history;
     const tag = D.diffTag(done.diff);
     const later = history.eventsOn(tag, revision, index); // newest first
     const person = () => this.model.get(tag);
+    // Whether an event wrote the target named by `key`: a write to it, or a (re-)insert of its person,
+    // which writes every field, element and register (HISTORY §5).
+    const wrote = (e, key) => D.targetKey(e.target) === key || (e.target.kind === 'person' && e.target.tag === tag);
+    // The latest write since the entry that guards (selective undo only); `key` null: any write.
+    const latestGuarding = (key) => {
+      if (own === null) return undefined;
+      return later.find((e) => !own.has(e.revision) && (key === null || wrote(e, key)));
+    };
     const removed = () => ({ skip: makeReport({ reason: Reason.targetRemoved, tag,
       by: history.writer({ kind: 'person', tag }) }) });
-    const overwritten = (target) => ({ skip: reportFor(Reason.overwritten, target, history.writer(target)) });
+    const overwritten = (target) => ({ skip: reportFor(Reason.overwritten, target, this.writer(target)) });
     // The value there is a teammate's even if it equals ours: their edit or redo was the last write to
-    // `target` since this entry (decision 2). An undo only restores an earlier state and claims nothing.
-    const targetKey = D.targetKey(D.diffTarget(done.diff));
+    // `target` since this entry (decision 2). An undo only restores an earlier state and claims nothing,
+    // so SEMANTICS §5.3 holds: after B undoes over A's value, A's undo still applies.
+    const target = D.diffTarget(done.diff);
+    const targetKey = D.targetKey(target);
     const claimed = () => {
-      const last = later.find((e) => D.targetKey(e.target) === targetKey);
+      if (own !== null) {
+        const last = latestGuarding(targetKey);
+        return last !== undefined && last.kind !== 'undo';
+      }
+      const last = later.find((e) => wrote(e, targetKey));
       return last !== undefined && last.author !== user && last.kind !== 'undo';
+    };
+    const overwrittenOrClaimed = () => {
+      if (own !== null) {
+        const last = latestGuarding(targetKey);
+        if (last !== undefined && last.kind !== 'undo') return { skip: reportFor(Reason.overwritten, target, last.author) };
+      }
+      return overwritten(target);
     };
     const { diff, inverse } = done;
 
     if (diff.op === 'set' && inverse.op === 'set') {
       const p = person();
       if (!p) return removed();
-      if (guarded && (!sameValue(diff.field, p[diff.field], diff.value) || claimed())) {
-        return overwritten(D.diffTarget(diff));
-      }
+      if (guarded && (!sameValue(diff.field, p[diff.field], diff.value) || claimed())) return overwrittenOrClaimed();
       return { apply: D.set(tag, inverse.field, inverse.value) };
     }
     if (diff.op === 'facialHair' && inverse.op === 'facialHair') {
       const p = person();
       if (!p) return removed();
-      if (guarded && (p.facialHair.includes(diff.style) !== diff.present || claimed())) {
-        return overwritten(D.diffTarget(diff));
-      }
+      if (guarded && (p.facialHair.includes(diff.style) !== diff.present || claimed())) return overwrittenOrClaimed();
       return { apply: D.facialHair(tag, diff.style, inverse.present) };
     }
     if (diff.op === 'preference' && inverse.op === 'preference') {
       const p = person();
       if (!p) return removed();
-      if (guarded && (opinion(p, diff.topic) !== diff.value || claimed())) return overwritten(D.diffTarget(diff));
+      if (guarded && (opinion(p, diff.topic) !== diff.value || claimed())) return overwrittenOrClaimed();
       return { apply: D.preference(tag, diff.topic, inverse.value) };
     }
     if (diff.op === 'text' && inverse.op === 'text') {
@@ -607,7 +717,11 @@ export class Room {
     }
     if (diff.op === 'insert' && inverse.op === 'remove') {
       if (!this.model.contains(tag)) return removed();
-      if (guarded) {
+      if (guarded && own !== null) {
+        const toucher = latestGuarding(null);
+        if (toucher) return { skip: makeReport({ reason: Reason.editedByOthers, tag, by: toucher.author }) };
+      }
+      if (guarded && own === null) {
         const other = later.find((e) => e.author !== user);
         if (other) return { skip: makeReport({ reason: Reason.editedByOthers, tag, by: other.author }) };
       }
@@ -621,9 +735,17 @@ export class Room {
     }
     if (diff.op === 'move' && inverse.op === 'move') {
       if (!this.model.contains(tag)) return removed();
-      if (guarded) {
-        const mover = later.find((e) => e.author !== user && e.target.kind === 'position' && e.target.tag === tag);
-        if (mover) return { skip: makeReport({ reason: Reason.overwritten, tag, field: 'position', by: mover.author }) };
+      const position = { kind: 'position', tag };
+      if (guarded && own !== null) {
+        const mover = latestGuarding(D.targetKey(position));
+        if (mover && mover.kind !== 'undo') {
+          return { skip: makeReport({ reason: Reason.overwritten, tag, field: 'position', by: mover.author }) };
+        }
+      }
+      if (guarded && own === null
+          && later.some((e) => e.author !== user && e.target.kind === 'position' && e.target.tag === tag)) {
+        // `by` is the latest writer of the position, who may be the undoer (SEMANTICS §4).
+        return { skip: makeReport({ reason: Reason.overwritten, tag, field: 'position', by: this.writer(position) }) };
       }
       const placed = this.place(tag, done.neighbours,
         this.rebasedGap(inverse, revision, index, inProgress.applied) ?? inverse.to);
@@ -688,12 +810,254 @@ export class Room {
     if (rebased.op === 'move') return rebased.to;
     return null;
   }
+
+  // MARK: Log (Room+History.swift)
+
+  /**
+   * A page of the timeline, newest first, among the revisions below `request.before`. What memory holds
+   * is read first; below it, the store's revisions come in chunks (a `readHistory` action carrying the
+   * page so far in `log`), until the page is full or revision 1 was read. `older` and `resume` are what
+   * the hub hands back after such an action.
+   */
+  log(request, user, id, older = [], resume = null) {
+    const limit = request.limit ?? LogLimit.default;
+    if (!(limit >= LogLimit.min && limit <= LogLimit.max)) {
+      return [send(errorMessage(request.seq, new ProtocolError(ErrorCode.badMessage,
+        `log limit must be ${LogLimit.min} to ${LogLimit.max}`)), [id])];
+    }
+    const entryOf = new Map();
+    for (const entry of this.stacks(user).undo) for (const part of entry.parts) entryOf.set(part.revision, entry.id);
+    const top = Math.min(this.history.head, (request.before ?? Infinity) - 1);
+    const entries = [...(resume?.entries ?? [])];
+    let more = false;
+    // Adds a revision if it belongs on the page; false once the page is full and one more matched.
+    const consider = (revision) => {
+      if (revision.number > top) return true;
+      if (request.tag != null && !revision.applied.some((a) => D.diffTag(a.diff) === request.tag)) return true;
+      if (entries.length === limit) {
+        more = true;
+        return false;
+      }
+      const e = { rev: revision.number };
+      if (revision.timestamp != null) e.time = revision.timestamp;
+      Object.assign(e, { author: revision.author, kind: revision.kind });
+      if (revision.label != null) e.label = revision.label;
+      e.ops = revisionDiffs(revision);
+      if (entryOf.has(revision.number)) e.entry = entryOf.get(revision.number);
+      entries.push(e);
+      return true;
+    };
+    let full = false;
+    let below; // every revision above this one was considered
+    if (resume) {
+      for (let i = older.length - 1; i >= 0 && !full; i--) {
+        if (older[i].number <= resume.below) full = !consider(older[i]);
+      }
+      below = Math.min(resume.below, (older.length > 0 ? older[0].number : 1) - 1);
+    } else {
+      const kept = this.history.revisionsAfter(this.history.floor);
+      for (let i = kept.length - 1; i >= 0 && !full; i--) full = !consider(kept[i]);
+      below = this.history.floor;
+    }
+    const through = Math.min(below, top);
+    if (!full && through > 0) {
+      // Without a tag every revision matches: read just what fills the page (and one more, for
+      // `more`); with one, read chunks of 1,000.
+      const chunk = request.tag == null ? limit + 1 - entries.length : 1000;
+      return [{ readHistory: { message: request, session: id, after: Math.max(0, through - chunk), through,
+        log: { entries, below: through } } }];
+    }
+    const page = { type: 'log' };
+    if (request.seq != null) page.seq = request.seq;
+    page.entries = entries;
+    page.more = more;
+    return [send(page, [id])];
+  }
+
+  // MARK: Blame (Room+History.swift)
+
+  /** A `blame`: who last wrote each part of the person `request.tag`; `bad-message` if not present. */
+  blameOf(request, id) {
+    const record = this.blame.get(request.tag);
+    if (!record) {
+      return [send(errorMessage(request.seq, new ProtocolError(ErrorCode.badMessage,
+        `tag ${request.tag} is not present`)), [id])];
+    }
+    const m = { type: 'blame' };
+    if (request.seq != null) m.seq = request.seq;
+    m.tag = request.tag;
+    return [send(Object.assign(m, record.json()), [id])];
+  }
+
+  // MARK: Restore (Room+History.swift)
+
+  /**
+   * The model as it was right after revision `rev`: today's, taken back through the exact inverses of
+   * every later revision (from memory, then `older` for what memory no longer holds). Null when `older`
+   * does not reach down to `rev`.
+   */
+  modelAt(rev, older = []) {
+    const past = this.model.clone();
+    const floor = this.history.floor;
+    const inMemory = this.history.revisionsAfter(Math.max(rev, floor));
+    for (let i = inMemory.length - 1; i >= 0; i--) rollBack(past, inMemory[i].applied);
+    if (!(rev < floor)) return past;
+    const needed = older.filter((r) => r.number > rev && r.number <= floor);
+    if (needed.length !== floor - rev) return null;
+    needed.sort((a, b) => b.number - a.number);
+    for (const revision of needed) rollBack(past, revision.applied);
+    return past;
+  }
+
+  /**
+   * A `restore`: one forward revision of kind `restore` that makes the room what it was after revision
+   * `request.rev`, one undo entry of its author (HISTORY §3). Computed against the head, never rebased.
+   * `older` reaches down to `rev` when it is below the memory window (`receive` asks for it first).
+   */
+  restore(request, id, now, older = []) {
+    const user = this.sessions.get(id).user;
+    const label = request.label ?? `Restore to revision ${request.rev}`;
+    const fail = (error) => {
+      const reply = errorMessage(request.seq, error);
+      return { reply, revision: null, sends: [send(reply, [id])] };
+    };
+    if (!(request.rev >= 0 && request.rev <= this.history.head)) {
+      return fail(new ProtocolError(ErrorCode.badMessage,
+        `rev ${request.rev} is not a revision of this room (0 to ${this.history.head})`));
+    }
+    const target = this.modelAt(request.rev, older);
+    if (target === null) {
+      return fail(new ProtocolError(ErrorCode.serverError, `revisions before ${this.history.floor} could not be read`));
+    }
+    const batch = restoreBatch(this.model, target);
+    let result;
+    try {
+      result = applyBatch(this.model, batch);
+    } catch (error) {
+      // Cannot happen (every diff is built against the model it applies to); answer, never crash.
+      if (!(error instanceof ProtocolError)) throw error;
+      return fail(new ProtocolError(ErrorCode.serverError, `restore failed: ${error.message}`));
+    }
+    if (result.applied.length === 0) {
+      const reply = { type: 'restored', seq: request.seq, ops: [], label };
+      return { reply, revision: null, sends: [send(reply, [id])] };
+    }
+    const number = this.history.head + 1;
+    const revision = makeRevision({ number, author: user, kind: 'restore', label, applied: result.applied,
+      timestamp: this.revisionTime(now), session: id, seq: request.seq });
+    const reply = { type: 'restored', seq: request.seq, rev: number, time: revision.timestamp,
+      ops: revisionDiffs(revision), label };
+    const before = this.stacks(user).summary;
+    this.recordEdit(revision, null, now);
+    const sends = this.commit(revision, reply, id);
+    sends.push(...this.historyActions(user, before));
+    return { reply, revision, sends };
+  }
+}
+
+/**
+ * The one batch that turns `current` into `target` (PeopleModels; HISTORY §3): removes, re-inserts with
+ * every field (placed by the neighbour rule in `target`'s order), field / element / register diffs,
+ * then the fewest moves (the longest run already in `target`'s order stays; the others move once, in
+ * `target`'s order). No diff in it changes nothing. (Swift `Room.restoreBatch(from:to:)`.)
+ */
+export function restoreBatch(current, target) {
+  const batch = [];
+  let order = current.tags;
+  // Removes: people present now and absent at the target, in today's order.
+  for (const tag of current.tags) {
+    if (target.contains(tag)) continue;
+    batch.push(D.remove(tag));
+    order = order.filter((t) => t !== tag);
+  }
+  // Re-inserts, in the target's order, each after its previous neighbour there if present, else before
+  // its next one, else at its index there (clamped).
+  const targetTags = target.tags;
+  targetTags.forEach((tag, index) => {
+    if (current.contains(tag)) return;
+    let at;
+    const before = index > 0 ? order.indexOf(targetTags[index - 1]) : -1;
+    const after = index + 1 < targetTags.length ? order.indexOf(targetTags[index + 1]) : -1;
+    if (before >= 0) at = before + 1;
+    else if (after >= 0) at = after;
+    else at = Math.min(index, order.length);
+    batch.push(D.insert(target.get(tag), at));
+    order = [...order.slice(0, at), tag, ...order.slice(at)];
+  });
+  // Fields, elements and registers of the people in both.
+  for (const tag of targetTags) {
+    const now = current.get(tag);
+    const then = target.get(tag);
+    if (!now || !then) continue;
+    for (const field of fieldNames) {
+      if (!sameValue(field, now[field], then[field])) batch.push(D.set(tag, field, then[field]));
+    }
+    for (const style of FacialHairStyle.words) {
+      const present = then.facialHair.includes(style);
+      if (now.facialHair.includes(style) !== present) batch.push(D.facialHair(tag, style, present));
+    }
+    for (const topic of Topic.words) {
+      if (opinion(now, topic) !== opinion(then, topic)) batch.push(D.preference(tag, topic, opinion(then, topic)));
+    }
+  }
+  // Moves: keep the longest run already in the target's relative order.
+  const rank = new Map(targetTags.map((tag, i) => [tag, i]));
+  const keep = new Set(longestIncreasingRun(order.map((t) => rank.get(t))).map((i) => order[i]));
+  targetTags.forEach((tag, index) => {
+    if (keep.has(tag)) return;
+    const from = order.indexOf(tag);
+    order = order.filter((t) => t !== tag);
+    const to = index === 0 ? 0 : order.indexOf(targetTags[index - 1]) + 1;
+    order = [...order.slice(0, to), tag, ...order.slice(to)];
+    if (to !== from) batch.push(D.move(tag, to));
+  });
+  return batch;
+}
+
+/**
+ * Indices of a longest strictly increasing subsequence of `values`; among the longest, the one that
+ * keeps earlier elements (lexicographically smallest indices). O(n²). (Swift `Room.longestIncreasingRun`.)
+ */
+export function longestIncreasingRun(values) {
+  const n = values.length;
+  if (n === 0) return [];
+  // length[i]: the longest increasing run starting at i; built from the end so that the run can then
+  // be taken greedily from the front, earliest index first.
+  const length = new Array(n).fill(1);
+  for (let i = n - 1; i >= 0; i--) {
+    for (let j = i + 1; j < n; j++) if (values[j] > values[i]) length[i] = Math.max(length[i], length[j] + 1);
+  }
+  let best = Math.max(...length);
+  const out = [];
+  let last = -Infinity;
+  for (let i = 0; i < n && best > 0; i++) {
+    if (length[i] === best && values[i] > last) {
+      out.push(i);
+      last = values[i];
+      best -= 1;
+    }
+  }
+  return out;
 }
 
 function samePersonOrAbsent(a, b) { return a === undefined || b === undefined ? a === b : samePerson(a, b); }
 
-function ackMessage(seq, rev, ops, noop) {
-  const m = { type: 'ack', seq, rev, ops };
+function ackMessage(seq, rev, time, ops, noop) {
+  const m = { type: 'ack', seq, rev };
+  if (time != null) m.time = time;
+  m.ops = ops;
   if (noop.length > 0) m.noop = noop;
+  return m;
+}
+
+/** An `undone` / `redone` in Swift's member order: seq, rev?, time?, ops, label?, skipped, entry?. */
+function undoResult(type, { seq, rev, time, ops = [], label, skipped = [], entry }) {
+  const m = { type, seq };
+  if (rev != null) m.rev = rev;
+  if (time != null) m.time = time;
+  m.ops = ops;
+  if (label != null) m.label = label;
+  m.skipped = skipped;
+  if (entry != null) m.entry = entry;
   return m;
 }

@@ -12,6 +12,13 @@
 //   {type:'welcomed', session} | {type:'remote', rev, author, kind, label?, diffs}
 //   {type:'skipped', reports} | {type:'history', history} | {type:'presence', users}
 //   {type:'error', code, message} | {type:'needsResync'} | {type:'redirect', url}
+//   {type:'log', page: {seq?, entries, more}}       a page of the timeline (the answer to a `log`)
+//   {type:'blame', blame: {seq?, tag, created, fields}}  who wrote what of one person (a `blame`'s answer)
+//
+// Requests that make revisions (edits, undo, undo of one entry, redo, restore) wait in the outbox and go
+// one at a time with the session's seq; `log` and `blame` only read, so they go at once (when connected).
+// Their seq (echoed by the hub, and not checked against the session's counter: HISTORY §4) is taken from
+// the same counter, so an `error` answering one never names the request in flight.
 
 import { ErrorCode } from './errors.js';
 import { PeopleModel } from './model.js';
@@ -39,7 +46,10 @@ export class ClientSync {
     this.history = historySummary();
     this.presence = [];
     this.connected = false;
-    /** Requests not yet answered: {seq, request, sentBase}; request is {type:'submit', ops, label?, coalesce?} | {type:'undo'|'redo', scope?}. */
+    /**
+     * Requests not yet answered: {seq, request, sentBase}; request is {type:'submit', ops, label?, coalesce?}
+     * | {type:'undo', scope?} | {type:'undo', entry} | {type:'redo', scope?} | {type:'restore', rev, label?}.
+     */
     this.outbox = [];
     this.inFlight = false;
     this.nextSeq = 1;
@@ -124,6 +134,46 @@ export class ClientSync {
   undo(scope) { return this.queue('undo', scope); }
   redo(scope) { return this.queue('redo', scope); }
 
+  /**
+   * Selective undo (HISTORY §2): takes back this user's undo entry `entry` (its id, as `log` gives it),
+   * wherever it is on the stack. Queued like an undo; an id no longer there is answered `no-entry`.
+   */
+  undoEntry(entry) {
+    this.outbox.push({ seq: 0, request: { type: 'undo', entry }, sentBase: null });
+    return this.flush();
+  }
+
+  /**
+   * Makes the room what it was right after revision `rev` (0: the seed), as one revision (HISTORY §3).
+   * Queued like an undo: the view changes when the hub answers `restored`.
+   */
+  restore(rev, { label } = {}) {
+    const request = { type: 'restore', rev };
+    if (label != null) request.label = label;
+    this.outbox.push({ seq: 0, request, sentBase: null });
+    return this.flush();
+  }
+
+  /**
+   * Asks for a page of the timeline (newest first; `before` a revision, `limit` 1–200, `tag` a person).
+   * Sent at once when connected (else nothing: ask again after the welcome); the answer comes as a `log`
+   * event with the seq of the message returned.
+   */
+  log({ before, limit = 50, tag } = {}) {
+    if (!this.connected) return [];
+    const m = { type: 'log', seq: this.nextSeq++ };
+    if (before != null) m.before = before;
+    m.limit = limit;
+    if (tag != null) m.tag = tag;
+    return [m];
+  }
+
+  /** Asks who last wrote each part of person `tag`; sent at once when connected, answered by a `blame` event. */
+  blame(tag) {
+    if (!this.connected) return [];
+    return [{ type: 'blame', seq: this.nextSeq++, tag }];
+  }
+
   queue(type, scope) {
     const request = { type };
     if (scope != null) request.scope = scope;
@@ -148,8 +198,14 @@ export class ClientSync {
       if (r.coalesce != null) m.coalesce = r.coalesce;
       return [m];
     }
+    if (r.type === 'restore') {
+      const m = { type: 'restore', seq: pending.seq, rev: r.rev };
+      if (r.label != null) m.label = r.label;
+      return [m];
+    }
     const m = { type: r.type, seq: pending.seq };
     if (r.scope != null) m.scope = r.scope;
+    if (r.entry != null) m.entry = r.entry;
     return [m];
   }
 
@@ -198,6 +254,19 @@ export class ClientSync {
         this.answer(message.seq, message.rev, message.ops);
         if (message.skipped?.length) events.push({ type: 'skipped', reports: message.skipped });
         break;
+      case 'restored':
+        this.answer(message.seq, message.rev, message.ops);
+        break;
+      case 'log': {
+        const { type, ...page } = message;
+        events.push({ type: 'log', page });
+        break;
+      }
+      case 'blame': {
+        const { type, ...blame } = message;
+        events.push({ type: 'blame', blame });
+        break;
+      }
       case 'history': {
         const { type, ...summary } = message;
         this.history = summary;
@@ -241,7 +310,8 @@ export class ClientSync {
   }
 
   /**
-   * The hub answered our request `seq` (an ack, an undone / redone, or its own revision in a catch-up).
+   * The hub answered our request `seq` (an ack, an undone / redone, a restored, or its own revision in a
+   * catch-up).
    * Returns false when `seq` is not the request in flight.
    */
   answer(seq, rev, ops) {
@@ -250,7 +320,7 @@ export class ClientSync {
     this.outbox.shift();
     this.inFlight = false;
     if (rev != null && rev > this.revision) {
-      // Edits queued behind an undo / redo were made without its effect: rebase them over it.
+      // Edits queued behind an undo / redo / restore were made without its effect: rebase them over it.
       // (Edits queued behind a submit were made on top of it already.)
       this.applyConfirmed(ops, rev, first.request.type !== 'submit');
     } else {

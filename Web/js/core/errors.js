@@ -14,6 +14,8 @@ export const ErrorCode = Object.freeze({
   rateLimited: 'rate-limited',
   roomFull: 'room-full',
   serverError: 'server-error',
+  /** `undo` with an `entry` that is not on the user's undo stack (HISTORY §2). */
+  noEntry: 'no-entry',
 });
 
 const codes = new Set(Object.values(ErrorCode));

@@ -26,6 +26,17 @@ export function transform(incoming, applied, order, incomingFirst = false) {
   const laterWins = (target) => (incomingFirst ? { overwritten: target } : { diff: incoming });
   const same = incoming.op === applied.op && D.diffTag(incoming) === D.diffTag(applied);
   if (incoming.op === 'move' && same) return laterWins({ kind: 'position', tag: incoming.tag });
+  if (incoming.op === 'insert' && incomingFirst && applied.op === 'remove' && applied.tag === incoming.person.tag) {
+    // A re-insert (an undo's, never a submit's: a submit inserts only new tags) ordered before a remove
+    // of the same person: the remove takes out what it put back, so over the remove the re-insert does
+    // nothing. (Ordered after it, it stands: the person comes back.) TP1 needs this.
+    return { overwritten: { kind: 'person', tag: applied.tag } };
+  }
+  if (incoming.op === 'insert' && incomingFirst && applied.op === 'move' && applied.tag === incoming.person.tag) {
+    // A re-insert ordered before a move of the same person: the move then takes the person to its gap,
+    // so over the move the re-insert lands there (the list here lacks the person).
+    return { diff: D.insert(incoming.person, clamp(applied.to, 0, order.length)) };
+  }
   if ((incoming.op === 'insert' || incoming.op === 'move') && D.isPositional(applied)) {
     return { diff: rebasePosition(incoming, applied, order, incomingFirst) };
   }
@@ -120,12 +131,16 @@ function listChange(diff, order) {
     case 'remove':
       if (order.includes(diff.tag)) change.leaving = diff.tag;
       break;
-    case 'move':
-      if (order.includes(diff.tag)) {
-        change.leaving = diff.tag;
-        change.entering = { tag: diff.tag, gap: clamp(diff.to, 0, order.length - 1) };
-      }
+    case 'move': {
+      // A gap in the list without the person. A move of a person absent here (removed, and maybe put
+      // back later) still has its gap, so it keeps the same people on its left through changes made
+      // meanwhile and lands right if the person comes back (§3 rules 2 and 3); applied, it changes
+      // nothing while the person is absent.
+      change.leaving = diff.tag;
+      const without = order.includes(diff.tag) ? order.length - 1 : order.length;
+      change.entering = { tag: diff.tag, gap: clamp(diff.to, 0, without) };
       break;
+    }
     default:
       break;
   }
@@ -141,7 +156,7 @@ function listChange(diff, order) {
 function rebasePosition(incoming, applied, order, incomingFirst) {
   const mine = listChange(incoming, order);
   const entering = mine.entering;
-  if (entering === null) return incoming; // moves an absent tag: unchanged
+  if (entering === null) return incoming; // inserts a tag already present: unchanged
   const theirs = listChange(applied, order);
   const before = order.filter((t) => t !== mine.leaving);
   const leftOfGap = new Set(before.slice(0, entering.gap));

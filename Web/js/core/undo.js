@@ -94,6 +94,12 @@ export class UndoEntry {
 
   /** The oldest revision the entry needs history after. */
   get oldestRevision() { return this.parts.length ? this.parts[0].revision : 0; }
+
+  /**
+   * The entry's id (HISTORY §1): the revision of the first batch it recorded (for an entry pushed by an
+   * undo or a redo, that revision). Unique in a room, and the same after a restart.
+   */
+  get id() { return this.oldestRevision; }
 }
 
 /** A user's history summary as on the wire (`history` message without `type`). */

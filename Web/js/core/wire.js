@@ -6,7 +6,7 @@
 
 import { ErrorCode, ProtocolError, protocolError } from './errors.js';
 import { WireFields } from './fields.js';
-import { parsePerson } from './model.js';
+import { parsePerson, FacialHairStyle, Topic } from './model.js';
 import { parseDiff } from './diff.js';
 import { parseReport, historySummary } from './undo.js';
 
@@ -20,6 +20,15 @@ function parseFrame(frame) {
 }
 
 function put(target, key, value) { if (value !== undefined) target[key] = value; }
+
+/** The kinds of a revision: a user's edit, an undo / redo, or a restore to an earlier revision. */
+export const RevisionKind = Object.freeze(['edit', 'undo', 'redo', 'restore']);
+
+/** The default and the bounds of a `log` request's `limit` (HISTORY §4). */
+export const LogLimit = Object.freeze({ default: 50, min: 1, max: 200 });
+
+/** The parts of a person `blame` names one writer for: the scalar fields and the position. */
+export const BlameFields = Object.freeze(['name', 'hairColor', 'hairLength', 'eyeColor', 'glasses', 'position']);
 
 /**
  * Decodes a client → hub frame (text or parsed JSON), following PROTOCOL.md's parse order: not JSON →
@@ -61,10 +70,39 @@ export function decodeClientMessage(frame) {
       });
       return m;
     }
-    case 'undo': case 'redo':
+    case 'undo': case 'redo': {
       m.seq = f.int('seq');
-      put(m, 'scope', f.optionalInt('scope'));
+      const scope = f.optionalInt('scope');
+      const entry = f.optionalInt('entry');
+      if (entry !== undefined && type === 'redo') throw f.fail('redo takes no `entry`');
+      if (entry !== undefined && scope !== undefined) throw f.fail('undo takes `entry` or `scope`, not both');
+      put(m, 'scope', scope);
+      put(m, 'entry', entry);
       return m;
+    }
+    case 'restore':
+      m.seq = f.int('seq');
+      m.rev = f.int('rev');
+      put(m, 'label', f.optionalString('label'));
+      return m;
+    case 'log': {
+      // Read in Swift's order (seq, before, limit, tag); the limit's bounds are the room's check.
+      const seq = f.optionalInt('seq');
+      const before = f.optionalInt('before');
+      const limit = f.optionalInt('limit') ?? LogLimit.default;
+      const tag = f.optionalInt('tag');
+      put(m, 'seq', seq);
+      put(m, 'before', before);
+      m.limit = limit;
+      put(m, 'tag', tag);
+      return m;
+    }
+    case 'blame': {
+      const seq = f.optionalInt('seq');
+      put(m, 'seq', seq);
+      m.tag = f.int('tag');
+      return m;
+    }
     case 'presence':
       put(m, 'viewing', f.optionalInt('viewing'));
       put(m, 'field', f.optionalString('field'));
@@ -92,6 +130,66 @@ function presenceEntry(json) {
   put(e, 'viewing', g.optionalInt('viewing'));
   put(e, 'field', g.optionalString('field'));
   return e;
+}
+
+function revisionKind(f, key) {
+  const kind = f.string(key);
+  if (!RevisionKind.includes(kind)) throw f.fail(`unknown kind '${kind}'`);
+  return kind;
+}
+
+/** A log entry: {rev, time?, author, kind, label?, ops, entry?} (Swift `LogEntry(json:)`). */
+function logEntry(json) {
+  const g = new WireFields(json, 'log entry', ErrorCode.badMessage);
+  const ops = g.array('ops').map(parseDiff);
+  const e = { rev: g.int('rev') };
+  put(e, 'time', g.optionalInt('time'));
+  e.author = g.string('author');
+  e.kind = revisionKind(g, 'kind');
+  put(e, 'label', g.optionalString('label'));
+  e.ops = ops;
+  put(e, 'entry', g.optionalInt('entry'));
+  return e;
+}
+
+/** A writer: {user (null for the seed), rev, time?} (Swift `Writer(json:)`). */
+function writer(json) {
+  const g = new WireFields(json ?? null, 'writer', ErrorCode.badMessage);
+  const w = { user: g.optionalString('user') ?? null, rev: g.int('rev') };
+  put(w, 'time', g.optionalInt('time'));
+  return w;
+}
+
+/** A map of words to writers, in vocabulary order; anything but an object is read as none (as Swift). */
+function writers(g, key, vocabulary, what) {
+  const out = {};
+  const value = g.raw(key);
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return out;
+  for (const word of Object.keys(value)) {
+    if (!vocabulary.has(word)) throw g.fail(`unknown ${what} ${word}`);
+  }
+  for (const word of vocabulary.words) {
+    if (Object.prototype.hasOwnProperty.call(value, word)) out[word] = writer(value[word]);
+  }
+  return out;
+}
+
+/**
+ * The `created` and `fields` members of a blame (Swift `PersonBlame(fields:)`), made canonical: the
+ * writers of the fields present in BlameFields order, then `facialHair` and `preference` (objects,
+ * maybe empty, in vocabulary order).
+ */
+function personBlame(f) {
+  const created = writer(f.raw('created'));
+  const g = new WireFields(f.raw('fields') ?? null, 'fields', ErrorCode.badMessage);
+  const fields = {};
+  for (const field of BlameFields) {
+    const w = g.raw(field);
+    if (w !== undefined) fields[field] = writer(w);
+  }
+  fields.facialHair = writers(g, 'facialHair', FacialHairStyle, 'style');
+  fields.preference = writers(g, 'preference', Topic, 'topic');
+  return { created, fields };
 }
 
 /** Decodes a hub → client frame (text or parsed JSON). Errors are `bad-json` / `bad-message` / `invalid-op`. */
@@ -123,15 +221,15 @@ export function decodeServerMessage(frame) {
     case 'ack':
       m.seq = f.int('seq');
       m.rev = f.int('rev');
+      put(m, 'time', f.optionalInt('time'));
       m.ops = diffs('ops');
       m.noop = reports('noop');
       return m;
     case 'ops': {
-      const kind = f.string('kind');
-      if (!['edit', 'undo', 'redo'].includes(kind)) throw f.fail(`unknown kind '${kind}'`);
       m.rev = f.int('rev');
+      put(m, 'time', f.optionalInt('time'));
       m.author = f.string('author');
-      m.kind = kind;
+      m.kind = revisionKind(f, 'kind');
       m.ops = diffs('ops');
       put(m, 'label', f.optionalString('label'));
       put(m, 'seq', f.optionalInt('seq'));
@@ -140,10 +238,31 @@ export function decodeServerMessage(frame) {
     case 'undone': case 'redone':
       m.seq = f.int('seq');
       put(m, 'rev', f.optionalInt('rev'));
+      put(m, 'time', f.optionalInt('time'));
       m.ops = diffs('ops');
       put(m, 'label', f.optionalString('label'));
       m.skipped = reports('skipped');
+      put(m, 'entry', f.optionalInt('entry'));
       return m;
+    case 'restored':
+      m.seq = f.int('seq');
+      put(m, 'rev', f.optionalInt('rev'));
+      put(m, 'time', f.optionalInt('time'));
+      m.ops = diffs('ops');
+      m.label = f.string('label');
+      return m;
+    case 'log': {
+      const entries = f.array('entries').map(logEntry);
+      put(m, 'seq', f.optionalInt('seq'));
+      m.entries = entries;
+      m.more = f.bool('more');
+      return m;
+    }
+    case 'blame': {
+      put(m, 'seq', f.optionalInt('seq'));
+      m.tag = f.int('tag');
+      return Object.assign(m, personBlame(f));
+    }
     case 'history':
       return { type, ...history(f) };
     case 'presence':
