@@ -107,6 +107,7 @@ bench: deps venv
 	scripts/bench-failover.sh 3
 	scripts/bench-load.sh 10
 	scripts/bench-undo-history.sh 1000000 10
+	scripts/bench-history.sh 1000000 500
 	scripts/bench-venv.sh >/dev/null
 	scripts/bench-peers.sh
 

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# History (issue 18): selective undo vs plain undo, log and blame, restore, in the core
+# (peoplekeeper-bench history); then log and blame through a release hub in a room of HISTORY
+# revisions on SQLite and on PostgreSQL (scripts/history_rtt.py times the round trips).
+#
+#   scripts/bench-history.sh [HISTORY] [SAMPLES]       (defaults: 1000000 500)
+#
+# The rooms are written by `peoplekeeper-bench store --history` as the hub journals them; the hub keeps
+# rooms.keptRevisions (10,000) in memory, so most `log` pages are read from the store. PostgreSQL 15
+# runs from a throwaway data directory on a free loopback port, as in bench-store.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+HISTORY=${1:-1000000}
+SAMPLES=${2:-500}
+BIN=.build/release
+OUT=.build/bench
+mkdir -p "$OUT"
+swift build -c release --product peoplekeeper-hub >/dev/null
+swift build -c release --product peoplekeeper-bench >/dev/null
+PY=${PYTHON:-.venv/bin/python}
+
+echo "== in the core"
+"$BIN/peoplekeeper-bench" history
+
+source scripts/bench-lib.sh
+DATA=$(mktemp -d /tmp/pk-bench-history-XXXXXX)
+PGBIN=/usr/lib/postgresql/15/bin
+PGDIR=$DATA/pg
+HUB_PID=
+cleanup() {
+  [ -n "$HUB_PID" ] && kill "$HUB_PID" 2>/dev/null || true
+  if [ -f "$PGDIR/postmaster.pid" ]; then kill -INT "$(head -1 "$PGDIR/postmaster.pid")" 2>/dev/null || true; sleep 1; fi
+  rm -rf "$DATA"
+}
+trap cleanup EXIT
+
+echo "== log and blame through the hub, SQLite, a room of $HISTORY revisions"
+"$BIN/peoplekeeper-bench" store --kind sqlite --path "$DATA/hub.sqlite" --seconds 0 --history "$HISTORY" \
+  --history-room long-0 | head -1
+read -r HUB_PID PORT < <(PEOPLEKEEPER_LIMITS_OPS_PER_SECOND=1000000 PEOPLEKEEPER_LOGGING_LEVEL=warning \
+  PEOPLEKEEPER_STORAGE_PATH="$DATA/hub.sqlite" \
+  start_server "$DATA/hub.log" "$BIN/peoplekeeper-hub" --port 0 --storage embedded --config Config/peoplekeeper.yaml)
+"$PY" scripts/history_rtt.py "ws://127.0.0.1:$PORT" long-0 "$SAMPLES" | tee "$OUT/history-sqlite.txt"
+kill "$HUB_PID"; wait "$HUB_PID" 2>/dev/null || true; HUB_PID=
+
+echo "== log and blame through the hub, PostgreSQL, a room of $HISTORY revisions"
+mkdir -p "$PGDIR"
+RUN=()
+if [ "$(id -u)" = 0 ]; then chown postgres: "$DATA" "$PGDIR"; RUN=(runuser -u postgres --); fi
+PGPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"${RUN[@]}" "$PGBIN/initdb" -D "$PGDIR" -U peoplekeeper --auth=trust -E UTF8 --no-locale >/dev/null
+"${RUN[@]}" "$PGBIN/postgres" -D "$PGDIR" -p "$PGPORT" -k "$PGDIR" -c listen_addresses=127.0.0.1 >"$DATA/pg.log" 2>&1 &
+for _ in $(seq 100); do "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$PGPORT" && break; sleep 0.1; done
+"$PGBIN/createdb" -h 127.0.0.1 -p "$PGPORT" -U peoplekeeper peoplekeeper
+URL="postgres://peoplekeeper@127.0.0.1:$PGPORT/peoplekeeper"
+"$BIN/peoplekeeper-bench" store --kind postgres --url "$URL" --seconds 0 --history "$HISTORY" --history-room long-0 | head -1
+read -r HUB_PID PORT < <(PEOPLEKEEPER_LIMITS_OPS_PER_SECOND=1000000 PEOPLEKEEPER_LOGGING_LEVEL=warning \
+  PEOPLEKEEPER_STORAGE_POSTGRES_URL="$URL" \
+  start_server "$DATA/hub-pg.log" "$BIN/peoplekeeper-hub" --port 0 --storage postgres --config Config/peoplekeeper.yaml)
+"$PY" scripts/history_rtt.py "ws://127.0.0.1:$PORT" long-0 "$SAMPLES" | tee "$OUT/history-postgres.txt"
