@@ -7,7 +7,8 @@ what was awaited, a summary of the page's test hooks, the browser console's erro
 screenshot of the page at that moment.
 
 `PeoplePage` adds the PeopleKeeper page's test hooks (docs/WEB.md, "Test hooks"): joining, selecting a
-person, choosing a value, toggling, undo by key or button, and reading what the page shows.
+person, choosing a value, toggling, undo by key or button, reading what the page shows, and the history
+panel's rows and the editor's "who · when" beside each field.
 
 Binaries: PEOPLEKEEPER_CHROMIUM (default /usr/bin/chromium) and PEOPLEKEEPER_CHROMEDRIVER (default
 /usr/bin/chromedriver).
@@ -349,6 +350,44 @@ class PeoplePage(Browser):
               else if (detail && detail.getAttribute('data-tag') === String(tag)) out.push('detail ' + (e.id || e.tagName.toLowerCase()));
             }
             return out;""", user, str(tag))
+
+    # -- history (HISTORY.md §6) ---------------------------------------------------------------------
+
+    def history_rows(self) -> list[dict]:
+        """The history panel's rows as shown, top to bottom (#history-list li[data-rev]): rev, author,
+        kind, entry (the undo entry this user may take back, else None), who / what / touched / when
+        (texts), title and datetime of the time, and for each button (`undo`, `restore`) None when not
+        shown, else whether it is enabled."""
+        return self.js("""
+            const shown = (e) => !!e && !e.hidden && e.getClientRects().length > 0 && getComputedStyle(e).visibility !== 'hidden';
+            const t = (li, s) => { const e = li.querySelector(s); return e && shown(e) ? e.textContent.replace(/\\s+/g, ' ').trim() : ''; };
+            const b = (li, s) => { const e = li.querySelector(s); return e && shown(e) ? !e.disabled : null; };
+            return [...document.querySelectorAll('#history-list li[data-rev]')].map((li) => ({
+              rev: Number(li.getAttribute('data-rev')), author: li.getAttribute('data-author'),
+              kind: li.getAttribute('data-kind'),
+              entry: li.hasAttribute('data-entry') ? Number(li.getAttribute('data-entry')) : null,
+              who: t(li, '.who'), what: t(li, '.what'), touched: t(li, '.touched'), when: t(li, 'time.when'),
+              title: (li.querySelector('time.when') || {}).title || '',
+              datetime: li.querySelector('time.when') ? li.querySelector('time.when').getAttribute('datetime') : null,
+              undo: b(li, 'button.undo-entry'), restore: b(li, 'button.restore-here'),
+            }));""")
+
+    def history_row(self, rev: int) -> str:
+        return f'#history-list li[data-rev="{rev}"]'
+
+    def history_revs(self) -> list[int]:
+        return [r["rev"] for r in self.history_rows()]
+
+    def scroll_history_to_end(self) -> None:
+        """Scroll the timeline (#history-list) to its end, as a user does with the wheel."""
+        self.js("const l = document.getElementById('history-list'); l.scrollTop = l.scrollHeight;")
+
+    def writer(self, key: str) -> dict | None:
+        """Who last changed a field of the person in the editor, as shown beside it
+        (`#detail .writer[data-writer=KEY]`): {text, user (None while not known), title}."""
+        return self.js("""const e = document.querySelector('#detail .writer[data-writer="' + arguments[0] + '"]');
+            return e ? {text: e.textContent.replace(/\\s+/g, ' ').trim(), user: e.getAttribute('data-user'),
+                        title: e.getAttribute('title') || ''} : null;""", key)
 
     def peoplekeeper(self) -> dict | None:
         return self.js("const p = window.peoplekeeper; return p ? {revision: p.revision, pending: p.pending} : null;")

@@ -12,6 +12,13 @@
 // caused it and goes with their next action or a click on its ×. A viewer's page offers no control
 // that edits. The access token is kept for the tab (token-store.js), never in the address.
 //
+// History (HISTORY.md §6): the timeline (timeline.js, drawn by history-panel.js) and who last wrote
+// each field of the selected person (attribution.js, drawn by person-editor.js) are read from the hub
+// with `log` / `blame` and kept live by the revisions the room reports; after every update the page
+// sends whatever read they still need (`askReads`). A reconnect reads both again. "Undo this" is a
+// selective undo of the row's entry; "Restore to here" asks first, naming how many changes it takes
+// back, then sends `restore`. Relative times ("2 min ago") are redrawn every 15 s.
+//
 // Test hooks (docs/WEB.md) are kept here and in the views: `window.peoplekeeper` = {revision,
 // pending, link, role} is read-only state for browser tests.
 
@@ -25,11 +32,17 @@ import { TokenStore } from './token-store.js';
 import { connectionStatus } from './connection.js';
 import { reportsText, remoteText, errorText, refusalText } from './report-text.js';
 import { actionLabels, presenceWords, roleWords } from './words.js';
-import { insert, remove, move } from './core/diff.js';
+import { Timeline } from './timeline.js';
+import { Attribution } from './attribution.js';
+import { HistoryPanel } from './history-panel.js';
+import { touchedPeople, writerText, restoreQuestion } from './history-text.js';
+import { insert, remove, move, diffTag } from './core/diff.js';
 import { setAttr, setText } from './dom.js';
 
 /** How long a teammate's latest change stays in the activity line (it is not a notice of yours). */
 const ACTIVITY_MS = 8000;
+/** How often relative times ("2 min ago") are redrawn. */
+const CLOCK_MS = 15000;
 const $ = (id) => document.getElementById(id);
 
 class App {
@@ -48,6 +61,12 @@ class App {
     this.presenceKey = '';
     this.logKey = '';
     this.notices = new NoticeBoard();
+    this.timeline = new Timeline();
+    this.attribution = new Attribution();
+    /** `${author}\n${tag}` → the kind of that author's latest revision touching that person (a skip
+     *  report's `by` then reads "bob's restore" when it was one). */
+    this.lastKinds = new Map();
+    this.pendingRestore = null;
     this.tokens = new TokenStore();
     /** What the page joined with: {room, user, token}; the token is kept once the hub welcomed it. */
     this.request = null;
@@ -67,6 +86,16 @@ class App {
       fieldFocused: (field) => {
         this.focusedField = field;
         this.tellPresence();
+      },
+    });
+    this.history = new HistoryPanel($('history'), {
+      undoEntry: (id) => this.undoEntry(id),
+      restore: (entry) => this.askRestore(entry),
+      older: () => {
+        if (this.timeline.wantOlder || !this.timeline.more) return; // asked already: it comes
+        this.timeline.loadOlder();
+        this.askReads();
+        this.renderHistory();
       },
     });
     this.wire();
@@ -98,6 +127,9 @@ class App {
       this.pendingDelete = null;
       if (!$('room').hidden) this.list.focusSelected();
     });
+    $('confirm-restore').addEventListener('click', () => this.confirmRestore());
+    $('cancel-restore').addEventListener('click', () => $('restore-dialog').close());
+    $('restore-dialog').addEventListener('close', () => { this.pendingRestore = null; });
     document.addEventListener('keydown', (e) => this.shortcut(e));
     window.addEventListener('online', () => this.live?.retryNow());
     // Changes not yet taken by the hub are lost with the page: ask first.
@@ -116,6 +148,9 @@ class App {
     this.notices = new NoticeBoard();
     this.renderNotices();
     this.knownNames.clear();
+    this.timeline = new Timeline();
+    this.attribution = new Attribution();
+    this.lastKinds.clear();
     this.request = { room, user, token };
     this.tokenKept = false;
     this.lastDown = false;
@@ -215,6 +250,37 @@ class App {
     else this.live.undo(scope);
   }
 
+  /** "Undo this" on a row of the timeline: a selective undo of that entry of this user's (HISTORY §2). */
+  undoEntry(id) {
+    if (!this.acting()) return;
+    this.timeline.undoSent(id);
+    this.live.undoEntry(id);
+  }
+
+  /** "Restore to here": asks first, saying how many changes it takes back. */
+  askRestore(entry) {
+    if (!this.live || !this.editable) return;
+    this.pendingRestore = entry;
+    this.renderRestoreQuestion();
+    $('restore-dialog').showModal();
+  }
+
+  /** The question, with the count as it is now (revisions that come while it is open are counted). */
+  renderRestoreQuestion() {
+    const entry = this.pendingRestore;
+    if (!entry || !this.live) return;
+    const q = restoreQuestion(entry, this.live.sync.revision, Date.now());
+    setText($('restore-text'), q.text);
+    setAttr($('restore-dialog'), 'data-count', q.count);
+    setAttr($('restore-dialog'), 'data-rev', entry.rev);
+  }
+
+  confirmRestore() {
+    const entry = this.pendingRestore;
+    $('restore-dialog').close();
+    if (entry && this.acting()) this.live.restore(entry.rev);
+  }
+
   /** Redo; while an edit of this user's is still queued there is none (it will clear the redo stack). */
   redo(scope) {
     if (!this.acting()) return;
@@ -225,7 +291,8 @@ class App {
 
   /** Ctrl/Cmd+Z, Shift+Ctrl/Cmd+Z, Ctrl+Y; the name field keeps the browser's own text undo. */
   shortcut(e) {
-    if (!this.live || !this.editable || $('room').hidden || $('confirm-dialog').open) return;
+    if (!this.live || !this.editable || $('room').hidden || $('confirm-dialog').open
+        || $('restore-dialog').open) return;
     if (!(e.ctrlKey || e.metaKey) || e.altKey) return;
     if (e.target === this.editor.name) return;
     const key = e.key.toLowerCase();
@@ -298,14 +365,37 @@ class App {
           break;
         case 'skipped': {
           const nameOf = (tag) => n.people.get(tag)?.name ?? this.knownNames.get(tag);
-          this.notice(reportsText(n.reports, nameOf, { kind: n.kind, changed: n.changed }));
+          const byRestore = (r) => this.lastKinds.get(`${r.by}\n${r.tag}`) === 'restore';
+          this.notice(reportsText(n.reports, nameOf,
+            { kind: n.kind, changed: n.changed, me: this.live.sync.user, byRestore }));
           break;
         }
         case 'nothing':
-          this.notice(n.kind === 'undo' ? 'Nothing of yours to undo here.' : 'Nothing of yours to redo here.');
+          if (n.kind === 'restore') this.notice('Nothing to restore: the room is already as it was then.');
+          else if (n.entry != null) this.notice('Nothing was undone: that change of yours had nothing left to take back.');
+          else this.notice(n.kind === 'undo' ? 'Nothing of yours to undo here.' : 'Nothing of yours to redo here.');
           break;
         case 'error':
+          if (n.code === 'no-entry') this.timeline.undoRefused();
           if (n.code !== 'stale-base') this.notice(errorText(n));
+          break;
+        case 'welcomed':
+          // What was read before may be out of date (and answers to it will not come): read again.
+          this.timeline.reset();
+          this.attribution.reset();
+          break;
+        case 'revision':
+          for (const d of n.ops) this.lastKinds.set(`${n.author}\n${diffTag(d)}`, n.kind);
+          this.timeline.revision(entryOf(n));
+          if (n.mine) this.timeline.stacksChanged();
+          this.attribution.revision(n);
+          break;
+        case 'history': this.timeline.stacksChanged(); break;
+        case 'entryUndone': this.timeline.entryGone(n.entry); break;
+        case 'log': this.timeline.answered(n.seq, n.page); break;
+        case 'blame': this.attribution.answered(n.seq, n.blame); break;
+        case 'readFailed':
+          if (!this.timeline.failed(n.seq)) this.attribution.failed(n.seq);
           break;
         case 'fatal': {
           const { room, user, token } = this.request;
@@ -351,8 +441,12 @@ class App {
     this.list.render(view.people, this.selectedTag, viewersOf, (tag) => this.highlights.mark(`row:${tag}`), editable);
     const person = this.selectedTag != null ? view.get(this.selectedTag) : null;
     this.editor.render(person, (key) => this.highlights.mark(`${person.tag}:${key}`), nameEdits, editable);
+    this.attribution.select(person ? person.tag : null);
+    this.renderWriters();
     this.renderHeader();
     this.renderPresence();
+    this.renderHistory();
+    this.askReads();
     this.focusedField = this.editor.focusedField;
     this.tellPresence();
 
@@ -412,6 +506,67 @@ class App {
     redo.disabled = !editable || !h.canRedo || u.queued;
   }
 
+  /** Sends the `log` and `blame` the timeline and the writers still need (nothing while offline). */
+  askReads() {
+    const live = this.live;
+    if (!live || live.link !== 'online') return;
+    const request = this.timeline.nextRequest();
+    if (request) {
+      const seq = live.log({ before: request.before, limit: request.limit });
+      if (seq != null) this.timeline.sent(seq, request);
+    }
+    const tag = this.attribution.nextRequest((t) => live.sync.confirmed.contains(t));
+    if (tag != null) {
+      const seq = live.blame(tag);
+      if (seq != null) this.attribution.sent(seq);
+    }
+  }
+
+  /** The history panel, from the timeline (names as they are now), and the restore question if open. */
+  renderHistory() {
+    const live = this.live;
+    if (!live) return;
+    const t = this.timeline;
+    const view = live.sync.view;
+    // Names of people gone, from this page's memory, else from the inserts the timeline shows.
+    let inserted = null;
+    const nameKnown = (tag) => {
+      if (this.knownNames.has(tag)) return this.knownNames.get(tag);
+      if (!inserted) {
+        inserted = new Map();
+        for (const e of [...t.entries].reverse()) {
+          for (const d of e.ops) if (d.op === 'insert') inserted.set(d.person.tag, d.person.name);
+        }
+      }
+      return inserted.get(tag) ?? null;
+    };
+    this.history.render({
+      entries: t.entries,
+      loaded: t.loaded,
+      more: t.more,
+      loadingOlder: t.loadingOlder,
+      editable: this.editable,
+      undoable: (entry) => t.undoable(entry),
+      touched: (entry) => touchedPeople(entry.ops, (tag) => view.get(tag)?.name ?? null, nameKnown),
+      head: live.sync.revision,
+      now: Date.now(),
+    });
+    if ($('restore-dialog').open) this.renderRestoreQuestion();
+  }
+
+  /** Beside each field of the person shown: who last changed it and when. */
+  renderWriters() {
+    const a = this.attribution;
+    const now = Date.now();
+    this.editor.renderWriters((key) => {
+      const w = a.writer(key);
+      if (!w) return null;
+      const words = writerText(w, now);
+      if (key === 'position') words.moved = w.rev !== a.writer('created')?.rev;
+      return words;
+    });
+  }
+
   /** One line per user: "ann — Bob · Hair color" (what each of their tabs is looking at, in words). */
   renderPresence() {
     const live = this.live;
@@ -436,17 +591,34 @@ class App {
     }));
   }
 
-  /** While offline, the retry countdown in the header ticks. */
+  /** While offline, the retry countdown in the header ticks; relative times are redrawn now and then. */
   tick() {
     clearInterval(this.timers.tick);
     this.timers.tick = setInterval(() => {
       if (this.live && this.live.link !== 'online') this.renderHeader();
     }, 500);
+    clearInterval(this.timers.clock);
+    this.timers.clock = setInterval(() => {
+      if (!this.live || $('room').hidden) return;
+      this.renderHistory();
+      this.renderWriters();
+    }, CLOCK_MS);
   }
 }
 
 const app = new App();
 app.join.start();
+
+/** A revision notice as a timeline entry (the shape of a `log` entry, without `entry`: it is read). */
+function entryOf({ rev, time, author, kind, label, ops }) {
+  const e = { rev };
+  if (time != null) e.time = time;
+  e.author = author;
+  e.kind = kind;
+  if (label != null) e.label = label;
+  e.ops = ops;
+  return e;
+}
 
 /**
  * What Undo offers: the hub's history, or, while an edit of ours is still queued (offline, or waiting

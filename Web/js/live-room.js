@@ -18,6 +18,17 @@
 //   {type:'nothing', kind}             an undo / redo with nothing to do
 //   {type:'error', code, message}      the hub refused something
 //   {type:'fatal', code, message}      the hub refused the connection for good (no more retries)
+// and, for the history panel and the person editor's writers (HISTORY.md §6):
+//   {type:'welcomed'}                  a welcome came (what was read before may be out of date)
+//   {type:'revision', rev, time?, author, kind, label?, ops, mine}  every revision the hub applied, as
+//                                      it reaches this page (a teammate's `ops`, or this user's ack,
+//                                      undone, redone or restored), in the shape of a log entry
+//   {type:'history'}                   this user's undo / redo stacks changed (a `history` frame)
+//   {type:'entryUndone', entry}        a selective undo of that entry was answered
+//   {type:'log', seq, page} | {type:'blame', seq, blame}  answers to `log()` / `blame()`
+//   {type:'readFailed', seq, code}     an error answered one of those (never shown as a refusal)
+// `skipped` and `nothing` notices of a selective undo carry its `entry`; a restore that changed
+// nothing is {type:'nothing', kind:'restore'}.
 //
 // The connection is state, not notices: `connection` ({link, outage, why, retryAt, pending,
 // catchingUp}) says at any moment whether the hub is reachable and whether edits made while it was
@@ -37,6 +48,27 @@ const HEARTBEAT_SECONDS = 20;
 const FIRST_BACKOFF = 0.25;
 const MAX_BACKOFF = 5;
 const MAX_REDIRECTS = 3;
+
+/**
+ * A revision the hub applied, from the frame that brought it (`ops`, or this user's `ack`, `undone`,
+ * `redone`, `restored`), in the shape of a log entry plus `mine`; null for any other frame.
+ * `request` is the request that frame answers (an ack's label is the submit's).
+ */
+function revisionOf(message, request, user) {
+  const kind = message.type === 'ops' ? message.kind
+    : { ack: 'edit', undone: 'undo', redone: 'redo', restored: 'restore' }[message.type];
+  if (!kind) return null;
+  const author = message.type === 'ops' ? message.author : user;
+  const label = message.type === 'ack' ? request?.label : message.label;
+  const r = { type: 'revision', rev: message.rev };
+  if (message.time != null) r.time = message.time;
+  r.author = author;
+  r.kind = kind;
+  if (label != null) r.label = label;
+  r.ops = message.ops ?? [];
+  r.mine = author === user;
+  return r;
+}
 
 /** The `ws(s)://host/v1/rooms/ROOM` address of `room` on the hub that served `location`. */
 export function roomURL(location, room) {
@@ -92,6 +124,8 @@ export class LiveRoom {
     this.welcomedHere = false;
     /** Redirects followed since the last welcome. */
     this.redirects = 0;
+    /** Seqs of the `log` / `blame` requests sent on this connection and not yet answered. */
+    this.reads = new Set();
   }
 
   // MARK: Actions
@@ -132,6 +166,36 @@ export class LiveRoom {
     this.send(this.sync.redo(scope));
     this.queued();
     this.onUpdate([]);
+  }
+
+  /** Undoes this user's undo entry `entry` (its id, from the timeline) on its own (HISTORY §2). */
+  undoEntry(entry) {
+    this.send(this.sync.undoEntry(entry));
+    this.queued();
+    this.onUpdate([]);
+  }
+
+  /** Makes the room what it was right after revision `rev`, as one revision of this user's (HISTORY §3). */
+  restore(rev, { label } = {}) {
+    this.send(this.sync.restore(rev, { label }));
+    this.queued();
+    this.onUpdate([]);
+  }
+
+  /**
+   * Asks for a page of the timeline ({before?, limit?, tag?}); returns the seq its `log` notice will
+   * carry, or null when not online (nothing is sent: ask again after the welcome).
+   */
+  log(request = {}) { return this.read(this.sync.log(request)); }
+
+  /** Asks who last wrote each part of person `tag`; returns the seq of its `blame` notice, or null. */
+  blame(tag) { return this.read(this.sync.blame(tag)); }
+
+  read(messages) {
+    if (messages.length === 0 || this.link !== 'online' || !this.socket) return null;
+    this.send(messages);
+    this.reads.add(messages[0].seq);
+    return messages[0].seq;
   }
 
   /** A request was queued: made while the hub is out of reach, it is part of the catching up. */
@@ -178,6 +242,7 @@ export class LiveRoom {
     this.retryAt = null;
     this.welcomedHere = false;
     this.connectedURL = this.url;
+    this.reads = new Set();
     let socket;
     try {
       socket = new this.Socket(this.url);
@@ -231,8 +296,12 @@ export class LiveRoom {
 
   received(message) {
     const before = this.sync.view;
+    const revisionBefore = this.sync.revision;
+    const first = this.sync.outbox[0];
+    const inFlight = first && first.sentBase !== null ? first.request : null;
     const { send, events } = this.sync.receive(message);
     const notices = [];
+    const entry = message.type === 'undone' && message.entry != null ? { entry: message.entry } : {};
     for (const event of events) {
       switch (event.type) {
         case 'welcomed':
@@ -244,16 +313,33 @@ export class LiveRoom {
           this.why = null;
           this.tagsAsked = false;
           this.redirects = 0;
+          notices.push({ type: 'welcomed' });
           break;
         case 'remote': notices.push({ ...event, people: before }); break;
         case 'skipped': {
           const kind = message.type === 'undone' ? 'undo' : message.type === 'redone' ? 'redo' : 'edit';
           const changed = message.rev != null && (message.ops?.length ?? 0) > 0;
-          notices.push({ type: 'skipped', reports: event.reports, people: before, kind, changed });
+          notices.push({ type: 'skipped', reports: event.reports, people: before, kind, changed, ...entry });
           break;
         }
+        case 'history':
+          if (message.type === 'history') notices.push({ type: 'history' });
+          break;
+        case 'log':
+          this.reads.delete(message.seq);
+          notices.push({ type: 'log', seq: message.seq, page: event.page });
+          break;
+        case 'blame':
+          this.reads.delete(message.seq);
+          notices.push({ type: 'blame', seq: message.seq, blame: event.blame });
+          break;
         case 'error':
-          if (isFatal(event.code)) {
+          if (message.seq != null && this.reads.has(message.seq)) {
+            // A read (`log`, `blame`) was refused, e.g. the person asked about went meanwhile: no
+            // request of the user's failed, so it is no refusal to show.
+            this.reads.delete(message.seq);
+            notices.push({ type: 'readFailed', seq: message.seq, code: event.code });
+          } else if (isFatal(event.code)) {
             notices.push({ type: 'fatal', code: event.code, message: event.message });
             this.stopped = true;
             this.link = 'offline';
@@ -281,10 +367,21 @@ export class LiveRoom {
     }
     if ((message.type === 'undone' || message.type === 'redone') && message.rev == null
         && message.ops.length === 0 && message.skipped.length === 0) {
-      notices.push({ type: 'nothing', kind: message.type === 'undone' ? 'undo' : 'redo' });
+      notices.push({ type: 'nothing', kind: message.type === 'undone' ? 'undo' : 'redo', ...entry });
     }
-    if ((message.type === 'undone' || message.type === 'redone') && message.rev != null && message.ops.length > 0) {
-      notices.unshift({ type: 'mine', kind: message.type === 'undone' ? 'undo' : 'redo', diffs: message.ops });
+    if (message.type === 'restored' && message.rev == null && message.ops.length === 0) {
+      notices.push({ type: 'nothing', kind: 'restore' });
+    }
+    const own = { undone: 'undo', redone: 'redo', restored: 'restore' }[message.type];
+    if (own && message.rev != null && message.ops.length > 0) {
+      notices.unshift({ type: 'mine', kind: own, diffs: message.ops });
+    }
+    if (message.type === 'undone' && message.entry != null) {
+      notices.push({ type: 'entryUndone', entry: message.entry });
+    }
+    if (this.sync.revision > revisionBefore && message.rev === this.sync.revision) {
+      const revision = revisionOf(message, inFlight, this.sync.user);
+      if (revision) notices.push(revision);
     }
     if (this.pending === 0) this.catchingUp = false;
     if (message.type === 'tags') this.tagsAsked = false;

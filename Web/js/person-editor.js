@@ -8,6 +8,12 @@
 // For a viewer (`editable` false) every control is disabled and the scoped undo / redo are not shown.
 // Labels and action names come from words.js; presence names a topic or a facial hair style by its
 // own word ("weather", "beard"), so other people read what this user looks at.
+//
+// Beside each field, who last changed it and when ("bob · 2 min ago", HISTORY.md §6): a `.writer`
+// element per field (`data-writer` = the field's key, as attribution.js names it), filled by
+// `renderWriters` from the hub's `blame` (kept live by the page); the exact time is its tooltip, and
+// each control is described by it (`aria-describedby`). The head says who added the person and who
+// last moved them in the list.
 
 import { faceSVG, faceDescription } from './face.js';
 import { h, setAttr, setText, setChanged } from './dom.js';
@@ -37,7 +43,17 @@ export class PersonEditor {
     this.editable = true;
     /** key → element(s) that show the `.changed` mark of that field */
     this.marks = new Map();
+    /** key → the `.writer` element beside that field */
+    this.writers = new Map();
     this.build();
+  }
+
+  /** The `.writer` element of `key` ("bob · 2 min ago"), made once. */
+  writerFor(key) {
+    const id = `writer-${key}`;
+    const el = h('span', { class: 'writer', id, 'data-writer': key });
+    this.writers.set(key, el);
+    return el;
   }
 
   build() {
@@ -46,17 +62,21 @@ export class PersonEditor {
     this.face = h('div', { class: 'face face-large' });
     this.title = h('h2', { id: 'detail-title' });
     this.description = h('p', { class: 'face-description', id: 'face-description' });
-    this.tagLine = h('p', { class: 'tag-line' });
+    this.tagText = h('span', {});
+    this.tagLine = h('p', { class: 'tag-line' }, this.tagText,
+      h('span', { class: 'origin' }, this.writerFor('created')),
+      h('span', { class: 'origin moved' }, this.writerFor('position')));
     this.undoHere = h('button', { id: 'undo-person', type: 'button' }, 'Undo on this person');
     this.redoHere = h('button', { id: 'redo-person', type: 'button' }, 'Redo on this person');
     this.undoHere.addEventListener('click', () => this.person && this.actions.undoHere(this.person.tag));
     this.redoHere.addEventListener('click', () => this.person && this.actions.redoHere(this.person.tag));
 
     this.name = h('input', { id: 'name', type: 'text', autocomplete: 'off', spellcheck: 'false',
-      'data-presence': 'name', 'aria-describedby': 'name-help' });
+      'data-presence': 'name', 'aria-describedby': 'name-help writer-name' });
     this.nameHelp = h('p', { id: 'name-help', class: 'help' }, 'Saved as you type.');
     const nameField = h('div', { class: 'field', 'data-field': 'name' },
-      h('label', { for: 'name' }, fieldLabels.name), this.name, this.nameHelp);
+      h('label', { for: 'name' }, fieldLabels.name), this.name,
+      h('div', { class: 'field-foot' }, this.nameHelp, this.writerFor('name')));
     this.marks.set('name', [nameField, this.name]);
     this.name.addEventListener('input', (e) => { if (!e.isComposing) this.typed(); });
     this.name.addEventListener('compositionstart', () => { this.composing = true; });
@@ -68,23 +88,27 @@ export class PersonEditor {
 
     this.selects = new Map();
     const choices = h('div', { class: 'choices' }, CHOICES.map(({ field, label, vocabulary, action }) => {
-      const select = h('select', { id: field, 'data-presence': field },
+      const select = h('select', { id: field, 'data-presence': field, 'aria-describedby': `writer-${field}` },
         vocabulary.words.map((w) => h('option', { value: w }, titleCase(w))));
       select.addEventListener('change', () => {
         if (this.person) this.actions.edit([set(this.person.tag, field, select.value)], { label: action });
       });
       this.selects.set(field, select);
-      const wrap = h('div', { class: 'field', 'data-field': field }, h('label', { for: field }, label), select);
+      const wrap = h('div', { class: 'field', 'data-field': field }, h('label', { for: field }, label), select,
+        this.writerFor(field));
       this.marks.set(field, [wrap, select]);
       return wrap;
     }));
 
     this.checkboxes = new Map();
     const toggle = (id, label, key, presence, onChange) => {
-      const box = h('input', { type: 'checkbox', id, 'data-presence': presence });
+      const box = h('input', { type: 'checkbox', id, 'data-presence': presence, 'aria-describedby': `writer-${key}` });
       box.addEventListener('change', () => { if (this.person) onChange(box.checked); });
       this.checkboxes.set(key, box);
-      const wrap = h('label', { class: 'field toggle', for: id, 'data-field': key }, box, h('span', {}, label));
+      const writer = this.writerFor(key);
+      writer.setAttribute('aria-hidden', 'true'); // inside the label: read as the box's description only
+      const wrap = h('label', { class: 'field toggle', for: id, 'data-field': key }, box,
+        h('span', { class: 'toggle-text' }, h('span', {}, label), writer));
       this.marks.set(key, [wrap, box]);
       return wrap;
     };
@@ -116,8 +140,9 @@ export class PersonEditor {
         }));
         const labelId = `topic-${topic}-label`;
         const row = h('div', { class: 'field topic', 'data-topic': topic, 'data-field': `topic-${topic}`,
-          role: 'group', 'aria-labelledby': labelId },
-        h('span', { class: 'topic-name', id: labelId }, titleCase(topic)),
+          role: 'group', 'aria-labelledby': labelId, 'aria-describedby': `writer-topic-${topic}` },
+        h('span', { class: 'topic-text' }, h('span', { class: 'topic-name', id: labelId }, titleCase(topic)),
+          this.writerFor(`topic-${topic}`)),
         h('span', { class: 'opinions' }, buttons));
         this.marks.set(`topic-${topic}`, [row]);
         return row;
@@ -163,7 +188,7 @@ export class PersonEditor {
     }
     setText(this.title, person.name);
     setText(this.description, titleCase(faceDescription(person)));
-    setText(this.tagLine, `tag ${person.tag}`);
+    setText(this.tagText, `tag ${person.tag}`);
     setAttr(this.undoHere, 'aria-label', `Undo your newest change to ${person.name}`);
     setAttr(this.redoHere, 'aria-label', `Redo your newest undone change to ${person.name}`);
     this.showName(person.name, switched ? null : nameEdits);
@@ -188,6 +213,24 @@ export class PersonEditor {
     for (const [k, elements] of this.marks) {
       const by = switched ? null : changedBy(k);
       for (const el of elements) setChanged(el, by);
+    }
+  }
+
+  /**
+   * Who last changed each field of the person shown: `writerOf(key)` gives {text, title, user} (see
+   * history-text.js `writerText`), or null while not known (the field then says nothing). The head says
+   * "added by ann · 3 min ago" (or "in the room from the start") and, when the person was moved since,
+   * "moved by bob · just now".
+   */
+  renderWriters(writerOf) {
+    for (const [key, el] of this.writers) {
+      const w = this.person ? writerOf(key) : null;
+      let text = w?.text ?? '';
+      if (key === 'created' && w) text = w.user == null ? 'in the room from the start' : `added by ${w.text}`;
+      if (key === 'position' && w) text = w.moved ? `moved by ${w.text}` : '';
+      setText(el, text);
+      setAttr(el, 'title', text ? w.title : null);
+      setAttr(el, 'data-user', text ? w.user ?? '' : null);
     }
   }
 

@@ -10,12 +10,16 @@ const capitalised = (s) => s.charAt(0).toUpperCase() + s.slice(1);
 
 /**
  * A skip report ({reason, tag, field?, style?, topic?, by?}) as one sentence. `nameOf(tag)` gives the
- * person's name when it is still known (else the sentence says "tag N").
+ * person's name when it is still known (else the sentence says "tag N"). Options: `me`, this user (a
+ * report whose `by` is them says "you": a selective undo is guarded by the user's own later changes
+ * too), and `byRestore(report)`, whether the `by` writer's change was a restore ("bob's restore").
  */
-export function reportSentence(report, nameOf) { return capitalised(reportClause(report, nameOf)); }
+export function reportSentence(report, nameOf, options = {}) {
+  return capitalised(reportClause(report, nameOf, options));
+}
 
 /** A skip report as a clause (not capitalised: "your change to Ann's hair color was overwritten by bob"). */
-function reportClause(report, nameOf) {
+function reportClause(report, nameOf, { me = null, byRestore = () => false } = {}) {
   const name = nameOf(report.tag);
   const who = name ? name : `tag ${report.tag}`;
   let what;
@@ -23,19 +27,27 @@ function reportClause(report, nameOf) {
   else if (report.topic != null) what = `${who}'s opinion on ${report.topic}`;
   else if (report.field != null) what = `${who}'s ${fieldWords[report.field] ?? 'details'}`;
   else what = who;
-  const by = report.by != null ? ` by ${report.by}` : '';
+  const mine = report.by != null && report.by === me;
+  const restore = report.by != null && byRestore(report);
+  // Who wrote over it, as the subject of a sentence: "bob", "bob's restore", "you", "your restore".
+  const actor = mine ? (restore ? 'your restore' : 'you') : restore ? `${report.by}'s restore` : report.by;
+  const by = report.by != null ? ` by ${actor}` : '';
   let sentence;
   switch (report.reason) {
     case 'overwritten':
       // No field: a person the undo would put back is there already (a teammate restored them).
       if (report.field == null && report.style == null && report.topic == null) {
-        sentence = `${who} was already back${report.by != null ? ` (restored by ${report.by})` : ''}`;
+        sentence = `${who} was already back${report.by == null ? '' : mine ? ' (you put them back)' : ` (restored by ${report.by})`}`;
+      } else if (mine) {
+        sentence = `${actor} changed ${what} again since`;
       } else {
         sentence = `your change to ${what} was overwritten${by}`;
       }
       break;
-    case 'targetRemoved': sentence = `${who} was deleted${by}`; break;
-    case 'editedByOthers': sentence = `${who} was edited${by} since you added them`; break;
+    case 'targetRemoved': sentence = mine ? `${actor} deleted ${who} since` : `${who} was deleted${by}`; break;
+    case 'editedByOthers':
+      sentence = mine ? `${actor} edited ${who} since adding them` : `${who} was edited${by} since you added them`;
+      break;
     case 'invariant': sentence = `your change to ${what} no longer fits (the name would be too long)`; break;
     case 'expired': sentence = `your change to ${who} is too old to undo`; break;
     default: sentence = `part of your change to ${who} was skipped`; break;
@@ -45,13 +57,15 @@ function reportClause(report, nameOf) {
 
 /**
  * The notice for the parts of one request of this user's that were skipped. `kind` is what the
- * request was ('undo', 'redo' or 'edit'); `changed` whether any of it was done. When nothing was, the
- * notice says so first: "Nothing was undone: your change to Ann's hair color was overwritten by bob."
+ * request was ('undo', 'redo' or 'edit'; a selective undo is an 'undo'); `changed` whether any of it
+ * was done; `me` and `byRestore` as for reportSentence. When nothing was done, the notice says so
+ * first: "Nothing was undone: your change to Ann's hair color was overwritten by bob." An edit that
+ * raced a teammate's restore: "Your change was not made: Kim was deleted by dana's restore."
  */
-export function reportsText(reports, nameOf, { kind = 'edit', changed = true } = {}) {
+export function reportsText(reports, nameOf, { kind = 'edit', changed = true, me = null, byRestore } = {}) {
   const clauses = [];
   for (const r of reports) {
-    const c = reportClause(r, nameOf);
+    const c = reportClause(r, nameOf, { me, byRestore });
     if (!clauses.includes(c)) clauses.push(c);
   }
   const body = clauses.join('; ');
@@ -127,6 +141,7 @@ export function errorText({ code, message }) {
     case 'rate-limited': return 'Too many changes at once; the hub dropped one. Try again in a moment.';
     case 'forbidden': return 'You can only view this room: nothing was changed.';
     case 'too-large': return 'Not saved: that change is too large to send.';
+    case 'no-entry': return 'Nothing was undone: that change of yours was already undone.';
     case 'invalid-op': return 'Not saved: that change no longer fits the room (a teammate may have changed it first).';
     case 'stale-base': return 'Catching up with the hub…';
     case 'server-error': return 'The hub had a problem and did not save that change. Try again.';

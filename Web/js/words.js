@@ -40,6 +40,16 @@ export const actionLabels = Object.freeze({
   delete: 'Delete Person',
 });
 
+/**
+ * Action names the page only shows (the history panel names a revision that came without a label from
+ * its changes): several kinds of change in one, none at all, a restore.
+ */
+export const readActionLabels = Object.freeze({
+  several: 'Several Changes',
+  none: 'No Change',
+  restore: 'Restore an Earlier Version',
+});
+
 /** A word of a vocabulary for people to read: "blonde" → "Blonde". */
 export function titleCase(word) {
   return word.charAt(0).toUpperCase() + word.slice(1);

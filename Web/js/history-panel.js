@@ -1,0 +1,161 @@
+// The history panel (HISTORY.md §6): the room's timeline, newest first, one row per revision: when
+// (relative, the exact time on hover), who, what ("Change Hair Color", "Undo Change Name", "Restore
+// to revision 4"), the people it touched by their names now; "Undo this" on this user's rows that are
+// still on their undo stack, "Restore to here" on every row (the page asks first). Reaching the end of
+// the list (by scrolling, or "Show older changes") loads the next older page; a list too short to
+// scroll loads on until it scrolls or the room's first change is shown.
+//
+// State lives in the Timeline (timeline.js); this view only draws it. Rows are kept by revision and
+// changed in place, so a render after every message leaves focus and the scroll position alone. A
+// viewer (`editable` false) gets no buttons. No word here is a wire name (history-text.js words it).
+
+import { h, setAttr, setText } from './dom.js';
+import { actionText, relativeTime, exactTime, touchedText } from './history-text.js';
+
+/** Pixels from the bottom of the list at which the next older page is asked for. */
+const NEAR_END = 120;
+
+export class HistoryPanel {
+  /**
+   * @param {HTMLElement} section  `#history`
+   * @param {{undoEntry(id), restore(entry), older()}} actions
+   */
+  constructor(section, actions) {
+    this.section = section;
+    this.actions = actions;
+    /** rev → {li, who, what, touched, when, rev, undo, restore, entry} */
+    this.rows = new Map();
+    this.state = null;
+    this.build();
+  }
+
+  build() {
+    this.status = h('p', { id: 'history-status', class: 'help' });
+    this.list = h('ol', { id: 'history-list', class: 'history-list', 'aria-labelledby': 'history-title',
+      tabindex: '0' });
+    this.more = h('button', { id: 'history-more', type: 'button', class: 'quiet more' }, 'Show older changes');
+    this.end = h('p', { id: 'history-end', class: 'help end' }, 'Nothing older: this is where the room began.');
+    this.list.addEventListener('scroll', () => this.scrolled());
+    this.more.addEventListener('click', () => this.actions.older());
+    this.list.addEventListener('click', (e) => {
+      const button = e.target.closest('button');
+      const li = e.target.closest('li[data-rev]');
+      if (!button || !li) return;
+      const row = this.rows.get(Number(li.dataset.rev));
+      if (!row) return;
+      if (button === row.undo && row.entry.entry != null) this.actions.undoEntry(row.entry.entry);
+      if (button === row.restore) this.actions.restore(row.entry);
+    });
+    this.section.append(
+      h('div', { class: 'pane-head' }, h('h2', { id: 'history-title' }, 'History')),
+      this.status, this.list, this.more, this.end);
+  }
+
+  /**
+   * Draws the timeline. `view`: {entries, loaded, more, loadingOlder, editable, undoable(entry),
+   * touched(entry) → [{tag, name, gone}], head (the room's revision), now (ms)}.
+   */
+  render(view) {
+    this.state = view;
+    const { entries, loaded, more, loadingOlder, editable } = view;
+    const revs = new Set(entries.map((e) => e.rev));
+    for (const [rev, row] of this.rows) {
+      if (!revs.has(rev)) {
+        row.li.remove();
+        this.rows.delete(rev);
+      }
+    }
+    for (const entry of entries) {
+      const row = this.rows.get(entry.rev) ?? this.makeRow(entry.rev);
+      this.fill(row, entry, view);
+    }
+    const focused = document.activeElement;
+    let cursor = this.list.firstElementChild;
+    for (const entry of entries) {
+      const li = this.rows.get(entry.rev).li;
+      if (li === cursor) cursor = cursor.nextElementSibling;
+      else this.list.insertBefore(li, cursor);
+    }
+    if (focused && focused !== document.activeElement && this.list.contains(focused)) {
+      focused.focus({ preventScroll: true });
+    }
+    setText(this.status, !loaded ? 'Loading…' : entries.length === 0 ? 'No changes yet.' : '');
+    this.status.hidden = loaded && entries.length > 0;
+    this.list.hidden = entries.length === 0;
+    this.more.hidden = !more;
+    this.more.disabled = loadingOlder;
+    setText(this.more, loadingOlder ? 'Loading older changes…' : 'Show older changes');
+    this.end.hidden = !(loaded && !more && entries.length > 0);
+    setAttr(this.section, 'data-editable', editable ? null : 'false');
+    setAttr(this.list, 'aria-busy', loaded && !loadingOlder ? null : 'true');
+    // A list too short to scroll cannot be scrolled to its end: load on.
+    if (more && !loadingOlder && entries.length > 0 && this.list.scrollHeight <= this.list.clientHeight + 1) {
+      queueMicrotask(() => this.actions.older());
+    }
+  }
+
+  /** The list was scrolled: near its end, the next older page is asked for. */
+  scrolled() {
+    const v = this.state;
+    if (!v || !v.more || v.loadingOlder) return;
+    const l = this.list;
+    if (l.scrollTop + l.clientHeight >= l.scrollHeight - NEAR_END) this.actions.older();
+  }
+
+  makeRow(rev) {
+    const row = { entry: null };
+    row.who = h('span', { class: 'who' });
+    row.what = h('span', { class: 'what' });
+    row.touched = h('span', { class: 'touched' });
+    row.when = h('time', { class: 'when' });
+    row.rev = h('span', { class: 'rev' });
+    row.undo = h('button', { type: 'button', class: 'undo-entry' }, 'Undo this');
+    row.restore = h('button', { type: 'button', class: 'restore-here' }, 'Restore to here');
+    row.actions = h('span', { class: 'entry-actions' }, row.undo, row.restore);
+    row.li = h('li', { 'data-rev': rev },
+      h('div', { class: 'entry-head' }, row.who, row.what),
+      row.touched,
+      h('div', { class: 'entry-foot' }, row.when, row.rev, row.actions));
+    this.rows.set(rev, row);
+    return row;
+  }
+
+  fill(row, entry, { editable, undoable, touched, head, now }) {
+    const whom = touchedText(touched(entry));
+    const ago = relativeTime(entry.time, now);
+    const isHead = entry.rev >= head;
+    const canUndo = editable && entry.entry != null;
+    const mayUndo = canUndo && undoable(entry);
+    // A render comes after every message: a row whose words are the same is left as it is.
+    const key = `${whom}\n${ago}\n${editable}\n${mayUndo}\n${isHead}`;
+    if (row.entry === entry && row.key === key) return;
+    row.entry = entry;
+    row.key = key;
+    const action = actionText(entry);
+    setAttr(row.li, 'data-author', entry.author);
+    setAttr(row.li, 'data-kind', entry.kind);
+    setAttr(row.li, 'data-entry', entry.entry != null ? entry.entry : null);
+    row.li.classList.toggle('undoable', entry.entry != null);
+    setText(row.who, entry.author);
+    setText(row.what, action);
+    setText(row.touched, whom);
+    row.touched.hidden = !whom;
+    setText(row.when, ago || 'earlier');
+    setAttr(row.when, 'datetime', entry.time != null ? new Date(entry.time).toISOString() : null);
+    setAttr(row.when, 'title', entry.time != null ? exactTime(entry.time) : 'No time was kept for this change');
+    setText(row.rev, `#${entry.rev}`);
+    setAttr(row.rev, 'title', `Revision ${entry.rev}`);
+
+    row.undo.hidden = !canUndo;
+    row.undo.disabled = !mayUndo;
+    const what = `${action}${whom ? ` on ${whom}` : ''}`;
+    setAttr(row.undo, 'aria-label', `Undo this change of yours on its own: ${what}`);
+    setAttr(row.undo, 'title', 'Takes back this change of yours, and nothing done after it');
+    row.restore.hidden = !editable;
+    row.restore.disabled = !editable || isHead;
+    setAttr(row.restore, 'aria-label', `Restore the room to how it was right after ${entry.author}'s ${what}`);
+    setAttr(row.restore, 'title', isHead ? 'This is how the room is now'
+      : 'Makes the room as it was right after this change (asks first; you can undo it)');
+    row.actions.hidden = !editable;
+  }
+}

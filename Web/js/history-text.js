@@ -1,0 +1,151 @@
+// The room's history in words (HISTORY.md §6): when a revision was made ("2 min ago", the exact time on
+// hover), what it did ("Change Hair Color", "Undo Change Hair Color", "Restore to revision 4"), whom it
+// touched (by their names as they are now), who last changed a field ("bob · 2 min ago"), and the
+// question a restore asks first. Every word is from words.js's vocabulary (US spelling, no identifier);
+// a label another client sent is shown as it came.
+//
+// Pure: time is a parameter (`now`, milliseconds since the epoch, as the hub's `time`), no DOM, so
+// node tests it as it is (Tests/js/page-history.test.mjs).
+
+import { actionLabels, readActionLabels } from './words.js';
+import { diffTag } from './core/diff.js';
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
+/**
+ * How long ago `time` was, in words: "just now" (under 45 s, or a time ahead of this clock), "1 min ago",
+ * "12 min ago", "3 h ago", "yesterday", "4 days ago", then the date ("Mar 3", with the year when it is
+ * not this one). `time` null or undefined (revision 0, or made before times were kept): ''.
+ */
+export function relativeTime(time, now, locale = undefined) {
+  if (time == null) return '';
+  const ago = now - time;
+  if (ago < 45_000) return 'just now';
+  if (ago < HOUR - 30_000) return `${Math.max(1, Math.round(ago / MINUTE))} min ago`;
+  if (ago < DAY - HOUR / 2) return `${Math.max(1, Math.round(ago / HOUR))} h ago`;
+  const days = Math.round(ago / DAY);
+  if (days <= 1) return 'yesterday';
+  if (days < 7) return `${days} days ago`;
+  const then = new Date(time);
+  const sameYear = then.getFullYear() === new Date(now).getFullYear();
+  return then.toLocaleDateString(locale, sameYear ? { month: 'short', day: 'numeric' }
+    : { year: 'numeric', month: 'short', day: 'numeric' });
+}
+
+/** The exact time, as a tooltip shows it ("Nov 25, 2026, 2:05:03 PM" in en-US); '' without a time. */
+export function exactTime(time, locale = undefined) {
+  if (time == null) return '';
+  return new Date(time).toLocaleString(locale, { dateStyle: 'medium', timeStyle: 'medium' });
+}
+
+/**
+ * A label for ops that came without one (another client may send none), in the words of the labels
+ * the page sends: one kind of change → its action ("Change Hair Color", "Add Person"); several kinds →
+ * "Several Changes"; none → "No Change".
+ */
+export function opsLabel(ops = []) {
+  if (ops.length === 0) return readActionLabels.none;
+  const kinds = new Set(ops.map((d) => {
+    switch (d.op) {
+      case 'set': return d.field === 'name' ? 'name' : d.field;
+      case 'text': return 'name';
+      case 'facialHair': return 'facialHair';
+      case 'preference': return 'preference';
+      case 'insert': return 'add';
+      case 'remove': return 'delete';
+      case 'move': return 'move';
+      default: return 'other';
+    }
+  }));
+  if (kinds.size === 1) {
+    const [kind] = kinds;
+    if (Object.prototype.hasOwnProperty.call(actionLabels, kind)) return actionLabels[kind];
+  }
+  return readActionLabels.several;
+}
+
+/**
+ * What a timeline entry ({kind, label?, ops}) did, as its row says: an edit by its label; an undo or
+ * redo as the Undo / Redo buttons say it ("Undo Change Hair Color"); a restore by its label ("Restore
+ * to revision 4", the hub's, unless the restorer gave one).
+ */
+export function actionText({ kind, label, ops }) {
+  const base = label || opsLabel(ops);
+  switch (kind) {
+    case 'undo': return `Undo ${base}`;
+    case 'redo': return `Redo ${base}`;
+    case 'restore': return label || readActionLabels.restore;
+    default: return base;
+  }
+}
+
+/**
+ * The people `ops` touch, once each in the order first touched: {tag, name, gone}. `nameNow(tag)` is a
+ * present person's name (null when absent); `nameKnown(tag)` a name last seen for someone gone (from
+ * this page's memory, or an insert in the history), or null.
+ */
+export function touchedPeople(ops = [], nameNow, nameKnown = () => null) {
+  const out = [];
+  const seen = new Set();
+  for (const d of ops) {
+    const tag = diffTag(d);
+    if (seen.has(tag)) continue;
+    seen.add(tag);
+    const now = nameNow(tag);
+    if (now != null) out.push({ tag, name: now, gone: false });
+    else out.push({ tag, name: nameKnown(tag) ?? (d.op === 'insert' ? d.person?.name : null), gone: true });
+  }
+  return out;
+}
+
+/**
+ * Those people in a line: "Ann, Joan", "Kim (deleted)", "Ann, Joan, Sam and 4 more"; someone gone whose
+ * name was never seen is "a deleted person". `max` names at most are spelled out.
+ */
+export function touchedText(people, max = 3) {
+  if (people.length === 0) return '';
+  const word = (p) => (p.gone ? `${p.name ?? 'a deleted person'}${p.name ? ' (deleted)' : ''}` : p.name);
+  if (people.length <= max + 1) return people.map(word).join(', ');
+  return `${people.slice(0, max).map(word).join(', ')} and ${people.length - max} more`;
+}
+
+/**
+ * Who last wrote a part of a person (a blame writer {user, rev, time?}), beside the field: "bob · 2 min
+ * ago"; the seed's writer (user null) is "from the start"; a writer without a time is just the user.
+ * Returns {text, title, user}: `title` is the exact time and the revision, for the tooltip.
+ */
+export function writerText(w, now, locale = undefined) {
+  if (!w) return { text: '', title: '', user: null };
+  if (w.user == null) {
+    return { text: 'from the start', title: 'Unchanged since the room began', user: null };
+  }
+  const when = relativeTime(w.time, now, locale);
+  const exact = exactTime(w.time, locale);
+  return {
+    text: when ? `${w.user} · ${when}` : w.user,
+    title: `Last changed by ${w.user}${exact ? ` on ${exact}` : ''} (revision ${w.rev})`,
+    user: w.user,
+  };
+}
+
+/** How many changes a restore to revision `rev` takes back: every revision after it, by anyone. */
+export function changesSince(rev, head) { return Math.max(0, head - rev); }
+
+/**
+ * The confirmation a restore asks first, naming the row and how many changes it takes back:
+ * "Restore the room to how it was right after bob's Change Hair Color (2 min ago)? This takes back the
+ * 3 changes made since, by everyone. You can undo the restore."
+ */
+export function restoreQuestion(entry, head, now, locale = undefined) {
+  const count = changesSince(entry.rev, head);
+  const when = relativeTime(entry.time, now, locale);
+  const what = `${entry.author}'s ${actionText(entry)}${when ? ` (${when})` : ''}`;
+  const changes = count === 1 ? '1 change' : `${count} changes`;
+  return {
+    count,
+    text: `Restore the room to how it was right after ${what}? This takes back the ${changes} made since, `
+      + 'by everyone. You can undo the restore.',
+  };
+}

@@ -1,0 +1,202 @@
+// The room's timeline as the history panel shows it (HISTORY.md §4, §6): the revisions loaded so far,
+// newest first, which of them this user can still undo on their own, and which `log` request to send
+// next. The page sends what `nextRequest()` returns, says so with `sent(seq, request)`, and hands every
+// `log` answer to `answered(seq, page)`.
+//
+// Invariant: `entries` are consecutive revisions, newest first, from the newest this page knows down
+// to `oldest` (the hub lists every revision but 0, so a page ends where an older one begins). A live
+// revision joins at the top only when it is the next one; anything else (a gap) asks for a refresh,
+// and a refresh answer that does not meet the rows below it drops them (they are loaded again on
+// scroll). `more` says whether revisions older than `oldest` exist.
+//
+// The "undo this" marks (`entry` on an entry) are the hub's answer about this user's undo stack when it
+// was read. They change with every change to that stack (an edit, an undo, a redo, a coalesced run,
+// another tab of the same user): `stacksChanged()` asks for a refresh, which reads every loaded row
+// again, newest first, in pages of up to 200 (the protocol's largest), so every mark shown is the
+// hub's. `entryGone(id)` drops a mark at once when a selective undo of it is answered.
+//
+// One `log` request is in flight at a time (its answer is matched by seq; an answer to an older
+// connection's request is ignored). After a reconnect the page calls `reset()`: the timeline is read
+// again from the top. No DOM, no socket, no clock: node tests it as it is (Tests/js/page-history.test.mjs).
+
+/** Rows a page of the timeline asks for (the protocol's default). */
+export const PAGE_SIZE = 50;
+/** The largest page the protocol allows: a refresh reads the loaded rows in pages of this. */
+export const REFRESH_SIZE = 200;
+
+export class Timeline {
+  constructor({ pageSize = PAGE_SIZE, refreshSize = REFRESH_SIZE } = {}) {
+    this.pageSize = pageSize;
+    this.refreshSize = refreshSize;
+    this.reset();
+  }
+
+  /** Forgets everything (a new connection): the next request reads the newest page again. */
+  reset() {
+    /** Log entries {rev, time?, author, kind, label?, ops, entry?}, newest first, consecutive. */
+    this.entries = [];
+    /** Whether the first page has come. */
+    this.loaded = false;
+    /** Whether the oldest loaded entry is the room's first revision (no older page to load). */
+    this.exhausted = false;
+    /** The request in flight: {seq, kind: 'head' | 'older' | 'refresh', before?, limit}, or null. */
+    this.inFlight = null;
+    /** The user scrolled to the end: load the next older page. */
+    this.wantOlder = false;
+    /** This user's undo stack changed: read the loaded rows again. */
+    this.wantRefresh = false;
+    /** A refresh in progress: the `before` of its next page (the rows below are still to be read). */
+    this.refreshBefore = null;
+    /** Entry ids with a selective undo on its way (their "Undo this" waits). */
+    this.undoing = new Set();
+    /** A read was refused: nothing is asked until something changes (a revision, a reconnect). */
+    this.paused = false;
+  }
+
+  /** The newest revision loaded, or null. */
+  get newest() { return this.entries.length ? this.entries[0].rev : null; }
+  /** The oldest revision loaded, or null. */
+  get oldest() { return this.entries.length ? this.entries[this.entries.length - 1].rev : null; }
+  /** Whether older revisions than those loaded exist (unknown, so false, before the first page). */
+  get more() { return this.loaded && !this.exhausted; }
+  /** Whether a page of older entries is being read. */
+  get loadingOlder() { return this.inFlight?.kind === 'older'; }
+
+  /** Whether this user may undo `entry` on its own now: it carries an id, and no undo of it is on its way. */
+  undoable(entry) { return entry.entry != null && !this.undoing.has(entry.entry); }
+
+  // MARK: What to ask
+
+  /**
+   * The next `log` request ({kind, before?, limit}), or null when none is needed or one is in flight.
+   * Changes nothing: call `sent` once it has gone.
+   */
+  nextRequest() {
+    if (this.inFlight || this.paused) return null;
+    if (!this.loaded) return { kind: 'head', limit: this.pageSize };
+    if (this.refreshBefore != null) {
+      const left = this.entries.filter((e) => e.rev < this.refreshBefore).length;
+      return { kind: 'refresh', before: this.refreshBefore, limit: this.clamp(left) };
+    }
+    if (this.wantRefresh) return { kind: 'refresh', limit: this.clamp(this.entries.length) };
+    if (this.wantOlder && this.more) return { kind: 'older', before: this.oldest, limit: this.pageSize };
+    return null;
+  }
+
+  clamp(rows) { return Math.min(this.refreshSize, Math.max(this.pageSize, rows)); }
+
+  /** `request` (from nextRequest) went out with `seq`. */
+  sent(seq, request) {
+    this.inFlight = { seq, ...request };
+    if (request.kind === 'refresh' && request.before == null) this.wantRefresh = false;
+  }
+
+  /** The user reached the end of the list: load the next older page (when there is one). */
+  loadOlder() { if (this.more) this.wantOlder = true; }
+
+  /** This user's undo stack changed (their own revision, a `history` frame): read the marks again. */
+  stacksChanged() {
+    if (this.loaded) this.wantRefresh = true;
+  }
+
+  /** A selective undo of entry `id` was sent: its "Undo this" waits for the answer. */
+  undoSent(id) { this.undoing.add(id); }
+
+  /** Entry `id` left this user's undo stack (a selective undo of it was answered). */
+  entryGone(id) {
+    this.undoing.delete(id);
+    this.entries = this.entries.map((e) => {
+      if (e.entry !== id) return e;
+      const { entry, ...rest } = e;
+      return rest;
+    });
+  }
+
+  /** A selective undo was refused (`no-entry`): nothing waits any more, and the marks are read again. */
+  undoRefused() {
+    this.undoing.clear();
+    this.stacksChanged();
+  }
+
+  // MARK: What came
+
+  /**
+   * A revision as it happened ({rev, time?, author, kind, label?, ops}): at the top when it is the next
+   * one. Before the first page it is left to that page; after a gap the rows are read again.
+   */
+  revision(entry) {
+    this.paused = false;
+    if (!this.loaded) return;
+    if (this.entries.length === 0) {
+      this.entries = [entry];
+      this.exhausted = entry.rev <= 1;
+    } else if (entry.rev === this.newest + 1) {
+      this.entries = [entry, ...this.entries];
+    } else if (entry.rev > this.newest) {
+      this.wantRefresh = true;
+    }
+  }
+
+  /**
+   * A `log` answer ({entries, more}) to the request sent with `seq`. Returns false when it answers no
+   * request of this timeline's (an older connection's).
+   */
+  answered(seq, page) {
+    const request = this.inFlight;
+    if (!request || request.seq !== seq) return false;
+    this.inFlight = null;
+    const got = page.entries ?? [];
+    const lowest = got.length ? got[got.length - 1].rev : null;
+    const bottom = this.oldest;
+    this.merge(got);
+    switch (request.kind) {
+      case 'head':
+        this.loaded = true;
+        this.exhausted = !page.more;
+        break;
+      case 'older':
+        this.wantOlder = false;
+        if (lowest == null || lowest <= (this.oldest ?? lowest)) this.exhausted = !page.more;
+        break;
+      case 'refresh':
+        // Read on down to the bottom of what was loaded before, one page after the other.
+        this.refreshBefore = page.more && lowest != null && bottom != null && lowest > bottom ? lowest : null;
+        if (lowest != null && lowest <= (this.oldest ?? lowest)) this.exhausted = !page.more;
+        break;
+      default: break;
+    }
+    return true;
+  }
+
+  /**
+   * The request `seq` was refused (an `error` answering it): it is asked again after the next revision
+   * or reconnect, not at once (a refusal that repeats must not become a loop with the hub).
+   */
+  failed(seq) {
+    if (this.inFlight?.seq !== seq) return false;
+    if (this.inFlight.kind === 'older') this.wantOlder = false;
+    if (this.inFlight.kind === 'refresh') {
+      this.refreshBefore = null;
+      this.wantRefresh = true;
+    }
+    this.inFlight = null;
+    this.paused = true;
+    return true;
+  }
+
+  /** Puts `got` in (an entry read again replaces the one shown), then keeps the run that reaches the top. */
+  merge(got) {
+    const byRev = new Map(this.entries.map((e) => [e.rev, e]));
+    for (const e of got) byRev.set(e.rev, e);
+    const sorted = [...byRev.values()].sort((a, b) => b.rev - a.rev);
+    let end = sorted.length;
+    for (let i = 1; i < sorted.length; i += 1) {
+      if (sorted[i].rev !== sorted[i - 1].rev - 1) { end = i; break; }
+    }
+    if (end < sorted.length) this.exhausted = false;
+    this.entries = sorted.slice(0, end);
+    for (const id of [...this.undoing]) {
+      if (!this.entries.some((e) => e.entry === id)) this.undoing.delete(id);
+    }
+  }
+}
