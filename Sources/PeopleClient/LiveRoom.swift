@@ -148,7 +148,7 @@ public final class LiveRoom: @unchecked Sendable {
             case .redirect(let target):
                 url = target
                 connection?.close(via: client)
-            case .history, .presence, .needsResync, .log, .blame:
+            case .history, .presence, .needsResync, .log, .blame, .unanswered:
                 break
             }
         }
