@@ -21,15 +21,18 @@ extension ServerMessage.LogEntry {
 }
 
 extension Sequence<ServerMessage.LogEntry> {
-    /// The names the inserts in these rows gave, by tag (the newest row's where several did), to name
-    /// people who are no longer in the room.
-    public var insertedNames: [Tag: String] {
-        var names: [Tag: String] = [:]
+    /// The people the inserts in these rows put in, by tag (the newest row's where several did), to
+    /// name people who are no longer in the room.
+    public var insertedPeople: [Tag: Person] {
+        var people: [Tag: Person] = [:]
         for entry in self {
-            for case .insert(let person, _) in entry.ops where !person.name.isEmpty && names[person.tag] == nil {
-                names[person.tag] = person.name
-            }
+            for case .insert(let person, _) in entry.ops where people[person.tag] == nil { people[person.tag] = person }
         }
-        return names
+        return people
+    }
+
+    /// The names `insertedPeople` gave (the empty ones left out).
+    public var insertedNames: [Tag: String] {
+        insertedPeople.compactMapValues { $0.name.isEmpty ? nil : $0.name }
     }
 }

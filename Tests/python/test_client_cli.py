@@ -999,17 +999,6 @@ def iso(ms: int) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
 
-def hub_log(client, **request) -> dict:
-    """The timeline as the hub gives it to `client` (its own `log`: the independent view)."""
-    client.send({"type": "log", **request})
-    return client.take("log")
-
-
-def hub_blame(client, tag: int) -> dict:
-    client.send({"type": "blame", "tag": tag})
-    return client.take("blame")
-
-
 def wire_entries(doc: dict) -> list:
     """`log --json`'s entries without what the client adds to the hub's (`at`, `people`)."""
     return [{k: v for k, v in e.items() if k not in ("at", "people")} for e in doc["entries"]]
@@ -1051,7 +1040,7 @@ def test_log_lists_the_timeline_newest_first_and_marks_your_undoable_entries(hub
     assert [e.get("entry") for e in doc["entries"]] == [None, 2, 1], describe(r)
     assert [e["people"] for e in doc["entries"]] == [[{"tag": 2, "name": "Joan"}], [{"tag": 1, "name": "Ann"}],
                                                      [{"tag": 1, "name": "Ann"}]], describe(r)
-    assert wire_entries(doc) == hub_log(hub.join(room, "ann"))["entries"], "the hub's own answer to ann"
+    assert wire_entries(doc) == hub.join(room, "ann").timeline()["entries"], "the hub's own answer to ann"
 
     r, doc = pk(hub, room, "bob", "log", json=True)
     assert_status(r, 0)
@@ -1098,7 +1087,7 @@ def test_log_pages_back_with_before_and_limit_and_keeps_one_person_with_tag(hub,
     r, doc = pk(hub, room, "ann", "log", "--tag", "2", json=True)
     assert_status(r, 0)
     assert [e["rev"] for e in doc["entries"]] == [5, 2], describe(r)
-    assert wire_entries(doc) == hub_log(obs, tag=2)["entries"]
+    assert wire_entries(doc) == obs.timeline(tag=2)["entries"]
 
     for args in (["--limit", "0"], ["--limit", "201"], ["--before", "0"]):
         r = pk(hub, room, "ann", "log", *args)
@@ -1256,7 +1245,7 @@ def test_blame_names_who_last_changed_each_field_and_when(hub, room):
     assert_status(r, 0)
     assert doc["fields"]["hairColor"] == {"user": "bob", "rev": 2, "time": frame["time"]}, describe(r)
     assert doc["fields"]["eyeColor"] == {"user": None, "rev": 0} and doc["created"] == {"user": None, "rev": 0}
-    theirs = hub_blame(obs, 1)
+    theirs = obs.blame(1)
     assert (doc["created"], doc["fields"]) == (theirs["created"], theirs["fields"]), f"the hub's: {theirs}"
     assert doc["tag"] == 1 and norm([doc["person"]]) == norm([by_tag(obs.people, 1)]), describe(r)
 
