@@ -670,7 +670,10 @@ def test_offline_edits_wait_and_reach_the_hub_when_it_is_back(hub_factory, scree
     ann_p = by_tag(obs.people, 1)
     assert (ann_p["hairColor"], ann_p["glasses"]) == ("blonde", True), \
         f"both offline edits must reach the hub: Ann is {ann_p} at rev {obs.rev}"
-    assert "u Undo Toggle Glasses" in footer(text)["undo"], text
+    # The undo line follows the hub's `history` frame, which comes just after the last `ack` (the title
+    # loses `waiting` at the ack): wait for it rather than read it off the same capture.
+    ann.wait_for(_pred(lambda t: "u Undo Toggle Glasses" in footer(t)["undo"], "the undo line on Toggle Glasses"),
+                 timeout=3)
 
     ann.keys("u").wait_for(shows("Ann", hairColor="blonde", glasses="off"))
     people = wait_model(obs, lambda p: field_of(p, 1, "glasses") is False, "Ann's glasses undone after the reconnect")
@@ -992,8 +995,32 @@ def selected_rev(text: str) -> int | None:
     return next((int(r["REV"]) for r in h["rows"] if r["selected"]), None) if h else None
 
 
-def history_row(text: str, rev: int) -> dict:
-    return next(r for r in history(text)["rows"] if int(r["REV"]) == rev)
+def history_columns(**expected):
+    """A predicate: the history view's rows have these columns, newest first (keyword: a column of
+    HISTORY_COLUMNS, value: the list of its cells, or a {rev: cell} dict for some rows)."""
+    def pred(t: str) -> bool:
+        h = history(t)
+        if not h:
+            return False
+        for column, cells in expected.items():
+            shown = {int(r["REV"]): r[column] for r in h["rows"]}
+            if isinstance(cells, dict):
+                if any(shown.get(rev) != cell for rev, cell in cells.items()):
+                    return False
+            elif [r[column] for r in h["rows"]] != cells:
+                return False
+        return True
+    return _pred(pred, f"the history rows with {expected}")
+
+
+def history_bottom(pattern: str):
+    """A predicate: the history view's bottom line (the selected revision) matches `pattern` (whole)."""
+    return _pred(lambda t: bool(history(t)) and re.fullmatch(pattern, history(t)["bottom"]) is not None,
+                 f"the history's bottom line matching {pattern!r}")
+
+
+def keys_line(pred_text, doc: str):
+    return _pred(lambda t: pred_text(footer(t)["keys"]), doc)
 
 
 def history_shows(revs: list[int], selected: int | None = None):
@@ -1036,25 +1063,23 @@ def test_the_history_view_lists_the_timeline_newest_first_with_your_rows_marked(
     to_row(bob, "glasses").keys("Enter").wait_for(shows("Joan", glasses="on"))
     wait_model(obs, lambda p: field_of(p, 2, "glasses") is True, "Joan's glasses on (bob)")
 
-    text = ann.keys("h").wait_for(history_shows([2, 1, 0], selected=2))
-    rows = history(text)["rows"]
-    assert [(r["WHO"], r["ACTION"], r["PEOPLE"], r["UNDO"]) for r in rows] == [
-        ("bob", "Toggle Glasses", "Joan", ""), ("ann", "Change Hair Color", "Ann", "↶ 1"),
-        ("(seed)", "the room as it began", "", "")], text
-    assert all(re.fullmatch(RECENT, r["WHEN"]) for r in rows[:2]), text
-    assert re.fullmatch(r"rev 2 · \d{4}-\d\d-\d\d \d\d:\d\d:\d\d · bob: Joan's glasses on", history(text)["bottom"]), text
+    # (every check of a screen is part of a wait: a capture may catch a frame half drawn)
+    text = ann.keys("h").wait_for(all_of(
+        history_shows([2, 1, 0], selected=2),
+        history_columns(WHO=["bob", "ann", "(seed)"], ACTION=["Toggle Glasses", "Change Hair Color", "the room as it began"],
+                        PEOPLE=["Joan", "Ann", ""], UNDO=["", "↶ 1", ""]),
+        history_bottom(r"rev 2 · \d{4}-\d\d-\d\d \d\d:\d\d:\d\d · bob: Joan's glasses on"),
+        keys_line(lambda k: "Enter undo yours" in k and "R restore to here" in k, "Enter and R on the key line")))
+    assert all(re.fullmatch(RECENT, r["WHEN"]) for r in history(text)["rows"][:2]), text
     marks = {e["rev"]: e.get("entry") for e in hub.join(room, "ann").timeline()["entries"]}
     assert marks == {2: None, 1: 1}, f"the hub's own log for ann: {marks}"
-    assert "Enter undo yours" in footer(text)["keys"] and "R restore to here" in footer(text)["keys"], footer(text)
 
-    text = bob.keys("h").wait_for(history_shows([2, 1, 0]))
-    assert [r["UNDO"] for r in history(text)["rows"]] == ["↶ 2", "", ""], text
+    bob.keys("h").wait_for(all_of(history_shows([2, 1, 0]), history_columns(UNDO=["↶ 2", "", ""])))
 
     ann.keys("j").wait_for(history_shows([2, 1, 0], selected=1))
     r = pk(hub, room, "carol", "set", "3", "hairColor", "white")
     assert r.returncode == 0, r.stderr
-    text = ann.wait_for(history_shows([3, 2, 1, 0], selected=1))
-    assert history_row(text, 3)["WHO"] == "carol" and history_row(text, 3)["PEOPLE"] == "Sam", text
+    ann.wait_for(all_of(history_shows([3, 2, 1, 0], selected=1), history_columns(WHO={3: "carol"}, PEOPLE={3: "Sam"})))
     bob.wait_for(history_shows([3, 2, 1, 0]))
 
     ann.keys("Escape").wait_for(all_of(list_is(["Ann", "Joan", "Sam"]), _pred(lambda t: history(t) is None,
@@ -1076,9 +1101,9 @@ def test_the_history_view_loads_older_pages_as_it_scrolls(hub, room, screens):
     text = ann.keys("h").wait_for(_pred(lambda t: history_revs(t)[:1] == [60] and history(t)["more"],
                                         "the newest page, with more below"))
     ann.keys("End").wait_for(_pred(lambda t: 0 in history_revs(t), "rev 0 loaded after scrolling to the end"))
-    text = ann.keys("End").wait_for(_pred(lambda t: selected_rev(t) == 0, "rev 0 selected"))
-    assert history(text)["bottom"] == "rev 0 · the room as it began" and not history(text)["more"], text
-    assert history_revs(text)[-3:] == [2, 1, 0], text
+    ann.keys("End").wait_for(all_of(_pred(lambda t: selected_rev(t) == 0 and history_revs(t)[-3:] == [2, 1, 0]
+                                          and not history(t)["more"], "rev 0 selected, last of all"),
+                                    history_bottom("rev 0 · the room as it began")))
     ann.keys("Home").wait_for(_pred(lambda t: selected_rev(t) == 60, "back at the newest"))
 
 
@@ -1101,9 +1126,8 @@ def test_enter_on_an_own_older_row_undoes_it_and_nothing_after_it(hub, room, scr
     assert (frame["rev"], frame["author"], frame["kind"], frame.get("label")) == (3, "ann", "undo", "Change Hair Color"), frame
     assert frame["ops"] == [set_op(1, "hairColor", "brown")], frame
     assert (field_of(obs.people, 1, "hairColor"), field_of(obs.people, 1, "eyeColor")) == ("brown", "blue")
-    text = ann.wait_for(history_shows([3, 2, 1, 0], selected=1))
-    assert [history_row(text, rev)["UNDO"] for rev in (3, 2, 1)] == ["", "↶ 2", ""], text
-    assert history_row(text, 3)["ACTION"] == "Undo Change Hair Color", text
+    ann.wait_for(all_of(history_shows([3, 2, 1, 0], selected=1),
+                        history_columns(UNDO={3: "", 2: "↶ 2", 1: ""}, ACTION={3: "Undo Change Hair Color"})))
 
     text = bob.keys("h").wait_for(history_shows([3, 2, 1, 0]))
     bob.keys("j").wait_for(history_shows([3, 2, 1, 0], selected=2))
@@ -1128,8 +1152,9 @@ def test_R_restores_to_the_selected_row_after_a_confirmation_that_counts_the_cha
 
     ann.keys("h").wait_for(history_shows([3, 2, 1, 0]))
     ann.keys("j", "j").wait_for(history_shows([3, 2, 1, 0], selected=1))
-    text = ann.keys("R").wait_for(status_is("restore the room to rev 1? It takes back the 2 changes since (revs 2–3)"))
-    assert footer(text)["keys"].strip().startswith("y restores the room to rev 1"), footer(text)
+    ann.keys("R").wait_for(all_of(status_is("restore the room to rev 1? It takes back the 2 changes since (revs 2–3)"),
+                                  keys_line(lambda k: k.strip().startswith("y restores the room to rev 1"),
+                                            "`y restores the room to rev 1` on the key line")))
     ann.keys("n").wait_for(_pred(lambda t: "restore the room" not in status(t), "the question gone"))
     obs.expect_nothing("ops")
 
@@ -1139,9 +1164,9 @@ def test_R_restores_to_the_selected_row_after_a_confirmation_that_counts_the_cha
     assert (frame["rev"], frame["author"], frame["kind"], frame.get("label")) == \
         (4, "ann", "restore", "Restore to revision 1"), frame
     assert norm(obs.people) == norm(after_1) and tags(obs.people) == [1, 2, 3], obs.people
-    text = ann.wait_for(all_of(history_shows([4, 3, 2, 1, 0], selected=1),
-                               status_is("restored the room to rev 1, taking back 2 changes: u undoes the restore")))
-    assert history_row(text, 4)["UNDO"] == "↶ 4" and history_row(text, 4)["ACTION"] == "Restore to revision 1", text
+    ann.wait_for(all_of(history_shows([4, 3, 2, 1, 0], selected=1),
+                        history_columns(UNDO={4: "↶ 4"}, ACTION={4: "Restore to revision 1"}),
+                        status_is("restored the room to rev 1, taking back 2 changes: u undoes the restore")))
     bob.wait_for(all_of(list_is(["Ann", "Joan", "Sam"]), status_is("ann restored the room: Restore to revision 1")))
 
     ann.keys("u")
@@ -1162,10 +1187,9 @@ def test_a_viewer_may_look_at_the_history_but_not_undo_or_restore(hub_factory, r
     val = screens.raw("val")
     val.start(open_command(hub.port, room, "val", token=make_token("val", [room], role="viewer")))
     val.wait_for(all_of(title_has("● online"), selection_is("Ann")))
-    text = val.keys("h").wait_for(history_shows([1, 0]))
-    keys = footer(text)["keys"]
-    assert "Enter undo" not in keys and "R restore" not in keys and "view only" in keys, keys
-    assert history_row(text, 1)["WHO"] == "ann", text
+    val.keys("h").wait_for(all_of(history_shows([1, 0]), history_columns(WHO={1: "ann"}),
+                                  keys_line(lambda k: "view only" in k and "Enter undo" not in k and "R restore" not in k,
+                                            "a key line with view only, no Enter undo, no R restore")))
     val.keys("R").wait_for(status_has("view only"))
     val.keys("Escape", "h").wait_for(history_shows([1, 0]))
     val.keys("Enter").wait_for(status_has("view only"))
@@ -1181,13 +1205,13 @@ def test_the_details_show_who_last_changed_each_field_live(hub, room, screens):
     obs = observe(hub, room)
     ann = screens(hub, room, "ann")
     bob = screens(hub, room, "bob")
-    text = ann.keys("Tab").wait_for(writer_is("hairColor", r"\(seed\)"))
-    assert set(details(text)["writers"].values()) == {"(seed)"} and len(details(text)["writers"]) == len(ROWS), text
-    assert details(text)["added"] == "in the room from the start", text
+    ann.keys("Tab").wait_for(_pred(lambda t: details(t)["writers"] == {row: "(seed)" for row in ROWS}
+                                   and details(t)["added"] == "in the room from the start",
+                                   "every row by (seed), under `in the room from the start`"))
 
     choose(to_row(bob, "hairColor"), 1).wait_for(shows("Ann", hairColor="blonde"))
-    text = ann.wait_for(writer_is("hairColor", rf"bob · {RECENT}"))
-    assert details(text)["writers"]["eyeColor"] == "(seed)" and details(text)["writers"]["name"] == "(seed)", text
+    ann.wait_for(all_of(writer_is("hairColor", rf"bob · {RECENT}"), writer_is("eyeColor", r"\(seed\)"),
+                        writer_is("name", r"\(seed\)")))
     blame = obs.blame(1)
     assert blame["fields"]["hairColor"]["user"] == "bob" and blame["fields"]["eyeColor"]["user"] is None, blame
 
