@@ -9,6 +9,9 @@ import WebSocketTransport
 /// change. While the hub is unreachable, edits, undos and redos are taken and queued; they are sent,
 /// rebased, when the connection is back (with `resume` and `since`, so the session and its seq
 /// replies carry over). Reconnects back off from 0.25 s to 5 s.
+///
+/// It also drives a `HistoryReader` (the timeline and who wrote what of the selected person): the
+/// reader's questions are asked over the connection as `log` / `blame`, its answers handed back by seq.
 public final class LiveRoom: @unchecked Sendable {
     public enum Link: Hashable, Sendable {
         case connecting
@@ -35,6 +38,10 @@ public final class LiveRoom: @unchecked Sendable {
     }
 
     public private(set) var sync: ClientSync
+    /// The timeline and the watched person's writers, as far as the hub has answered.
+    public private(set) var reader = HistoryReader()
+    /// The reader's questions out on this connection, by seq.
+    private var questions: [Int: HistoryReader.Question] = [:]
     public private(set) var link: Link = .connecting
     public let room: String
     private var url: String
@@ -94,6 +101,47 @@ public final class LiveRoom: @unchecked Sendable {
         onUpdate?([])
     }
 
+    /// Undoes this user's entry `id` (selective undo), wherever it is on the stack.
+    public func undo(entry id: Int) {
+        send(sync.undo(entry: id))
+        onUpdate?([])
+    }
+
+    /// Makes the room what it was right after revision `rev`, as one revision (and one undo step).
+    public func restore(to rev: Int) {
+        send(sync.restore(to: rev))
+        onUpdate?([])
+    }
+
+    // MARK: History (queue only)
+
+    /// Shows the timeline: its newest page is asked for (`reader.rows`).
+    public func openTimeline() { ask(reader.open()) }
+
+    public func closeTimeline() { reader.close() }
+
+    /// The reader is near the end of the timeline's rows: the next older page.
+    public func loadOlder() { ask(reader.wantOlder()) }
+
+    /// Who last wrote each part of this person is wanted (`reader.attribution`), kept up to date.
+    public func attribute(_ tag: Tag?) {
+        ask(reader.watch(tag, present: tag.map { sync.confirmed[$0] != nil } ?? false))
+    }
+
+    private func ask(_ wanted: [HistoryReader.Question]) {
+        for question in wanted {
+            // Not connected: the reader asks again when the connection is back (`reconnected`).
+            guard link == .online, let (seq, message) = sync.ask({ seq in
+                switch question {
+                case .log(let before, let limit): .log(.init(seq: seq, before: before, limit: limit))
+                case .blame(let tag): .blame(.init(seq: seq, tag: tag))
+                }
+            }) else { continue }
+            questions[seq] = question
+            send([message])
+        }
+    }
+
     public func allocateTag() -> Tag? {
         let tag = sync.allocateTag()
         if sync.tagsLeft < 10, link == .online { send([.tags]) }
@@ -132,14 +180,30 @@ public final class LiveRoom: @unchecked Sendable {
     fileprivate func received(_ message: ServerMessage, generation: Int) {
         guard generation == self.generation, !stopped else { return }
         let before = sync.view
+        let revision = sync.revision
         let (outgoing, events) = sync.receive(message)
         var notices: [Notice] = []
+        var welcomed = false
+        var stacksChanged = false
         for event in events {
             switch event {
             case .welcomed:
                 link = .online
                 backoff = 0.25
                 resending = sync.pendingCount
+                welcomed = true
+                questions = [:]
+            case .history: stacksChanged = true
+            case .log(let page):
+                if let question = page.seq.flatMap({ questions.removeValue(forKey: $0) }) {
+                    ask(reader.answered(question, with: page))
+                }
+            case .blame(let blame):
+                if let question = blame.seq.flatMap({ questions.removeValue(forKey: $0) }) {
+                    ask(reader.answered(question, with: blame))
+                }
+            case .unanswered(let seq, _):
+                if let question = questions.removeValue(forKey: seq) { ask(reader.failed(question)) }
             case .remote(let summary): notices.append(.remote(summary, people: before))
             case .skipped(let reports): notices.append(.skipped(reports, people: before))
             case .error(let error):
@@ -148,9 +212,15 @@ public final class LiveRoom: @unchecked Sendable {
             case .redirect(let target):
                 url = target
                 connection?.close(via: client)
-            case .history, .presence, .needsResync, .log, .blame:
+            case .presence, .needsResync:
                 break
             }
+        }
+        if welcomed {
+            ask(reader.reconnected(watchedPresent: reader.watched.map { sync.confirmed[$0] != nil } ?? false))
+        } else {
+            if sync.revision != revision, let diffs = message.revisionDiffs { ask(reader.revised(diffs)) }
+            if stacksChanged { ask(reader.stacksChanged()) }
         }
         if resending > 0, sync.pendingCount == 0 {
             notices.append(.sent(resending))
@@ -163,6 +233,7 @@ public final class LiveRoom: @unchecked Sendable {
     fileprivate func lost(generation: Int, why: String) {
         guard generation == self.generation, !stopped else { return }
         sync.disconnected()
+        questions = [:]
         connection = nil
         if let refusal {
             link = .refused(refusal)
@@ -226,6 +297,19 @@ public final class LiveRoom: @unchecked Sendable {
             guard let room else { return }
             let why = error ?? connection.peerCloseCode.map { "closed by the hub (\($0))" } ?? "connection closed"
             room.queue.async { [generation] in room.lost(generation: generation, why: why) }
+        }
+    }
+}
+
+extension ServerMessage {
+    /// The diffs of the revision this message brings (an answer to a request, or a teammate's `ops`).
+    fileprivate var revisionDiffs: [Diff]? {
+        switch self {
+        case .ops(let o): o.ops
+        case .ack(let a): a.ops
+        case .undone(let r), .redone(let r): r.ops
+        case .restored(let r): r.ops
+        default: nil
         }
     }
 }

@@ -86,8 +86,10 @@ public final class RoomSession: @unchecked Sendable {
         throw .unreachable("redirected more than three times (last: \(url))")
     }
 
-    /// Sends the request made with the next seq and waits for its answer (`ack`, `undone`, `redone`);
-    /// an `error` for it is thrown. What else arrives meanwhile is applied.
+    /// Sends the request made with the next seq and waits for its answer (`ack`, `undone`, `redone`,
+    /// `restored`, or for a question, `log` / `blame`: their seq is not part of the hub's counter, but
+    /// numbering them from it keeps every answer this session's own); an `error` for it is thrown. What
+    /// else arrives meanwhile is applied.
     public func request(timeout: Double, _ make: (Int) -> ClientMessage) async throws(ClientError) -> ServerMessage {
         seq += 1
         let mine = seq
@@ -108,6 +110,13 @@ public final class RoomSession: @unchecked Sendable {
                     return message
                 case .undone(let r) where r.seq == mine, .redone(let r) where r.seq == mine:
                     if let rev = r.rev { apply(r.ops, rev: rev) }
+                    return message
+                case .restored(let r) where r.seq == mine:
+                    if let rev = r.rev { apply(r.ops, rev: rev) }
+                    return message
+                case .log(let page) where page.seq == mine:
+                    return message
+                case .blame(let blame) where blame.seq == mine:
                     return message
                 case .error(let e) where e.seq == mine || e.seq == nil:
                     throw .refused(ProtocolError(e.code, e.message))

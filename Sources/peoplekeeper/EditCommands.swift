@@ -12,7 +12,7 @@ func submit(_ diffs: [Diff], label: String, in session: RoomSession, options: Co
     let reply = try await session.request(timeout: options.timeout) { seq in
         .submit(.init(seq: seq, base: base, ops: diffs, label: label))
     }
-    guard case .ack(let ack) = reply else { throw Failure(status: 65, code: "bad-reply", message: "unexpected answer \(reply.json.text)") }
+    guard case .ack(let ack) = reply else { throw Failure.badReply(reply) }
     if options.json {
         var members: [JSON.Member] = [.init("rev", .int(ack.rev))]
         members += extra.map { JSON.Member($0.0, $0.1) }

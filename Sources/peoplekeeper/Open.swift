@@ -12,8 +12,10 @@ struct Open: AsyncParsableCommand {
             field (typing a name sends each character; on a color, a length or a topic a chooser: ← → \
             then Enter sets the value in one change, Esc leaves it; glasses and facial hair turn on / \
             off), a adds, d deletes (asks), m moves, u / r undo / redo your newest change, U / R your \
-            newest change to the selected person, ? help, q quits. A viewer's screen says view only \
-            and offers no edits. Edits made while the hub is unreachable are kept and sent when it is \
+            newest change to the selected person, h the room's history (Enter undoes one of your own \
+            changes there, R restores the room to a row after asking), ? help, q quits. The details show \
+            who last changed each field, and when. A viewer's screen says view only and offers no edits \
+            (the history can be looked at). Edits made while the hub is unreachable are kept and sent when it is \
             back. NO_COLOR turns colors off.
 
             Examples:
@@ -44,10 +46,11 @@ struct Open: AsyncParsableCommand {
         let screen = Screen(room: live, terminal: terminal, queue: queue)
         let quit = DispatchSemaphore(value: 0)
         let resize = DispatchSource.makeSignalSource(signal: SIGWINCH, queue: queue)
-        // Redrawn every second while offline, so the retry countdown moves.
+        // Redrawn every second while offline, so the retry countdown moves, and while times show (the
+        // history view, the details' writers), so that `2 min ago` stays true.
         let tick = DispatchSource.makeTimerSource(queue: queue)
         tick.schedule(deadline: .now() + 1, repeating: 1)
-        tick.setEventHandler { if case .offline = live.link { screen.render() } }
+        tick.setEventHandler { if case .offline = live.link { screen.render() } else if screen.showsTimes { screen.render() } }
         signal(SIGWINCH, SIG_IGN)
         queue.sync {
             terminal.enter()

@@ -12,19 +12,21 @@ struct PeopleKeeper: AsyncParsableCommand {
         commandName: "peoplekeeper",
         abstract: "Edit a PeopleKeeper room from the terminal, with an undo of your own.",
         discussion: """
-            Exit status: 0 done; 1 nothing to undo or redo; 64 usage; 65 the room refused the request \
-            (no such person, invalid-op); 69 the hub is unreachable; 75 try again later (rate-limited, \
-            room-full, server-error, stale-base); 77 not allowed (a viewer's edit, a missing or refused token). docs/CLIENT.md has the details.
+            Exit status: 0 done; 1 nothing to undo, redo or restore; 64 usage; 65 the room refused the \
+            request (no such person, invalid-op, no-entry: not on your undo stack); 69 the hub is \
+            unreachable; 75 try again later (rate-limited, room-full, server-error, stale-base); 77 not \
+            allowed (a viewer's edit, undo or restore, a missing or refused token). docs/CLIENT.md has the details.
 
             Examples:
               peoplekeeper list --room team-a
               peoplekeeper set 1 hairColor red --room team-a --user ann
               peoplekeeper undo --room team-a --user ann
+              peoplekeeper log --room team-a
               PEOPLEKEEPER_ROOM=team-a peoplekeeper watch --json
             """,
         subcommands: [
             Open.self, List.self, Show.self, Add.self, SetField.self, Like.self, Dislike.self, Neutral.self, FacialHair.self,
-            Move.self, Remove.self, Undo.self, Redo.self, History.self, Watch.self,
+            Move.self, Remove.self, Undo.self, Redo.self, History.self, Log.self, Blame.self, Restore.self, Watch.self,
         ]
     )
 
@@ -127,6 +129,10 @@ struct Failure: Error {
     static func usage(_ message: String) -> Failure { Failure(status: 64, code: "usage", message: message) }
     static func noPerson(_ tag: Tag, room: String) -> Failure {
         Failure(status: 65, code: "no-such-person", message: "there is no person with tag \(tag) in room \(room)")
+    }
+    /// The hub answered with something that is not an answer to what was asked.
+    static func badReply(_ reply: ServerMessage) -> Failure {
+        Failure(status: 65, code: "bad-reply", message: "unexpected answer \(reply.json.text)")
     }
 
     init(status: Int32, code: String, message: String) {

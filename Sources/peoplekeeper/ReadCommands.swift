@@ -68,24 +68,37 @@ struct Show: AsyncParsableCommand {
     }
 }
 
-/// `undo` and `redo`.
+/// `undo` and `redo`; `undo --entry ID` takes back one older entry of yours (selective undo).
 protocol StackCommand: AsyncParsableCommand {
     static var verb: String { get }
     var options: CommonOptions { get }
     var scope: Int? { get }
+    /// The entry a selective undo takes back (undo only).
+    var entry: Int? { get }
 }
 
 extension StackCommand {
+    var entry: Int? { nil }
+
     static func help(_ verb: String) -> CommandConfiguration {
-        CommandConfiguration(
+        let selective = verb == "undo" ? """
+
+
+            --entry ID takes back one older change of yours (its id is in the ENTRY column of \
+            peoplekeeper log), wherever it is on your undo stack, and nothing that came after it, by \
+            anyone: a part written since (by a teammate or by you) is skipped. An id that is not on \
+            your undo stack is refused (no-entry, exit 65).
+            """ : ""
+        let example = verb == "undo" ? "\n  peoplekeeper undo --entry 12 --room team-a --user ann     # your change at rev 12" : ""
+        return CommandConfiguration(
             abstract: "\(verb.prefix(1).uppercased() + verb.dropFirst()) your newest change (never a teammate's).",
             discussion: """
                 A part a teammate has changed since is skipped and reported. Exit 1 when nothing was \
-                \(verb == "undo" ? "undone" : "redone").
+                \(verb == "undo" ? "undone" : "redone").\(selective)
 
                 Examples:
                   peoplekeeper \(verb) --room team-a --user ann
-                  peoplekeeper \(verb) --scope 2 --room team-a --user ann     # your newest change to tag 2
+                  peoplekeeper \(verb) --scope 2 --room team-a --user ann     # your newest change to tag 2\(example)
                 """)
     }
 
@@ -94,34 +107,38 @@ extension StackCommand {
         try await run { session in
             let before = session.people
             let reply = try await session.request(timeout: options.timeout) { seq in
-                Self.verb == "undo" ? .undo(.init(seq: seq, scope: scope)) : .redo(.init(seq: seq, scope: scope))
+                Self.verb == "undo" ? .undo(.init(seq: seq, scope: scope, entry: entry)) : .redo(.init(seq: seq, scope: scope))
             }
             try await session.settle(timeout: options.timeout)  // the history frame that follows
-            guard case .undone(let result) = reply, Self.verb == "undo" else {
-                guard case .redone(let result) = reply else {
-                    throw Failure(status: 65, code: "bad-reply", message: "unexpected answer \(reply.json.text)")
-                }
-                return try report(result, before: before, session: session)
+            switch reply {
+            case .undone(let result) where Self.verb == "undo", .redone(let result) where Self.verb == "redo":
+                try report(result, before: before, session: session)
+            default:
+                throw Failure.badReply(reply)
             }
-            try report(result, before: before, session: session)
         }
     }
 
     private func report(_ result: ServerMessage.UndoResult, before: PeopleModel, session: RoomSession) throws {
         let past = Self.verb == "undo" ? "undid" : "redid"
         if options.json {
-            print(JSON.object([
-                "rev": result.rev.map(JSON.int) ?? .null, "label": result.label.map(JSON.string) ?? .null,
-                "ops": .array(result.ops.map(\.json)), "skipped": .array(result.skipped.map(\.json)),
-                "history": historyJSON(session.history),
-            ]).text)
+            var members: [JSON.Member] = [
+                .init("rev", result.rev.map(JSON.int) ?? .null), .init("label", result.label.map(JSON.string) ?? .null),
+                .init("ops", .array(result.ops.map(\.json))), .init("skipped", .array(result.skipped.map(\.json))),
+                .init("history", historyJSON(session.history)),
+            ]
+            if let entry = result.entry { members.insert(.init("entry", .int(entry)), at: 2) }
+            print(JSON.object(members).text)
         } else {
+            let which = result.entry.map { " (entry \($0))" } ?? ""
             if let rev = result.rev {
-                print("\(past) \(result.label ?? "a change") at rev \(rev)")
+                print("\(past) \(result.label ?? "a change")\(which) at rev \(rev)")
+            } else if let entry = result.entry, result.skipped.isEmpty {
+                print("nothing undone: entry \(entry) (\(result.label ?? "a change")) changes nothing now; it has left your undo stack")
             } else if result.skipped.isEmpty {
                 print("nothing to \(Self.verb)")
             } else {
-                print("nothing \(past == "undid" ? "undone" : "redone"): every part was skipped")
+                print("nothing \(past == "undid" ? "undone" : "redone")\(which): every part was skipped")
             }
             for report in result.skipped { print("skipped: \(report.sentence(people: before))") }
         }
@@ -141,6 +158,14 @@ struct Undo: StackCommand {
     static let verb = "undo"
     @OptionGroup var options: CommonOptions
     @Option(help: "Only your changes to this person (tag).") var scope: Int?
+    @Option(help: ArgumentHelp("Take back this entry of yours (an id from peoplekeeper log), wherever it is on your undo stack.",
+                               valueName: "id"))
+    var entry: Int?
+
+    func validate() throws {
+        if entry != nil && scope != nil { throw ValidationError("--entry names one change already: leave out --scope") }
+        if let entry, entry < 1 { throw ValidationError("--entry is an entry id from peoplekeeper log (1 or more)") }
+    }
 }
 
 struct Redo: StackCommand {

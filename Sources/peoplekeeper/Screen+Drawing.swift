@@ -3,12 +3,12 @@ import PeopleClient
 import PeopleCore
 
 extension Screen {
-    private func style(_ text: String, _ codes: String) -> String {
+    func style(_ text: String, _ codes: String) -> String {
         terminal.colors ? "\u{1B}[\(codes)m\(text)\u{1B}[0m" : text
     }
 
     /// Pads or cuts `text` (which may hold style codes) to `width` visible characters.
-    private func fit(_ text: String, _ width: Int) -> String {
+    func fit(_ text: String, _ width: Int) -> String {
         var visible = 0
         var out = ""
         var inEscape = false
@@ -81,12 +81,16 @@ extension Screen {
         lines.append(String(repeating: "─", count: width))
 
         let body = height - 7
-        let left = min(32, max(18, width / 3))
-        let right = width - left - 3
-        let listLines = listPane(width: left, height: body)
-        let detailLines = detailPane(width: right, height: body)
-        for i in 0..<body {
-            lines.append(fit(listLines[i], left) + " │ " + fit(detailLines[i], right))
+        if showingHistory && mode != .help {
+            lines += historyPane(width: width, height: body).map { fit($0, width) }
+        } else {
+            let left = min(32, max(18, width / 3))
+            let right = width - left - 3
+            let listLines = listPane(width: left, height: body)
+            let detailLines = detailPane(width: right, height: body)
+            for i in 0..<body {
+                lines.append(fit(listLines[i], left) + " │ " + fit(detailLines[i], right))
+            }
         }
         lines.append(String(repeating: "─", count: width))
         let here = sync.presence.map { entry -> String in
@@ -99,7 +103,7 @@ extension Screen {
         }
         lines.append(fit(" here: " + here.joined(separator: ", "), width))
         lines.append(fit(" " + undoLine, width))
-        let status = report ?? connectionNote
+        let status = restoreQuestion ?? report ?? connectionNote
         lines.append(fit(" " + (status.map { $0.warning ? style($0.text, "33") : $0.text } ?? ""), width))
         lines.append(fit(style(" " + keyHints.line(width: width - 1), "2"), width))
         terminal.write("\u{1B}[H" + lines.joined(separator: "\r\n"))
@@ -122,16 +126,23 @@ extension Screen {
         case .normal where room.sync.session == nil:
             // Nothing to move through or edit before the room has been opened once.
             return KeyHints([("? help", 0), ("q quit", 0)])
+        case .normal where showingHistory && isViewer:
+            return KeyHints([("view only", 0), ("↑↓/jk move", 1), ("Esc/h back", 1), ("? help", 0), ("q quit", 0)])
+        case .normal where showingHistory:
+            return KeyHints([("↑↓/jk move", 1), ("Enter undo yours (↶)", 1), ("R restore to here", 1), ("Esc/h back", 1),
+                             ("u/r undo/redo", 2), ("? help", 0), ("q quit", 0)])
         case .normal where isViewer:
             return KeyHints([("view only", 0), ("↑↓/jk move", 1), (inDetails ? "Esc/← list" : "Tab/→ details", 1),
-                             ("? help", 0), ("q quit", 0)])
+                             ("h history", 2), ("? help", 0), ("q quit", 0)])
         case .normal where inDetails:
             let enter = Row.all[row].choices != nil ? "Enter choose" : Row.all[row] == .field(.name) ? "Enter type" : "Enter on/off"
             return KeyHints([("↑↓/jk move", 1), (enter, 1), ("Esc/← list", 2), ("a add", 3), ("d delete", 3),
-                             ("u/r undo/redo", 2), ("U/R this person", 4), ("? help", 0), ("q quit", 0)])
+                             ("u/r undo/redo", 2), ("h history", 3), ("U/R this person", 4), ("? help", 0), ("q quit", 0)])
         case .normal:
             return KeyHints([("↑↓/jk move", 1), ("Tab/→ details", 1), ("a add", 2), ("d delete", 2), ("m move", 3),
-                             ("u/r undo/redo", 2), ("U/R this person", 4), ("? help", 0), ("q quit", 0)])
+                             ("u/r undo/redo", 2), ("h history", 3), ("U/R this person", 4), ("? help", 0), ("q quit", 0)])
+        case .confirmRestore(let rev):
+            return KeyHints([("y restores the room to rev \(rev), any other key keeps it as it is", 0)])
         case .editingName: return KeyHints([("typing the name: ←→ move  Backspace/Delete  Enter or Esc when done", 0)])
         case .adding: return KeyHints([("new person's name, then Enter (Esc: cancel)", 0)])
         case .confirmDelete(let tag):
@@ -184,7 +195,11 @@ extension Screen {
 
     private func detailPane(width: Int, height: Int) -> [String] {
         guard let person = selected else { return Array(repeating: "", count: height) }
-        var out: [String] = [style("\(person.name)", "1") + "  tag \(person.tag)", ""]
+        // Who last wrote each part, once the hub has said (asked when the selection changes and after
+        // each revision touching this person).
+        let record = room.reader.watched == person.tag ? room.reader.attribution : nil
+        let now = Date()
+        var out: [String] = [style("\(person.name)", "1") + "  tag \(person.tag)", record.map { style(addedLine($0, now: now), "2") } ?? ""]
         let first = max(0, min(row - (height - 2) / 2, Row.all.count - (height - 2)))
         for (i, r) in Row.all.enumerated().dropFirst(first).prefix(height - 2) {
             var value = r.value(of: person)
@@ -198,13 +213,31 @@ extension Screen {
                 value = style("‹ \(choices[index]) ›", "1")
             }
             let label = r.label
-            let text = label.padding(toLength: max(24, label.count + 1), withPad: " ", startingAt: 0) + value
+            var text = label.padding(toLength: max(24, label.count + 1), withPad: " ", startingAt: 0) + value
+            if let record {
+                // The writer in a column of its own (values are at most 8 characters but for names);
+                // on a narrow pane without "ago", then cut.
+                text += String(repeating: " ", count: max(2, 34 - visibleCount(text)))
+                let writer = r.writer(in: record)
+                let room = width - 2 - visibleCount(text)
+                let words = writer.words(now: now)
+                text += style(words.count <= room ? words : writer.words(now: now, ago: false), "2")
+            }
             out.append(inDetails && i == row ? style("▶ " + text, "7") : "  " + text)
         }
         return (out + Array(repeating: "", count: height)).prefix(height).map { String($0) }
     }
 
-    /// The help pane (lines of at most 25 characters: the list pane of an 80-column window).
+    /// Who added the person (and moved them last, if someone did since), under their name.
+    private func addedLine(_ record: PersonBlame, now: Date) -> String {
+        let added = record.created.user == nil ? "in the room from the start" : "added by \(record.created.words(now: now))"
+        let moved = record.positionWriter
+        guard moved.rev != record.created.rev else { return added }
+        return added + "; moved by \(moved.words(now: now))"
+    }
+
+    /// The help pane (lines of at most 25 characters: the list pane of an 80-column window; at most 17:
+    /// the body of a 24-line one).
     static let help = [
         "Keys",
         "↑↓ j k   move",
@@ -219,7 +252,9 @@ extension Screen {
         "m        move the person",
         "u / r    undo / redo yours",
         "U / R    … this person's",
-        "?        this help",
-        "q        quit",
+        "h        history: Enter",
+        "         undoes yours, R",
+        "         restores (asks)",
+        "? help   q quit",
     ]
 }

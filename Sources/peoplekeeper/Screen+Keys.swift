@@ -7,6 +7,9 @@ extension Screen {
         switch mode {
         case .help:
             mode = .normal
+        case .confirmRestore(let rev):
+            mode = .normal
+            if key == .char("y") || key == .char("Y") { restore(to: rev) }
         case .confirmDelete(let tag):
             mode = .normal
             if key == .char("y") || key == .char("Y") {
@@ -33,6 +36,8 @@ extension Screen {
             }
         case .choosing(let row, let index):
             choose(key, row: row, index: index)
+        case .normal where showingHistory:
+            historyKey(key)
         case .normal:
             normal(key)
         }
@@ -48,7 +53,8 @@ extension Screen {
         case .down, .char("j"): step(1)
         case .tab: inDetails.toggle()
         case .right, .char("l"): if selected != nil { inDetails = true }
-        case .left, .char("h"), .escape: inDetails = false
+        case .left, .escape: inDetails = false
+        case .char("h"): openHistory()
         case .enter:
             if inDetails { editing { activate() } } else if selected != nil { inDetails = true }
         case .char("a"): editing { mode = .adding(name: "") }
@@ -64,7 +70,7 @@ extension Screen {
 
     /// An action that changes the room: it starts a new report (the last one went with the previous
     /// action), or, for a viewer, says why nothing happens.
-    private func editing(_ action: () -> Void) {
+    func editing(_ action: () -> Void) {
         report = nil
         guard !isViewer else {
             return say("view only: a viewer can look but not change the room", warning: true)

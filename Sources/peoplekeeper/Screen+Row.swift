@@ -40,6 +40,15 @@ extension Screen {
             }
         }
 
+        /// Who last wrote this row's value, as `record` has it.
+        func writer(in record: PersonBlame) -> Writer {
+            switch self {
+            case .field(let f): record.writer(of: f)
+            case .facialHair(let style): record.writer(of: style)
+            case .topic(let topic): record.writer(of: topic)
+            }
+        }
+
         /// The values a chooser offers on this row, in order; nil on the rows Enter edits otherwise
         /// (the name is typed, glasses and facial hair toggle).
         var choices: [String]? {

@@ -5,7 +5,8 @@ import PeopleCore
 /// The interactive screen: the people on the left, the selected person's fields on the right, who
 /// else is here, the connection, the undo / redo labels and a status line. All of it runs on `queue`.
 ///
-/// Keys are `Screen+Keys.swift`, drawing is `Screen+Drawing.swift`, the detail rows `Screen+Row.swift`.
+/// Keys are `Screen+Keys.swift`, drawing is `Screen+Drawing.swift`, the detail rows `Screen+Row.swift`,
+/// the history view (`h`: the timeline, selective undo, restore) `Screen+History.swift`.
 /// The status line shows `report` (what the user's latest action, or a teammate's, led to: it goes
 /// with the user's next action) or else what `room.link` says about the connection: the link is the
 /// one account of the connection, so that note can never outlive it.
@@ -18,6 +19,8 @@ final class Screen: @unchecked Sendable {
         case moving
         /// Picking one value of `row` (the index into `row.choices`); Enter sets it, Esc leaves it.
         case choosing(Row, index: Int)
+        /// In the history view: `y` restores the room to revision `rev`, any other key keeps it.
+        case confirmRestore(rev: Int)
         case help
     }
 
@@ -36,6 +39,11 @@ final class Screen: @unchecked Sendable {
     var lastIndex = 0
     var inDetails = false
     var row = 0
+    /// The history view (`h`) is shown instead of the list and the details.
+    var showingHistory = false
+    /// The revision selected in the history view (by revision, so it stays on its row as rows come);
+    /// nil: the newest.
+    var historyRev: Int?
     /// What the latest action (the user's or a teammate's) led to; nil after the user's next action.
     var report: Report?
     var onQuit: (() -> Void)?
@@ -102,7 +110,8 @@ final class Screen: @unchecked Sendable {
 
     /// After any change: the selection stays on the same person (by tag) whatever moved, or at the same
     /// place if they are gone; the name cursor stays inside the name; a chooser closes with its person;
-    /// the others are told what this user is looking at.
+    /// the history's selection stays on its revision; the others are told what this user is looking at,
+    /// and the selected person's writers are asked for (`LiveRoom.attribute`: only when it changes).
     func settle() {
         if selectedTag == nil || room.sync.view[selectedTag!] == nil { selectedTag = selected?.tag }
         if let index = selectedIndex { lastIndex = index }
@@ -117,7 +126,11 @@ final class Screen: @unchecked Sendable {
             if selected == nil { mode = .normal }
         default: break
         }
+        // The history's selection is pinned to a revision once there are rows, so that rows arriving
+        // above it do not move it (R must restore to the row the user chose).
+        if showingHistory, historyRev == nil, let newest = historyRows.first { historyRev = newest.rev }
         tellPresence()
+        room.attribute(selected?.tag)
     }
 
     func say(_ text: String, warning: Bool) {

@@ -3,7 +3,7 @@ import Foundation
 /// A key as the screen understands it.
 enum Key: Hashable {
     case char(Character)
-    case up, down, left, right, enter, escape, backspace, delete, tab, home, end
+    case up, down, left, right, enter, escape, backspace, delete, tab, home, end, pageUp, pageDown
     case ctrl(Character)
 }
 
@@ -113,7 +113,8 @@ struct KeyDecoder {
             case UInt8(ascii: "0")...UInt8(ascii: "9"):
                 guard let tilde = pending.firstIndex(of: UInt8(ascii: "~")) else { return pending.count > 8 ? (.escape, 1) : nil }
                 let code = String(decoding: pending[2..<tilde], as: UTF8.self)
-                let key: Key = switch code { case "3": .delete; case "1", "7": .home; case "4", "8": .end; default: .escape }
+                let key: Key = switch code { case "3": .delete; case "1", "7": .home; case "4", "8": .end
+                case "5": .pageUp; case "6": .pageDown; default: .escape }
                 return (key, tilde + 1)
             default: return (.escape, 3)
             }

@@ -125,4 +125,57 @@ struct ClientSyncTests {
         #expect(send.isEmpty)
         #expect(client.pendingCount == 0)
     }
+
+    @Test("a selective undo and a restore are queued like an undo, sent with their seq, and answered")
+    func selectiveUndoAndRestoreAreRequests() throws {
+        var client = Self.welcomed()
+        _ = try client.edit([.set(1, .hairColor(.red))])
+        #expect(client.undo(entry: 1).isEmpty, "it waits behind the edit in flight")
+        var (send, _) = client.receive(.ack(.init(seq: 1, rev: 1, ops: [.set(1, .hairColor(.red))])))
+        #expect(send == [.undo(.init(seq: 2, entry: 1))])
+        #expect(client.restore(to: 0, label: "Start over").isEmpty)
+        (send, _) = client.receive(.undone(.init(seq: 2, rev: 2, ops: [.set(1, .hairColor(.brown))], entry: 1)))
+        #expect(send == [.restore(.init(seq: 3, rev: 0, label: "Start over"))])
+        #expect(client.confirmed[1]?.hairColor == .brown && client.revision == 2)
+        (send, _) = client.receive(.restored(.init(seq: 3, rev: 3, ops: [.remove(2)], label: "Start over")))
+        #expect(send.isEmpty && client.pendingCount == 0)
+        #expect(client.confirmed[2] == nil && client.view[2] == nil && client.revision == 3)
+    }
+
+    @Test("an edit queued behind a restore is rebased over what the restore did")
+    func editQueuedBehindRestoreIsRebased() throws {
+        var client = Self.welcomed()
+        _ = client.restore(to: 0)  // in flight
+        _ = try client.edit([.set(2, .glasses(true)), .set(1, .glasses(true))])  // queued
+        let (send, _) = client.receive(.restored(.init(seq: 1, rev: 1, ops: [.remove(2)], label: "Restore to revision 0")))
+        #expect(send == [.submit(.init(seq: 2, base: 1, ops: [.set(1, .glasses(true))]))])
+    }
+
+    @Test("questions go at once beside a request in flight, with seqs of their own, and nothing offline")
+    func questionsTakeTheirOwnSeqs() throws {
+        var client = Self.welcomed()
+        _ = try client.edit([.set(1, .hairColor(.red))])  // seq 1, in flight
+        let asked = client.ask { .log(.init(seq: $0, limit: 5)) }
+        #expect(asked?.seq == 2 && asked?.message == .log(.init(seq: 2, limit: 5)))
+        let (send, _) = client.receive(.ack(.init(seq: 1, rev: 1, ops: [.set(1, .hairColor(.red))])))
+        #expect(send.isEmpty)
+        _ = try client.edit([.set(1, .glasses(true))])
+        #expect(client.pendingCount == 1)
+        let (_, events) = client.receive(.log(.init(seq: 2, entries: [], more: false)))
+        #expect(events == [.log(.init(seq: 2, entries: [], more: false))])
+        client.disconnected()
+        #expect(client.ask { .blame(.init(seq: $0, tag: 1)) } == nil)
+    }
+
+    @Test("a question's error is reported as unanswered and leaves the request in flight alone")
+    func questionErrorLeavesTheRequest() throws {
+        var client = Self.welcomed()
+        let blame = client.ask { .blame(.init(seq: $0, tag: 9)) }  // seq 1
+        _ = try client.edit([.set(1, .hairColor(.red))])  // seq 2, in flight
+        let (_, events) = client.receive(.error(.init(seq: blame?.seq, code: .badMessage, message: "tag 9 is not present")))
+        #expect(events == [.unanswered(seq: 1, ProtocolError(.badMessage, "tag 9 is not present"))])
+        #expect(client.pendingCount == 1 && client.view[1]?.hairColor == .red)
+        let (_, later) = client.receive(.ack(.init(seq: 2, rev: 1, ops: [.set(1, .hairColor(.red))])))
+        #expect(later.isEmpty && client.pendingCount == 0)
+    }
 }

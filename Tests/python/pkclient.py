@@ -470,6 +470,17 @@ class HubClient:
     def redo(self, scope: int | None = None, seq: int | None = None) -> dict:
         return self._undo_redo("redo", scope, seq)
 
+    def timeline(self, **request) -> dict:
+        """`log` (HISTORY §4: `before`, `limit`, `tag` as keywords), then its answer: a page of the room's
+        timeline as the hub gives this user."""
+        self.send({"type": "log", **request})
+        return self.take("log")
+
+    def blame(self, tag: int) -> dict:
+        """`blame` (HISTORY §5), then its answer: who last wrote each part of the person `tag`."""
+        self.send({"type": "blame", "tag": tag})
+        return self.take("blame")
+
     # -- raw frames ------------------------------------------------------------------------------------
 
     def send_frame_slowly(self, payload: bytes, *, opcode: int = 0x1, chunk: int = 128 * 1024,

@@ -13,8 +13,10 @@ test fails (no skip). Rooms start from conftest's SEED: tag 1 Ann, 2 Joan, 3 Sam
 
 from __future__ import annotations
 
+import datetime
 import json as jsonlib
 import os
+import re
 import shlex
 import socket
 import subprocess
@@ -25,6 +27,7 @@ import pytest
 
 from conftest import HUB_BIN, SEED, room_state
 from pkclient import by_tag, norm, tags
+from test_trust import SECRET, token as make_token
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -973,3 +976,291 @@ def test_hub_token_has_a_whole_second_expiry(tmp_path):
     claims = jsonlib.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
     assert isinstance(claims["exp"], int), f"exp must be whole seconds: {claims}"
     assert before + 600 - 1 <= claims["exp"] <= time.time() + 600, claims
+
+
+# -- issue 18: history (log, undo --entry, restore, blame) ---------------------------------------------
+# The worked cases of ../shared/spec/HISTORY.md §7 (H1, H2, H4, H5, H7, H8) run through the terminal
+# client. The client runs with TZ=UTC, so its exact times can be checked against the hub's `time` fields.
+
+LOG_COLUMNS = ["REV", "WHEN", "AT", "WHO", "KIND", "LABEL", "PEOPLE", "ENTRY"]
+BLAME_COLUMNS = ["FIELD", "VALUE", "BY", "REV", "WHEN", "AT"]
+UTC = {"TZ": "UTC"}
+RECENT = re.compile(r"^(just now|\d+ s ago)$")   # how long ago a revision made in this test was
+
+
+def utc(ms: int) -> str:
+    """A revision time as the client prints it with TZ=UTC: `2026-11-25 13:50:34`."""
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def iso(ms: int) -> str:
+    """A revision time as `--json` gives it beside `time`: `2026-11-25T13:50:34.123Z`."""
+    t = datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def wire_entries(doc: dict) -> list:
+    """`log --json`'s entries without what the client adds to the hub's (`at`, `people`)."""
+    return [{k: v for k, v in e.items() if k not in ("at", "people")} for e in doc["entries"]]
+
+
+def plain_table(proc, columns: list, footer: str | None = None) -> list[dict]:
+    """The table on stdout (after `footer`'s line is taken off the end, when one is expected)."""
+    lines = proc.stdout.rstrip("\n").splitlines()
+    if footer is not None:
+        assert lines and lines[-1] == footer, f"the last line must be {footer!r}\n{describe(proc)}"
+        lines = lines[:-1]
+    return parse_table("\n".join(lines), columns)
+
+
+def test_log_lists_the_timeline_newest_first_and_marks_your_undoable_entries(hub, room):
+    """H7. ann changes Ann's hair color (rev 1) and eye color (rev 2), bob toggles Joan's glasses (rev 3).
+    `log --json` as ann: revisions 3, 2, 1 with their authors, kinds, labels, ops and times exactly as the
+    observer's broadcasts had them, `at` the same time in ISO 8601, the people by their names now, and
+    `entry` 2 and 1 on ann's rows only; it is the timeline the hub gives ann's own HubClient. As bob, only
+    rev 3 is marked. The plain form: REV WHEN AT WHO KIND LABEL PEOPLE ENTRY, when `just now`, the exact
+    time in the local zone (here UTC)."""
+    obs = observe(hub, room)
+    assert_status(pk(hub, room, "ann", "set", "1", "hairColor", "red"), 0)
+    assert_status(pk(hub, room, "ann", "set", "1", "eyeColor", "green"), 0)
+    bob = hub.join(room, "bob")
+    bob.sync(2)
+    bob.edit([set_op(2, "glasses", True)], label="Toggle Glasses")                      # rev 3
+    frames = {rev: revision(obs, rev) for rev in (1, 2, 3)}
+
+    r, doc = pk(hub, room, "ann", "log", json=True, env=UTC)
+    assert_status(r, 0)
+    assert doc.get("room") == room and doc.get("rev") == 3 and doc.get("more") is False, describe(r)
+    assert [e["rev"] for e in doc["entries"]] == [3, 2, 1], describe(r)
+    for e in doc["entries"]:
+        f = frames[e["rev"]]
+        assert (e["author"], e["kind"], e.get("label"), e["ops"], e["time"]) == \
+            (f["author"], f["kind"], f.get("label"), f["ops"], f["time"]), f"{e} vs the broadcast {f}"
+        assert e["at"] == iso(f["time"]), e
+    assert [e.get("entry") for e in doc["entries"]] == [None, 2, 1], describe(r)
+    assert [e["people"] for e in doc["entries"]] == [[{"tag": 2, "name": "Joan"}], [{"tag": 1, "name": "Ann"}],
+                                                     [{"tag": 1, "name": "Ann"}]], describe(r)
+    assert wire_entries(doc) == hub.join(room, "ann").timeline()["entries"], "the hub's own answer to ann"
+
+    r, doc = pk(hub, room, "bob", "log", json=True)
+    assert_status(r, 0)
+    assert [e.get("entry") for e in doc["entries"]] == [3, None, None], describe(r)
+
+    r = pk(hub, room, "ann", "log", env=UTC)
+    assert_status(r, 0)
+    rows = plain_table(r, LOG_COLUMNS)
+    assert [row["REV"] for row in rows] == ["3", "2", "1"], describe(r)
+    for row in rows:
+        f = frames[int(row["REV"])]
+        assert RECENT.match(row["WHEN"]) and row["AT"] == utc(f["time"]), f"{row}\n{describe(r)}"
+        assert (row["WHO"], row["KIND"], row["LABEL"]) == (f["author"], "edit", f["label"]), row
+    assert [(row["PEOPLE"], row["ENTRY"]) for row in rows] == [("Joan", ""), ("Ann", "2"), ("Ann", "1")], describe(r)
+    assert_unchanged(hub, room, obs, 3, "log")
+
+
+def test_log_pages_back_with_before_and_limit_and_keeps_one_person_with_tag(hub, room):
+    """Five revisions by carl. `log --limit 2` gives 5, 4 and says how to go on (`older revisions:
+    peoplekeeper log --before 4`; `more: true` with --json); `--before 4 --limit 2` gives 3, 2; `--before 2`
+    gives 1 and no more. `--tag 2` keeps the revisions that touched Joan (5 and 2), as the hub's own `log`
+    with that tag does. A limit outside 1-200 or a --before below 1 is a usage error (64)."""
+    obs = observe(hub, room)
+    carl = hub.join(room, "carl")
+    for tag, on in [(1, True), (2, True), (1, False), (3, False), (2, False)]:
+        carl.edit([set_op(tag, "glasses", on)], label="Toggle Glasses")
+    revision(obs, 5)
+
+    r, doc = pk(hub, room, "ann", "log", "--limit", "2", json=True)
+    assert_status(r, 0)
+    assert [e["rev"] for e in doc["entries"]] == [5, 4] and doc["more"] is True, describe(r)
+    r = pk(hub, room, "ann", "log", "--limit", "2")
+    assert_status(r, 0)
+    rows = plain_table(r, LOG_COLUMNS, footer="older revisions: peoplekeeper log --before 4")
+    assert [row["REV"] for row in rows] == ["5", "4"], describe(r)
+    r, doc = pk(hub, room, "ann", "log", "--before", "4", "--limit", "2", json=True)
+    assert [e["rev"] for e in doc["entries"]] == [3, 2] and doc["more"] is True, describe(r)
+    r, doc = pk(hub, room, "ann", "log", "--before", "2", json=True)
+    assert [e["rev"] for e in doc["entries"]] == [1] and doc["more"] is False, describe(r)
+    r = pk(hub, room, "ann", "log", "--before", "2")
+    assert_status(r, 0)
+    assert [row["REV"] for row in plain_table(r, LOG_COLUMNS)] == ["1"], "no `older revisions` line: there are none"
+
+    r, doc = pk(hub, room, "ann", "log", "--tag", "2", json=True)
+    assert_status(r, 0)
+    assert [e["rev"] for e in doc["entries"]] == [5, 2], describe(r)
+    assert wire_entries(doc) == obs.timeline(tag=2)["entries"]
+
+    for args in (["--limit", "0"], ["--limit", "201"], ["--before", "0"]):
+        r = pk(hub, room, "ann", "log", *args)
+        assert_error(r, 64)
+    assert_unchanged(hub, room, obs, 5, "log")
+
+
+def test_undo_entry_takes_back_one_older_change_and_nothing_after_it(hub, room):
+    """H1. ann changes Ann's hair color (rev 1) then her eye color (rev 2). `undo --entry 1` puts the hair
+    color back (rev 3: an undo by ann, labelled Change Hair Color, as the observer sees it) and keeps the
+    green eyes; it prints `undid Change Hair Color (entry 1) at rev 3`. ann's timeline then marks only
+    entry 2; `undo --entry 2 --json` takes that back too (`entry: 2`, redo offered)."""
+    obs = observe(hub, room)
+    assert_status(pk(hub, room, "ann", "set", "1", "hairColor", "red"), 0)
+    assert_status(pk(hub, room, "ann", "set", "1", "eyeColor", "green"), 0)
+    revision(obs, 2)
+
+    r = pk(hub, room, "ann", "undo", "--entry", "1")
+    assert_status(r, 0)
+    assert r.stdout.splitlines() == ["undid Change Hair Color (entry 1) at rev 3"], describe(r)
+    frame = revision(obs, 3)
+    assert (frame["author"], frame["kind"], frame.get("label")) == ("ann", "undo", "Change Hair Color"), frame
+    assert frame["ops"] == [set_op(1, "hairColor", "brown")], frame
+    ann = by_tag(obs.people, 1)
+    assert ann["hairColor"] == "brown" and ann["eyeColor"] == "green", ann
+
+    r, doc = pk(hub, room, "ann", "log", json=True)
+    assert {e["rev"]: e.get("entry") for e in doc["entries"]} == {3: None, 2: 2, 1: None}, describe(r)
+
+    r, doc = pk(hub, room, "ann", "undo", "--entry", "2", json=True)
+    assert_status(r, 0)
+    assert doc.get("entry") == 2 and doc.get("skipped") == [], describe(r)
+    check_edit(obs, doc, r, rev=4, author="ann", label="Change Eye Color", kind="undo")
+    assert history_of(doc, r).get("canRedo") is True, describe(r)
+    assert norm([by_tag(obs.people, 1)]) == norm([seed_person(1)])
+
+
+def test_undo_entry_not_on_your_stack_is_65_and_an_overwritten_one_is_skipped(hub, room):
+    """H4 and H2. ann changes Ann's hair color (rev 1); bob overwrites it (rev 2). bob's `undo --entry 1`
+    (ann's entry, not his) exits 65, code `no-entry`, and changes nothing. ann's `undo --entry 1` is
+    skipped (`overwritten by bob`): exit 1, bob's value stays, and the entry is used up, so asking again
+    is `no-entry` (65). `--entry` with `--scope`, or on redo, is a usage error (64)."""
+    obs = observe(hub, room)
+    assert_status(pk(hub, room, "ann", "set", "1", "hairColor", "red"), 0)
+    bob = hub.join(room, "bob")
+    bob.sync(1)
+    bob.edit([set_op(1, "hairColor", "blonde")], label="Change Hair Color")            # rev 2
+    revision(obs, 2)
+
+    r, doc = pk(hub, room, "bob", "undo", "--entry", "1", json=True)
+    assert_error(r, 65, doc)
+    assert doc["error"]["code"] == "no-entry", describe(r)
+    r = pk(hub, room, "bob", "undo", "--entry", "1")
+    assert "entry 1" in assert_error(r, 65), describe(r)
+    assert_unchanged(hub, room, obs, 2, "an undo of an entry not on the user's stack")
+
+    r = pk(hub, room, "ann", "undo", "--entry", "1")
+    assert_status(r, 1)
+    assert r.stdout.splitlines() == ["nothing undone (entry 1): every part was skipped",
+                                     "skipped: your change to Ann's hair color was overwritten by bob"], describe(r)
+    assert_unchanged(hub, room, obs, 2, "a selective undo whose only part was skipped")
+    assert by_tag(obs.people, 1)["hairColor"] == "blonde"
+    r, doc = pk(hub, room, "ann", "undo", "--entry", "1", json=True)
+    assert_error(r, 65, doc)
+    assert doc["error"]["code"] == "no-entry", f"the skipped entry was used up\n{describe(r)}"
+
+    assert_error(pk(hub, room, "ann", "undo", "--entry", "1", "--scope", "1"), 64)
+    assert_error(pk(hub, room, "ann", "redo", "--entry", "1"), 64)
+    assert_unchanged(hub, room, obs, 2, "refused selective undos")
+
+
+def test_restore_makes_the_room_what_it_was_and_undo_takes_it_back(hub, room):
+    """H5. ann removes Joan (rev 1), bob renames Sam Samuel (rev 2), carl adds Kim (rev 3). dana's
+    `restore 0` (no question asked) makes rev 4, a restore by dana labelled `Restore to revision 0`, and
+    the room is the seed again; it prints what it did, one line a change. Again: exit 1, nothing to
+    restore. dana's undo (rev 5) gives back the room after rev 3. `restore 1 --label ... --json`: the
+    revision, the label given, the ops as applied; the room is as it was after rev 1."""
+    obs = observe(hub, room)
+    ann = hub.join(room, "ann")
+    ann.edit([{"op": "remove", "tag": 2}], label="Delete Person")                      # rev 1
+    bob = hub.join(room, "bob")
+    bob.edit([set_op(3, "name", "Samuel")], label="Change Name")                      # rev 2
+    assert_status(pk(hub, room, "carl", "add", "--name", "Kim"), 0)                  # rev 3
+    revision(obs, 3)
+    after_1 = [p for p in SEED if p["tag"] != 2]
+    after_3 = jsonlib.loads(jsonlib.dumps(obs.people))
+
+    r = pk(hub, room, "dana", "restore", "0")
+    assert_status(r, 0)
+    lines = r.stdout.splitlines()
+    assert lines[0] == "restored the room to rev 0 at rev 4 (Restore to revision 0): 3 changes", describe(r)
+    assert sorted(lines[1:]) == sorted(["  removed Kim", "  added Joan (tag 2) at 1", "  Samuel's name to Sam"]), \
+        describe(r)
+    frame = revision(obs, 4)
+    assert (frame["author"], frame["kind"], frame.get("label")) == ("dana", "restore", "Restore to revision 0"), frame
+    assert norm(obs.people) == norm(SEED) and tags(obs.people) == [1, 2, 3], obs.people
+
+    r = pk(hub, room, "dana", "restore", "0")
+    assert_status(r, 1)
+    assert r.stdout.strip() == "nothing to restore: the room is as it was at rev 0", describe(r)
+    assert_unchanged(hub, room, obs, 4, "a restore to the state the room is in")
+
+    r, doc = pk(hub, room, "dana", "undo", json=True)
+    assert_status(r, 0)
+    check_edit(obs, doc, r, rev=5, author="dana", label="Restore to revision 0", kind="undo")
+    assert norm(obs.people) == norm(after_3) and tags(obs.people) == tags(after_3), obs.people
+
+    r, doc = pk(hub, room, "dana", "restore", "1", "--label", "Only Joan gone", json=True)
+    assert_status(r, 0)
+    assert doc.get("to") == 1 and doc.get("label") == "Only Joan gone", describe(r)
+    check_edit(obs, doc, r, rev=6, author="dana", label="Only Joan gone", kind="restore")
+    assert norm(obs.people) == norm(after_1) and tags(obs.people) == [1, 3], obs.people
+    assert history_of(doc, r).get("undoLabel") == "Only Joan gone", describe(r)
+
+
+def test_restore_refusals_have_their_exit_statuses(hub_factory, room, tmp_path):
+    """A revision the room has not reached: 65 (`bad-message`); a negative one: 64; a viewer's restore:
+    77 (`forbidden`), while the viewer may read the timeline and the attribution (0). Nothing changes."""
+    secret = tmp_path / "secret"
+    secret.write_text(SECRET + "\n")
+    hub = hub_factory({"auth": {"mode": "token", "secretFile": str(secret)}})
+    obs = hub.join(room, OBSERVER, token=make_token(OBSERVER, [room], role="viewer"))
+    editor = ["--token", make_token("ann", [room])]
+    viewer = ["--token", make_token("val", [room], role="viewer")]
+    assert_status(pk(hub, room, "ann", "set", "1", "glasses", "on", *editor), 0)
+    revision(obs, 1)
+
+    r, doc = pk(hub, room, "ann", "restore", "7", *editor, json=True)
+    assert_error(r, 65, doc)
+    assert doc["error"]["code"] == "bad-message", describe(r)
+    assert_error(pk(hub, room, "ann", "restore", "-1", *editor), 64)
+    r, doc = pk(hub, room, "val", "restore", "0", *viewer, json=True)
+    assert_error(r, 77, doc)
+    assert doc["error"]["code"] == "forbidden", describe(r)
+    assert_status(pk(hub, room, "val", "log", *viewer), 0)
+    assert_status(pk(hub, room, "val", "blame", "1", *viewer), 0)
+    obs.expect_nothing("ops")
+    assert by_tag(obs.people, 1)["glasses"] is True
+
+
+def test_blame_names_who_last_changed_each_field_and_when(hub, room):
+    """H8. ann sets Ann's hair color (rev 1), bob overwrites it (rev 2). `blame 1 --json`: hair color by bob
+    at rev 2 with the revision's time, eye color and `created` by nobody (`user: null`) at rev 0, the same
+    record the hub gives the observer, and the person as the room has her. The plain form: a first line
+    (in the room from the start), then FIELD VALUE BY REV WHEN AT, `(seed)` for the seed's values. An
+    unknown tag: 65."""
+    obs = observe(hub, room)
+    assert_status(pk(hub, room, "ann", "set", "1", "hairColor", "red"), 0)
+    bob = hub.join(room, "bob")
+    bob.sync(1)
+    bob.edit([set_op(1, "hairColor", "blonde")], label="Change Hair Color")            # rev 2
+    frame = revision(obs, 2)
+
+    r, doc = pk(hub, room, "carl", "blame", "1", json=True)
+    assert_status(r, 0)
+    assert doc["fields"]["hairColor"] == {"user": "bob", "rev": 2, "time": frame["time"]}, describe(r)
+    assert doc["fields"]["eyeColor"] == {"user": None, "rev": 0} and doc["created"] == {"user": None, "rev": 0}
+    theirs = obs.blame(1)
+    assert (doc["created"], doc["fields"]) == (theirs["created"], theirs["fields"]), f"the hub's: {theirs}"
+    assert doc["tag"] == 1 and norm([doc["person"]]) == norm([by_tag(obs.people, 1)]), describe(r)
+
+    r = pk(hub, room, "carl", "blame", "1", env=UTC)
+    assert_status(r, 0)
+    first, rest = r.stdout.split("\n", 1)
+    assert first == "Ann (tag 1): in the room from the start (seed, rev 0)", describe(r)
+    rows = {row["FIELD"]: row for row in parse_table(rest, BLAME_COLUMNS)}
+    hair = rows["Hair color"]
+    assert (hair["VALUE"], hair["BY"], hair["REV"], hair["AT"]) == ("blonde", "bob", "2", utc(frame["time"])), hair
+    assert RECENT.match(hair["WHEN"]), hair
+    assert (rows["Eye color"]["BY"], rows["Eye color"]["REV"], rows["Eye color"]["WHEN"]) == ("(seed)", "0", "-")
+    assert {"Name", "Position", "Facial hair: beard", "Weather"} <= set(rows), describe(r)
+    assert rows["Weather"]["VALUE"] == "dislikes", rows["Weather"]
+
+    r, doc = pk(hub, room, "carl", "blame", "99", json=True)
+    assert_error(r, 65, doc)
+    assert_unchanged(hub, room, obs, 2, "blame")

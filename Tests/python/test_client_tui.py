@@ -34,8 +34,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import room_state
-from pkclient import by_tag, tags
+from conftest import SEED, room_state
+from pkclient import by_tag, norm, tags
 from test_trust import SECRET, token as make_token
 
 HERE = Path(__file__).resolve().parent
@@ -146,22 +146,31 @@ def selected_name(text: str, marker: str = "▶") -> str | None:
     return None
 
 
+# After a row's value, two spaces or more, then who last changed it: `bob · 2 min ago`, or `(seed)`.
+WRITER_RE = re.compile(r"^(.*?\S)\s{2,}(\(seed\)|\S+ · .+)$")
+
+
 def details(text: str) -> dict:
-    """The right pane: {"name", "tag", "rows": {row: value}, "current": the ▶ row or None}, each row named as
-    in ROWS (the screen shows its label, ROW_LABELS)."""
+    """The right pane: {"name", "tag", "added": the line under the name, "rows": {row: value}, "writers":
+    {row: who last changed it, as shown}, "current": the ▶ row or None}, each row named as in ROWS (the
+    screen shows its label, ROW_LABELS)."""
     rights = [r for _, r in body(text)]
-    out = {"name": None, "tag": None, "rows": {}, "current": None}
+    out = {"name": None, "tag": None, "added": None, "rows": {}, "writers": {}, "current": None}
     if not rights:
         return out
     m = re.match(r"^(.*)  tag (\d+)$", rights[0])
     if m:
         out["name"], out["tag"] = m.group(1), int(m.group(2))
+        out["added"] = rights[1].strip() if len(rights) > 1 else None
     for r in rights[1:]:
         if len(r) < 3 or r[:2] not in ("▶ ", "  "):
             continue
-        label, value = ROW_OF_LABEL.get(r[2:26].strip()), r[26:].strip()
+        label, rest = ROW_OF_LABEL.get(r[2:26].strip()), r[26:].rstrip()
         if label in ROWS:
-            out["rows"][label] = value
+            m = WRITER_RE.match(rest)
+            out["rows"][label] = m.group(1).strip() if m else rest.strip()
+            if m:
+                out["writers"][label] = m.group(2)
             if r.startswith("▶ "):
                 out["current"] = label
     return out
@@ -661,7 +670,10 @@ def test_offline_edits_wait_and_reach_the_hub_when_it_is_back(hub_factory, scree
     ann_p = by_tag(obs.people, 1)
     assert (ann_p["hairColor"], ann_p["glasses"]) == ("blonde", True), \
         f"both offline edits must reach the hub: Ann is {ann_p} at rev {obs.rev}"
-    assert "u Undo Toggle Glasses" in footer(text)["undo"], text
+    # The undo line follows the hub's `history` frame, which comes just after the last `ack` (the title
+    # loses `waiting` at the ack): wait for it rather than read it off the same capture.
+    ann.wait_for(_pred(lambda t: "u Undo Toggle Glasses" in footer(t)["undo"], "the undo line on Toggle Glasses"),
+                 timeout=3)
 
     ann.keys("u").wait_for(shows("Ann", hairColor="blonde", glasses="off"))
     people = wait_model(obs, lambda p: field_of(p, 1, "glasses") is False, "Ann's glasses undone after the reconnect")
@@ -887,7 +899,8 @@ def test_the_details_show_labels_not_field_identifiers(hub, room, screens):
     ann = screens(hub, room, "ann")
     text = ann.keys("Tab").wait_for(selection_is("Ann", "›"))
     rights = [r for _, r in body(text)]
-    assert any(r.strip().startswith("Hair color") and r.strip().endswith("brown") for r in rights), text
+    # (the value may be followed by who last changed it: `(seed)`, issue 18)
+    assert any(re.match(r"Hair color\s+brown(\s|$)", r.strip()) for r in rights), text
     assert any(r.strip().startswith("Eye color") for r in rights), text
     for word in ("hairColor", "hairLength", "eyeColor", "colour"):
         assert word not in text, f"{word!r} on the screen:\n{text}"
@@ -939,3 +952,275 @@ def test_a_value_is_picked_in_one_change(hub, room, screens):
     wait_model(obs, lambda p: field_of(p, 1, "hairColor") == "brown", "Ann's hair brown again after one undo")
     rev, _ = room_state(hub, room)
     assert rev == 2, f"an Esc'd chooser sends nothing: the room is at {rev}"
+
+
+# -- issue 18: the history view (h) and who last changed each field ------------------------------------
+
+HISTORY_COLUMNS = ["REV", "WHEN", "WHO", "ACTION", "UNDO", "PEOPLE"]
+RECENT = r"(just now|\d+ s ago)"     # how long ago a revision made in a test was
+
+
+def history(text: str) -> dict | None:
+    """The history view (`h`), or None when the screen shows the people: {"title", "rows": [{"selected":
+    bool, REV, WHEN, WHO, ACTION, UNDO, PEOPLE}] as shown (newest first), "more": whether the `↓ older
+    revisions` line shows, "bottom": the last line of the body (what the selected revision did)}."""
+    ls = screen_lines(text)
+    rules = _rules(text)
+    if len(rules) < 2:
+        return None
+    lines = [line.rstrip() for line in ls[rules[0] + 1:rules[-1]]]
+    if not lines or not lines[0].startswith("History of room"):
+        return None
+    out = {"title": lines[0], "rows": [], "more": False, "bottom": lines[-1].strip()}
+    if len(lines) < 2 or not lines[1].strip().startswith("REV"):
+        return out
+    header = lines[1]
+    starts = [header.find(c) for c in HISTORY_COLUMNS]
+    for line in lines[2:-1]:
+        if line.strip().startswith("↓ older revisions"):
+            out["more"] = True
+        elif re.match(r"^[▶ ] \d", line):
+            cells = {c: line[s:e].strip() for c, s, e in zip(HISTORY_COLUMNS, starts, starts[1:] + [None])}
+            out["rows"].append({"selected": line.startswith("▶"), **cells})
+    return out
+
+
+def history_revs(text: str) -> list[int]:
+    h = history(text)
+    return [int(r["REV"]) for r in h["rows"]] if h else []
+
+
+def selected_rev(text: str) -> int | None:
+    h = history(text)
+    return next((int(r["REV"]) for r in h["rows"] if r["selected"]), None) if h else None
+
+
+def history_columns(**expected):
+    """A predicate: the history view's rows have these columns, newest first (keyword: a column of
+    HISTORY_COLUMNS, value: the list of its cells, or a {rev: cell} dict for some rows)."""
+    def pred(t: str) -> bool:
+        h = history(t)
+        if not h:
+            return False
+        for column, cells in expected.items():
+            shown = {int(r["REV"]): r[column] for r in h["rows"]}
+            if isinstance(cells, dict):
+                if any(shown.get(rev) != cell for rev, cell in cells.items()):
+                    return False
+            elif [r[column] for r in h["rows"]] != cells:
+                return False
+        return True
+    return _pred(pred, f"the history rows with {expected}")
+
+
+def history_bottom(pattern: str):
+    """A predicate: the history view's bottom line (the selected revision) matches `pattern` (whole)."""
+    return _pred(lambda t: bool(history(t)) and re.fullmatch(pattern, history(t)["bottom"]) is not None,
+                 f"the history's bottom line matching {pattern!r}")
+
+
+def keys_line(pred_text, doc: str):
+    return _pred(lambda t: pred_text(footer(t)["keys"]), doc)
+
+
+def history_shows(revs: list[int], selected: int | None = None):
+    return _pred(lambda t: history_revs(t) == revs and (selected is None or selected_rev(t) == selected),
+                 f"the history view with revisions {revs}" + (f", {selected} selected" if selected is not None else ""))
+
+
+def set_op(tag, field, value):
+    return {"op": "set", "tag": tag, "field": field, "value": value}
+
+
+def ops_of(obs, rev: int, timeout: float = WAIT) -> dict:
+    """The observer's `ops` frame of revision `rev` (earlier ones are passed over); its model then
+    includes that revision."""
+    while True:
+        frame = obs.take("ops", timeout)
+        if frame["rev"] >= rev:
+            assert frame["rev"] == rev, f"looking for revision {rev}, got {frame}"
+            return frame
+
+
+def writer_is(row: str, pattern: str):
+    """A predicate: the details show `row`'s last writer matching `pattern` (a regex, whole)."""
+    return _pred(lambda t: re.fullmatch(pattern, details(t)["writers"].get(row) or "") is not None,
+                 f"the {row} row's writer matching {pattern!r}")
+
+
+def test_the_history_view_lists_the_timeline_newest_first_with_your_rows_marked(hub, room, screens):
+    """ann (her screen) changes Ann's hair color (rev 1), bob (his) toggles Joan's glasses (rev 2). ann's
+    `h`: the rows newest first (2, 1, then 0: the room as it began), each with when (`just now`), who, the
+    action, the people touched; only ann's row has `↶ 1` (her undo stack, as the hub's own log for ann
+    says); the bottom line says what the selected revision did. bob's view marks only his row. A third
+    revision (carol, a command) appears on top of both views live, and ann's selection stays on the row
+    she chose. Esc goes back to the people."""
+    obs = observe(hub, room)
+    ann = screens(hub, room, "ann")
+    bob = screens(hub, room, "bob")
+    choose(to_row(ann, "hairColor"), 1).wait_for(shows("Ann", hairColor="blonde"))
+    bob.keys("j").wait_for(selection_is("Joan"))
+    to_row(bob, "glasses").keys("Enter").wait_for(shows("Joan", glasses="on"))
+    wait_model(obs, lambda p: field_of(p, 2, "glasses") is True, "Joan's glasses on (bob)")
+
+    # (every check of a screen is part of a wait: a capture may catch a frame half drawn)
+    text = ann.keys("h").wait_for(all_of(
+        history_shows([2, 1, 0], selected=2),
+        history_columns(WHO=["bob", "ann", "(seed)"], ACTION=["Toggle Glasses", "Change Hair Color", "the room as it began"],
+                        PEOPLE=["Joan", "Ann", ""], UNDO=["", "↶ 1", ""]),
+        history_bottom(r"rev 2 · \d{4}-\d\d-\d\d \d\d:\d\d:\d\d · bob: Joan's glasses on"),
+        keys_line(lambda k: "Enter undo yours" in k and "R restore to here" in k, "Enter and R on the key line")))
+    assert all(re.fullmatch(RECENT, r["WHEN"]) for r in history(text)["rows"][:2]), text
+    marks = {e["rev"]: e.get("entry") for e in hub.join(room, "ann").timeline()["entries"]}
+    assert marks == {2: None, 1: 1}, f"the hub's own log for ann: {marks}"
+
+    bob.keys("h").wait_for(all_of(history_shows([2, 1, 0]), history_columns(UNDO=["↶ 2", "", ""])))
+
+    ann.keys("j").wait_for(history_shows([2, 1, 0], selected=1))
+    r = pk(hub, room, "carol", "set", "3", "hairColor", "white")
+    assert r.returncode == 0, r.stderr
+    ann.wait_for(all_of(history_shows([3, 2, 1, 0], selected=1), history_columns(WHO={3: "carol"}, PEOPLE={3: "Sam"})))
+    bob.wait_for(history_shows([3, 2, 1, 0]))
+
+    ann.keys("Escape").wait_for(all_of(list_is(["Ann", "Joan", "Sam"]), _pred(lambda t: history(t) is None,
+                                                                             "the people again")))
+    ops_of(obs, 3)
+    obs.expect_nothing("ops")
+
+
+def test_the_history_view_loads_older_pages_as_it_scrolls(hub, room, screens):
+    """60 revisions (carol's). ann's `h` shows the newest page (60 down to 11) and `↓ older revisions`;
+    End goes to the oldest row loaded, which loads the next page: revisions 10 to 1 and the room as it
+    began come in, and a second End reaches rev 0."""
+    obs = observe(hub, room)
+    carol = hub.join(room, "carol")
+    for i in range(60):
+        carol.edit([set_op(1, "name", f"Ann {i + 1}")], label="Change Name")
+    obs.sync(60)
+    ann = screens(hub, room, "ann", wait_people="Ann 60")
+    text = ann.keys("h").wait_for(_pred(lambda t: history_revs(t)[:1] == [60] and history(t)["more"],
+                                        "the newest page, with more below"))
+    ann.keys("End").wait_for(_pred(lambda t: 0 in history_revs(t), "rev 0 loaded after scrolling to the end"))
+    ann.keys("End").wait_for(all_of(_pred(lambda t: selected_rev(t) == 0 and history_revs(t)[-3:] == [2, 1, 0]
+                                          and not history(t)["more"], "rev 0 selected, last of all"),
+                                    history_bottom("rev 0 · the room as it began")))
+    ann.keys("Home").wait_for(_pred(lambda t: selected_rev(t) == 60, "back at the newest"))
+
+
+def test_enter_on_an_own_older_row_undoes_it_and_nothing_after_it(hub, room, screens):
+    """H1 on the screen. ann changes Ann's hair color (rev 1) then her eye color (rev 2). In her history
+    view, Enter on rev 1 undoes it alone: rev 3, an undo by ann of Change Hair Color; Ann's hair is brown
+    again and her eyes keep ann's later change. The view shows rev 3 on top, rev 1 no longer marked, rev 2
+    still `↶ 2`, and the selection still on rev 1. bob's Enter on ann's row sends nothing and says why."""
+    obs = observe(hub, room)
+    ann = screens(hub, room, "ann")
+    bob = screens(hub, room, "bob")
+    choose(to_row(ann, "hairColor"), 1).wait_for(shows("Ann", hairColor="blonde"))
+    choose(ann.keys("j", "j"), 1).wait_for(shows("Ann", eyeColor="blue"))
+    wait_model(obs, lambda p: field_of(p, 1, "eyeColor") == "blue", "Ann's eyes blue")
+
+    ann.keys("h").wait_for(history_shows([2, 1, 0]))
+    ann.keys("j").wait_for(history_shows([2, 1, 0], selected=1))
+    ann.keys("Enter")
+    frame = ops_of(obs, 3)
+    assert (frame["rev"], frame["author"], frame["kind"], frame.get("label")) == (3, "ann", "undo", "Change Hair Color"), frame
+    assert frame["ops"] == [set_op(1, "hairColor", "brown")], frame
+    assert (field_of(obs.people, 1, "hairColor"), field_of(obs.people, 1, "eyeColor")) == ("brown", "blue")
+    ann.wait_for(all_of(history_shows([3, 2, 1, 0], selected=1),
+                        history_columns(UNDO={3: "", 2: "↶ 2", 1: ""}, ACTION={3: "Undo Change Hair Color"})))
+
+    text = bob.keys("h").wait_for(history_shows([3, 2, 1, 0]))
+    bob.keys("j").wait_for(history_shows([3, 2, 1, 0], selected=2))
+    bob.keys("Enter").wait_for(status_is("only your changes marked ↶ can be undone here; this one is ann's"))
+    obs.expect_nothing("ops")
+
+
+def test_R_restores_to_the_selected_row_after_a_confirmation_that_counts_the_changes(hub, room, screens):
+    """carol sets Joan's hair color (rev 1), bob toggles Ann's glasses on his screen (rev 2), carol adds Kim
+    (rev 3). In ann's history view, R on rev 1 asks first: `restore the room to rev 1? It takes back the 2
+    changes since (revs 2–3)`, with `y` on the key line; n keeps the room. R, y: rev 4, a restore by ann
+    labelled `Restore to revision 1`, and the room is as it was after rev 1 (bob's screen follows and says
+    so). u in the view takes the restore back (rev 5)."""
+    obs = observe(hub, room)
+    ann = screens(hub, room, "ann")
+    bob = screens(hub, room, "bob")
+    assert pk(hub, room, "carol", "set", "2", "hairColor", "white").returncode == 0
+    to_row(bob, "glasses").keys("Enter").wait_for(shows("Ann", glasses="on"))
+    assert pk(hub, room, "carol", "add", "--name", "Kim").returncode == 0
+    after_3 = jsonlib.loads(jsonlib.dumps(wait_model(obs, lambda p: len(p) == 4, "Kim added")))
+    after_1 = [dict(p, hairColor="white") if p["tag"] == 2 else p for p in SEED]
+
+    ann.keys("h").wait_for(history_shows([3, 2, 1, 0]))
+    ann.keys("j", "j").wait_for(history_shows([3, 2, 1, 0], selected=1))
+    ann.keys("R").wait_for(all_of(status_is("restore the room to rev 1? It takes back the 2 changes since (revs 2–3)"),
+                                  keys_line(lambda k: k.strip().startswith("y restores the room to rev 1"),
+                                            "`y restores the room to rev 1` on the key line")))
+    ann.keys("n").wait_for(_pred(lambda t: "restore the room" not in status(t), "the question gone"))
+    obs.expect_nothing("ops")
+
+    ann.keys("R").wait_for(status_has("It takes back the 2 changes"))
+    ann.keys("y")
+    frame = ops_of(obs, 4)
+    assert (frame["rev"], frame["author"], frame["kind"], frame.get("label")) == \
+        (4, "ann", "restore", "Restore to revision 1"), frame
+    assert norm(obs.people) == norm(after_1) and tags(obs.people) == [1, 2, 3], obs.people
+    ann.wait_for(all_of(history_shows([4, 3, 2, 1, 0], selected=1),
+                        history_columns(UNDO={4: "↶ 4"}, ACTION={4: "Restore to revision 1"}),
+                        status_is("restored the room to rev 1, taking back 2 changes: u undoes the restore")))
+    bob.wait_for(all_of(list_is(["Ann", "Joan", "Sam"]), status_is("ann restored the room: Restore to revision 1")))
+
+    ann.keys("u")
+    frame = ops_of(obs, 5)
+    assert frame["kind"] == "undo", frame
+    assert norm(obs.people) == norm(after_3), obs.people
+    ann.wait_for(history_shows([5, 4, 3, 2, 1, 0], selected=1))
+
+
+def test_a_viewer_may_look_at_the_history_but_not_undo_or_restore(hub_factory, room, screens, tmp_path):
+    """val, a viewer: `h` shows the timeline (ann's revision), the key line offers neither Enter undo nor R
+    restore, and R or Enter send nothing: the status line says view only."""
+    hub = token_hub(hub_factory, tmp_path)
+    obs = hub.join(room, OBSERVER, token=make_token(OBSERVER, [room], role="viewer"))
+    r = pk(hub, room, "ann", "set", "1", "glasses", "on", "--token", make_token("ann", [room]))
+    assert r.returncode == 0, r.stderr
+    obs.sync(1)
+    val = screens.raw("val")
+    val.start(open_command(hub.port, room, "val", token=make_token("val", [room], role="viewer")))
+    val.wait_for(all_of(title_has("● online"), selection_is("Ann")))
+    val.keys("h").wait_for(all_of(history_shows([1, 0]), history_columns(WHO={1: "ann"}),
+                                  keys_line(lambda k: "view only" in k and "Enter undo" not in k and "R restore" not in k,
+                                            "a key line with view only, no Enter undo, no R restore")))
+    val.keys("R").wait_for(status_has("view only"))
+    val.keys("Escape", "h").wait_for(history_shows([1, 0]))
+    val.keys("Enter").wait_for(status_has("view only"))
+    obs.expect_nothing("ops", "error")
+
+
+def test_the_details_show_who_last_changed_each_field_live(hub, room, screens):
+    """ann's details of Ann: every row by `(seed)`, under the name `in the room from the start`. bob changes
+    Ann's hair color on his screen: ann's hair color row says `bob · just now` while the others stay
+    `(seed)`. ann changes Ann's eye color: `ann · just now`. carol gives Ann a beard (a command): the beard
+    row follows. Moving to Joan shows Joan's writers; back on Ann, bob's is still there. Each is what the
+    hub's own blame says."""
+    obs = observe(hub, room)
+    ann = screens(hub, room, "ann")
+    bob = screens(hub, room, "bob")
+    ann.keys("Tab").wait_for(_pred(lambda t: details(t)["writers"] == {row: "(seed)" for row in ROWS}
+                                   and details(t)["added"] == "in the room from the start",
+                                   "every row by (seed), under `in the room from the start`"))
+
+    choose(to_row(bob, "hairColor"), 1).wait_for(shows("Ann", hairColor="blonde"))
+    ann.wait_for(all_of(writer_is("hairColor", rf"bob · {RECENT}"), writer_is("eyeColor", r"\(seed\)"),
+                        writer_is("name", r"\(seed\)")))
+    blame = obs.blame(1)
+    assert blame["fields"]["hairColor"]["user"] == "bob" and blame["fields"]["eyeColor"]["user"] is None, blame
+
+    choose(ann.keys("j", "j", "j"), 1).wait_for(shows("Ann", eyeColor="blue"))
+    ann.wait_for(all_of(writer_is("eyeColor", rf"ann · {RECENT}"), writer_is("hairColor", rf"bob · {RECENT}")))
+    assert pk(hub, room, "carol", "facial-hair", "1", "beard", "on").returncode == 0
+    ann.wait_for(writer_is("facial hair: beard", rf"carol · {RECENT}"))
+    assert obs.blame(1)["fields"]["facialHair"]["beard"]["user"] == "carol"
+
+    ann.keys("Escape", "j").wait_for(all_of(shows("Joan"), writer_is("hairColor", r"\(seed\)")))
+    ann.keys("k").wait_for(all_of(shows("Ann"), writer_is("hairColor", rf"bob · {RECENT}"),
+                                  writer_is("eyeColor", rf"ann · {RECENT}")))

@@ -5,12 +5,20 @@
 /// `view` is `confirmed` plus the pending edits, rebased, and is what a screen shows. Requests wait in
 /// an outbox and go one at a time, so an undo pressed after an edit undoes that edit. After a
 /// reconnect the request in flight is resent with its seq; the hub answers it once.
+///
+/// Questions (`log`, `blame`) go at once, beside the requests: their seqs are not part of the session's
+/// counter on the hub, but they are numbered from this client's, so that an answer or an error for one
+/// is never taken for a request's.
 public struct ClientSync: Sendable {
     /// A request not yet answered by the hub.
     public enum Request: Hashable, Sendable {
         case submit(ops: [Diff], label: String?, coalesce: String?)
         case undo(scope: Tag?)
         case redo(scope: Tag?)
+        /// Selective undo: one of this user's entries, by id, wherever it is on the stack (HISTORY §2).
+        case undoEntry(Int)
+        /// Make the room what it was right after revision `rev` (HISTORY §3).
+        case restore(rev: Int, label: String?)
     }
 
     struct Pending: Hashable, Sendable {
@@ -36,6 +44,8 @@ public struct ClientSync: Sendable {
         case log(ServerMessage.LogPage)
         /// Who wrote what of one person (the answer to a `blame`).
         case blame(ServerMessage.Blame)
+        /// The hub answered the question `seq` (a `log` or `blame` sent with `ask`) with an error.
+        case unanswered(seq: Int, ProtocolError)
     }
 
     public let user: String
@@ -55,6 +65,8 @@ public struct ClientSync: Sendable {
     var knownBlocks: Set<TagBlock> = []
     var nextTag: Tag?
     var hasState = false
+    /// The seqs of questions sent on this connection and not yet answered.
+    var questions: Set<Int> = []
 
     public init(user: String) {
         self.user = user
@@ -95,6 +107,7 @@ public struct ClientSync: Sendable {
     public mutating func connect(client: String? = nil, token: String? = nil) -> ClientMessage {
         connected = false
         inFlight = false
+        questions = []
         return .hello(.init(user: user, token: token, client: client, resume: session,
                             since: hasState ? revision : nil))
     }
@@ -103,6 +116,7 @@ public struct ClientSync: Sendable {
     public mutating func disconnected() {
         connected = false
         inFlight = false
+        questions = []
     }
 
     // MARK: Local actions
@@ -154,6 +168,31 @@ public struct ClientSync: Sendable {
         return flush()
     }
 
+    /// Selective undo of this user's entry `id` (HISTORY §2); queued like any request.
+    public mutating func undo(entry id: Int) -> [ClientMessage] {
+        outbox.append(Pending(seq: 0, request: .undoEntry(id)))
+        return flush()
+    }
+
+    /// Makes the room what it was right after revision `rev`, as one revision of this user's
+    /// (HISTORY §3); queued like any request, and computed by the hub when it gets there.
+    public mutating func restore(to rev: Int, label: String? = nil) -> [ClientMessage] {
+        outbox.append(Pending(seq: 0, request: .restore(rev: rev, label: label)))
+        return flush()
+    }
+
+    /// A question for the hub (`log`, `blame`), made with its seq and sent at once, beside any request
+    /// in flight. Nil when not connected: a question is not queued (ask again after the next welcome);
+    /// one sent is lost with its connection. The answer comes as a `.log` or `.blame` event with this
+    /// seq, or as `.unanswered(seq:)`.
+    public mutating func ask(_ make: (Int) -> ClientMessage) -> (seq: Int, message: ClientMessage)? {
+        guard connected else { return nil }
+        let seq = nextSeq
+        nextSeq += 1
+        questions.insert(seq)
+        return (seq, make(seq))
+    }
+
     /// Sends the first request of the outbox if nothing is in flight.
     mutating func flush() -> [ClientMessage] {
         guard connected, !inFlight, !outbox.isEmpty else { return [] }
@@ -169,6 +208,8 @@ public struct ClientSync: Sendable {
             return [.submit(.init(seq: pending.seq, base: pending.sentBase!, ops: ops, label: label, coalesce: coalesce))]
         case .undo(let scope): return [.undo(.init(seq: pending.seq, scope: scope))]
         case .redo(let scope): return [.redo(.init(seq: pending.seq, scope: scope))]
+        case .undoEntry(let id): return [.undo(.init(seq: pending.seq, entry: id))]
+        case .restore(let rev, let label): return [.restore(.init(seq: pending.seq, rev: rev, label: label))]
         }
     }
 
@@ -213,8 +254,10 @@ public struct ClientSync: Sendable {
         case .restored(let r):
             _ = answer(seq: r.seq, rev: r.rev, ops: r.ops)
         case .log(let page):
+            if let seq = page.seq { questions.remove(seq) }
             events.append(.log(page))
         case .blame(let blame):
+            if let seq = blame.seq { questions.remove(seq) }
             events.append(.blame(blame))
         case .history(let h):
             history = h
@@ -223,6 +266,11 @@ public struct ClientSync: Sendable {
             presence = users
             events.append(.presence(users))
         case .error(let e):
+            if let seq = e.seq, questions.remove(seq) != nil {
+                // A question's error: the requests are not concerned.
+                events.append(.unanswered(seq: seq, ProtocolError(e.code, e.message)))
+                break
+            }
             if let seq = e.seq, let first = outbox.first, first.seq == seq, first.sentBase != nil {
                 outbox.removeFirst()
                 inFlight = false

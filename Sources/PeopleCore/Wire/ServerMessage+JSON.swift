@@ -175,7 +175,7 @@ extension WireFields {
 }
 
 extension ServerMessage.LogEntry {
-    var json: JSON {
+    public var json: JSON {
         .object(["rev": .int(rev), "time": time.map { .int(Int($0)) }, "author": .string(author),
                  "kind": .string(kind.rawValue), "label": label.map(JSON.string), "ops": .array(ops.map(\.json)),
                  "entry": entry.map(JSON.int)])
@@ -193,7 +193,7 @@ extension ServerMessage.LogEntry {
 
 extension Writer {
     /// `{"user", "rev", "time"?}`; the seed's writer has `"user": null`.
-    var json: JSON {
+    public var json: JSON {
         .object([.init("user", user.map(JSON.string) ?? .null), .init("rev", .int(rev))]
                 + (time.map { [JSON.Member("time", .int(Int($0)))] } ?? []))
     }
@@ -206,7 +206,7 @@ extension Writer {
 
 extension PersonBlame {
     /// `"created"` and `"fields"` (scalars and `position`, then the `facialHair` and `preference` objects).
-    var members: [JSON.Member] {
+    public var members: [JSON.Member] {
         var fields: [JSON.Member] = BlameField.allCases.compactMap { field in
             self.fields[field].map { JSON.Member(field.rawValue, $0.json) }
         }

@@ -1,0 +1,54 @@
+import ArgumentParser
+import Foundation
+import PeopleClient
+import PeopleCore
+
+/// `restore REV`: the room made what it was right after a revision, as one revision (HISTORY §3).
+struct Restore: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Make the room what it was right after a revision (0: as it began), as one change.",
+        discussion: """
+            Asks nothing: it prints what it did, one line a change. The restore is one revision and one \
+            undo step of yours (peoplekeeper undo takes it back, and keeps what a teammate changed since). \
+            Exit 1 when the room already was as it was then; 77 for a viewer; 65 for a revision the room \
+            has not reached.
+
+            Examples:
+              peoplekeeper log --room team-a                # find the revision
+              peoplekeeper restore 12 --room team-a --user ann
+              peoplekeeper restore 0 --label "Start over" --room team-a --json
+            """)
+    @OptionGroup var options: CommonOptions
+    @Argument(help: "The revision (0 is the room as it began).") var rev: Int
+    @Option(help: ArgumentHelp("The action's label (default: Restore to revision REV).", valueName: "text"))
+    var label: String?
+
+    func validate() throws {
+        guard rev >= 0 else { throw ValidationError("REV is a revision number, 0 or more") }
+    }
+
+    func run() async throws {
+        let run = Run(options: options)
+        try await run { session in
+            let before = session.people
+            let reply = try await session.request(timeout: options.timeout) { seq in
+                .restore(.init(seq: seq, rev: rev, label: label))
+            }
+            guard case .restored(let result) = reply else { throw Failure.badReply(reply) }
+            try await session.settle(timeout: options.timeout)  // the history frame that follows
+            if options.json {
+                print(JSON.object([
+                    "rev": result.rev.map(JSON.int) ?? .null, "to": .int(rev), "label": .string(result.label),
+                    "ops": .array(result.ops.map(\.json)), "history": historyJSON(session.history),
+                ]).text)
+            } else if let done = result.rev {
+                let count = result.ops.count
+                print("restored the room to rev \(rev) at rev \(done) (\(result.label)): \(count) change\(count == 1 ? "" : "s")")
+                for diff in result.ops { print("  " + diff.phrase(people: before)) }
+            } else {
+                print("nothing to restore: the room is as it was at rev \(rev)")
+            }
+            if result.rev == nil { throw ExitCode(1) }
+        }
+    }
+}

@@ -1,0 +1,200 @@
+import Foundation
+import PeopleClient
+import PeopleCore
+
+/// The history view (`h`): the room's timeline, newest first, in the rows `peoplekeeper log` prints,
+/// with older pages loaded as the selection nears the end (`LiveRoom.reader`). Enter on one of this
+/// user's rows still on their undo stack (marked `↶`) undoes it selectively; `R` restores the room to
+/// the selected row after a confirmation that says how many changes it takes back; Esc or `h` goes
+/// back. A viewer may look, not undo or restore (`editing` says so).
+///
+/// The selection is a revision, not an index, so it stays on its row while rows arrive above it.
+extension Screen {
+    /// One row of the view: a revision of the timeline, or (once the oldest page is in) the room as it
+    /// began, revision 0, which has no entry.
+    struct HistoryRow {
+        var rev: Int
+        var entry: ServerMessage.LogEntry?
+    }
+
+    var historyRows: [HistoryRow] {
+        let reader = room.reader
+        var rows = reader.rows.map { HistoryRow(rev: $0.rev, entry: $0) }
+        if reader.loaded && !reader.more { rows.append(HistoryRow(rev: 0, entry: nil)) }
+        return rows
+    }
+
+    /// The selected row: `historyRev`'s, or the first older one if that revision is not loaded now.
+    var historyIndex: Int? {
+        let rows = historyRows
+        guard !rows.isEmpty else { return nil }
+        guard let rev = historyRev else { return 0 }
+        return rows.firstIndex { $0.rev <= rev } ?? rows.count - 1
+    }
+
+    func openHistory() {
+        showingHistory = true
+        historyRev = nil
+        room.openTimeline()
+    }
+
+    func closeHistory() {
+        showingHistory = false
+        room.closeTimeline()
+    }
+
+    /// A key in the history view (normal mode).
+    func historyKey(_ key: Key) {
+        let page = max(1, terminal.size.rows - 10)
+        switch key {
+        case .char("q"), .ctrl("c"), .ctrl("d"): onQuit?()
+        case .char("?"): mode = .help
+        case .escape, .left, .char("h"): closeHistory()
+        case .up, .char("k"): stepHistory(-1)
+        case .down, .char("j"): stepHistory(1)
+        case .pageUp: stepHistory(-page)
+        case .pageDown: stepHistory(page)
+        case .home, .char("g"): stepHistory(-1_000_000)
+        case .end, .char("G"): stepHistory(1_000_000)
+        case .enter: editing { undoSelectedRow() }
+        case .char("R"): editing { askRestore() }
+        case .char("u"): editing { room.undo() }
+        case .char("r"): editing { room.redo() }
+        default: break
+        }
+    }
+
+    /// Moves the selection; near the end of the rows loaded, the next older page is asked for.
+    private func stepHistory(_ delta: Int) {
+        let rows = historyRows
+        guard let index = historyIndex else { return }
+        let next = min(max(0, index + delta), rows.count - 1)
+        historyRev = rows[next].rev
+        if next >= rows.count - 10 { room.loadOlder() }
+    }
+
+    /// Enter: a selective undo of the row's entry, if it is one of this user's still on their stack.
+    private func undoSelectedRow() {
+        guard let index = historyIndex else { return }
+        guard let row = historyRows[index].entry else {
+            return say("rev 0 is the room as it began: R restores the room to it", warning: false)
+        }
+        guard let entry = row.entry else {
+            let whose = row.author == room.sync.user ? "this one has left your undo stack" : "this one is \(row.author)'s"
+            return say("only your changes marked ↶ can be undone here; \(whose)", warning: true)
+        }
+        room.undo(entry: entry)
+    }
+
+    /// R: asks before restoring (the key line takes the answer). A restore is computed by the hub when
+    /// it gets there, so it is not queued while the hub is unreachable: the count asked about would not
+    /// be what it takes back.
+    private func askRestore() {
+        guard let index = historyIndex else { return }
+        let rev = historyRows[index].rev
+        guard room.link == .online else {
+            return say("restoring needs the hub, which is unreachable now: try again when it is back", warning: true)
+        }
+        guard room.sync.revision > rev else {
+            return say("the room is as it was at rev \(rev): nothing to restore", warning: false)
+        }
+        mode = .confirmRestore(rev: rev)
+    }
+
+    /// Whether the screen shows times that go stale (`2 min ago`): the history view, the details' writers.
+    var showsTimes: Bool { showingHistory || room.reader.attribution != nil }
+
+    /// How many revisions a restore to `rev` takes back: every one since.
+    func changesSince(_ rev: Int) -> Int { max(0, room.sync.revision - rev) }
+
+    /// The confirmation's question, on the status line while it is asked.
+    var restoreQuestion: Report? {
+        guard case .confirmRestore(let rev) = mode else { return nil }
+        let count = changesSince(rev)
+        let which = count == 1 ? "the change since (rev \(rev + 1))" : "the \(count) changes since (revs \(rev + 1)–\(rev + count))"
+        return Report(text: "restore the room to rev \(rev)? It takes back \(which)", warning: true)
+    }
+
+    /// `y` to the confirmation.
+    func restore(to rev: Int) {
+        report = nil
+        let count = changesSince(rev)
+        room.restore(to: rev)
+        say("restored the room to rev \(rev), taking back \(count) change\(count == 1 ? "" : "s"): u undoes the restore",
+            warning: false)
+    }
+
+    // MARK: Drawing
+
+    /// The column widths of a row after the selection mark: rev, when, who, action, undo mark; the
+    /// people take the rest.
+    private static let columns = [6, 12, 10, 24, 7]
+
+    private func historyLine(_ mark: String, _ cells: [String]) -> String {
+        var line = mark
+        for (cell, width) in zip(cells, Self.columns) {
+            line += cell.count < width ? cell.padding(toLength: width, withPad: " ", startingAt: 0) : String(cell.prefix(width - 2)) + "… "
+        }
+        return line + (cells.count > Self.columns.count ? cells[Self.columns.count] : "")
+    }
+
+    /// The view's lines (the body, full width): a title, the column names, the rows around the
+    /// selection, and at the bottom what the selected revision did, with its exact time.
+    func historyPane(width: Int, height: Int) -> [String] {
+        let reader = room.reader
+        var out = [style("History of room \(room.room)", "1") + " · newest first"
+                   + (isViewer ? "" : " · ↶ yours to undo")]
+        guard reader.loaded else {
+            let waiting: String = switch room.link {
+            case .offline(_, let why): "(the hub is unreachable: \(why); the history comes when it is back)"
+            case .refused(let why): "(the hub refused you: \(why))"
+            case .online, .connecting: "(loading the history…)"
+            }
+            return (out + ["", "  " + waiting] + Array(repeating: "", count: height)).prefix(height).map { String($0) }
+        }
+        out.append(style(historyLine("  ", ["REV", "WHEN", "WHO", "ACTION", "UNDO", "PEOPLE"]), "2"))
+        let rows = historyRows
+        let index = historyIndex ?? 0
+        let visible = max(1, height - 3 - (reader.more ? 1 : 0))
+        let first = max(0, min(index - visible / 2, rows.count - visible))
+        let now = Date()
+        let people = room.sync.view
+        let inserted = reader.rows.insertedPeople
+        let known = reader.rows.insertedNames
+        // The bottom line names people no longer in the room as the rows' inserts had them.
+        let named = PeopleModel(people: Array(people.people) + inserted.values.filter { people[$0.tag] == nil })
+        for (i, row) in rows.enumerated().dropFirst(first).prefix(visible) {
+            let mark = i == index ? "▶ " : "  "
+            let line: String
+            if let e = row.entry {
+                line = historyLine(mark, [String(e.rev), e.time.map { TimeWords.ago($0, now: now) } ?? "-", e.author,
+                                          action(e), e.entry.map { "↶ \($0)" } ?? "", e.peopleWords(now: people, known: known)])
+            } else {
+                line = historyLine(mark, ["0", "-", Writer.seedWords, "the room as it began", "", ""])
+            }
+            out.append(i == index ? style(line, "7") : line)
+        }
+        if reader.more { out.append(style("  ↓ older revisions load as you scroll", "2")) }
+        var lines = Array((out + Array(repeating: "", count: height)).prefix(height - 1))
+        lines.append(rows.indices.contains(index) ? selectedRevision(rows[index], people: named) : "")
+        return lines
+    }
+
+    /// What the row's action is called: its label, with Undo / Redo before an undone or redone one.
+    private func action(_ e: ServerMessage.LogEntry) -> String {
+        let label = e.label ?? e.kind.rawValue
+        switch e.kind {
+        case .undo: return "Undo \(label)"
+        case .redo: return "Redo \(label)"
+        case .edit, .restore: return label
+        }
+    }
+
+    /// The bottom line: `rev 14 · 2026-11-25 14:50:34 · ann: Joan's hair color to red`.
+    private func selectedRevision(_ row: HistoryRow, people: PeopleModel) -> String {
+        guard let e = row.entry else { return style(" rev 0 · the room as it began", "1") }
+        let when = e.time.map { " · " + TimeWords.exact($0) } ?? ""
+        let what = e.ops.map { $0.phrase(people: people) }.joined(separator: "; ")
+        return style(" rev \(e.rev)\(when) · \(e.author): ", "1") + (what.isEmpty ? "no change" : what)
+    }
+}
