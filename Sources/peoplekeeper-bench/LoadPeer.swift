@@ -189,7 +189,8 @@ final class LoadPeer: WebSocketClientDelegate {
         guard let connection else { return }
         let rev = lastRev + 1
         let color = HairColor.allCases[rng.int(HairColor.allCases.count)].rawValue
-        let frame = #"{"type":"ops","rev":\#(rev),"author":"load-\#(index)","kind":"edit","ops":[{"op":"set","tag":1,"field":"hairColor","value":"\#(color)"}],"label":"Change Hair Color"}"#
+        let time = Int64(Date().timeIntervalSince1970 * 1000)  // the hub's frames carry one too (issue 18)
+        let frame = #"{"type":"ops","rev":\#(rev),"time":\#(time),"author":"load-\#(index)","kind":"edit","ops":[{"op":"set","tag":1,"field":"hairColor","value":"\#(color)"}],"label":"Change Hair Color"}"#
         lastRev = rev
         requests += 1
         run.saw(room: room, rev: rev)
