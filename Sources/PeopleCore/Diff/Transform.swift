@@ -124,6 +124,11 @@ public enum Transform {
             case .insert(let person, let at):
                 if !order.contains(person.tag) {
                     entering = (person.tag, min(max(at, 0), order.count))
+                } else {
+                    // An undo's re-insert of a person put back meanwhile (rebased only in undo, never a
+                    // submit's): its gap, like a move's, is in the list without the person.
+                    leaving = person.tag
+                    entering = (person.tag, min(max(at, 0), order.count - 1))
                 }
             case .remove(let tag):
                 if order.contains(tag) { leaving = tag }

@@ -21,11 +21,11 @@ public enum BlameField: String, CaseIterable, Hashable, Sendable {
 }
 
 /// Who last wrote each part of one person (HISTORY §5): every scalar field, the position, and each
-/// facial-hair style and topic register ever written since the person was (re)inserted.
+/// facial-hair style and topic register ever written.
 ///
 /// An insert (a re-insert by an undo or a restore too) writes every field, the position and every
-/// listed element, and starts the record over; undo, redo and restore revisions are writes by their
-/// author like edits.
+/// element it lists; an element it does not list keeps its last writer from before the person was
+/// removed. Undo, redo and restore revisions are writes by their author like edits.
 public struct PersonBlame: Hashable, Sendable {
     public var created: Writer
     public var fields: [BlameField: Writer]
@@ -83,18 +83,32 @@ struct BlameIndex: Hashable, Sendable {
         for person in seed.people { people[person.tag] = PersonBlame(inserted: person, by: .seed) }
     }
 
-    init(people: [Tag: PersonBlame]) { self.people = people }
+    init(people: [Tag: PersonBlame], departed: [Tag: PersonBlame] = [:]) {
+        self.people = people
+        self.departed = departed
+    }
 
     subscript(tag: Tag) -> PersonBlame? { people[tag] }
+
+    /// The records of people removed, kept for the elements a re-insert does not list.
+    private(set) var departed: [Tag: PersonBlame] = [:]
 
     /// Files a committed revision's applied diffs.
     mutating func record(_ revision: Revision) {
         let writer = Writer(user: revision.author, rev: revision.number, time: revision.timestamp)
         for done in revision.applied {
             switch done.diff {
-            case .insert(let person, _): people[person.tag] = PersonBlame(inserted: person, by: writer)
-            case .remove(let tag): people[tag] = nil
-            default: people[done.diff.tag]?.record(done.diff, by: writer)
+            case .insert(let person, _):
+                var record = PersonBlame(inserted: person, by: writer)
+                if let old = departed.removeValue(forKey: person.tag) {
+                    record.facialHair.merge(old.facialHair) { new, _ in new }
+                    record.preference.merge(old.preference) { new, _ in new }
+                }
+                people[person.tag] = record
+            case .remove(let tag):
+                departed[tag] = people.removeValue(forKey: tag)
+            default:
+                people[done.diff.tag]?.record(done.diff, by: writer)
             }
         }
     }
@@ -110,9 +124,9 @@ extension Room {
         case .person: return history.writer(of: target)
         case .position: return record.fields[.position]?.user
         case .field(_, let field): return record.fields[BlameField(field)]?.user
-        // An element not written since the person was (re)inserted holds what the insert gave it.
-        case .facialHair(_, let style): return (record.facialHair[style] ?? record.created).user
-        case .preference(_, let topic): return (record.preference[topic] ?? record.created).user
+        // An element nobody ever wrote (the insert did not list it) has no writer.
+        case .facialHair(_, let style): return record.facialHair[style]?.user
+        case .preference(_, let topic): return record.preference[topic]?.user
         }
     }
 }

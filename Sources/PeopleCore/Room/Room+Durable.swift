@@ -160,7 +160,12 @@ extension Room {
                     let f = try WireFields(r, context: "blame", code: .serverError)
                     people[try f.int("tag")] = try PersonBlame(fields: f)
                 }
-                blame = BlameIndex(people: people)
+                var departed: [Tag: PersonBlame] = [:]
+                for r in try s.optionalArray("blameDeparted") ?? [] {
+                    let f = try WireFields(r, context: "blame", code: .serverError)
+                    departed[try f.int("tag")] = try PersonBlame(fields: f)
+                }
+                blame = BlameIndex(people: people, departed: departed)
             } else {
                 blame = BlameIndex(seed: model)
             }
@@ -240,6 +245,9 @@ extension RoomSnapshot {
             "users": .array(users), "sessions": .array(sessions),
             "blame": .array(people.compactMap { person in
                 room.blame[person.tag].map { .object([.init("tag", .int(person.tag))] + $0.members) }
+            }),
+            "blameDeparted": .array(room.blame.departed.sorted { $0.key < $1.key }.map { tag, record in
+                .object([.init("tag", .int(tag))] + record.members)
             }),
         ])
     }

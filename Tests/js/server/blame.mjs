@@ -64,6 +64,8 @@ export class BlameIndex {
   constructor(seed) {
     /** tag → PersonBlame */
     this.people = new Map();
+    /** tag → PersonBlame of people removed, for the elements a re-insert does not list */
+    this.departed = new Map();
     for (const person of seed.people) this.people.set(person.tag, new PersonBlame(person, seedWriter));
   }
 
@@ -73,8 +75,21 @@ export class BlameIndex {
   record(revision) {
     const writer = revisionWriter(revision);
     for (const { diff } of revision.applied) {
-      if (diff.op === 'insert') this.people.set(diff.person.tag, new PersonBlame(diff.person, writer));
-      else if (diff.op === 'remove') this.people.delete(diff.tag);
+      if (diff.op === 'insert') {
+        // A re-insert writes what it lists; an element it does not list keeps its writer from before.
+        const record = new PersonBlame(diff.person, writer);
+        const old = this.departed.get(diff.person.tag);
+        if (old) {
+          for (const [style, w] of old.facialHair) if (!record.facialHair.has(style)) record.facialHair.set(style, w);
+          for (const [topic, w] of old.preference) if (!record.preference.has(topic)) record.preference.set(topic, w);
+          this.departed.delete(diff.person.tag);
+        }
+        this.people.set(diff.person.tag, record);
+      } else if (diff.op === 'remove') {
+        const old = this.people.get(diff.tag);
+        if (old) this.departed.set(diff.tag, old);
+        this.people.delete(diff.tag);
+      }
       else this.people.get(diffTag(diff))?.record(diff, writer);
     }
   }

@@ -291,9 +291,9 @@ export class Room {
       case 'person': return this.history.writer(target);
       case 'position': return record.fields.get('position')?.user;
       case 'field': return record.fields.get(target.field)?.user;
-      // An element not written since the person was (re)inserted holds what the insert gave it.
-      case 'facialHair': return (record.facialHair.get(target.style) ?? record.created).user;
-      case 'preference': return (record.preference.get(target.topic) ?? record.created).user;
+      // An element nobody ever wrote (the insert did not list it) has no writer.
+      case 'facialHair': return record.facialHair.get(target.style)?.user;
+      case 'preference': return record.preference.get(target.topic)?.user;
       default: return undefined;
     }
   }

@@ -126,6 +126,11 @@ function listChange(diff, order) {
     case 'insert':
       if (!order.includes(diff.person.tag)) {
         change.entering = { tag: diff.person.tag, gap: clamp(diff.at, 0, order.length) };
+      } else {
+        // An undo's re-insert of a person put back meanwhile (rebased only in undo, never a submit's):
+        // its gap, like a move's, is in the list without the person (Transform.swift).
+        change.leaving = diff.person.tag;
+        change.entering = { tag: diff.person.tag, gap: clamp(diff.at, 0, order.length - 1) };
       }
       break;
     case 'remove':
