@@ -5,8 +5,9 @@ No hub code was read. test_differential.py plays the same random script against 
 The model is deliberately naive: it keeps every revision, every applied diff ("step") with the lists and
 names around it, and recomputes what it needs by walking that history. Each rule cites the contract.
 
-Where the contract left me a choice, this is the reading taken (A1..A14). Where I could not choose, the
-model raises `Ambiguous` and the driver simply does not send that request (A1, A2, part of A14).
+Where the contract left me a choice, this is the reading taken (A1..A14, B1..B10). Where I could not choose,
+the model raises `Ambiguous` and the driver simply does not send that request (A1, A2, part of A14, B8,
+part of B9).
 Readings marked "(hub's)" were first read otherwise here; the hub's reading was taken after checking it
 is as good a reading of the words (never to make a hub departure go away).
 
@@ -79,7 +80,46 @@ A14 Coalescing (§4) is modelled for a window that never closes (the driver runs
     carries another key while a run is open: "a batch with another key or none does [break it]"
     contradicts that, so that case is Ambiguous.
 
-Not modelled (the driver never does these): expiry (`expired`, rooms.keptRevisions), a coalescing window
+HISTORY.md (shared/spec/HISTORY.md: entry ids, selective undo, restore, log, blame) - readings B1..B10:
+B1  A restore is a write like an edit: for SEMANTICS §7.2 (a plain undo's set / facialHair / preference guard
+    fails when the last write since the entry was another user's edit or redo) a teammate's restore counts
+    too ("a restore clears the user's redo stack like any edit"; HISTORY §5 "restore revisions are writes by
+    their author").
+B2  Entry ids (HISTORY §1) are `Entry.rev`; the revisions an entry covers (for `log`'s `entry` marks) are
+    every revision of its steps (a coalesced run: each batch's).
+B3  Selective undo (HISTORY §2) guards, "since" = every applied revision after the step being inverted,
+    the entry's own steps excepted; this undo's own parts applied so far are not "since" (A13). The
+    insert guard counts any diff on the person by anyone (`by` = the latest such user); the set /
+    facialHair / preference guard is the value check plus "the latest write since was an edit, redo or
+    restore by anyone" (`by` = that writer = the latest writer of the cell). `text` parts as in A8.
+    No cascade; an entry that changes nothing is consumed with no revision and nothing pushed (A10).
+    A selective undo that ends in an error (`no-entry`, `bad-message`) leaves the coalescing run alone.
+B4  (hub's) Moves under selective undo: HISTORY §2 lists no move guard, and "where this page is silent,
+    SEMANTICS holds": the move part is skipped only when another user moved the person since (A5). (First
+    read: "never undo what came after it, by anyone" -> any later edit / redo / restore move guards.)
+B5  Restore batch order (HISTORY §3): removes in the current list's order; re-inserts in r's order, each
+    after its r-predecessor (present by then), else (first at r) before its r-successor if present, else
+    at its r index (clamped); then, person by person in r's order, `set`s in the order name, hairColor,
+    hairLength, eyeColor, glasses, then facialHair styles and preference topics in vocabulary order.
+B6  (hub's) "Ties: the one that keeps earlier people": among the longest increasing runs, the one whose
+    people, compared in the CURRENT list's order, come earliest (lexicographically smallest positions).
+    (First read: earliest in r's order.)
+B7  Each moved person goes right after its r-predecessor in the list as it then is (`to` counted without
+    the person), or to 0 if it is first at r.
+B8  A restore that changes nothing while the user's coalescing run is open: whether it ends the run is
+    not said (a restore is not a batch) -> Ambiguous. One that changes something ends it (a revision
+    with no key), clears redo, and pushes one entry.
+B9  A re-insert (only a restore can do it) under another name than the person had when removed is a
+    whole-name write: an incoming stale `text` on that name becomes a no-op reported `overwritten` (§3.6;
+    §7.4 forbids refusing it). A TEXT INVERSE whose path crosses such a re-insert: whether it is
+    `overwritten` (§3.6) or rebased anyway ("a text part is never skipped") is not said -> Ambiguous.
+B10 Blame (HISTORY §5): the cells an insert / re-insert writes are exactly A6's (every scalar, the
+    LISTED facialHair styles and liked / disliked topics, the position); "only the elements ever
+    written" keeps an element written before a re-insert that does not list it, with its old writer.
+    `log` with `before` <= 0 lists nothing; `tag` / `before` / `limit` of the wrong type are bad-message.
+
+Not modelled (the driver never does these): viewers (`forbidden` for restore), hub-side times (the
+driver checks them itself: HISTORY §1), expiry (`expired`, rooms.keptRevisions), a coalescing window
 that can close, room / rate limits, lone surrogates, reconnects.
 
 The corners where the hub once departed from the contract (the brief's (a)-(d), all fixed) are marked on
@@ -426,6 +466,35 @@ def parse_diff(w) -> dict:
 # The room
 # ---------------------------------------------------------------------------------------------------
 
+def _op_tag(o) -> int | None:
+    """The tag a wire op names (HISTORY §4's `tag` filter)."""
+    if o.get("op") == "insert":
+        return o["person"]["tag"]
+    return o.get("tag")
+
+
+def _lis_keep(cur: list, tpos: dict) -> list:
+    """HISTORY §3 / B6: a longest run of `cur` already in the target's relative order (a longest
+    increasing subsequence of target positions); among the longest, the one that keeps the earliest
+    people of the current list (its positions in `cur`, compared in order, lexicographically smallest)."""
+    seq = [tpos[t] for t in cur]
+    n = len(seq)
+    best = [None] * n            # best[i]: the preferred longest increasing run STARTING at i (indices)
+    for i in range(n - 1, -1, -1):
+        cand = [i]
+        for j in range(i + 1, n):
+            if seq[j] > seq[i]:
+                c = [i] + best[j]
+                if len(c) > len(cand) or (len(c) == len(cand) and c < cand):
+                    cand = c
+        best[i] = cand
+    top = []
+    for b in best:
+        if len(b) > len(top) or (len(b) == len(top) and b < top):
+            top = b
+    return [cur[i] for i in top]
+
+
 class Step:
     """One applied diff (an op as applied) of one revision, with what undo needs (captured at apply
     time, §2's third column) and the lists / names around it."""
@@ -468,13 +537,23 @@ class Entry:
         self.rev, self.label, self.steps = rev, label, list(steps)
         self.tags = {s.tag for s in steps}   # A9
 
+    @property
+    def id(self) -> int:
+        """HISTORY §1: the revision of the first revision it recorded."""
+        return self.rev
+
+    @property
+    def revs(self) -> set:
+        """HISTORY §4: the revisions that belong to this entry (a coalesced run: every batch's)."""
+        return {self.rev} | {s.rev for s in self.steps}
+
     def extend(self, steps):
         """§4 coalescing: a later batch of the run joins the entry (the first batch's label stays)."""
         self.steps.extend(steps)
         self.tags |= {s.tag for s in steps}
 
     def __repr__(self):
-        return f"<entry r{self.rev} {self.label!r} tags={sorted(self.tags)}>"
+        return f"<entry {self.id} {self.label!r} tags={sorted(self.tags)}>"
 
 
 class _Tx:
@@ -582,6 +661,9 @@ class Room:
             people.insert(at, p)
             op = dict(op, at=at)
             inv = {"kind": "remove", "tag": tag}
+            gone = self._latest(tx, lambda w: w.tag == tag and w.pos == "remove")
+            if gone is not None and gone.inv["person"]["name"] != p["name"]:
+                name_op = ("set", p["name"])      # B9: a re-insert under another name replaces it whole
             cells = [(tag, f) for f in SCALARS] + [(tag, "fh", s) for s in p["facialHair"]] + \
                     [(tag, "pref", t) for t in p["prefs"]] + [(tag, "position")]
         elif o == "remove":
@@ -959,10 +1041,176 @@ class Room:
                 self.redo_stacks[user] = src
         return reply
 
-    def _revert(self, tx: _Tx, user, kind, entry: Entry, reply) -> None:
+    # -- HISTORY.md: selective undo (§2), restore (§3), log (§4), blame (§5) ----------------------------
+
+    def undo_entry(self, user, entry_id, scope=None, *, commit=True) -> dict:
+        """HISTORY §2: undo the named entry of the user's undo stack, wherever it sits; no cascade."""
+        if scope is not None or not _is_int(entry_id):
+            return {"type": "error", "code": "bad-message", "hazards": set()}
+        stack = self.undo_stacks.get(user, [])
+        idx = next((i for i, e in enumerate(stack) if e.id == entry_id), None)
+        if idx is None:
+            return {"type": "error", "code": "no-entry", "hazards": set()}   # the run stays as it was
+        entry = stack[idx]
+        reply = {"type": "undone", "entry": entry_id, "ops": [], "skipped": [], "hazards": set(),
+                 "consumed_labels": [entry.label]}
+        tx = _Tx(self.people, len(self.steps), self.rev + 1)
+        self._revert(tx, user, "undo", entry, reply, selective=True)
+        changed = tx.people != self.people
+        if changed:
+            reply["rev"] = tx.rev
+            reply["ops"] = [s.wire() for s in tx.steps]
+            if entry.label is not None:
+                reply["label"] = entry.label
+        if not commit:
+            if changed:
+                reply["revision"] = {"rev": tx.rev}
+            return reply
+        self.undo_stacks[user] = stack[:idx] + stack[idx + 1:]         # consumed whatever happens
+        if changed:
+            reply["revision"] = self._commit(tx, user, "undo", entry.label)
+            self._push(self.redo_stacks.setdefault(user, []), Entry(self.rev, entry.label, tx.steps))
+        self.runs[user] = None
+        return reply
+
+    def restore(self, user, r, label=None, *, commit=True) -> dict:
+        """HISTORY §3: one batch from the head to the model right after revision r (B5-B8)."""
+        if not _is_int(r) or not 0 <= r <= self.rev or (label is not None and not isinstance(label, str)):
+            return {"type": "error", "code": "bad-message", "hazards": set()}
+        if label is None:
+            label = f"Restore to revision {r}"
+        target = self.snapshots[r]
+        ttags = [p["tag"] for p in target]
+        tpos = {t: i for i, t in enumerate(ttags)}
+        tx = _Tx(self.people, len(self.steps), self.rev + 1)
+        ppl = tx.people
+        # 1. remove every person present now and absent at r (in the current order)
+        for t in [p["tag"] for p in ppl if p["tag"] not in tpos]:
+            self._apply(tx, user, "restore", {"op": "remove", "tag": t})
+        # 2. re-insert the people present at r and absent now, in r's order, by the neighbour rule
+        for i, t in enumerate(ttags):
+            if find(tx.people, t) >= 0:
+                continue
+            cur = [p["tag"] for p in tx.people]
+            if i > 0 and ttags[i - 1] in cur:
+                at = cur.index(ttags[i - 1]) + 1
+            elif i + 1 < len(ttags) and ttags[i + 1] in cur:
+                at = cur.index(ttags[i + 1])
+            else:
+                at = _clamp(i, 0, len(cur))
+            self._apply(tx, user, "restore", {"op": "insert", "tag": t, "at": at, "person": copy_person(target[i])})
+        # 3. the differing fields of the people in both (r's order; fields in the contract's order)
+        for q in target:
+            t = q["tag"]
+            p = tx.people[find(tx.people, t)]
+            for f in SCALARS:
+                if not (p[f] == q[f] and type(p[f]) is type(q[f])):
+                    self._apply(tx, user, "restore", {"op": "set", "tag": t, "field": f, "value": q[f]})
+            for st in FACIAL_HAIR:
+                if (st in p["facialHair"]) != (st in q["facialHair"]):
+                    self._apply(tx, user, "restore", {"op": "facialHair", "tag": t, "style": st,
+                                                      "present": st in q["facialHair"]})
+            for tp in TOPICS:
+                if p["prefs"].get(tp, "none") != q["prefs"].get(tp, "none"):
+                    self._apply(tx, user, "restore", {"op": "preference", "tag": t, "topic": tp,
+                                                      "value": q["prefs"].get(tp, "none")})
+        # 4. the fewest moves: keep a longest run already in r's order (B6), move the others in r's order
+        cur = [p["tag"] for p in tx.people]
+        keep = set(_lis_keep(cur, tpos))
+        for i, t in enumerate(ttags):
+            if t in keep:
+                continue
+            rest = [x for x in (p["tag"] for p in tx.people) if x != t]
+            to = rest.index(ttags[i - 1]) + 1 if i > 0 else 0       # B7: right after its r-predecessor
+            self._apply(tx, user, "restore", {"op": "move", "tag": t, "to": to})
+        if [p["tag"] for p in tx.people] != ttags or tx.people != copy_people(target):
+            raise ModelBug(f"restore to {r} did not reach it: {tx.people} / {target}")
+        reply = {"type": "restored", "ops": [], "label": label, "hazards": set()}
+        if tx.people == self.people and not tx.steps:
+            if self.runs.get(user) is not None:
+                raise Ambiguous("B8: a restore that changes nothing inside a coalescing run")
+            return reply
+        reply["rev"] = tx.rev
+        reply["ops"] = [s.wire() for s in tx.steps]
+        if not commit:
+            reply["revision"] = {"rev": tx.rev}
+            return reply
+        reply["revision"] = self._commit(tx, user, "restore", label)
+        self._push(self.undo_stacks.setdefault(user, []), Entry(self.rev, label, tx.steps))
+        self.redo_stacks[user] = []
+        self.runs[user] = None
+        return reply
+
+    def log(self, user, before=None, limit=None, tag=None) -> dict:
+        """HISTORY §4: a page of the timeline, newest first, with the asker's entry marks."""
+        if before is not None and not _is_int(before):
+            return {"type": "error", "code": "bad-message"}
+        if limit is None:
+            limit = 50
+        if not _is_int(limit) or not 1 <= limit <= 200:
+            return {"type": "error", "code": "bad-message"}
+        if tag is not None and not _is_int(tag):
+            return {"type": "error", "code": "bad-message"}
+        marks = {}
+        for e in self.undo_stacks.get(user, []):
+            for rv in e.revs:
+                marks[rv] = e.id
+        hits = []
+        for rv in range(self.rev, 0, -1):
+            if before is not None and rv >= before:
+                continue
+            rec = self.revisions[rv]
+            if tag is not None and not any(_op_tag(o) == tag for o in rec["ops"]):
+                continue
+            hits.append(rv)
+        entries = []
+        for rv in hits[:limit]:
+            rec = self.revisions[rv]
+            e = {"rev": rv, "author": rec["author"], "kind": rec["kind"], "ops": rec["ops"]}
+            if "label" in rec:
+                e["label"] = rec["label"]
+            if rv in marks:
+                e["entry"] = marks[rv]
+            entries.append(e)
+        return {"type": "log", "entries": entries, "more": len(hits) > limit}
+
+    def blame(self, tag) -> dict:
+        """HISTORY §5: the latest writer of each field / element / register / position, and `created`."""
+        if not _is_int(tag) or find(self.people, tag) < 0:
+            return {"type": "error", "code": "bad-message"}
+        seed = {"user": None, "rev": 0}
+        created, cells = None, {}
+        s0 = find(self.snapshots[0], tag)
+        if s0 >= 0:
+            p = self.snapshots[0][s0]
+            created = seed
+            for c in [(tag, f) for f in SCALARS] + [(tag, "fh", x) for x in p["facialHair"]] + \
+                     [(tag, "pref", x) for x in p["prefs"]] + [(tag, "position")]:
+                cells[c] = seed
+        for st in self.steps:
+            if st.tag != tag:
+                continue
+            w = {"user": st.user, "rev": st.rev}
+            if st.pos == "insert":
+                created = w
+            for c in st.cells:
+                cells[c] = w
+        fields = {"facialHair": {}, "preference": {}}
+        for c, w in cells.items():
+            if len(c) == 2:
+                fields[c[1]] = w
+            elif c[1] == "fh":
+                fields["facialHair"][c[2]] = w
+            else:
+                fields["preference"][c[2]] = w
+        return {"type": "blame", "tag": tag, "created": created, "fields": fields}
+
+    def _revert(self, tx: _Tx, user, kind, entry: Entry, reply, selective=False) -> None:
         """Apply what survives of the entry's inverse, newest diff first (§2 guards under skip, §3
-        under both policies), into tx; reports go to reply["skipped"]."""
+        under both policies), into tx; reports go to reply["skipped"]. `selective`: HISTORY §2's
+        guards (every later write by anyone counts, the entry's own batches excepted)."""
         skipped = reply["skipped"]
+        own = {s.id for s in entry.steps}
         for s in reversed(entry.steps):
             inv = s.inv
             tag = inv["tag"]
@@ -981,7 +1229,14 @@ class Room:
                 continue
 
             if inv["kind"] == "remove":                 # undo of an insert
-                if not self.force:
+                if not self.force and selective:
+                    # HISTORY §2: "an insert whose person anyone touched since" (B3: this undo's own
+                    # parts, and the entry's own batches, are not "since")
+                    touched = [w for w in self.steps if w.id > s.id and w.id not in own and w.tag == tag]
+                    if touched:
+                        skipped.append(report("editedByOthers", tag, by=touched[-1].user))
+                        continue
+                elif not self.force:
                     others = [w for w in later if w.tag == tag and w.user != user]
                     if others:
                         by = self._latest(None, lambda w: w.tag == tag and w.user != user).user   # A13
@@ -990,7 +1245,15 @@ class Room:
                 self._apply(tx, user, kind, {"op": "remove", "tag": tag}, s.id)
 
             elif inv["kind"] == "move":
-                if not self.force and any(w.tag == tag and w.pos == "move" and w.user != user for w in later):
+                if selective:
+                    # B4 (hub's): the position is a field (HISTORY §5, SEMANTICS §2 "field position"):
+                    # skipped when the latest write to it since (a move or a re-insert; the entry's own
+                    # steps excepted) was an edit, redo or restore by anyone; an undo claims nothing
+                    pw = [w for w in self.steps if w.id > s.id and w.id not in own and (tag, "position") in w.cells]
+                    guarded = bool(pw) and pw[-1].kind in ("edit", "redo", "restore")
+                else:
+                    guarded = any(w.tag == tag and w.pos == "move" and w.user != user for w in later)
+                if not self.force and guarded:
                     skipped.append(self._overwritten(tx, tag, (tag, "position"), user, field="position"))
                     continue
                 gap = self._place(tx, inv, later, reply)
@@ -1010,8 +1273,10 @@ class Room:
                         {"field": "preference", "topic": inv["topic"]}
                     op = {"op": "preference", "tag": tag, "topic": inv["topic"], "value": inv["old"]}
                 if not self.force:
-                    writes = [w for w in self.steps if w.id > s.id and cell in w.cells]   # A13
-                    theirs = bool(writes) and writes[-1].user != user and writes[-1].kind in ("edit", "redo")
+                    writes = [w for w in self.steps if w.id > s.id and not (selective and w.id in own) and cell in w.cells]   # A13
+                    # §7.2 (+ B1: a restore is a write like an edit); HISTORY §2: by anyone when selective
+                    theirs = bool(writes) and (selective or writes[-1].user != user) and \
+                        writes[-1].kind in ("edit", "redo", "restore")
                     if not (cur == inv["new"] and type(cur) is type(inv["new"])) or theirs:   # §2 + §7.2
                         skipped.append(self._overwritten(tx, tag, cell, **extra))
                         continue
@@ -1019,7 +1284,10 @@ class Room:
 
             elif inv["kind"] == "text":                 # never guarded; rebased character-wise (§2, §7.3)
                 comps = inv["comps"]
-                path = self._cancel_reverts([w for w in later if w.tag == tag and w.name_op is not None])
+                raw = [w for w in later if w.tag == tag and w.name_op is not None]
+                if any(w.pos == "insert" for w in raw):
+                    raise Ambiguous("B9: a text inverse rebased across a re-insert under another name")
+                path = self._cancel_reverts(raw)
                 overwritten = False
                 for w in path:
                     if w.name_op[0] == "set":
@@ -1067,3 +1335,4 @@ class Room:
             reply.setdefault("b_tags", set()).add(tag)
         gap = self._rebase_gap_along(inv["gap"], tag, later)
         return _clamp(gap, 0, len(cur))
+
