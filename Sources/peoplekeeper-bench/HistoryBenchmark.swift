@@ -57,7 +57,7 @@ struct HistoryBenchmark: ParsableCommand {
 
     // MARK: Selective vs plain undo
 
-    func measureUndo() -> (plain: Summary, selective: Summary) {
+    func measureUndo() -> (plain: Percentiles, selective: Percentiles) {
         // No cascade: one undo takes one entry, so the stack keeps its depth from sample to sample.
         var room = Room(name: "bench", seed: people(200), policy: RoomPolicy(undo: UndoPolicy(depth: 0, cascade: false)))
         let (me, _) = room.join(session: "me", user: "me", role: .editor)
@@ -102,12 +102,12 @@ struct HistoryBenchmark: ParsableCommand {
             edit(me, "me")
             for _ in 0..<3 { edit(team, "team") }
         }
-        return (Summary(plain), Summary(selective))
+        return (Percentiles(plain), Percentiles(selective))
     }
 
     // MARK: Log and blame
 
-    func measureLogAndBlame() -> (log: Summary, blame: Summary, build: Double) {
+    func measureLogAndBlame() -> (log: Percentiles, blame: Percentiles, build: Double) {
         let clock = ContinuousClock()
         let started = clock.now
         var room = Room(name: "bench", seed: people(200), policy: RoomPolicy(keptRevisions: 0))
@@ -130,7 +130,7 @@ struct HistoryBenchmark: ParsableCommand {
             _ = room.receive(.blame(.init(seq: k, tag: rng.int(200) + 1)), from: id, now: 0)
             blame.append((clock.now - start).seconds)
         }
-        return (Summary(log), Summary(blame), build)
+        return (Percentiles(log), Percentiles(blame), build)
     }
 
     // MARK: Restore
@@ -177,18 +177,6 @@ struct HistoryBenchmark: ParsableCommand {
 
     func people(_ count: Int) -> PeopleModel {
         PeopleModel(people: (1...count).map { Person(tag: $0, name: "P\($0)") })
-    }
-}
-
-/// p50 and p99 of a list of seconds.
-struct Summary {
-    let p50: Double
-    let p99: Double
-
-    init(_ samples: [Double]) {
-        let sorted = samples.sorted()
-        p50 = sorted[sorted.count / 2]
-        p99 = sorted[min(sorted.count - 1, sorted.count * 99 / 100)]
     }
 }
 

@@ -1,5 +1,5 @@
 
-/// Percentiles of a list of milliseconds.
+/// Percentiles of a list of durations (in whatever unit they were given).
 struct Percentiles {
     var p50 = 0.0, p99 = 0.0, max = 0.0, count = 0
 
