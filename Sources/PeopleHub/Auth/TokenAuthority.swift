@@ -71,27 +71,8 @@ public final class TokenAuthority: Sendable {
         return try await keys.sign(AccessClaims(user: user, rooms: rooms, role: role, expires: expires))
     }
 
-    /// Whether `room` matches `pattern` (`*` any run of characters, `?` any one, the rest literal).
+    /// Whether `room` matches `pattern` (`RoomPattern`).
     public static func matches(_ pattern: String, _ room: String) -> Bool {
-        let p = Array(pattern), r = Array(room)
-        var pi = 0, ri = 0, star: Int?, mark = 0
-        while ri < r.count {
-            if pi < p.count, p[pi] == "?" || p[pi] == r[ri] {
-                pi += 1
-                ri += 1
-            } else if pi < p.count, p[pi] == "*" {
-                star = pi
-                mark = ri
-                pi += 1
-            } else if let s = star {
-                pi = s + 1
-                mark += 1
-                ri = mark
-            } else {
-                return false
-            }
-        }
-        while pi < p.count, p[pi] == "*" { pi += 1 }
-        return pi == p.count
+        RoomPattern(pattern).matches(room)
     }
 }
