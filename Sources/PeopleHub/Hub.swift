@@ -46,6 +46,12 @@ public final class Hub: @unchecked Sendable {
     private var sweepTimer: DispatchSourceTimer?
     /// The store's health as `/healthz` reports it.
     var storeHealth = StoreHealth()
+    /// HTTP API callers' rates (`limits.opsPerSecond`), by user and peer.
+    var httpRates: [String: TokenBucket] = [:]
+    /// The last one-off reader id given to an HTTP read.
+    var nextReader = 0
+    /// Where durable revisions and room births and deaths are told (webhooks); nil for none.
+    public var webhooks: (any HubWebhooks)?
 
     enum RoomSlot {
         case loading(RoomLoad)
@@ -55,6 +61,21 @@ public final class Hub: @unchecked Sendable {
     /// The connections whose hello waits for their room to come from the store.
     final class RoomLoad {
         var waiting: [any ClientConnection] = []
+        /// HTTP requests waiting for the room; a room the store does not have is created only for a hello.
+        var requests: [(RoomOutcome) -> Void] = []
+    }
+
+    /// What an HTTP request waiting for a room gets.
+    enum RoomOutcome {
+        case loaded(RoomHost)
+        /// The store has no such room (nothing was created).
+        case absent
+        /// Another node owns it: the room's URL there.
+        case elsewhere(String)
+        case failed(String)
+        case full
+        /// Created by this load (an HTTP `PUT`'s `create`).
+        case created(RoomHost)
     }
 
     /// What the hub keeps on each connection: its protocol state.

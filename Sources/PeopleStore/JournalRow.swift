@@ -30,6 +30,12 @@ package struct JournalRow {
             kind = "tags"
         case .forgotten:
             kind = "forgotten"
+        case .imported(let revision):
+            self.revision = revision.number
+            kind = revision.kind.rawValue
+            author = revision.author
+            label = revision.label
+            at = Int(revision.timestamp)
         }
     }
 }

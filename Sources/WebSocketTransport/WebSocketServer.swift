@@ -15,8 +15,9 @@ public protocol WebSocketServerDelegate: AnyObject {
     func didClose(_ connection: WebSocketConnection)
     /// A connection's send queue overflowed; it is being closed with 1008.
     func didOverflow(_ connection: WebSocketConnection)
-    /// A plain HTTP request: answer it, or return nil to serve a file from the web root (or 404).
-    func response(for request: HTTPRequest) -> HTTPResponse?
+    /// A plain HTTP request, body read: take it (true; answer through the exchange, now or later) or
+    /// leave it (false) to be served a file from the web root (or 404).
+    func handle(_ exchange: any HTTPExchange) -> Bool
 }
 
 /// The facts of a WebSocket upgrade request.
@@ -27,28 +28,6 @@ public struct UpgradeRequest: Sendable, Hashable {
     public var peer: String
     /// The `Host` header (`host:port`), to tell a same-origin page.
     public var host: String?
-}
-
-/// A plain HTTP request (method and path only: the server answers GETs).
-public struct HTTPRequest: Sendable, Hashable {
-    public var path: String
-}
-
-/// A complete HTTP response with a body.
-public struct HTTPResponse: Sendable, Hashable {
-    public var status: Int
-    public var contentType: String
-    public var body: [UInt8]
-
-    public init(status: Int, contentType: String = "text/plain; charset=utf-8", body: [UInt8]) {
-        self.status = status
-        self.contentType = contentType
-        self.body = body
-    }
-
-    public init(status: Int, text: String) {
-        self.init(status: status, body: Array(text.utf8))
-    }
 }
 
 /// The WebSocket and HTTP server on one port, built on libwebsockets.
@@ -92,7 +71,13 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
     public private(set) var port: Int = 0
     /// Service thread only.
     private var draining = false
-    private var pendingHTTP: [OpaquePointer: HTTPResponse] = [:]
+    /// HTTP requests whose body is being read, exchanges waiting for their answer (by id, and the id
+    /// of each connection's), and answers being written.
+    private var reading: [OpaquePointer: BodyRead] = [:]
+    private var waiting: [Int: OpaquePointer] = [:]
+    private var waitingOn: [OpaquePointer: Int] = [:]
+    private var pendingHTTP: [OpaquePointer: OutgoingResponse] = [:]
+    private var nextExchange = 0
     /// Upgrade requests accepted in FILTER_PROTOCOL_CONNECTION, until ESTABLISHED (the header table may
     /// be gone by then) or the wsi is destroyed.
     private var upgrades: [OpaquePointer: UpgradeRequest] = [:]
@@ -206,28 +191,36 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
 
         case LWS_CALLBACK_HTTP:
             let path = input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? "/"
-            return serveHTTP(wsi: wsi, path: path)
+            return startHTTP(wsi: wsi, path: path)
+
+        case LWS_CALLBACK_HTTP_BODY:
+            guard var read = reading[wsi] else { return 0 }
+            if read.request.body.count + length > configuration.limits.maxMessageBytes {
+                reading[wsi] = nil
+                return respond(wsi: wsi, Self.tooLarge(configuration.limits.maxMessageBytes))
+            }
+            if let input, length > 0 {
+                read.request.body.append(contentsOf: UnsafeRawBufferPointer(start: input, count: length))
+            }
+            reading[wsi] = read
+            return 0
+
+        case LWS_CALLBACK_HTTP_BODY_COMPLETION:
+            guard let read = reading.removeValue(forKey: wsi) else { return 0 }
+            return dispatch(wsi: wsi, read.request)
 
         case LWS_CALLBACK_HTTP_WRITEABLE:
-            guard let response = pendingHTTP.removeValue(forKey: wsi) else {
+            guard pendingHTTP[wsi] != nil else {
                 return lws_callback_http_dummy(wsi, reason, user, input, length)
             }
-            if !response.body.isEmpty {
-                let message = OutboundMessage(text: response.body)
-                if lws_write(wsi, message.payload, message.count, LWS_WRITE_HTTP_FINAL) < 0 { return -1 }
-            }
-            return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
+            return writeResponse(wsi: wsi)
 
         case LWS_CALLBACK_HTTP_FILE_COMPLETION:
             return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
 
-        case LWS_CALLBACK_WSI_DESTROY:
-            upgrades[wsi] = nil
-            pendingHTTP[wsi] = nil
-            return lws_callback_http_dummy(wsi, reason, user, input, length)
-
-        case LWS_CALLBACK_CLOSED_HTTP:
-            pendingHTTP[wsi] = nil
+        case LWS_CALLBACK_WSI_DESTROY, LWS_CALLBACK_CLOSED_HTTP:
+            if reason == LWS_CALLBACK_WSI_DESTROY { upgrades[wsi] = nil }
+            forgetHTTP(wsi)
             return lws_callback_http_dummy(wsi, reason, user, input, length)
 
         default:
@@ -237,11 +230,87 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
 
     // MARK: HTTP
 
-    private func serveHTTP(wsi: OpaquePointer, path: String) -> Int32 {
-        if let response = delegate?.response(for: HTTPRequest(path: path)) {
-            return respond(wsi: wsi, response)
+    /// A request whose body is being read.
+    private struct BodyRead {
+        var request: HTTPRequest
+    }
+
+    /// An answer being written: the head first, then the body in pieces while the socket takes them.
+    private struct OutgoingResponse {
+        var response: HTTPResponse
+        var headSent = false
+        var offset = 0
+    }
+
+    private static let methods: [(lws_token_indexes, String)] = [
+        (WSI_TOKEN_GET_URI, "GET"), (WSI_TOKEN_POST_URI, "POST"), (WSI_TOKEN_PUT_URI, "PUT"),
+        (WSI_TOKEN_DELETE_URI, "DELETE"), (WSI_TOKEN_PATCH_URI, "PATCH"), (WSI_TOKEN_OPTIONS_URI, "OPTIONS"),
+        (WSI_TOKEN_HEAD_URI, "HEAD"),
+    ]
+
+    private static let headerTokens: [(lws_token_indexes, String)] = [
+        (WSI_TOKEN_HTTP_AUTHORIZATION, "authorization"), (WSI_TOKEN_HTTP_ACCEPT, "accept"),
+        (WSI_TOKEN_HTTP_CONTENT_TYPE, "content-type"), (WSI_TOKEN_ORIGIN, "origin"), (WSI_TOKEN_HOST, "host"),
+    ]
+
+    static func tooLarge(_ limit: Int) -> HTTPResponse {
+        var response = HTTPResponse(status: 413, contentType: "application/json", body: Array("""
+            {"error":{"code":"too-large","message":"the body is over \(limit) bytes (limits.maxFrameBytes)"}}
+            """.utf8))
+        response.closeAfter = true  // the rest of the body is not read
+        return response
+    }
+
+    /// Reads a request's head; a body follows in LWS_CALLBACK_HTTP_BODY unless there is none.
+    private func startHTTP(wsi: OpaquePointer, path: String) -> Int32 {
+        let method: String = Self.methods.first(where: { lws_hdr_total_length(wsi, $0.0) > 0 }).map { $0.1 } ?? "GET"
+        var headers: [String: String] = [:]
+        for (token, name) in Self.headerTokens { if let value = header(wsi, token) { headers[name] = value } }
+        let request = HTTPRequest(method: method, path: path, query: queryItems(wsi), headers: headers,
+                                  peer: peerAddress(wsi))
+        let declared = header(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH).flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        let chunked = header(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING)?.lowercased().contains("chunked") ?? false
+        if let declared, declared > configuration.limits.maxMessageBytes {
+            return respond(wsi: wsi, Self.tooLarge(configuration.limits.maxMessageBytes))
         }
-        if let file = staticFile(for: path) {
+        if (declared ?? 0) > 0 || chunked {
+            reading[wsi] = BodyRead(request: request)
+            return 0
+        }
+        return dispatch(wsi: wsi, request)
+    }
+
+    private func queryItems(_ wsi: OpaquePointer) -> [HTTPRequest.QueryItem] {
+        var items: [HTTPRequest.QueryItem] = []
+        var index: Int32 = 0
+        while true {
+            let length = Int(lws_hdr_fragment_length(wsi, WSI_TOKEN_HTTP_URI_ARGS, index))
+            guard length > 0 else { break }
+            var buffer = [CChar](repeating: 0, count: length + 1)
+            guard lws_hdr_copy_fragment(wsi, &buffer, Int32(buffer.count), WSI_TOKEN_HTTP_URI_ARGS, index) >= 0 else { break }
+            let text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let parts = text.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            items.append(.init(name: String(parts[0]), value: parts.count > 1 ? String(parts[1]) : ""))
+            index += 1
+        }
+        return items
+    }
+
+    /// Hands a whole request to the delegate; what it leaves is a file under the web root, or 404.
+    private func dispatch(wsi: OpaquePointer, _ request: HTTPRequest) -> Int32 {
+        nextExchange += 1
+        let id = nextExchange
+        waiting[id] = wsi
+        waitingOn[wsi] = id
+        let exchange = ServerHTTPExchange(request: request, id: id, server: self)
+        if delegate?.handle(exchange) == true {
+            // Answered now or later (a long poll, a commit): lws must not time the request out meanwhile.
+            if waiting[id] != nil { lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0) }
+            return 0
+        }
+        waiting[id] = nil
+        waitingOn[wsi] = nil
+        if ["GET", "HEAD"].contains(request.method), let file = staticFile(for: request.path) {
             let result = lws_serve_http_file(wsi, file.path, file.mime, nil, 0)
             if result < 0 { return -1 }
             if result > 0 { return lws_http_transaction_completed(wsi) != 0 ? -1 : 0 }
@@ -250,22 +319,81 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         return respond(wsi: wsi, HTTPResponse(status: 404, text: "not found\n"))
     }
 
+    /// Whether exchange `id` still waits for its answer (its client has not gone).
+    func isWaiting(_ id: Int) -> Bool { waiting[id] != nil }
+
+    /// An exchange's answer (service thread): written when the socket can take it.
+    func answer(_ id: Int, _ response: HTTPResponse) {
+        guard let wsi = waiting.removeValue(forKey: id) else { return }
+        waitingOn[wsi] = nil
+        _ = respond(wsi: wsi, response)
+    }
+
     private func respond(wsi: OpaquePointer, _ response: HTTPResponse) -> Int32 {
-        var headers = [UInt8](repeating: 0, count: pk_lws_pre + 1024)
-        let failed: Bool = headers.withUnsafeMutableBufferPointer { buffer in
-            let start = buffer.baseAddress! + pk_lws_pre
-            var position: UnsafeMutablePointer<UInt8>? = start
-            let end = buffer.baseAddress! + buffer.count - 1
-            if lws_add_http_common_headers(wsi, UInt32(response.status), response.contentType,
-                                           lws_filepos_t(response.body.count), &position, end) != 0 {
-                return true
-            }
-            return lws_finalize_write_http_header(wsi, start, &position, end) != 0
-        }
-        if failed { return -1 }
-        pendingHTTP[wsi] = response
+        pendingHTTP[wsi] = OutgoingResponse(response: response)
         lws_callback_on_writable(wsi)
         return 0
+    }
+
+    private func forgetHTTP(_ wsi: OpaquePointer) {
+        reading[wsi] = nil
+        pendingHTTP[wsi] = nil
+        if let id = waitingOn.removeValue(forKey: wsi) { waiting[id] = nil }
+    }
+
+    /// Writes the pending answer's head, then as much of its body as the socket takes (16 KiB pieces);
+    /// the rest goes on the next WRITEABLE. After the last piece the connection waits for the next
+    /// request (keep-alive), or closes when the answer says so.
+    private func writeResponse(wsi: OpaquePointer) -> Int32 {
+        guard var out = pendingHTTP[wsi] else { return 0 }
+        let response = out.response
+        if !out.headSent {
+            var head = [UInt8](repeating: 0, count: pk_lws_pre + 2048)
+            let failed: Bool = head.withUnsafeMutableBufferPointer { buffer in
+                let start = buffer.baseAddress! + pk_lws_pre
+                var position: UnsafeMutablePointer<UInt8>? = start
+                let end = buffer.baseAddress! + buffer.count - 1
+                if lws_add_http_common_headers(wsi, UInt32(response.status), response.contentType,
+                                               lws_filepos_t(response.body.count), &position, end) != 0 {
+                    return true
+                }
+                for header in response.headers {
+                    let name = Array((header.name + ":").utf8), value = Array(header.value.utf8)
+                    if lws_add_http_header_by_name(wsi, name + [0], value, Int32(value.count), &position, end) != 0 {
+                        return true
+                    }
+                }
+                if response.closeAfter {
+                    let name = Array("connection:".utf8) + [0], value = Array("close".utf8)
+                    if lws_add_http_header_by_name(wsi, name, value, Int32(value.count), &position, end) != 0 {
+                        return true
+                    }
+                }
+                return lws_finalize_write_http_header(wsi, start, &position, end) != 0
+            }
+            if failed { return -1 }
+            out.headSent = true
+        }
+        let piece = 16 * 1024
+        while out.offset < response.body.count && lws_send_pipe_choked(wsi) == 0 {
+            let end = min(response.body.count, out.offset + piece)
+            let last = end == response.body.count
+            var buffer = [UInt8](repeating: 0, count: pk_lws_pre)
+            buffer.append(contentsOf: response.body[out.offset..<end])
+            let written = buffer.withUnsafeMutableBufferPointer { b in
+                lws_write(wsi, b.baseAddress! + pk_lws_pre, end - out.offset, last ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP)
+            }
+            if written < 0 { return -1 }
+            out.offset = end
+        }
+        if out.offset < response.body.count {
+            pendingHTTP[wsi] = out
+            lws_callback_on_writable(wsi)
+            return 0
+        }
+        pendingHTTP[wsi] = nil
+        if response.closeAfter { return -1 }
+        return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
     }
 
     /// The file under the web root for a request path, or nil. `/` and paths ending in `/` mean

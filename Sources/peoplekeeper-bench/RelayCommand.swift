@@ -40,7 +40,7 @@ final class Relay: WebSocketServerDelegate {
     func didClose(_ connection: WebSocketConnection) { rooms[connection.path]?[connection.id] = nil }
     func didOverflow(_ connection: WebSocketConnection) {}
     func didReceiveOversized(_ connection: WebSocketConnection, bytes: Int) {}
-    func response(for request: HTTPRequest) -> HTTPResponse? { nil }
+    func handle(_ exchange: any HTTPExchange) -> Bool { false }
 
     func didReceive(_ connection: WebSocketConnection, message: [UInt8], binary: Bool) {
         let shared = OutboundMessage(text: message)

@@ -50,7 +50,8 @@ private final class EchoDelegate: WebSocketServerDelegate {
     }
     func didClose(_ connection: WebSocketConnection) {}
     func didOverflow(_ connection: WebSocketConnection) {}
-    func response(for request: HTTPRequest) -> HTTPResponse? {
-        HTTPResponse(status: 200, text: "peoplekeeper-hub echo test mode\n")
+    func handle(_ exchange: any HTTPExchange) -> Bool {
+        exchange.respond(HTTPResponse(status: 200, text: "peoplekeeper-hub echo test mode\n"))
+        return true
     }
 }

@@ -24,7 +24,7 @@ struct Token: AsyncParsableCommand {
 
     @Option(help: "A room, or a pattern with * and ? (repeat for several).") var room: [String]
 
-    @Option(help: "editor or viewer (a viewer sees everything and may not edit, undo or redo).") var role: String = "editor"
+    @Option(help: "viewer, editor or admin (a viewer sees everything and may not edit, undo or redo; an admin is an editor who may also use the HTTP API's admin routes).") var role: String = "editor"
 
     /// Read as text, and whatever follows `--ttl` is its value (even `-5`, which ArgumentParser would
     /// otherwise take for an option and answer "Missing value"), so `validate` can say what is wrong.
@@ -35,7 +35,7 @@ struct Token: AsyncParsableCommand {
     var seconds: Int { Int(ttl)! }
 
     func validate() throws {
-        guard Role(rawValue: role) != nil else { throw ValidationError("--role is editor or viewer") }
+        guard AccessRole(rawValue: role) != nil else { throw ValidationError("--role is viewer, editor or admin") }
         guard let seconds = Int(ttl), seconds > 0 else {
             throw ValidationError("--ttl must be a whole number of seconds above 0 (got \(ttl))")
         }
@@ -48,7 +48,7 @@ struct Token: AsyncParsableCommand {
         do {
             let settings = try await HubSettings.load(file: config, flags: [:], environment: environment)
             let authority = try await settings.tokenAuthority(environment: environment)
-            print(try await authority.mint(user: user, rooms: room, role: Role(rawValue: role)!, ttl: TimeInterval(seconds)))
+            print(try await authority.mint(user: user, rooms: room, role: AccessRole(rawValue: role)!, ttl: TimeInterval(seconds)))
         } catch {
             FileHandle.standardError.write(Data("peoplekeeper-hub token: \(error)\n".utf8))
             throw ExitCode(78)

@@ -147,7 +147,7 @@ struct Failure: Error {
         case .timedOut(let what): self.init(status: 69, code: "timeout", message: "no answer from the hub: \(what)")
         case .refused(let error):
             let status: Int32 = switch error.code {
-            case .invalidOp, .badMessage, .badJSON, .notHello, .tooLarge, .unsupportedProtocol, .noEntry: 65
+            case .invalidOp, .badMessage, .badJSON, .notHello, .tooLarge, .unsupportedProtocol, .noEntry, .noRoom: 65
             case .forbidden, .unauthorized: 77
             case .rateLimited, .roomFull, .serverError, .staleBase: 75
             }

@@ -240,6 +240,47 @@ final class HubHarness {
     }
 }
 
+/// An HTTP request with no socket: the response is kept.
+final class FakeExchange: HTTPExchange {
+    let request: HTTPRequest
+    private(set) var response: HTTPResponse?
+    var isOpen: Bool { response == nil }
+
+    init(_ request: HTTPRequest) { self.request = request }
+
+    func respond(_ response: HTTPResponse) {
+        guard self.response == nil else { Issue.record("answered twice: \(response)"); return }
+        self.response = response
+    }
+}
+
+extension HTTPResponse {
+    var json: JSON? { try? JSON.parse(body) }
+}
+
+extension HubHarness {
+    /// Starts an HTTP request; the exchange gets its answer as the hub's work settles.
+    func start(_ method: String, _ path: String, query: [String: String] = [:], body: String = "",
+               token: String? = nil, peer: String = "127.0.0.1") -> FakeExchange {
+        var headers: [String: String] = [:]
+        if let token { headers["authorization"] = "Bearer " + token }
+        let request = HTTPRequest(method: method, path: path,
+                                  query: query.sorted { $0.key < $1.key }.map { .init(name: $0.key, value: $0.value) },
+                                  headers: headers, peer: peer, body: Array(body.utf8))
+        let exchange = FakeExchange(request)
+        if !hub.handle(exchange) { Issue.record("no route took \(method) \(path)") }
+        return exchange
+    }
+
+    /// An HTTP request and its answer once everything it started has settled.
+    func http(_ method: String, _ path: String, query: [String: String] = [:], body: String = "",
+              token: String? = nil, peer: String = "127.0.0.1") async -> HTTPResponse? {
+        let exchange = start(method, path, query: query, body: body, token: token, peer: peer)
+        await settle()
+        return exchange.response
+    }
+}
+
 extension ClientMessage {
     static func submit(seq: Int, base: Int, _ ops: [Diff], label: String? = nil) -> ClientMessage {
         .submit(.init(seq: seq, base: base, ops: ops, label: label))

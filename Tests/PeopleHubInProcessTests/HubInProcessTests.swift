@@ -265,27 +265,36 @@ struct HubInProcessTests {
 
     // MARK: HTTP
 
-    @Test("HTTP routes: /healthz, /metrics when off, /v1/ without an upgrade, and files left to the transport")
-    func routes() {
+    @Test("HTTP routes: /healthz, /metrics when off, unknown /v1/ paths, and files left to the transport")
+    func routes() async {
         let h = HubHarness { $0.metricsEnabled = false }
-        #expect(h.hub.response(for: HTTPRequest(path: "/healthz")) == HTTPResponse(status: 200, text: "ok\n"))
-        #expect(h.hub.response(for: HTTPRequest(path: "/metrics"))?.status == 404)
-        #expect(h.hub.response(for: HTTPRequest(path: "/v1/rooms/r"))?.status == 426)
-        #expect(h.hub.response(for: HTTPRequest(path: "/index.html")) == nil)
+        #expect(await h.http("GET", "/healthz") == HTTPResponse(status: 200, text: "ok\n"))
+        #expect(await h.http("GET", "/metrics")?.status == 404)
+        #expect(await h.http("GET", "/v1/nothing")?.status == 404)
+        #expect(await h.http("GET", "/v1/nothing")?.json?["error"]?["code"] == .string("not-found"))
+        let exchange = FakeExchange(HTTPRequest(path: "/index.html"))
+        #expect(!h.hub.handle(exchange))
         h.hub.storeHealth.problem = StoreError(.unavailable, "gone")
-        #expect(h.hub.response(for: HTTPRequest(path: "/healthz")) == HTTPResponse(status: 503, text: "store unavailable: gone\n"))
+        #expect(await h.http("GET", "/healthz") == HTTPResponse(status: 503, text: "store unavailable: gone\n"))
     }
 
-    @Test("the router: literals, parameters, a final *, and methods")
+    @Test("the router: literals, parameters, a final *, and 405 for another method")
     func router() {
         var router = HTTPRouter()
-        router.add("GET", "/v1/rooms/:room") { p throws(HTTPFailure) in HTTPResponse(status: 200, text: p["room"]!) }
-        router.add("GET", "/v1/*") { _ throws(HTTPFailure) in throw .notFound("no") }
-        #expect(router.response(method: "GET", path: "/v1/rooms/abc")?.body == Array("abc".utf8))
-        #expect(router.response(method: "GET", path: "/v1/rooms/abc/x")?.status == 404)
-        #expect(router.response(method: "GET", path: "/v1/rooms/")?.status == 404)
-        #expect(router.response(method: "POST", path: "/v1/rooms/abc") == nil)
-        #expect(router.response(method: "GET", path: "/v2") == nil)
+        router.add("GET", "/v1/rooms/:room") { call throws in
+            HTTPResponse(status: 200, text: call.parameters["room"]!)
+        }
+        router.add("GET", "/v1/*") { _ throws in throw HTTPFailure.notFound("no") }
+        func run(_ method: String, _ path: String) -> HTTPResponse?? {
+            let exchange = FakeExchange(HTTPRequest(method: method, path: path))
+            return router.route(exchange) ? .some(exchange.response) : .none
+        }
+        #expect(run("GET", "/v1/rooms/abc")??.body == Array("abc".utf8))
+        #expect(run("GET", "/v1/rooms/abc/x")??.status == 404)
+        #expect(run("GET", "/v1/rooms/")??.status == 404)
+        #expect(run("POST", "/v1/rooms/abc")??.status == 405)
+        #expect(run("POST", "/v1/rooms/abc")??.headers == [.init("Allow", "GET")])
+        #expect(run("GET", "/v2") == .none)
     }
 }
 

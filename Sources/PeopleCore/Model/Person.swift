@@ -44,6 +44,14 @@ public struct Person: Identifiable, Hashable, Sendable {
         self.opinions = opinions
     }
 
+    /// The same person under another tag.
+    public func retagged(_ tag: Tag) -> Person {
+        var copy = Person(tag: tag, name: name, hairColor: hairColor, hairLength: hairLength, eyeColor: eyeColor,
+                          glasses: glasses, facialHair: facialHair)
+        copy.opinions = opinions
+        return copy
+    }
+
     /// The topic's register.
     public func opinion(on topic: Topic) -> Opinion { opinions[topic] ?? .none }
 

@@ -23,7 +23,7 @@ extension Room {
             sessions[session] = Session(user: user, role: role, client: client, connected: false, tags: block,
                                         lastAckRevision: 0)
             addBlock(block, for: user)
-            disconnectedOrder.append(session)
+            if !Self.isAgent(session) { disconnectedOrder.append(session) }
         case .tags(let session, let block):
             guard let user = sessions[session]?.user else { throw unknown(session) }
             sessions[session]!.tags = block
@@ -31,23 +31,19 @@ extension Room {
         case .forgotten(let session):
             sessions[session] = nil
             disconnectedOrder.removeAll { $0 == session }
+        case .imported(let revision):
+            try replayRevision(revision)
         case .answered(let answer):
             guard let user = sessions[answer.session]?.user else { throw unknown(answer.session) }
             sessions[answer.session]!.lastSeq = answer.seq
             keep(answer.reply, seq: answer.seq, for: answer.session)
+            if let key = answer.key { keep(answer.reply, key: key, time: answer.keyTime ?? 0, for: answer.session) }
             if case .ack(let ack) = answer.reply { sessions[answer.session]!.lastAckRevision = ack.rev }
             if let revision = answer.revision {
-                guard revision.number == history.head + 1, revision.author == user else {
-                    throw RestoreError("room \(name): revision \(revision.number) does not follow \(history.head)")
+                guard revision.author == user else {
+                    throw RestoreError("room \(name): revision \(revision.number) is not by \(user)")
                 }
-                for done in revision.applied {
-                    do {
-                        guard try model.apply(done.diff) != nil else { continue }
-                    } catch {
-                        throw RestoreError("room \(name): revision \(revision.number) does not apply: \(error)")
-                    }
-                }
-                record(revision)
+                try replayRevision(revision)
             }
             switch answer.effect {
             case .none:
@@ -70,6 +66,21 @@ extension Room {
             }
         }
         journalPosition = entry.position
+    }
+
+    /// A recorded revision: it must follow the head and apply as recorded.
+    private mutating func replayRevision(_ revision: Revision) throws(RestoreError) {
+        guard revision.number == history.head + 1 else {
+            throw RestoreError("room \(name): revision \(revision.number) does not follow \(history.head)")
+        }
+        for done in revision.applied {
+            do {
+                guard try model.apply(done.diff) != nil else { continue }
+            } catch {
+                throw RestoreError("room \(name): revision \(revision.number) does not apply: \(error)")
+            }
+        }
+        record(revision)
     }
 
     private func unknown(_ session: SessionID) -> RestoreError {
@@ -150,8 +161,13 @@ extension Room {
                     session.replies[seq] = try ServerMessage(json: g.raw("reply") ?? .null)
                     session.replyOrder.append(seq)
                 }
+                for k in try f.optionalArray("keys") ?? [] {
+                    let g = try WireFields(k, context: "key", code: .serverError)
+                    session.keys[try g.string("key")] = KeyedReply(
+                        reply: try ServerMessage(json: g.raw("reply") ?? .null), time: Int64(try g.int("time")))
+                }
                 sessions[id] = session
-                disconnectedOrder.append(id)
+                if !Self.isAgent(id) { disconnectedOrder.append(id) }
             }
             // Who wrote what (kept since this field came in; an older snapshot's people count as the seed's).
             if let records = try s.optionalArray("blame") {
@@ -226,7 +242,8 @@ extension RoomSnapshot {
                 "blocks": .array(state.tagBlocks.map(\.json)),
             ])
         }
-        let order = room.disconnectedOrder + room.connectedSessions
+        let agents = room.sessions.keys.filter(Room.isAgent).sorted()
+        let order = room.disconnectedOrder + agents + room.connectedSessions
         let sessions = order.compactMap { id -> JSON? in
             guard let s = room.sessions[id] else { return nil }
             return .object([
@@ -235,6 +252,9 @@ extension RoomSnapshot {
                 "lastSeq": .int(s.lastSeq), "lastAck": .int(s.lastAckRevision),
                 "replies": .array(s.replyOrder.compactMap { seq in
                     s.replies[seq].map { .object(["seq": .int(seq), "reply": $0.json]) }
+                }),
+                "keys": s.keys.isEmpty ? nil : .array(s.keys.sorted { $0.key < $1.key }.map { key, kept in
+                    .object(["key": .string(key), "time": .int(Int(kept.time)), "reply": kept.reply.json])
                 }),
             ])
         }

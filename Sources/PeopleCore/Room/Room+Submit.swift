@@ -14,7 +14,7 @@ extension Room {
         if submit.base > history.head {
             return fail(ProtocolError(.badMessage, "base \(submit.base) is newer than revision \(history.head)"))
         }
-        if submit.base < lastAckRevision {
+        if submit.base < lastAckRevision, !Self.isAgent(id) {
             return fail(ProtocolError(.badMessage,
                 "base \(submit.base) is older than this session's last ack at \(lastAckRevision)"))
         }

@@ -18,6 +18,8 @@ public struct Room: Sendable {
         var replyOrder: [Int] = []
         var viewing: Tag?
         var field: String?
+        /// An agent session's idempotency keys and their first answers (Room+Agent.swift).
+        var keys: [String: KeyedReply] = [:]
     }
 
     /// What belongs to a user in this room, shared by all the user's sessions.
@@ -229,8 +231,8 @@ public struct Room: Sendable {
     /// Applies the seq rules: a known seq gets its reply replayed verbatim before any other check; a seq
     /// not above the last one is `bad-message`; otherwise `handle` runs, its reply is kept, and the
     /// answer is journalled before anything is sent.
-    private mutating func sequenced(
-        _ seq: Int, from id: SessionID, _ handle: (inout Room) -> Handled
+    mutating func sequenced(
+        _ seq: Int, from id: SessionID, key: String? = nil, now: Int64 = 0, _ handle: (inout Room) -> Handled
     ) -> [RoomAction] {
         if let reply = sessions[id]!.replies[seq] { return [.send(reply, to: [id])] }
         let lastSeq = sessions[id]!.lastSeq
@@ -247,9 +249,20 @@ public struct Room: Sendable {
         }
         let handled = handle(&self)
         keep(handled.reply, seq: seq, for: id)
-        let answer = RoomRecord.Answer(session: id, seq: seq, reply: handled.reply, revision: handled.revision,
+        var answer = RoomRecord.Answer(session: id, seq: seq, reply: handled.reply, revision: handled.revision,
                                        effect: handled.effect)
+        if let key {
+            keep(handled.reply, key: key, time: now, for: id)
+            answer.key = key
+            answer.keyTime = now
+        }
         return [journal(.answered(answer))] + handled.sends
+    }
+
+    /// Keeps an agent's answer for its idempotency key, and forgets keys older than `keyLifetime`.
+    mutating func keep(_ reply: ServerMessage, key: String, time: Int64, for id: SessionID) {
+        sessions[id]!.keys = sessions[id]!.keys.filter { time - $0.value.time < Self.keyLifetime }
+        sessions[id]!.keys[key] = KeyedReply(reply: reply, time: time)
     }
 
     mutating func keep(_ reply: ServerMessage, seq: Int, for id: SessionID) {

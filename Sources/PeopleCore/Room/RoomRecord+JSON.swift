@@ -53,6 +53,8 @@ extension RoomRecord {
             return .object(["t": .string("tags"), "session": .string(session), "tags": block.json])
         case .forgotten(let session):
             return .object(["t": .string("forgotten"), "session": .string(session)])
+        case .imported(let revision):
+            return .object(["t": .string("imported"), "revision": revision.json])
         case .answered(let a):
             var reply = a.reply.json
             if let revision = a.revision, a.reply.ops == revision.diffs, case .object(let members) = reply {
@@ -66,7 +68,8 @@ extension RoomRecord {
                 effect = .object(["revert": .string(redo ? "redo" : "undo"), "consumed": .array(consumed.map(JSON.int))])
             }
             return .object(["t": .string("answered"), "session": .string(a.session), "seq": .int(a.seq),
-                            "reply": reply, "revision": a.revision?.json, "effect": effect])
+                            "reply": reply, "revision": a.revision?.json, "effect": effect,
+                            "key": a.key.map(JSON.string), "keyTime": a.keyTime.map { .int(Int($0)) }])
         }
     }
 
@@ -104,8 +107,13 @@ extension RoomRecord {
                     effect = .edit(coalesce: try g.optionalString("coalesce"))
                 }
             }
-            self = .answered(Answer(session: try f.string("session"), seq: try f.int("seq"),
-                                    reply: try ServerMessage(json: reply), revision: revision, effect: effect))
+            var answer = Answer(session: try f.string("session"), seq: try f.int("seq"),
+                                reply: try ServerMessage(json: reply), revision: revision, effect: effect)
+            answer.key = try f.optionalString("key")
+            answer.keyTime = try f.optionalInt("keyTime").map(Int64.init)
+            self = .answered(answer)
+        case "imported":
+            self = .imported(try Revision(json: f.raw("revision") ?? .null))
         default:
             throw f.fail("unknown record type \(type)")
         }

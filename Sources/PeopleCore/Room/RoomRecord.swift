@@ -14,6 +14,9 @@ public enum RoomRecord: Hashable, Sendable {
     case answered(Answer)
     /// A disconnected session was dropped (its replies can no longer be replayed).
     case forgotten(session: SessionID)
+    /// A revision brought in by an import (the HTTP API's `PUT` of an export with its history): applied
+    /// as recorded, on nobody's undo stack.
+    case imported(Revision)
 
     public struct Answer: Hashable, Sendable {
         public var session: SessionID
@@ -21,6 +24,9 @@ public enum RoomRecord: Hashable, Sendable {
         public var reply: ServerMessage
         public var revision: Revision?
         public var effect: StackEffect
+        /// An HTTP request's idempotency key, and when it was answered (its reply is kept for the key).
+        public var key: String?
+        public var keyTime: Int64?
 
         public init(session: SessionID, seq: Int, reply: ServerMessage, revision: Revision?, effect: StackEffect) {
             self.session = session
@@ -44,7 +50,11 @@ public enum RoomRecord: Hashable, Sendable {
 
     /// The revision this record made, if any.
     public var revision: Revision? {
-        if case .answered(let answer) = self { answer.revision } else { nil }
+        switch self {
+        case .answered(let answer): answer.revision
+        case .imported(let revision): revision
+        default: nil
+        }
     }
 }
 

@@ -14,6 +14,8 @@ public enum ErrorCode: String, CaseIterable, Hashable, Sendable {
     case serverError = "server-error"
     /// `undo` with an `entry` that is not on the user's undo stack (HISTORY §2).
     case noEntry = "no-entry"
+    /// The HTTP API: the room does not exist (HTTP requests never create rooms, but `PUT`).
+    case noRoom = "no-room"
 
     /// Codes sent with `fatal: true`, after which the hub closes the connection.
     public var isFatal: Bool { self == .unsupportedProtocol || self == .unauthorized }

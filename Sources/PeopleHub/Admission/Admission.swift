@@ -53,6 +53,12 @@ struct Admission {
     /// Whether a page from `origin` may open a WebSocket here: no `Origin` (not a browser), the hub's
     /// own origin (its host and port as the browser addressed it), or one listed in `allowed`
     /// (`*`: any). A page of another site must not act for a user who happens to have the hub open.
+    /// Whether a peer address is this machine (127.0.0.0/8, ::1, or IPv4 mapped into IPv6).
+    static func isLoopback(_ peer: String) -> Bool {
+        let address = peer.hasPrefix("::ffff:") ? String(peer.dropFirst(7)) : peer
+        return address == "::1" || address.hasPrefix("127.")
+    }
+
     static func originAllowed(_ origin: String?, host: String?, allowed: [String]) -> Bool {
         guard let origin, !origin.isEmpty else { return true }
         if allowed.contains("*") { return true }

@@ -3,23 +3,26 @@ import JWTKit
 import PeopleCore
 
 /// What an access token says: who (`sub`), until when (`exp`), which rooms (`rooms`: patterns where
-/// `*` matches any run of characters and `?` one), and as what (`role`: `editor` or `viewer`).
+/// `*` matches any run of characters and `?` one), and as what (`role`: `viewer`, `editor`, or
+/// `admin`: an editor who may also use the HTTP API's admin routes).
 public struct AccessClaims: JWTPayload, Equatable {
     public var sub: SubjectClaim
     public var exp: ExpirationClaim
     public var rooms: [String]
     public var role: String
 
-    public init(user: String, rooms: [String], role: Role, expires: Date) {
+    public init(user: String, rooms: [String], role: AccessRole, expires: Date) {
         sub = SubjectClaim(value: user)
         exp = ExpirationClaim(value: expires)
         self.rooms = rooms
         self.role = role.rawValue
     }
 
+    public var accessRole: AccessRole { AccessRole(rawValue: role) ?? .viewer }
+
     public func verify(using algorithm: some JWTAlgorithm) async throws {
         try exp.verifyNotExpired()
-        guard Role(rawValue: role) != nil else { throw AuthFailure("role \(role) is neither editor nor viewer") }
+        guard AccessRole(rawValue: role) != nil else { throw AuthFailure("role \(role) is not viewer, editor or admin") }
     }
 }
 
@@ -46,14 +49,9 @@ public final class TokenAuthority: Sendable {
     /// token, a room outside its patterns, or a user other than the one saying hello.
     public func check(_ token: String, user: String, room: String) async -> Result<Role, AuthFailure> {
         let claims: AccessClaims
-        do {
-            claims = try await keys.verify(token, as: AccessClaims.self)
-        } catch let error as JWTError where error.errorType == .claimVerificationFailure {
-            return .failure(AuthFailure("the token has expired"))
-        } catch let error as AuthFailure {
-            return .failure(error)
-        } catch {
-            return .failure(AuthFailure("the token is not valid (bad signature or format)"))
+        switch await verify(token) {
+        case .success(let verified): claims = verified
+        case .failure(let failure): return .failure(failure)
         }
         guard claims.sub.value == user else {
             return .failure(AuthFailure("the token is for \(claims.sub.value), not \(user)"))
@@ -61,12 +59,25 @@ public final class TokenAuthority: Sendable {
         guard claims.rooms.contains(where: { Self.matches($0, room) }) else {
             return .failure(AuthFailure("the token does not give access to room \(room)"))
         }
-        return .success(Role(rawValue: claims.role) ?? .viewer)
+        return .success(claims.accessRole.roomRole)
+    }
+
+    /// What a token says, if it is valid (signature, format, expiry, role).
+    public func verify(_ token: String) async -> Result<AccessClaims, AuthFailure> {
+        do {
+            return .success(try await keys.verify(token, as: AccessClaims.self))
+        } catch let error as JWTError where error.errorType == .claimVerificationFailure {
+            return .failure(AuthFailure("the token has expired"))
+        } catch let error as AuthFailure {
+            return .failure(error)
+        } catch {
+            return .failure(AuthFailure("the token is not valid (bad signature or format)"))
+        }
     }
 
     /// A token for `user` in the rooms matching `rooms`, as `role`, valid for `ttl` seconds (at most:
     /// `exp` is rounded down to a whole second, as other issuers write it).
-    public func mint(user: String, rooms: [String], role: Role, ttl: TimeInterval, now: Date = Date()) async throws -> String {
+    public func mint(user: String, rooms: [String], role: AccessRole, ttl: TimeInterval, now: Date = Date()) async throws -> String {
         let expires = Date(timeIntervalSince1970: now.addingTimeInterval(ttl).timeIntervalSince1970.rounded(.down))
         return try await keys.sign(AccessClaims(user: user, rooms: rooms, role: role, expires: expires))
     }

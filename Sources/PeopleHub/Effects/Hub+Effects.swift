@@ -21,13 +21,19 @@ extension Hub {
                 let barrier = host.makeBarrierID()
                 let handed = DispatchTime.now().uptimeNanoseconds
                 let box = UncheckedSendable(host)
+                let rev = entry.record.revision?.number
                 let outcome = store.append([entry], room: name) { [weak self] error in
                     self?.back(box) { hub, box in
                         hub.metrics.durableWait.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - handed))
                         hub.durable(barrier: barrier, host: box.value, error: error)
+                        if error == nil, let rev, !box.value.broken { hub.revisionsDurable(box.value, through: rev) }
                     }
                 }
-                if outcome == .pending { host.hold(behind: barrier) }
+                if outcome == .pending {
+                    host.hold(behind: barrier)
+                } else if let rev {
+                    revisionsDurable(host, through: rev)
+                }
             case .send(.presence, _):
                 // Presence is a state, not an event: only the newest list matters (see flushPresence).
                 schedulePresence(host)
@@ -42,7 +48,14 @@ extension Hub {
                     for session in sessions { host.connections[session]?.send(encoded) }
                 }
             case .readHistory(let read):
-                readHistory(read, in: host)
+                if var waiting = host.historyReads[read.session], !waiting.isEmpty {
+                    // An HTTP caller's request (HTTP/Hub+RoomRoutes.swift).
+                    let resume = waiting.removeFirst()
+                    host.historyReads[read.session] = waiting.isEmpty ? nil : waiting
+                    resume(read)
+                } else {
+                    readHistory(read, in: host)
+                }
             }
         }
         if host.room.revision - host.snapshotRevision >= configuration.snapshotEvery { saveSnapshotIfChanged(host) }

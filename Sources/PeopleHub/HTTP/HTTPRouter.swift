@@ -1,13 +1,16 @@
+import PeopleCore
 import WebSocketTransport
 
-/// Plain HTTP on the hub's port: a method and a path pattern lead to a handler; a handler answers or
-/// throws an `HTTPFailure`, which becomes its status and text here, in one place. Paths no route
-/// matches are left to the transport (files under the web root, else 404).
+/// Plain HTTP on the hub's port: a method and a path pattern lead to a handler; a handler answers now
+/// (returns a response), later (returns nil and answers through `call.exchange`), or throws an
+/// `HTTPFailure`, which becomes its status, headers and body here, in one place. A path some route
+/// matches with another method is 405; paths no route matches are left to the transport (files under
+/// the web root, else 404).
 ///
 /// Patterns are `/`-separated: a literal segment, `:name` (any one segment, handed to the handler as
 /// a parameter) or a final `*` (any rest, possibly empty).
 struct HTTPRouter {
-    typealias Handler = (_ parameters: [String: String]) throws(HTTPFailure) -> HTTPResponse
+    typealias Handler = (_ call: HTTPCall) throws -> HTTPResponse?
 
     private enum Segment: Equatable {
         case literal(String)
@@ -34,18 +37,32 @@ struct HTTPRouter {
         routes.append(Route(method: method, segments: segments, handler: handler))
     }
 
-    /// The response of the first route matching `method` and `path`, or nil when none does.
-    func response(method: String, path: String) -> HTTPResponse? {
-        let parts = Self.split(path)
-        for route in routes where route.method == method {
+    /// Runs the first route matching the exchange's method and path; false when no route's pattern
+    /// matches the path (the transport then serves a file).
+    func route(_ exchange: any HTTPExchange) -> Bool {
+        let request = exchange.request
+        let parts = Self.split(request.path)
+        var allowed: [String] = []
+        for route in routes {
             guard let parameters = Self.match(route.segments, parts) else { continue }
-            do {
-                return try route.handler(parameters)
-            } catch {
-                return HTTPResponse(status: error.status, text: error.message + "\n")
+            guard route.method == request.method else {
+                if !allowed.contains(route.method) { allowed.append(route.method) }
+                continue
             }
+            let call = HTTPCall(exchange: exchange, parameters: parameters)
+            do {
+                if let response = try route.handler(call) { exchange.respond(response) }
+            } catch {
+                exchange.respond(HTTPFailure.from(error).response(json: request.path.hasPrefix("/v1/")))
+            }
+            return true
         }
-        return nil
+        guard !allowed.isEmpty else { return false }
+        var failure = HTTPFailure(status: 405, code: "method-not-allowed",
+                                  message: "\(request.method) is not a method of \(request.path)")
+        failure.headers = [.init("Allow", allowed.joined(separator: ", "))]
+        exchange.respond(failure.response(json: request.path.hasPrefix("/v1/")))
+        return true
     }
 
     private static func split(_ path: String) -> [Substring] {
@@ -69,12 +86,88 @@ struct HTTPRouter {
     }
 }
 
-/// Why an HTTP request is not answered with 200, as a status and a sentence for the body.
+/// One routed request: the exchange to answer and the pattern's parameters.
+struct HTTPCall {
+    let exchange: any HTTPExchange
+    let parameters: [String: String]
+
+    var request: HTTPRequest { exchange.request }
+
+    /// A query argument as a whole number, nil when absent; not a number (or outside `range`) is
+    /// `bad-message`.
+    func integer(_ name: String, in range: ClosedRange<Int> = Int.min...Int.max) throws -> Int? {
+        guard let text = request.query(name) else { return nil }
+        guard let value = Int(text), range.contains(value) else {
+            throw HTTPFailure.badMessage("query argument \(name) must be a whole number in \(range.lowerBound)...\(range.upperBound) (got \(text))")
+        }
+        return value
+    }
+}
+
+/// Why an HTTP request is not answered with 2xx: a status, a code a client can switch on (the
+/// protocol's error codes, and the HTTP API's own), a sentence, and headers (`Retry-After`, `Location`).
 struct HTTPFailure: Error, Equatable {
     var status: Int
+    var code: String
     var message: String
+    var headers: [HTTPResponse.Header] = []
 
-    static func notFound(_ message: String) -> HTTPFailure { .init(status: 404, message: message) }
-    static func unavailable(_ message: String) -> HTTPFailure { .init(status: 503, message: message) }
-    static func upgradeRequired(_ message: String) -> HTTPFailure { .init(status: 426, message: message) }
+    init(status: Int, code: String, message: String) {
+        self.status = status
+        self.code = code
+        self.message = message
+    }
+
+    /// Any error thrown on the way to an answer: an `HTTPFailure` as it is, anything else a 500.
+    ///
+    /// (Handlers throw untyped: escaping closures with typed throws crashed in Swift 6.3's thunks.)
+    static func from(_ error: any Error) -> HTTPFailure {
+        (error as? HTTPFailure) ?? HTTPFailure(status: 500, code: "server-error", message: "\(error)")
+    }
+
+    /// A protocol error as the HTTP API answers it (the product contract's HTTP API §1).
+    init(_ error: ProtocolError) {
+        self.init(status: Self.status(of: error.code), code: error.code.rawValue, message: error.message)
+    }
+
+    static func status(of code: ErrorCode) -> Int {
+        switch code {
+        case .badJSON, .badMessage, .unsupportedProtocol, .notHello: 400
+        case .unauthorized: 401
+        case .forbidden: 403
+        case .noRoom, .noEntry: 404
+        case .staleBase: 409
+        case .tooLarge: 413
+        case .invalidOp: 422
+        case .rateLimited: 429
+        case .roomFull: 503
+        case .serverError: 500
+        }
+    }
+
+    static func notFound(_ message: String) -> HTTPFailure { .init(status: 404, code: "not-found", message: message) }
+    static func unavailable(_ message: String) -> HTTPFailure { .init(status: 503, code: "unavailable", message: message) }
+    static func badMessage(_ message: String) -> HTTPFailure { .init(ProtocolError(.badMessage, message)) }
+    static func badJSON(_ message: String) -> HTTPFailure { .init(ProtocolError(.badJSON, message)) }
+    static func unauthorized(_ message: String) -> HTTPFailure { .init(ProtocolError(.unauthorized, message)) }
+    static func forbidden(_ message: String) -> HTTPFailure { .init(ProtocolError(.forbidden, message)) }
+    static func noRoom(_ room: String) -> HTTPFailure { .init(ProtocolError(.noRoom, "there is no room \(room)")) }
+
+    /// The answer: `{"error":{"code","message"}}` on the API's paths, the sentence elsewhere.
+    func response(json: Bool) -> HTTPResponse {
+        var response = json
+            ? HTTPResponse(status: status, contentType: "application/json", body: JSON.object([
+                "error": .object(["code": .string(code), "message": .string(message)]),
+            ]).bytes)
+            : HTTPResponse(status: status, text: message + "\n")
+        response.headers = headers
+        return response
+    }
+}
+
+extension HTTPResponse {
+    /// A JSON answer.
+    static func json(_ value: JSON, status: Int = 200) -> HTTPResponse {
+        HTTPResponse(status: status, contentType: "application/json", body: value.bytes)
+    }
 }

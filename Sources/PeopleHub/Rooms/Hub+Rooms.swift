@@ -30,6 +30,24 @@ extension Hub {
         }
     }
 
+    /// The room for an HTTP request: in memory at once, else after it is read from the store (joining a
+    /// load under way). Unlike a hello, a request never creates a room: one the store does not have is
+    /// `absent`.
+    func withRoom(_ name: String, _ then: @escaping (RoomOutcome) -> Void) {
+        switch rooms[name] {
+        case .loaded(let host)?:
+            then(.loaded(host))
+        case .loading(let load)?:
+            load.requests.append(then)
+        case nil:
+            guard rooms.count < configuration.limits.maxRooms else { return then(.full) }
+            let load = RoomLoad()
+            load.requests.append(then)
+            rooms[name] = .loading(load)
+            startLoading(name)
+        }
+    }
+
     /// Reads and rebuilds the room off the service thread, then joins the hellos that waited for it.
     /// In cluster mode the room's lease comes first (on the lease queue, in order with releases).
     private func startLoading(_ name: String) {
@@ -89,6 +107,7 @@ extension Hub {
             send(.redirect(url: url), to: connection)
             connection.close(code: 1000, reason: "redirect")
         }
+        for request in load.requests { request(.elsewhere(url)) }
     }
 
     private func loaded(_ name: String, _ result: Result<Room?, StoreError>, seconds: Double) {
@@ -102,6 +121,12 @@ extension Hub {
             logger.info("room loaded", metadata: [
                 "room": "\(name)", "rev": "\(room.revision)", "seconds": "\(String(format: "%.3f", seconds))",
             ])
+        case .success(nil) where load.waiting.isEmpty:
+            // Only HTTP requests asked: they do not create rooms.
+            rooms[name] = nil
+            if let leases { leaseCalls.async { leases.release(room: name) } }
+            for request in load.requests { request(.absent) }
+            return
         case .success(nil):
             metrics.roomLoads[.created]?.increment()
             // A new room: its first snapshot (the seed) is stored before anything journalled after it.
@@ -118,6 +143,7 @@ extension Hub {
                 send(.error(error), to: connection)
                 connection.close(code: 1011, reason: "room cannot be loaded")
             }
+            for request in load.requests { request(.failed("\(error)")) }
             return
         }
         rooms[name] = .loaded(host)
@@ -127,6 +153,7 @@ extension Hub {
             join(connection, client: client, host: host)
         }
         if host.connections.isEmpty && host.catchingUp == 0 { host.idleSince = clock }
+        for request in load.requests { request(.loaded(host)) }
     }
 
     /// Joins an opening connection to its loaded room; a `since` older than memory first reads the

@@ -30,6 +30,12 @@ final class RoomHost {
     /// there by its welcome; the frame goes to the old connection, which is closing, and is dropped).
     var held: [Held] = []
     private var nextBarrier = 0
+    /// The newest revision the store has made durable: the change feed serves up to it.
+    var durableRevision: Int
+    /// Long polls of the change feed waiting for a revision.
+    var feedWaiters: [FeedWaiter] = []
+    /// What to do when the room asks for older revisions for an HTTP caller's session (first first).
+    var historyReads: [SessionID: [(HistoryRead) -> Void]] = [:]
 
     enum Held {
         case barrier(Int, durable: Bool)
@@ -40,6 +46,7 @@ final class RoomHost {
         self.room = room
         snapshotRevision = room.revision
         snapshotPosition = room.journalPosition
+        durableRevision = room.revision
     }
 
     /// True while some sends wait for durability.

@@ -1,0 +1,48 @@
+import PeopleCore
+
+/// What a token lets its holder do: read (`viewer`), also write (`editor`), also use the HTTP API's
+/// admin routes (`admin`). In a room an admin is an editor.
+public enum AccessRole: String, Hashable, Sendable, CaseIterable {
+    case viewer, editor, admin
+
+    /// The role in a room's session.
+    public var roomRole: Role { self == .viewer ? .viewer : .editor }
+
+    func allows(_ need: AccessRole) -> Bool {
+        switch need {
+        case .viewer: true
+        case .editor: self != .viewer
+        case .admin: self == .admin
+        }
+    }
+}
+
+/// Who is calling the HTTP API: from a bearer token (`auth.mode: token`), or in open mode the `user`
+/// query argument (or body field) as an editor, and an admin only from a loopback peer.
+struct HTTPCaller {
+    var user: String?
+    var role: AccessRole
+    /// The rooms a token names (nil: every room, open mode).
+    var rooms: [RoomPattern]?
+
+    /// Whether the caller may `need` in `room`: a room outside the token's patterns or a role too
+    /// small is `forbidden`.
+    func check(_ need: AccessRole, room: String) throws {
+        if let rooms, !rooms.contains(where: { $0.matches(room) }) {
+            throw HTTPFailure.forbidden("the token does not give access to room \(room)")
+        }
+        guard role.allows(need) else {
+            throw HTTPFailure.forbidden(need == .admin ? "this needs an admin" : "a viewer cannot change the room")
+        }
+    }
+
+    /// Whether a room shows in the caller's admin listing.
+    func sees(_ room: String) -> Bool { rooms?.contains { $0.matches(room) } ?? true }
+
+    /// The user a write is made as: the token's, or in open mode the query's or the body's `user`.
+    func writer(body: JSON?) throws -> String {
+        if let user { return user }
+        if case .string(let name)? = body?["user"], (try? UserName(name)) != nil { return name }
+        throw HTTPFailure.badMessage("say who is writing: a user query argument or body field (open mode)")
+    }
+}

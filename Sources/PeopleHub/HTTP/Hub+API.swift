@@ -1,0 +1,179 @@
+import PeopleCore
+import PeopleStore
+import WebSocketTransport
+
+/// The HTTP API's common path (the product contract's HTTP API §1): who is calling, whether they may,
+/// the per-caller rate, and the room — in memory, read from the store, or owned by another node. Every
+/// step that waits (a token check, a room load, a store read) comes back to the service thread, and
+/// every failure on the way is answered as `{"error":{"code","message"}}` with its status.
+extension Hub {
+    /// Runs `body` for an authenticated, rate-admitted caller; answers now or later.
+    func api(_ call: HTTPCall, _ body: @escaping (HTTPCaller) throws -> HTTPResponse?)
+        throws -> HTTPResponse?
+    {
+        if draining { throw HTTPFailure.unavailable("the hub is shutting down") }
+        guard let auth = configuration.auth else {
+            let caller = try openCaller(call)
+            try admit(call, caller: caller)
+            return try body(caller)
+        }
+        let header = call.request.headers["authorization"] ?? ""
+        guard header.lowercased().hasPrefix("bearer "), case let token = String(header.dropFirst(7))
+            .trimmingCharacters(in: .whitespaces), !token.isEmpty else {
+            throw HTTPFailure.unauthorized("send Authorization: Bearer <token> (auth.mode is token)")
+        }
+        let work = Continuation(call: call, body: body)
+        Task { [weak self] in
+            let result = await auth.verify(token)
+            self?.back(work) { hub, work in
+                hub.answer(work.call) { () throws -> HTTPResponse? in
+                    let claims: AccessClaims
+                    switch result {
+                    case .success(let c): claims = c
+                    case .failure(let failure):
+                        hub.metrics.refusedTokens.increment()
+                        throw HTTPFailure.unauthorized(failure.description)
+                    }
+                    let caller = HTTPCaller(user: claims.sub.value, role: claims.accessRole,
+                                            rooms: claims.rooms.map(RoomPattern.init))
+                    try hub.admit(work.call, caller: caller)
+                    return try work.body(caller)
+                }
+            }
+        }
+        return nil
+    }
+
+    /// A request and what to do once its caller is known, carried through the token check's task
+    /// (a class: a closure inside a generic tuple crashed Swift 6.3's reabstraction thunks).
+    private final class Continuation: @unchecked Sendable {
+        let call: HTTPCall
+        let body: (HTTPCaller) throws -> HTTPResponse?
+        init(call: HTTPCall, body: @escaping (HTTPCaller) throws -> HTTPResponse?) {
+            self.call = call
+            self.body = body
+        }
+    }
+
+    /// Open mode: the `user` query argument (writes may name it in the body instead), an editor; an
+    /// admin only from a loopback peer.
+    private func openCaller(_ call: HTTPCall) throws -> HTTPCaller {
+        var user: String?
+        if let name = call.request.query("user") {
+            guard (try? UserName(name)) != nil else { throw HTTPFailure.badMessage("user must be 1 to 64 bytes of UTF-8") }
+            user = name
+        }
+        return HTTPCaller(user: user, role: Admission.isLoopback(call.request.peer) ? .admin : .editor, rooms: nil)
+    }
+
+    /// `limits.opsPerSecond` per caller (user, or peer when anonymous) with a burst of twice that:
+    /// over it is 429 `rate-limited` with `Retry-After`.
+    private func admit(_ call: HTTPCall, caller: HTTPCaller) throws {
+        let who = (caller.user ?? "") + "@" + call.request.peer
+        let now = clock
+        var bucket = httpRates[who] ?? TokenBucket(perSecond: configuration.limits.opsPerSecond,
+                                                   burst: configuration.limits.opsPerSecond * 2, now: now)
+        let admitted = bucket.take(now: now)
+        httpRates[who] = bucket
+        if httpRates.count > 10_000 { httpRates.removeAll() }  // a flood of names: start over
+        guard admitted else {
+            var failure = HTTPFailure(ProtocolError(.rateLimited,
+                "over \(configuration.limits.opsPerSecond) requests a second (limits.opsPerSecond)"))
+            failure.headers = [.init("Retry-After", "1")]
+            throw failure
+        }
+    }
+
+    /// Answers `call` with what `work` returns or throws (nil: it answers later itself).
+    func answer(_ call: HTTPCall, _ work: () throws -> HTTPResponse?) {
+        do {
+            if let response = try work() { call.exchange.respond(response) }
+        } catch {
+            call.exchange.respond(HTTPFailure.from(error).response(json: true))
+        }
+    }
+
+    /// The room named by the path, checked for `need`, then `body` with it loaded: absent is 404
+    /// `no-room`, another node's is 307 to it, a store that cannot load it 503.
+    func inRoom(_ call: HTTPCall, _ caller: HTTPCaller, need: AccessRole,
+                _ body: @escaping (RoomHost) throws -> HTTPResponse?) throws -> HTTPResponse? {
+        let name = try roomName(call)
+        try caller.check(need, room: name)
+        withRoom(name) { [unowned self] outcome in
+            answer(call) { () throws -> HTTPResponse? in
+                switch outcome {
+                case .loaded(let host), .created(let host):
+                    guard !host.broken else { throw HTTPFailure.unavailable("room \(name) is being reloaded; try again") }
+                    if host.connections.isEmpty { host.idleSince = clock }
+                    return try body(host)
+                case .absent:
+                    throw HTTPFailure.noRoom(name)
+                case .elsewhere(let url):
+                    throw Self.redirect(call, roomURL: url, room: name)
+                case .failed(let problem):
+                    throw HTTPFailure.unavailable("room \(name) cannot be loaded: \(problem)")
+                case .full:
+                    throw HTTPFailure(ProtocolError(.roomFull,
+                        "the hub holds at most \(configuration.limits.maxRooms) rooms (limits.maxRooms)"))
+                }
+            }
+        }
+        return nil
+    }
+
+    func roomName(_ call: HTTPCall) throws -> String {
+        let text = call.parameters["room"] ?? ""
+        do {
+            return try RoomName(text).rawValue
+        } catch {
+            throw HTTPFailure.badMessage("\(error)")
+        }
+    }
+
+    /// 307 to the node that owns the room: its URL (`ws://` → `http://`) with this request's path and query.
+    static func redirect(_ call: HTTPCall, roomURL: String, room: String) -> HTTPFailure {
+        var base = String(roomURL.dropLast(RoomName.pathPrefix.count + room.utf8.count))
+        if base.hasPrefix("ws://") { base = "http://" + base.dropFirst(5) }
+        if base.hasPrefix("wss://") { base = "https://" + base.dropFirst(6) }
+        let query = call.request.query.map { $0.value.isEmpty ? $0.name : "\($0.name)=\(percentEncoded($0.value))" }
+        let location = base + call.request.path + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
+        var failure = HTTPFailure(status: 307, code: "elsewhere", message: "room \(room) is served by \(base)")
+        failure.headers = [.init("Location", location)]
+        return failure
+    }
+
+    private static func percentEncoded(_ text: String) -> String {
+        var out = ""
+        for byte in text.utf8 {
+            let c = Character(Unicode.Scalar(byte))
+            if byte < 0x80, c.isLetter || c.isNumber || "-._~".contains(c) {
+                out.append(c)
+            } else {
+                out += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+            }
+        }
+        return out
+    }
+
+    /// The request body as a JSON object (an empty body is an empty object).
+    static func bodyObject(_ call: HTTPCall) throws -> JSON {
+        let body = call.request.body
+        if body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return .object([]) }
+        let json: JSON
+        do {
+            json = try JSON.parse(body)
+        } catch {
+            throw HTTPFailure.badJSON("the body is not JSON: \(error)")
+        }
+        guard case .object = json else { throw HTTPFailure.badMessage("the body must be a JSON object") }
+        return json
+    }
+
+    /// The idempotency `key` a write must carry: 1 to 128 characters.
+    static func key(_ body: JSON) throws -> String {
+        guard case .string(let key)? = body["key"], (1...128).contains(key.count) else {
+            throw HTTPFailure.badMessage("key (1 to 128 characters) is required: a retry with the same key gets the first answer")
+        }
+        return key
+    }
+}

@@ -1,0 +1,308 @@
+import PeopleCore
+import PeopleStore
+import WebSocketTransport
+
+/// The HTTP API's room routes (the product contract's HTTP API §2): the state now or at a revision,
+/// writes as the caller (batches, undo, redo, restore), the timeline, blame and the change feed.
+///
+/// A write is a request to the room as the caller's agent session (`Room.request`): the same batch,
+/// transform and undo stack as a WebSocket's, answered through `HTTPReplies` once durable.
+extension Hub {
+    func addRoomRoutes() {
+        routes.add("GET", "/v1/rooms/:room") { [unowned self] call throws in
+            try api(call) { [unowned self] caller throws in
+                try inRoom(call, caller, need: .viewer) { [unowned self] host throws in try state(call, host) }
+            }
+        }
+        routes.add("POST", "/v1/rooms/:room/batches") { [unowned self] call throws in
+            try write(call) { body throws in try Self.batch(body) }
+        }
+        routes.add("POST", "/v1/rooms/:room/undo") { [unowned self] call throws in
+            try write(call) { body throws in
+                .undo(.init(seq: 0, scope: try Self.optionalInt(body, "scope"), entry: try Self.optionalInt(body, "entry")))
+            }
+        }
+        routes.add("POST", "/v1/rooms/:room/redo") { [unowned self] call throws in
+            try write(call) { body throws in .redo(.init(seq: 0, scope: try Self.optionalInt(body, "scope"))) }
+        }
+        routes.add("POST", "/v1/rooms/:room/restore") { [unowned self] call throws in
+            try write(call) { body throws in
+                guard let rev = try Self.optionalInt(body, "rev") else { throw HTTPFailure.badMessage("rev is required") }
+                return .restore(.init(seq: 0, rev: rev, label: try Self.optionalString(body, "label")))
+            }
+        }
+        routes.add("GET", "/v1/rooms/:room/log") { [unowned self] call throws in
+            let request = ClientMessage.LogRequest(
+                before: try call.integer("before"),
+                limit: try call.integer("limit", in: ClientMessage.LogRequest.limits) ?? ClientMessage.LogRequest.defaultLimit,
+                tag: try call.integer("tag"))
+            return try read(call, .log(request))
+        }
+        routes.add("GET", "/v1/rooms/:room/people/:tag/blame") { [unowned self] call throws in
+            guard let tag = Int(call.parameters["tag"] ?? "") else { throw HTTPFailure.badMessage("the tag must be a whole number") }
+            return try read(call, .blame(.init(tag: tag)))
+        }
+        routes.add("GET", "/v1/rooms/:room/revisions") { [unowned self] call throws in
+            let after = try call.integer("after", in: 0...Int.max) ?? 0
+            let limit = min(1000, max(1, try call.integer("limit") ?? 100))
+            let wait = min(60, max(0, try call.integer("wait") ?? 0))
+            return try api(call) { [unowned self] caller throws in
+                try inRoom(call, caller, need: .viewer) { [unowned self] host throws in
+                    try feed(call, host, after: after, limit: limit, wait: wait)
+                }
+            }
+        }
+    }
+
+    // MARK: State
+
+    /// `{"rev","people"}` now, or right after `?at=REV` (revisions older than memory read from the store).
+    private func state(_ call: HTTPCall, _ host: RoomHost) throws -> HTTPResponse? {
+        let room = host.room
+        guard let at = try call.integer("at") else {
+            return .json(.object(["rev": .int(room.revision), "people": .array(room.model.people.map(\.json))]))
+        }
+        guard at >= 0, at <= room.revision else {
+            throw HTTPFailure.badMessage("at must be a revision of the room: 0 to \(room.revision)")
+        }
+        let people: (PeopleModel) -> HTTPResponse = { .json(.object(["rev": .int(at), "people": .array($0.people.map(\.json))])) }
+        if let model = room.people(at: at) { return people(model) }
+        readOlder(host, after: at, through: room.oldestKeptBase, call: call) { hub, older throws in
+            guard let model = host.room.people(at: at, older: older) else {
+                throw HTTPFailure.unavailable("revision \(at) cannot be rebuilt from the store; try again")
+            }
+            return people(model)
+        }
+        return nil
+    }
+
+    /// Reads revisions `after + 1 ... through` from the store off the service thread, then answers
+    /// `call` with `then` (a store that cannot give them all: 503).
+    func readOlder(_ host: RoomHost, after: Int, through: Int, call: HTTPCall,
+                   then: @escaping (Hub, [Revision]) throws -> HTTPResponse?) {
+        let store = store
+        let name = host.room.name
+        let work = OlderRead(call: call, then: then)
+        runtime.background { [weak self] in
+            let older: [Revision]? = (try? store.revisions(room: name, after: after, through: through))
+                .flatMap { $0.count == through - after ? $0 : nil }
+            self?.back(work) { hub, work in
+                let (call, then) = (work.call, work.then)
+                hub.answer(call) { () throws -> HTTPResponse? in
+                    guard let older else { throw HTTPFailure.unavailable("revisions \(after + 1) to \(through) cannot be read; try again") }
+                    return try then(hub, older)
+                }
+            }
+        }
+    }
+
+    // MARK: Writes
+
+    /// A write as the caller: parse the body into the room's request, then hand it to the room.
+    private func write(_ call: HTTPCall, _ parse: @escaping (JSON) throws -> ClientMessage)
+        throws -> HTTPResponse?
+    {
+        let body = try Self.bodyObject(call)
+        let key = try Self.key(body)
+        let message = try parse(body)
+        return try api(call) { [unowned self] caller throws in
+            let user = try caller.writer(body: body)
+            return try inRoom(call, caller, need: .editor) { [unowned self] host throws in
+                request(message, as: user, key: key, in: host, call: call)
+                return nil
+            }
+        }
+    }
+
+    /// Hands an HTTP write to the room; its answer (after the records before it are durable) goes to
+    /// `call`. A restore below memory reads the revisions it needs first and asks again.
+    private func request(_ message: ClientMessage, as user: String, key: String, in host: RoomHost, call: HTTPCall) {
+        let session = Room.agentSession(of: user)
+        replies(for: session, in: host).expect(call.exchange)
+        host.historyReads[session, default: []].append { [unowned self] read in
+            readOlder(host, after: read.after, through: read.through, call: call) { hub, older throws in
+                hub.replies(for: session, in: host).expect(call.exchange)
+                hub.perform(host.room.request(read.message, as: user, key: key, now: hub.clock, older: older), in: host)
+                return nil
+            }
+            // The exchange is answered by the second request, not through these replies.
+            (host.connections[session] as? HTTPReplies)?.forget(call.exchange)
+        }
+        let actions = host.room.request(message, as: user, key: key, now: clock)
+        if !actions.contains(where: { if case .readHistory = $0 { true } else { false } }) {
+            host.historyReads[session]?.removeLast()
+        }
+        perform(actions, in: host)
+    }
+
+    /// The stand-in connection that turns a session's answers into HTTP responses.
+    func replies(for session: SessionID, in host: RoomHost) -> HTTPReplies {
+        if let replies = host.connections[session] as? HTTPReplies { return replies }
+        let replies = HTTPReplies(path: RoomName.pathPrefix + host.room.name)
+        replies.finished = { [weak host, weak replies] in
+            guard let host, let replies, host.connections[session] === replies else { return }
+            host.connections[session] = nil
+            if host.connections.isEmpty { host.idleSince = host.idleSince ?? 0 }
+        }
+        host.connections[session] = replies
+        return replies
+    }
+
+    // MARK: Reads
+
+    /// A `log` or `blame` for the caller, answered by the room to a one-off reader id.
+    private func read(_ call: HTTPCall, _ message: ClientMessage) throws -> HTTPResponse? {
+        try api(call) { [unowned self] caller throws in
+            try inRoom(call, caller, need: .viewer) { [unowned self] host throws in
+                nextReader += 1
+                let reader = "read:\(nextReader)"
+                replies(for: reader, in: host).expect(call.exchange)
+                host.historyReads[reader] = [{ [unowned self] read in
+                    readOlder(host, after: read.after, through: read.through, call: call) { hub, older throws in
+                        hub.readAgain(read, as: caller.user, reader: reader, older: older, in: host, call: call)
+                        return nil
+                    }
+                    (host.connections[reader] as? HTTPReplies)?.forget(call.exchange)
+                }]
+                perform(host.room.read(message, as: caller.user, reader: reader), in: host)
+                if host.connections[reader] == nil { host.historyReads[reader] = nil }
+                return nil
+            }
+        }
+    }
+
+    /// A long `log` goes on below memory with the revisions read.
+    private func readAgain(_ read: HistoryRead, as user: String?, reader: SessionID, older: [Revision],
+                           in host: RoomHost, call: HTTPCall) {
+        replies(for: reader, in: host).expect(call.exchange)
+        host.historyReads[reader] = [{ [unowned self] next in
+            readOlder(host, after: next.after, through: next.through, call: call) { hub, more throws in
+                hub.readAgain(next, as: user, reader: reader, older: more, in: host, call: call)
+                return nil
+            }
+            (host.connections[reader] as? HTTPReplies)?.forget(call.exchange)
+        }]
+        perform(host.room.read(read.message, as: user, reader: reader, older: older, resume: read.log), in: host)
+        if host.connections[reader] == nil { host.historyReads[reader] = nil }
+    }
+
+    // MARK: The change feed
+
+    /// Revisions after `after`, oldest first, at most `limit`, durable only: from memory, or from the
+    /// store below it. None yet and `wait` > 0: the answer waits for the next durable revision or the
+    /// end of the wait.
+    private func feed(_ call: HTTPCall, _ host: RoomHost, after: Int, limit: Int, wait: Int) throws -> HTTPResponse? {
+        let head = host.durableRevision
+        guard after <= head else {
+            throw HTTPFailure.badMessage("after \(after) is beyond the room's last revision \(head)")
+        }
+        if after == head {
+            guard wait > 0 else { return Self.feedPage([], head: head) }
+            host.feedWaiters.append(FeedWaiter(call: call, after: after, limit: limit))
+            let box = UncheckedSendable((call.exchange, host))
+            runtime.after(Int64(wait) * 1000) { [weak self] in
+                self?.back(box) { hub, box in
+                    let (exchange, host) = box.value
+                    guard let index = host.feedWaiters.firstIndex(where: { $0.call.exchange === exchange }) else { return }
+                    host.feedWaiters.remove(at: index)
+                    exchange.respond(Self.feedPage([], head: host.durableRevision))
+                }
+            }
+            return nil
+        }
+        let through = min(head, after + limit)
+        if after >= host.room.oldestKeptBase {
+            let revisions = (after + 1...through).compactMap { host.room.revision($0) }
+            return Self.feedPage(revisions, head: head)
+        }
+        readOlder(host, after: after, through: min(through, host.room.oldestKeptBase), call: call) { hub, older throws in
+            Self.feedPage(older, head: head)
+        }
+        return nil
+    }
+
+    static func feedPage(_ revisions: [Revision], head: Int) -> HTTPResponse {
+        .json(.object(["revisions": .array(revisions.map(\.feedJSON)), "head": .int(head)]))
+    }
+
+    /// A revision of `host` became durable: the feed's long polls waiting for it are answered.
+    func revisionsDurable(_ host: RoomHost, through rev: Int) {
+        guard rev > host.durableRevision else { return }
+        let previous = host.durableRevision
+        host.durableRevision = rev
+        webhooks?.revisionsDurable(room: host.room.name, after: previous, through: rev)
+        guard !host.feedWaiters.isEmpty else { return }
+        let waiters = host.feedWaiters
+        host.feedWaiters.removeAll()
+        for waiter in waiters where waiter.call.exchange.isOpen {
+            let through = min(rev, waiter.after + waiter.limit)
+            let revisions = (waiter.after + 1...through).compactMap { host.room.revision($0) }
+            waiter.call.exchange.respond(Self.feedPage(revisions, head: rev))
+        }
+    }
+
+    // MARK: Bodies
+
+    /// A batch body `{"base","ops","label"?,"coalesce"?}` as the room's `submit`. An insert's person may
+    /// leave `tag` out: the room gives it one of the caller's tags.
+    static func batch(_ body: JSON) throws -> ClientMessage {
+        guard case .array(let ops)? = body["ops"] else { throw HTTPFailure.badMessage("ops (an array of diffs) is required") }
+        var placeholder = Room.tagPlaceholders.lowerBound
+        let filled = try ops.map { (op: JSON) throws -> JSON in
+            guard case .string("insert")? = op["op"], case .object(let members) = op,
+                  case .object(var person)? = op["person"] else { return op }
+            if let tag = person.last(where: { $0.key == "tag" })?.value {
+                guard case .int(let value) = tag, value > 0, !Room.tagPlaceholders.contains(value) else {
+                    throw HTTPFailure(ProtocolError(.invalidOp, "an inserted person's tag is a whole number above 0 (or left out)"))
+                }
+                return op
+            }
+            placeholder += 1
+            person.append(.init("tag", .int(placeholder)))
+            return .object(members.map { $0.key == "person" ? .init("person", .object(person)) : $0 })
+        }
+        var submit: [JSON.Member] = [.init("type", .string("submit")), .init("seq", .int(1))]
+        if case .object(let members) = body {
+            submit += members.filter { ["base", "label", "coalesce"].contains($0.key) }
+        }
+        submit.append(.init("ops", .array(filled)))
+        switch ClientMessage.decode(JSON.object(submit).bytes) {
+        case .success(let message): return message
+        case .failure(let error): throw HTTPFailure(error)
+        }
+    }
+
+    static func optionalInt(_ body: JSON, _ name: String) throws -> Int? {
+        switch body[name] {
+        case nil, .null?: return nil
+        case .int(let value)?: return value
+        default: throw HTTPFailure.badMessage("\(name) must be a whole number")
+        }
+    }
+
+    static func optionalString(_ body: JSON, _ name: String) throws -> String? {
+        switch body[name] {
+        case nil, .null?: return nil
+        case .string(let value)?: return value
+        default: throw HTTPFailure.badMessage("\(name) must be a string")
+        }
+    }
+}
+
+/// A request waiting for revisions read from the store, and what to do with them (a class: see
+/// `Hub.Continuation`).
+final class OlderRead: @unchecked Sendable {
+    let call: HTTPCall
+    let then: (Hub, [Revision]) throws -> HTTPResponse?
+    init(call: HTTPCall, then: @escaping (Hub, [Revision]) throws -> HTTPResponse?) {
+        self.call = call
+        self.then = then
+    }
+}
+
+/// A long poll of the change feed waiting for a revision after `after`.
+struct FeedWaiter {
+    let call: HTTPCall
+    let after: Int
+    let limit: Int
+}

@@ -1,0 +1,15 @@
+import PeopleCore
+
+/// What the hub tells the webhook deliverer (the product contract's HTTP API §3), from its service
+/// thread: each call must return at once (the deliverer works on its own threads and reads what it
+/// sends from the store, so nothing here is the only copy).
+public protocol HubWebhooks: AnyObject, Sendable {
+    /// Revisions `after + 1 ... through` of `room` are durable.
+    func revisionsDurable(room: String, after: Int, through: Int)
+    /// A room was created (by a hello, or an HTTP `PUT`) at `time` (ms since the epoch).
+    func roomCreated(room: String, time: Int64)
+    /// A room was deleted (HTTP `DELETE`) at `time`.
+    func roomDeleted(room: String, time: Int64)
+    /// The endpoints' state for `GET /v1/webhooks`: `{"webhooks":[…]}`.
+    func status() -> JSON
+}

@@ -1,0 +1,162 @@
+import Foundation
+import PeopleCore
+@testable import PeopleHub
+import PeopleStore
+import Testing
+@testable import WebSocketTransport
+
+/// The HTTP API through the hub in-process (the product contract's HTTP API): an HTTP write is the
+/// caller's batch in the room — held until durable, broadcast, on the caller's undo stack — and the
+/// errors, keys, roles and the change feed behave as the contract says.
+@Suite("HTTP API in-process")
+struct HTTPAPITests {
+    static let zed = #"{"name":"Zed","hairColor":"red","hairLength":"short","eyeColor":"blue","glasses":false,"facialHair":[],"likes":[],"dislikes":[]}"#
+
+    static func insertBody(key: String, base: Int = 0, at: Int = 0) -> String {
+        #"{"base":\#(base),"key":"\#(key)","ops":[{"op":"insert","at":\#(at),"person":\#(zed)}]}"#
+    }
+
+    @Test("an HTTP batch as ann: answered only once durable, broadcast to the room, undone by ann's WebSocket")
+    func batchIsTheCallersEdit() async throws {
+        let h = HubHarness()
+        let ann = try await h.joined("ann")
+        let bob = try await h.joined("bob")
+        h.store.hold()
+        let exchange = h.start("POST", "/v1/rooms/r/batches", query: ["user": "ann"], body: Self.insertBody(key: "k1"))
+        await h.settle()
+        #expect(exchange.response == nil, "answered before the revision was durable")
+        #expect(bob.ops().isEmpty)
+        h.store.release()
+        await h.settle()
+        let response = try #require(exchange.response)
+        #expect(response.status == 200)
+        #expect(response.json?["rev"] == .int(1))
+        guard case .array(let ops)? = response.json?["ops"], case .int(let tag)? = ops.first?["person"]?["tag"] else {
+            Issue.record("no ops in \(String(decoding: response.body, as: UTF8.self))"); return
+        }
+        #expect(tag > 0 && !Room.tagPlaceholders.contains(tag), "the hub gave the insert a tag")
+        #expect(bob.ops().map(\.rev) == [1] && bob.ops().first?.author == "ann")
+        #expect(ann.ops().map(\.rev) == [1], "ann's WebSocket session sees her HTTP edit as a broadcast")
+        #expect(ann.replies.contains(.history(.init(canUndo: true, canRedo: false, undoLabel: nil, redoLabel: nil))),
+                "and her undo button lights up")
+        // ann undoes it from her WebSocket: it was on her stack.
+        await h.send(.undo(.init(seq: 1)), on: ann)
+        let undone = try #require(ann.replies.lazy.compactMap { if case .undone(let u) = $0 { u } else { nil } }.first)
+        #expect(undone.rev == 2 && undone.ops == [.remove(tag)])
+    }
+
+    @Test("a key answers again with the first answer, applying nothing twice; a missing key is bad-message")
+    func idempotencyKeys() async throws {
+        let h = HubHarness()
+        let first = await h.http("POST", "/v1/rooms/r/batches", query: ["user": "ann"], body: Self.insertBody(key: "same"))
+        #expect(first?.status == 404, "HTTP does not create rooms")
+        _ = try await h.joined("bob")
+        let one = await h.http("POST", "/v1/rooms/r/batches", query: ["user": "ann"], body: Self.insertBody(key: "same"))
+        let two = await h.http("POST", "/v1/rooms/r/batches", query: ["user": "ann"], body: Self.insertBody(key: "same"))
+        #expect(one?.status == 200 && one == two)
+        let state = await h.http("GET", "/v1/rooms/r")
+        #expect(state?.json?["rev"] == .int(1))
+        let other = await h.http("POST", "/v1/rooms/r/batches", query: ["user": "cat"], body: Self.insertBody(key: "same"))
+        #expect(other?.json?["rev"] == .int(2), "a key is per user")
+        let none = await h.http("POST", "/v1/rooms/r/batches", query: ["user": "ann"], body: #"{"base":0,"ops":[]}"#)
+        #expect(none?.status == 400 && none?.json?["error"]?["code"] == .string("bad-message"))
+    }
+
+    @Test("errors: bad JSON 400, invalid op 422, stale reads 400, unknown room 404, no user 400")
+    func errors() async throws {
+        let h = HubHarness()
+        _ = try await h.joined("bob")
+        func code(_ r: HTTPResponse?) -> String? { if case .string(let c)? = r?.json?["error"]?["code"] { c } else { nil } }
+        let badJSON = await h.http("POST", "/v1/rooms/r/batches", query: ["user": "ann"], body: "{")
+        #expect(badJSON?.status == 400 && code(badJSON) == "bad-json")
+        let invalid = await h.http("POST", "/v1/rooms/r/batches", query: ["user": "ann"],
+                                   body: #"{"base":0,"key":"x","ops":[{"op":"remove","tag":999}]}"#)
+        #expect(invalid?.status == 422 && code(invalid) == "invalid-op")
+        let noUser = await h.http("POST", "/v1/rooms/r/batches", body: Self.insertBody(key: "y"))
+        #expect(noUser?.status == 400 && code(noUser) == "bad-message")
+        let future = await h.http("GET", "/v1/rooms/r", query: ["at": "5"])
+        #expect(future?.status == 400)
+        let missing = await h.http("GET", "/v1/rooms/absent")
+        #expect(missing?.status == 404 && code(missing) == "no-room")
+        let badName = await h.http("GET", "/v1/rooms/bad%20name")
+        #expect(badName?.status == 400)
+    }
+
+    @Test("token mode: no token 401, a viewer reads but cannot write (403), another room 403, an editor writes as the token's user")
+    func tokens() async throws {
+        let authority = try await TokenAuthority(secret: Array(repeating: UInt8(7), count: 32))
+        let h = HubHarness { $0.auth = authority }
+        let editor = try await authority.mint(user: "ann", rooms: ["r"], role: .editor, ttl: 600)
+        let viewer = try await authority.mint(user: "vic", rooms: ["r"], role: .viewer, ttl: 600)
+        _ = try await h.joined("ann", token: editor)
+        let anonymous = await h.http("GET", "/v1/rooms/r")
+        #expect(anonymous?.status == 401)
+        let read = h.start("GET", "/v1/rooms/r", token: viewer)
+        await h.settle(until: { read.response != nil })
+        #expect(read.response?.status == 200)
+        let write = h.start("POST", "/v1/rooms/r/batches", body: Self.insertBody(key: "v"), token: viewer)
+        await h.settle(until: { write.response != nil })
+        #expect(write.response?.status == 403)
+        let elsewhere = h.start("GET", "/v1/rooms/other", token: editor)
+        await h.settle(until: { elsewhere.response != nil })
+        #expect(elsewhere.response?.status == 403)
+        let written = h.start("POST", "/v1/rooms/r/batches", query: ["user": "mallory"], body: Self.insertBody(key: "e"),
+                              token: editor)
+        await h.settle(until: { written.response != nil })
+        #expect(written.response?.status == 200)
+        let log = h.start("GET", "/v1/rooms/r/log", token: editor)
+        await h.settle(until: { log.response != nil })
+        guard case .array(let entries)? = log.response?.json?["entries"] else { Issue.record("no log"); return }
+        #expect(entries.first?["author"] == .string("ann"), "the token's user wrote it, not the query's")
+        #expect(entries.first?["entry"] != nil, "ann's own entry is marked undoable for ann")
+    }
+
+    @Test("the change feed: every revision in order from 0, paged; only durable revisions; a waiting poll answered by the next commit")
+    func changeFeed() async throws {
+        let h = HubHarness()
+        let bob = try await h.joined("bob")
+        for seq in 1...5 {
+            await h.send(.submit(seq: seq, base: seq - 1, [.set(1, .glasses(seq % 2 == 0))]), on: bob)
+        }
+        let page = await h.http("GET", "/v1/rooms/r/revisions", query: ["after": "1", "limit": "3"])
+        guard case .array(let revisions)? = page?.json?["revisions"] else { Issue.record("no feed"); return }
+        #expect(revisions.map { $0["rev"] } == [.int(2), .int(3), .int(4)])
+        #expect(page?.json?["head"] == .int(5))
+        #expect(revisions.allSatisfy { $0["author"] == .string("bob") && $0["kind"] == .string("edit") && $0["time"] != nil })
+        h.store.hold()
+        await h.send(.submit(seq: 6, base: 5, [.set(1, .glasses(true))]), on: bob)
+        let notYet = await h.http("GET", "/v1/rooms/r/revisions", query: ["after": "5"])
+        #expect(notYet?.json?["revisions"] == .array([]), "revision 6 is not durable yet")
+        // A long poll (the harness runs timers at once, so a poll registered now would time out now:
+        // this one is answered by the durable revision through `revisionsDurable`).
+        h.store.release()
+        await h.settle()
+        let after = await h.http("GET", "/v1/rooms/r/revisions", query: ["after": "5"])
+        guard case .array(let six)? = after?.json?["revisions"] else { Issue.record("no feed"); return }
+        #expect(six.map { $0["rev"] } == [.int(6)])
+    }
+
+    @Test("restore and selective undo over HTTP, as the caller; log and blame read for the caller")
+    func historyRoutes() async throws {
+        let h = HubHarness()
+        _ = try await h.joined("bob")
+        _ = await h.http("POST", "/v1/rooms/r/batches", query: ["user": "ann"], body: Self.insertBody(key: "1"))
+        _ = await h.http("POST", "/v1/rooms/r/batches", query: ["user": "ann"],
+                         body: #"{"base":1,"key":"2","ops":[{"op":"set","tag":1,"field":"glasses","value":false}]}"#)
+        let log = await h.http("GET", "/v1/rooms/r/log", query: ["user": "ann"])
+        guard case .array(let entries)? = log?.json?["entries"], case .int(let first)? = entries.last?["entry"] else {
+            Issue.record("no entries: \(String(decoding: log?.body ?? [], as: UTF8.self))"); return
+        }
+        let undo = await h.http("POST", "/v1/rooms/r/undo", query: ["user": "ann"], body: #"{"key":"u","entry":\#(first)}"#)
+        #expect(undo?.status == 200 && undo?.json?["rev"] == .int(3), "the older step undone, the later one kept")
+        let blame = await h.http("GET", "/v1/rooms/r/people/1/blame")
+        #expect(blame?.json?["fields"]?["glasses"]?["user"] == .string("ann"))
+        let restore = await h.http("POST", "/v1/rooms/r/restore", query: ["user": "ann"], body: #"{"key":"r","rev":0}"#)
+        #expect(restore?.status == 200 && restore?.json?["rev"] == .int(4))
+        let state = await h.http("GET", "/v1/rooms/r")
+        let seed = await h.http("GET", "/v1/rooms/r", query: ["at": "0"])
+        #expect(state?.json?["people"] == seed?.json?["people"])
+        let missing = await h.http("POST", "/v1/rooms/r/undo", query: ["user": "ann"], body: #"{"key":"m","entry":9999}"#)
+        #expect(missing?.status == 404 && missing?.json?["error"]?["code"] == .string("no-entry"))
+    }
+}
