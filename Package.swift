@@ -29,6 +29,13 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         // Access tokens (HS256 JWTs) for auth.mode token.
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
+        // Outgoing webhook POSTs, on an event loop of their own: never the lws service thread, and a slow
+        // endpoint holds only its own connections.
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        // Already in the graph through jwt-kit and postgres-nio (4.5.2): HMAC-SHA256 for webhook signatures.
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        // Already in the graph through postgres-nio and async-http-client: the webhook tests' HTTP receiver.
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
     ],
     targets: [
         // The pure heart: model, diffs, transform, undo, the room's and the client's state machines, wire messages.
@@ -87,6 +94,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "JWTKit", package: "jwt-kit"),
+            ]
+        ),
+        // Webhooks (HTTP.md §3): each durable revision POSTed, signed, in order per room, to every endpoint
+        // whose patterns match, at least once, from the cursors kept in the store.
+        .target(
+            name: "PeopleWebhooks",
+            dependencies: [
+                "PeopleCore",
+                "PeopleStore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
         .executableTarget(
@@ -168,6 +188,19 @@ let package = Package(
                 "PeopleStore",
                 "WebSocketTransport",
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The dispatcher against a real HTTP receiver on 127.0.0.1 (port 0), on in-memory and SQLite stores.
+        .testTarget(
+            name: "PeopleWebhooksTests",
+            dependencies: [
+                "PeopleWebhooks", "PeopleCore", "PeopleStore", "PeopleStoreSQLite", "PeopleTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         // Start the real peoplekeeper-hub binary on port 0 and talk to it over real WebSockets.

@@ -1,16 +1,34 @@
 import Foundation
 import Metrics
 import PeopleCore
+import Synchronization
 
-/// What a durable store's writer commits: appends and snapshots, in the order they were handed over.
+/// What a durable store's writer commits: appends, snapshots and room deletions, in the order they
+/// were handed over.
 package enum WriterWork: Sendable {
     case append(room: String, entries: [JournalEntry], whenDurable: @Sendable (StoreError?) -> Void)
     case snapshot(room: String, RoomSnapshot)
+    /// Delete the room (journal, snapshot, webhook cursors); the commit sets `found` to whether it
+    /// existed, and `whenDone` is called once the deletion is committed (or with the error).
+    case delete(room: String, found: RoomDeletion, whenDone: @Sendable (StoreError?) -> Void)
 
     package var room: String {
         switch self {
-        case .append(let room, _, _), .snapshot(let room, _): room
+        case .append(let room, _, _), .snapshot(let room, _), .delete(let room, _, _): room
         }
+    }
+}
+
+/// What a deletion found, set by the commit that made it (the last attempt, if a batch was retried
+/// room by room) and read once the writer says it is done.
+package final class RoomDeletion: Sendable {
+    private let existed = Mutex(false)
+
+    package init() {}
+
+    package var found: Bool {
+        get { existed.withLock { $0 } }
+        set { existed.withLock { $0 = newValue } }
     }
 }
 
@@ -62,6 +80,11 @@ package final class GroupCommitWriter: @unchecked Sendable {
             whenDurable(error)
             return
         }
+        if case .delete(_, _, let whenDone) = work, closed {
+            condition.unlock()
+            whenDone(StoreError(.closed, "the store is closed"))
+            return
+        }
         queue.append(work)
         condition.signal()
         condition.unlock()
@@ -72,6 +95,22 @@ package final class GroupCommitWriter: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         return failing
+    }
+
+    /// Deletes `room` after everything handed over before, and waits for the commit. A room that had
+    /// failed takes appends again afterwards (it starts anew).
+    package func delete(room: String) throws(StoreError) -> Bool {
+        let found = RoomDeletion()
+        let outcome = Mutex<StoreError?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        submit(.delete(room: room, found: found, whenDone: { error in
+            outcome.withLock { $0 = error }
+            done.signal()
+        }))
+        done.wait()
+        if let error = outcome.withLock({ $0 }) { throw error }
+        reopen(room: room)
+        return found.found
     }
 
     /// Lets a room that failed take appends again (after it was reloaded from what is durable).
@@ -150,6 +189,7 @@ package final class GroupCommitWriter: @unchecked Sendable {
                 switch work {
                 case .append(_, _, let whenDurable): whenDurable(failure)
                 case .snapshot(let room, _): if let failure { onSnapshotFailure(room, failure) }
+                case .delete(_, _, let whenDone): whenDone(failure)
                 }
             }
         }

@@ -1,3 +1,4 @@
+import Foundation
 import PeopleCore
 import Synchronization
 
@@ -5,14 +6,22 @@ import Synchronization
 ///
 /// Used by tests and by `storage.kind: memory`. Appends are durable at once (as durable as memory
 /// is) and cost no encoding on the caller's thread: records are kept as values, and a snapshot is
-/// encoded only when a room is loaded, as a durable store hands it back. Thread-safe.
+/// encoded only when a room is loaded or listed, as a durable store hands it back. Thread-safe.
 public final class InMemoryStore: PeopleStore {
     private struct Stored {
         var snapshot: RoomSnapshot?
+        /// When the latest snapshot was saved (milliseconds since the epoch).
+        var savedAt: Int64 = 0
         var journal: [JournalEntry] = []
     }
 
-    private let rooms = Mutex<[String: Stored]>([:])
+    private struct State {
+        var rooms: [String: Stored] = [:]
+        /// Endpoint → room → last delivered revision.
+        var cursors: [String: [String: Int]] = [:]
+    }
+
+    private let state = Mutex(State())
 
     public init() {}
 
@@ -20,16 +29,20 @@ public final class InMemoryStore: PeopleStore {
 
     public func append(_ entries: [JournalEntry], room: String,
                        whenDurable: @escaping @Sendable (StoreError?) -> Void) -> AppendOutcome {
-        rooms.withLock { $0[room, default: Stored()].journal.append(contentsOf: entries) }
+        state.withLock { $0.rooms[room, default: Stored()].journal.append(contentsOf: entries) }
         return .durable
     }
 
     public func save(_ snapshot: RoomSnapshot, room: String) {
-        rooms.withLock { $0[room, default: Stored()].snapshot = snapshot }
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        state.withLock {
+            $0.rooms[room, default: Stored()].snapshot = snapshot
+            $0.rooms[room]!.savedAt = now
+        }
     }
 
     public func load(room: String) throws(StoreError) -> StoredRoom? {
-        guard let stored = rooms.withLock({ $0[room] }), let snapshot = stored.snapshot else { return nil }
+        guard let stored = state.withLock({ $0.rooms[room] }), let snapshot = stored.snapshot else { return nil }
         let window = stored.journal.compactMap(\.record.revision)
             .filter { $0.number > snapshot.floor && $0.number <= snapshot.revision }
         let tail = stored.journal.filter { $0.position > snapshot.position }
@@ -37,8 +50,42 @@ public final class InMemoryStore: PeopleStore {
     }
 
     public func revisions(room: String, after: Int, through: Int) throws(StoreError) -> [Revision] {
-        let journal = rooms.withLock { $0[room]?.journal ?? [] }
+        let journal = state.withLock { $0.rooms[room]?.journal ?? [] }
         return journal.compactMap(\.record.revision).filter { $0.number > after && $0.number <= through }
+    }
+
+    /// Encodes each listed room's snapshot to count its people: O(the page's rooms' size).
+    public func listRooms(after: String?, prefix: String?, limit: Int) throws(StoreError) -> [StoredRoomSummary] {
+        let page = state.withLock { state in
+            state.rooms.filter { $0.value.snapshot != nil && StoredRoomSummary.listed($0.key, after: after, prefix: prefix) }
+                .sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+                .prefix(max(limit, 0))
+        }
+        return page.map { name, stored in
+            let head = stored.journal.last { $0.record.revision != nil }?.record.revision
+            return StoredRoomSummary(name: name, rev: head?.number ?? 0,
+                                     people: StoredRoomSummary.people(inSnapshot: stored.snapshot!.json),
+                                     updated: head?.timestamp ?? stored.savedAt)
+        }
+    }
+
+    public func deleteRoom(_ room: String) throws(StoreError) -> Bool {
+        state.withLock { state in
+            for endpoint in state.cursors.keys { state.cursors[endpoint]![room] = nil }
+            return state.rooms.removeValue(forKey: room) != nil
+        }
+    }
+
+    public func webhookCursors(endpoint: String) throws(StoreError) -> [String: Int] {
+        state.withLock { $0.cursors[endpoint] ?? [:] }
+    }
+
+    public func setWebhookCursor(endpoint: String, room: String, rev: Int) throws(StoreError) {
+        state.withLock { $0.cursors[endpoint, default: [:]][room] = max($0.cursors[endpoint]?[room] ?? rev, rev) }
+    }
+
+    public func removeWebhookCursor(endpoint: String, room: String) throws(StoreError) {
+        state.withLock { _ = $0.cursors[endpoint]?.removeValue(forKey: room) }
     }
 
     public func check() throws(StoreError) {}

@@ -33,6 +33,31 @@ public protocol PeopleStore: Sendable {
     /// store no longer keeps them.
     func revisions(room: String, after: Int, through: Int) throws(StoreError) -> [Revision]
 
+    /// Rooms in the store (those with a snapshot), sorted by name in byte order: names greater than
+    /// `after` (all when nil) that start with `prefix` (all when nil), at most `limit` of them. For the
+    /// admin room list, a page at a time: the next page starts after the last name of this one.
+    ///
+    /// `rev` is the head revision in the journal, `people` the count in the latest snapshot (a loaded
+    /// room's hub has newer numbers in memory and says so; an unloaded one was snapshotted at unload).
+    func listRooms(after: String?, prefix: String?, limit: Int) throws(StoreError) -> [StoredRoomSummary]
+
+    /// Deletes the room: its journal, snapshots and webhook cursors. Ordered after everything appended
+    /// or saved before it (the durable stores pass it through their writer), so an append still on its
+    /// way cannot bring the room back. Returns false if there was no such room. Afterwards `load`
+    /// answers nil, and a later first snapshot creates the room anew. Blocks until done.
+    func deleteRoom(_ room: String) throws(StoreError) -> Bool
+
+    /// The webhook cursors of one endpoint (an id the webhook dispatcher derives, its URL): room → the
+    /// last revision delivered there.
+    func webhookCursors(endpoint: String) throws(StoreError) -> [String: Int]
+
+    /// Records that `endpoint` has had every revision of `room` up to `rev`. Never lowers a cursor: a
+    /// smaller `rev` than the one stored changes nothing (to start a room over, remove its cursor first).
+    func setWebhookCursor(endpoint: String, room: String, rev: Int) throws(StoreError)
+
+    /// Forgets the cursor of `endpoint` for `room` (nothing if there is none).
+    func removeWebhookCursor(endpoint: String, room: String) throws(StoreError)
+
     /// Throws if the store cannot be reached or written now (for `/healthz`). Blocks: call it off the
     /// service thread.
     func check() throws(StoreError)

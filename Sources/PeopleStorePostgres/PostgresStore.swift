@@ -159,6 +159,22 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         CREATE TABLE IF NOT EXISTS room_owners (
             room text PRIMARY KEY, node text NOT NULL, url text NOT NULL, since timestamptz NOT NULL DEFAULT now())
         """,
+        // The room list reads a snapshot's count of people and save time instead of parsing it; rows
+        // from before these columns get them once here (people from the JSON, the time as now).
+        "ALTER TABLE snapshots ADD COLUMN IF NOT EXISTS people bigint",
+        "ALTER TABLE snapshots ADD COLUMN IF NOT EXISTS saved_at bigint",
+        """
+        UPDATE snapshots SET people = coalesce(json_array_length(state::json -> 'people'), 0),
+            saved_at = coalesce(saved_at, (extract(epoch FROM now()) * 1000)::bigint)
+        WHERE people IS NULL OR saved_at IS NULL
+        """,
+        // Byte order for the room list's pages, whatever the database's collation.
+        #"CREATE INDEX IF NOT EXISTS snapshots_room_bytes ON snapshots (room COLLATE "C")"#,
+        """
+        CREATE TABLE IF NOT EXISTS webhook_cursors (
+            endpoint text NOT NULL, room text NOT NULL, rev bigint NOT NULL, PRIMARY KEY (endpoint, room))
+        """,
+        "CREATE INDEX IF NOT EXISTS webhook_cursors_room ON webhook_cursors (room)",
     ]
 
     // MARK: Writing
@@ -174,60 +190,103 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     }
 
     /// One commit for the batch: every record in one `INSERT … SELECT FROM unnest(…)`, then the
-    /// snapshots (a snapshot never replaces a newer one).
+    /// snapshots (a snapshot never replaces a newer one). A deletion splits the batch: what came before
+    /// it is written, then deleted with the room, then what came after is written, all in one commit.
     private func commit(_ batch: [WriterWork]) throws {
-        var rooms: [String] = [], positions: [Int] = [], revisions: [Int] = [], kinds: [String] = []
-        var authors: [String] = [], labels: [String] = [], times: [Int] = [], records: [String] = []
-        var snapshots: [(String, RoomSnapshot)] = []
+        var segments = [CommitSegment()]
         for work in batch {
             switch work {
             case .append(let room, let entries, _):
-                for entry in entries {
-                    let row = JournalRow(entry)
-                    rooms.append(room)
-                    positions.append(entry.position)
-                    revisions.append(row.revision ?? -1)
-                    kinds.append(row.kind)
-                    authors.append(row.author ?? "")
-                    labels.append(row.label ?? "")
-                    times.append(row.at ?? -1)
-                    records.append(row.record)
-                }
+                segments[segments.count - 1].rows.add(entries, room: room)
             case .snapshot(let room, let snapshot):
-                snapshots.append((room, snapshot))
+                segments[segments.count - 1].snapshots.append((room, snapshot))
+            case .delete(let room, let found, _):
+                segments[segments.count - 1].deletion = (room, found)
+                segments.append(CommitSegment())
             }
         }
-        let insert: PostgresQuery = """
+        try lock.withLock {
+            let connection = try writerLocked()
+            if segments.count == 1 && segments[0].snapshots.isEmpty {
+                // One statement: its own commit.
+                if !segments[0].rows.isEmpty { _ = try run(segments[0].rows.insert, on: connection) }
+                return
+            }
+            _ = try run("BEGIN", on: connection)
+            do {
+                for segment in segments { try write(segment, on: connection) }
+                _ = try run("COMMIT", on: connection)
+            } catch {
+                _ = try? run("ROLLBACK", on: connection)
+                throw error
+            }
+        }
+    }
+
+    /// Appends and snapshots up to a deletion (or the end of a batch), then that deletion.
+    private struct CommitSegment {
+        var rows = JournalRows()
+        var snapshots: [(String, RoomSnapshot)] = []
+        var deletion: (String, RoomDeletion)?
+    }
+
+    /// Journal rows as parallel arrays, for one `unnest` insert.
+    private struct JournalRows {
+        var rooms: [String] = [], positions: [Int] = [], revisions: [Int] = [], kinds: [String] = []
+        var authors: [String] = [], labels: [String] = [], times: [Int] = [], records: [String] = []
+
+        var isEmpty: Bool { rooms.isEmpty }
+
+        mutating func add(_ entries: [JournalEntry], room: String) {
+            for entry in entries {
+                let row = JournalRow(entry)
+                rooms.append(room)
+                positions.append(entry.position)
+                revisions.append(row.revision ?? -1)
+                kinds.append(row.kind)
+                authors.append(row.author ?? "")
+                labels.append(row.label ?? "")
+                times.append(row.at ?? -1)
+                records.append(row.record)
+            }
+        }
+
+        var insert: PostgresQuery {
+            """
             INSERT INTO journal (room, position, revision, kind, author, label, at, record)
             SELECT r, p, NULLIF(v, -1), k, NULLIF(a, ''), NULLIF(l, ''), NULLIF(t, -1), j
             FROM unnest(\(rooms)::text[], \(positions)::int8[], \(revisions)::int8[], \(kinds)::text[],
                         \(authors)::text[], \(labels)::text[], \(times)::int8[], \(records)::text[])
                 AS x(r, p, v, k, a, l, t, j)
             """
-        try lock.withLock {
-            let connection = try writerLocked()
-            if snapshots.isEmpty {
-                if !rooms.isEmpty { _ = try run(insert, on: connection) }  // one statement: its own commit
-                return
-            }
-            _ = try run("BEGIN", on: connection)
-            do {
-                if !rooms.isEmpty { _ = try run(insert, on: connection) }
-                for (room, snapshot) in snapshots {
-                    let state = String(decoding: snapshot.json.bytes, as: UTF8.self)
-                    _ = try run("""
-                        INSERT INTO snapshots (room, position, revision, floor, state)
-                        VALUES (\(room), \(snapshot.position), \(snapshot.revision), \(snapshot.floor), \(state))
-                        ON CONFLICT (room) DO UPDATE SET position = EXCLUDED.position, revision = EXCLUDED.revision,
-                            floor = EXCLUDED.floor, state = EXCLUDED.state
-                        WHERE snapshots.position <= EXCLUDED.position
-                        """, on: connection)
-                }
-                _ = try run("COMMIT", on: connection)
-            } catch {
-                _ = try? run("ROLLBACK", on: connection)
-                throw error
-            }
+        }
+    }
+
+    /// Writes one segment inside the batch's transaction. Call with `lock` held.
+    private func write(_ segment: CommitSegment, on connection: PostgresConnection) throws {
+        if !segment.rows.isEmpty { _ = try run(segment.rows.insert, on: connection) }
+        let now = Int(Date().timeIntervalSince1970 * 1000)
+        for (room, snapshot) in segment.snapshots {
+            let json = snapshot.json
+            let state = String(decoding: json.bytes, as: UTF8.self)
+            let people = StoredRoomSummary.people(inSnapshot: json)
+            _ = try run("""
+                INSERT INTO snapshots (room, position, revision, floor, state, people, saved_at)
+                VALUES (\(room), \(snapshot.position), \(snapshot.revision), \(snapshot.floor), \(state), \(people), \(now))
+                ON CONFLICT (room) DO UPDATE SET position = EXCLUDED.position, revision = EXCLUDED.revision,
+                    floor = EXCLUDED.floor, state = EXCLUDED.state, people = EXCLUDED.people,
+                    saved_at = EXCLUDED.saved_at
+                WHERE snapshots.position <= EXCLUDED.position
+                """, on: connection)
+        }
+        if let (room, found) = segment.deletion {
+            let existed = try run("""
+                WITH j AS (DELETE FROM journal WHERE room = \(room) RETURNING 1),
+                     s AS (DELETE FROM snapshots WHERE room = \(room) RETURNING 1),
+                     c AS (DELETE FROM webhook_cursors WHERE room = \(room) RETURNING 1)
+                SELECT EXISTS (SELECT 1 FROM j) OR EXISTS (SELECT 1 FROM s)
+                """, on: connection).rows.first?.decode(Bool.self) ?? false
+            found.found = existed
         }
     }
 
@@ -266,6 +325,77 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             }
         } catch {
             throw Self.storeError(error, "cannot read revisions of room \(room): \(Self.describe(error))")
+        }
+    }
+
+    /// One query over the snapshots in byte order (`COLLATE "C"`, its own index), each with its head
+    /// revision and that revision's time from the journal's revision index.
+    public func listRooms(after: String?, prefix: String?, limit: Int) throws(StoreError) -> [StoredRoomSummary] {
+        let after = after ?? "", prefix = prefix ?? "", limit = max(limit, 0)
+        do {
+            return try withReader { connection in
+                try run("""
+                    SELECT s.room, s.people, s.saved_at, h.revision, h.at
+                    FROM snapshots s
+                    LEFT JOIN LATERAL (SELECT j.revision, j.at FROM journal j
+                                       WHERE j.room = s.room AND j.revision IS NOT NULL
+                                       ORDER BY j.revision DESC LIMIT 1) h ON true
+                    WHERE s.room COLLATE "C" > \(after) AND starts_with(s.room, \(prefix))
+                    ORDER BY s.room COLLATE "C" LIMIT \(limit)
+                    """, on: connection).rows.map { row in
+                    let (name, people, saved, head, at) = try row.decode((String, Int?, Int?, Int?, Int?).self)
+                    return StoredRoomSummary(name: name, rev: head ?? 0, people: people ?? 0,
+                                             updated: Int64(at ?? saved ?? 0))
+                }
+            }
+        } catch {
+            throw Self.storeError(error, "cannot list rooms: \(Self.describe(error))")
+        }
+    }
+
+    public func webhookCursors(endpoint: String) throws(StoreError) -> [String: Int] {
+        do {
+            return try withReader { connection in
+                var cursors: [String: Int] = [:]
+                for row in try run("SELECT room, rev FROM webhook_cursors WHERE endpoint = \(endpoint)", on: connection).rows {
+                    let (room, rev) = try row.decode((String, Int).self)
+                    cursors[room] = rev
+                }
+                return cursors
+            }
+        } catch {
+            throw Self.storeError(error, "cannot read the webhook cursors of \(endpoint): \(Self.describe(error))")
+        }
+    }
+
+    // MARK: Webhook cursors and deletion
+
+    /// Deletes through the writer, after everything appended before (see `commit`).
+    public func deleteRoom(_ room: String) throws(StoreError) -> Bool {
+        try writer.delete(room: room)
+    }
+
+    /// On a pooled connection in autocommit, not the writer's: a cursor waits for no group commit.
+    public func setWebhookCursor(endpoint: String, room: String, rev: Int) throws(StoreError) {
+        do {
+            try withReader { connection in
+                _ = try run("""
+                    INSERT INTO webhook_cursors (endpoint, room, rev) VALUES (\(endpoint), \(room), \(rev))
+                    ON CONFLICT (endpoint, room) DO UPDATE SET rev = greatest(webhook_cursors.rev, EXCLUDED.rev)
+                    """, on: connection)
+            }
+        } catch {
+            throw Self.storeError(error, "cannot set the webhook cursor of \(endpoint) for \(room): \(Self.describe(error))")
+        }
+    }
+
+    public func removeWebhookCursor(endpoint: String, room: String) throws(StoreError) {
+        do {
+            try withReader { connection in
+                _ = try run("DELETE FROM webhook_cursors WHERE endpoint = \(endpoint) AND room = \(room)", on: connection)
+            }
+        } catch {
+            throw Self.storeError(error, "cannot remove the webhook cursor of \(endpoint) for \(room): \(Self.describe(error))")
         }
     }
 

@@ -7,7 +7,9 @@ import PeopleStore
 /// The embedded store: one SQLite file (WAL, `synchronous=FULL`), written by a group-commit thread.
 ///
 /// Tables: `journal` (every record of every room: position, and for revisions their number, kind,
-/// author, label and time, then the record itself as JSON) and `snapshots` (each room's latest).
+/// author, label and time, then the record itself as JSON), `snapshots` (each room's latest, with its
+/// count of people and when it was saved) and `webhook_cursors` (endpoint, room → last delivered
+/// revision).
 /// Reads run on their own connections beside the writer (WAL), so a catch-up read never waits for a
 /// commit. The schema is created and upgraded by GRDB migrations at open.
 public final class SQLiteStore: PeopleStore {
@@ -77,6 +79,23 @@ public final class SQLiteStore: PeopleStore {
                 ) WITHOUT ROWID;
                 """)
         }
+        // The room list reads these instead of parsing every snapshot; rows from before get their count
+        // once, here (SQLite's JSON functions), and their save time as the migration's.
+        migrator.registerMigration("v2: room summaries and webhook cursors") { db in
+            try db.execute(sql: """
+                ALTER TABLE snapshots ADD COLUMN people INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE snapshots ADD COLUMN saved_at INTEGER NOT NULL DEFAULT 0;
+                CREATE TABLE webhook_cursors (
+                    endpoint TEXT NOT NULL,
+                    room TEXT NOT NULL,
+                    rev INTEGER NOT NULL,
+                    PRIMARY KEY (endpoint, room)
+                ) WITHOUT ROWID;
+                CREATE INDEX webhook_cursors_room ON webhook_cursors (room);
+                """)
+            try db.execute(sql: "UPDATE snapshots SET people = coalesce(json_array_length(state, '$.people'), 0), saved_at = ?",
+                           arguments: [Self.now()])
+        }
         return migrator
     }
 
@@ -90,7 +109,10 @@ public final class SQLiteStore: PeopleStore {
         writer.submit(.snapshot(room: room, snapshot))
     }
 
-    /// One transaction for the whole batch: records, then snapshots, in order.
+    /// Milliseconds since the epoch (a snapshot's save time).
+    static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    /// One transaction for the whole batch: records, snapshots and deletions, in order.
     static func commit(_ batch: [WriterWork], to pool: DatabasePool) throws {
         try pool.write { db in
             let insert = try db.cachedStatement(sql: """
@@ -98,8 +120,10 @@ public final class SQLiteStore: PeopleStore {
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """)
             let snapshot = try db.cachedStatement(sql: """
-                INSERT OR REPLACE INTO snapshots (room, position, revision, floor, state) VALUES (?, ?, ?, ?, ?)
+                INSERT OR REPLACE INTO snapshots (room, position, revision, floor, state, people, saved_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
                 """)
+            let now = Self.now()
             for work in batch {
                 switch work {
                 case .append(let room, let entries, _):
@@ -109,8 +133,17 @@ public final class SQLiteStore: PeopleStore {
                                                        row.label, row.at, row.record])
                     }
                 case .snapshot(let room, let s):
+                    let json = s.json
                     try snapshot.execute(arguments: [room, s.position, s.revision, s.floor,
-                                                     String(decoding: s.json.bytes, as: UTF8.self)])
+                                                     String(decoding: json.bytes, as: UTF8.self),
+                                                     StoredRoomSummary.people(inSnapshot: json), now])
+                case .delete(let room, let found, _):
+                    try db.execute(sql: "DELETE FROM journal WHERE room = ?", arguments: [room])
+                    var existed = db.changesCount > 0
+                    try db.execute(sql: "DELETE FROM snapshots WHERE room = ?", arguments: [room])
+                    existed = existed || db.changesCount > 0
+                    try db.execute(sql: "DELETE FROM webhook_cursors WHERE room = ?", arguments: [room])
+                    found.found = existed
                 }
             }
         }
@@ -159,6 +192,76 @@ public final class SQLiteStore: PeopleStore {
             }
         } catch {
             throw Self.storeError(error, "cannot read revisions of room \(room): \(error)")
+        }
+    }
+
+    /// One query: the snapshots' rows in name order (SQLite compares TEXT bytewise), each with its head
+    /// revision and that revision's time from the journal's revision index.
+    public func listRooms(after: String?, prefix: String?, limit: Int) throws(StoreError) -> [StoredRoomSummary] {
+        do {
+            return try pool.read { db in
+                let rows = try Row.fetchAll(db, sql: """
+                    SELECT s.room, s.people, s.saved_at,
+                           (SELECT j.revision FROM journal j WHERE j.room = s.room AND j.revision IS NOT NULL
+                            ORDER BY j.revision DESC LIMIT 1) AS head,
+                           (SELECT j.at FROM journal j WHERE j.room = s.room AND j.revision IS NOT NULL
+                            ORDER BY j.revision DESC LIMIT 1) AS head_at
+                    FROM snapshots s
+                    WHERE s.room > ? AND s.room >= ? AND substr(s.room, 1, length(?)) = ?
+                    ORDER BY s.room LIMIT ?
+                    """, arguments: [after ?? "", prefix ?? "", prefix ?? "", prefix ?? "", max(limit, 0)])
+                return rows.map { row in
+                    StoredRoomSummary(name: row["room"], rev: row["head"] ?? 0, people: row["people"],
+                                      updated: row["head_at"] ?? row["saved_at"])
+                }
+            }
+        } catch {
+            throw Self.storeError(error, "cannot list rooms: \(error)")
+        }
+    }
+
+    /// Through the writer, after everything appended before.
+    public func deleteRoom(_ room: String) throws(StoreError) -> Bool {
+        try writer.delete(room: room)
+    }
+
+    public func webhookCursors(endpoint: String) throws(StoreError) -> [String: Int] {
+        do {
+            return try pool.read { db in
+                var cursors: [String: Int] = [:]
+                for row in try Row.fetchAll(db, sql: "SELECT room, rev FROM webhook_cursors WHERE endpoint = ?",
+                                            arguments: [endpoint]) {
+                    cursors[row["room"]] = row["rev"]
+                }
+                return cursors
+            }
+        } catch {
+            throw Self.storeError(error, "cannot read the webhook cursors of \(endpoint): \(error)")
+        }
+    }
+
+    /// Written directly (not through the group commit): a cursor is the webhook dispatcher's, which
+    /// calls from its own threads, and waits for nothing the hub appends.
+    public func setWebhookCursor(endpoint: String, room: String, rev: Int) throws(StoreError) {
+        do {
+            try pool.write { db in
+                try db.execute(sql: """
+                    INSERT INTO webhook_cursors (endpoint, room, rev) VALUES (?, ?, ?)
+                    ON CONFLICT (endpoint, room) DO UPDATE SET rev = max(rev, excluded.rev)
+                    """, arguments: [endpoint, room, rev])
+            }
+        } catch {
+            throw Self.storeError(error, "cannot set the webhook cursor of \(endpoint) for \(room): \(error)")
+        }
+    }
+
+    public func removeWebhookCursor(endpoint: String, room: String) throws(StoreError) {
+        do {
+            try pool.write { db in
+                try db.execute(sql: "DELETE FROM webhook_cursors WHERE endpoint = ? AND room = ?", arguments: [endpoint, room])
+            }
+        } catch {
+            throw Self.storeError(error, "cannot remove the webhook cursor of \(endpoint) for \(room): \(error)")
         }
     }
 

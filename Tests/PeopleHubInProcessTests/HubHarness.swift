@@ -141,6 +141,18 @@ final class ScriptedStore: PeopleStore, @unchecked Sendable {
         try inner.revisions(room: room, after: after, through: through)
     }
 
+    func listRooms(after: String?, prefix: String?, limit: Int) throws(StoreError) -> [StoredRoomSummary] {
+        try inner.listRooms(after: after, prefix: prefix, limit: limit)
+    }
+    func deleteRoom(_ room: String) throws(StoreError) -> Bool { try inner.deleteRoom(room) }
+    func webhookCursors(endpoint: String) throws(StoreError) -> [String: Int] { try inner.webhookCursors(endpoint: endpoint) }
+    func setWebhookCursor(endpoint: String, room: String, rev: Int) throws(StoreError) {
+        try inner.setWebhookCursor(endpoint: endpoint, room: room, rev: rev)
+    }
+    func removeWebhookCursor(endpoint: String, room: String) throws(StoreError) {
+        try inner.removeWebhookCursor(endpoint: endpoint, room: room)
+    }
+
     func check() throws(StoreError) {}
     func close() {}
 }

@@ -311,6 +311,11 @@ final class LeasedElsewhere: PeopleStore, RoomLeases, @unchecked Sendable {
     func save(_ snapshot: RoomSnapshot, room: String) { inner.save(snapshot, room: room) }
     func load(room: String) throws(StoreError) -> StoredRoom? { try inner.load(room: room) }
     func revisions(room: String, after: Int, through: Int) throws(StoreError) -> [Revision] { [] }
+    func listRooms(after: String?, prefix: String?, limit: Int) throws(StoreError) -> [StoredRoomSummary] { [] }
+    func deleteRoom(_ room: String) throws(StoreError) -> Bool { false }
+    func webhookCursors(endpoint: String) throws(StoreError) -> [String: Int] { [:] }
+    func setWebhookCursor(endpoint: String, room: String, rev: Int) throws(StoreError) {}
+    func removeWebhookCursor(endpoint: String, room: String) throws(StoreError) {}
     func check() throws(StoreError) {}
     func close() {}
     func acquire(room: String) throws(StoreError) -> LeaseOutcome { .ownedBy(node: "there", url: "ws://owner:9000") }

@@ -196,6 +196,114 @@ struct StoreContract {
         }
     }
 
+    /// Rooms come in byte order (upper case before lower), only those with the prefix, a page at a
+    /// time after a name; each with its head revision, its snapshot's count of people and the time of
+    /// its head revision (or of its snapshot, for a room with none).
+    func listRoomsInPages() throws {
+        let store = try open()
+        defer { store.close() }
+        let p = "\(prefix)list-"
+        var a = try seededRoom(store, p + "a", rounds: 3)
+        let mark = a.room.journalPosition
+        a.edit([.remove(1)], from: "sa-\(p)a-0", label: "Remove")
+        try appendAndWait(store, a.entries(after: mark), room: p + "a")
+        store.save(a.room.snapshot(), room: p + "a")
+        let before = Int64(Date().timeIntervalSince1970 * 1000)
+        let quiet = RoomDriver(name: p + "B")
+        store.save(quiet.room.snapshot(), room: p + "B")
+        let c = try seededRoom(store, p + "c", rounds: 1)
+        _ = try seededRoom(store, "\(prefix)lisu-other", rounds: 1)
+        // A journal without a snapshot is not a room yet.
+        try appendAndWait(store, c.entries, room: p + "d")
+        // (Saves go through the writer, in order: every save above is durable once these appends are.)
+        let after = Int64(Date().timeIntervalSince1970 * 1000)
+
+        let all = try store.listRooms(after: nil, prefix: p, limit: 100)
+        #expect(all.map(\.name) == [p + "B", p + "a", p + "c"])
+        let first = try #require(all.first { $0.name == p + "a" })
+        #expect(first.rev == a.room.revision)
+        #expect(first.people == a.room.model.count)
+        #expect(first.people == PeopleModel.tutorialSeed.count - 1)
+        #expect(first.updated == a.entries.compactMap(\.record.revision).last?.timestamp)
+        let empty = try #require(all.first)
+        #expect(empty.rev == 0 && empty.people == PeopleModel.tutorialSeed.count)
+        #expect(empty.updated >= before - 1000 && empty.updated <= after + 1000)
+        #expect(all.last?.rev == c.room.revision)
+
+        #expect(try store.listRooms(after: nil, prefix: p, limit: 2).map(\.name) == [p + "B", p + "a"])
+        #expect(try store.listRooms(after: p + "a", prefix: p, limit: 2).map(\.name) == [p + "c"])
+        #expect(try store.listRooms(after: p + "c", prefix: p, limit: 2).isEmpty)
+        #expect(try store.listRooms(after: p + "a", prefix: nil, limit: 1).map(\.name) == [p + "c"])
+        #expect(try store.listRooms(after: nil, prefix: "\(prefix)lis", limit: 100).count == 4)
+    }
+
+    /// A deleted room is gone (load, revisions, list, its webhook cursors); deleting it again says it
+    /// was not there; its name can be used for a new room, which keeps nothing of the old one.
+    func deleteThenRecreate() throws {
+        let store = try open()
+        defer { store.close() }
+        let name = "\(prefix)doomed"
+        _ = try seededRoom(store, name, rounds: 4)
+        try store.setWebhookCursor(endpoint: "\(prefix)hook", room: name, rev: 3)
+        try store.setWebhookCursor(endpoint: "\(prefix)hook", room: "\(prefix)kept", rev: 2)
+        #expect(try store.deleteRoom(name))
+        #expect(try store.load(room: name) == nil)
+        #expect(try store.revisions(room: name, after: 0, through: 1000).isEmpty)
+        #expect(try store.listRooms(after: nil, prefix: name, limit: 10).isEmpty)
+        #expect(try store.webhookCursors(endpoint: "\(prefix)hook") == ["\(prefix)kept": 2])
+        #expect(try store.deleteRoom(name) == false)
+
+        let again = try seededRoom(store, name, rounds: 1)
+        let stored = try #require(try store.load(room: name))
+        #expect(stored.tail.map(\.position) == Array(1...again.room.journalPosition))
+        #expect(try Room(restoring: stored, policy: RoomPolicy()).model == again.room.model)
+        #expect(try store.revisions(room: name, after: 0, through: 1000) == again.entries.compactMap(\.record.revision))
+    }
+
+    /// A deletion waits for what was appended before it: an append still in the writer's queue does
+    /// not bring the room back.
+    func deleteAfterPendingAppend() throws {
+        let store = try open()
+        defer { store.close() }
+        let name = "\(prefix)racing"
+        var driver = RoomDriver(name: name)
+        store.save(driver.room.snapshot(), room: name)
+        driver.play(rounds: 30)
+        let completed = DispatchSemaphore(value: 0)
+        let outcome = store.append(driver.entries, room: name) { _ in completed.signal() }
+        #expect(try store.deleteRoom(name))
+        if outcome == .pending { #expect(completed.wait(timeout: .now() + 30) == .success) }
+        #expect(try store.load(room: name) == nil)
+        #expect(try store.revisions(room: name, after: 0, through: 1000).isEmpty)
+    }
+
+    /// Cursors are per endpoint and room, never move back, can be removed, and outlive the store
+    /// being closed and opened again.
+    func webhookCursorsPersist() throws {
+        let store = try open()
+        let (e1, e2) = ("\(prefix)https://one.example/hook", "\(prefix)https://two.example/hook")
+        let (r1, r2) = ("\(prefix)cursor-1", "\(prefix)cursor-2")
+        #expect(try store.webhookCursors(endpoint: e1).isEmpty)
+        try store.setWebhookCursor(endpoint: e1, room: r1, rev: 5)
+        try store.setWebhookCursor(endpoint: e1, room: r1, rev: 3)
+        try store.setWebhookCursor(endpoint: e1, room: r2, rev: 0)
+        try store.setWebhookCursor(endpoint: e1, room: r2, rev: 1)
+        try store.setWebhookCursor(endpoint: e2, room: r1, rev: 9)
+        #expect(try store.webhookCursors(endpoint: e1) == [r1: 5, r2: 1])
+        try store.removeWebhookCursor(endpoint: e1, room: r2)
+        try store.removeWebhookCursor(endpoint: e1, room: "\(prefix)never")
+        #expect(try store.webhookCursors(endpoint: e1) == [r1: 5])
+        // After a removal a room starts over from any revision.
+        try store.removeWebhookCursor(endpoint: e2, room: r1)
+        try store.setWebhookCursor(endpoint: e2, room: r1, rev: 0)
+        store.close()
+
+        let reopened = try open()
+        defer { reopened.close() }
+        #expect(try reopened.webhookCursors(endpoint: e1) == [r1: 5])
+        #expect(try reopened.webhookCursors(endpoint: e2) == [r1: 0])
+    }
+
     /// An append that cannot be made durable is reported, and the room takes no later append until it
     /// is loaded again: a journal never has a gap.
     func failedAppendBreaksTheRoom() throws {
@@ -231,6 +339,10 @@ struct InMemoryStoreContractTests {
     @Test func snapshotThenTail() async throws { try await contract.run { try $0.snapshotThenTail() } }
     @Test func revisionRanges() async throws { try await contract.run { try $0.revisionRanges() } }
     @Test func concurrentAppends() async throws { try await contract.run { try $0.concurrentAppends() } }
+    @Test func listRoomsInPages() async throws { try await contract.run { try $0.listRoomsInPages() } }
+    @Test func deleteThenRecreate() async throws { try await contract.run { try $0.deleteThenRecreate() } }
+    @Test func deleteAfterPendingAppend() async throws { try await contract.run { try $0.deleteAfterPendingAppend() } }
+    @Test func webhookCursorsPersist() async throws { try await contract.run { try $0.webhookCursorsPersist() } }
 }
 
 @Suite("Store contract: SQLite")
@@ -246,6 +358,10 @@ struct SQLiteStoreContractTests {
     @Test func snapshotThenTail() async throws { try await contract.run { try $0.snapshotThenTail() } }
     @Test func revisionRanges() async throws { try await contract.run { try $0.revisionRanges() } }
     @Test func concurrentAppends() async throws { try await contract.run { try $0.concurrentAppends() } }
+    @Test func listRoomsInPages() async throws { try await contract.run { try $0.listRoomsInPages() } }
+    @Test func deleteThenRecreate() async throws { try await contract.run { try $0.deleteThenRecreate() } }
+    @Test func deleteAfterPendingAppend() async throws { try await contract.run { try $0.deleteAfterPendingAppend() } }
+    @Test func webhookCursorsPersist() async throws { try await contract.run { try $0.webhookCursorsPersist() } }
     @Test func failedAppendBreaksTheRoom() async throws { try await contract.run { try $0.failedAppendBreaksTheRoom() } }
 
     @Test("the file is in WAL mode and an online backup holds every room")
@@ -294,6 +410,10 @@ struct PostgresStoreContractTests {
     @Test func snapshotThenTail() async throws { try await contract.run { try $0.snapshotThenTail() } }
     @Test func revisionRanges() async throws { try await contract.run { try $0.revisionRanges() } }
     @Test func concurrentAppends() async throws { try await contract.run { try $0.concurrentAppends() } }
+    @Test func listRoomsInPages() async throws { try await contract.run { try $0.listRoomsInPages() } }
+    @Test func deleteThenRecreate() async throws { try await contract.run { try $0.deleteThenRecreate() } }
+    @Test func deleteAfterPendingAppend() async throws { try await contract.run { try $0.deleteAfterPendingAppend() } }
+    @Test func webhookCursorsPersist() async throws { try await contract.run { try $0.webhookCursorsPersist() } }
     @Test func failedAppendBreaksTheRoom() async throws { try await contract.run { try $0.failedAppendBreaksTheRoom() } }
 
     @Test("a room is leased to one node at a time; the others are told its URL; a dead node's rooms are free at once")

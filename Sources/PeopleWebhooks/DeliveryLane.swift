@@ -1,0 +1,233 @@
+import PeopleCore
+
+/// One endpoint's deliveries for one room: a pure state machine (no I/O, time and randomness passed
+/// in) that the dispatcher's lane task asks for its next step and tells what came of it.
+///
+/// Invariants: items go out one at a time, room events first, then revisions `cursor + 1, + 2, …` in
+/// order; a revision counts only once delivered, and the cursor the store gets never runs ahead of
+/// what was delivered, so a crash can only repeat deliveries, never lose one. A room deleted or
+/// created anew starts a new `generation`: what was in flight for the old one is dropped when it
+/// returns. Revisions come from the store (`read`), never from memory only.
+struct DeliveryLane: Sendable {
+    /// The last revision delivered; nil until known (from the store, else where the lane started).
+    private(set) var cursor: Int?
+    /// Where to start if the store has no cursor: the head when the endpoint first saw the room, so a
+    /// newly configured endpoint hears of changes from then on.
+    private(set) var startAt: Int?
+    /// The newest durable revision known.
+    private(set) var head = 0
+    /// What the store's cursor needs before it is written again.
+    private(set) var reset: CursorReset?
+    /// A cursor delivered but not yet written to the store.
+    private(set) var unwritten: Int?
+    /// Room events to deliver before any revision.
+    private(set) var notices: [RoomNotice] = []
+    /// Revisions read from the store and not yet delivered: `cursor + 1`, `+ 2`, … in order.
+    private(set) var buffer: [Revision] = []
+    private(set) var generation = 0
+    /// Failures in a row of the item at the front, and when the first of them was.
+    private(set) var failures = 0
+    private(set) var failingSince: Int64?
+    /// Whether a task is driving this lane (only one ever is).
+    var running = false
+
+    enum CursorReset: Sendable, Hashable {
+        /// The room is gone: remove the cursor.
+        case forget
+        /// The room began anew: remove the cursor and write 0, so every revision is delivered.
+        case zero
+    }
+
+    /// What to do next.
+    enum Step: Sendable {
+        /// Nothing to do (or the endpoint is failing): the task ends.
+        case stop
+        /// Read the stored cursor and hand it to `loaded(_:)`.
+        case loadCursor
+        /// Apply the reset to the store, then `didReset(_:)`.
+        case resetCursor(CursorReset)
+        /// Write this cursor, then `wrote(_:)`.
+        case writeCursor(Int)
+        /// Read revisions `after + 1 ... through`, then `read(_:after:through:generation:)`.
+        case read(after: Int, through: Int, generation: Int)
+        /// POST it, then `delivered(_:generation:)` or `failed(now:policy:unit:generation:)`.
+        case post(LaneItem, generation: Int)
+    }
+
+    /// How many deliveries wait: room events and revisions up to the known head.
+    var backlog: Int {
+        let from = cursor ?? startAt ?? head
+        return notices.count + max(head - from, 0)
+    }
+
+    var isRetrying: Bool { failingSince != nil }
+
+    /// Nothing known and nothing to do (a deleted room whose cursor is gone): the lane can be dropped.
+    var isEmpty: Bool {
+        cursor == nil && startAt == nil && head == 0 && reset == nil && unwritten == nil && notices.isEmpty && failures == 0
+    }
+
+    mutating func next(endpointFailing: Bool, chunk: Int) -> Step {
+        if endpointFailing { return stop() }
+        if let reset { return .resetCursor(reset) }
+        if let notice = notices.first { return .post(.notice(notice), generation: generation) }
+        if cursor == nil {
+            guard startAt != nil else { return stop() }
+            return .loadCursor
+        }
+        if let unwritten { return .writeCursor(unwritten) }
+        if let revision = buffer.first { return .post(.revision(revision), generation: generation) }
+        if let cursor, cursor < head {
+            return .read(after: cursor, through: min(head, cursor + max(chunk, 1)), generation: generation)
+        }
+        return stop()
+    }
+
+    private mutating func stop() -> Step {
+        running = false
+        return .stop
+    }
+
+    // MARK: Events from the hub
+
+    /// A revision of the room is durable.
+    mutating func revisionDurable(_ rev: Int) {
+        if cursor == nil && startAt == nil { startAt = rev - 1 }
+        head = max(head, rev)
+    }
+
+    /// The room is in the store with this head, and `stored` is the endpoint's cursor there (the
+    /// dispatcher's start). Without a stored cursor the lane starts at the head (or where a revision
+    /// seen meanwhile put it), and writes that.
+    mutating func resume(head rev: Int, stored: Int?) {
+        if cursor == nil && reset == nil {
+            if let stored {
+                cursor = stored
+            } else {
+                let start = min(startAt ?? rev, rev)
+                cursor = start
+                unwritten = start
+            }
+        }
+        head = max(head, rev)
+    }
+
+    /// The room was created: every revision from the first is delivered, after `notice` if any.
+    mutating func created(_ notice: RoomNotice?) {
+        beginGeneration()
+        reset = .zero
+        cursor = 0
+        head = 0
+        if let notice { notices.append(notice) }
+    }
+
+    /// The room was deleted: nothing more of it is delivered but `notice`, and its cursor goes.
+    mutating func deleted(_ notice: RoomNotice?) {
+        beginGeneration()
+        reset = .forget
+        cursor = nil
+        head = 0
+        if let notice { notices.append(notice) }
+    }
+
+    private mutating func beginGeneration() {
+        generation += 1
+        buffer = []
+        unwritten = nil
+        startAt = nil
+        if notices.isEmpty { clearFailures() }
+    }
+
+    /// The endpoint was re-enabled: the front item is tried again at once, with a new give-up period.
+    mutating func clearFailures() {
+        failures = 0
+        failingSince = nil
+    }
+
+    // MARK: Outcomes of steps
+
+    mutating func loaded(_ stored: Int?) {
+        guard cursor == nil, let startAt else { return }
+        if let stored {
+            cursor = stored
+        } else {
+            cursor = startAt
+            unwritten = startAt
+        }
+        head = max(head, cursor!)
+    }
+
+    mutating func didReset(_ done: CursorReset) {
+        if reset == done { reset = nil }
+    }
+
+    mutating func wrote(_ rev: Int) {
+        if unwritten == rev { unwritten = nil }
+    }
+
+    /// Revisions read for `after + 1 ... through`; returns the numbers the store did not have, which
+    /// are skipped (logged by the caller), so one lost revision cannot stop a room's deliveries for good.
+    mutating func read(_ revisions: [Revision], after: Int, through: Int, generation: Int) -> [Int] {
+        guard generation == self.generation, cursor == after, buffer.isEmpty else { return [] }
+        buffer = revisions.filter { $0.number > after && $0.number <= through }.sorted { $0.number < $1.number }
+        var missing: [Int] = []
+        var expected = after + 1
+        for revision in buffer {
+            missing.append(contentsOf: expected..<revision.number)
+            expected = revision.number + 1
+        }
+        if buffer.isEmpty {
+            missing.append(contentsOf: expected...through)
+            cursor = through
+            unwritten = through
+        }
+        return missing
+    }
+
+    /// The front item was answered with a 2xx.
+    mutating func delivered(_ item: LaneItem, generation: Int) {
+        switch item {
+        case .notice:
+            if !notices.isEmpty { notices.removeFirst() }
+        case .revision(let revision):
+            guard generation == self.generation, buffer.first?.number == revision.number else { return }
+            buffer.removeFirst()
+            cursor = revision.number
+            // A cursor gap (skipped revisions) is closed by the same write.
+            unwritten = revision.number
+        }
+        clearFailures()
+    }
+
+    /// What to do after a failure.
+    enum Retry: Sendable, Hashable {
+        case after(milliseconds: Int64)
+        /// Failing since longer than the give-up period: the endpoint is marked failing.
+        case giveUp
+        /// The item is no longer wanted (its room began anew meanwhile): go on at once.
+        case moveOn
+    }
+
+    mutating func failed(_ item: LaneItem, now: Int64, policy: WebhookPolicy, unit: Double, generation: Int) -> Retry {
+        if case .revision = item, generation != self.generation { return .moveOn }
+        failures += 1
+        let since = failingSince ?? now
+        failingSince = since
+        if now - since >= policy.giveUpAfter { return .giveUp }
+        return .after(milliseconds: policy.backoff(afterFailures: failures, unit: unit))
+    }
+}
+
+/// A room event waiting to be delivered.
+struct RoomNotice: Sendable, Hashable {
+    var event: WebhookEvent
+    /// When it happened (milliseconds since the epoch): part of its id, so a room created again gets
+    /// new ids.
+    var time: Int64
+}
+
+/// One thing a lane POSTs.
+enum LaneItem: Sendable {
+    case notice(RoomNotice)
+    case revision(Revision)
+}

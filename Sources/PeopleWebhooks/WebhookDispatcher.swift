@@ -1,0 +1,374 @@
+import Foundation
+import Logging
+import Metrics
+import PeopleCore
+import PeopleStore
+import Synchronization
+
+/// Delivers webhooks (HTTP.md §3): each durable revision of a matching room POSTed to every endpoint
+/// that wants it, one POST per revision, signed, in revision order per room, at least once.
+///
+/// Each (endpoint, room) is a lane (`DeliveryLane`, pure) driven by a task of its own while it has
+/// work, so a slow or failing endpoint, or a room whose delivery is being retried, never holds up
+/// another room or another endpoint; POSTs go out through AsyncHTTPClient on an event loop of its own.
+/// What is delivered is read from the store (`revisions(room:after:through:)`, in chunks) and the
+/// cursor (endpoint, room → last delivered revision) is written to the store after each 2xx, so a
+/// restart or a crash resumes where delivery stopped: a delivery may repeat (same `id`), none is lost.
+/// Store calls run on a queue of their own, never on the caller's thread or Swift's cooperative pool.
+///
+/// The hub calls `revisionDurable`, `roomCreated` and `roomDeleted` from its service thread: they only
+/// record and wake a lane, and never block. Failures are retried with exponential backoff (the
+/// room's later revisions wait); a delivery failing for longer than `policy.giveUpAfter` marks its
+/// endpoint failing: it stops until `reenable(url:)` or a restart, then resumes from its cursors.
+///
+/// Room events (`room.created`, `room.deleted`) are kept in memory only: a crash before one is
+/// delivered loses it (the revisions themselves are not lost). A room created while the dispatcher
+/// runs is delivered from its first revision; a room it first sees otherwise (an endpoint newly
+/// configured, a room first seen on start) is delivered from the head it finds.
+public final class WebhookDispatcher: Sendable {
+    private let endpoints: [WebhookEndpoint]
+    private let metrics: [WebhookMetrics]
+    private let store: any PeopleStore
+    private let logger: Logger
+    private let policy: WebhookPolicy
+    private let now: @Sendable () -> Int64
+    private let owns: @Sendable (String) -> Bool
+    private let random: @Sendable () -> Double
+    private let poster = WebhookPoster()
+    private let storeQueue = DispatchQueue(label: "peoplekeeper-webhook-store", attributes: .concurrent)
+    private let state: Mutex<DispatchState>
+
+    /// - Parameters:
+    ///   - endpoints: the configured endpoints; the URL is each one's id (a second with the same URL is
+    ///     left out, with an error logged).
+    ///   - store: where revisions are read and cursors kept; its calls block, so they run on the
+    ///     dispatcher's own queue.
+    ///   - logger: the caller's; failures are warnings, an endpoint marked failing an error.
+    ///   - policy: timeout, backoff, give-up period (milliseconds; tests make them tiny).
+    ///   - now: the clock (milliseconds since the epoch): signatures' `t`, lag, the give-up period.
+    ///   - owns: cluster mode: whether this node serves a room; `start()` resumes only those
+    ///     (`revisionDurable` implies it).
+    ///   - random: a number in 0..<1 for the backoff's jitter.
+    ///   - metricsFactory: where the `peoplekeeper_webhook_*` metrics go (`WebhookMetrics`).
+    public init(endpoints: [WebhookEndpoint], store: any PeopleStore, logger: Logger, policy: WebhookPolicy = WebhookPolicy(),
+                now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
+                owns: @escaping @Sendable (String) -> Bool = { _ in true },
+                random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+                metricsFactory: any MetricsFactory = MetricsSystem.factory) {
+        var unique: [WebhookEndpoint] = []
+        for endpoint in endpoints {
+            if unique.contains(where: { $0.url == endpoint.url }) {
+                logger.error("a second webhook endpoint with the same URL is ignored", metadata: ["url": "\(endpoint.url)"])
+            } else {
+                unique.append(endpoint)
+            }
+        }
+        self.endpoints = unique
+        metrics = unique.map { WebhookMetrics(endpoint: $0.url, factory: metricsFactory) }
+        self.store = store
+        self.logger = logger
+        self.policy = policy
+        self.now = now
+        self.owns = owns
+        self.random = random
+        state = Mutex(DispatchState(endpoints: unique.count))
+    }
+
+    // MARK: What the hub calls
+
+    /// Resumes delivery: for every room in the store that this node owns and an endpoint wants, the
+    /// revisions after the endpoint's cursor are delivered; where it has none, it starts at the
+    /// room's head (and writes that). Returns at once; the store is read in pages in the background.
+    public func start() {
+        Task.detached { [self] in await resume() }
+    }
+
+    /// A revision of `room` is durable. Called from the hub's service thread for every one, in order:
+    /// records it and wakes the room's lanes; never blocks.
+    public func revisionDurable(room: String, rev: Int) {
+        let wanting = endpointIndices(wanting: .revision, of: room)
+        guard !wanting.isEmpty else { return }
+        state.withLock { state in
+            for index in wanting { update(LaneKey(endpoint: index, room: room), in: &state) { $0.revisionDurable(rev) } }
+        }
+    }
+
+    /// `room` was created at `time` (milliseconds since the epoch): endpoints that want `room.created`
+    /// are told, and every matching endpoint delivers the room's revisions from the first. Never blocks.
+    public func roomCreated(room: String, time: Int64) {
+        roomEvent(.roomCreated, room: room, time: time) { lane, notice in lane.created(notice) }
+    }
+
+    /// `room` was deleted at `time`: endpoints that want `room.deleted` are told; the room's
+    /// undelivered revisions are dropped (they are gone) and its cursors removed. Never blocks.
+    public func roomDeleted(room: String, time: Int64) {
+        roomEvent(.roomDeleted, room: room, time: time) { lane, notice in lane.deleted(notice) }
+    }
+
+    private func roomEvent(_ event: WebhookEvent, room: String, time: Int64,
+                           _ apply: (inout DeliveryLane, RoomNotice?) -> Void) {
+        let indices = endpoints.indices.filter { endpoints[$0].rooms.contains { $0.matches(room) } }
+        state.withLock { state in
+            for index in indices {
+                let notice = endpoints[index].events.contains(event) ? RoomNotice(event: event, time: time) : nil
+                update(LaneKey(endpoint: index, room: room), in: &state) { apply(&$0, notice) }
+            }
+        }
+    }
+
+    /// Lets a failing endpoint try again: every room's delivery resumes from its cursor, the item that
+    /// failed first, with a new give-up period. Returns false if no endpoint has this URL.
+    @discardableResult
+    public func reenable(url: String) -> Bool {
+        guard let index = endpoints.firstIndex(where: { $0.url == url }) else { return false }
+        state.withLock { state in
+            state.endpoints[index].failing = false
+            metrics[index].failing(false)
+            for key in state.lanes.keys where key.endpoint == index {
+                update(key, in: &state) { $0.clearFailures() }
+            }
+        }
+        logger.info("webhook endpoint re-enabled", metadata: ["url": "\(url)"])
+        return true
+    }
+
+    /// Every endpoint as it stands, in configuration order (for `GET /v1/webhooks`).
+    public func status() -> [WebhookStatus] {
+        state.withLock { state in
+            endpoints.indices.map { index in
+                let endpoint = endpoints[index], counts = state.endpoints[index]
+                let health: WebhookStatus.State = counts.failing ? .failing : counts.retrying > 0 ? .retrying : .ok
+                return WebhookStatus(url: endpoint.url, rooms: endpoint.rooms.map(\.text),
+                                     events: WebhookEvent.allCases.filter { endpoint.events.contains($0) },
+                                     state: health, backlog: counts.backlog, delivered: counts.delivered,
+                                     lastError: counts.lastError, lastSuccess: counts.lastSuccess)
+            }
+        }
+    }
+
+    /// Stops every lane (a POST in flight is cancelled: it is delivered again after a restart) and
+    /// closes the HTTP client. Calls after it record nothing.
+    public func shutdown() async {
+        let tasks = state.withLock { state in
+            state.stopped = true
+            return Array(state.tasks.values)
+        }
+        for task in tasks { task.cancel() }
+        for task in tasks { await task.value }
+        await poster.shutdown()
+    }
+
+    // MARK: Lanes
+
+    private func endpointIndices(wanting event: WebhookEvent, of room: String) -> [Int] {
+        endpoints.indices.filter { endpoints[$0].wants(event, of: room) }
+    }
+
+    /// Changes a lane, keeps its endpoint's backlog and retrying counts (and the backlog gauge) in
+    /// step, and starts a task for it if it has none. Call with the state locked.
+    @discardableResult
+    private func update<T>(_ key: LaneKey, in state: inout DispatchState, _ change: (inout DeliveryLane) -> T) -> T {
+        var lane = state.lanes[key] ?? DeliveryLane()
+        let (backlog, retrying) = (lane.backlog, lane.isRetrying)
+        let result = change(&lane)
+        state.endpoints[key.endpoint].backlog += lane.backlog - backlog
+        state.endpoints[key.endpoint].retrying += (lane.isRetrying ? 1 : 0) - (retrying ? 1 : 0)
+        if lane.backlog != backlog { metrics[key.endpoint].backlog(state.endpoints[key.endpoint].backlog) }
+        if !lane.running && !state.stopped && !state.endpoints[key.endpoint].failing {
+            lane.running = true
+            state.tasks[key] = Task.detached { [self] in await drive(key) }
+        }
+        state.lanes[key] = lane
+        return result
+    }
+
+    /// The lane's next step; when it is `.stop`, the lane's task is done (and a lane with nothing
+    /// left of its room is dropped).
+    private func next(_ key: LaneKey) -> DeliveryLane.Step {
+        state.withLock { state in
+            guard var lane = state.lanes[key] else { return .stop }
+            let step = lane.next(endpointFailing: state.endpoints[key.endpoint].failing || state.stopped, chunk: policy.chunk)
+            if case .stop = step {
+                state.tasks[key] = nil
+                if lane.isEmpty { state.lanes[key] = nil; return step }
+            }
+            state.lanes[key] = lane
+            return step
+        }
+    }
+
+    /// Changes a lane from its task (which is running, so no task is started).
+    private func withLane(_ key: LaneKey, _ change: (inout DeliveryLane) -> Void) {
+        state.withLock { state in update(key, in: &state, change) }
+    }
+
+    /// A lane's task: steps until the lane has nothing to do, its endpoint fails, or shutdown.
+    private func drive(_ key: LaneKey) async {
+        let endpoint = endpoints[key.endpoint], room = key.room
+        let lane: Logger.Metadata = ["url": "\(endpoint.url)", "room": "\(room)"]
+        while !Task.isCancelled {
+            switch next(key) {
+            case .stop:
+                return
+            case .loadCursor:
+                guard let stored = await storeCall("read the webhook cursors", lane, { store in
+                    try store.webhookCursors(endpoint: endpoint.url)[room]
+                }) else { continue }
+                withLane(key) { lane in lane.loaded(stored) }
+            case .resetCursor(let reset):
+                guard await storeCall("reset the webhook cursor", lane, { store in
+                    try store.removeWebhookCursor(endpoint: endpoint.url, room: room)
+                    if reset == .zero { try store.setWebhookCursor(endpoint: endpoint.url, room: room, rev: 0) }
+                    return true
+                }) != nil else { continue }
+                withLane(key) { lane in lane.didReset(reset) }
+            case .writeCursor(let rev):
+                guard await storeCall("write the webhook cursor", lane, { store in
+                    try store.setWebhookCursor(endpoint: endpoint.url, room: room, rev: rev)
+                    return true
+                }) != nil else { continue }
+                withLane(key) { lane in lane.wrote(rev) }
+            case .read(let after, let through, let generation):
+                guard let revisions = await storeCall("read revisions", lane, { store in
+                    try store.revisions(room: room, after: after, through: through)
+                }) else { continue }
+                let missing = state.withLock { state in
+                    update(key, in: &state) { $0.read(revisions, after: after, through: through, generation: generation) }
+                }
+                if !missing.isEmpty {
+                    logger.error("revisions the store does not have are skipped by the webhook",
+                                 metadata: ["url": "\(endpoint.url)", "room": "\(room)", "revisions": "\(missing)"])
+                }
+            case .post(let item, let generation):
+                await post(item, generation: generation, key: key)
+            }
+        }
+    }
+
+    /// One attempt at the lane's front item; on failure, the wait before the next (or giving up).
+    private func post(_ item: LaneItem, generation: Int, key: LaneKey) async {
+        let endpoint = endpoints[key.endpoint], metrics = self.metrics[key.endpoint]
+        let payload = WebhookPayload(room: key.room, item: item)
+        let outcome = await poster.post(url: endpoint.url, body: payload.body,
+                                        signature: payload.signature(secret: endpoint.secret, unixSeconds: now() / 1000),
+                                        timeout: policy.timeout)
+        if Task.isCancelled { return }
+        let time = now()
+        if outcome == .ok { metrics.lag(milliseconds: time - payload.time) }
+        metrics.count(outcome)
+        if outcome == .ok {
+            state.withLock { state in
+                update(key, in: &state) { $0.delivered(item, generation: generation) }
+                state.endpoints[key.endpoint].delivered += 1
+                state.endpoints[key.endpoint].lastSuccess = time
+                state.endpoints[key.endpoint].lastError = nil
+            }
+            return
+        }
+        let error = "\(payload.id): \(outcome.description)"
+        let unit = random()
+        let retry = state.withLock { state in
+            let retry = update(key, in: &state) { $0.failed(item, now: time, policy: policy, unit: unit, generation: generation) }
+            state.endpoints[key.endpoint].lastError = error
+            if retry == .giveUp { state.endpoints[key.endpoint].failing = true }
+            return retry
+        }
+        switch retry {
+        case .moveOn:
+            return
+        case .giveUp:
+            metrics.failing(true)
+            logger.error("webhook endpoint failing: deliveries stopped until it is re-enabled",
+                         metadata: ["url": "\(endpoint.url)", "room": "\(key.room)", "error": "\(error)"])
+        case .after(let wait):
+            logger.warning("webhook delivery failed; retrying",
+                           metadata: ["url": "\(endpoint.url)", "room": "\(key.room)", "error": "\(error)",
+                                      "retryInMs": "\(wait)"])
+            try? await Task.sleep(for: .milliseconds(wait))
+        }
+    }
+
+    /// Runs a store call on the store's queue. On failure: logs it, waits `policy.backoffStart`, and
+    /// returns nil (the lane tries the step again).
+    private func storeCall<T: Sendable>(_ what: String, _ metadata: Logger.Metadata,
+                                        _ body: @escaping @Sendable (any PeopleStore) throws -> T) async -> T? {
+        let store = self.store
+        let result: Result<T, any Error> = await withCheckedContinuation { continuation in
+            storeQueue.async { continuation.resume(returning: Result { try body(store) }) }
+        }
+        switch result {
+        case .success(let value):
+            return value
+        case .failure(let error):
+            logger.warning("webhook dispatcher cannot \(what)",
+                           metadata: metadata.merging(["error": "\(error)"]) { $1 })
+            try? await Task.sleep(for: .milliseconds(policy.backoffStart))
+            return nil
+        }
+    }
+
+    // MARK: Start
+
+    /// Reads every endpoint's cursors, then the store's rooms a page at a time, and gives each lane
+    /// its cursor and head.
+    private func resume() async {
+        var cursors: [Int: [String: Int]] = [:]
+        for index in endpoints.indices where endpoints[index].events.contains(.revision) {
+            let url = endpoints[index].url
+            while cursors[index] == nil {
+                if state.withLock({ $0.stopped }) { return }
+                cursors[index] = await storeCall("read the webhook cursors", ["url": "\(url)"]) { try $0.webhookCursors(endpoint: url) }
+            }
+        }
+        let pageSize = 500
+        var after: String?
+        while true {
+            if state.withLock({ $0.stopped }) { return }
+            guard let page = await storeCall("list the rooms", [:], { [after] in
+                try $0.listRooms(after: after, prefix: nil, limit: pageSize)
+            }) else { continue }
+            let owned = page.filter { owns($0.name) }
+            state.withLock { state in
+                for summary in owned {
+                    for index in endpointIndices(wanting: .revision, of: summary.name) {
+                        let stored = cursors[index]?[summary.name]
+                        update(LaneKey(endpoint: index, room: summary.name), in: &state) {
+                            $0.resume(head: summary.rev, stored: stored)
+                        }
+                    }
+                }
+            }
+            guard page.count == pageSize, let last = page.last else { return }
+            after = last.name
+        }
+    }
+}
+
+/// One endpoint's lane of one room.
+struct LaneKey: Hashable, Sendable {
+    var endpoint: Int
+    var room: String
+}
+
+/// What one endpoint has done and how it stands.
+struct EndpointCounts: Sendable {
+    var failing = false
+    var backlog = 0
+    /// Lanes whose front item has failed and is being retried.
+    var retrying = 0
+    var delivered = 0
+    var lastError: String?
+    var lastSuccess: Int64?
+}
+
+/// The dispatcher's state, behind its lock.
+struct DispatchState: Sendable {
+    var lanes: [LaneKey: DeliveryLane] = [:]
+    var endpoints: [EndpointCounts]
+    var tasks: [LaneKey: Task<Void, Never>] = [:]
+    var stopped = false
+
+    init(endpoints: Int) {
+        self.endpoints = Array(repeating: EndpointCounts(), count: endpoints)
+    }
+}

@@ -1,0 +1,47 @@
+import Crypto
+import PeopleCore
+
+/// What one delivery POSTs (HTTP.md §3): the JSON body, its id, and the signature header.
+///
+/// The body of an item is the same on every attempt, and so is its `id` (unique per endpoint and
+/// event; it repeats only on a retry, so receivers can drop duplicates): a revision's id is
+/// `ROOM:REV:TIME`, a room event's `ROOM:EVENT:TIME`. The time is in both so a room deleted and
+/// created again under the same name gets new ids.
+struct WebhookPayload: Sendable {
+    let id: String
+    let body: [UInt8]
+    /// When the revision was made or the event happened (for the lag metric).
+    let time: Int64
+
+    init(room: String, item: LaneItem) {
+        switch item {
+        case .revision(let revision):
+            id = "\(room):\(revision.number):\(revision.timestamp)"
+            time = revision.timestamp
+            body = JSON.object([.init("id", .string(id)), .init("event", .string(WebhookEvent.revision.rawValue)),
+                                .init("room", .string(room))] + revision.feedMembers).bytes
+        case .notice(let notice):
+            id = "\(room):\(notice.event.rawValue):\(notice.time)"
+            time = notice.time
+            body = JSON.object([.init("id", .string(id)), .init("event", .string(notice.event.rawValue)),
+                                .init("room", .string(room)), .init("time", .int(Int(notice.time)))]).bytes
+        }
+    }
+
+    /// The `PeopleKeeper-Signature` header's value for a POST at `unixSeconds`:
+    /// `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`.
+    func signature(secret: [UInt8], unixSeconds: Int64) -> String {
+        Self.signature(body: body, secret: secret, unixSeconds: unixSeconds)
+    }
+
+    static func signature(body: [UInt8], secret: [UInt8], unixSeconds: Int64) -> String {
+        let t = String(unixSeconds)
+        var hmac = HMAC<SHA256>(key: SymmetricKey(data: secret))
+        hmac.update(data: Array(t.utf8) + [UInt8(ascii: ".")] + body)
+        let hex = hmac.finalize().map { byte in
+            let digits = Array("0123456789abcdef".utf8)
+            return String(decoding: [digits[Int(byte >> 4)], digits[Int(byte & 0xF)]], as: UTF8.self)
+        }.joined()
+        return "t=\(t),v1=\(hex)"
+    }
+}

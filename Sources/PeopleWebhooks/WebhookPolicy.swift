@@ -1,0 +1,36 @@
+/// How hard the dispatcher tries (HTTP.md §3). Every duration is in milliseconds, so tests can make
+/// them tiny.
+public struct WebhookPolicy: Sendable, Hashable {
+    /// A delivery counts only on a 2xx answer within this (the whole request, body included).
+    public var timeout: Int64
+    /// The wait after the first failure; it doubles after each further one...
+    public var backoffStart: Int64
+    /// ...up to this.
+    public var backoffMax: Int64
+    /// Each wait is scaled by a random factor in 1 ± jitter, so endpoints coming back are not hit in step.
+    public var jitter: Double
+    /// A room's delivery failing for this long (since its first failure) marks the whole endpoint
+    /// failing: it stops retrying until it is re-enabled or the dispatcher restarts.
+    public var giveUpAfter: Int64
+    /// Revisions read from the store at once.
+    public var chunk: Int
+
+    public init(timeout: Int64 = 10_000, backoffStart: Int64 = 1_000, backoffMax: Int64 = 300_000, jitter: Double = 0.2,
+                giveUpAfter: Int64 = 72 * 3_600_000, chunk: Int = 100) {
+        self.timeout = timeout
+        self.backoffStart = backoffStart
+        self.backoffMax = backoffMax
+        self.jitter = jitter
+        self.giveUpAfter = giveUpAfter
+        self.chunk = chunk
+    }
+
+    /// The wait before attempt `failures + 1`, after `failures` (≥ 1) failures in a row; `unit` is a
+    /// random number in 0..<1.
+    public func backoff(afterFailures failures: Int, unit: Double) -> Int64 {
+        let doublings = min(max(failures - 1, 0), 62)
+        let base = backoffStart > backoffMax >> doublings ? backoffMax : min(backoffStart << doublings, backoffMax)
+        let factor = 1 + jitter * (2 * unit - 1)
+        return max(1, Int64((Double(base) * factor).rounded()))
+    }
+}

@@ -1,0 +1,103 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// How one POST went, as the deliveries metric's `outcome` names it.
+enum DeliveryOutcome: Sendable, Hashable {
+    /// A 2xx within the timeout.
+    case ok
+    /// An answer, but not a 2xx.
+    case httpError(status: Int)
+    /// No whole answer within the timeout.
+    case timeout
+    /// No connection, or it broke before the answer.
+    case connectError(String)
+
+    var label: String {
+        switch self {
+        case .ok: "ok"
+        case .httpError: "http_error"
+        case .timeout: "timeout"
+        case .connectError: "connect_error"
+        }
+    }
+
+    var description: String {
+        switch self {
+        case .ok: "delivered"
+        case .httpError(let status): "answered \(status)"
+        case .timeout: "no answer within the timeout"
+        case .connectError(let reason): "cannot connect: \(reason)"
+        }
+    }
+}
+
+/// Sends webhook POSTs with AsyncHTTPClient on an event loop of its own (one thread), never the lws
+/// service thread. Redirects are not followed (a 3xx is a failure). Each endpoint is its own host, so
+/// its connections are its own: a slow endpoint holds only its own.
+final class WebhookPoster: Sendable {
+    private let group: MultiThreadedEventLoopGroup
+    private let client: HTTPClient
+
+    init() {
+        group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        var configuration = HTTPClient.Configuration()
+        configuration.redirectConfiguration = .disallow
+        configuration.httpVersion = .http1Only
+        client = HTTPClient(eventLoopGroup: group, configuration: configuration)
+    }
+
+    /// POSTs `body` to `url`; the whole exchange (connect, answer, its body) must fit in `timeout`
+    /// milliseconds.
+    func post(url: String, body: [UInt8], signature: String, timeout: Int64) async -> DeliveryOutcome {
+        var request = HTTPClientRequest(url: url)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.headers.add(name: "PeopleKeeper-Signature", value: signature)
+        request.headers.add(name: "User-Agent", value: "PeopleKeeper-Webhooks")
+        request.body = .bytes(ByteBuffer(bytes: body))
+        let (client, prepared) = (self.client, request)
+        let deadline = NIODeadline.now() + .milliseconds(timeout)
+        return await withTaskGroup(of: DeliveryOutcome?.self) { group in
+            group.addTask {
+                do {
+                    let response = try await client.execute(prepared, deadline: deadline)
+                    _ = try await response.body.collect(upTo: 1 << 20)
+                    let status = Int(response.status.code)
+                    return (200..<300).contains(status) ? .ok : .httpError(status: status)
+                } catch {
+                    return Task.isCancelled ? nil : Self.outcome(of: error)
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(for: .milliseconds(timeout))
+                return Task.isCancelled ? nil : .timeout
+            }
+            var outcome: DeliveryOutcome = .timeout
+            for await result in group {
+                if let result {
+                    outcome = result
+                    break
+                }
+            }
+            group.cancelAll()
+            return outcome
+        }
+    }
+
+    private static func outcome(of error: any Error) -> DeliveryOutcome {
+        if let error = error as? HTTPClientError,
+           [.deadlineExceeded, .readTimeout, .writeTimeout, .cancelled].contains(error) {
+            return .timeout
+        }
+        return .connectError("\(error)")
+    }
+
+    /// Closes the connections and stops the event loop.
+    func shutdown() async {
+        try? await client.shutdown()
+        try? await group.shutdownGracefully()
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+import PeopleCore
+import PeopleStore
+import PeopleTestSupport
+import Synchronization
+import Testing
+
+/// A room in a store that one user edits: each `edit` makes one revision durable in the store, as the
+/// hub would, and returns its number (the test then tells the dispatcher, as the hub does).
+struct RoomFeed {
+    let store: any PeopleStore
+    private(set) var room: Room
+    private let session: SessionID
+    private var seq = 0
+    private var now: Int64
+
+    /// Creates the room in `store` (its first snapshot); `clock` is the time of its first revision.
+    init(_ store: any PeopleStore, name: String, clock: Int64 = 1_700_000_000_000) throws {
+        self.store = store
+        room = Room(name: name)
+        now = clock
+        let (session, actions) = room.join(session: "s-\(name)", user: "ann", role: .editor)
+        self.session = session
+        store.save(room.snapshot(), room: name)
+        try append(actions)
+    }
+
+    /// `count` revisions (hair colours and names in turn), durable on return; their numbers.
+    mutating func edit(_ count: Int) throws -> [Int] {
+        var revisions: [Int] = []
+        for _ in 0..<count {
+            seq += 1
+            now += 1_000
+            let change: Diff = seq % 2 == 0 ? .set(1, .hairColor(seq % 4 == 0 ? .red : .black)) : .set(2, .name("Sam \(seq)"))
+            let actions = room.receive(.submit(.init(seq: seq, base: room.revision, ops: [change], label: "Edit \(seq)",
+                                                     coalesce: nil)), from: session, now: now)
+            try append(actions)
+            revisions.append(room.revision)
+        }
+        return revisions
+    }
+
+    private mutating func append(_ actions: [RoomAction]) throws {
+        let entries = actions.compactMap { action -> JournalEntry? in
+            if case .persist(let entry) = action { entry } else { nil }
+        }
+        guard !entries.isEmpty else { return }
+        let error = Mutex<StoreError??>(nil)
+        let done = DispatchSemaphore(value: 0)
+        if store.append(entries, room: room.name, whenDurable: { failure in
+            error.withLock { $0 = .some(failure) }
+            done.signal()
+        }) == .pending {
+            #expect(done.wait(timeout: .now() + 30) == .success)
+            if let failure = error.withLock({ $0 }) ?? nil { throw failure }
+        }
+    }
+}

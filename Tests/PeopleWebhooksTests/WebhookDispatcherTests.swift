@@ -1,0 +1,280 @@
+import Foundation
+import Logging
+import MetricsTestKit
+import PeopleCore
+import PeopleStore
+import PeopleStoreSQLite
+import PeopleTestSupport
+import PeopleWebhooks
+import Testing
+
+let testLogger = Logger(label: "peoplekeeper.webhook-tests")
+let secret = Array("whsec-test-secret".utf8)
+
+/// Milliseconds: tests retry in tens of milliseconds instead of seconds.
+let quick = WebhookPolicy(timeout: 2_000, backoffStart: 10, backoffMax: 40, jitter: 0.2, giveUpAfter: 60_000, chunk: 3)
+
+func endpoint(_ receiver: Receiver, rooms: [String] = ["*"], events: Set<WebhookEvent> = Set(WebhookEvent.allCases)) -> WebhookEndpoint {
+    WebhookEndpoint(url: receiver.url, secret: secret, rooms: rooms.map(RoomPattern.init), events: events)
+}
+
+/// Tells the dispatcher of each revision, as the hub does once it is durable.
+func announce(_ dispatcher: WebhookDispatcher, _ room: String, _ revisions: [Int]) {
+    for rev in revisions { dispatcher.revisionDurable(room: room, rev: rev) }
+}
+
+/// The revision numbers delivered (2xx) for `room`, in arrival order.
+func deliveredRevisions(_ requests: [Receiver.Request], room: String) -> [Int] {
+    requests.filter { $0.delivered && $0.event == "revision" && $0.json["room"] == .string(room) }.compactMap(\.rev)
+}
+
+@Suite("Webhook dispatcher against a real HTTP receiver on loopback")
+struct WebhookDispatcherTests {
+    @Test("every revision is delivered once, in order, signed, with the feed's fields")
+    func everyRevisionOnceInOrder() async throws {
+        let receiver = try Receiver()
+        defer { receiver.stop() }
+        let store = InMemoryStore()
+        var feed = try RoomFeed(store, name: "team-a")
+        let dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver)], store: store, logger: testLogger, policy: quick)
+        dispatcher.start()
+        dispatcher.roomCreated(room: "team-a", time: 1_699_999_999_000)
+        let revisions = try feed.edit(12)
+        announce(dispatcher, "team-a", revisions)
+        #expect(await receiver.wait { deliveredRevisions($0, room: "team-a").count >= 12 })
+        #expect(deliveredRevisions(receiver.requests, room: "team-a") == Array(1...12))
+
+        let all = receiver.requests
+        #expect(all.count == 13)
+        #expect(all.first?.event == "room.created")
+        #expect(Set(all.map(\.id)).count == all.count)
+        for request in all {
+            #expect(Receiver.verify(signature: request.signature, body: request.body, secret: secret))
+            #expect(!Receiver.verify(signature: request.signature, body: request.body, secret: Array("other".utf8)))
+            #expect(request.contentType == "application/json")
+        }
+        let stored = try store.revisions(room: "team-a", after: 0, through: 12)
+        let third = try #require(all.first { $0.rev == 3 })
+        #expect(third.json["room"] == .string("team-a"))
+        #expect(third.json["author"] == .string("ann"))
+        #expect(third.json["kind"] == .string(stored[2].kind.rawValue))
+        #expect(third.json["label"] == .string("Edit 3"))
+        #expect(third.json["time"] == .int(Int(stored[2].timestamp)))
+        #expect(third.json["ops"] == .array(stored[2].diffs.map(\.json)))
+
+        // The cursor is in the store, and the status says all is well.
+        #expect(await eventually { (try? store.webhookCursors(endpoint: receiver.url)["team-a"]) == 12 })
+        let status = try #require(dispatcher.status().first)
+        #expect(status.state == .ok && status.backlog == 0 && status.delivered == 13 && status.lastSuccess != nil)
+        await dispatcher.shutdown()
+    }
+
+    @Test("a receiver answering 500 and then recovering gets everything in order; a retry repeats the id")
+    func retriesAfterServerErrors() async throws {
+        let receiver = try Receiver { _, count in count < 3 ? .status(500) : .status(204) }
+        defer { receiver.stop() }
+        let metrics = TestMetrics()
+        let store = InMemoryStore()
+        var feed = try RoomFeed(store, name: "r")
+        let dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver, events: [.revision])], store: store, logger: testLogger,
+                                           policy: quick, metricsFactory: metrics)
+        dispatcher.start()
+        dispatcher.roomCreated(room: "r", time: 1)
+        announce(dispatcher, "r", try feed.edit(6))
+        #expect(await receiver.wait { deliveredRevisions($0, room: "r").count >= 6 })
+        let requests = receiver.requests
+        #expect(deliveredRevisions(requests, room: "r") == Array(1...6))
+        // The three failures were all revision 1, with the id of its eventual delivery.
+        #expect(requests.prefix(4).map(\.rev) == [1, 1, 1, 1])
+        #expect(Set(requests.prefix(4).map(\.id)).count == 1)
+        #expect(requests.count == 9)
+        let dimensions = [("endpoint", receiver.url)]
+        #expect(metrics.counterTotal(label: "peoplekeeper_webhook_deliveries_total", dimensions: dimensions + [("outcome", "http_error")]) == 3)
+        // (The receiver records a request before the dispatcher has its answer.)
+        #expect(await eventually {
+            metrics.counterTotal(label: "peoplekeeper_webhook_deliveries_total", dimensions: dimensions + [("outcome", "ok")]) == 6
+        })
+        #expect(try metrics.expectTimer("peoplekeeper_webhook_lag_seconds", dimensions).values.count == 6)
+        await dispatcher.shutdown()
+    }
+
+    @Test("a receiver that hangs past the timeout is retried")
+    func hangingReceiverIsRetried() async throws {
+        let receiver = try Receiver { _, count in count == 0 ? .hang : .status(200) }
+        defer { receiver.stop() }
+        let metrics = TestMetrics()
+        let store = InMemoryStore()
+        var feed = try RoomFeed(store, name: "r")
+        var policy = quick
+        policy.timeout = 300
+        let dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver)], store: store, logger: testLogger, policy: policy,
+                                           metricsFactory: metrics)
+        dispatcher.start()
+        dispatcher.roomCreated(room: "r", time: 1)
+        announce(dispatcher, "r", try feed.edit(2))
+        #expect(await receiver.wait { deliveredRevisions($0, room: "r").count >= 2 })
+        let requests = receiver.requests
+        #expect(requests.first?.answered == nil)
+        #expect(requests.first?.event == "room.created")
+        #expect(requests.filter(\.delivered).map(\.event) == ["room.created", "revision", "revision"])
+        #expect(requests[0].id == requests[1].id)
+        #expect(metrics.counterTotal(label: "peoplekeeper_webhook_deliveries_total",
+                                     dimensions: [("endpoint", receiver.url), ("outcome", "timeout")]) == 1)
+        await dispatcher.shutdown()
+    }
+
+    @Test("a slow endpoint does not delay another")
+    func slowEndpointDoesNotDelayAnother() async throws {
+        let slow = try Receiver(path: "/slow") { _, _ in .status(200, afterMilliseconds: 2_000) }
+        let fast = try Receiver(path: "/fast")
+        defer { slow.stop(); fast.stop() }
+        let store = InMemoryStore()
+        var feed = try RoomFeed(store, name: "r")
+        let dispatcher = WebhookDispatcher(endpoints: [endpoint(slow), endpoint(fast)], store: store, logger: testLogger,
+                                           policy: WebhookPolicy(timeout: 10_000, backoffStart: 10, backoffMax: 40))
+        dispatcher.start()
+        dispatcher.roomCreated(room: "r", time: 1)
+        announce(dispatcher, "r", try feed.edit(5))
+        #expect(await fast.wait { deliveredRevisions($0, room: "r").count >= 5 })
+        // The fast one has had everything while the slow one is still on its first answers.
+        #expect(slow.requests.count <= 2)
+        let slowStatus = try #require(dispatcher.status().first { $0.url == slow.url })
+        #expect(slowStatus.backlog >= 4)
+        await dispatcher.shutdown()
+    }
+
+    @Test("a new dispatcher on the same SQLite file resumes from the cursor after a crash: nothing lost, nothing repeated")
+    func resumesFromTheDurableCursor() async throws {
+        let receiver = try Receiver()
+        defer { receiver.stop() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pk-hooks-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/store.sqlite"
+        let url = receiver.url
+
+        // The first life: revisions 1...5 delivered, then the process "dies" (no shutdown, no store
+        // close) while 6...10 become durable without it hearing of them.
+        let first = try SQLiteStore(path: path, logger: testLogger)
+        var feed = try await blocking { try RoomFeed(first, name: "r") }
+        let crashed = WebhookDispatcher(endpoints: [endpoint(receiver)], store: first, logger: testLogger, policy: quick)
+        crashed.start()
+        crashed.roomCreated(room: "r", time: 1)
+        let early = try await blocking { [feed] in var f = feed; return (try f.edit(5), f) }
+        feed = early.1
+        announce(crashed, "r", early.0)
+        #expect(await receiver.wait { deliveredRevisions($0, room: "r").count >= 5 })
+        #expect(await eventually { (try? first.webhookCursors(endpoint: url)["r"]) == 5 })
+        _ = try await blocking { [feed] in var f = feed; return try f.edit(5) }
+
+        // The second life: a new store instance on the same file, a new dispatcher.
+        let second = try SQLiteStore(path: path, logger: testLogger)
+        defer { second.close() }
+        let resumed = WebhookDispatcher(endpoints: [endpoint(receiver)], store: second, logger: testLogger, policy: quick)
+        resumed.start()
+        #expect(await receiver.wait { deliveredRevisions($0, room: "r").count >= 10 })
+        #expect(deliveredRevisions(receiver.requests, room: "r") == Array(1...10))
+        #expect(await eventually { (try? second.webhookCursors(endpoint: url)["r"]) == 10 })
+        await resumed.shutdown()
+        // What the dead process held is released only now (it did nothing since the "crash").
+        await crashed.shutdown()
+        first.close()
+    }
+
+    @Test("room.created and room.deleted are delivered in order with the revisions; a room created again gets new ids")
+    func roomEvents() async throws {
+        let receiver = try Receiver()
+        defer { receiver.stop() }
+        let store = InMemoryStore()
+        let dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver)], store: store, logger: testLogger, policy: quick)
+        dispatcher.start()
+        var feed = try RoomFeed(store, name: "r")
+        dispatcher.roomCreated(room: "r", time: 1_000)
+        announce(dispatcher, "r", try feed.edit(2))
+        #expect(await receiver.wait { deliveredRevisions($0, room: "r").count >= 2 })
+        #expect(try store.deleteRoom("r"))
+        dispatcher.roomDeleted(room: "r", time: 2_000)
+        var again = try RoomFeed(store, name: "r", clock: 1_800_000_000_000)
+        dispatcher.roomCreated(room: "r", time: 3_000)
+        announce(dispatcher, "r", try again.edit(1))
+        #expect(await receiver.wait { $0.filter(\.delivered).count >= 6 })
+        let requests = receiver.requests
+        #expect(requests.map(\.event) == ["room.created", "revision", "revision", "room.deleted", "room.created", "revision"])
+        #expect(requests.map(\.rev) == [nil, 1, 2, nil, nil, 1])
+        #expect(Set(requests.map(\.id)).count == 6)
+        #expect(requests[3].json["time"] == .int(2_000))
+        #expect(requests[3].json["room"] == .string("r"))
+        await dispatcher.shutdown()
+    }
+
+    @Test("an endpoint whose patterns do not match a room hears nothing of it")
+    func unmatchedEndpointHearsNothing() async throws {
+        let team = try Receiver(path: "/team")
+        let other = try Receiver(path: "/other")
+        defer { team.stop(); other.stop() }
+        let store = InMemoryStore()
+        var feed = try RoomFeed(store, name: "team-1")
+        let dispatcher = WebhookDispatcher(endpoints: [endpoint(team, rooms: ["team-*"]), endpoint(other, rooms: ["other-*", "team"])],
+                                           store: store, logger: testLogger, policy: quick)
+        dispatcher.start()
+        dispatcher.roomCreated(room: "team-1", time: 1)
+        announce(dispatcher, "team-1", try feed.edit(4))
+        #expect(await team.wait { $0.filter(\.delivered).count >= 5 })
+        dispatcher.roomDeleted(room: "team-1", time: 2)
+        #expect(await team.wait { $0.filter(\.delivered).count >= 6 })
+        #expect(other.requests.isEmpty)
+        let status = try #require(dispatcher.status().last)
+        #expect(status.delivered == 0 && status.backlog == 0 && status.rooms == ["other-*", "team"])
+        await dispatcher.shutdown()
+    }
+
+    @Test("an endpoint failing past the give-up period stops, and resumes from its cursor when re-enabled")
+    func failingThenReenabled() async throws {
+        let receiver = try Receiver { _, _ in .status(503) }
+        defer { receiver.stop() }
+        let store = InMemoryStore()
+        var feed = try RoomFeed(store, name: "r")
+        var policy = quick
+        policy.giveUpAfter = 150
+        let dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver, events: [.revision])], store: store,
+                                           logger: testLogger, policy: policy)
+        dispatcher.start()
+        dispatcher.roomCreated(room: "r", time: 1)
+        announce(dispatcher, "r", try feed.edit(3))
+        #expect(await eventually { dispatcher.status().first?.state == .failing })
+        let status = try #require(dispatcher.status().first)
+        #expect(status.backlog == 3 && status.delivered == 0 && status.lastError?.contains("503") == true)
+        // Failing: no more attempts, even as revisions come.
+        let attempts = receiver.requests.count
+        announce(dispatcher, "r", try feed.edit(2))
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(receiver.requests.count == attempts)
+        #expect(dispatcher.status().first?.backlog == 5)
+
+        receiver.reply.withLock { $0 = { _, _ in .status(200) } }
+        #expect(dispatcher.reenable(url: receiver.url))
+        #expect(await receiver.wait { deliveredRevisions($0, room: "r").count >= 5 })
+        #expect(deliveredRevisions(receiver.requests, room: "r") == Array(1...5))
+        #expect(await eventually { dispatcher.status().first.map { $0.state == .ok && $0.backlog == 0 } == true })
+        await dispatcher.shutdown()
+    }
+
+    @Test("the backoff doubles from its start up to its cap, scaled by the jitter")
+    func backoffSchedule() {
+        let policy = WebhookPolicy(backoffStart: 1_000, backoffMax: 300_000, jitter: 0.2)
+        #expect((1...10).map { policy.backoff(afterFailures: $0, unit: 0.5) }
+                == [1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 64_000, 128_000, 256_000, 300_000])
+        #expect(policy.backoff(afterFailures: 500, unit: 0.5) == 300_000)
+        #expect(policy.backoff(afterFailures: 1, unit: 0) == 800)
+        #expect(policy.backoff(afterFailures: 1, unit: 0.999_999) == 1_200)
+    }
+}
+
+/// Waits (polling) until `condition` holds, at most 30 s.
+func eventually(_ condition: () -> Bool) async -> Bool {
+    let deadline = Date().addingTimeInterval(30)
+    while Date() < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return condition()
+}
