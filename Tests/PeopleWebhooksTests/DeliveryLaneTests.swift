@@ -1,0 +1,74 @@
+import PeopleCore
+@testable import PeopleWebhooks
+import Testing
+
+/// The lane's decisions alone: no socket, no store, no clock.
+@Suite("Delivery lane (pure)")
+struct DeliveryLaneTests {
+    func revision(_ number: Int) -> Revision {
+        Revision(number: number, author: "ann", kind: .edit, label: nil, applied: [], timestamp: Int64(number) * 1_000)
+    }
+
+    @Test("a room first seen through a revision starts just before it, reads the store, writes the cursor after each delivery")
+    func firstSeenThroughARevision() {
+        var lane = DeliveryLane()
+        lane.revisionDurable(7)
+        guard case .loadCursor = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected loadCursor"); return }
+        lane.loaded(nil)
+        guard case .writeCursor(6) = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected the start written"); return }
+        lane.wrote(6)
+        guard case .read(after: 6, through: 7, let generation) = lane.next(endpointFailing: false, chunk: 10) else {
+            Issue.record("expected a read of 7"); return
+        }
+        #expect(lane.read([revision(7)], after: 6, through: 7, generation: generation).isEmpty)
+        guard case .post(.revision(let posted), generation) = lane.next(endpointFailing: false, chunk: 10) else {
+            Issue.record("expected revision 7 posted"); return
+        }
+        #expect(posted.number == 7)
+        lane.delivered(.revision(posted), generation: generation)
+        guard case .writeCursor(7) = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected cursor 7"); return }
+        lane.wrote(7)
+        guard case .stop = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected stop"); return }
+        #expect(lane.backlog == 0 && !lane.running)
+    }
+
+    @Test("a delivery of a room's old life that returns after the room began anew changes nothing")
+    func oldGenerationIsDropped() {
+        var lane = DeliveryLane()
+        lane.created(nil)
+        lane.revisionDurable(1)
+        _ = lane.next(endpointFailing: false, chunk: 10)  // reset
+        lane.didReset(.zero)
+        guard case .read(after: 0, through: 1, let old) = lane.next(endpointFailing: false, chunk: 10) else {
+            Issue.record("expected a read"); return
+        }
+        _ = lane.read([revision(1)], after: 0, through: 1, generation: old)
+        lane.deleted(RoomNotice(event: .roomDeleted, time: 5))
+        lane.created(RoomNotice(event: .roomCreated, time: 6))
+        lane.delivered(.revision(revision(1)), generation: old)
+        #expect(lane.cursor == 0 && lane.head == 0 && lane.unwritten == nil)
+        #expect(lane.failed(.revision(revision(1)), now: 0, policy: WebhookPolicy(), unit: 0.5, generation: old) == .moveOn)
+        guard case .resetCursor(.zero) = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected reset"); return }
+        lane.didReset(.zero)
+        guard case .post(.notice(let notice), _) = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected notice"); return }
+        #expect(notice.event == .roomDeleted)
+    }
+
+    @Test("revisions the store no longer has are skipped and reported; failures back off until the give-up period")
+    func gapsAndGivingUp() {
+        var lane = DeliveryLane()
+        lane.resume(head: 5, stored: 0)
+        #expect(lane.read([revision(2), revision(4)], after: 0, through: 5, generation: 0) == [1, 3])
+        let policy = WebhookPolicy(backoffStart: 100, backoffMax: 1_000, jitter: 0, giveUpAfter: 500)
+        #expect(lane.failed(.revision(revision(2)), now: 1_000, policy: policy, unit: 0.5, generation: 0) == .after(milliseconds: 100))
+        #expect(lane.failed(.revision(revision(2)), now: 1_100, policy: policy, unit: 0.5, generation: 0) == .after(milliseconds: 200))
+        #expect(lane.isRetrying)
+        #expect(lane.failed(.revision(revision(2)), now: 1_500, policy: policy, unit: 0.5, generation: 0) == .giveUp)
+        guard case .stop = lane.next(endpointFailing: true, chunk: 10) else { Issue.record("a failing endpoint stops"); return }
+        lane.delivered(.revision(revision(2)), generation: 0)
+        #expect(!lane.isRetrying && lane.cursor == 2)
+        lane.delivered(.revision(revision(4)), generation: 0)
+        #expect(lane.read([], after: 4, through: 5, generation: 0) == [5])
+        #expect(lane.cursor == 5 && lane.backlog == 0)
+    }
+}
