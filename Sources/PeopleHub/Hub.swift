@@ -63,6 +63,9 @@ public final class Hub: @unchecked Sendable {
         var waiting: [any ClientConnection] = []
         /// HTTP requests waiting for the room; a room the store does not have is created only for a hello.
         var requests: [(RoomOutcome) -> Void] = []
+        /// What the room is created as when the store does not have it (an HTTP `PUT`); nil: only a
+        /// hello creates it, from the seed.
+        var creator: (() -> Room)?
     }
 
     /// What an HTTP request waiting for a room gets.

@@ -92,12 +92,17 @@ extension Room {
         nextTag = max(nextTag, block.to + 1)
     }
 
-    /// Files a committed revision in the history window and the used tags.
+    /// Files a committed revision in the history window and the used tags (an imported revision's
+    /// tags come from no block: later blocks start above them).
     mutating func record(_ revision: Revision) {
         history.append(revision)
         history.trim(keeping: policy.keptRevisions)
         blame.record(revision)
-        for done in revision.applied { if case .insert(let person, _) = done.diff { usedTags.insert(person.tag) } }
+        for done in revision.applied {
+            guard case .insert(let person, _) = done.diff else { continue }
+            usedTags.insert(person.tag)
+            nextTag = max(nextTag, person.tag + 1)
+        }
     }
 
     /// Pushes the inverse of what an undo (redo) applied onto the redo (undo) stack.

@@ -2,9 +2,213 @@ import PeopleCore
 import PeopleStore
 import WebSocketTransport
 
-/// The HTTP API's admin routes (the product contract's HTTP API §2): list, create or import, delete,
-/// export; and the webhooks' state.
+/// The HTTP API's admin routes (the product contract's HTTP API §2): list rooms, create or import
+/// one, delete one, export one (JSON with or without its history, or CSV), and the webhooks' state.
 extension Hub {
     func addAdminRoutes() {
+        routes.add("GET", "/v1/rooms") { [unowned self] call throws in
+            let after = call.request.query("after")
+            let prefix = call.request.query("prefix")
+            let limit = min(1000, max(1, try call.integer("limit") ?? 100))
+            return try api(call) { [unowned self] caller throws in
+                guard caller.role.allows(.admin) else { throw HTTPFailure.forbidden("listing rooms needs an admin") }
+                listRooms(call, caller, after: after, prefix: prefix, limit: limit)
+                return nil
+            }
+        }
+        routes.add("PUT", "/v1/rooms/:room") { [unowned self] call throws in
+            let room = try roomName(call)
+            let body = try Self.bodyObject(call)
+            let imported = try RoomImport(room: room, body: body, policy: configuration.roomPolicy)
+            return try api(call) { [unowned self] caller throws in
+                try caller.check(.admin, room: room)
+                create(imported, call: call)
+                return nil
+            }
+        }
+        routes.add("DELETE", "/v1/rooms/:room") { [unowned self] call throws in
+            try api(call) { [unowned self] caller throws in
+                try inRoom(call, caller, need: .admin) { [unowned self] host throws in
+                    delete(host, call: call)
+                    return nil
+                }
+            }
+        }
+        routes.add("GET", "/v1/rooms/:room/export") { [unowned self] call throws in
+            let csv = call.request.headers["accept"]?.lowercased().contains("text/csv") ?? false
+            let history = ["true", "1", "yes"].contains(call.request.query("history")?.lowercased() ?? "")
+            return try api(call) { [unowned self] caller throws in
+                try inRoom(call, caller, need: .admin) { [unowned self] host throws in
+                    if csv { return RoomExport.csv(host.room.model) }
+                    return try export(host, history: history, call: call)
+                }
+            }
+        }
+        routes.add("GET", "/v1/webhooks") { [unowned self] call throws in
+            try api(call) { [unowned self] caller throws in
+                guard caller.role.allows(.admin) else { throw HTTPFailure.forbidden("the webhooks' state needs an admin") }
+                return .json(webhooks?.status() ?? .object(["webhooks": .array([])]))
+            }
+        }
+    }
+
+    // MARK: List
+
+    /// A page of the store's rooms (in name order), with what memory knows better for loaded ones.
+    private func listRooms(_ call: HTTPCall, _ caller: HTTPCaller, after: String?, prefix: String?, limit: Int) {
+        let store = store
+        let box = UncheckedSendable(call)
+        runtime.background { [weak self] in
+            let page = Result { () throws(StoreError) in try store.listRooms(after: after, prefix: prefix, limit: limit + 1) }
+            self?.back(box) { hub, box in
+                hub.answer(box.value) { () throws -> HTTPResponse? in
+                    guard case .success(let rooms) = page else {
+                        throw HTTPFailure.unavailable("the store cannot list rooms; try again")
+                    }
+                    let shown = rooms.prefix(limit).filter { caller.sees($0.name) }
+                    let entries = shown.map { stored -> JSON in
+                        var summary = stored
+                        var connected = 0
+                        if case .loaded(let host)? = hub.rooms[stored.name] {
+                            summary.rev = host.room.revision
+                            summary.people = host.room.model.people.count
+                            summary.updated = host.room.revision(host.room.revision)?.timestamp ?? stored.updated
+                            connected = host.connections.values.filter { !($0 is HTTPReplies) }.count
+                        }
+                        return .object(["name": .string(summary.name), "rev": .int(summary.rev),
+                                        "people": .int(summary.people), "connected": .int(connected),
+                                        "updated": .int(Int(summary.updated))])
+                    }
+                    var members: [JSON.Member] = [.init("rooms", .array(entries))]
+                    if rooms.count > limit, let last = rooms.prefix(limit).last { members.append(.init("next", .string(last.name))) }
+                    return .json(.object(members))
+                }
+            }
+        }
+    }
+
+    // MARK: Create and import
+
+    /// Creates the room with the import's people (and its history): 409 `room-exists` if the store has
+    /// it; 201 once everything is durable.
+    private func create(_ imported: RoomImport, call: HTTPCall) {
+        let name = imported.room
+        let exists = HTTPFailure(status: 409, code: "room-exists", message: "room \(name) exists; DELETE it first")
+        let done: (RoomOutcome) -> Void = { [unowned self] outcome in
+            answer(call) { () throws -> HTTPResponse? in
+                switch outcome {
+                case .created(let host):
+                    var actions: [RoomAction] = []
+                    for revision in imported.revisions {
+                        actions += try host.room.importRevision(revision)
+                    }
+                    perform(actions, in: host)
+                    afterDurable(of: name, call: call, .json(.object(["room": .string(name), "rev": .int(host.room.revision)]),
+                                                            status: 201))
+                    return nil
+                case .loaded: throw exists
+                case .absent: throw HTTPFailure.unavailable("room \(name) could not be created; try again")
+                case .elsewhere(let url): throw Self.redirect(call, roomURL: url, room: name)
+                case .failed(let problem): throw HTTPFailure.unavailable("room \(name) cannot be loaded: \(problem)")
+                case .full: throw HTTPFailure(ProtocolError(.roomFull, "the hub holds at most \(configuration.limits.maxRooms) rooms"))
+                }
+            }
+        }
+        let policy = configuration.roomPolicy
+        let build = { Room(name: name, seed: imported.initial, policy: policy) }
+        switch rooms[name] {
+        case .loaded?:
+            call.exchange.respond(exists.response(json: true))
+        case .loading(let load)?:
+            guard load.creator == nil else { return call.exchange.respond(exists.response(json: true)) }
+            load.creator = build
+            load.requests.append(done)
+        case nil:
+            guard rooms.count < configuration.limits.maxRooms else { return done(.full) }
+            let load = RoomLoad()
+            load.creator = build
+            load.requests.append(done)
+            rooms[name] = .loading(load)
+            startLoading(name)
+        }
+    }
+
+    /// Answers `call` with `response` once everything handed to the store for `room` so far is durable.
+    func afterDurable(of room: String, call: HTTPCall, _ response: HTTPResponse) {
+        let box = UncheckedSendable((call.exchange, response))
+        let outcome = store.append([], room: room) { [weak self] error in
+            self?.back(box) { _, box in
+                let (exchange, response) = box.value
+                exchange.respond(error == nil ? response
+                    : HTTPFailure.unavailable("the store failed: \(error!)").response(json: true))
+            }
+        }
+        if outcome == .durable { call.exchange.respond(response) }
+    }
+
+    // MARK: Delete
+
+    /// Closes the room's connections (1000), forgets it, and deletes it and its history from the store;
+    /// 204 after. Hellos and requests meanwhile wait, then find no room.
+    private func delete(_ host: RoomHost, call: HTTPCall) {
+        let name = host.room.name
+        host.broken = true
+        host.held.removeAll()
+        for connection in host.connections.values { connection.close(code: 1000, reason: "room deleted") }
+        for waiter in host.feedWaiters { waiter.call.exchange.respond(HTTPFailure.noRoom(name).response(json: true)) }
+        host.feedWaiters.removeAll()
+        let placeholder = RoomLoad()
+        rooms[name] = .loading(placeholder)
+        metrics.rooms.record(rooms.count)
+        let store = store
+        let box = UncheckedSendable((call.exchange, placeholder))
+        runtime.background { [weak self] in
+            let result = Result { () throws(StoreError) in try store.deleteRoom(name) }
+            self?.back(box) { hub, box in
+                let (exchange, placeholder) = box.value
+                if let leases = hub.leases { hub.leaseCalls.async { leases.release(room: name) } }
+                if case .loading(let load)? = hub.rooms[name], load === placeholder {
+                    hub.rooms[name] = nil
+                    if !load.waiting.isEmpty || !load.requests.isEmpty {
+                        hub.rooms[name] = .loading(load)
+                        hub.startLoading(name)
+                    }
+                }
+                switch result {
+                case .success:
+                    hub.logger.info("room deleted", metadata: ["room": "\(name)"])
+                    hub.webhooks?.roomDeleted(room: name, time: hub.clock)
+                    exchange.respond(HTTPResponse(status: 204, body: []))
+                case .failure(let error):
+                    exchange.respond(HTTPFailure.unavailable("the store could not delete room \(name): \(error)")
+                        .response(json: true))
+                }
+            }
+        }
+    }
+
+    // MARK: Export
+
+    /// `{"room","rev","people"}`; with the history also `initial` (the people at revision 0) and every
+    /// revision as the change feed gives it, older ones read from the store.
+    private func export(_ host: RoomHost, history: Bool, call: HTTPCall) throws -> HTTPResponse? {
+        let room = host.room
+        func body(_ older: [Revision]) throws -> HTTPResponse {
+            var members: [JSON.Member] = [.init("room", .string(room.name)), .init("rev", .int(room.revision)),
+                                          .init("people", .array(room.model.people.map(\.json)))]
+            if history {
+                guard let initial = host.room.people(at: 0, older: older) else {
+                    throw HTTPFailure.unavailable("the room's first revision cannot be rebuilt; try again")
+                }
+                let kept = (room.oldestKeptBase + 1...max(room.oldestKeptBase + 1, room.revision))
+                    .compactMap { room.revision($0) }
+                members.append(.init("initial", .array(initial.people.map(\.json))))
+                members.append(.init("revisions", .array((older + kept).map(\.feedJSON))))
+            }
+            return .json(.object(members))
+        }
+        guard history, room.oldestKeptBase > 0 else { return try body([]) }
+        readOlder(host, after: 0, through: room.oldestKeptBase, call: call) { _, older in try body(older) }
+        return nil
     }
 }

@@ -50,7 +50,7 @@ extension Hub {
 
     /// Reads and rebuilds the room off the service thread, then joins the hellos that waited for it.
     /// In cluster mode the room's lease comes first (on the lease queue, in order with releases).
-    private func startLoading(_ name: String) {
+    func startLoading(_ name: String) {
         let store = store
         let policy = configuration.roomPolicy
         let load: @Sendable () -> Void = { [weak self] in
@@ -113,6 +113,7 @@ extension Hub {
     private func loaded(_ name: String, _ result: Result<Room?, StoreError>, seconds: Double) {
         guard case .loading(let load)? = rooms[name] else { return }
         let host: RoomHost
+        var created = false
         switch result {
         case .success(let room?):
             metrics.roomLoads[.loaded]?.increment()
@@ -121,7 +122,7 @@ extension Hub {
             logger.info("room loaded", metadata: [
                 "room": "\(name)", "rev": "\(room.revision)", "seconds": "\(String(format: "%.3f", seconds))",
             ])
-        case .success(nil) where load.waiting.isEmpty:
+        case .success(nil) where load.waiting.isEmpty && load.creator == nil:
             // Only HTTP requests asked: they do not create rooms.
             rooms[name] = nil
             if let leases { leaseCalls.async { leases.release(room: name) } }
@@ -130,8 +131,10 @@ extension Hub {
         case .success(nil):
             metrics.roomLoads[.created]?.increment()
             // A new room: its first snapshot (the seed) is stored before anything journalled after it.
-            host = RoomHost(room: Room(name: name, seed: configuration.seed, policy: configuration.roomPolicy))
+            host = RoomHost(room: load.creator?() ?? Room(name: name, seed: configuration.seed, policy: configuration.roomPolicy))
             store.save(host.room.snapshot(), room: name)
+            created = true
+            webhooks?.roomCreated(room: name, time: clock)
             logger.info("room created", metadata: ["room": "\(name)"])
         case .failure(let error):
             metrics.roomLoads[.failed]?.increment()
@@ -153,7 +156,7 @@ extension Hub {
             join(connection, client: client, host: host)
         }
         if host.connections.isEmpty && host.catchingUp == 0 { host.idleSince = clock }
-        for request in load.requests { request(.loaded(host)) }
+        for request in load.requests { request(created ? .created(host) : .loaded(host)) }
     }
 
     /// Joins an opening connection to its loaded room; a `since` older than memory first reads the

@@ -1,0 +1,55 @@
+/// Bringing a room's history in (the HTTP API's import of an export, and `peoplekeeper-hub import`):
+/// a new room holding the export's people at revision 0, then each exported revision as it was —
+/// its number, author, kind, label, time and diffs — journalled as `RoomRecord.imported`, on nobody's
+/// undo stack (the undo stacks stay where the room was).
+extension Room {
+    /// One exported revision as the change feed gives it: `{"rev","time"?,"author","kind","label"?,"ops"}`.
+    public struct ExportedRevision: Hashable, Sendable {
+        public var rev: Int
+        public var author: String
+        public var kind: RevisionKind
+        public var label: String?
+        public var time: Int64
+        public var ops: [Diff]
+
+        public init(json: JSON) throws(ProtocolError) {
+            let f = try WireFields(json, context: "revision", code: .badMessage)
+            let kindText = try f.string("kind")
+            guard let kind = RevisionKind(rawValue: kindText) else {
+                throw f.fail("kind \(kindText) is not edit, undo, redo or restore")
+            }
+            rev = try f.int("rev")
+            author = try f.string("author")
+            self.kind = kind
+            label = try f.optionalString("label")
+            time = Int64(try f.optionalInt("time") ?? 0)
+            ops = try f.array("ops").map { (op: JSON) throws(ProtocolError) in try Diff(json: op) }
+        }
+    }
+
+    /// Applies an exported revision as the next one (`rev` must be the next number).
+    public mutating func importRevision(_ revision: ExportedRevision) throws(InvalidOp) -> [RoomAction] {
+        guard revision.rev == history.head + 1 else {
+            throw InvalidOp("revision \(revision.rev) does not follow \(history.head): every revision, in order")
+        }
+        return try importRevision(author: revision.author, kind: revision.kind, label: revision.label,
+                                  time: revision.time, ops: revision.ops)
+    }
+
+    /// Applies one exported revision as the next one. The diffs must apply as they are (an export's
+    /// revisions do, in order, from its `initial` people); times never go back.
+    public mutating func importRevision(author: String, kind: RevisionKind, label: String?, time: Int64,
+                                        ops: [Diff]) throws(InvalidOp) -> [RoomAction] {
+        guard (try? UserName(author)) != nil else { throw InvalidOp("revision \(history.head + 1): author must be 1 to 64 bytes") }
+        var copy = model
+        let result = try copy.apply(batch: ops, absentTags: .reject)
+        guard !result.applied.isEmpty else {
+            throw InvalidOp("revision \(history.head + 1) changes nothing")
+        }
+        model = copy
+        let revision = Revision(number: history.head + 1, author: author, kind: kind, label: label, applied: result.applied,
+                                timestamp: max(time, headTime ?? time))
+        record(revision)
+        return [journal(.imported(revision)), .send(revision.opsMessage(), to: connectedSessions)]
+    }
+}

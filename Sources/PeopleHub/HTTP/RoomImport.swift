@@ -1,0 +1,88 @@
+import PeopleCore
+import WebSocketTransport
+
+/// A `PUT /v1/rooms/ROOM` body, checked before anything is created: `{"people":[…]}` makes a room at
+/// revision 0 holding those people; an export with its history (`initial` and `revisions`) makes the
+/// room with every revision, author and time again, and its `people` must be where they lead.
+struct RoomImport {
+    let room: String
+    let initial: PeopleModel
+    let revisions: [Room.ExportedRevision]
+
+    init(room: String, body: JSON, policy: RoomPolicy) throws {
+        self.room = room
+        let people = try Self.people(body["people"], field: "people")
+        guard let list = body["revisions"], list != .null else {
+            initial = people
+            revisions = []
+            return
+        }
+        guard case .array(let items) = list else { throw HTTPFailure.badMessage("revisions must be an array") }
+        initial = try Self.people(body["initial"], field: "initial")
+        var parsed: [Room.ExportedRevision] = []
+        for (index, item) in items.enumerated() {
+            do {
+                parsed.append(try Room.ExportedRevision(json: item))
+            } catch {
+                throw HTTPFailure(ProtocolError(error.code, "revisions[\(index)]: \(error.message)"))
+            }
+        }
+        revisions = parsed
+        // Replayed on a scratch room, so a bad import creates nothing; the people must be its result.
+        var scratch = Room(name: room, seed: initial, policy: policy)
+        for (index, revision) in parsed.enumerated() {
+            do {
+                _ = try scratch.importRevision(revision)
+            } catch {
+                throw HTTPFailure(ProtocolError(.invalidOp, "revisions[\(index)]: \(error.reason)"))
+            }
+        }
+        guard scratch.model.people.elements == people.people.elements else {
+            throw HTTPFailure(ProtocolError(.invalidOp, "people is not where initial and the revisions lead"))
+        }
+    }
+
+    /// People as an insert would take them: valid persons, distinct tags.
+    private static func people(_ json: JSON?, field: String) throws -> PeopleModel {
+        guard case .array(let items)? = json else { throw HTTPFailure.badMessage("\(field) (an array of people) is required") }
+        var model = PeopleModel()
+        for (index, item) in items.enumerated() {
+            do {
+                let person = try Person(json: item)
+                _ = try model.apply(batch: [.insert(person, at: index)], absentTags: .reject)
+            } catch let error as ProtocolError {
+                throw HTTPFailure(ProtocolError(error.code, "\(field)[\(index)]: \(error.message)"))
+            } catch let error as InvalidOp {
+                throw HTTPFailure(ProtocolError(.invalidOp, "\(field)[\(index)]: \(error.reason)"))
+            }
+        }
+        return model
+    }
+}
+
+/// A room's people as CSV (RFC 4180): a header row, then one row per person in the room's order;
+/// booleans `true` / `false`, sets joined with `;`.
+enum RoomExport {
+    static let columns = ["tag", "name", "hairColor", "hairLength", "eyeColor", "glasses", "facialHair", "likes", "dislikes"]
+
+    static func csv(_ model: PeopleModel) -> HTTPResponse {
+        var lines = [columns.joined(separator: ",")]
+        for person in model.people {
+            let fields: [String] = [
+                String(person.tag), person.name, person.hairColor.rawValue, person.hairLength.rawValue,
+                person.eyeColor.rawValue, person.glasses ? "true" : "false",
+                person.facialHair.map(\.rawValue).sorted().joined(separator: ";"),
+                person.likes.map(\.rawValue).joined(separator: ";"),
+                person.dislikes.map(\.rawValue).joined(separator: ";"),
+            ]
+            lines.append(fields.map(quoted).joined(separator: ","))
+        }
+        return HTTPResponse(status: 200, contentType: "text/csv; charset=utf-8",
+                            body: Array((lines.joined(separator: "\r\n") + "\r\n").utf8))
+    }
+
+    private static func quoted(_ field: String) -> String {
+        guard field.contains(where: { $0 == "," || $0 == "\"" || $0 == "\r" || $0 == "\n" }) else { return field }
+        return "\"" + field.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+}
