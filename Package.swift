@@ -113,6 +113,7 @@ let package = Package(
             name: "peoplekeeper-hub",
             dependencies: [
                 "PeopleHub",
+                "PeopleWebhooks",
                 "PeopleCore",
                 "PeopleStore",
                 "PeopleStoreSQLite",

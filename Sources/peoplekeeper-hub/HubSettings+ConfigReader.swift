@@ -22,14 +22,32 @@ extension HubSettings {
         providers.append(EnvironmentVariablesProvider(environmentVariables: prefixed).prefixKeys(with: "peoplekeeper"))
         if let file {
             try checkKnownKeys(in: file)
+            let (path, temporary) = try withoutWebhooks(file)
+            defer { if temporary { try? FileManager.default.removeItem(atPath: path) } }
             do {
-                providers.append(try await FileProvider<YAMLSnapshot>(filePath: FilePath(file)))
+                providers.append(try await FileProvider<YAMLSnapshot>(filePath: FilePath(path)))
             } catch {
                 throw ConfigProblem(key: file, problem: "cannot read the YAML file: \(error)")
             }
         }
         providers.append(provider("defaults", HubSetting.defaults))
         return try HubSettings(reader: ConfigReader(providers: providers))
+    }
+
+    /// The file for the key table's reader: the file itself, or (when it has a `webhooks` list, which
+    /// the reader cannot hold: WebhookSettings reads it) a temporary copy without that section.
+    static func withoutWebhooks(_ file: String) throws -> (path: String, temporary: Bool) {
+        guard let text = try? String(contentsOfFile: file, encoding: .utf8),
+              case .mapping(var top)? = try? Yams.compose(yaml: text),
+              top.keys.contains(where: { $0.string == "webhooks" }) else { return (file, false) }
+        top[Node("webhooks")] = nil
+        let path = NSTemporaryDirectory() + "peoplekeeper-config-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max)).yaml"
+        do {
+            try Yams.serialize(node: .mapping(top)).write(toFile: path, atomically: true, encoding: .utf8)
+        } catch {
+            throw ConfigProblem(key: file, problem: "cannot read the YAML file: \(error)")
+        }
+        return (path, true)
     }
 
     /// `PEOPLEKEEPER_…` variables that name no key (reported as warnings at start: a typo is not silent).
@@ -81,6 +99,7 @@ extension HubSettings {
         let sections = Set(HubSetting.all.map(\.section))
         for (sectionNode, value) in top {
             let section = sectionNode.string ?? "\(sectionNode)"
+            if section == "webhooks" { continue }  // a list of endpoints: WebhookSettings reads and checks it
             guard sections.contains(section) else {
                 throw ConfigProblem(key: section, problem: "unknown section (known: \(sections.sorted().joined(separator: ", ")))")
             }

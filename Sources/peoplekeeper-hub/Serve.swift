@@ -5,6 +5,7 @@ import Logging
 import Metrics
 import PeopleCore
 import PeopleHub
+import PeopleWebhooks
 import PeopleStore
 import PeopleStorePostgres
 import PeopleStoreSQLite
@@ -55,10 +56,12 @@ struct Serve: AsyncParsableCommand {
 
         let settings: HubSettings
         let seedModel: PeopleModel
+        let endpoints: [WebhookEndpoint]
         do {
             settings = try await HubSettings.load(file: config, flags: flags,
                                                   environment: ProcessInfo.processInfo.environment)
             seedModel = try settings.loadSeed()
+            endpoints = try WebhookSettings.endpoints(file: config)
         } catch {
             FileHandle.standardError.write(Data("peoplekeeper-hub: \(error)\n".utf8))
             throw ExitCode(78)  // EX_CONFIG
@@ -144,6 +147,18 @@ struct Serve: AsyncParsableCommand {
         var renderMetrics: (@Sendable () -> String)?
         if settings.metricsEnabled { renderMetrics = { registry.emitToString() } }
         let hub = Hub(configuration: hubConfiguration, store: store, logger: logger, renderMetrics: renderMetrics)
+        var dispatcher: WebhookDispatcher?
+        if !endpoints.isEmpty {
+            // In cluster mode a room's owner delivers: the rooms this node loads (each load tells the
+            // dispatcher its head, so a backlog resumes there); alone, every room from the start.
+            let clustered = store is any RoomLeases
+            let webhooks = WebhookDispatcher(endpoints: endpoints, store: store,
+                                             logger: Logger(label: "peoplekeeper.webhooks"),
+                                             owns: { _ in !clustered })
+            hub.webhooks = DispatcherWebhooks(webhooks)
+            dispatcher = webhooks
+            logger.info("webhooks", metadata: ["endpoints": "\(endpoints.map(\.url))"])
+        }
         let server = WebSocketServer(
             configuration: .init(
                 host: settings.host, port: settings.port,
@@ -158,7 +173,8 @@ struct Serve: AsyncParsableCommand {
             delegate: hub)
         hub.attach(to: server)
 
-        let service = HubService(hub: hub, server: server, store: store, settings: settings, logger: logger)
+        let service = HubService(hub: hub, server: server, store: store, settings: settings, logger: logger,
+                                 webhooks: dispatcher)
         let group = ServiceGroup(configuration: .init(
             services: [service], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
@@ -172,6 +188,7 @@ struct HubService: Service {
     let store: any PeopleStore
     let settings: HubSettings
     let logger: Logger
+    let webhooks: WebhookDispatcher?
 
     func run() async throws {
         let port: Int
@@ -196,9 +213,11 @@ struct HubService: Service {
             "host": "\(settings.host)", "port": "\(port)", "webRoot": "\(settings.webRoot)",
             "storage": "\(settings.storageKind.rawValue)",
         ])
+        webhooks?.start()
         try? await gracefulShutdown()
         logger.info("shutdown requested")
         await hub.drain()
+        await webhooks?.shutdown()
         logger.info("stopped")
     }
 }
