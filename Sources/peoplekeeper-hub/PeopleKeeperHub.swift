@@ -6,7 +6,8 @@ struct PeopleKeeperHub: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "peoplekeeper-hub",
         abstract: "The PeopleKeeper hub: rooms of people edited together over WebSocket, with per-user undo.",
-        subcommands: [Serve.self, Backup.self, Token.self, HistoryCommand.self, Echo.self, ConfigKeysCommand.self],
+        subcommands: [Serve.self, Backup.self, Token.self, HistoryCommand.self, ExportCommand.self, ImportCommand.self,
+                      Echo.self, ConfigKeysCommand.self],
         defaultSubcommand: Serve.self
     )
 }

@@ -52,4 +52,19 @@ extension Room {
         record(revision)
         return [journal(.imported(revision)), .send(revision.opsMessage(), to: connectedSessions)]
     }
+
+    /// The room as an export: `{"room","rev","people"}`, with `history` also `initial` (the people at
+    /// revision 0) and every revision as the change feed gives it. `older` holds the revisions below
+    /// memory (`1 ... oldestKeptBase`); nil when they cannot be had.
+    public func export(history: Bool, older: [Revision]) -> JSON? {
+        var members: [JSON.Member] = [.init("room", .string(name)), .init("rev", .int(revision)),
+                                      .init("people", .array(model.people.map(\.json)))]
+        if history {
+            guard let initial = people(at: 0, older: older) else { return nil }
+            let kept = revision > oldestKeptBase ? (oldestKeptBase + 1...revision).compactMap { self.revision($0) } : []
+            members.append(.init("initial", .array(initial.people.map(\.json))))
+            members.append(.init("revisions", .array((older + kept).map(\.feedJSON))))
+        }
+        return .object(members)
+    }
 }

@@ -171,3 +171,7 @@ extension HTTPResponse {
         HTTPResponse(status: status, contentType: "application/json", body: value.bytes)
     }
 }
+
+extension HTTPFailure: CustomStringConvertible {
+    var description: String { "\(code): \(message)" }
+}

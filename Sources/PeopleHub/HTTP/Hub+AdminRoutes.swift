@@ -192,23 +192,14 @@ extension Hub {
     /// `{"room","rev","people"}`; with the history also `initial` (the people at revision 0) and every
     /// revision as the change feed gives it, older ones read from the store.
     private func export(_ host: RoomHost, history: Bool, call: HTTPCall) throws -> HTTPResponse? {
-        let room = host.room
         func body(_ older: [Revision]) throws -> HTTPResponse {
-            var members: [JSON.Member] = [.init("room", .string(room.name)), .init("rev", .int(room.revision)),
-                                          .init("people", .array(room.model.people.map(\.json)))]
-            if history {
-                guard let initial = host.room.people(at: 0, older: older) else {
-                    throw HTTPFailure.unavailable("the room's first revision cannot be rebuilt; try again")
-                }
-                let kept = (room.oldestKeptBase + 1...max(room.oldestKeptBase + 1, room.revision))
-                    .compactMap { room.revision($0) }
-                members.append(.init("initial", .array(initial.people.map(\.json))))
-                members.append(.init("revisions", .array((older + kept).map(\.feedJSON))))
+            guard let json = host.room.export(history: history, older: older) else {
+                throw HTTPFailure.unavailable("the room's first revision cannot be rebuilt; try again")
             }
-            return .json(.object(members))
+            return .json(json)
         }
-        guard history, room.oldestKeptBase > 0 else { return try body([]) }
-        readOlder(host, after: 0, through: room.oldestKeptBase, call: call) { _, older in try body(older) }
+        guard history, host.room.oldestKeptBase > 0 else { return try body([]) }
+        readOlder(host, after: 0, through: host.room.oldestKeptBase, call: call) { _, older in try body(older) }
         return nil
     }
 }

@@ -18,18 +18,13 @@ extension Hub {
             try write(call) { body throws in try Self.batch(body) }
         }
         routes.add("POST", "/v1/rooms/:room/undo") { [unowned self] call throws in
-            try write(call) { body throws in
-                .undo(.init(seq: 0, scope: try Self.optionalInt(body, "scope"), entry: try Self.optionalInt(body, "entry")))
-            }
+            try write(call) { body throws in try Self.request("undo", body, fields: ["scope", "entry"]) }
         }
         routes.add("POST", "/v1/rooms/:room/redo") { [unowned self] call throws in
-            try write(call) { body throws in .redo(.init(seq: 0, scope: try Self.optionalInt(body, "scope"))) }
+            try write(call) { body throws in try Self.request("redo", body, fields: ["scope", "entry"]) }
         }
         routes.add("POST", "/v1/rooms/:room/restore") { [unowned self] call throws in
-            try write(call) { body throws in
-                guard let rev = try Self.optionalInt(body, "rev") else { throw HTTPFailure.badMessage("rev is required") }
-                return .restore(.init(seq: 0, rev: rev, label: try Self.optionalString(body, "label")))
-            }
+            try write(call) { body throws in try Self.request("restore", body, fields: ["rev", "label"]) }
         }
         routes.add("GET", "/v1/rooms/:room/log") { [unowned self] call throws in
             let request = ClientMessage.LogRequest(
@@ -261,30 +256,21 @@ extension Hub {
             person.append(.init("tag", .int(placeholder)))
             return .object(members.map { $0.key == "person" ? .init("person", .object(person)) : $0 })
         }
-        var submit: [JSON.Member] = [.init("type", .string("submit")), .init("seq", .int(1))]
+        var submit = body
         if case .object(let members) = body {
-            submit += members.filter { ["base", "label", "coalesce"].contains($0.key) }
+            submit = .object(members.filter { $0.key != "ops" } + [.init("ops", .array(filled))])
         }
-        submit.append(.init("ops", .array(filled)))
-        switch ClientMessage.decode(JSON.object(submit).bytes) {
+        return try request("submit", submit, fields: ["base", "label", "coalesce", "ops"])
+    }
+
+    /// An HTTP body as the room's request of `type`, through the WebSocket decoder (so the same fields
+    /// are checked the same way: `entry` with `scope` is bad-message, a bad op invalid-op, …).
+    static func request(_ type: String, _ body: JSON, fields: Set<String>) throws -> ClientMessage {
+        var members: [JSON.Member] = [.init("type", .string(type)), .init("seq", .int(1))]
+        if case .object(let given) = body { members += given.filter { fields.contains($0.key) } }
+        switch ClientMessage.decode(JSON.object(members).bytes) {
         case .success(let message): return message
         case .failure(let error): throw HTTPFailure(error)
-        }
-    }
-
-    static func optionalInt(_ body: JSON, _ name: String) throws -> Int? {
-        switch body[name] {
-        case nil, .null?: return nil
-        case .int(let value)?: return value
-        default: throw HTTPFailure.badMessage("\(name) must be a whole number")
-        }
-    }
-
-    static func optionalString(_ body: JSON, _ name: String) throws -> String? {
-        switch body[name] {
-        case nil, .null?: return nil
-        case .string(let value)?: return value
-        default: throw HTTPFailure.badMessage("\(name) must be a string")
         }
     }
 }

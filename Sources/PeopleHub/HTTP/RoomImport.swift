@@ -4,12 +4,12 @@ import WebSocketTransport
 /// A `PUT /v1/rooms/ROOM` body, checked before anything is created: `{"people":[…]}` makes a room at
 /// revision 0 holding those people; an export with its history (`initial` and `revisions`) makes the
 /// room with every revision, author and time again, and its `people` must be where they lead.
-struct RoomImport {
-    let room: String
-    let initial: PeopleModel
-    let revisions: [Room.ExportedRevision]
+public struct RoomImport: Sendable {
+    public let room: String
+    public let initial: PeopleModel
+    public let revisions: [Room.ExportedRevision]
 
-    init(room: String, body: JSON, policy: RoomPolicy) throws {
+    public init(room: String, body: JSON, policy: RoomPolicy) throws {
         self.room = room
         let people = try Self.people(body["people"], field: "people")
         guard let list = body["revisions"], list != .null else {
@@ -62,10 +62,14 @@ struct RoomImport {
 
 /// A room's people as CSV (RFC 4180): a header row, then one row per person in the room's order;
 /// booleans `true` / `false`, sets joined with `;`.
-enum RoomExport {
-    static let columns = ["tag", "name", "hairColor", "hairLength", "eyeColor", "glasses", "facialHair", "likes", "dislikes"]
+public enum RoomExport {
+    public static let columns = ["tag", "name", "hairColor", "hairLength", "eyeColor", "glasses", "facialHair", "likes", "dislikes"]
 
-    static func csv(_ model: PeopleModel) -> HTTPResponse {
+    public static func csv(_ model: PeopleModel) -> HTTPResponse {
+        HTTPResponse(status: 200, contentType: "text/csv; charset=utf-8", body: Array(csvText(model).utf8))
+    }
+
+    public static func csvText(_ model: PeopleModel) -> String {
         var lines = [columns.joined(separator: ",")]
         for person in model.people {
             let fields: [String] = [
@@ -77,8 +81,7 @@ enum RoomExport {
             ]
             lines.append(fields.map(quoted).joined(separator: ","))
         }
-        return HTTPResponse(status: 200, contentType: "text/csv; charset=utf-8",
-                            body: Array((lines.joined(separator: "\r\n") + "\r\n").utf8))
+        return lines.joined(separator: "\r\n") + "\r\n"
     }
 
     private static func quoted(_ field: String) -> String {

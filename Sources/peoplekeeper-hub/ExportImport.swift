@@ -1,0 +1,150 @@
+import ArgumentParser
+import Foundation
+import Logging
+import PeopleCore
+import PeopleHub
+import PeopleStore
+
+/// `peoplekeeper-hub export ROOM` and `import ROOM FILE`: the HTTP API's export and import for
+/// operators, straight on the store the config names (the hub may be running for an export; import
+/// into a room nobody uses yet: it refuses a room the store has).
+struct ExportCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export",
+        abstract: "Print a room as JSON (with --history: every revision, for import elsewhere) or as CSV.",
+        discussion: """
+            The same as GET /v1/rooms/ROOM/export. Exit 66 when the store has no such room.
+
+            Examples:
+              peoplekeeper-hub export team-a --history > team-a.json
+              peoplekeeper-hub export team-a --csv > team-a.csv
+            """)
+
+    @Option(name: .long, help: "The YAML config file (for the store).")
+    var config: String = "Config/peoplekeeper.yaml"
+
+    @Argument(help: "The room.") var room: String
+
+    @Flag(help: "Add the people at revision 0 and every revision since (what import needs to rebuild the history).")
+    var history = false
+
+    @Flag(help: "The people as CSV (RFC 4180; sets joined with ;) instead of JSON.") var csv = false
+
+    func run() async throws {
+        let store = try await StoreAccess.open(config: config, command: "export")
+        defer { store.close() }
+        let (room, older) = try StoreAccess.load(room, from: store, command: "export", older: history && !csv)
+        if csv {
+            FileHandle.standardOutput.write(Data(RoomExport.csvText(room.model).utf8))
+            return
+        }
+        guard let json = room.export(history: history, older: older) else {
+            throw StoreAccess.fail(74, "export", "the room's history cannot be read back to revision 0")
+        }
+        print(json.text)
+    }
+}
+
+struct ImportCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "Create a room from an export (JSON from export or GET …/export): its people, and its history if the file has it.",
+        discussion: """
+            The same as PUT /v1/rooms/ROOM. Refuses a room the store already has (exit 73) and a file \
+            that does not add up (exit 65: the revisions must lead from its initial people to its people).
+
+            Example:
+              peoplekeeper-hub import team-b team-a.json
+            """)
+
+    @Option(name: .long, help: "The YAML config file (for the store).")
+    var config: String = "Config/peoplekeeper.yaml"
+
+    @Argument(help: "The room to create.") var room: String
+    @Argument(help: "The export file (JSON).") var file: String
+
+    func run() async throws {
+        let name: String
+        do { name = try RoomName(room).rawValue } catch { throw StoreAccess.fail(64, "import", "\(error)") }
+        let json: JSON
+        do {
+            json = try JSON.parse(Array(try Data(contentsOf: URL(fileURLWithPath: file))))
+        } catch {
+            throw StoreAccess.fail(66, "import", "cannot read \(file) as JSON: \(error)")
+        }
+        let settings = try await StoreAccess.settings(config: config, command: "import")
+        let imported: RoomImport
+        do { imported = try RoomImport(room: name, body: json, policy: settings.roomPolicy) } catch {
+            throw StoreAccess.fail(65, "import", "\(error)")
+        }
+        let store = try await StoreAccess.open(config: config, command: "import")
+        defer { store.close() }
+        do {
+            if try store.load(room: name) != nil { throw StoreAccess.fail(73, "import", "room \(name) exists in the store") }
+        } catch let exit as ExitCode { throw exit } catch {
+            throw StoreAccess.fail(74, "import", "\(error)")
+        }
+        var room = Room(name: name, seed: imported.initial, policy: settings.roomPolicy)
+        store.save(room.snapshot(), room: name)
+        var entries: [JournalEntry] = []
+        for revision in imported.revisions {
+            for case .persist(let entry) in try room.importRevision(revision) { entries.append(entry) }
+        }
+        let done = DispatchSemaphore(value: 0)
+        let failure = LockedBox<StoreError?>(nil)
+        if store.append(entries, room: name, whenDurable: { error in failure.set(error); done.signal() }) == .durable {
+            done.signal()
+        }
+        done.wait()
+        if let error = failure.get() { throw StoreAccess.fail(74, "import", "the store failed: \(error)") }
+        print("imported room \(name): \(room.model.people.count) people, revision \(room.revision)")
+    }
+}
+
+/// What export, import (and history) share: the settings, the store, a room read back.
+enum StoreAccess {
+    static func fail(_ status: Int32, _ command: String, _ message: String) -> ExitCode {
+        FileHandle.standardError.write(Data("peoplekeeper-hub \(command): \(message)\n".utf8))
+        return ExitCode(status)
+    }
+
+    static func settings(config: String, command: String) async throws -> HubSettings {
+        do {
+            return try await HubSettings.load(file: config, flags: [:], environment: ProcessInfo.processInfo.environment)
+        } catch {
+            throw fail(78, command, "\(error)")
+        }
+    }
+
+    static func open(config: String, command: String) async throws -> any PeopleStore {
+        let settings = try await settings(config: config, command: command)
+        guard settings.storageKind != .memory else { throw fail(64, command, "storage.kind memory keeps nothing to read") }
+        do { return try settings.openStore(logger: Logger(label: "peoplekeeper.\(command)")) } catch {
+            throw fail(74, command, "\(error)")
+        }
+    }
+
+    /// The room as stored, and (with `older`) its revisions below memory.
+    static func load(_ name: String, from store: any PeopleStore, command: String, older: Bool) throws -> (Room, [Revision]) {
+        do {
+            guard let stored = try store.load(room: name) else { throw fail(66, command, "there is no room \(name) in the store") }
+            let room = try Room(restoring: stored, policy: RoomPolicy())
+            let revisions = older && room.oldestKeptBase > 0
+                ? try store.revisions(room: name, after: 0, through: room.oldestKeptBase) : []
+            return (room, revisions)
+        } catch let exit as ExitCode {
+            throw exit
+        } catch {
+            throw fail(74, command, "cannot read room \(name): \(error)")
+        }
+    }
+}
+
+/// A value set on one thread and read on another.
+final class LockedBox<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func set(_ new: Value) { lock.withLock { value = new } }
+    func get() -> Value { lock.withLock { value } }
+}
