@@ -255,7 +255,7 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
 
     static func tooLarge(_ limit: Int) -> HTTPResponse {
         var response = HTTPResponse(status: 413, contentType: "application/json", body: Array("""
-            {"error":{"code":"too-large","message":"the body is over \(limit) bytes (limits.maxFrameBytes)"}}
+            {"error":{"code":"too-large","message":"the body is over \(limit) bytes (limits.maxMessageBytes)"}}
             """.utf8))
         response.closeAfter = true  // the rest of the body is not read
         return response

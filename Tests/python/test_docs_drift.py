@@ -7,6 +7,10 @@
   docs/CONFIG.md (as `--flag`).
 - The error codes of Sources/PeopleCore/Wire/ErrorCode.swift and the table of docs/PROTOCOL.md's
   "Error codes" section are the same set.
+- Every HTTP route the hub registers (`routes.add("METHOD", "/path")` in Sources/PeopleHub/HTTP/) is in
+  docs/HTTP.md's route table and in docs/openapi.yaml (with that method); every error code the HTTP
+  API answers with is in docs/HTTP.md's error table.
+- Every key of a `webhooks` entry (WebhookSettings.keys) is documented in docs/CONFIG.md.
 
 Each test fails naming everything missing, not only the first thing.
 """
@@ -24,6 +28,10 @@ CONFIG_MD = REPO / "docs" / "CONFIG.md"
 PROTOCOL_MD = REPO / "docs" / "PROTOCOL.md"
 EXAMPLE_YAML = REPO / "Config" / "peoplekeeper.yaml"
 ERROR_CODE_SWIFT = REPO / "Sources" / "PeopleCore" / "Wire" / "ErrorCode.swift"
+HTTP_MD = REPO / "docs" / "HTTP.md"
+OPENAPI = REPO / "docs" / "openapi.yaml"
+HTTP_SOURCES = REPO / "Sources" / "PeopleHub" / "HTTP"
+WEBHOOK_SETTINGS = REPO / "Sources" / "peoplekeeper-hub" / "WebhookSettings.swift"
 
 
 def hub(*args: str) -> str:
@@ -112,3 +120,54 @@ def test_error_codes_in_the_code_and_in_protocol_md_are_the_same():
     assert in_code == in_doc, (
         f"error codes in ErrorCode.swift but not in PROTOCOL.md's table: {sorted(in_code - in_doc) or 'none'}; "
         f"in PROTOCOL.md's table but not in the code: {sorted(in_doc - in_code) or 'none'}")
+
+
+def hub_routes() -> list[tuple[str, str]]:
+    """(method, path pattern) of every route the hub registers, `:name` parameters kept."""
+    routes = []
+    for source in sorted(HTTP_SOURCES.glob("*.swift")):
+        routes += re.findall(r'routes\.add\("([A-Z]+)", "([^"]+)"\)', source.read_text(encoding="utf-8"))
+    assert len(routes) >= 14, routes
+    return routes
+
+
+def test_every_http_route_is_in_http_md_and_openapi():
+    doc = HTTP_MD.read_text(encoding="utf-8")
+    spec = OPENAPI.read_text(encoding="utf-8")
+    missing_doc, missing_spec = [], []
+    for method, pattern in hub_routes():
+        if pattern in ("/healthz", "/metrics"):
+            continue  # the operator's endpoints: docs/CONFIG.md's Endpoints
+        shown = re.sub(r":(\w+)", lambda m: m.group(1).upper(), pattern)
+        if f"`{method} {shown}`" not in doc:
+            missing_doc.append(f"{method} {shown}")
+        templated = re.sub(r":(\w+)", r"{\1}", pattern)
+        block = re.split(rf"^  {re.escape(templated)}:\s*$", spec, maxsplit=1, flags=re.MULTILINE)
+        if len(block) != 2 or not re.search(rf"^    {method.lower()}:", re.split(r"^  /", block[1], maxsplit=1,
+                                                                            flags=re.MULTILINE)[0], re.MULTILINE):
+            missing_spec.append(f"{method} {templated}")
+    assert not missing_doc and not missing_spec, (
+        f"routes missing from docs/HTTP.md: {missing_doc or 'none'}; from docs/openapi.yaml: {missing_spec or 'none'}")
+
+
+def test_every_http_error_code_is_in_http_md():
+    codes = set()
+    for source in HTTP_SOURCES.glob("*.swift"):
+        codes |= set(re.findall(r'code: "([a-z][a-z-]*)"', source.read_text(encoding="utf-8")))
+    swift = ERROR_CODE_SWIFT.read_text(encoding="utf-8")
+    codes |= {m.group(2) or m.group(1) for m in re.finditer(r"case (\w+)(?: = \"([a-z-]+)\")?", swift)}
+    codes -= {"unsupported-protocol", "not-hello", "unsupportedProtocol", "notHello", "badJSON", "badMessage",
+              "invalidOp", "staleBase", "tooLarge", "rateLimited", "roomFull", "serverError", "noEntry", "noRoom"}
+    table = re.split(r"^## Errors\s*$", HTTP_MD.read_text(encoding="utf-8"), maxsplit=1, flags=re.MULTILINE)
+    assert len(table) == 2, "docs/HTTP.md has no '## Errors' section"
+    documented = set(re.findall(r"^\|\s*\d{3}\s*\|\s*`([a-z][a-z-]*)`", table[1], re.MULTILINE))
+    assert not codes - documented, f"HTTP error codes missing from docs/HTTP.md's table: {sorted(codes - documented)}"
+
+
+def test_every_webhook_key_is_in_config_md():
+    keys = re.search(r'static let keys = \[([^\]]+)\]', WEBHOOK_SETTINGS.read_text(encoding="utf-8"))
+    assert keys, "cannot find WebhookSettings.keys"
+    names = re.findall(r'"(\w+)"', keys.group(1))
+    doc = CONFIG_MD.read_text(encoding="utf-8")
+    missing = [name for name in names if f"`webhooks[].{name}`" not in doc]
+    assert names and not missing, f"webhook keys missing from docs/CONFIG.md: {missing}"
