@@ -1,0 +1,118 @@
+@testable import PeopleCore
+import Testing
+
+/// Requests without a connection (the HTTP API, Room+Agent.swift) and imports (Room+Import.swift):
+/// the same batch and undo stack as a WebSocket session's, idempotency keys that outlive restarts,
+/// tags filled in, imported history replayed exactly.
+@Suite("Agent sessions and imports")
+struct AgentTests {
+    static let zed = Person(tag: Room.tagPlaceholders.lowerBound, name: "Zed")
+
+    /// Everything the room journalled, so a restart can be played from any snapshot.
+    struct Journalled {
+        var room: Room
+        var journal: [JournalEntry] = []
+        var snapshots: [RoomSnapshot] = []
+
+        init(_ room: Room) {
+            self.room = room
+            snapshots = [room.snapshot()]
+        }
+
+        mutating func take(_ actions: [RoomAction]) -> [ServerMessage] {
+            var sent: [ServerMessage] = []
+            for action in actions {
+                switch action {
+                case .persist(let entry): journal.append(entry)
+                case .send(let message, _): sent.append(message)
+                case .readHistory: Issue.record("no history read expected here")
+                }
+            }
+            return sent
+        }
+
+        func restored(from snapshot: RoomSnapshot) throws -> Room {
+            let window = journal.compactMap(\.record.revision).filter { $0.number > snapshot.floor && $0.number <= snapshot.revision }
+            let tail = try journal.filter { $0.position > snapshot.position }
+                .map { JournalEntry(position: $0.position, record: try RoomRecord(json: JSON.parse($0.record.json.bytes))) }
+            return try Room(restoring: StoredRoom(snapshot: JSON.parse(snapshot.json.bytes), window: window, tail: tail),
+                            policy: room.policy)
+        }
+    }
+
+    static func reply(_ sent: [ServerMessage], to user: String) -> ServerMessage? { sent.first }
+
+    @Test("an agent's batch is the user's edit: on their stack, undone from their WebSocket session; its insert gets a tag of the user's")
+    func agentEditIsTheUsersEdit() throws {
+        var h = Harness(people: Fixtures.start, users: ["ann", "bob"])
+        let actions = h.room.request(.submit(.init(seq: 0, base: 0, ops: [.insert(Self.zed, at: 0)])),
+                                     as: "ann", key: "k", now: 1_000)
+        let acks = actions.compactMap { action -> ServerMessage.Ack? in
+            if case .send(.ack(let a), let to) = action, to == [Room.agentSession(of: "ann")] { a } else { nil }
+        }
+        let ack = try #require(acks.first)
+        guard case .insert(let person, _)? = ack.ops.first else { Issue.record("no insert"); return }
+        #expect(!Room.tagPlaceholders.contains(person.tag))
+        #expect(h.room.users["ann"]!.tagBlocks.contains { $0.contains(person.tag) })
+        let broadcast = actions.contains { if case .send(.ops(let o), let to) = $0 { o.rev == 1 && to.count == 2 } else { false } }
+        #expect(broadcast, "both WebSocket sessions (ann's and bob's) get the revision")
+        #expect(h.room.presence.count == 2, "the agent session is not in presence")
+        guard case .undone(let undone)? = h.send(.undo(.init(seq: h.nextSeq("ann"))), from: "ann") else {
+            Issue.record("ann's WebSocket undo did not answer undone"); return
+        }
+        #expect(undone.ops == [.remove(person.tag)])
+    }
+
+    @Test("a key gets its first answer again, after a restart from any snapshot too, until it is 24 hours old")
+    func keysOutliveRestarts() throws {
+        var j = Journalled(Room(name: "r", seed: PeopleModel(people: Fixtures.start)))
+        let batch = ClientMessage.submit(.init(seq: 0, base: 0, ops: [.set(Fixtures.start[0].tag, .glasses(true))]))
+        let first = j.take(j.room.request(batch, as: "ann", key: "once", now: 1_000))
+        #expect(j.room.revision == 1)
+        j.snapshots.append(j.room.snapshot())
+        _ = j.take(j.room.request(.submit(.init(seq: 0, base: 1, ops: [.set(Fixtures.start[0].tag, .glasses(false))])),
+                                  as: "ann", key: "twice", now: 2_000))
+        for snapshot in j.snapshots {
+            var restored = try j.restored(from: snapshot)
+            #expect(DurableState(restored) == DurableState(j.room))
+            let again = restored.request(batch, as: "ann", key: "once", now: 3_000)
+            #expect(again == [.send(first.first!, to: [Room.agentSession(of: "ann")])], "the first answer, nothing applied")
+            #expect(restored.revision == 2)
+            let late = restored.request(batch, as: "ann", key: "once", now: 1_000 + Room.keyLifetime)
+            #expect(late.contains { if case .persist = $0 { true } else { false } }, "a day later the key is new again")
+        }
+        let other = j.room.request(batch, as: "bob", key: "once", now: 3_000)
+        #expect(other.contains { if case .persist = $0 { true } else { false } }, "keys are per user")
+    }
+
+    @Test("inserts without tags across more people than a tag block: a new block is journalled, every tag distinct")
+    func tagsFilledAcrossBlocks() throws {
+        var j = Journalled(Room(name: "r", seed: PeopleModel(), policy: RoomPolicy(tagBlockSize: 3)))
+        let ops = (0..<5).map { Diff.insert(Person(tag: Room.tagPlaceholders.lowerBound + $0, name: "P\($0)"), at: $0) }
+        let sent = j.take(j.room.request(.submit(.init(seq: 0, base: 0, ops: ops)), as: "ann", key: nil, now: 1))
+        guard case .ack(let ack)? = sent.first else { Issue.record("\(sent)"); return }
+        let tags = ack.ops.compactMap { if case .insert(let p, _) = $0 { p.tag } else { nil } }
+        #expect(tags.count == 5 && Set(tags).count == 5 && tags.allSatisfy { $0 > 0 && $0 < 100 })
+        #expect(j.journal.contains { if case .tags = $0.record { true } else { false } })
+        let restored = try j.restored(from: j.snapshots[0])
+        #expect(DurableState(restored) == DurableState(j.room))
+    }
+
+    @Test("an import replays its revisions exactly, on nobody's stack; a revision that does not apply is refused")
+    func importReplays() throws {
+        var source = Harness(people: Fixtures.start, users: ["ann", "bob"])
+        source.submit("ann", [.set(Fixtures.start[0].tag, .glasses(true))], label: "Glasses")
+        source.submit("bob", [.remove(Fixtures.start[1].tag)])
+        guard let export = source.room.export(history: true, older: []), case .array(let revisions)? = export["revisions"],
+              case .array(let initial)? = export["initial"] else { Issue.record("no export"); return }
+        var j = Journalled(Room(name: "copy", seed: PeopleModel(people: try initial.map { try Person(json: $0) })))
+        for revision in revisions { _ = j.take(try j.room.importRevision(Room.ExportedRevision(json: revision))) }
+        #expect(j.room.model == source.room.model)
+        #expect(j.room.export(history: true, older: [])?["revisions"] == export["revisions"])
+        #expect(j.room.stacks(of: "ann").undo.isEmpty)
+        let restored = try j.restored(from: j.snapshots[0])
+        #expect(DurableState(restored) == DurableState(j.room))
+        var bad = Room(name: "bad", seed: PeopleModel())
+        #expect(throws: InvalidOp.self) { try bad.importRevision(author: "ann", kind: .edit, label: nil, time: 1, ops: [.remove(7)]) }
+    }
+}
