@@ -103,7 +103,7 @@ public struct Room: Sendable {
     ) -> (session: SessionID, actions: [RoomAction]) {
         let id: SessionID
         var actions: [RoomAction] = []
-        if let resume, var old = sessions[resume], old.user == user, old.role == role {
+        if let resume, !Self.isAgent(resume), var old = sessions[resume], old.user == user, old.role == role {
             id = resume
             old.connected = true
             old.client = client ?? old.client

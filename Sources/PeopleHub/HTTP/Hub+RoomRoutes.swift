@@ -134,10 +134,10 @@ extension Hub {
     func replies(for session: SessionID, in host: RoomHost) -> HTTPReplies {
         if let replies = host.connections[session] as? HTTPReplies { return replies }
         let replies = HTTPReplies(path: RoomName.pathPrefix + host.room.name)
-        replies.finished = { [weak host, weak replies] in
-            guard let host, let replies, host.connections[session] === replies else { return }
+        replies.finished = { [weak self, weak host, weak replies] in
+            guard let self, let host, let replies, host.connections[session] === replies else { return }
             host.connections[session] = nil
-            if host.connections.isEmpty { host.idleSince = host.idleSince ?? 0 }
+            if host.connections.isEmpty { host.idleSince = clock }
         }
         host.connections[session] = replies
         return replies
