@@ -33,9 +33,10 @@ APT_PACKAGES := libwebsockets-dev pkg-config libsqlite3-dev postgresql-15 tmux c
 # when the python3 on PATH cannot import ensurepip (a python3 that can, from pyenv say, needs nothing).
 VENV_PACKAGE := python3-venv
 
-# The Python venv for the independent-client test suite (Tests/python) and the README tour.
+# The Python venv for the independent-client test suite (Tests/python) and the README tour; the HTTP
+# API's contract checks use openapi-spec-validator and schemathesis (Tests/python/test_openapi.py).
 VENV := .venv
-PYTHON_PACKAGES := websockets==17.4 pytest==9.2.0 selenium==4.51.0
+PYTHON_PACKAGES := websockets==17.4 pytest==9.2.0 selenium==4.51.0 openapi-spec-validator==0.9.0 schemathesis==4.32.5
 
 # `node` runs the web client's tests; Debian's package for it is nodejs.
 NODE_PACKAGE := nodejs

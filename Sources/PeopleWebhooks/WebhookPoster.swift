@@ -46,6 +46,9 @@ final class WebhookPoster: Sendable {
         var configuration = HTTPClient.Configuration()
         configuration.redirectConfiguration = .disallow
         configuration.httpVersion = .http1Only
+        // A refused connection is a failed delivery now (retried with the lane's backoff), not a
+        // connection the pool keeps retrying until the 10 s deadline while the state still says ok.
+        configuration.connectionPool.retryConnectionEstablishment = false
         client = HTTPClient(eventLoopGroup: group, configuration: configuration)
     }
 

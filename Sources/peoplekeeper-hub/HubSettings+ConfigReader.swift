@@ -144,6 +144,9 @@ extension HubSettings {
                 for person in people where !seen.insert(person.tag).inserted {
                     throw ConfigProblem(key: "rooms.seed", problem: "\(seed): tag \(person.tag) appears more than once")
                 }
+                for person in people where Room.tagPlaceholders.contains(person.tag) {
+                    throw ConfigProblem(key: "rooms.seed", problem: "\(seed): tag \(person.tag) is too large (tags are below \(Room.tagPlaceholders.lowerBound))")
+                }
                 let model = PeopleModel(people: people)
                 if let violation = model.invariantViolation() {
                     throw ConfigProblem(key: "rooms.seed", problem: "\(seed): \(violation)")

@@ -41,6 +41,9 @@ extension Room {
     public mutating func importRevision(author: String, kind: RevisionKind, label: String?, time: Int64,
                                         ops: [Diff]) throws(InvalidOp) -> [RoomAction] {
         guard (try? UserName(author)) != nil else { throw InvalidOp("revision \(history.head + 1): author must be 1 to 64 bytes") }
+        for case .insert(let person, _) in ops where Self.tagPlaceholders.contains(person.tag) {
+            throw InvalidOp("revision \(history.head + 1): tag \(person.tag) is too large (tags are below \(Self.tagPlaceholders.lowerBound))")
+        }
         var copy = model
         let result = try copy.apply(batch: ops, absentTags: .reject)
         guard !result.applied.isEmpty else {

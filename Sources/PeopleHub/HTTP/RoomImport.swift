@@ -49,6 +49,9 @@ public struct RoomImport: Sendable {
         for (index, item) in items.enumerated() {
             do {
                 let person = try Person(json: item)
+                guard !Room.tagPlaceholders.contains(person.tag) else {
+                    throw InvalidOp("tag \(person.tag) is too large (tags are below \(Room.tagPlaceholders.lowerBound))")
+                }
                 _ = try model.apply(batch: [.insert(person, at: index)], absentTags: .reject)
             } catch let error as ProtocolError {
                 throw HTTPFailure(ProtocolError(error.code, "\(field)[\(index)]: \(error.message)"))

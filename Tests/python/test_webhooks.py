@@ -1,0 +1,591 @@
+"""Webhooks (shared/spec/HTTP.md §3, §4): one signed POST per revision, per endpoint, in revision order
+per room, at least once, nothing lost — through 500s, a receiver that hangs past the 10 s deadline, an
+endpoint that is down for longer than the room is busy, and the hub SIGKILLed twice.
+
+The receiver is a real HTTP server in the test (http.server, a thread per request, on 127.0.0.1 and a
+port of its own: loopback only). It checks every request's `PeopleKeeper-Signature`
+(`t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`) and records what arrived, when, and
+what it answered. A delivery counts (HTTP.md: "a delivery counts only on a 2xx within 10 s") only when
+the receiver answered 2xx at once or after a hang shorter than 10 s.
+
+Config (the implementer's reading of HTTP.md §3): `webhooks: [{url, secretFile, rooms: [pattern…],
+events: [revision, room.created, room.deleted]}]` in the hub's YAML.
+ASSUMPTION: the secret is the bytes of `secretFile` with one trailing newline stripped (as the hub reads
+`auth.secretFile`); the files written here end with one newline.
+Retry backoff starts at 1 s and doubles, so outages here are kept to a few seconds.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import hmac
+import json
+import random
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from pkclient import HubClient, person
+from pkhttp import HubHTTP, expect, new_key, schema_errors
+
+SQLITE = {"storage": {"kind": "embedded", "path": "{workdir}/data/pk.sqlite"}}
+DEADLINE = 10.0          # HTTP.md: a delivery counts only on a 2xx within 10 s
+TOPICS = ["sports", "music", "movies", "books", "travel", "food", "art", "weather", "politics", "technology"]
+
+
+def set_op(tag, field, value):
+    return {"op": "set", "tag": tag, "field": field, "value": value}
+
+
+# ----------------------------------------------------------------------------------------------------
+# The receiver
+# ----------------------------------------------------------------------------------------------------
+
+class Arrival:
+    """One POST that reached the receiver."""
+
+    def __init__(self, path: str, t: float, body: bytes, doc, sig_problem: str | None):
+        self.path, self.t, self.body, self.doc, self.sig_problem = path, t, body, doc, sig_problem
+        self.answer: int | None = None      # the status the receiver answered (None: hung past the deadline)
+        self.counted = False                # answered 2xx within the deadline
+        self.t_answer: float | None = None
+
+    def __repr__(self):
+        d = self.doc if isinstance(self.doc, dict) else {}
+        return (f"<{self.path} {d.get('event')} {d.get('room')} rev {d.get('rev')} id {d.get('id')} "
+                f"answer {self.answer} counted {self.counted}>")
+
+
+class Receiver:
+    """Webhook endpoints at paths of one server. Each path has a secret and a behaviour: "ok" (200),
+    "fail" (500) or a queue of one-shot hangs (seconds to wait before answering 200). `down()` closes
+    the listening socket (connections are refused) and `up()` opens it again on the same port."""
+
+    def __init__(self, secrets: dict[str, bytes]):
+        self.secrets = secrets
+        self.lock = threading.Lock()
+        self.arrivals: list[Arrival] = []
+        self.behaviour = {p: "ok" for p in secrets}
+        self.hangs = {p: collections.deque() for p in secrets}
+        self.server: ThreadingHTTPServer | None = None
+        self.connections: set = set()
+        self.is_down = False
+        self.port = 0
+        self.up()
+
+    # -- control -----------------------------------------------------------------------------------------
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def up(self) -> None:
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def setup(self):
+                super().setup()
+                # One segment per answer, sent at once (else Nagle + the hub's delayed ACK cost 40 ms each).
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                with receiver.lock:
+                    receiver.connections.add(self.connection)
+
+            def finish(self):
+                with receiver.lock:
+                    receiver.connections.discard(self.connection)
+                super().finish()
+
+            def log_message(self, *args):      # quiet
+                pass
+
+            def do_POST(self):
+                receiver._handle(self)
+
+        server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        server.daemon_threads = True
+        self.port = server.server_address[1]
+        self.server = server
+        self.is_down = False
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def down(self) -> None:
+        """Refuse connections, and drop the open (keep-alive) ones: nothing more is answered."""
+        self.is_down = True
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None
+        with self.lock:
+            open_now = list(self.connections)
+        for conn in open_now:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self.down()
+
+    # -- one request -------------------------------------------------------------------------------------
+
+    def _verify(self, path: str, header: str | None, body: bytes) -> str | None:
+        if path not in self.secrets:
+            return f"a POST to an unknown path {path}"
+        if not header:
+            return "no PeopleKeeper-Signature header"
+        parts = dict(p.split("=", 1) for p in header.split(",") if "=" in p)
+        t, v1 = parts.get("t", ""), parts.get("v1", "")
+        if not t.isdigit():
+            return f"the signature's t is not unix seconds: {header}"
+        if abs(int(t) - time.time()) > 300:
+            return f"the signature's t is {int(t) - time.time():.0f} s off: {header}"
+        want = hmac.new(self.secrets[path], t.encode() + b"." + body, hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(want, v1):
+            return f"bad signature v1={v1} (expected {want}) for t={t}"
+        return None
+
+    def _handle(self, h: BaseHTTPRequestHandler) -> None:
+        length = int(h.headers.get("Content-Length") or 0)
+        body = h.rfile.read(length)
+        if self.is_down:                # a request that slipped in as the endpoint went down: no answer
+            h.close_connection = True
+            try:
+                h.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            return
+        try:
+            doc = json.loads(body)
+        except ValueError:
+            doc = None
+        arrival = Arrival(h.path, time.monotonic(), body, doc,
+                          self._verify(h.path, h.headers.get("PeopleKeeper-Signature"), body))
+        if doc is None and arrival.sig_problem is None:
+            arrival.sig_problem = f"the body is not JSON: {body[:200]!r}"
+        if h.headers.get("Content-Type", "").split(";")[0].strip() != "application/json" and arrival.sig_problem is None:
+            arrival.sig_problem = f"Content-Type is {h.headers.get('Content-Type')!r}, not application/json"
+        with self.lock:
+            self.arrivals.append(arrival)
+            hang = self.hangs.get(h.path, collections.deque())
+            wait = hang.popleft() if hang else None
+            behaviour = self.behaviour.get(h.path, "fail")
+        status = 200
+        if wait is not None:
+            time.sleep(wait)
+        elif behaviour == "fail" or arrival.sig_problem:
+            status = 500
+        with self.lock:
+            arrival.answer = status
+            arrival.t_answer = time.monotonic()
+            arrival.counted = status == 200 and arrival.t_answer - arrival.t < DEADLINE - 0.5
+        payload = b"ok" if status == 200 else b"try again"
+        reason = "OK" if status == 200 else "Internal Server Error"
+        try:
+            h.wfile.write(f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain\r\n"
+                          f"Content-Length: {len(payload)}\r\n\r\n".encode() + payload)
+            h.wfile.flush()
+        except OSError:
+            pass                        # the hub gave up on this one (or died) meanwhile
+
+    # -- what arrived ------------------------------------------------------------------------------------
+
+    def snapshot(self) -> list[Arrival]:
+        with self.lock:
+            return list(self.arrivals)
+
+    def delivered(self, path: str, room: str, event: str = "revision") -> list[dict]:
+        """The counted deliveries of `event` for `room` at `path`, in the order they were answered,
+        duplicates (same `id`) dropped: the first one stays."""
+        seen, out = set(), []
+        for a in sorted((a for a in self.snapshot() if a.path == path and a.counted and isinstance(a.doc, dict)
+                         and a.doc.get("room") == room and a.doc.get("event") == event), key=lambda a: a.t_answer):
+            key = json.dumps(a.doc.get("id"))
+            if key not in seen:
+                seen.add(key)
+                out.append(a.doc)
+        return out
+
+    def problems(self) -> list[str]:
+        return [f"{a!r}: {a.sig_problem}" for a in self.snapshot() if a.sig_problem]
+
+
+@pytest.fixture
+def receiver_factory():
+    made: list[Receiver] = []
+
+    def make(*paths: str) -> tuple[Receiver, dict[str, bytes]]:
+        secrets = {p: f"webhook-secret-{p.strip('/')}-{new_key()}".encode() for p in paths}
+        r = Receiver(secrets)
+        made.append(r)
+        return r, secrets
+
+    yield make
+    for r in made:
+        r.close()
+
+
+def webhook_config(tmp_path, receiver: Receiver, secrets: dict[str, bytes], endpoints: list[dict]) -> str:
+    """The `webhooks:` value (a YAML flow sequence, written as JSON) for endpoints given as
+    {"path", "rooms", "events"}; each gets its secret in a file ending with a newline."""
+    out = []
+    for e in endpoints:
+        f = tmp_path / f"hook{e['path'].replace('/', '-')}.secret"
+        f.write_bytes(secrets[e["path"]] + b"\n")
+        out.append({"url": receiver.url(e["path"]), "secretFile": str(f), "rooms": e["rooms"], "events": e["events"]})
+    return json.dumps(out)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Checks
+# ----------------------------------------------------------------------------------------------------
+
+def wait_for(condition, timeout: float, what) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what() if callable(what) else what} (waited {timeout:.0f} s)")
+        time.sleep(0.1)
+
+
+def check_deliveries(receiver: Receiver, path: str, room: str, feed: list[dict]) -> None:
+    """After dedup by id, `path` has exactly the feed's revisions of `room`, in order, each the feed's
+    revision plus id / event / room; an id always names the same revision; no attempt of revision k came
+    before revision k-1 had been delivered (later revisions wait behind a failing one)."""
+    got = receiver.delivered(path, room)
+    revs = [d.get("rev") for d in got]
+    want = [r["rev"] for r in feed]
+    assert revs == want, (f"{path}: after dedup by id the receiver has revisions {compress(revs)} of {room}, "
+                          f"the change feed {compress(want)}")
+    for d, r in zip(got, feed):
+        body = {k: v for k, v in d.items() if k not in ("id", "event", "room")}
+        assert body == r, f"{path}: the webhook of revision {r['rev']} is not the feed's revision:\n{d}\n{r}"
+        errors = schema_errors(d, "#/components/schemas/WebhookRevision")
+        assert not errors, f"{path}: revision {r['rev']} does not match docs/openapi.yaml: {errors}"
+    mine = [a for a in receiver.snapshot() if a.path == path and isinstance(a.doc, dict) and a.doc.get("room") == room
+            and a.doc.get("event") == "revision"]
+    by_id: dict[str, dict] = {}
+    for a in mine:
+        key = json.dumps(a.doc.get("id"))
+        first = by_id.setdefault(key, a.doc)
+        assert first == a.doc, f"{path}: id {key} was sent with two bodies:\n{first}\n{a.doc}"
+    ids_per_rev = collections.defaultdict(set)
+    for a in mine:
+        ids_per_rev[a.doc["rev"]].add(json.dumps(a.doc.get("id")))
+    assert all(len(v) == 1 for v in ids_per_rev.values()), \
+        f"{path}: a retry must repeat its id: {({k: v for k, v in ids_per_rev.items() if len(v) > 1})}"
+    counted_at = {}
+    for a in sorted((a for a in mine if a.counted), key=lambda a: a.t_answer):
+        counted_at.setdefault(a.doc["rev"], a.t_answer)
+    for a in mine:
+        k = a.doc["rev"]
+        if k > 1:
+            assert k - 1 in counted_at and counted_at[k - 1] <= a.t, \
+                f"{path}: revision {k} was sent before revision {k - 1} had been delivered: {a!r}"
+
+
+def compress(revs: list) -> str:
+    """[1,2,3,5,6] → '1-3,5-6' (readable in a failure)."""
+    out, i = [], 0
+    while i < len(revs):
+        j = i
+        while j + 1 < len(revs) and isinstance(revs[j], int) and revs[j + 1] == revs[j] + 1:
+            j += 1
+        out.append(f"{revs[i]}" if i == j else f"{revs[i]}-{revs[j]}")
+        i = j + 1
+    return ",".join(out) or "none"
+
+
+def webhook_states(hub) -> list[dict]:
+    return expect(HubHTTP(hub.port).webhooks(), 200, "GET /v1/webhooks")["webhooks"]
+
+
+# ----------------------------------------------------------------------------------------------------
+# The writers of a busy room
+# ----------------------------------------------------------------------------------------------------
+
+def random_ops(rnd: random.Random) -> list:
+    """One batch that is valid whatever teammates did (no inserts or removes)."""
+    tag = rnd.choice([1, 2, 3])
+    x = rnd.random()
+    if x < 0.3:
+        return [set_op(tag, "hairColor", rnd.choice(["black", "brown", "blonde", "red", "gray", "white"]))]
+    if x < 0.45:
+        return [set_op(tag, "eyeColor", rnd.choice(["black", "brown", "blue", "green", "gray", "hazel"]))]
+    if x < 0.6:
+        return [set_op(tag, "glasses", rnd.random() < 0.5)]
+    if x < 0.8:
+        return [{"op": "preference", "tag": tag, "topic": rnd.choice(TOPICS),
+                 "value": rnd.choice(["like", "dislike", "none"])}]
+    return [{"op": "facialHair", "tag": tag, "style": rnd.choice(["mustache", "beard", "goatee", "stubble"]),
+             "present": rnd.random() < 0.5}]
+
+
+class Writer(threading.Thread):
+    """Writes to the room until stopped: over a WebSocket (pkclient) or over HTTP (with a key, sent again
+    with the same key after a failure). While the hub is down (`up` cleared) it waits; after a failure it
+    reconnects. Records each write's latency."""
+
+    def __init__(self, hub, room: str, user: str, seed: int, stop: threading.Event, up: threading.Event,
+                 http: bool = False):
+        super().__init__(daemon=True, name=f"writer-{user}")
+        self.hub, self.room, self.user, self.http = hub, room, user, http
+        self.rnd = random.Random(seed)
+        self.stop, self.up = stop, up
+        self.latencies: list[tuple[float, float]] = []    # (start, seconds)
+        self.errors: list[tuple[float, str]] = []
+        self.writes = 0
+
+    def run(self) -> None:
+        ws, web, pending = None, None, None
+        while not self.stop.is_set():
+            if not self.up.is_set():
+                if ws is not None:
+                    ws.close()
+                ws = None
+                self.up.wait(0.2)
+                continue
+            t0 = time.monotonic()
+            try:
+                if self.http:
+                    if web is None:
+                        web = HubHTTP(self.hub.port, user=self.user, timeout=10)
+                    if pending is None:
+                        pending = (random_ops(self.rnd), new_key())
+                    head = web.head(self.room)
+                    expect(web.batch(self.room, pending[0], head, key=pending[1], label="HTTP edit"), 200)
+                    pending = None
+                else:
+                    if ws is None:
+                        ws = HubClient(self.hub.url(self.room), name=self.user)
+                        ws.hello(self.user)
+                    ws.edit(random_ops(self.rnd), label="Edit")
+                    ws.discard("history", "presence")
+                self.latencies.append((t0, time.monotonic() - t0))
+                self.writes += 1
+                time.sleep(self.rnd.uniform(0.02, 0.08))
+            except Exception as e:      # noqa: BLE001 - a kill, most likely; reported if it is not
+                self.errors.append((time.monotonic(), f"{type(e).__name__}: {str(e)[:300]}"))
+                if ws is not None:
+                    ws.close()
+                ws = None
+                if web is not None:
+                    web.close()
+                web = None
+                time.sleep(0.2)
+        if ws is not None:
+            ws.close()
+        if web is not None:
+            web.close()
+
+
+# ----------------------------------------------------------------------------------------------------
+# The tests
+# ----------------------------------------------------------------------------------------------------
+
+def test_a_busy_room_s_revisions_all_arrive_in_order_through_failures_hangs_and_two_crashes(
+        hub_factory, receiver_factory, tmp_path, room):
+    """Three WebSocket writers and an HTTP writer keep a room busy on a SQLite hub for ~25 s. Endpoint
+    /flaky answers 500 for ~3 s, during which the hub is SIGKILLed (#1); later it holds one delivery for
+    12 s (past the 10 s deadline, so the hub gives up on it and retries) and the next two for 2 s each;
+    the hub is SIGKILLed (#2) while the retry is held. Endpoint /steady always answers. Afterwards,
+    deduplicated by id, each endpoint has every revision exactly once, in order, equal to the change
+    feed; /steady kept up while /flaky hung, and acks never waited for either."""
+    receiver, secrets = receiver_factory("/flaky", "/steady")
+    hooks = webhook_config(tmp_path, receiver, secrets, [
+        {"path": "/flaky", "rooms": [room[:20] + "*"], "events": ["revision"]},
+        {"path": "/steady", "rooms": ["*"], "events": ["revision"]},
+    ])
+    hub = hub_factory({**SQLITE, "limits": {"opsPerSecond": 10000}, "webhooks": hooks})
+    hub.join(room, "observer").close()              # the room exists before the writers start
+    stop, up = threading.Event(), threading.Event()
+    up.set()
+    writers = [Writer(hub, room, u, seed, stop, up) for seed, u in enumerate(["ann", "bob", "cat"])]
+    writers.append(Writer(hub, room, "dan", 99, stop, up, http=True))
+    for w in writers:
+        w.start()
+    kills: list[tuple[float, float]] = []
+
+    def crash() -> None:
+        up.clear()
+        t = time.monotonic()
+        hub.kill()
+        hub.restart(same_port=True)
+        kills.append((t, time.monotonic()))
+        up.set()
+
+    def head() -> int:
+        return HubHTTP(hub.port).head(room)
+
+    def steady_caught_up(rev: int) -> bool:
+        return any(d.get("rev") == rev for d in receiver.delivered("/steady", room))
+
+    try:
+        t0 = time.monotonic()
+        time.sleep(2.0)                                       # 0 s: all well
+        receiver.behaviour["/flaky"] = "fail"                 # 2 s: /flaky answers 500
+        time.sleep(2.5)
+        crash()                                               # ~4.5 s: SIGKILL #1 while /flaky fails
+        time.sleep(1.0)
+        receiver.behaviour["/flaky"] = "ok"                   # ~6 s: /flaky answers again
+        time.sleep(2.0)
+        receiver.hangs["/flaky"].extend([12.0, 2.0, 2.0])     # ~8 s: one 12 s hang, then two of 2 s
+        hang_start = time.monotonic()
+        wait_for(lambda: any(a.path == "/flaky" and a.t >= hang_start for a in receiver.snapshot()), 10,
+                 "no delivery reached /flaky after it started hanging")
+        held = next(a for a in receiver.snapshot() if a.path == "/flaky" and a.t >= hang_start)
+        time.sleep(3.0)
+        mark = head()                                         # /steady keeps up while /flaky hangs
+        wait_for(lambda: steady_caught_up(mark), 5,
+                 lambda: f"/steady is behind (revision {mark} not delivered) while /flaky hangs: "
+                         f"{compress([d['rev'] for d in receiver.delivered('/steady', room)])}")
+        wait_for(lambda: any(a.path == "/flaky" and a.t > held.t and a.doc == held.doc for a in receiver.snapshot()),
+                 held.t + 16 - time.monotonic(),
+                 lambda: f"the hub never retried the delivery held past the 10 s deadline: {held!r}")
+        time.sleep(0.5)                                       # the retry is now held for 2 s
+        hang_acks = [lat for w in writers for (s, lat) in w.latencies if s >= hang_start]
+        crash()                                               # ~20 s: SIGKILL #2 while a delivery is held
+        time.sleep(4.0)
+        stop.set()
+        for w in writers:
+            w.join(15)
+        elapsed_busy = time.monotonic() - t0
+    finally:
+        stop.set()
+        up.set()
+
+    http = HubHTTP(hub.port)
+    feed, final = http.feed_all(room)
+    assert final >= 60, f"the room was not busy: {final} revisions in {elapsed_busy:.0f} s"
+    for path in ("/flaky", "/steady"):
+        wait_for(lambda: len(receiver.delivered(path, room)) >= final, 40,
+                 lambda: f"{path}: {len(receiver.delivered(path, room))} of {final} revisions delivered "
+                         f"({compress([d['rev'] for d in receiver.delivered(path, room)])})")
+    time.sleep(1.0)                   # anything still to come (a duplicate, say) comes now
+    assert not receiver.problems(), receiver.problems()
+    for path in ("/flaky", "/steady"):
+        check_deliveries(receiver, path, room, feed)
+    flaky = [a for a in receiver.snapshot() if a.path == "/flaky"]
+    assert any(a.answer == 500 for a in flaky), "the outage never reached /flaky"
+    assert any(not a.counted and a.answer == 200 for a in flaky), "the 12 s hang never happened"
+    assert hang_acks and max(hang_acks) < 2.0, \
+        f"acks waited while an endpoint hung: slowest {max(hang_acks or [0]):.2f} s"
+    errors = [(t, e) for w in writers for (t, e) in w.errors
+              if not any(k0 - 1 <= t <= k1 + 5 for k0, k1 in kills)]
+    assert not errors, f"writers failed away from the crashes: {errors[:5]}"
+    states = {h["url"]: h for h in webhook_states(hub)}
+    for path in ("/flaky", "/steady"):
+        h = states.get(receiver.url(path))
+        assert h is not None, f"GET /v1/webhooks does not list {receiver.url(path)}: {states}"
+        assert h["state"] == "ok" and h["backlog"] == 0, f"{path} after catching up: {h}"
+
+
+def test_an_endpoint_down_for_longer_than_the_room_is_busy_loses_nothing(hub_factory, receiver_factory, tmp_path,
+                                                                         rooms):
+    """The endpoint refuses connections while two rooms are busy (~2.5 s) and stays down after they went
+    quiet, until GET /v1/webhooks shows it retrying with a backlog and a lastError (and 1 s more). When it
+    comes back, every revision of both rooms arrives, in order per room."""
+    room_a, room_b = rooms("-a"), rooms("-b")
+    receiver, secrets = receiver_factory("/down")
+    hooks = webhook_config(tmp_path, receiver, secrets,
+                           [{"path": "/down", "rooms": ["*"], "events": ["revision"]}])
+    hub = hub_factory({"limits": {"opsPerSecond": 10000}, "webhooks": hooks})
+    a1, a2, b1 = hub.join(room_a, "ann"), hub.join(room_a, "bob"), hub.join(room_b, "cat")
+    web = HubHTTP(hub.port, user="dan")
+    a1.edit([set_op(1, "glasses", True)])
+    wait_for(lambda: len(receiver.delivered("/down", room_a)) == 1, 10, "the first delivery never came")
+
+    receiver.down()
+    rnd = random.Random(7)
+    t0 = time.monotonic()
+    n = 0
+    while time.monotonic() - t0 < 2.5:
+        for c in (a1, a2, b1):
+            c.edit(random_ops(rnd))
+            c.discard("history", "presence")
+        expect(web.batch(room_b, random_ops(rnd), web.head(room_b)), 200)
+        n += 1
+        time.sleep(0.02)
+    assert n >= 10, f"only {n} rounds of writes in 2.5 s"
+    seen: list = []
+
+    def retrying() -> bool:
+        h = {h["url"]: h for h in webhook_states(hub)}.get(receiver.url("/down"))
+        seen.append(h)
+        return bool(h and h["state"] == "retrying" and h["backlog"] > 0 and h.get("lastError"))
+
+    # A refused connection is a failed delivery; the hub says so (within the 10 s a delivery may take).
+    wait_for(retrying, 15, lambda: f"while the endpoint is down, GET /v1/webhooks never said retrying with a "
+                                   f"backlog and a lastError: last {seen[-1:]}")
+    time.sleep(1.0)
+    receiver.up()
+
+    for room in (room_a, room_b):
+        feed, final = web.feed_all(room)
+        wait_for(lambda: len(receiver.delivered("/down", room)) >= final, 40,
+                 lambda: f"{room}: {len(receiver.delivered('/down', room))} of {final} revisions delivered")
+    time.sleep(0.5)
+    assert not receiver.problems(), receiver.problems()
+    for room in (room_a, room_b):
+        check_deliveries(receiver, "/down", room, web.feed_all(room)[0])
+    states = {h["url"]: h for h in webhook_states(hub)}
+    assert states[receiver.url("/down")]["state"] == "ok" and states[receiver.url("/down")]["backlog"] == 0, states
+
+
+def test_room_created_and_deleted_events_go_to_the_endpoints_that_ask_for_them(hub_factory, receiver_factory,
+                                                                                tmp_path, rooms):
+    """/events asks for room.created and room.deleted of rooms matching a pattern; /all for every event
+    of every room. A PUT and a first hello create rooms, a DELETE deletes one: /events gets exactly
+    those events, signed with its own secret, created before deleted; no revision; nothing of a room
+    outside its pattern. /all gets the revisions too. GET /v1/webhooks lists both as configured."""
+    mine = rooms("-mine")
+    put_room, hello_room = mine[:56] + "-put", mine[:56] + "-ws"
+    other = rooms("-other")
+    receiver, secrets = receiver_factory("/events", "/all")
+    pattern = mine[:56] + "-*"
+    hooks = webhook_config(tmp_path, receiver, secrets, [
+        {"path": "/events", "rooms": [pattern], "events": ["room.created", "room.deleted"]},
+        {"path": "/all", "rooms": ["*"], "events": ["revision", "room.created", "room.deleted"]},
+    ])
+    hub = hub_factory({"webhooks": hooks})
+    admin = HubHTTP(hub.port)
+    expect(admin.create(put_room, {"people": [person(1, "Ada")]}), 201, "PUT")
+    ws = hub.join(hello_room, "ann")
+    ws.edit([set_op(1, "glasses", True)])
+    hub.join(other, "bob").edit([set_op(2, "glasses", True)])
+    r = admin.remove_room(put_room)
+    assert r.status == 204, r
+
+    def events(path):
+        return [(a.doc.get("event"), a.doc.get("room")) for a in receiver.snapshot()
+                if a.path == path and a.counted and isinstance(a.doc, dict)]
+
+    wanted = [("room.created", put_room), ("room.created", hello_room), ("room.deleted", put_room)]
+    wait_for(lambda: all(e in events("/events") for e in wanted), 20, lambda: f"/events got {events('/events')}")
+    wait_for(lambda: ("revision", other) in events("/all") and ("room.deleted", put_room) in events("/all"), 20,
+             lambda: f"/all got {events('/all')}")
+    time.sleep(1.0)
+    assert not receiver.problems(), receiver.problems()
+    got = events("/events")
+    assert sorted(set(got)) == sorted(wanted), f"/events must get exactly its rooms' room events: {got}"
+    assert got.index(("room.created", put_room)) < got.index(("room.deleted", put_room)), got
+    for a in receiver.snapshot():
+        if a.path == "/events" and a.counted:
+            assert not schema_errors(a.doc, "#/components/schemas/WebhookRoomEvent"), \
+                (a.doc, schema_errors(a.doc, "#/components/schemas/WebhookRoomEvent"))
+    every = events("/all")
+    for e in [("room.created", other), ("revision", hello_room), ("revision", other)] + wanted:
+        assert e in every, f"/all is missing {e}: {every}"
+
+    listed = {h["url"]: h for h in webhook_states(hub)}
+    ev, al = listed.get(receiver.url("/events")), listed.get(receiver.url("/all"))
+    assert ev is not None and al is not None, listed
+    assert ev["rooms"] == [pattern] and sorted(ev["events"]) == ["room.created", "room.deleted"], ev
+    assert al["rooms"] == ["*"] and sorted(al["events"]) == ["revision", "room.created", "room.deleted"], al
+    assert ev["state"] == "ok" and ev["backlog"] == 0 and ev["delivered"] >= 3, ev
+    metrics = hub.metrics()
+    assert "webhook" in metrics, "the metrics say nothing of webhook deliveries"
