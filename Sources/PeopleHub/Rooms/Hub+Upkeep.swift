@@ -23,7 +23,8 @@ extension Hub {
         let now = clock
         let limit = Int64(configuration.unloadAfterSeconds) * 1000
         for (name, slot) in rooms {
-            guard case .loaded(let host) = slot, host.connections.isEmpty, !host.isHolding, host.catchingUp == 0,
+            guard case .loaded(let host) = slot, host.connections.isEmpty, host.feedWaiters.isEmpty, !host.isHolding,
+                  host.catchingUp == 0,
                   let idle = host.idleSince, now - idle >= limit else { continue }
             saveSnapshotIfChanged(host)
             rooms[name] = nil
