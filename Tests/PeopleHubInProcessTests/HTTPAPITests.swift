@@ -159,4 +159,33 @@ struct HTTPAPITests {
         let missing = await h.http("POST", "/v1/rooms/r/undo", query: ["user": "ann"], body: #"{"key":"m","entry":9999}"#)
         #expect(missing?.status == 404 && missing?.json?["error"]?["code"] == .string("no-entry"))
     }
+
+    @Test("below the memory window (keptRevisions 3): ?at=, a restore, a long log, the feed and an export read the store")
+    func belowMemory() async throws {
+        let h = HubHarness { $0.roomPolicy.keptRevisions = 3 }
+        let bob = try await h.joined("bob")
+        for seq in 1...10 {
+            await h.send(.submit(seq: seq, base: seq - 1, [.set(1, .glasses(seq % 2 == 0))], label: "G\(seq)"), on: bob)
+        }
+        let at2 = await h.http("GET", "/v1/rooms/r", query: ["at": "2"])
+        #expect(at2?.status == 200 && at2?.json?["rev"] == .int(2), "\(String(decoding: at2?.body ?? [], as: UTF8.self))")
+        guard case .array(let people)? = at2?.json?["people"] else { Issue.record("no people"); return }
+        #expect(people.first?["glasses"] == .bool(true), "after revision 2 (the seed's true, then false, then true)")
+        let log = await h.http("GET", "/v1/rooms/r/log", query: ["limit": "8"])
+        guard case .array(let entries)? = log?.json?["entries"] else { Issue.record("no log"); return }
+        #expect(entries.map { $0["rev"] } == (3...10).reversed().map { .int($0) })
+        let feed = await h.http("GET", "/v1/rooms/r/revisions", query: ["after": "0", "limit": "4"])
+        guard case .array(let revisions)? = feed?.json?["revisions"] else { Issue.record("no feed"); return }
+        #expect(revisions.map { $0["rev"] } == [.int(1), .int(2), .int(3), .int(4)])
+        let export = await h.http("GET", "/v1/rooms/r/export", query: ["history": "true"])
+        guard case .array(let all)? = export?.json?["revisions"] else { Issue.record("no export"); return }
+        #expect(all.count == 10 && export?.json?["initial"] != nil)
+        let at1 = await h.http("GET", "/v1/rooms/r", query: ["at": "1"])
+        let restore = await h.http("POST", "/v1/rooms/r/restore", query: ["user": "ann"], body: #"{"key":"r","rev":1}"#)
+        #expect(restore?.status == 200 && restore?.json?["rev"] == .int(11), "\(String(decoding: restore?.body ?? [], as: UTF8.self))")
+        let now = await h.http("GET", "/v1/rooms/r")
+        #expect(now?.json?["people"] == at1?.json?["people"] && at1?.json?["people"] != at2?.json?["people"])
+        let again = await h.http("POST", "/v1/rooms/r/restore", query: ["user": "ann"], body: #"{"key":"r","rev":1}"#)
+        #expect(again == restore, "the key answers again, without reading or applying anything")
+    }
 }

@@ -114,20 +114,36 @@ extension Hub {
     private func request(_ message: ClientMessage, as user: String, key: String, in host: RoomHost, call: HTTPCall) {
         let session = Room.agentSession(of: user)
         replies(for: session, in: host).expect(call.exchange)
-        host.historyReads[session, default: []].append { [unowned self] read in
-            readOlder(host, after: read.after, through: read.through, call: call) { hub, older throws in
-                hub.replies(for: session, in: host).expect(call.exchange)
-                hub.perform(host.room.request(read.message, as: user, key: key, now: hub.clock, older: older), in: host)
-                return nil
-            }
-            // The exchange is answered by the second request, not through these replies.
-            (host.connections[session] as? HTTPReplies)?.forget(call.exchange)
-        }
+        host.historyReads[session, default: []].append(afterRead(session, in: host, call: call) { hub, host, read, older in
+            hub.replies(for: session, in: host).expect(call.exchange)
+            hub.perform(host.room.request(read.message, as: user, key: key, now: hub.clock, older: older), in: host)
+        })
         let actions = host.room.request(message, as: user, key: key, now: clock)
         if !actions.contains(where: { if case .readHistory = $0 { true } else { false } }) {
             host.historyReads[session]?.removeLast()
+            if host.historyReads[session]?.isEmpty == true { host.historyReads[session] = nil }
         }
         perform(actions, in: host)
+    }
+
+    /// What to do when the room asks the store for older revisions for an HTTP caller's request: the
+    /// exchange leaves the stand-in's queue (the request is asked again), the revisions are read off
+    /// the service thread, then `resume` runs with them on the same room (unloaded or dropped
+    /// meanwhile: 503, try again).
+    private func afterRead(_ session: SessionID, in host: RoomHost, call: HTTPCall,
+                           resume: @escaping (Hub, RoomHost, HistoryRead, [Revision]) -> Void) -> (HistoryRead) -> Void {
+        { [weak self, weak host] read in
+            guard let self, let host else { return }
+            (host.connections[session] as? HTTPReplies)?.forget(call.exchange)
+            let name = host.room.name
+            readOlder(host, after: read.after, through: read.through, call: call) { [weak host] hub, older in
+                guard let host, !host.broken, hub.host(name) === host else {
+                    throw HTTPFailure.unavailable("room \(name) was reloaded meanwhile; try again")
+                }
+                resume(hub, host, read, older)
+                return nil
+            }
+        }
     }
 
     /// The stand-in connection that turns a session's answers into HTTP responses.
@@ -152,12 +168,8 @@ extension Hub {
                 nextReader += 1
                 let reader = "read:\(nextReader)"
                 replies(for: reader, in: host).expect(call.exchange)
-                host.historyReads[reader] = [{ [unowned self] read in
-                    readOlder(host, after: read.after, through: read.through, call: call) { hub, older throws in
-                        hub.readAgain(read, as: caller.user, reader: reader, older: older, in: host, call: call)
-                        return nil
-                    }
-                    (host.connections[reader] as? HTTPReplies)?.forget(call.exchange)
+                host.historyReads[reader] = [afterRead(reader, in: host, call: call) { hub, host, read, older in
+                    hub.readAgain(read, as: caller.user, reader: reader, older: older, in: host, call: call)
                 }]
                 perform(host.room.read(message, as: caller.user, reader: reader), in: host)
                 if host.connections[reader] == nil { host.historyReads[reader] = nil }
@@ -170,12 +182,8 @@ extension Hub {
     private func readAgain(_ read: HistoryRead, as user: String?, reader: SessionID, older: [Revision],
                            in host: RoomHost, call: HTTPCall) {
         replies(for: reader, in: host).expect(call.exchange)
-        host.historyReads[reader] = [{ [unowned self] next in
-            readOlder(host, after: next.after, through: next.through, call: call) { hub, more throws in
-                hub.readAgain(next, as: user, reader: reader, older: more, in: host, call: call)
-                return nil
-            }
-            (host.connections[reader] as? HTTPReplies)?.forget(call.exchange)
+        host.historyReads[reader] = [afterRead(reader, in: host, call: call) { hub, host, next, more in
+            hub.readAgain(next, as: user, reader: reader, older: more, in: host, call: call)
         }]
         perform(host.room.read(read.message, as: user, reader: reader, older: older, resume: read.log), in: host)
         if host.connections[reader] == nil { host.historyReads[reader] = nil }
