@@ -7,7 +7,8 @@
 #   make build   debug build of every target, tests included
 #   make bench   the core benchmark, the hub-vs-relay fan-out figure, the store figures (durable
 #                revisions/s with group commit, restart of a 1,000,000-revision room), the cluster
-#                failover time, the load grids (peoplekeeper-bench load) and the hub vs pycrdt-websocket
+#                failover time, the load grids (peoplekeeper-bench load), the HTTP API (batch vs submit round
+#                trips, webhook lag at 1,000 revisions/s, change-feed replay) and the hub vs pycrdt-websocket
 #                (a bench venv from PyPI in .build/bench-venv; plot in docs/images), release build
 #   make conformance  the Autobahn TestSuite (wstest, Python 2.7 via pyenv) against `peoplekeeper-hub
 #                echo`: cases 1-7, 9.1-9.4 and 12.1 (permessage-deflate); about 70 s; not part of make test
@@ -109,6 +110,7 @@ bench: deps venv
 	scripts/bench-load.sh 10
 	scripts/bench-undo-history.sh 1000000 10
 	scripts/bench-history.sh 1000000 500
+	scripts/bench-http.sh 3000 30 1000000
 	scripts/bench-venv.sh >/dev/null
 	scripts/bench-peers.sh
 
