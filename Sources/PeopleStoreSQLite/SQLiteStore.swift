@@ -37,6 +37,11 @@ public final class SQLiteStore: PeopleStore {
                 try db.execute(sql: "PRAGMA wal_autocheckpoint = 4096")
             }
             pool = try DatabasePool(path: path, configuration: configuration)
+            // GRDB's WAL set-up on the writer ends with `synchronous = NORMAL` (after prepareDatabase): a
+            // commit would then reach the disk only at the next checkpoint, so an ack could be lost to a
+            // power cut. FULL again, on the one writer connection: every commit is flushed (fdatasync)
+            // before its append is reported durable.
+            try pool.barrierWriteWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             try Self.migrator.migrate(pool)
         } catch {
             throw Self.storeError(error, "cannot open the SQLite store at \(path): \(error)", otherwise: .unavailable)
@@ -147,6 +152,11 @@ public final class SQLiteStore: PeopleStore {
                 }
             }
         }
+    }
+
+    /// The writer connection's `PRAGMA synchronous` (2: FULL, every commit flushed).
+    func writerSynchronous() throws -> Int {
+        try pool.barrierWriteWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
     }
 
     /// The writer has no room in a failed state and the file can be read.

@@ -3,7 +3,7 @@ import Logging
 import PeopleCore
 import PeopleStore
 import PeopleStorePostgres
-import PeopleStoreSQLite
+@testable import PeopleStoreSQLite
 import PeopleTestSupport
 import Synchronization
 import Testing
@@ -364,11 +364,12 @@ struct SQLiteStoreContractTests {
     @Test func webhookCursorsPersist() async throws { try await contract.run { try $0.webhookCursorsPersist() } }
     @Test func failedAppendBreaksTheRoom() async throws { try await contract.run { try $0.failedAppendBreaksTheRoom() } }
 
-    @Test("the file is in WAL mode and an online backup holds every room")
+    @Test("the file is in WAL mode with synchronous FULL on the writer, and an online backup holds every room")
     func walAndBackup() async throws {
         let directory = self.directory
         try await blocking {
             let store = try SQLiteStore(path: directory + "/wal.sqlite", logger: storeLogger)
+            #expect(try store.writerSynchronous() == 2, "every commit flushed (synchronous FULL), as documented")
             let driver = try seededRoom(store, "backed-up", rounds: 3)
             #expect(FileManager.default.fileExists(atPath: directory + "/wal.sqlite-wal"))
             try store.backup(to: directory + "/copy.sqlite")
