@@ -5,9 +5,12 @@ import PeopleCore
 ///
 /// Invariants: items go out one at a time, room events first, then revisions `cursor + 1, + 2, …` in
 /// order; a revision counts only once delivered, and the cursor the store gets never runs ahead of
-/// what was delivered, so a crash can only repeat deliveries, never lose one. A room deleted or
-/// created anew starts a new `generation`: what was in flight for the old one is dropped when it
-/// returns. Revisions come from the store (`read`), never from memory only.
+/// what was delivered, so a crash can only repeat deliveries, never lose one. The cursor is written
+/// after `cursorBatch` deliveries or `cursorInterval` ms since the last write, whichever first (the
+/// dispatcher wakes idle lanes to write what is left): a crash repeats at most that much. A room
+/// deleted or created anew starts a new `generation`: what was in flight for the old one is dropped
+/// when it returns. Revisions come from the store (`read`; the dispatcher serves recent ones from a
+/// copy it keeps), never from memory only.
 struct DeliveryLane: Sendable {
     /// The last revision delivered; nil until known (from the store, else where the lane started).
     private(set) var cursor: Int?
@@ -18,8 +21,11 @@ struct DeliveryLane: Sendable {
     private(set) var head = 0
     /// What the store's cursor needs before it is written again.
     private(set) var reset: CursorReset?
-    /// A cursor delivered but not yet written to the store.
+    /// A cursor delivered but not yet written to the store, how many deliveries it is ahead of the
+    /// stored one, and when the cursor was last written (milliseconds).
     private(set) var unwritten: Int?
+    private(set) var deliveredSinceWrite = 0
+    private(set) var lastWrite: Int64?
     /// Room events to deliver before any revision.
     private(set) var notices: [RoomNotice] = []
     /// Revisions read from the store and not yet delivered: `cursor + 1`, `+ 2`, … in order.
@@ -67,7 +73,11 @@ struct DeliveryLane: Sendable {
         cursor == nil && startAt == nil && head == 0 && reset == nil && unwritten == nil && notices.isEmpty && failures == 0
     }
 
-    mutating func next(endpointFailing: Bool, chunk: Int) -> Step {
+    /// The next step at `now`. A delivered cursor is written once `cursorBatch` deliveries or
+    /// `cursorInterval` ms have gone by since the last write (0 and 0: after each delivery); a start
+    /// position or a skipped gap at once.
+    mutating func next(endpointFailing: Bool, chunk: Int, now: Int64 = 0, cursorBatch: Int = 1,
+                       cursorInterval: Int64 = 0) -> Step {
         if endpointFailing { return stop() }
         if let reset { return .resetCursor(reset) }
         if let notice = notices.first { return .post(.notice(notice), generation: generation) }
@@ -75,12 +85,19 @@ struct DeliveryLane: Sendable {
             guard startAt != nil else { return stop() }
             return .loadCursor
         }
-        if let unwritten { return .writeCursor(unwritten) }
+        if let unwritten, cursorDue(now: now, batch: cursorBatch, interval: cursorInterval) { return .writeCursor(unwritten) }
         if let revision = buffer.first { return .post(.revision(revision), generation: generation) }
         if let cursor, cursor < head {
             return .read(after: cursor, through: min(head, cursor + max(chunk, 1)), generation: generation)
         }
         return stop()
+    }
+
+    /// Whether the unwritten cursor should go to the store now.
+    func cursorDue(now: Int64, batch: Int, interval: Int64) -> Bool {
+        guard unwritten != nil else { return false }
+        guard let lastWrite else { return true }
+        return deliveredSinceWrite == 0 || deliveredSinceWrite >= batch || now - lastWrite >= interval
     }
 
     private mutating func stop() -> Step {
@@ -134,6 +151,7 @@ struct DeliveryLane: Sendable {
         generation += 1
         buffer = []
         unwritten = nil
+        deliveredSinceWrite = 0
         startAt = nil
         if notices.isEmpty { clearFailures() }
     }
@@ -161,8 +179,12 @@ struct DeliveryLane: Sendable {
         if reset == done { reset = nil }
     }
 
-    mutating func wrote(_ rev: Int) {
-        if unwritten == rev { unwritten = nil }
+    mutating func wrote(_ rev: Int, now: Int64 = 0) {
+        if unwritten == rev {
+            unwritten = nil
+            deliveredSinceWrite = 0
+        }
+        lastWrite = now
     }
 
     /// Revisions read for `after + 1 ... through`; returns the numbers the store did not have, which
@@ -195,6 +217,7 @@ struct DeliveryLane: Sendable {
             cursor = revision.number
             // A cursor gap (skipped revisions) is closed by the same write.
             unwritten = revision.number
+            deliveredSinceWrite += 1
         }
         clearFailures()
     }

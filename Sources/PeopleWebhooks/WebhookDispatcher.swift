@@ -81,14 +81,35 @@ public final class WebhookDispatcher: Sendable {
     /// room's head (and writes that). Returns at once; the store is read in pages in the background.
     public func start() {
         Task.detached { [self] in await resume() }
+        Task.detached { [self] in await flushCursors() }
+    }
+
+    /// Every `cursorInterval`, lanes that stopped with a delivered cursor not yet written are woken to
+    /// write it (a lane writes on its own only while it has work).
+    private func flushCursors() async {
+        let interval = max(policy.cursorInterval, 10)
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(interval))
+            let stopped = state.withLock { state -> Bool in
+                guard !state.stopped else { return true }
+                for (key, lane) in state.lanes where lane.unwritten != nil && !lane.running {
+                    update(key, in: &state) { _ in }
+                }
+                return false
+            }
+            if stopped { return }
+        }
     }
 
     /// A revision of `room` is durable. Called from the hub's service thread for every one, in order:
-    /// records it and wakes the room's lanes; never blocks.
-    public func revisionDurable(room: String, rev: Int) {
+    /// records it and wakes the room's lanes; never blocks. `revisions` (the durable ones up to `rev`,
+    /// oldest first, as the hub has them) are kept as a copy of the store's latest, so lanes that keep
+    /// up need not read the store; anything else is read from it.
+    public func revisionDurable(room: String, rev: Int, revisions: [Revision] = []) {
         let wanting = endpointIndices(wanting: .revision, of: room)
         guard !wanting.isEmpty else { return }
         state.withLock { state in
+            if !revisions.isEmpty { state.recent[room, default: RecentRevisions()].add(revisions) }
             for index in wanting { update(LaneKey(endpoint: index, room: room), in: &state) { $0.revisionDurable(rev) } }
         }
     }
@@ -109,6 +130,7 @@ public final class WebhookDispatcher: Sendable {
                            _ apply: (inout DeliveryLane, RoomNotice?) -> Void) {
         let indices = endpoints.indices.filter { endpoints[$0].rooms.contains { $0.matches(room) } }
         state.withLock { state in
+            state.recent[room] = nil
             for index in indices {
                 let notice = endpoints[index].events.contains(event) ? RoomNotice(event: event, time: time) : nil
                 update(LaneKey(endpoint: index, room: room), in: &state) { apply(&$0, notice) }
@@ -155,6 +177,16 @@ public final class WebhookDispatcher: Sendable {
         }
         for task in tasks { task.cancel() }
         for task in tasks { await task.value }
+        // What was delivered and not yet written goes to the store now, so a clean stop repeats nothing.
+        let unwritten = state.withLock { state in
+            state.lanes.compactMap { key, lane in lane.unwritten.map { (endpoints[key.endpoint].url, key.room, $0) } }
+        }
+        for (url, room, rev) in unwritten {
+            _ = await storeCall("write the webhook cursor", ["url": "\(url)", "room": "\(room)"]) { store in
+                try store.setWebhookCursor(endpoint: url, room: room, rev: rev)
+                return true
+            }
+        }
         await poster.shutdown()
     }
 
@@ -187,7 +219,8 @@ public final class WebhookDispatcher: Sendable {
     private func next(_ key: LaneKey) -> DeliveryLane.Step {
         state.withLock { state in
             guard var lane = state.lanes[key] else { return .stop }
-            let step = lane.next(endpointFailing: state.endpoints[key.endpoint].failing || state.stopped, chunk: policy.chunk)
+            let step = lane.next(endpointFailing: state.endpoints[key.endpoint].failing || state.stopped, chunk: policy.chunk,
+                                 now: now(), cursorBatch: policy.cursorBatch, cursorInterval: policy.cursorInterval)
             if case .stop = step {
                 state.tasks[key] = nil
                 if lane.isEmpty { state.lanes[key] = nil; return step }
@@ -227,11 +260,16 @@ public final class WebhookDispatcher: Sendable {
                     try store.setWebhookCursor(endpoint: endpoint.url, room: room, rev: rev)
                     return true
                 }) != nil else { continue }
-                withLane(key) { lane in lane.wrote(rev) }
+                let time = now()
+                withLane(key) { lane in lane.wrote(rev, now: time) }
             case .read(let after, let through, let generation):
-                guard let revisions = await storeCall("read revisions", lane, { store in
-                    try store.revisions(room: room, after: after, through: through)
-                }) else { continue }
+                var revisions = state.withLock { $0.recent[room]?.revisions(after: after, through: through) }
+                if revisions == nil {
+                    revisions = await storeCall("read revisions", lane, { store in
+                        try store.revisions(room: room, after: after, through: through)
+                    })
+                }
+                guard let revisions else { continue }
                 let missing = state.withLock { state in
                     update(key, in: &state) { $0.read(revisions, after: after, through: through, generation: generation) }
                 }
@@ -364,11 +402,39 @@ struct EndpointCounts: Sendable {
 /// The dispatcher's state, behind its lock.
 struct DispatchState: Sendable {
     var lanes: [LaneKey: DeliveryLane] = [:]
+    /// The latest durable revisions of each room, as the hub handed them (a copy of the store's).
+    var recent: [String: RecentRevisions] = [:]
     var endpoints: [EndpointCounts]
     var tasks: [LaneKey: Task<Void, Never>] = [:]
     var stopped = false
 
     init(endpoints: Int) {
         self.endpoints = Array(repeating: EndpointCounts(), count: endpoints)
+    }
+}
+
+/// A room's latest durable revisions, at most `capacity`, in order without gaps: what lanes that keep
+/// up read instead of the store.
+struct RecentRevisions: Sendable {
+    static let capacity = 1_000
+    private(set) var revisions: [Revision] = []
+
+    mutating func add(_ new: [Revision]) {
+        for revision in new {
+            if let last = revisions.last, revision.number != last.number + 1 {
+                if revision.number <= last.number { continue }  // already here
+                revisions.removeAll()                              // a gap: start again from here
+            }
+            revisions.append(revision)
+        }
+        if revisions.count > Self.capacity { revisions.removeFirst(revisions.count - Self.capacity) }
+    }
+
+    /// Revisions `after + 1 ... through`, if all are here.
+    func revisions(after: Int, through: Int) -> [Revision]? {
+        guard let first = revisions.first, first.number <= after + 1, let last = revisions.last, last.number >= through,
+              through > after else { return nil }
+        let start = after + 1 - first.number
+        return Array(revisions[start...(through - first.number)])
     }
 }

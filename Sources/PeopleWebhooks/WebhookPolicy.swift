@@ -14,9 +14,16 @@ public struct WebhookPolicy: Sendable, Hashable {
     public var giveUpAfter: Int64
     /// Revisions read from the store at once.
     public var chunk: Int
+    /// A lane's cursor goes to the store after this many deliveries or this many milliseconds since
+    /// its last write, whichever comes first: a crash repeats at most that much (each delivery keeps
+    /// its `id`), and a busy endpoint does not cost a store write per delivery.
+    public var cursorBatch: Int
+    public var cursorInterval: Int64
 
     public init(timeout: Int64 = 10_000, backoffStart: Int64 = 1_000, backoffMax: Int64 = 300_000, jitter: Double = 0.2,
-                giveUpAfter: Int64 = 72 * 3_600_000, chunk: Int = 100) {
+                giveUpAfter: Int64 = 72 * 3_600_000, chunk: Int = 100, cursorBatch: Int = 100, cursorInterval: Int64 = 250) {
+        self.cursorBatch = max(1, cursorBatch)
+        self.cursorInterval = max(0, cursorInterval)
         self.timeout = timeout
         self.backoffStart = backoffStart
         self.backoffMax = backoffMax

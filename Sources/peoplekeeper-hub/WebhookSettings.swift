@@ -77,7 +77,9 @@ final class DispatcherWebhooks: HubWebhooks {
 
     init(_ dispatcher: WebhookDispatcher) { self.dispatcher = dispatcher }
 
-    func revisionsDurable(room: String, after: Int, through: Int) { dispatcher.revisionDurable(room: room, rev: through) }
+    func revisionsDurable(room: String, after: Int, through: Int, revisions: [Revision]) {
+        dispatcher.revisionDurable(room: room, rev: through, revisions: revisions)
+    }
     func roomCreated(room: String, time: Int64) { dispatcher.roomCreated(room: room, time: time) }
     func roomDeleted(room: String, time: Int64) { dispatcher.roomDeleted(room: room, time: time) }
 

@@ -32,6 +32,43 @@ struct DeliveryLaneTests {
         #expect(lane.backlog == 0 && !lane.running)
     }
 
+    @Test("the cursor is written after cursorBatch deliveries or cursorInterval ms, not after each; the rest waits for the next write")
+    func cursorWritesAreBatched() {
+        var lane = DeliveryLane()
+        lane.resume(head: 0, stored: 0)
+        for rev in 1...5 { lane.revisionDurable(rev) }
+        func step(_ now: Int64) -> DeliveryLane.Step { lane.next(endpointFailing: false, chunk: 10, now: now, cursorBatch: 3, cursorInterval: 250) }
+        guard case .read(after: 0, through: 5, let generation) = step(1_000) else { Issue.record("expected a read"); return }
+        _ = lane.read((1...5).map(revision), after: 0, through: 5, generation: generation)
+        var writes: [Int] = []
+        var now: Int64 = 1_000
+        loop: while true {
+            now += 10
+            switch step(now) {
+            case .post(let item, let generation): lane.delivered(item, generation: generation)
+            case .writeCursor(let rev): writes.append(rev); lane.wrote(rev, now: now)
+            case .stop: break loop
+            default: Issue.record("unexpected step"); return
+            }
+        }
+        #expect(writes == [1, 4], "the first at once, then after three more deliveries; the fifth waits")
+        #expect(lane.unwritten == 5 && lane.backlog == 0)
+        guard case .writeCursor(5) = step(now + 250) else { Issue.record("the interval has passed: the rest is due"); return }
+    }
+
+    @Test("the copy of recent revisions answers only what it holds whole; a gap starts it again")
+    func recentRevisions() {
+        var recent = RecentRevisions()
+        recent.add((1...5).map(revision))
+        #expect(recent.revisions(after: 2, through: 4)?.map(\.number) == [3, 4])
+        #expect(recent.revisions(after: 0, through: 5)?.map(\.number) == [1, 2, 3, 4, 5])
+        #expect(recent.revisions(after: 4, through: 6) == nil, "6 is not here: the store answers")
+        recent.add([revision(5), revision(8)])
+        #expect(recent.revisions(after: 2, through: 4) == nil && recent.revisions(after: 7, through: 8)?.map(\.number) == [8])
+        recent.add((9...(9 + RecentRevisions.capacity)).map(revision))
+        #expect(recent.revisions.count == RecentRevisions.capacity)
+    }
+
     @Test("a delivery of a room's old life that returns after the room began anew changes nothing")
     func oldGenerationIsDropped() {
         var lane = DeliveryLane()

@@ -233,7 +233,10 @@ extension Hub {
         guard rev > host.durableRevision else { return }
         let previous = host.durableRevision
         host.durableRevision = rev
-        webhooks?.revisionsDurable(room: host.room.name, after: previous, through: rev)
+        if let webhooks {
+            let revisions = (previous + 1...rev).compactMap { host.room.revision($0) }
+            webhooks.revisionsDurable(room: host.room.name, after: previous, through: rev, revisions: revisions)
+        }
         guard !host.feedWaiters.isEmpty else { return }
         let waiters = host.feedWaiters
         host.feedWaiters.removeAll()

@@ -4,8 +4,9 @@ import PeopleCore
 /// thread: each call must return at once (the deliverer works on its own threads and reads what it
 /// sends from the store, so nothing here is the only copy).
 public protocol HubWebhooks: AnyObject, Sendable {
-    /// Revisions `after + 1 ... through` of `room` are durable.
-    func revisionsDurable(room: String, after: Int, through: Int)
+    /// Revisions `after + 1 ... through` of `room` are durable; `revisions` are those the hub still has
+    /// in memory (a copy the deliverer may use instead of reading the store; possibly none).
+    func revisionsDurable(room: String, after: Int, through: Int, revisions: [Revision])
     /// A room was created (by a hello, or an HTTP `PUT`) at `time` (ms since the epoch).
     func roomCreated(room: String, time: Int64)
     /// A room was deleted (HTTP `DELETE`) at `time`.

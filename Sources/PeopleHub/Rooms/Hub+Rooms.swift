@@ -120,7 +120,7 @@ extension Hub {
             metrics.roomLoadDuration.recordSeconds(seconds)
             host = RoomHost(room: room)
             // The node that loads a room delivers its webhooks (cluster mode): a backlog resumes here.
-            webhooks?.revisionsDurable(room: name, after: room.revision, through: room.revision)
+            webhooks?.revisionsDurable(room: name, after: room.revision, through: room.revision, revisions: [])
             logger.info("room loaded", metadata: [
                 "room": "\(name)", "rev": "\(room.revision)", "seconds": "\(String(format: "%.3f", seconds))",
             ])
