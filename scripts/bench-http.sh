@@ -23,10 +23,9 @@
 # means something else was running). The Python helpers use the standard library only. About 2.5 min.
 # Environment: PARTS (default 123), WEBHOOK_RATE (1000), WEBHOOK_STORAGE (embedded; or memory), PYTHON.
 #
-# Note (2026-11-25): the embedded store's commits are not flushed: GRDB's DatabasePool sets
-# `synchronous = NORMAL` when it turns WAL on, after the store's prepareDatabase set FULL: 112 fdatasync
-# calls machine-wide during `PARTS=1 scripts/bench-http.sh 1000` (~4,600 acknowledged SQLite writes).
-# The SQLite figures here are without a flush per commit.
+# (This bench found that the embedded store's commits were not flushed — GRDB's WAL set-up reset
+# `synchronous` to NORMAL — by counting fdatasync calls; fixed the same day, so the SQLite figures in
+# docs/PERFORMANCE.md from 2026-11-25 on are with a flush per commit.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=/opt/swift/usr/bin:$PATH
