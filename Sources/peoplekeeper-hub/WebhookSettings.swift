@@ -82,6 +82,7 @@ final class DispatcherWebhooks: HubWebhooks {
     }
     func roomCreated(room: String, time: Int64) { dispatcher.roomCreated(room: room, time: time) }
     func roomDeleted(room: String, time: Int64) { dispatcher.roomDeleted(room: room, time: time) }
+    func reenable(url: String) -> Bool { dispatcher.reenable(url: url) }
 
     func status() -> JSON {
         .object(["webhooks": .array(dispatcher.status().map { s in

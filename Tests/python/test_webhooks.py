@@ -30,7 +30,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from pkclient import HubClient, person
-from pkhttp import HubHTTP, expect, new_key, schema_errors
+from pkhttp import HubHTTP, expect, expect_error, new_key, schema_errors
 
 SQLITE = {"storage": {"kind": "embedded", "path": "{workdir}/data/pk.sqlite"}}
 DEADLINE = 10.0          # HTTP.md: a delivery counts only on a 2xx within 10 s
@@ -589,3 +589,18 @@ def test_room_created_and_deleted_events_go_to_the_endpoints_that_ask_for_them(h
     assert ev["state"] == "ok" and ev["backlog"] == 0 and ev["delivered"] >= 3, ev
     metrics = hub.metrics()
     assert "webhook" in metrics, "the metrics say nothing of webhook deliveries"
+
+
+def test_an_admin_re_enables_an_endpoint_by_its_url(hub_factory, receiver_factory, tmp_path, room):
+    """POST /v1/webhooks/enable: 404 for a URL no endpoint has, 400 without one, 200 with every endpoint's
+    state for a configured one (the dispatcher's re-enable itself: PeopleWebhooksTests)."""
+    receiver, secrets = receiver_factory("/hook")
+    hooks = webhook_config(tmp_path, receiver, secrets, [{"path": "/hook", "rooms": ["*"], "events": ["revision"]}])
+    hub = hub_factory({"webhooks": hooks})
+    web = HubHTTP(hub.port)
+    expect_error(web.post("/v1/webhooks/enable", {"url": "http://127.0.0.1:9/nowhere"}), 404, "not-found",
+                 "an unknown endpoint")
+    expect_error(web.post("/v1/webhooks/enable", {}), 400, "bad-message", "no url")
+    answer = expect(web.post("/v1/webhooks/enable", {"url": receiver.url("/hook")}), 200, "re-enable")
+    assert [h["url"] for h in answer["webhooks"]] == [receiver.url("/hook")] and answer["webhooks"][0]["state"] == "ok", \
+        answer

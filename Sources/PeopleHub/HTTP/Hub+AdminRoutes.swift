@@ -50,6 +50,15 @@ extension Hub {
                 return .json(webhooks?.status() ?? .object(["webhooks": .array([])]))
             }
         }
+        routes.add("POST", "/v1/webhooks/enable") { [unowned self] call throws in
+            let body = try Self.bodyObject(call)
+            guard case .string(let url)? = body["url"] else { throw HTTPFailure.badMessage("url (an endpoint's URL) is required") }
+            return try api(call) { [unowned self] caller throws in
+                guard caller.role.allows(.admin) else { throw HTTPFailure.forbidden("re-enabling a webhook needs an admin") }
+                guard webhooks?.reenable(url: url) == true else { throw HTTPFailure.notFound("no webhook endpoint has the URL \(url)") }
+                return .json(webhooks?.status() ?? .object(["webhooks": .array([])]))
+            }
+        }
     }
 
     // MARK: List
