@@ -17,7 +17,7 @@
 #   make differential  the hub against an independent model of a room over DIFF_SEEDS (300) random
 #                multi-user histories (make test runs 5); about 2 minutes
 #   make docker-test  build the Dockerfile's image and run it, then docker-compose.yml's PostgreSQL and two
-#                nodes, on a Docker engine of its own on loopback (scripts/docker-test.sh); about 20 minutes
+#                nodes, on a Docker engine of its own on loopback (scripts/docker-test.sh); about 10 minutes
 #                from scratch (the release build in the image); not part of make test
 #   make soak    the 30-minute soak (Tests/python/test_soak.py with PEOPLEKEEPER_SOAK_SECONDS=1800: mixed
 #                clients, the hub killed and restarted twice); make test runs its 2-minute version
