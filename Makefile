@@ -16,6 +16,9 @@
 #                build in .build/fuzz; not part of make test; fails on a crash and says how to replay it
 #   make differential  the hub against an independent model of a room over DIFF_SEEDS (300) random
 #                multi-user histories (make test runs 5); about 2 minutes
+#   make docker-test  build the Dockerfile's image and run it, then docker-compose.yml's PostgreSQL and two
+#                nodes, on a Docker engine of its own on loopback (scripts/docker-test.sh); about 10 minutes
+#                from scratch (the release build in the image); not part of make test
 #   make soak    the 30-minute soak (Tests/python/test_soak.py with PEOPLEKEEPER_SOAK_SECONDS=1800: mixed
 #                clients, the hub killed and restarted twice); make test runs its 2-minute version
 #   make clean   remove build products
@@ -51,8 +54,13 @@ JS_TEST_FILES = $(shell [ -d $(JS_TESTS_DIR) ] && find $(JS_TESTS_DIR) -type f -
 	-o -name 'test-*.js' -o -name 'test-*.mjs' -o -name 'test-*.cjs' \
 	-o -name 'test.js' -o -name 'test.mjs' -o -name 'test.cjs' \) 2>/dev/null)
 
+# What `make docker-test` needs beyond `deps` (installed by `docker-deps`): the engine and its client
+# (docker.io; the test starts its own dockerd, never the system's), Compose v1 (docker-compose) and
+# debootstrap (the base images are built locally: no registry is reached).
+DOCKER_APT_PACKAGES := docker.io docker-compose debootstrap
+
 .DEFAULT_GOAL := build
-.PHONY: deps venv build client test bench run clean conformance fuzz soak differential differential-history
+.PHONY: deps docker-deps venv build client test bench run clean conformance fuzz soak differential differential-history docker-test
 
 deps:
 	@command -v swift >/dev/null 2>&1 || { \
@@ -72,6 +80,29 @@ deps:
 	  export DEBIAN_FRONTEND=noninteractive; \
 	  apt-get update -qq >/dev/null && \
 	  apt-get install -y -qq --no-install-recommends $$missing >/dev/null || exit 1; \
+	fi
+
+# Like deps. A policy-rc.d that says no (101) keeps the package from starting a system dockerd, which would
+# make a bridge network (docker0) on machines that run services; the test runs its own engine.
+docker-deps:
+	@missing=""; \
+	for pkg in $(DOCKER_APT_PACKAGES); do \
+	  dpkg -s "$$pkg" >/dev/null 2>&1 || missing="$$missing $$pkg"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" -ne 0 ]; then \
+	    echo "docker-deps: missing:$$missing; run 'make docker-deps' as root" >&2; exit 1; \
+	  fi; \
+	  echo "docker-deps: installing$$missing"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  policy=""; \
+	  if [ ! -e /usr/sbin/policy-rc.d ]; then \
+	    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && policy=1; \
+	  fi; \
+	  apt-get update -qq >/dev/null && \
+	  apt-get install -y -qq --no-install-recommends $$missing >/dev/null; status=$$?; \
+	  [ -z "$$policy" ] || rm -f /usr/sbin/policy-rc.d; \
+	  [ $$status -eq 0 ] || exit 1; \
 	fi
 
 venv: $(VENV)/.installed
@@ -145,6 +176,11 @@ differential-history: deps venv
 	swift build --product peoplekeeper-hub
 	PEOPLEKEEPER_DIFF_HISTORY=1 PEOPLEKEEPER_DIFF_SEEDS=$(DIFF_SEEDS) PEOPLEKEEPER_HUB_BIN=$(CURDIR)/.build/debug/peoplekeeper-hub \
 	  $(VENV)/bin/python -m pytest -q Tests/python/test_differential.py
+
+# The image and the compose file, run for real (issue 21; not part of `make test`): see scripts/docker-test.sh.
+# PEOPLEKEEPER_DOCKER_DIR=DIR keeps the engine's images and build cache in DIR for the next run.
+docker-test: deps docker-deps venv
+	scripts/docker-test.sh
 
 # The soak (issue 7): `make test` runs it for 2 minutes; this runs it for 30.
 soak: deps venv
