@@ -50,6 +50,8 @@ public final class Hub: @unchecked Sendable {
     var httpRates: [String: TokenBucket] = [:]
     /// The last one-off reader id given to an HTTP read.
     var nextReader = 0
+    /// `peoplekeeper_http_*`: requests by route and status, and their durations.
+    let httpMetrics = HTTPMetrics()
     /// Where durable revisions and room births and deaths are told (webhooks); nil for none.
     public var webhooks: (any HubWebhooks)?
 

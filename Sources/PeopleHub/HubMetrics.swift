@@ -13,7 +13,9 @@ import PeopleCore
 /// `peoplekeeper_apply_duration_seconds` (histogram of the time to decide and apply one submit / undo /
 /// redo), `peoplekeeper_durable_wait_seconds` (from handing a record to the store until the service
 /// thread hears it is durable: what every ack waits), `peoplekeeper_room_load_duration_seconds`.
-/// The store's writer adds `peoplekeeper_store_commit_*` (see `GroupCommitWriter`).
+/// The store's writer adds `peoplekeeper_store_commit_*` (see `GroupCommitWriter`); the HTTP API adds
+/// `peoplekeeper_http_requests_total{route,status}` and `peoplekeeper_http_request_duration_seconds{route}`
+/// (`HTTPMetrics`, HTTP/Hub+Routes.swift); the webhooks `peoplekeeper_webhook_*` (PeopleWebhooks).
 public struct HubMetrics: Sendable {
     let connections = Gauge(label: "peoplekeeper_connections")
     let rooms = Gauge(label: "peoplekeeper_rooms")

@@ -48,3 +48,34 @@ def test_a_room_owned_by_another_node_is_redirected_with_307(hub_factory, pg_ser
     assert [r["rev"] for r in feed["revisions"]] == [1] and feed["revisions"][0]["author"] == "bob", feed
     status, headers, _ = raw(b.port, "GET", f"/v1/rooms/{room}/revisions?after=0")
     assert status == 307 and urlsplit(headers["location"]).query == "after=0", headers
+
+
+def test_http_requests_are_counted_by_route_and_status_in_metrics(hub_factory, room):
+    """`peoplekeeper_http_requests_total{route,status}` and `peoplekeeper_http_request_duration_seconds`
+    (docs/CONFIG.md, Metrics): a room read, a write, a missing room and an unknown path, each counted
+    under its route pattern, not under the room's name."""
+    import re
+
+    hub = hub_factory({"metrics": {"enabled": True}})
+    hub.join(room, "ann").close()
+    web = HubHTTP(hub.port, user="bob")
+    for _ in range(3):
+        assert web.state(room).status == 200
+    web.edit(room, [{"op": "set", "tag": 1, "field": "glasses", "value": True}])
+    assert web.state(room[:50] + "-none").status == 404
+    assert raw(hub.port, "GET", "/v1/nothing")[0] == 404
+    text = hub.metrics()
+
+    def count(route: str, status: int) -> int:
+        m = re.search(r'^peoplekeeper_http_requests_total\{(?=[^}]*route="' + re.escape(route) + r'")(?=[^}]*status="'
+                      + str(status) + r'")[^}]*\} (\d+)', text, re.MULTILINE)
+        return int(m.group(1)) if m else 0
+
+    assert count("GET /v1/rooms/:room", 200) >= 3 + 1, text   # the edit reads the head once more
+    assert count("POST /v1/rooms/:room/batches", 200) == 1, text
+    assert count("GET /v1/rooms/:room", 404) == 1, text
+    assert count("GET (no route)", 404) == 1, text
+    assert room not in "".join(l for l in text.splitlines() if l.startswith("peoplekeeper_http_")), \
+        "room names must not become label values"
+    assert re.search(r'^peoplekeeper_http_request_duration_seconds_count\{route="GET /v1/rooms/:room"\} \d+', text,
+                     re.MULTILINE), text

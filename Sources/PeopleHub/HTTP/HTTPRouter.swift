@@ -20,8 +20,11 @@ struct HTTPRouter {
 
     private struct Route {
         let method: String
+        let pattern: String
         let segments: [Segment]
         let handler: Handler
+
+        var name: String { "\(method) \(pattern)" }
     }
 
     private var routes: [Route] = []
@@ -34,12 +37,13 @@ struct HTTPRouter {
             return .literal(String(part))
         }
         precondition(!segments.dropLast().contains(Segment.rest), "`*` ends a pattern: \(pattern)")
-        routes.append(Route(method: method, segments: segments, handler: handler))
+        routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler))
     }
 
     /// Runs the first route matching the exchange's method and path; false when no route's pattern
-    /// matches the path (the transport then serves a file).
-    func route(_ exchange: any HTTPExchange) -> Bool {
+    /// matches the path (the transport then serves a file). `matched` hears the route's
+    /// `METHOD pattern` first (for metrics).
+    func route(_ exchange: any HTTPExchange, matched: (String) -> Void = { _ in }) -> Bool {
         let request = exchange.request
         let parts = Self.split(request.path)
         var allowed: [String] = []
@@ -49,6 +53,7 @@ struct HTTPRouter {
                 if !allowed.contains(route.method) { allowed.append(route.method) }
                 continue
             }
+            matched(route.name)
             let call = HTTPCall(exchange: exchange, parameters: parameters)
             do {
                 if let response = try route.handler(call) { exchange.respond(response) }
@@ -58,6 +63,7 @@ struct HTTPRouter {
             return true
         }
         guard !allowed.isEmpty else { return false }
+        matched("\(request.method) (not allowed)")
         var failure = HTTPFailure(status: 405, code: "method-not-allowed",
                                   message: "\(request.method) is not a method of \(request.path)")
         failure.headers = [.init("Allow", allowed.joined(separator: ", "))]

@@ -1,3 +1,5 @@
+import Dispatch
+import Metrics
 import PeopleCore
 import WebSocketTransport
 
@@ -25,10 +27,53 @@ extension Hub {
     /// A plain HTTP request (the transport's callback, on the service thread): a route takes it, a
     /// path under `/v1/` that none matches is 404 `not-found`, anything else is left for a file.
     public func handle(_ exchange: any HTTPExchange) -> Bool {
-        if routes.route(exchange) { return true }
+        let metered = MeteredExchange(exchange, metrics: httpMetrics)
+        if routes.route(metered, matched: { metered.route = $0 }) { return true }
         guard exchange.request.path.hasPrefix("/v1/") else { return false }
-        exchange.respond(HTTPFailure.notFound("no route \(exchange.request.method) \(exchange.request.path)")
+        metered.route = "\(exchange.request.method) (no route)"
+        metered.respond(HTTPFailure.notFound("no route \(exchange.request.method) \(exchange.request.path)")
             .response(json: true))
         return true
+    }
+}
+
+/// An exchange that counts its answer (`peoplekeeper_http_requests_total{route,status}`) and times it
+/// from the request read to the answer (`peoplekeeper_http_request_duration_seconds{route}`).
+final class MeteredExchange: HTTPExchange {
+    let inner: any HTTPExchange
+    let metrics: HTTPMetrics
+    let started = DispatchTime.now().uptimeNanoseconds
+    var route = "other"
+
+    init(_ inner: any HTTPExchange, metrics: HTTPMetrics) {
+        self.inner = inner
+        self.metrics = metrics
+    }
+
+    var request: HTTPRequest { inner.request }
+    var isOpen: Bool { inner.isOpen }
+
+    func respond(_ response: HTTPResponse) {
+        guard inner.isOpen else { return }
+        metrics.record(route: route, status: response.status, nanoseconds: DispatchTime.now().uptimeNanoseconds - started)
+        inner.respond(response)
+    }
+}
+
+/// The HTTP API's series, made on first use per route and status (service thread only).
+final class HTTPMetrics {
+    private var counters: [String: Counter] = [:]
+    private var timers: [String: Metrics.Timer] = [:]
+
+    func record(route: String, status: Int, nanoseconds: UInt64) {
+        let key = "\(route) \(status)"
+        let counter = counters[key] ?? Counter(label: "peoplekeeper_http_requests_total",
+                                               dimensions: [("route", route), ("status", String(status))])
+        counters[key] = counter
+        counter.increment()
+        let timer = timers[route] ?? Metrics.Timer(label: "peoplekeeper_http_request_duration_seconds",
+                                                   dimensions: [("route", route)])
+        timers[route] = timer
+        timer.recordNanoseconds(Int64(nanoseconds))
     }
 }
