@@ -77,7 +77,7 @@ struct ImportCommand: AsyncParsableCommand {
         do { imported = try RoomImport(room: name, body: json, policy: settings.roomPolicy) } catch {
             throw StoreAccess.fail(65, "import", "\(error)")
         }
-        let store = try await StoreAccess.open(config: config, command: "import")
+        let store = try StoreAccess.open(settings, command: "import")
         defer { store.close() }
         do {
             if try store.load(room: name) != nil { throw StoreAccess.fail(73, "import", "room \(name) exists in the store") }
@@ -101,13 +101,15 @@ struct ImportCommand: AsyncParsableCommand {
     }
 }
 
-/// What export, import (and history) share: the settings, the store, a room read back.
+/// What the commands on the store (history, export, import) share: failing with an exit status and
+/// a message, the settings and the store they name, a room read back.
 enum StoreAccess {
     static func fail(_ status: Int32, _ command: String, _ message: String) -> ExitCode {
         FileHandle.standardError.write(Data("peoplekeeper-hub \(command): \(message)\n".utf8))
         return ExitCode(status)
     }
 
+    /// The config's settings (exit 78 for a bad config).
     static func settings(config: String, command: String) async throws -> HubSettings {
         do {
             return try await HubSettings.load(file: config, flags: [:], environment: ProcessInfo.processInfo.environment)
@@ -116,12 +118,18 @@ enum StoreAccess {
         }
     }
 
-    static func open(config: String, command: String) async throws -> any PeopleStore {
-        let settings = try await settings(config: config, command: command)
+    /// The store the settings name: exit 64 for the memory store (nothing to read), 74 when it cannot
+    /// be opened.
+    static func open(_ settings: HubSettings, command: String) throws -> any PeopleStore {
         guard settings.storageKind != .memory else { throw fail(64, command, "storage.kind memory keeps nothing to read") }
         do { return try settings.openStore(logger: Logger(label: "peoplekeeper.\(command)")) } catch {
             throw fail(74, command, "\(error)")
         }
+    }
+
+    /// Both, for a command that needs only the store.
+    static func open(config: String, command: String) async throws -> any PeopleStore {
+        try open(try await settings(config: config, command: command), command: command)
     }
 
     /// The room as stored, and (with `older`) its revisions below memory.

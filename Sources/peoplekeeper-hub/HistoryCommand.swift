@@ -34,21 +34,8 @@ struct HistoryCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        func fail(_ status: Int32, _ message: String) -> ExitCode {
-            FileHandle.standardError.write(Data("peoplekeeper-hub history: \(message)\n".utf8))
-            return ExitCode(status)
-        }
-        let settings: HubSettings
-        do {
-            settings = try await HubSettings.load(file: config, flags: [:], environment: ProcessInfo.processInfo.environment)
-        } catch {
-            throw fail(78, "\(error)")
-        }
-        guard settings.storageKind != .memory else { throw fail(64, "storage.kind memory keeps nothing to read") }
-        let store: any PeopleStore
-        do { store = try settings.openStore(logger: Logger(label: "peoplekeeper.history")) } catch {
-            throw fail(74, "\(error)")
-        }
+        func fail(_ status: Int32, _ message: String) -> ExitCode { StoreAccess.fail(status, "history", message) }
+        let store = try await StoreAccess.open(config: config, command: "history")
         defer { store.close() }
         let revisions: [Revision]
         do {

@@ -64,7 +64,7 @@ extension Room {
                                       .init("people", .array(model.people.map(\.json)))]
         if history {
             guard let initial = people(at: 0, older: older) else { return nil }
-            let kept = revision > oldestKeptBase ? (oldestKeptBase + 1...revision).compactMap { self.revision($0) } : []
+            let kept = revisions(after: oldestKeptBase, through: revision)
             members.append(.init("initial", .array(initial.people.map(\.json))))
             members.append(.init("revisions", .array((older + kept).map(\.feedJSON))))
         }

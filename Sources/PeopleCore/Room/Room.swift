@@ -68,6 +68,13 @@ public struct Room: Sendable {
     /// The revision with this number, if still kept.
     public func revision(_ number: Int) -> Revision? { history.revision(number) }
 
+    /// The kept revisions numbered `after + 1 ... through`, oldest first (those memory still holds).
+    public func revisions(after: Int, through: Int) -> [Revision] {
+        let from = max(after, history.floor), to = min(through, history.head)
+        guard from < to else { return [] }
+        return Array(history.revisions(after: from).prefix(to - from))
+    }
+
     /// A user's stacks (empty for a user never seen).
     public func stacks(of user: String) -> UndoStacks { users[user]?.stacks ?? UndoStacks() }
 

@@ -108,17 +108,28 @@ extension Hub {
                     return try body(host)
                 case .absent:
                     throw HTTPFailure.noRoom(name)
-                case .elsewhere(let url):
-                    throw Self.redirect(call, roomURL: url, room: name)
-                case .failed(let problem):
-                    throw HTTPFailure.unavailable("room \(name) cannot be loaded: \(problem)")
-                case .full:
-                    throw HTTPFailure(ProtocolError(.roomFull,
-                        "the hub holds at most \(configuration.limits.maxRooms) rooms (limits.maxRooms)"))
+                case .elsewhere, .failed, .full:
+                    throw notServedHere(outcome, call, room: name)
                 }
             }
         }
         return nil
+    }
+
+    /// The answer when the room cannot be served by this node now: another node owns it (307 to it),
+    /// the store cannot load it (503), or it would go over `limits.maxRooms` (503 `room-full`).
+    func notServedHere(_ outcome: RoomOutcome, _ call: HTTPCall, room: String) -> HTTPFailure {
+        switch outcome {
+        case .elsewhere(let url):
+            return Self.redirect(call, roomURL: url, room: room)
+        case .failed(let problem):
+            return .unavailable("room \(room) cannot be loaded: \(problem)")
+        case .full:
+            return HTTPFailure(ProtocolError(.roomFull,
+                "the hub holds at most \(configuration.limits.maxRooms) rooms (limits.maxRooms)"))
+        case .loaded, .created, .absent:
+            preconditionFailure("notServedHere: the room is here (or absent); the caller answers that itself")
+        }
     }
 
     func roomName(_ call: HTTPCall) throws -> String {

@@ -117,9 +117,7 @@ extension Hub {
                     return nil
                 case .loaded: throw exists
                 case .absent: throw HTTPFailure.unavailable("room \(name) could not be created; try again")
-                case .elsewhere(let url): throw Self.redirect(call, roomURL: url, room: name)
-                case .failed(let problem): throw HTTPFailure.unavailable("room \(name) cannot be loaded: \(problem)")
-                case .full: throw HTTPFailure(ProtocolError(.roomFull, "the hub holds at most \(configuration.limits.maxRooms) rooms"))
+                case .elsewhere, .failed, .full: throw notServedHere(outcome, call, room: name)
                 }
             }
         }

@@ -166,26 +166,21 @@ extension Hub {
         try api(call) { [unowned self] caller throws in
             try inRoom(call, caller, need: .viewer) { [unowned self] host throws in
                 nextReader += 1
-                let reader = "read:\(nextReader)"
-                replies(for: reader, in: host).expect(call.exchange)
-                host.historyReads[reader] = [afterRead(reader, in: host, call: call) { hub, host, read, older in
-                    hub.readAgain(read, as: caller.user, reader: reader, older: older, in: host, call: call)
-                }]
-                perform(host.room.read(message, as: caller.user, reader: reader), in: host)
-                if host.connections[reader] == nil { host.historyReads[reader] = nil }
+                ask(message, as: caller.user, reader: "read:\(nextReader)", older: [], resume: nil, in: host, call: call)
                 return nil
             }
         }
     }
 
-    /// A long `log` goes on below memory with the revisions read.
-    private func readAgain(_ read: HistoryRead, as user: String?, reader: SessionID, older: [Revision],
-                           in host: RoomHost, call: HTTPCall) {
+    /// One step of a read: the room answers `reader`, or (a long `log` below memory) asks for older
+    /// revisions, and the read goes on with them and the page so far.
+    private func ask(_ message: ClientMessage, as user: String?, reader: SessionID, older: [Revision],
+                     resume: LogResume?, in host: RoomHost, call: HTTPCall) {
         replies(for: reader, in: host).expect(call.exchange)
         host.historyReads[reader] = [afterRead(reader, in: host, call: call) { hub, host, next, more in
-            hub.readAgain(next, as: user, reader: reader, older: more, in: host, call: call)
+            hub.ask(next.message, as: user, reader: reader, older: more, resume: next.log, in: host, call: call)
         }]
-        perform(host.room.read(read.message, as: user, reader: reader, older: older, resume: read.log), in: host)
+        perform(host.room.read(message, as: user, reader: reader, older: older, resume: resume), in: host)
         if host.connections[reader] == nil { host.historyReads[reader] = nil }
     }
 
@@ -215,7 +210,7 @@ extension Hub {
         }
         let through = min(head, after + limit)
         if after >= host.room.oldestKeptBase {
-            let revisions = (after + 1...through).compactMap { host.room.revision($0) }
+            let revisions = host.room.revisions(after: after, through: through)
             return Self.feedPage(revisions, head: head)
         }
         readOlder(host, after: after, through: min(through, host.room.oldestKeptBase), call: call) { hub, older throws in
@@ -234,7 +229,7 @@ extension Hub {
         let previous = host.durableRevision
         host.durableRevision = rev
         if let webhooks {
-            let revisions = (previous + 1...rev).compactMap { host.room.revision($0) }
+            let revisions = host.room.revisions(after: previous, through: rev)
             webhooks.revisionsDurable(room: host.room.name, after: previous, through: rev, revisions: revisions)
         }
         guard !host.feedWaiters.isEmpty else { return }
@@ -242,7 +237,7 @@ extension Hub {
         host.feedWaiters.removeAll()
         for waiter in waiters where waiter.call.exchange.isOpen {
             let through = min(rev, waiter.after + waiter.limit)
-            let revisions = (waiter.after + 1...through).compactMap { host.room.revision($0) }
+            let revisions = host.room.revisions(after: waiter.after, through: through)
             waiter.call.exchange.respond(Self.feedPage(revisions, head: rev))
         }
     }
