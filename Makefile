@@ -1,13 +1,15 @@
 # PeopleKeeper: one entry point for a fresh machine of this kind (Debian 12, Swift 6.3 at /opt/swift).
 #   make run     build and start the hub on 127.0.0.1:8080 with Config/peoplekeeper.yaml (prints the URL)
-#   make test    every test: Swift (unit + integration against the real hub), Python client suite, JS
+#   make test    every test: Swift (unit + integration against the real hub, one service thread), Python
+#                client suite (the hub with two service threads), JS
 #   make deps    install missing system packages (as root, idempotent, quiet)
 #   make venv    the Python venv (.venv) with websockets, pytest and selenium, for the Python suite and the tour
 #   make client  build the terminal client (prints where it is: .build/debug/peoplekeeper)
 #   make build   debug build of every target, tests included
 #   make bench   the core benchmark, the hub-vs-relay fan-out figure, the store figures (durable
 #                revisions/s with group commit, restart of a 1,000,000-revision room), the cluster
-#                failover time, the load grids (peoplekeeper-bench load), the HTTP API (batch vs submit round
+#                failover time, the load grids (peoplekeeper-bench load), 1 vs 2 service threads
+#                (big rooms, saturation, idle memory, hub vs relay), the HTTP API (batch vs submit round
 #                trips, webhook lag at 1,000 revisions/s, change-feed replay) and the hub vs pycrdt-websocket
 #                (a bench venv from PyPI in .build/bench-venv; plot in docs/images), release build
 #   make conformance  the Autobahn TestSuite (wstest, Python 2.7 via pyenv) against `peoplekeeper-hub
@@ -125,9 +127,9 @@ test: deps venv
 	  echo "test: no JS tests under $(JS_TESTS_DIR)/ yet; node --test is skipped"; \
 	fi
 	swift build --build-tests
-	swift test --skip-build --parallel 2>&1
-	PEOPLEKEEPER_HUB_BIN=$(CURDIR)/.build/debug/peoplekeeper-hub PEOPLEKEEPER_CLIENT_BIN=$(CURDIR)/.build/debug/peoplekeeper \
-	  $(VENV)/bin/python -m pytest -q Tests/python
+	PEOPLEKEEPER_TRANSPORT_SERVICE_THREADS=1 swift test --skip-build --parallel 2>&1
+	PEOPLEKEEPER_TRANSPORT_SERVICE_THREADS=2 PEOPLEKEEPER_HUB_BIN=$(CURDIR)/.build/debug/peoplekeeper-hub \
+	  PEOPLEKEEPER_CLIENT_BIN=$(CURDIR)/.build/debug/peoplekeeper $(VENV)/bin/python -m pytest -q Tests/python
 	@if [ -n "$(firstword $(JS_TEST_FILES))" ]; then \
 	  echo "node --test $(JS_TESTS_DIR)/"; \
 	  node --test $(JS_TESTS_DIR)/; \
@@ -139,6 +141,7 @@ bench: deps venv
 	scripts/bench-store.sh 5 1000000
 	scripts/bench-failover.sh 3
 	scripts/bench-load.sh 10
+	scripts/bench-threads.sh 10 1 2
 	scripts/bench-undo-history.sh 1000000 10
 	scripts/bench-history.sh 1000000 500
 	scripts/bench-http.sh 3000 30 1000000
@@ -186,7 +189,7 @@ docker-test: deps docker-deps venv
 soak: deps venv
 	swift build --product peoplekeeper-hub
 	swift build --product peoplekeeper
-	PEOPLEKEEPER_SOAK_SECONDS=1800 PEOPLEKEEPER_HUB_BIN=$(CURDIR)/.build/debug/peoplekeeper-hub \
+	PEOPLEKEEPER_SOAK_SECONDS=1800 PEOPLEKEEPER_TRANSPORT_SERVICE_THREADS=2 PEOPLEKEEPER_HUB_BIN=$(CURDIR)/.build/debug/peoplekeeper-hub \
 	  PEOPLEKEEPER_CLIENT_BIN=$(CURDIR)/.build/debug/peoplekeeper $(VENV)/bin/python -m pytest -q -s Tests/python/test_soak.py
 
 run: deps

@@ -204,6 +204,11 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
+        // The transport alone over real sockets on loopback (several service threads on one port).
+        .testTarget(
+            name: "WebSocketTransportTests",
+            dependencies: ["WebSocketTransport", "PeopleTestSupport"]
+        ),
         // Start the real peoplekeeper-hub binary on port 0 and talk to it over real WebSockets.
         .testTarget(
             name: "PeopleHubTests",

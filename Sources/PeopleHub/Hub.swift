@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PeopleCore
 import PeopleStore
+import Synchronization
 import WebSocketTransport
 
 /// The hub: rooms and sessions over client connections. It carries out what the core decides.
@@ -38,8 +39,11 @@ public final class Hub: @unchecked Sendable {
 
     /// Rooms in memory, or being read from the store (with the hellos waiting for them).
     var rooms: [String: RoomSlot] = [:]
-    var admission: Admission
-    var draining = false
+    /// Who may connect; behind a lock because upgrades are decided on every service thread.
+    let admission: Mutex<Admission>
+    var draining = false {
+        didSet { admission.withLock { $0.draining = draining } }
+    }
     /// Lease calls, in the order the service thread makes them (a release queued when a room unloads
     /// must run before the acquire of a hello that comes right after).
     let leaseCalls = DispatchQueue(label: "peoplekeeper.hub.leases")
@@ -102,7 +106,7 @@ public final class Hub: @unchecked Sendable {
         self.metrics = metrics
         self.renderMetrics = renderMetrics
         self.runtime = runtime
-        admission = Admission(allowedOrigins: configuration.allowedOrigins, limits: configuration.limits)
+        admission = Mutex(Admission(allowedOrigins: configuration.allowedOrigins, limits: configuration.limits))
         addRoutes()
     }
 

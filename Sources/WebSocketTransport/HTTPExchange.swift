@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Plain HTTP on the WebSocket port: a request as the server read it (method, path, query, the headers
 /// a handler needs, the whole body), the response, and the exchange that ties a request to its one
 /// response, now or later.
@@ -81,12 +83,17 @@ public protocol HTTPExchange: AnyObject {
     func respond(_ response: HTTPResponse)
 }
 
-/// The server's exchange: answers through the server on its own thread.
-final class ServerHTTPExchange: HTTPExchange {
+/// The server's exchange: answers through the context that read the request, on that context's
+/// thread (straight away when the owner's thread is that thread, else handed over in order).
+final class ServerHTTPExchange: HTTPExchange, @unchecked Sendable {
     let request: HTTPRequest
     let id: Int
+    /// The context whose connection it is.
     weak var server: WebSocketServer?
-    var answered = false
+    /// Owner's thread.
+    private var answered = false
+    /// Cleared by the serving thread when the client goes away before the answer.
+    private let waiting = Atomic<Bool>(true)
 
     init(request: HTTPRequest, id: Int, server: WebSocketServer) {
         self.request = request
@@ -94,11 +101,14 @@ final class ServerHTTPExchange: HTTPExchange {
         self.server = server
     }
 
-    var isOpen: Bool { !answered && server?.isWaiting(id) == true }
+    var isOpen: Bool { !answered && waiting.load(ordering: .acquiring) }
+
+    /// The serving thread: the client has gone.
+    func clientGone() { waiting.store(false, ordering: .releasing) }
 
     func respond(_ response: HTTPResponse) {
         guard !answered else { return }
         answered = true
-        server?.answer(id, response)
+        server?.fromHome { [id] server in server.answer(id, response) }
     }
 }

@@ -1,5 +1,6 @@
 import CLibWebSockets
 import Foundation
+import Synchronization
 
 /// What the server and the client share: one lws context, the thread that services it, the inbox
 /// other threads post to, and the C allocations lws keeps pointers to until the context is destroyed.
@@ -14,7 +15,14 @@ public class LWSEndpoint: @unchecked Sendable {
     var stopRequested = false
     /// Service thread only.
     var connections: [UInt64: WebSocketConnection] = [:]
-    private var nextConnectionID: UInt64 = 0
+    /// Where the owner's callbacks run: the endpoint itself, or (a server's other service threads) the
+    /// server's first context, which every other context hands its events to. Set before the loop starts.
+    unowned(unsafe) var home: LWSEndpoint! = nil
+    /// Which of a server's service threads this is (0: the home); set before the loop starts.
+    var serviceThreadIndex = 0
+    /// Service thread only: endpoints this one posted work to without waking them; woken at the end of
+    /// this loop's round (`flushWakes`).
+    private var pendingWakes: [LWSEndpoint] = []
     private var retained: [UnsafeMutableRawPointer] = []
     private var thread: Thread?
     private let stopped = Stopped()
@@ -22,7 +30,11 @@ public class LWSEndpoint: @unchecked Sendable {
 
     init(protocolName: String) {
         self.protocolName = protocolName
+        home = self
     }
+
+    /// Whether this endpoint's thread is where the owner's callbacks run.
+    var isHome: Bool { home === self }
 
     deinit {
         for pointer in retained { pointer.deallocate() }
@@ -34,12 +46,25 @@ public class LWSEndpoint: @unchecked Sendable {
         inbox.post(work)
     }
 
-    /// Number of open connections (service thread only).
-    public var connectionCount: Int { connections.count }
+    /// Runs `work` on `target`'s service thread, from this endpoint's own service thread: in order with
+    /// everything else this thread posts there, woken once at the end of this thread's round.
+    func post(_ work: @escaping @Sendable () -> Void, to target: LWSEndpoint) {
+        guard target.inbox.post(work, wake: false) else { return }
+        if !pendingWakes.contains(where: { $0 === target }) { pendingWakes.append(target) }
+    }
+
+    /// Wakes the endpoints posted to during this round (service thread, after each `lws_service`).
+    private func flushWakes() {
+        guard !pendingWakes.isEmpty else { return }
+        for target in pendingWakes { target.inbox.wake() }
+        pendingWakes.removeAll(keepingCapacity: true)
+    }
+
+    /// Connection ids, unique within the process (a server's contexts share the space).
+    private static let connectionIDs = Atomic<UInt64>(0)
 
     func nextID() -> UInt64 {
-        nextConnectionID += 1
-        return nextConnectionID
+        Self.connectionIDs.add(1, ordering: .relaxed).newValue
     }
 
     // MARK: C allocations kept for the context's lifetime
@@ -121,10 +146,13 @@ public class LWSEndpoint: @unchecked Sendable {
             started.signal()
             while !self.stopRequested {
                 if lws_service(context, 0) < 0 { break }
+                self.flushWakes()
                 if self.stopRequested { break }
                 self.serviceTick()
+                self.flushWakes()
             }
             for work in self.inbox.detach() { work() }
+            self.flushWakes()
             lws_context_destroy(context)
             self.context = nil
             self.stopped.signal()

@@ -3,8 +3,13 @@ import Foundation
 
 /// One WebSocket connection, server or client side.
 ///
-/// Confined to the lws service thread: every method and property is used there only (the owning
-/// server's or client's delegate callbacks run there, and `perform` gets other threads there).
+/// Two threads may have a part in it. Its service thread (the thread of the lws context that
+/// accepted it) owns the socket: the queue, reassembly, writes. Its public face (`send`, `close`,
+/// `setDeadline`, `isClosing`, `context`) is used on the owner's thread: the server's home thread,
+/// where the delegate is called. Most connections are served on that same thread, and the calls go
+/// straight through; a connection served by another of the server's service threads hands each call
+/// to that thread, in order, woken once per round of the home thread (`LWSEndpoint.post(_:to:)`),
+/// and its `isClosing` is the home thread's own record of what it asked for and heard.
 /// Outgoing messages wait in a bounded queue written in batches when lws says the socket is
 /// writable; a consumer that falls further behind than the bounds is closed with 1008, not buffered
 /// without end. Incoming fragments are reassembled up to `maxMessageBytes`.
@@ -25,8 +30,13 @@ public final class WebSocketConnection: @unchecked Sendable {
     public internal(set) var peerCloseCode: UInt16?
     /// The peer's close reason text.
     public internal(set) var peerCloseReason: String?
-    /// True once a close was requested or the connection is gone; sends are then ignored.
-    public private(set) var isClosing = false
+    /// True once a close was requested or the connection is gone; sends are then ignored. (The owner's
+    /// view: for a connection served on another thread, what the owner asked for or was told.)
+    public var isClosing: Bool { servedAtHome ? closing : closingSeenAtHome }
+    /// Service thread: a close was requested or the socket is gone.
+    private var closing = false
+    /// Home thread, for a connection served on another thread: the owner closed it, or heard it close.
+    var closingSeenAtHome = false
 
     let isClient: Bool
     /// Server side without an extension that rewrites frames (permessage-deflate): several queued
@@ -63,13 +73,32 @@ public final class WebSocketConnection: @unchecked Sendable {
     /// Number of messages waiting to be written.
     public var queuedCount: Int { queue.count - queueHead }
 
+    /// Which of the server's service threads serves it (0: the home thread, where the owner runs).
+    public var serviceThread: Int { owner.serviceThreadIndex }
+
+    /// Whether the service thread is the owner's (home) thread.
+    private var servedAtHome: Bool { owner.isHome }
+
     /// Queues `message` and asks lws for a writable callback.
     ///
     /// Returns false (and closes the connection with 1008 "slow consumer") when the queue is already
     /// at its message or byte bound; returns false without effect when the connection is closing.
+    /// Served on another thread: hands the message there and returns true (an overflow there is
+    /// reported to the owner like any other).
     @discardableResult
     public func send(_ message: OutboundMessage) -> Bool {
-        guard !isClosing, wsi != nil else { return false }
+        guard servedAtHome else {
+            guard !closingSeenAtHome else { return false }
+            owner.home.post({ [self] in enqueue(message) }, to: owner)
+            return true
+        }
+        return enqueue(message)
+    }
+
+    /// `send` on the service thread.
+    @discardableResult
+    func enqueue(_ message: OutboundMessage) -> Bool {
+        guard !closing, wsi != nil else { return false }
         if message.isReplaceable, let index = replaceableIndex {
             // Not written yet (writes only move past it): the newer state takes its place.
             queuedBytes += message.count - queue[index].count
@@ -78,7 +107,7 @@ public final class WebSocketConnection: @unchecked Sendable {
         }
         if queuedCount >= limits.sendQueueMessages || queuedBytes + message.count > limits.sendQueueBytes {
             owner.sendQueueOverflowed(self)
-            close(code: 1008, reason: "slow consumer", discardQueued: true)
+            closeHere(code: 1008, reason: "slow consumer", discardQueued: true)
             return false
         }
         if message.isReplaceable { replaceableIndex = queue.count }
@@ -92,8 +121,19 @@ public final class WebSocketConnection: @unchecked Sendable {
     ///
     /// A hard timeout closes the socket anyway if the peer stops reading.
     public func close(code: UInt16 = 1000, reason: String = "", discardQueued: Bool = false) {
-        guard !isClosing, let wsi else { return }
-        isClosing = true
+        guard servedAtHome else {
+            guard !closingSeenAtHome else { return }
+            closingSeenAtHome = true
+            owner.home.post({ [self] in closeHere(code: code, reason: reason, discardQueued: discardQueued) }, to: owner)
+            return
+        }
+        closeHere(code: code, reason: reason, discardQueued: discardQueued)
+    }
+
+    /// `close` on the service thread.
+    func closeHere(code: UInt16, reason: String, discardQueued: Bool) {
+        guard !closing, let wsi else { return }
+        closing = true
         closeCode = code
         closeReason = String(decoding: reason.utf8.prefix(120), as: UTF8.self)
         if discardQueued { abandonQueue = true; dropQueue() }
@@ -104,7 +144,16 @@ public final class WebSocketConnection: @unchecked Sendable {
     /// Closes the socket if the connection has not reached `…` within `seconds` (0 cancels).
     /// The hub uses it for the hello timeout.
     public func setDeadline(seconds: Int) {
-        guard let wsi, !isClosing else { return }
+        guard servedAtHome else {
+            guard !closingSeenAtHome else { return }
+            owner.home.post({ [self] in setDeadlineHere(seconds: seconds) }, to: owner)
+            return
+        }
+        setDeadlineHere(seconds: seconds)
+    }
+
+    private func setDeadlineHere(seconds: Int) {
+        guard let wsi, !closing else { return }
         if seconds <= 0 {
             lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0)
         } else {
@@ -124,7 +173,7 @@ public final class WebSocketConnection: @unchecked Sendable {
     /// Writes up to a batch of queued messages (WRITEABLE callback). Returns -1 to close.
     func writeQueued() -> Int32 {
         guard let wsi else { return -1 }
-        if isClosing && (abandonQueue || queuedCount == 0) {
+        if closing && (abandonQueue || queuedCount == 0) {
             var reason = Array(closeReason.utf8)
             reason.withUnsafeMutableBufferPointer { buffer in
                 lws_close_reason(wsi, lws_close_status(rawValue: UInt32(closeCode)), buffer.baseAddress, buffer.count)
@@ -162,7 +211,7 @@ public final class WebSocketConnection: @unchecked Sendable {
             replaceableIndex = replaceableIndex.map { $0 - queueHead }
             queueHead = 0
         }
-        if queuedCount > 0 || isClosing { lws_callback_on_writable(wsi) }
+        if queuedCount > 0 || closing { lws_callback_on_writable(wsi) }
         return 0
     }
 
@@ -242,7 +291,7 @@ public final class WebSocketConnection: @unchecked Sendable {
     /// The socket is gone (CLOSED): nothing more is written.
     func detach() {
         wsi = nil
-        isClosing = true
+        closing = true
         dropQueue()
         receiving = []
     }

@@ -1,10 +1,18 @@
 import CLibWebSockets
 import Foundation
 
-/// What the server asks of its owner. Every method runs on the lws service thread.
+/// What the server asks of its owner. Every method runs on the server's home thread (its first
+/// service thread), whichever thread serves the connection, in order per connection, except the two
+/// that must answer inside a libwebsockets callback: `shouldAccept` and `claims` run on the thread
+/// that serves the request, possibly several at once, and must be safe to call from any thread.
 public protocol WebSocketServerDelegate: AnyObject {
-    /// An upgrade to WebSocket: accept it or refuse it (the client sees the handshake fail).
+    /// An upgrade to WebSocket: accept it or refuse it (the client sees the handshake fail). Any
+    /// service thread.
     func shouldAccept(_ request: UpgradeRequest) -> Bool
+    /// Whether `handle` will take a plain HTTP request (decided from its method and path alone, so
+    /// another service thread can leave a file request to itself and hand the rest over). Any
+    /// service thread.
+    func claims(_ request: HTTPRequest) -> Bool
     /// A connection is open (after `shouldAccept`).
     func didOpen(_ connection: WebSocketConnection)
     /// A whole message arrived (fragments already reassembled).
@@ -16,7 +24,8 @@ public protocol WebSocketServerDelegate: AnyObject {
     /// A connection's send queue overflowed; it is being closed with 1008.
     func didOverflow(_ connection: WebSocketConnection)
     /// A plain HTTP request, body read: take it (true; answer through the exchange, now or later) or
-    /// leave it (false) to be served a file from the web root (or 404).
+    /// leave it (false) to be served a file from the web root (or 404). A request `claims` said yes
+    /// to that comes from another service thread and is left is answered 404.
     func handle(_ exchange: any HTTPExchange) -> Bool
 }
 
@@ -32,9 +41,21 @@ public struct UpgradeRequest: Sendable, Hashable {
 
 /// The WebSocket and HTTP server on one port, built on libwebsockets.
 ///
-/// One service thread owns the lws context and every connection; the delegate is called there.
-/// Other threads reach it with `perform`. Serves WebSocket upgrades on any path (the delegate
-/// decides), files under `webRoot` for other GETs, and whatever the delegate answers for the rest.
+/// `serviceThreads` lws contexts, each with its own service thread (Debian's libwebsockets is built
+/// for one thread per context). The first context, the *home*, listens; each socket it accepts goes
+/// to the contexts in turn: the home keeps its share, and hands each other one (a duplicate of the
+/// descriptor) to that context's thread, which adopts it. (lws 4.1.6 sets SO_REUSEPORT for
+/// `LWS_SERVER_OPTION_ALLOW_LISTEN_SHARE` only when a context has several threads, which this build
+/// cannot have, so several contexts cannot listen on one port.) From then on only a context's own
+/// thread touches its connections. The delegate is called on the home's thread, for every
+/// connection. The other
+/// contexts hand their events to the home thread (in order per connection), and the home thread
+/// hands each send, close and deadline back to the connection's own thread (`WebSocketConnection`);
+/// an encoded message is one shared, immutable buffer whichever threads write it. With one service
+/// thread there is no handing over at all. Other threads reach the home thread with `perform`.
+///
+/// Serves WebSocket upgrades on any path (the delegate decides), files under `webRoot` for other
+/// GETs, and whatever the delegate answers for the rest.
 /// Options: permessage-deflate (off unless asked for, like the hub's `transport.permessageDeflate`:
 /// libwebsockets 4.1's inflate can abort the process on hostile input), UTF-8 validation (an invalid
 /// text frame closes with 1007), reassembly up to `limits.maxMessageBytes`, bounded send queues.
@@ -50,10 +71,14 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         /// PEM certificate (chain) and private key: with both, the port speaks TLS only (https, wss).
         public var tlsCertFile: String?
         public var tlsKeyFile: String?
+        /// lws contexts, each with its own service thread, listening on the one port (at least 1).
+        public var serviceThreads: Int
 
         public init(host: String = "127.0.0.1", port: Int = 8080, webRoot: String? = nil,
                     limits: WebSocketLimits = WebSocketLimits(), permessageDeflate: Bool = false,
-                    pingIntervalSeconds: Int = 30, tlsCertFile: String? = nil, tlsKeyFile: String? = nil) {
+                    pingIntervalSeconds: Int = 30, tlsCertFile: String? = nil, tlsKeyFile: String? = nil,
+                    serviceThreads: Int = 1) {
+            self.serviceThreads = max(1, serviceThreads)
             self.tlsCertFile = tlsCertFile
             self.tlsKeyFile = tlsKeyFile
             self.host = host
@@ -69,12 +94,20 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
     private weak var delegate: WebSocketServerDelegate?
     /// The port actually listened on (the configured one, or the kernel's pick for 0).
     public private(set) var port: Int = 0
+    /// The home's other contexts (empty on those contexts themselves).
+    private var siblings: [WebSocketServer] = []
+    /// Home thread: the context the next accepted socket goes to (0: the home).
+    private var nextContext = 0
+    /// A sibling's vhost, which adopts the sockets the home hands it (its own thread).
+    private var vhost: OpaquePointer?
     /// Service thread only.
     private var draining = false
+    /// Home thread only: every other context has stopped (or there are none), so the home may stop.
+    private var siblingsStopped = true
     /// HTTP requests whose body is being read, exchanges waiting for their answer (by id, and the id
     /// of each connection's), and answers being written.
     private var reading: [OpaquePointer: BodyRead] = [:]
-    private var waiting: [Int: OpaquePointer] = [:]
+    private var waiting: [Int: (wsi: OpaquePointer, exchange: ServerHTTPExchange)] = [:]
     private var waitingOn: [OpaquePointer: Int] = [:]
     private var pendingHTTP: [OpaquePointer: OutgoingResponse] = [:]
     private var nextExchange = 0
@@ -90,13 +123,47 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         super.init(protocolName: "peoplekeeper")
     }
 
-    /// Creates the context, binds the port and starts the service thread. Returns the port.
+    /// Another context of `home`'s: it does not listen; it adopts the sockets the home hands it.
+    private init(sibling home: WebSocketServer) {
+        configuration = home.configuration
+        delegate = home.delegate
+        webRootURL = home.webRootURL
+        super.init(protocolName: "peoplekeeper")
+        self.home = home
+    }
+
+    /// Creates the contexts, binds the port and starts the service threads. Returns the port.
     @discardableResult
     public func start() throws -> Int {
+        // The others first: the home hands them sockets from its first accept on.
+        for index in 1..<configuration.serviceThreads {
+            let sibling = WebSocketServer(sibling: self)
+            do {
+                _ = try sibling.startContext(port: Int(CONTEXT_PORT_NO_LISTEN_SERVER), index: index)
+            } catch {
+                for started in siblings { started.stopNow() }
+                throw error
+            }
+            siblings.append(sibling)
+        }
+        siblingsStopped = siblings.isEmpty
+        do {
+            port = try startContext(port: configuration.port, index: 0)
+        } catch {
+            for sibling in siblings { sibling.stopNow() }
+            throw error
+        }
+        return port
+    }
+
+    /// Creates this context and starts its service thread; returns the port it listens on (the
+    /// home), or nothing of use (the others).
+    private func startContext(port: Int, index: Int) throws -> Int {
         let configuration = configuration
         let listenPort = Box(0)
-        try startLoop(name: "lws-server", configure: { [self] info in
-            info.port = Int32(configuration.port)
+        serviceThreadIndex = index
+        try startLoop(name: "lws-server-\(index)", configure: { [self] info in
+            info.port = Int32(port)
             let anyHost = ["", "0.0.0.0", "*", "::"].contains(configuration.host)
             if !anyHost { info.iface = keep(configuration.host) }
             info.protocols = UnsafePointer(makeProtocols(rxBufferSize: 4096))
@@ -116,37 +183,100 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
                     pingSeconds: configuration.pingIntervalSeconds, hangupSeconds: configuration.pingIntervalSeconds * 2 + 10))
             }
             info.vhost_name = keep("default")
-        }, created: { context in
-            listenPort.value = Int(lws_get_vhost_listen_port(lws_get_vhost_by_name(context, "default")))
+        }, created: { [self] context in
+            vhost = lws_get_vhost_by_name(context, "default")
+            listenPort.value = Int(lws_get_vhost_listen_port(vhost))
         })
-        port = listenPort.value
-        return port
+        return listenPort.value
+    }
+
+    /// Home thread, for each socket it accepts: keep it (true), or hand it to the next context in
+    /// turn (false: lws closes its descriptor; the other context adopts a duplicate).
+    private func keepAccepted(_ fd: Int32) -> Bool {
+        guard !siblings.isEmpty else { return true }
+        let target = nextContext
+        nextContext = (nextContext + 1) % (siblings.count + 1)
+        guard target > 0 else { return true }
+        let copy = dup(fd)
+        guard copy >= 0 else { return true }
+        let sibling = siblings[target - 1]
+        post({ [sibling] in sibling.adopt(copy) }, to: sibling)
+        return false
+    }
+
+    /// A sibling's thread: serves a socket the home accepted, as if it had accepted it itself.
+    private func adopt(_ fd: Int32) {
+        guard !draining, let vhost else { close(fd); return }
+        var descriptor = lws_sock_file_fd_type()
+        descriptor.sockfd = fd
+        var type = LWS_ADOPT_SOCKET.rawValue | LWS_ADOPT_HTTP.rawValue
+        if configuration.tlsCertFile != nil && configuration.tlsKeyFile != nil { type |= LWS_ADOPT_ALLOW_SSL.rawValue }
+        // On failure lws closes the descriptor itself.
+        _ = lws_adopt_descriptor_vhost(vhost, lws_adoption_type(rawValue: type), descriptor, nil, nil)
     }
 
     /// Stops accepting, closes every WebSocket with `code` after its queued messages, and ends the
-    /// loop when all are closed (or after lws's 5-second close timeout). Returns when stopped.
+    /// loops when all are closed (or after lws's 5-second close timeout). The home stops last, after
+    /// it has heard every other context's closes. Returns when stopped.
     public func drain(code: UInt16 = 1001, reason: String = "server going away") async {
+        for context in [self] + siblings {
+            context.perform { [context] in
+                context.draining = true
+                for connection in context.connections.values {
+                    connection.closeHere(code: code, reason: reason, discardQueued: false)
+                }
+                context.serviceTick()
+            }
+        }
+        for sibling in siblings { await sibling.waitUntilStopped() }
+        // Posted after everything the other contexts posted: the home has heard all of it first.
         let posted = perform { [self] in
-            draining = true
-            for connection in connections.values { connection.close(code: code, reason: reason) }
-            if connections.isEmpty { stopRequested = true }
+            siblingsStopped = true
+            serviceTick()
         }
         if posted { await waitUntilStopped() }
     }
 
+    /// Ends every loop without draining (any thread).
+    public override func stopNow() {
+        for sibling in siblings { sibling.stopNow() }
+        super.stopNow()
+    }
+
     override func serviceTick() {
-        if draining && connections.isEmpty { stopRequested = true }
+        if draining && connections.isEmpty && siblingsStopped { stopRequested = true }
+    }
+
+    /// Runs `work` with this context on its own thread, from the home thread.
+    func fromHome(_ work: @escaping (WebSocketServer) -> Void) {
+        guard !isHome else { return work(self) }
+        let handover = UncheckedSendable(work)
+        home.post({ [self] in handover.value(self) }, to: self)
+    }
+
+    /// Calls the delegate on the home thread, from this context's thread: now when they are the
+    /// same, else handed over, after everything this thread handed over before.
+    private func toHome(_ call: @escaping (WebSocketServerDelegate) -> Void) {
+        guard let delegate else { return }
+        guard !isHome else { return call(delegate) }
+        let handover = UncheckedSendable((call, delegate))
+        post({ handover.value.0(handover.value.1) }, to: home)
     }
 
     override func sendQueueOverflowed(_ connection: WebSocketConnection) {
-        delegate?.didOverflow(connection)
+        toHome { delegate in
+            connection.closingSeenAtHome = true
+            delegate.didOverflow(connection)
+        }
     }
 
     override func callback(wsi: OpaquePointer, reason: lws_callback_reasons, user: UnsafeMutableRawPointer?,
                            input: UnsafeMutableRawPointer?, length: Int) -> Int32 {
         switch reason {
         case LWS_CALLBACK_FILTER_NETWORK_CONNECTION:
-            return draining ? -1 : 0
+            // The home's listener accepted a socket (`input` is its descriptor).
+            if draining { return -1 }
+            return keepAccepted(Int32(truncatingIfNeeded: Int(bitPattern: input))) ? 0 : -1
 
         case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
             guard !draining, let delegate else { return -1 }
@@ -166,15 +296,15 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             connection.mayCoalesce = !(configuration.permessageDeflate
                 && (header(wsi, WSI_TOKEN_EXTENSIONS)?.contains("permessage-deflate") ?? false))
             attach(connection, to: wsi)
-            delegate?.didOpen(connection)
+            toHome { $0.didOpen(connection) }
             return 0
 
         case LWS_CALLBACK_RECEIVE:
             guard let connection = connection(of: wsi) else { return -1 }
             received(connection, wsi: wsi, input: input, length: length) { connection, result, binary in
                 switch result {
-                case .message(let bytes): delegate?.didReceive(connection, message: bytes, binary: binary)
-                case .oversized(let total): delegate?.didReceiveOversized(connection, bytes: total)
+                case .message(let bytes): toHome { $0.didReceive(connection, message: bytes, binary: binary) }
+                case .oversized(let total): toHome { $0.didReceiveOversized(connection, bytes: total) }
                 case .partial: break
                 }
             }
@@ -186,7 +316,12 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
 
 
         case LWS_CALLBACK_CLOSED:
-            if let connection = detach(wsi: wsi) { delegate?.didClose(connection) }
+            if let connection = detach(wsi: wsi) {
+                toHome { delegate in
+                    connection.closingSeenAtHome = true
+                    delegate.didClose(connection)
+                }
+            }
             return 0
 
         case LWS_CALLBACK_HTTP:
@@ -297,19 +432,31 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
     }
 
     /// Hands a whole request to the delegate; what it leaves is a file under the web root, or 404.
+    /// On another context than the home, a request the delegate claims is handed to the home thread
+    /// (and answered from there through the exchange); the rest is served here.
     private func dispatch(wsi: OpaquePointer, _ request: HTTPRequest) -> Int32 {
-        nextExchange += 1
-        let id = nextExchange
-        waiting[id] = wsi
-        waitingOn[wsi] = id
-        let exchange = ServerHTTPExchange(request: request, id: id, server: self)
-        if delegate?.handle(exchange) == true {
-            // Answered now or later (a long poll, a commit): lws must not time the request out meanwhile.
-            if waiting[id] != nil { lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0) }
-            return 0
+        guard let delegate else { return respond(wsi: wsi, HTTPResponse(status: 503, text: "stopping\n")) }
+        if isHome || delegate.claims(request) {
+            nextExchange += 1
+            let id = nextExchange
+            let exchange = ServerHTTPExchange(request: request, id: id, server: self)
+            waiting[id] = (wsi, exchange)
+            waitingOn[wsi] = id
+            if !isHome {
+                lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0)
+                toHome { delegate in
+                    if !delegate.handle(exchange) { exchange.respond(HTTPResponse(status: 404, text: "not found\n")) }
+                }
+                return 0
+            }
+            if delegate.handle(exchange) {
+                // Answered now or later (a long poll, a commit): lws must not time the request out meanwhile.
+                if waiting[id] != nil { lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0) }
+                return 0
+            }
+            waiting[id] = nil
+            waitingOn[wsi] = nil
         }
-        waiting[id] = nil
-        waitingOn[wsi] = nil
         if ["GET", "HEAD"].contains(request.method), let file = staticFile(for: request.path) {
             let result = lws_serve_http_file(wsi, file.path, file.mime, nil, 0)
             if result < 0 { return -1 }
@@ -319,12 +466,9 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         return respond(wsi: wsi, HTTPResponse(status: 404, text: "not found\n"))
     }
 
-    /// Whether exchange `id` still waits for its answer (its client has not gone).
-    func isWaiting(_ id: Int) -> Bool { waiting[id] != nil }
-
     /// An exchange's answer (service thread): written when the socket can take it.
     func answer(_ id: Int, _ response: HTTPResponse) {
-        guard let wsi = waiting.removeValue(forKey: id) else { return }
+        guard let wsi = waiting.removeValue(forKey: id)?.wsi else { return }
         waitingOn[wsi] = nil
         _ = respond(wsi: wsi, response)
     }
@@ -338,7 +482,7 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
     private func forgetHTTP(_ wsi: OpaquePointer) {
         reading[wsi] = nil
         pendingHTTP[wsi] = nil
-        if let id = waitingOn.removeValue(forKey: wsi) { waiting[id] = nil }
+        if let id = waitingOn.removeValue(forKey: wsi) { waiting.removeValue(forKey: id)?.exchange.clientGone() }
     }
 
     /// Writes the pending answer's head, then as much of its body as the socket takes (16 KiB pieces);

@@ -18,11 +18,14 @@ struct RelayCommand: AsyncParsableCommand {
     @Option(help: "Port, 0 for any free one (printed at start).")
     var port = 0
 
+    @Option(name: .customLong("service-threads"), help: "lws service threads (contexts on the one port), as the hub's transport.serviceThreads.")
+    var serviceThreads = 1
+
     func run() async throws {
         let relay = Relay()
         let server = WebSocketServer(
             configuration: .init(host: host, port: port, limits: WebSocketLimits(), permessageDeflate: false,
-                                 pingIntervalSeconds: 0),
+                                 pingIntervalSeconds: 0, serviceThreads: serviceThreads),
             delegate: relay)
         let actual = try server.start()
         FileHandle.standardOutput.write(Data("relay listening on http://\(host):\(actual)/\n".utf8))
@@ -36,6 +39,7 @@ final class Relay: WebSocketServerDelegate {
     private var rooms: [String: [UInt64: WebSocketConnection]] = [:]
 
     func shouldAccept(_ request: UpgradeRequest) -> Bool { true }
+    func claims(_ request: HTTPRequest) -> Bool { false }
     func didOpen(_ connection: WebSocketConnection) { rooms[connection.path, default: [:]][connection.id] = connection }
     func didClose(_ connection: WebSocketConnection) { rooms[connection.path]?[connection.id] = nil }
     func didOverflow(_ connection: WebSocketConnection) {}

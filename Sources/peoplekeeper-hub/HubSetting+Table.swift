@@ -52,6 +52,8 @@ extension HubSetting {
               "Compress WebSocket messages (RFC 7692); off: libwebsockets 4.1's inflate can abort the hub"),
         .int("transport.pingIntervalSeconds", 30, 0...3600,
              "Seconds of silence before a ping; silent 2 x this + 10 s: dropped; 0: off"),
+        .int("transport.serviceThreads", 0, 0...256,
+             "libwebsockets service threads sharing the port; 0: one per core"),
 
         .choice("logging.level", Logger.Level.info, flag: "log-level", "The lowest level logged"),
         .choice("logging.format", HubSettings.LogFormat.text, flag: "log-format",

@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import PeopleCore
 
@@ -36,6 +37,8 @@ struct HubSettings: Sendable {
     var sendQueueBytes: Int
     var permessageDeflate: Bool
     var pingIntervalSeconds: Int
+    /// Service threads, resolved (`transport.serviceThreads`, 0: one per core).
+    var serviceThreads: Int
     var logLevel: Logger.Level
     var logFormat: LogFormat
     var metricsEnabled: Bool
@@ -85,6 +88,8 @@ struct HubSettings: Sendable {
         maxCatchUp = min(values.int("rooms.maxCatchUp"), max(0, sendQueueMessages - 64))
         permessageDeflate = values.bool("transport.permessageDeflate")
         pingIntervalSeconds = values.int("transport.pingIntervalSeconds")
+        let threads = values.int("transport.serviceThreads")
+        serviceThreads = threads == 0 ? ProcessInfo.processInfo.activeProcessorCount : threads
         logLevel = values.choice("logging.level")
         logFormat = values.choice("logging.format")
         metricsEnabled = values.bool("metrics.enabled")

@@ -169,7 +169,8 @@ struct Serve: AsyncParsableCommand {
                 permessageDeflate: settings.permessageDeflate,
                 pingIntervalSeconds: settings.pingIntervalSeconds,
                 tlsCertFile: settings.tlsCertFile.isEmpty ? nil : settings.tlsCertFile,
-                tlsKeyFile: settings.tlsKeyFile.isEmpty ? nil : settings.tlsKeyFile),
+                tlsKeyFile: settings.tlsKeyFile.isEmpty ? nil : settings.tlsKeyFile,
+                serviceThreads: settings.serviceThreads),
             delegate: hub)
         hub.attach(to: server)
 
@@ -211,7 +212,7 @@ struct HubService: Service {
         FileHandle.standardOutput.write(Data(banner.utf8))
         logger.info("listening", metadata: [
             "host": "\(settings.host)", "port": "\(port)", "webRoot": "\(settings.webRoot)",
-            "storage": "\(settings.storageKind.rawValue)",
+            "storage": "\(settings.storageKind.rawValue)", "serviceThreads": "\(settings.serviceThreads)",
         ])
         webhooks?.start()
         try? await gracefulShutdown()

@@ -3,7 +3,8 @@ import WebSocketTransport
 
 /// Who may open a WebSocket here: the path names a room, the page's origin is allowed, the hub is not
 /// draining and is under its connection limits, in total and per IP address. Keeps the counts of open
-/// connections those limits need. A pure value: the hub asks, then reports opens and closes.
+/// connections those limits need. A pure value: the hub asks, then reports opens and closes. (The hub
+/// keeps it behind a lock: upgrades are decided on whichever service thread serves them.)
 struct Admission {
     /// Why an upgrade is refused (the client sees the handshake fail).
     enum Refusal: String, Equatable, Sendable {
@@ -21,6 +22,8 @@ struct Admission {
     let maxConnectionsPerIP: Int
     /// Open connections.
     private(set) var open = 0
+    /// The hub is shutting down: no new connections.
+    var draining = false
     /// Open connections per peer address (only kept when `maxConnectionsPerIP` is set).
     private var byIP: [String: Int] = [:]
 
@@ -31,7 +34,7 @@ struct Admission {
     }
 
     /// Whether the upgrade may go ahead: nil, or why not.
-    func refusal(of request: UpgradeRequest, draining: Bool) -> Refusal? {
+    func refusal(of request: UpgradeRequest) -> Refusal? {
         if draining { return .draining }
         guard RoomName(path: request.path) != nil else { return .notARoom }
         guard Self.originAllowed(request.origin, host: request.host, allowed: allowedOrigins) else { return .origin }

@@ -71,6 +71,12 @@ struct HTTPRouter {
         return true
     }
 
+    /// Whether some route's pattern matches `path` (whatever its method): `route` takes it.
+    func matches(_ path: String) -> Bool {
+        let parts = Self.split(path)
+        return routes.contains { Self.match($0.segments, parts) != nil }
+    }
+
     private static func split(_ path: String) -> [Substring] {
         path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { $0 }
     }

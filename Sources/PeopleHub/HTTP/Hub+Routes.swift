@@ -24,6 +24,13 @@ extension Hub {
         addAdminRoutes()
     }
 
+    /// Whether `handle` takes a request: a route's pattern matches its path, or it is under `/v1/`.
+    /// The transport asks on whichever service thread read the request (the routes are fixed once
+    /// the hub is made; nothing else is read).
+    public func claims(_ request: HTTPRequest) -> Bool {
+        routes.matches(request.path) || request.path.hasPrefix("/v1/")
+    }
+
     /// A plain HTTP request (the transport's callback, on the service thread): a route takes it, a
     /// path under `/v1/` that none matches is 404 `not-found`, anything else is left for a file.
     public func handle(_ exchange: any HTTPExchange) -> Bool {

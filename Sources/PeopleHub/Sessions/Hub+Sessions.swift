@@ -6,9 +6,11 @@ import WebSocketTransport
 /// The driver of each connection's `ConnectionMachine`: it feeds the machine what happened and
 /// carries out the outcome (send, close, check a token, open the room, hand a message to the room).
 extension Hub {
-    /// An upgrade: accept it or refuse it (the client sees the handshake fail).
+    /// An upgrade: accept it or refuse it (the client sees the handshake fail). On whichever service
+    /// thread serves the upgrade: it reads the admission counts under their lock, and logs and counts
+    /// (both safe from any thread); nothing else of the hub.
     public func shouldAccept(_ request: UpgradeRequest) -> Bool {
-        guard let refusal = admission.refusal(of: request, draining: draining) else { return true }
+        guard let refusal = admission.withLock({ $0.refusal(of: request) }) else { return true }
         switch refusal {
         case .draining, .notARoom:
             break
@@ -28,8 +30,10 @@ extension Hub {
 
     /// An accepted connection opened: it has `limits.helloTimeoutSeconds` to say hello.
     public func didOpen(_ connection: any ClientConnection) {
-        admission.opened(peer: connection.peer)
-        metrics.connections.record(admission.open)
+        metrics.connections.record(admission.withLock { admission in
+            admission.opened(peer: connection.peer)
+            return admission.open
+        })
         guard let room = RoomName(path: connection.path) else { return connection.close(code: 1008, reason: "") }
         let limits = configuration.limits
         connection.context = Client(ConnectionMachine(
@@ -53,8 +57,10 @@ extension Hub {
 
     /// The connection closed, for whatever reason: its session (if it still carries one) leaves the room.
     public func didClose(_ connection: any ClientConnection) {
-        admission.closed(peer: connection.peer)
-        metrics.connections.record(admission.open)
+        metrics.connections.record(admission.withLock { admission in
+            admission.closed(peer: connection.peer)
+            return admission.open
+        })
         guard let client = connection.context as? Client else { return }
         connection.context = nil
         let room = client.machine.room.rawValue

@@ -1,0 +1,323 @@
+import Foundation
+import PeopleTestSupport
+import Synchronization
+import Testing
+@testable import WebSocketTransport
+
+/// The server with several service threads (`serviceThreads`), over real sockets on loopback: the
+/// home context hands accepted sockets to the others in turn, the delegate still runs on one thread, every
+/// connection's messages keep their order, closes and slow consumers are reported wherever the
+/// connection is served, HTTP is answered from every context, drain closes everything with 1001, and
+/// a port in use is refused.
+@Suite("service threads", .serialized)
+struct ServiceThreadsTests {
+    @Test("accepted sockets go to both threads in turn; the delegate runs on one; a broadcast reaches everyone in order")
+    func broadcastAcrossThreads() async throws {
+        let relay = Relay()
+        let server = WebSocketServer(configuration: .init(port: 0, pingIntervalSeconds: 0, serviceThreads: 2),
+                                     delegate: relay)
+        let port = try server.start()
+        let client = try WebSocketClient()
+        let peers = try await (0..<40).asyncMap { _ in try await Peer.connect(port: port, path: "/room", on: client) }
+        try await until("every connection opened") { relay.opened == 40 }
+
+        // The home hands every other accepted socket to the second context.
+        #expect(relay.threadsServing.filter { $0 == 0 }.count == 20)
+        #expect(relay.threadsServing.filter { $0 == 1 }.count == 20)
+        // Each sender's messages arrive at every other peer, in the order sent.
+        for round in 0..<20 {
+            for (index, peer) in peers.enumerated() where index % 4 == 0 { peer.send("\(index):\(round)") }
+        }
+        try await until("every message delivered") { peers.allSatisfy { $0.received.count == 9 * 20 || $0.received.count == 10 * 20 } }
+        for (index, peer) in peers.enumerated() {
+            var last: [Int: Int] = [:]
+            for message in peer.received {
+                let parts = message.split(separator: ":").map { Int($0)! }
+                #expect(parts[0] != index)
+                #expect(parts[1] == (last[parts[0]] ?? -1) + 1, "out of order at peer \(index): \(message)")
+                last[parts[0]] = parts[1]
+            }
+            #expect(last.count == (index % 4 == 0 ? 9 : 10))
+        }
+        #expect(relay.delegateThreads == 1, "the delegate ran on \(relay.delegateThreads) threads")
+
+        // A close asked for by the delegate reaches the peer on whichever thread serves it.
+        relay.closeAll(code: 4000)
+        try await until("every peer closed") { peers.allSatisfy { $0.closed } }
+        #expect(peers.allSatisfy { $0.closeCode == 4000 })
+        try await until("the delegate heard every close") { relay.closedCount == 40 }
+        await client.shutdown()
+        await server.drain()
+    }
+
+    @Test("drain closes the connections of every thread with 1001 and stops")
+    func drainEveryThread() async throws {
+        let relay = Relay()
+        let server = WebSocketServer(configuration: .init(port: 0, pingIntervalSeconds: 0, serviceThreads: 2),
+                                     delegate: relay)
+        let port = try server.start()
+        let client = try WebSocketClient()
+        let peers = try await (0..<20).asyncMap { _ in try await Peer.connect(port: port, path: "/room", on: client) }
+        try await until("every connection opened") { relay.opened == 20 }
+        #expect(Set(relay.threadsServing) == [0, 1])
+        await server.drain(code: 1001, reason: "going away")
+        try await until("every peer closed") { peers.allSatisfy { $0.closed } }
+        #expect(peers.allSatisfy { $0.closeCode == 1001 })
+        #expect(relay.closedCount == 20)
+        await client.shutdown()
+    }
+
+    @Test("a slow consumer served by another thread is closed with 1008 and reported to the delegate")
+    func slowConsumerElsewhere() async throws {
+        let relay = Relay()
+        let limits = WebSocketLimits(maxMessageBytes: 1 << 20, sendQueueMessages: 4, sendQueueBytes: 1 << 20)
+        let server = WebSocketServer(configuration: .init(port: 0, limits: limits, pingIntervalSeconds: 0, serviceThreads: 2),
+                                     delegate: relay)
+        let port = try server.start()
+        let client = try WebSocketClient()
+        var peers: [Peer] = []
+        // Until one connection is served by the second thread.
+        while !relay.threadsServing.contains(1) {
+            peers.append(try await Peer.connect(port: port, path: "/room", on: client))
+            try await until("opened") { relay.opened == peers.count }
+        }
+        let id = relay.connectionIDs(servedBy: 1)[0]
+        // 1,000 messages in one go from the delegate's thread: the queue of 4 overflows there.
+        relay.flood(id, count: 1_000)
+        try await until("the overflow reported") { relay.overflowed.contains(id) }
+        try await until("closed") { relay.closedIDs.contains(id) }
+        await client.shutdown()
+        await server.drain()
+    }
+
+    @Test("HTTP is answered from every thread: claimed requests by the delegate, the rest as files or 404")
+    func httpFromEveryThread() async throws {
+        let relay = Relay()
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("pk-transport-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        try Data("hello file\n".utf8).write(to: root.appendingPathComponent("index.html"))
+        let server = WebSocketServer(configuration: .init(port: 0, webRoot: root.path, pingIntervalSeconds: 0, serviceThreads: 2),
+                                     delegate: relay)
+        let port = try server.start()
+        for _ in 0..<30 {
+            let claimed = try await blocking { try rawGET(port: port, path: "/api/x") }
+            #expect(claimed.hasPrefix("HTTP/1.1 200"))
+            #expect(claimed.hasSuffix("from the delegate\n"))
+            let file = try await blocking { try rawGET(port: port, path: "/") }
+            #expect(file.hasPrefix("HTTP/1.1 200"))
+            #expect(file.hasSuffix("hello file\n"))
+            let missing = try await blocking { try rawGET(port: port, path: "/nothing-here") }
+            #expect(missing.hasPrefix("HTTP/1.1 404"))
+        }
+        #expect(relay.delegateThreads == 1)
+        #expect(relay.httpThreads == [0, 1], "HTTP served by \(relay.httpThreads)")
+        await server.drain()
+    }
+
+    @Test("a port something already listens on is refused, with one service thread and with several")
+    func portInUse() async throws {
+        let relay = Relay()
+        let first = WebSocketServer(configuration: .init(port: 0, pingIntervalSeconds: 0, serviceThreads: 2), delegate: relay)
+        let port = try first.start()
+        for threads in [1, 2] {
+            let second = WebSocketServer(configuration: .init(port: port, pingIntervalSeconds: 0, serviceThreads: threads),
+                                         delegate: relay)
+            #expect(throws: WebSocketTransportError.self) { try second.start() }
+        }
+        // The first still serves, on both threads.
+        let client = try WebSocketClient()
+        let peers = try await (0..<4).asyncMap { _ in try await Peer.connect(port: port, path: "/room", on: client) }
+        try await until("opened") { relay.opened == 4 }
+        #expect(Set(relay.threadsServing) == [0, 1])
+        _ = peers
+        await client.shutdown()
+        await first.drain()
+    }
+}
+
+// MARK: The delegate under test
+
+/// A broadcast relay that records where and how it was called. Delegate methods run on the home thread;
+/// the test reads the records through the lock.
+private final class Relay: WebSocketServerDelegate, @unchecked Sendable {
+    private let lock = NSLock()
+    private var connections: [UInt64: WebSocketConnection] = [:]
+    private var served: [UInt64: Int] = [:]
+    private var threads: Set<UInt> = []
+    private var httpServed: Set<Int> = []
+    private var opens = 0
+    private var closes: [UInt64] = []
+    private var overflows: [UInt64] = []
+
+    private func record<T>(_ body: () -> T) -> T {
+        lock.withLock {
+            threads.insert(UInt(pthread_self()))
+            return body()
+        }
+    }
+
+    var opened: Int { lock.withLock { opens } }
+    var closedCount: Int { lock.withLock { closes.count } }
+    var closedIDs: [UInt64] { lock.withLock { closes } }
+    var overflowed: [UInt64] { lock.withLock { overflows } }
+    var delegateThreads: Int { lock.withLock { threads.count } }
+    var threadsServing: [Int] { lock.withLock { Array(served.values) } }
+    var httpThreads: Set<Int> { lock.withLock { httpServed } }
+    func connectionIDs(servedBy thread: Int) -> [UInt64] { lock.withLock { served.filter { $0.value == thread }.map(\.key) } }
+
+    func shouldAccept(_ request: UpgradeRequest) -> Bool { true }
+    func claims(_ request: HTTPRequest) -> Bool { request.path.hasPrefix("/api/") }
+
+    func didOpen(_ connection: WebSocketConnection) {
+        record {
+            connections[connection.id] = connection
+            served[connection.id] = connection.serviceThread
+            opens += 1
+        }
+    }
+
+    func didReceive(_ connection: WebSocketConnection, message: [UInt8], binary: Bool) {
+        let others = record { connections.values.filter { $0.id != connection.id } }
+        let shared = OutboundMessage(text: message)
+        for other in others { other.send(shared) }
+    }
+
+    func didReceiveOversized(_ connection: WebSocketConnection, bytes: Int) {}
+
+    func didClose(_ connection: WebSocketConnection) {
+        record {
+            connections[connection.id] = nil
+            closes.append(connection.id)
+        }
+    }
+
+    func didOverflow(_ connection: WebSocketConnection) {
+        record { overflows.append(connection.id) }
+    }
+
+    func handle(_ exchange: any HTTPExchange) -> Bool {
+        guard claims(exchange.request) else { return false }
+        record { httpServed.insert((exchange as? ServerHTTPExchange)?.server?.serviceThreadIndex ?? -1) }
+        exchange.respond(HTTPResponse(status: 200, text: "from the delegate\n"))
+        return true
+    }
+
+    /// From the test: every open connection is closed (on the home thread, as a delegate would).
+    func closeAll(code: UInt16) {
+        let all = lock.withLock { Array(connections.values) }
+        let box = Unchecked(all)
+        perform { for connection in box.value { connection.close(code: code, reason: "bye") } }
+    }
+
+    func flood(_ id: UInt64, count: Int) {
+        let connection = lock.withLock { connections[id] }
+        let box = Unchecked(connection)
+        perform {
+            let message = OutboundMessage(text: Array(repeating: UInt8(ascii: "x"), count: 1000))
+            for _ in 0..<count { box.value?.send(message) }
+        }
+    }
+
+    /// Runs work the test starts on the home thread, where the delegate runs.
+    private func perform(_ work: @escaping @Sendable () -> Void) {
+        let connection = lock.withLock { connections.values.first }
+        // Any connection's home is the server's home endpoint; post there.
+        connection?.owner.home.inbox.post(work)
+    }
+}
+
+// MARK: A peer
+
+private final class Peer: WebSocketClientDelegate, @unchecked Sendable {
+    private let lock = NSLock()
+    private var connection: WebSocketConnection?
+    private var messages: [String] = []
+    private var connected = false
+    private var isClosed = false
+    private var code: UInt16?
+    let client: WebSocketClient
+
+    init(client: WebSocketClient) { self.client = client }
+
+    static func connect(port: Int, path: String, on client: WebSocketClient) async throws -> Peer {
+        let peer = Peer(client: client)
+        try client.connect(url: "ws://127.0.0.1:\(port)\(path)", delegate: peer)
+        try await until("connected") { peer.lock.withLock { peer.connected || peer.isClosed } }
+        guard peer.lock.withLock({ peer.connected }) else { throw TransportTestError("could not connect") }
+        return peer
+    }
+
+    var received: [String] { lock.withLock { messages } }
+    var closed: Bool { lock.withLock { isClosed } }
+    var closeCode: UInt16? { lock.withLock { code } }
+
+    func send(_ text: String) {
+        let box = Unchecked(self)
+        client.perform { box.value.lock.withLock { box.value.connection }?.send(OutboundMessage(text: Array(text.utf8))) }
+    }
+
+    func didConnect(_ connection: WebSocketConnection) { lock.withLock { self.connection = connection; connected = true } }
+    func didReceive(_ connection: WebSocketConnection, message: [UInt8], binary: Bool) {
+        lock.withLock { messages.append(String(decoding: message, as: UTF8.self)) }
+    }
+    func didClose(_ connection: WebSocketConnection, error: String?) {
+        lock.withLock { isClosed = true; code = connection.peerCloseCode }
+    }
+}
+
+// MARK: Helpers
+
+struct TransportTestError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Polls `condition` every 10 ms for up to 10 s.
+private func until(_ what: String, _ condition: @escaping () -> Bool) async throws {
+    for _ in 0..<1000 {
+        if condition() { return }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    throw TransportTestError("timed out waiting for: \(what)")
+}
+
+/// One HTTP/1.1 GET over a plain socket (Connection: close); the whole answer as text.
+private func rawGET(port: Int, path: String) throws -> String {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw TransportTestError("socket") }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else { throw TransportTestError("connect") }
+    let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n".utf8)
+    _ = request.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    var answer: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if n <= 0 { break }
+        answer += buffer[0..<n]
+        // A keep-alive answer would not end the stream: stop once the declared body is in.
+        if let text = String(bytes: answer, encoding: .utf8), let headEnd = text.range(of: "\r\n\r\n"),
+           let lengthLine = text[..<headEnd.lowerBound].split(separator: "\r\n").first(where: { $0.lowercased().hasPrefix("content-length:") }),
+           let length = Int(lengthLine.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)),
+           text.utf8.count - text.utf8.distance(from: text.utf8.startIndex, to: headEnd.upperBound) >= length {
+            break
+        }
+    }
+    return String(decoding: answer, as: UTF8.self)
+}
+
+extension Sequence {
+    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var out: [T] = []
+        for element in self { out.append(try await transform(element)) }
+        return out
+    }
+}

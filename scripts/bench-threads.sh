@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Big rooms and every core (issue 20): the same workloads against a release hub with 1 and with 2
+# service threads (transport.serviceThreads), side by side in one run, and the bare relay
+# (peoplekeeper-bench relay) with 1 and 2 threads on the relay workload:
+#   1. one room of 1,000 clients, one writer at 20 revisions/s (latency p50 / p99, hub CPU per delivery);
+#   2. the same at 100 revisions/s;
+#   3. 100 rooms x 10 clients, one writer per room as fast as its answers come (deliveries/s: saturation);
+#   4. hub vs relay: 100 clients, one writer at 200 messages/s (hub CPU per delivery over the relay's);
+#   5. 10,000 idle connections over 100 rooms (hub RSS per connection).
+# The hub keeps rooms in memory (storage.kind memory: the figures are the transport's and the room's,
+# not a disk's). The load generator runs as LOADGEN_PROCESSES processes (default 2) on the same 2 cores
+# as the hub: the hub's CPU time comes from /proc, and the clients' own time is what the latency figures
+# pay for the shared machine (PERFORMANCE.md says how much).
+#
+#   scripts/bench-threads.sh [SECONDS] [THREADS...]      (defaults: 10, then 1 2)
+#
+# JSON per run in .build/bench/threads/; a Markdown table in .build/bench/threads/summary.md (printed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_=${1:-10}
+shift || true
+THREADS=("$@")
+[ ${#THREADS[@]} -gt 0 ] || THREADS=(1 2)
+PROCS=${LOADGEN_PROCESSES:-2}
+BIN=.build/release
+OUT=.build/bench/threads
+rm -rf "$OUT"
+mkdir -p "$OUT"
+swift build -c release --product peoplekeeper-hub >/dev/null
+swift build -c release --product peoplekeeper-bench >/dev/null
+
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+source scripts/bench-lib.sh
+
+start_hub() {
+  PEOPLEKEEPER_LIMITS_OPS_PER_SECOND=1000000 PEOPLEKEEPER_LIMITS_MAX_CONNECTIONS=20000 \
+    PEOPLEKEEPER_LOGGING_LEVEL=warning PEOPLEKEEPER_TRANSPORT_SERVICE_THREADS="$1" \
+    start_server "$OUT/hub-$1.log" "$BIN/peoplekeeper-hub" --port 0 --storage memory --config Config/peoplekeeper.yaml
+}
+stop() { kill "$1"; wait "$1" 2>/dev/null || true; }
+
+# run NAME PID PORT ARGS...
+run() {
+  local name=$1 pid=$2 port=$3
+  shift 3
+  echo "== $name"
+  "$BIN/peoplekeeper-bench" load --url "ws://127.0.0.1:$port" --server-pid "$pid" --room-prefix "$name" \
+    --label "$name" --seconds "$SECONDS_" --processes "$PROCS" --json "$OUT/$name.json" "$@" | tail -n +2
+  echo
+}
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); load average $(cut -d' ' -f1-3 /proc/loadavg); load generator: $PROCS processes"
+echo
+for t in "${THREADS[@]}"; do
+  read -r PID PORT < <(start_hub "$t")
+  pids+=("$PID")
+  run "t$t-room1000-20" "$PID" "$PORT" --clients 1000 --writers 1 --rate 20
+  run "t$t-room1000-100" "$PID" "$PORT" --clients 1000 --writers 1 --rate 100
+  run "t$t-rooms100x10-saturation" "$PID" "$PORT" --clients 1000 --rooms 100 --writers 100 --rate 0
+  run "t$t-hub-fanout" "$PID" "$PORT" --clients 100 --writers 1 --rate 200 --mix 100,0,0
+  stop "$PID"
+  read -r PID PORT < <(start_hub "$t")
+  pids+=("$PID")
+  run "t$t-idle10000" "$PID" "$PORT" --clients 10000 --rooms 100 --writers 0 --seconds 5
+  stop "$PID"
+  read -r RPID RPORT < <(start_server "$OUT/relay-$t.log" "$BIN/peoplekeeper-bench" relay --port 0 --service-threads "$t")
+  pids+=("$RPID")
+  run "t$t-relay-fanout" "$RPID" "$RPORT" --target relay --clients 100 --writers 1 --rate 200 --mix 100,0,0
+  stop "$RPID"
+done
+
+python3 - "$OUT" "${THREADS[@]}" <<'PY' | tee "$OUT/summary.md"
+import json, os, sys
+out, threads = sys.argv[1], sys.argv[2:]
+def load(name):
+    path = f"{out}/{name}.json"
+    return json.load(open(path)) if os.path.exists(path) else None
+rows = [("room1000-20", "1,000 clients, 1 writer × 20/s"), ("room1000-100", "1,000 clients, 1 writer × 100/s"),
+        ("rooms100x10-saturation", "100 rooms × 10, 100 writers × max"), ("hub-fanout", "hub: 100 clients, 1 × 200/s"),
+        ("relay-fanout", "relay: 100 clients, 1 × 200/s"), ("idle10000", "10,000 idle, 100 rooms")]
+print("| workload | threads | revisions/s | deliveries/s | latency p50 / p99 / max (ms) | hub CPU s | µs CPU / delivery | RSS / connection | checks |")
+print("|---|---|---|---|---|---|---|---|---|")
+for key, title in rows:
+    for t in threads:
+        r = load(f"t{t}-{key}")
+        if not r:
+            continue
+        lat = r["latencyMillis"]
+        ok = "ok" if not r["problems"] and r.get("converged", True) else "FAILED"
+        revs = r["revisions"] / r["elapsedSeconds"]
+        cpu = r.get("serverCPUSeconds", 0)
+        print(f'| {title} | {t} | {revs:,.0f} | {r["deliveriesPerSecond"]:,.0f} | {lat["p50"]:.2f} / {lat["p99"]:.2f} / {lat["max"]:.1f} | '
+              f'{cpu:.2f} | {r.get("serverCPUMicrosPerDelivery", 0):.2f} | {r.get("serverRSSKiBPerConnection", 0):.1f} KiB | {ok} |')
+def ratio(key, field, a, b):
+    ra, rb = load(f"t{a}-{key}"), load(f"t{b}-{key}")
+    return rb[field] / ra[field] if ra and rb and ra.get(field) else None
+if len(threads) >= 2:
+    a, b = threads[0], threads[-1]
+    for key, field, what in [("rooms100x10-saturation", "deliveriesPerSecond", "saturation deliveries/s"),
+                             ("room1000-20", "serverCPUMicrosPerDelivery", "CPU per delivery, 1,000-client room at 20/s"),
+                             ("room1000-100", "serverCPUMicrosPerDelivery", "CPU per delivery, 1,000-client room at 100/s")]:
+        x = ratio(key, field, a, b)
+        if x is not None:
+            print(f"\n{what}: {b} threads / {a} thread{'s' if a != '1' else ''} = {x:.2f}x", end="")
+    for t in threads:
+        h, r = load(f"t{t}-hub-fanout"), load(f"t{t}-relay-fanout")
+        if h and r and r.get("serverCPUMicrosPerDelivery"):
+            print(f"\nhub / relay CPU per delivery with {t} thread(s): {h['serverCPUMicrosPerDelivery'] / r['serverCPUMicrosPerDelivery']:.2f}x", end="")
+    print()
+PY
