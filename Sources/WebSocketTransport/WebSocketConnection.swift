@@ -1,5 +1,6 @@
 import CLibWebSockets
 import Foundation
+import Synchronization
 
 /// One WebSocket connection, server or client side.
 ///
@@ -259,6 +260,48 @@ public final class WebSocketConnection: @unchecked Sendable {
         if replaceableIndex == queueHead { replaceableIndex = nil }
         queuedBytes -= queue[queueHead].count
         queueHead += 1
+    }
+
+    // MARK: Frames handed to the home thread
+
+    /// Frames read here and handed to the home thread that it has not handled yet (a connection served
+    /// by another thread than the owner's). At `pauseReadingAt` this thread stops reading the socket
+    /// (lws rx flow control: the peer's TCP window fills) until the home is down to
+    /// `resumeReadingAt`. One thread reads, handles and answers in turn, which paces a client by
+    /// itself; two would otherwise let a flooding client fill the home's inbox without bound, and
+    /// get thousands of answers queued in one go (a slow consumer, not a rate-limited one).
+    private let framesAtHome = Atomic<Int>(0)
+    private let readingPaused = Atomic<Bool>(false)
+    static let pauseReadingAt = 32
+    static let resumeReadingAt = 8
+
+    /// Service thread: the most frames ever waiting at home at once (for the tests).
+    private(set) var mostFramesAtHome = 0
+
+    /// Service thread: a frame goes to the home thread.
+    func handingFrameToHome() {
+        let waiting = framesAtHome.wrappingAdd(1, ordering: .sequentiallyConsistent).newValue
+        mostFramesAtHome = max(mostFramesAtHome, waiting)
+        guard waiting >= Self.pauseReadingAt, !readingPaused.load(ordering: .sequentiallyConsistent), let wsi else { return }
+        readingPaused.store(true, ordering: .sequentiallyConsistent)
+        lws_rx_flow_control(wsi, 0)
+        // The home may have caught up before it could see the pause.
+        resumeReading()
+    }
+
+    /// Home thread: a handed-over frame was handled.
+    func frameHandledAtHome() {
+        let waiting = framesAtHome.wrappingSubtract(1, ordering: .sequentiallyConsistent).newValue
+        guard waiting == Self.resumeReadingAt, readingPaused.load(ordering: .sequentiallyConsistent) else { return }
+        owner.home.post({ [self] in resumeReading() }, to: owner)
+    }
+
+    /// Service thread: reads again if reading is paused and the home has caught up.
+    private func resumeReading() {
+        guard readingPaused.load(ordering: .sequentiallyConsistent),
+              framesAtHome.load(ordering: .sequentiallyConsistent) <= Self.resumeReadingAt else { return }
+        readingPaused.store(false, ordering: .sequentiallyConsistent)
+        if let wsi { lws_rx_flow_control(wsi, 1) }
     }
 
     /// Appends a received fragment. Returns the whole message when this fragment completes it,

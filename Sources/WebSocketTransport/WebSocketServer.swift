@@ -263,6 +263,18 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         post({ handover.value.0(handover.value.1) }, to: home)
     }
 
+    /// A frame for the delegate. Handed over from another thread, it counts against the connection's
+    /// frames waiting at home, so that a client cannot make that thread read ahead of the home
+    /// (`WebSocketConnection.handingFrameToHome`).
+    private func frameToHome(_ connection: WebSocketConnection, _ call: @escaping (WebSocketServerDelegate) -> Void) {
+        guard !isHome else { return toHome(call) }
+        connection.handingFrameToHome()
+        toHome { delegate in
+            call(delegate)
+            connection.frameHandledAtHome()
+        }
+    }
+
     override func sendQueueOverflowed(_ connection: WebSocketConnection) {
         toHome { delegate in
             connection.closingSeenAtHome = true
@@ -303,8 +315,8 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             guard let connection = connection(of: wsi) else { return -1 }
             received(connection, wsi: wsi, input: input, length: length) { connection, result, binary in
                 switch result {
-                case .message(let bytes): toHome { $0.didReceive(connection, message: bytes, binary: binary) }
-                case .oversized(let total): toHome { $0.didReceiveOversized(connection, bytes: total) }
+                case .message(let bytes): frameToHome(connection) { $0.didReceive(connection, message: bytes, binary: binary) }
+                case .oversized(let total): frameToHome(connection) { $0.didReceiveOversized(connection, bytes: total) }
                 case .partial: break
                 }
             }

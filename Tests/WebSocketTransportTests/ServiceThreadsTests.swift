@@ -90,6 +90,31 @@ struct ServiceThreadsTests {
         await server.drain()
     }
 
+    @Test("a client sending faster than the home thread handles its frames is paused, not buffered: nothing lost, in order")
+    func readingPausesBehindTheHome() async throws {
+        let relay = Relay()
+        relay.slowReceive = true  // 2 ms per frame at home
+        let server = WebSocketServer(configuration: .init(port: 0, pingIntervalSeconds: 0, serviceThreads: 2),
+                                     delegate: relay)
+        let port = try server.start()
+        let client = try WebSocketClient()
+        var peers: [Peer] = []
+        while !relay.threadsServing.contains(1) {
+            peers.append(try await Peer.connect(port: port, path: "/flood", on: client))
+            try await until("opened") { relay.opened == peers.count }
+        }
+        let flooder = peers.last!  // the first (and only) one the second thread serves
+        let id = relay.connectionIDs(servedBy: 1)[0]
+        for k in 0..<500 { flooder.send("f:\(k)") }
+        try await until("every frame handled") { relay.received(from: id).count == 500 }
+        #expect(relay.received(from: id) == (0..<500).map { "f:\($0)" })
+        let peak = try await relay.onServingThread(of: id) { $0.mostFramesAtHome }
+        #expect(peak <= WebSocketConnection.pauseReadingAt + 1, "\(peak) frames waited at home at once")
+        #expect(peak >= WebSocketConnection.pauseReadingAt, "the flood never reached the pause (\(peak))")
+        await client.shutdown()
+        await server.drain()
+    }
+
     @Test("HTTP is answered from every thread: claimed requests by the delegate, the rest as files or 404")
     func httpFromEveryThread() async throws {
         let relay = Relay()
@@ -149,6 +174,20 @@ private final class Relay: WebSocketServerDelegate, @unchecked Sendable {
     private var opens = 0
     private var closes: [UInt64] = []
     private var overflows: [UInt64] = []
+    private var receivedFrom: [UInt64: [String]] = [:]
+    /// Frames are only recorded, each after 2 ms (a busy home thread).
+    var slowReceive = false
+
+    func received(from id: UInt64) -> [String] { lock.withLock { receivedFrom[id] ?? [] } }
+
+    /// Reads something of a connection on the thread that serves it.
+    func onServingThread<T: Sendable>(of id: UInt64, _ read: @escaping @Sendable (WebSocketConnection) -> T) async throws -> T {
+        let connection = lock.withLock { connections[id] }!
+        let box = Unchecked(connection)
+        return try await withCheckedThrowingContinuation { continuation in
+            connection.owner.inbox.post { continuation.resume(returning: read(box.value)) }
+        }
+    }
 
     private func record<T>(_ body: () -> T) -> T {
         lock.withLock {
@@ -178,6 +217,11 @@ private final class Relay: WebSocketServerDelegate, @unchecked Sendable {
     }
 
     func didReceive(_ connection: WebSocketConnection, message: [UInt8], binary: Bool) {
+        if slowReceive {
+            usleep(2_000)
+            record { receivedFrom[connection.id, default: []].append(String(decoding: message, as: UTF8.self)) }
+            return
+        }
         let others = record { connections.values.filter { $0.id != connection.id } }
         let shared = OutboundMessage(text: message)
         for other in others { other.send(shared) }
