@@ -160,9 +160,14 @@ extension Room {
         let tag = done.diff.tag
         let later = history.events(on: tag, after: revision, index: index)
         /// Whether an event wrote `target`: a write to it, or a (re-)insert of its person, which writes
-        /// every field, element and register (HISTORY §5).
+        /// every field, the position and the elements it lists (HISTORY §5, decision 17). A remove
+        /// writes nothing: what it takes away comes back, as it was, only with a re-insert.
         func wrote(_ event: RoomHistory.TagEvent, _ target: DiffTarget) -> Bool {
-            event.target == target || event.target == .person(tag)
+            if event.target == target { return true }
+            guard event.target == .person(tag),
+                  case .insert(let person, _)? = history.revision(event.revision)?.applied[event.index].diff
+            else { return false }
+            return person.insertWrites(target)
         }
         /// The latest write since the entry that guards (selective undo only).
         func latestGuarding(_ target: DiffTarget?) -> RoomHistory.TagEvent? {

@@ -22,7 +22,7 @@ import { applyDiff, applyBatch, rollBack } from '../../../Web/js/core/apply.js';
 import { transform, transformBatch, applyOrder } from '../../../Web/js/core/transform.js';
 import { transformText } from '../../../Web/js/core/text.js';
 import { RoomHistory, makeRevision, revisionDiffs, refAfter } from './history.mjs';
-import { BlameIndex } from './blame.mjs';
+import { BlameIndex, insertWrites } from './blame.mjs';
 import { LogLimit } from '../../../Web/js/core/wire.js';
 import { Reason, makeReport, reportFor, undoPolicy, UndoEntry, UndoStacks, sameSummary } from '../../../Web/js/core/undo.js';
 
@@ -285,7 +285,9 @@ export class Room {
    * Null for the seed's values.
    */
   writer(target) {
-    const record = this.blame.get(target.tag);
+    // A person removed since keeps their record, so the writer of a field of someone an undo is putting
+    // back is still blame's.
+    const record = this.blame.get(target.tag) ?? this.blame.departed.get(target.tag);
     if (!record) return this.history.writer(target);
     switch (target.kind) {
       case 'person': return this.history.writer(target);
@@ -633,13 +635,18 @@ export class Room {
     const tag = D.diffTag(done.diff);
     const later = history.eventsOn(tag, revision, index); // newest first
     const person = () => this.model.get(tag);
-    // Whether an event wrote the target named by `key`: a write to it, or a (re-)insert of its person,
-    // which writes every field, element and register (HISTORY §5).
-    const wrote = (e, key) => D.targetKey(e.target) === key || (e.target.kind === 'person' && e.target.tag === tag);
-    // The latest write since the entry that guards (selective undo only); `key` null: any write.
-    const latestGuarding = (key) => {
+    // Whether an event wrote `target`: a write to it, or a (re-)insert of its person, which writes every
+    // field, the position and the elements it lists (HISTORY §5, decision 17). A remove writes nothing.
+    const wrote = (e, target) => {
+      if (D.targetKey(e.target) === D.targetKey(target)) return true;
+      if (e.target.kind !== 'person' || e.target.tag !== tag) return false;
+      const diff = history.revision(e.revision)?.applied[e.index].diff;
+      return diff?.op === 'insert' && insertWrites(diff.person, target);
+    };
+    // The latest write since the entry that guards (selective undo only); `target` null: any write.
+    const latestGuarding = (target) => {
       if (own === null) return undefined;
-      return later.find((e) => !own.has(e.revision) && (key === null || wrote(e, key)));
+      return later.find((e) => !own.has(e.revision) && (target === null || wrote(e, target)));
     };
     const removed = () => ({ skip: makeReport({ reason: Reason.targetRemoved, tag,
       by: history.writer({ kind: 'person', tag }) }) });
@@ -648,18 +655,17 @@ export class Room {
     // `target` since this entry (decision 2). An undo only restores an earlier state and claims nothing,
     // so SEMANTICS §5.3 holds: after B undoes over A's value, A's undo still applies.
     const target = D.diffTarget(done.diff);
-    const targetKey = D.targetKey(target);
     const claimed = () => {
       if (own !== null) {
-        const last = latestGuarding(targetKey);
+        const last = latestGuarding(target);
         return last !== undefined && last.kind !== 'undo';
       }
-      const last = later.find((e) => wrote(e, targetKey));
+      const last = later.find((e) => wrote(e, target));
       return last !== undefined && last.author !== user && last.kind !== 'undo';
     };
     const overwrittenOrClaimed = () => {
       if (own !== null) {
-        const last = latestGuarding(targetKey);
+        const last = latestGuarding(target);
         if (last !== undefined && last.kind !== 'undo') return { skip: reportFor(Reason.overwritten, target, last.author) };
       }
       return overwritten(target);
@@ -737,7 +743,7 @@ export class Room {
       if (!this.model.contains(tag)) return removed();
       const position = { kind: 'position', tag };
       if (guarded && own !== null) {
-        const mover = latestGuarding(D.targetKey(position));
+        const mover = latestGuarding(position);
         if (mover && mover.kind !== 'undo') {
           return { skip: makeReport({ reason: Reason.overwritten, tag, field: 'position', by: mover.author }) };
         }
