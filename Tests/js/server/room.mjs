@@ -23,6 +23,7 @@ import { transform, transformBatch, applyOrder } from '../../../Web/js/core/tran
 import { transformText } from '../../../Web/js/core/text.js';
 import { RoomHistory, makeRevision, revisionDiffs, refAfter } from './history.mjs';
 import { BlameIndex, insertWrites } from './blame.mjs';
+import { ReinsertRenames } from './renames.mjs';
 import { LogLimit } from '../../../Web/js/core/wire.js';
 import { Reason, makeReport, reportFor, undoPolicy, UndoEntry, UndoStacks, sameSummary } from '../../../Web/js/core/undo.js';
 
@@ -334,8 +335,11 @@ export class Room {
     if (submit.base < head) {
       const positional = diffs.some(D.isPositional);
       let order = positional ? this.orderAt(submit.base) : [];
+      // A re-insert under another name replaces the name whole (decision 19).
+      const renames = new ReinsertRenames();
+      const typed = new Set(diffs.filter((d) => d.op === 'text').map((d) => d.tag));
       for (const revision of this.history.revisionsAfter(submit.base)) {
-        const applied = revisionDiffs(revision);
+        const applied = renames.diffsOf(revision, typed);
         const rebased = transformBatch(diffs, applied, order);
         diffs = rebased.diffs;
         for (const o of rebased.overwritten) overwritten.push(o.target);
@@ -700,12 +704,18 @@ export class Room {
         if (inverts && last && last.ref.revision === inverts.revision && last.ref.index === inverts.index) edits.pop();
         else edits.push({ ref, diff: d });
       };
+      // A re-insert under another name replaces the name whole, like a `set(name)` (decision 19).
+      const renames = new ReinsertRenames();
       for (let i = later.length - 1; i >= 0; i--) {
         const event = later[i];
-        if (event.target.kind !== 'field' || event.target.field !== 'name') continue;
-        const d = history.revision(event.revision)?.applied[event.index].diff;
-        if (!d) continue;
-        add({ revision: event.revision, index: event.index }, event.inverts, d);
+        const done = history.revision(event.revision)?.applied[event.index];
+        if (!done) continue;
+        const ref = { revision: event.revision, index: event.index };
+        if (event.target.kind === 'field' && event.target.field === 'name') add(ref, event.inverts, done.diff);
+        else if (event.target.kind === 'person') {
+          const set = renames.rename(done);
+          if (set) add(ref, event.inverts, set);
+        }
       }
       const pending = history.head + 1;
       inProgress.applied.forEach((a, k) => {
