@@ -185,8 +185,8 @@ test('the vector files hold the cases the suites expect', () => {
   for (let n = 1; n <= 12; n++) assert.ok(names.some((s) => s.startsWith(`§5.${n} `)), `§5.${n} missing`);
   assert.ok(transformCases.length >= 60);
   assert.equal(transformCases.length, 101);
-  assert.equal(undoCases.length, 39);
+  assert.equal(undoCases.length, 40);
   const history = historyCases.map((c) => c.name ?? '?');
   for (let n = 1; n <= 8; n++) assert.ok(history.some((s) => s.includes(`H${n} `)), `H${n} missing`);
-  assert.equal(historyCases.length, 8);
+  assert.equal(historyCases.length, 15);
 });

@@ -6,8 +6,8 @@ The model is deliberately naive: it keeps every revision, every applied diff ("s
 names around it, and recomputes what it needs by walking that history. Each rule cites the contract.
 
 Where the contract left me a choice, this is the reading taken (A1..A14, B1..B10). Where I could not choose,
-the model raises `Ambiguous` and the driver simply does not send that request (A1, A2, part of A14, B8,
-part of B9).
+the model raises `Ambiguous` and the driver simply does not send that request (A1, A2, part of A14, B8;
+B9 once, settled since).
 Readings marked "(hub's)" were first read otherwise here; the hub's reading was taken after checking it
 is as good a reading of the words (never to make a hub departure go away).
 
@@ -112,7 +112,10 @@ B8  A restore that changes nothing while the user's coalescing run is open: whet
 B9  A re-insert (only a restore can do it) under another name than the person had when removed is a
     whole-name write: an incoming stale `text` on that name becomes a no-op reported `overwritten` (§3.6;
     §7.4 forbids refusing it). A TEXT INVERSE whose path crosses such a re-insert: whether it is
-    `overwritten` (§3.6) or rebased anyway ("a text part is never skipped") is not said -> Ambiguous.
+    `overwritten` (§3.6) or rebased anyway ("a text part is never skipped") is not said; this was
+    Ambiguous here until the project settled it (its decision 19: `overwritten`, as across a whole-name
+    `set`, A8 - the characters that entry typed are not in the new name). The model now follows that
+    decision, so the driver sends these undos too.
 B10 Blame (HISTORY §5): the cells an insert / re-insert writes are exactly A6's (every scalar, the
     LISTED facialHair styles and liked / disliked topics, the position); "only the elements ever
     written" keeps an element written before a re-insert that does not list it, with its old writer.
@@ -1284,9 +1287,7 @@ class Room:
 
             elif inv["kind"] == "text":                 # never guarded; rebased character-wise (§2, §7.3)
                 comps = inv["comps"]
-                raw = [w for w in later if w.tag == tag and w.name_op is not None]
-                if any(w.pos == "insert" for w in raw):
-                    raise Ambiguous("B9: a text inverse rebased across a re-insert under another name")
+                raw = [w for w in later if w.tag == tag and w.name_op is not None]   # B9: renaming re-inserts too
                 path = self._cancel_reverts(raw)
                 overwritten = False
                 for w in path:

@@ -44,10 +44,11 @@ public struct TextOperation: Hashable, Sendable {
             switch component {
             case .retain(let n), .delete(let n):
                 if n < 1 { return .failure(InvalidOp("text counts must be at least 1")) }
-                // No name is longer than this: a longer reach is past the end of any name (and a sum of
-                // hostile counts must not overflow).
-                guard n <= NameLimit.maxUTF8Bytes - span else {
-                    return .failure(InvalidOp("text edits reach past the end of any name (at most \(NameLimit.maxUTF8Bytes))"))
+                // No name has more scalars than this: a longer reach is past the end of any name (and a
+                // sum of hostile counts must not overflow). Not the byte limit: a name may have more
+                // scalars than its NFC form has bytes.
+                guard n <= NameLimit.maxScalars - span else {
+                    return .failure(InvalidOp("text edits reach past the end of any name (at most \(NameLimit.maxScalars) characters)"))
                 }
                 span += n
             case .insert(let s):

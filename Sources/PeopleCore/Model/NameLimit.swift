@@ -2,6 +2,13 @@
 public enum NameLimit {
     public static let maxUTF8Bytes = 200
 
+    /// The most Unicode scalars a name within the limit can have as stored. A name is stored as sent,
+    /// and only its NFC form is measured: a composed character of b UTF-8 bytes stands for at most 1.5 b
+    /// scalars (U+01D5 `Ǖ`, 2 bytes, is U+0055 U+0308 U+0304), so 200 bytes are at most 300 scalars.
+    /// Twice the bytes leaves room for any later Unicode version. A text edit that reaches further is
+    /// past the end of every name.
+    public static let maxScalars = 2 * maxUTF8Bytes
+
     /// UTF-8 length of the NFC form of `name`.
     ///
     /// Uses the standard library's NFC normaliser (`_withNFCCodeUnits`, public but underscored) so the

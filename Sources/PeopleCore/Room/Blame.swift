@@ -62,6 +62,19 @@ public struct PersonBlame: Hashable, Sendable {
     }
 }
 
+extension Person {
+    /// Whether inserting this person (a re-insert by an undo, redo or restore included) writes `target`:
+    /// every field and the position, and only the facial-hair styles and topics it lists (HISTORY §5,
+    /// decision 17). The blame record, a report's `by` and the undo guards all read writes this way.
+    func insertWrites(_ target: DiffTarget) -> Bool {
+        switch target {
+        case .person, .position, .field: true
+        case .facialHair(_, let style): facialHair.contains(style)
+        case .preference(_, let topic): opinion(on: topic) != .none
+        }
+    }
+}
+
 extension BlameField {
     init(_ field: Field) {
         switch field {
@@ -119,7 +132,9 @@ extension Room {
     /// a present person, as `blame` says it (an insert, re-inserts by an undo or a restore included:
     /// they write every field); for a person, the latest remover or inserter. Nil for the seed's values.
     func writer(of target: DiffTarget) -> String? {
-        guard let record = blame[target.tag] else { return history.writer(of: target) }
+        // A person removed since keeps their record (the elements a re-insert does not list keep it
+        // too), so the writer of a field of someone an undo is putting back is still blame's.
+        guard let record = blame[target.tag] ?? blame.departed[target.tag] else { return history.writer(of: target) }
         switch target {
         case .person: return history.writer(of: target)
         case .position: return record.fields[.position]?.user

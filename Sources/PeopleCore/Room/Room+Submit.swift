@@ -31,8 +31,11 @@ extension Room {
         if submit.base < history.head {
             let positional = diffs.contains(where: \.isPositional)
             var order = positional ? order(at: submit.base) : []
+            // A re-insert under another name replaces the name whole (decision 19).
+            var renames = ReinsertRenames()
+            let typed = Set(diffs.compactMap { diff -> Tag? in if case .text(let tag, _) = diff { tag } else { nil } })
             for revision in history.revisions(after: submit.base) {
-                let applied = revision.diffs
+                let applied = renames.diffs(of: revision, watching: typed)
                 let rebased = Transform.transform(diffs, over: applied, order: order)
                 diffs = rebased.diffs
                 overwritten += rebased.overwritten.map(\.target)

@@ -160,9 +160,14 @@ extension Room {
         let tag = done.diff.tag
         let later = history.events(on: tag, after: revision, index: index)
         /// Whether an event wrote `target`: a write to it, or a (re-)insert of its person, which writes
-        /// every field, element and register (HISTORY §5).
+        /// every field, the position and the elements it lists (HISTORY §5, decision 17). A remove
+        /// writes nothing: what it takes away comes back, as it was, only with a re-insert.
         func wrote(_ event: RoomHistory.TagEvent, _ target: DiffTarget) -> Bool {
-            event.target == target || event.target == .person(tag)
+            if event.target == target { return true }
+            guard event.target == .person(tag),
+                  case .insert(let person, _)? = history.revision(event.revision)?.applied[event.index].diff
+            else { return false }
+            return person.insertWrites(target)
         }
         /// The latest write since the entry that guards (selective undo only).
         func latestGuarding(_ target: DiffTarget?) -> RoomHistory.TagEvent? {
@@ -219,14 +224,19 @@ extension Room {
             guard model.contains(tag) else { return removed() }
             // Rebased character-wise over every later edit of the name, ours included, with each
             // edit-and-revert pair that nothing separates taken out (it changed nothing).
+            // A re-insert under another name replaces the name whole, like a `set(name)` (decision 19).
             var edits: [(ref: DiffRef, diff: Diff)] = []
             func add(_ ref: DiffRef, _ inverts: DiffRef?, _ diff: Diff) {
                 if let inverts, edits.last?.ref == inverts { edits.removeLast() } else { edits.append((ref, diff)) }
             }
+            var renames = ReinsertRenames()
             for event in later.reversed() {
-                guard case .field(_, .name) = event.target,
-                      let diff = history.revision(event.revision)?.applied[event.index].diff else { continue }
-                add(event.ref, event.inverts, diff)
+                guard let done = history.revision(event.revision)?.applied[event.index] else { continue }
+                switch event.target {
+                case .field(_, .name): add(event.ref, event.inverts, done.diff)
+                case .person: if let set = renames.rename(by: done) { add(event.ref, event.inverts, set) }
+                default: break
+                }
             }
             let pending = history.head + 1
             for (k, done) in inProgress.applied.enumerated() where done.diff.target == .field(tag, .name) {

@@ -12,6 +12,19 @@ import { FacialHairStyle, Topic } from '../../../Web/js/core/model.js';
 /** The seed's writer: nobody, at revision 0. */
 export const seedWriter = Object.freeze({ user: null, rev: 0 });
 
+/**
+ * Whether inserting `person` (a re-insert by an undo, redo or restore included) writes `target`
+ * (Swift `Person.insertWrites`): every field and the position, and only the facial-hair styles and
+ * topics it lists (HISTORY §5, decision 17).
+ */
+export function insertWrites(person, target) {
+  switch (target.kind) {
+    case 'facialHair': return person.facialHair.includes(target.style);
+    case 'preference': return person.likes.includes(target.topic) || person.dislikes.includes(target.topic);
+    default: return true;
+  }
+}
+
 /** The writer of a revision's diffs. */
 export function revisionWriter(revision) {
   const w = { user: revision.author, rev: revision.number };

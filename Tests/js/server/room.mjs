@@ -22,7 +22,8 @@ import { applyDiff, applyBatch, rollBack } from '../../../Web/js/core/apply.js';
 import { transform, transformBatch, applyOrder } from '../../../Web/js/core/transform.js';
 import { transformText } from '../../../Web/js/core/text.js';
 import { RoomHistory, makeRevision, revisionDiffs, refAfter } from './history.mjs';
-import { BlameIndex } from './blame.mjs';
+import { BlameIndex, insertWrites } from './blame.mjs';
+import { ReinsertRenames } from './renames.mjs';
 import { LogLimit } from '../../../Web/js/core/wire.js';
 import { Reason, makeReport, reportFor, undoPolicy, UndoEntry, UndoStacks, sameSummary } from '../../../Web/js/core/undo.js';
 
@@ -285,7 +286,9 @@ export class Room {
    * Null for the seed's values.
    */
   writer(target) {
-    const record = this.blame.get(target.tag);
+    // A person removed since keeps their record, so the writer of a field of someone an undo is putting
+    // back is still blame's.
+    const record = this.blame.get(target.tag) ?? this.blame.departed.get(target.tag);
     if (!record) return this.history.writer(target);
     switch (target.kind) {
       case 'person': return this.history.writer(target);
@@ -332,8 +335,11 @@ export class Room {
     if (submit.base < head) {
       const positional = diffs.some(D.isPositional);
       let order = positional ? this.orderAt(submit.base) : [];
+      // A re-insert under another name replaces the name whole (decision 19).
+      const renames = new ReinsertRenames();
+      const typed = new Set(diffs.filter((d) => d.op === 'text').map((d) => d.tag));
       for (const revision of this.history.revisionsAfter(submit.base)) {
-        const applied = revisionDiffs(revision);
+        const applied = renames.diffsOf(revision, typed);
         const rebased = transformBatch(diffs, applied, order);
         diffs = rebased.diffs;
         for (const o of rebased.overwritten) overwritten.push(o.target);
@@ -633,13 +639,18 @@ export class Room {
     const tag = D.diffTag(done.diff);
     const later = history.eventsOn(tag, revision, index); // newest first
     const person = () => this.model.get(tag);
-    // Whether an event wrote the target named by `key`: a write to it, or a (re-)insert of its person,
-    // which writes every field, element and register (HISTORY §5).
-    const wrote = (e, key) => D.targetKey(e.target) === key || (e.target.kind === 'person' && e.target.tag === tag);
-    // The latest write since the entry that guards (selective undo only); `key` null: any write.
-    const latestGuarding = (key) => {
+    // Whether an event wrote `target`: a write to it, or a (re-)insert of its person, which writes every
+    // field, the position and the elements it lists (HISTORY §5, decision 17). A remove writes nothing.
+    const wrote = (e, target) => {
+      if (D.targetKey(e.target) === D.targetKey(target)) return true;
+      if (e.target.kind !== 'person' || e.target.tag !== tag) return false;
+      const diff = history.revision(e.revision)?.applied[e.index].diff;
+      return diff?.op === 'insert' && insertWrites(diff.person, target);
+    };
+    // The latest write since the entry that guards (selective undo only); `target` null: any write.
+    const latestGuarding = (target) => {
       if (own === null) return undefined;
-      return later.find((e) => !own.has(e.revision) && (key === null || wrote(e, key)));
+      return later.find((e) => !own.has(e.revision) && (target === null || wrote(e, target)));
     };
     const removed = () => ({ skip: makeReport({ reason: Reason.targetRemoved, tag,
       by: history.writer({ kind: 'person', tag }) }) });
@@ -648,18 +659,17 @@ export class Room {
     // `target` since this entry (decision 2). An undo only restores an earlier state and claims nothing,
     // so SEMANTICS §5.3 holds: after B undoes over A's value, A's undo still applies.
     const target = D.diffTarget(done.diff);
-    const targetKey = D.targetKey(target);
     const claimed = () => {
       if (own !== null) {
-        const last = latestGuarding(targetKey);
+        const last = latestGuarding(target);
         return last !== undefined && last.kind !== 'undo';
       }
-      const last = later.find((e) => wrote(e, targetKey));
+      const last = later.find((e) => wrote(e, target));
       return last !== undefined && last.author !== user && last.kind !== 'undo';
     };
     const overwrittenOrClaimed = () => {
       if (own !== null) {
-        const last = latestGuarding(targetKey);
+        const last = latestGuarding(target);
         if (last !== undefined && last.kind !== 'undo') return { skip: reportFor(Reason.overwritten, target, last.author) };
       }
       return overwritten(target);
@@ -694,12 +704,18 @@ export class Room {
         if (inverts && last && last.ref.revision === inverts.revision && last.ref.index === inverts.index) edits.pop();
         else edits.push({ ref, diff: d });
       };
+      // A re-insert under another name replaces the name whole, like a `set(name)` (decision 19).
+      const renames = new ReinsertRenames();
       for (let i = later.length - 1; i >= 0; i--) {
         const event = later[i];
-        if (event.target.kind !== 'field' || event.target.field !== 'name') continue;
-        const d = history.revision(event.revision)?.applied[event.index].diff;
-        if (!d) continue;
-        add({ revision: event.revision, index: event.index }, event.inverts, d);
+        const done = history.revision(event.revision)?.applied[event.index];
+        if (!done) continue;
+        const ref = { revision: event.revision, index: event.index };
+        if (event.target.kind === 'field' && event.target.field === 'name') add(ref, event.inverts, done.diff);
+        else if (event.target.kind === 'person') {
+          const set = renames.rename(done);
+          if (set) add(ref, event.inverts, set);
+        }
       }
       const pending = history.head + 1;
       inProgress.applied.forEach((a, k) => {
@@ -737,7 +753,7 @@ export class Room {
       if (!this.model.contains(tag)) return removed();
       const position = { kind: 'position', tag };
       if (guarded && own !== null) {
-        const mover = latestGuarding(D.targetKey(position));
+        const mover = latestGuarding(position);
         if (mover && mover.kind !== 'undo') {
           return { skip: makeReport({ reason: Reason.overwritten, tag, field: 'position', by: mover.author }) };
         }

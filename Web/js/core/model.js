@@ -75,6 +75,12 @@ export function sameText(a, b) {
 /** The name rule of SEMANTICS §1: at most 200 UTF-8 bytes, measured on the name's NFC form. */
 export const NameLimit = Object.freeze({
   maxUTF8Bytes: 200,
+  /**
+   * The most Unicode scalars a name within the limit can have as stored (Swift `NameLimit.maxScalars`):
+   * only the NFC form is measured, and a composed character of b bytes stands for at most 1.5 b scalars
+   * (U+01D5 is U+0055 U+0308 U+0304), so 200 bytes are at most 300; twice the bytes leaves room.
+   */
+  maxScalars: 400,
 
   /** UTF-8 length of the NFC form of `name`. */
   nfcByteCount(name) {

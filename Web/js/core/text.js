@@ -56,10 +56,11 @@ export function validatedTextOp(components) {
       if (c.insert === '') throw new InvalidOp('text insert must not be empty');
     } else {
       if (!(amount(c) >= 1)) throw new InvalidOp('text counts must be at least 1');
-      // No name is longer than this: a longer reach is past the end of any name.
+      // No name has more scalars than this: a longer reach is past the end of any name. Not the byte
+      // limit: a name may have more scalars than its NFC form has bytes.
       reach += amount(c);
-      if (reach > NameLimit.maxUTF8Bytes) {
-        throw new InvalidOp(`text edits reach past the end of any name (at most ${NameLimit.maxUTF8Bytes})`);
+      if (reach > NameLimit.maxScalars) {
+        throw new InvalidOp(`text edits reach past the end of any name (at most ${NameLimit.maxScalars} characters)`);
       }
     }
   }
