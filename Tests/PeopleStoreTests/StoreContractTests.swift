@@ -377,11 +377,18 @@ struct StoreContract {
         #expect(throws: StoreError.self) { try store.check() }
         let next = JournalEntry(position: driver.room.journalPosition + 1, record: .forgotten(session: "nobody"))
         #expect(throws: StoreError.self) { try appendAndWait(store, [next], room: "\(prefix)broken") }
+        // Nor a snapshot handed over after the failure (the hub had not heard of it yet): what it
+        // includes never became durable, so neither it nor its checkpoint is kept.
+        var ahead = driver
+        ahead.play(rounds: 1)
+        store.save(ahead.room.snapshot(), room: "\(prefix)broken")
         // Other rooms are not affected; a commit that succeeds clears the check.
         _ = try seededRoom(store, "\(prefix)fine", rounds: 1)
         try store.check()
+        #expect(try store.checkpoint(room: "\(prefix)broken", atOrBelow: ahead.room.revision)?.revision == 0)
         // After a load the room takes appends again.
-        _ = try store.load(room: "\(prefix)broken")
+        let stored = try #require(try store.load(room: "\(prefix)broken"))
+        #expect(stored.snapshot["position"] == .int(0))
         try appendAndWait(store, [next], room: "\(prefix)broken")
     }
 }
