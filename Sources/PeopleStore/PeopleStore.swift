@@ -7,7 +7,7 @@ import PeopleCore
 /// with a new tag block) only once the store says it is durable. A store may be durable at once (the
 /// in-memory twin) or later from its own writer (the durable stores, which group what many rooms
 /// append meanwhile into one commit); `append`'s result says which, so a synchronous store costs no
-/// thread hop. Reads (`load`, `revisions`) block: call them off the service thread.
+/// thread hop. Reads (`load`, `revisions`, `checkpoint`) block: call them off the service thread.
 public protocol PeopleStore: Sendable {
     /// A short name for logs and metrics ("memory", "sqlite", "postgres").
     var kind: String { get }

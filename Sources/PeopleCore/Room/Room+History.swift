@@ -114,7 +114,8 @@ extension Room {
     func modelSource(at rev: Int, older: [Revision], checkpoint: Checkpoint?) -> ModelSource? {
         if let checkpoint, checkpoint.revision <= rev {
             let stored = older.filter { $0.number > checkpoint.revision && $0.number <= min(rev, history.floor) }
-            let kept = rev > history.floor ? history.revisions(after: max(checkpoint.revision, history.floor)).prefix { $0.number <= rev } : []
+            let kept = rev > history.floor
+                ? history.revisions(after: max(checkpoint.revision, history.floor)).prefix { $0.number <= rev } : []
             if stored.count + kept.count == rev - checkpoint.revision {
                 return .forward(checkpoint, stored.sorted { $0.number < $1.number } + kept)
             }
