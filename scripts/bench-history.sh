@@ -1,26 +1,37 @@
 #!/usr/bin/env bash
 # History (issue 18): selective undo vs plain undo, log and blame, restore, in the core
 # (peoplekeeper-bench history); then log and blame through a release hub in a room of HISTORY
-# revisions on SQLite and on PostgreSQL (scripts/history_rtt.py times the round trips).
+# revisions on SQLite and on PostgreSQL (scripts/history_rtt.py times the round trips); then restore
+# and ?at= end to end through a release hub over HTTP, in a SQLite room of RESTORE_PEOPLE people and
+# RESTORE_HISTORY revisions, with the store's checkpoints and without them (scripts/restore_rtt.py).
 #
 #   scripts/bench-history.sh [HISTORY] [SAMPLES]       (defaults: 1000000 500)
+#   PARTS="restore" RESTORE_SAMPLES=9 scripts/bench-history.sh     (parts: core sqlite postgres restore)
 #
 # The rooms are written by `peoplekeeper-bench store --history` as the hub journals them; the hub keeps
-# rooms.keptRevisions (10,000) in memory, so most `log` pages are read from the store. PostgreSQL 15
-# runs from a throwaway data directory on a free loopback port, as in bench-store.sh.
+# rooms.keptRevisions (10,000) in memory, so most `log` pages, and restores far back, are read from the
+# store. PostgreSQL 15 runs from a throwaway data directory on a free loopback port, as in
+# bench-store.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 HISTORY=${1:-1000000}
 SAMPLES=${2:-500}
+PARTS=" ${PARTS:-core sqlite postgres restore} "
+RESTORE_HISTORY=${RESTORE_HISTORY:-100000}
+RESTORE_PEOPLE=${RESTORE_PEOPLE:-1000}
+RESTORE_SAMPLES=${RESTORE_SAMPLES:-5}
 BIN=.build/release
 OUT=.build/bench
 mkdir -p "$OUT"
 swift build -c release --product peoplekeeper-hub >/dev/null
 swift build -c release --product peoplekeeper-bench >/dev/null
 PY=${PYTHON:-.venv/bin/python}
+part() { [[ "$PARTS" == *" $1 "* ]]; }
 
+if part core; then
 echo "== in the core"
 "$BIN/peoplekeeper-bench" history
+fi
 
 source scripts/bench-lib.sh
 DATA=$(mktemp -d /tmp/pk-bench-history-XXXXXX)
@@ -34,6 +45,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
+if part sqlite; then
 echo "== log and blame through the hub, SQLite, a room of $HISTORY revisions"
 "$BIN/peoplekeeper-bench" store --kind sqlite --path "$DATA/hub.sqlite" --seconds 0 --history "$HISTORY" \
   --history-room long-0 | head -1
@@ -42,7 +54,30 @@ read -r HUB_PID PORT < <(PEOPLEKEEPER_LIMITS_OPS_PER_SECOND=1000000 PEOPLEKEEPER
   start_server "$DATA/hub.log" "$BIN/peoplekeeper-hub" --port 0 --storage embedded --config Config/peoplekeeper.yaml)
 "$PY" scripts/history_rtt.py "ws://127.0.0.1:$PORT" long-0 "$SAMPLES" | tee "$OUT/history-sqlite.txt"
 kill "$HUB_PID"; wait "$HUB_PID" 2>/dev/null || true; HUB_PID=
+fi
 
+if part restore; then
+# A restore is answered once durable (HTTP API); each is followed by an undo. Then the same on the same
+# file with its checkpoints deleted: a room stored before checkpoints were kept (the old path: every
+# revision from the target up to the hub's memory read from the store).
+echo "== restore and ?at= through the hub over HTTP, SQLite, $RESTORE_PEOPLE people, $RESTORE_HISTORY revisions"
+"$BIN/peoplekeeper-bench" store --kind sqlite --path "$DATA/restore.sqlite" --seconds 0 --history "$RESTORE_HISTORY" \
+  --people "$RESTORE_PEOPLE" --history-room big-0 | head -1
+for variant in checkpoints without-checkpoints; do
+  if [ "$variant" = without-checkpoints ]; then
+    python3 -c 'import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); db.execute("DELETE FROM checkpoints"); db.commit()' \
+      "$DATA/restore.sqlite"
+  fi
+  echo "-- $variant"
+  read -r HUB_PID PORT < <(PEOPLEKEEPER_LIMITS_OPS_PER_SECOND=1000000 PEOPLEKEEPER_LOGGING_LEVEL=warning \
+    PEOPLEKEEPER_STORAGE_PATH="$DATA/restore.sqlite" \
+    start_server "$DATA/hub-restore.log" "$BIN/peoplekeeper-hub" --port 0 --storage embedded --config Config/peoplekeeper.yaml)
+  python3 scripts/restore_rtt.py "http://127.0.0.1:$PORT" big-0 "$RESTORE_SAMPLES" | tee "$OUT/restore-$variant.txt"
+  kill "$HUB_PID"; wait "$HUB_PID" 2>/dev/null || true; HUB_PID=
+done
+fi
+
+part postgres || exit 0
 echo "== log and blame through the hub, PostgreSQL, a room of $HISTORY revisions"
 mkdir -p "$PGDIR"
 RUN=()

@@ -37,8 +37,8 @@ package final class RoomDeletion: Sendable {
 ///
 /// `commit` gets the work in order and must write all of it in one transaction, or throw. A failed
 /// batch of several rooms is committed again room by room, so only the failing rooms fail. After a
-/// failure a room refuses further appends until `reopen(room:)` (the hub reloads such a room from what
-/// is durable): a later append must never land after a gap.
+/// failure a room refuses further appends and snapshots until `reopen(room:)` (the hub reloads such a
+/// room from what is durable): a later append must never land after a gap.
 package final class GroupCommitWriter: @unchecked Sendable {
     private let condition = NSCondition()
     private var queue: [WriterWork] = []
@@ -165,15 +165,23 @@ package final class GroupCommitWriter: @unchecked Sendable {
             let count = min(queue.count, maxBatch)
             var batch = Array(queue.prefix(count))
             queue.removeFirst(count)
-            // Work of a room that broke while this was queued fails without being written.
+            // Appends and snapshots of a room that broke while they were queued fail without being
+            // written: a snapshot (and its checkpoint) may include records that never became durable.
             var refused: [(WriterWork, StoreError)] = []
             batch.removeAll { work in
-                guard case .append = work, let error = broken[work.room] else { return false }
+                if case .delete = work { return false }
+                guard let error = broken[work.room] else { return false }
                 refused.append((work, error))
                 return true
             }
             condition.unlock()
-            for case (.append(_, _, let whenDurable), let error) in refused { whenDurable(error) }
+            for (work, error) in refused {
+                switch work {
+                case .append(_, _, let whenDurable): whenDurable(error)
+                case .snapshot(let room, _): onSnapshotFailure(room, error)
+                case .delete: break
+                }
+            }
 
             let started = DispatchTime.now().uptimeNanoseconds
             let failures = commitIsolatingFailures(batch)

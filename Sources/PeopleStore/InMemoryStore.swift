@@ -13,6 +13,8 @@ public final class InMemoryStore: PeopleStore {
         /// When the latest snapshot was saved (milliseconds since the epoch).
         var savedAt: Int64 = 0
         var journal: [JournalEntry] = []
+        /// Revision → the people then, one per snapshot saved.
+        var checkpoints: [Int: Checkpoint] = [:]
     }
 
     private struct State {
@@ -38,6 +40,7 @@ public final class InMemoryStore: PeopleStore {
         state.withLock {
             $0.rooms[room, default: Stored()].snapshot = snapshot
             $0.rooms[room]!.savedAt = now
+            $0.rooms[room]!.checkpoints[snapshot.revision] = snapshot.checkpoint
         }
     }
 
@@ -52,6 +55,13 @@ public final class InMemoryStore: PeopleStore {
     public func revisions(room: String, after: Int, through: Int) throws(StoreError) -> [Revision] {
         let journal = state.withLock { $0.rooms[room]?.journal ?? [] }
         return journal.compactMap(\.record.revision).filter { $0.number > after && $0.number <= through }
+    }
+
+    /// O(the room's checkpoints).
+    public func checkpoint(room: String, atOrBelow rev: Int) throws(StoreError) -> Checkpoint? {
+        state.withLock { state in
+            state.rooms[room]?.checkpoints.values.filter { $0.revision <= rev }.max { $0.revision < $1.revision }
+        }
     }
 
     /// Encodes each listed room's snapshot to count its people: O(the page's rooms' size).

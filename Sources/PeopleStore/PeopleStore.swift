@@ -7,7 +7,7 @@ import PeopleCore
 /// with a new tag block) only once the store says it is durable. A store may be durable at once (the
 /// in-memory twin) or later from its own writer (the durable stores, which group what many rooms
 /// append meanwhile into one commit); `append`'s result says which, so a synchronous store costs no
-/// thread hop. Reads (`load`, `revisions`) block: call them off the service thread.
+/// thread hop. Reads (`load`, `revisions`, `checkpoint`) block: call them off the service thread.
 public protocol PeopleStore: Sendable {
     /// A short name for logs and metrics ("memory", "sqlite", "postgres").
     var kind: String { get }
@@ -20,9 +20,10 @@ public protocol PeopleStore: Sendable {
     func append(_ entries: [JournalEntry], room: String,
                 whenDurable: @escaping @Sendable (StoreError?) -> Void) -> AppendOutcome
 
-    /// Keeps `snapshot` as the room's latest, after everything appended before it. A room's first
-    /// snapshot (position 0) creates it; later ones only make loading faster, so a failure is logged by
-    /// the store and changes nothing else.
+    /// Keeps `snapshot` as the room's latest, after everything appended before it, and its people as
+    /// the room's checkpoint at its revision (`snapshot.checkpoint`, written with it, replacing one at
+    /// the same revision). A room's first snapshot (position 0) creates it; later ones only make loading
+    /// faster, so a failure is logged by the store and changes nothing else.
     func save(_ snapshot: RoomSnapshot, room: String)
 
     /// The room as stored (latest snapshot, its window, the journal after it), or nil if it was never
@@ -33,6 +34,11 @@ public protocol PeopleStore: Sendable {
     /// store no longer keeps them.
     func revisions(room: String, after: Int, through: Int) throws(StoreError) -> [Revision]
 
+    /// The room's newest checkpoint at or below revision `rev` (one per snapshot ever saved, kept until
+    /// the room is deleted), or nil if there is none: the room was stored before checkpoints were kept,
+    /// or there is no such room. One indexed read.
+    func checkpoint(room: String, atOrBelow rev: Int) throws(StoreError) -> Checkpoint?
+
     /// Rooms in the store (those with a snapshot), sorted by name in byte order: names greater than
     /// `after` (all when nil) that start with `prefix` (all when nil), at most `limit` of them. For the
     /// admin room list, a page at a time: the next page starts after the last name of this one.
@@ -41,9 +47,9 @@ public protocol PeopleStore: Sendable {
     /// room's hub has newer numbers in memory and says so; an unloaded one was snapshotted at unload).
     func listRooms(after: String?, prefix: String?, limit: Int) throws(StoreError) -> [StoredRoomSummary]
 
-    /// Deletes the room: its journal, snapshots and webhook cursors. Ordered after everything appended
-    /// or saved before it (the durable stores pass it through their writer), so an append still on its
-    /// way cannot bring the room back. Returns false if there was no such room. Afterwards `load`
+    /// Deletes the room: its journal, snapshots, checkpoints and webhook cursors. Ordered after
+    /// everything appended or saved before it (the durable stores pass it through their writer), so an
+    /// append still on its way cannot bring the room back. Returns false if there was no such room. Afterwards `load`
     /// answers nil, and a later first snapshot creates the room anew. Blocks until done.
     func deleteRoom(_ room: String) throws(StoreError) -> Bool
 

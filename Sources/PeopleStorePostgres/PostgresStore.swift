@@ -175,6 +175,12 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             endpoint text NOT NULL, room text NOT NULL, rev bigint NOT NULL, PRIMARY KEY (endpoint, room))
         """,
         "CREATE INDEX IF NOT EXISTS webhook_cursors_room ON webhook_cursors (room)",
+        // The people at each snapshot's revision, kept from now on (rooms stored before have none and
+        // fall back to reading revisions): a restore or `?at=` far back replays from the nearest.
+        """
+        CREATE TABLE IF NOT EXISTS checkpoints (
+            room text NOT NULL, revision bigint NOT NULL, people text NOT NULL, PRIMARY KEY (room, revision))
+        """,
     ]
 
     // MARK: Writing
@@ -190,7 +196,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     }
 
     /// One commit for the batch: every record in one `INSERT … SELECT FROM unnest(…)`, then the
-    /// snapshots (a snapshot never replaces a newer one). A deletion splits the batch: what came before
+    /// snapshots (a snapshot never replaces a newer one), each with its checkpoint. A deletion splits the batch: what came before
     /// it is written, then deleted with the room, then what came after is written, all in one commit.
     private func commit(_ batch: [WriterWork]) throws {
         var segments = [CommitSegment()]
@@ -278,12 +284,18 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                     saved_at = EXCLUDED.saved_at
                 WHERE snapshots.position <= EXCLUDED.position
                 """, on: connection)
+            let checkpoint = Checkpoint.peopleText(inSnapshot: json)
+            _ = try run("""
+                INSERT INTO checkpoints (room, revision, people) VALUES (\(room), \(snapshot.revision), \(checkpoint))
+                ON CONFLICT (room, revision) DO UPDATE SET people = EXCLUDED.people
+                """, on: connection)
         }
         if let (room, found) = segment.deletion {
             let existed = try run("""
                 WITH j AS (DELETE FROM journal WHERE room = \(room) RETURNING 1),
                      s AS (DELETE FROM snapshots WHERE room = \(room) RETURNING 1),
-                     c AS (DELETE FROM webhook_cursors WHERE room = \(room) RETURNING 1)
+                     c AS (DELETE FROM webhook_cursors WHERE room = \(room) RETURNING 1),
+                     k AS (DELETE FROM checkpoints WHERE room = \(room) RETURNING 1)
                 SELECT EXISTS (SELECT 1 FROM j) OR EXISTS (SELECT 1 FROM s)
                 """, on: connection).rows.first?.decode(Bool.self) ?? false
             found.found = existed
@@ -325,6 +337,21 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             }
         } catch {
             throw Self.storeError(error, "cannot read revisions of room \(room): \(Self.describe(error))")
+        }
+    }
+
+    public func checkpoint(room: String, atOrBelow rev: Int) throws(StoreError) -> Checkpoint? {
+        do {
+            return try withReader { connection -> Checkpoint? in
+                guard let row = try run("""
+                    SELECT revision, people FROM checkpoints WHERE room = \(room) AND revision <= \(rev)
+                    ORDER BY revision DESC LIMIT 1
+                    """, on: connection).rows.first else { return nil }
+                let (revision, people) = try row.decode((Int, String).self)
+                return try Checkpoint(revision: revision, peopleJSON: JSON.parse(people))
+            }
+        } catch {
+            throw Self.storeError(error, "cannot read a checkpoint of room \(room): \(Self.describe(error))")
         }
     }
 

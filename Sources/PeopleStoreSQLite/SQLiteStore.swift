@@ -8,8 +8,8 @@ import PeopleStore
 ///
 /// Tables: `journal` (every record of every room: position, and for revisions their number, kind,
 /// author, label and time, then the record itself as JSON), `snapshots` (each room's latest, with its
-/// count of people and when it was saved) and `webhook_cursors` (endpoint, room → last delivered
-/// revision).
+/// count of people and when it was saved), `checkpoints` (room, revision → the people then, one per
+/// snapshot ever saved) and `webhook_cursors` (endpoint, room → last delivered revision).
 /// Reads run on their own connections beside the writer (WAL), so a catch-up read never waits for a
 /// commit. The schema is created and upgraded by GRDB migrations at open.
 public final class SQLiteStore: PeopleStore {
@@ -101,6 +101,20 @@ public final class SQLiteStore: PeopleStore {
             try db.execute(sql: "UPDATE snapshots SET people = coalesce(json_array_length(state, '$.people'), 0), saved_at = ?",
                            arguments: [Self.now()])
         }
+        // One row per snapshot saved from now on: a restore or `?at=` far back replays from the nearest
+        // one below it instead of reading every revision up to the room's memory. A rowid table (its
+        // rows are a room's people, often many pages: too big for WITHOUT ROWID) whose primary key is
+        // the (room, revision) index the read walks. Rooms stored before get none: they fall back.
+        migrator.registerMigration("v3: checkpoints") { db in
+            try db.execute(sql: """
+                CREATE TABLE checkpoints (
+                    room TEXT NOT NULL,
+                    revision INTEGER NOT NULL,
+                    people TEXT NOT NULL,
+                    PRIMARY KEY (room, revision)
+                );
+                """)
+        }
         return migrator
     }
 
@@ -117,7 +131,8 @@ public final class SQLiteStore: PeopleStore {
     /// Milliseconds since the epoch (a snapshot's save time).
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
-    /// One transaction for the whole batch: records, snapshots and deletions, in order.
+    /// One transaction for the whole batch: records, snapshots (each with its checkpoint) and
+    /// deletions, in order.
     static func commit(_ batch: [WriterWork], to pool: DatabasePool) throws {
         try pool.write { db in
             let insert = try db.cachedStatement(sql: """
@@ -127,6 +142,9 @@ public final class SQLiteStore: PeopleStore {
             let snapshot = try db.cachedStatement(sql: """
                 INSERT OR REPLACE INTO snapshots (room, position, revision, floor, state, people, saved_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?)
+                """)
+            let checkpoint = try db.cachedStatement(sql: """
+                INSERT OR REPLACE INTO checkpoints (room, revision, people) VALUES (?, ?, ?)
                 """)
             let now = Self.now()
             for work in batch {
@@ -142,11 +160,13 @@ public final class SQLiteStore: PeopleStore {
                     try snapshot.execute(arguments: [room, s.position, s.revision, s.floor,
                                                      String(decoding: json.bytes, as: UTF8.self),
                                                      StoredRoomSummary.people(inSnapshot: json), now])
+                    try checkpoint.execute(arguments: [room, s.revision, Checkpoint.peopleText(inSnapshot: json)])
                 case .delete(let room, let found, _):
                     try db.execute(sql: "DELETE FROM journal WHERE room = ?", arguments: [room])
                     var existed = db.changesCount > 0
                     try db.execute(sql: "DELETE FROM snapshots WHERE room = ?", arguments: [room])
                     existed = existed || db.changesCount > 0
+                    try db.execute(sql: "DELETE FROM checkpoints WHERE room = ?", arguments: [room])
                     try db.execute(sql: "DELETE FROM webhook_cursors WHERE room = ?", arguments: [room])
                     found.found = existed
                 }
@@ -202,6 +222,21 @@ public final class SQLiteStore: PeopleStore {
             }
         } catch {
             throw Self.storeError(error, "cannot read revisions of room \(room): \(error)")
+        }
+    }
+
+    public func checkpoint(room: String, atOrBelow rev: Int) throws(StoreError) -> Checkpoint? {
+        do {
+            return try pool.read { db -> Checkpoint? in
+                guard let row = try Row.fetchOne(db, sql: """
+                    SELECT revision, people FROM checkpoints WHERE room = ? AND revision <= ?
+                    ORDER BY revision DESC LIMIT 1
+                    """, arguments: [room, rev]) else { return nil }
+                let people: String = row["people"]
+                return try Checkpoint(revision: row["revision"], peopleJSON: JSON.parse(people))
+            }
+        } catch {
+            throw Self.storeError(error, "cannot read a checkpoint of room \(room): \(error)")
         }
     }
 

@@ -14,8 +14,10 @@ import Synchronization
 /// `--rooms` rooms and append the next once it is durable; what arrives while a commit runs goes into
 /// the next one. The revisions are real ones (a room's journal records, made by the core, before the
 /// run). With `--writers 1` nothing can be grouped: one commit (and one sync) per revision.
-/// Restart: a room of `--history` revisions (snapshots every `--snapshot-every`) is written, then
-/// loaded and rebuilt as a restarted hub does, timed.
+/// Restart: a room of `--history` revisions (snapshots, and so checkpoints, every `--snapshot-every`)
+/// is written, then loaded and rebuilt as a restarted hub does, timed. With `--people N` that room
+/// starts with N people and its edits are spread over them (for restore and `?at=` through a hub on the
+/// same file: scripts/bench-history.sh).
 struct StoreBenchmark: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "store",
@@ -25,6 +27,7 @@ struct StoreBenchmark: ParsableCommand {
               peoplekeeper-bench store --kind sqlite --path /tmp/bench.sqlite
               peoplekeeper-bench store --kind postgres --url postgres://peoplekeeper@127.0.0.1:5432/peoplekeeper
               peoplekeeper-bench store --kind sqlite --path /tmp/long.sqlite --history 1000000 --seconds 0
+              peoplekeeper-bench store --kind sqlite --path /tmp/big.sqlite --history 100000 --people 1000 --seconds 0
             """)
 
     @Option(help: "sqlite, postgres or memory.") var kind = "sqlite"
@@ -36,6 +39,8 @@ struct StoreBenchmark: ParsableCommand {
     @Option(help: "Revisions of the room whose restart is timed (0: skip).") var history = 0
     @Option(help: "The name of that room (a hub started on the same file serves it).") var historyRoom = "long-room"
     @Option(name: .customLong("snapshot-every"), help: "Snapshot interval while writing the long room.") var snapshotEvery = 1000
+    @Option(help: "People in the long room (0: the tutorial's 3, one person's glasses toggled); with N, every revision renames one of them, in turn, and every third also changes their hair colour.")
+    var people = 0
     @Option(help: "Write a JSON summary here.") var json: String?
 
     func openStore() throws -> any PeopleStore {
@@ -63,15 +68,27 @@ struct StoreBenchmark: ParsableCommand {
         }
     }
 
-    /// A room's journal, made by the core: one user toggling glasses, `count` revisions.
-    static func journal(room name: String, revisions count: Int, policy: RoomPolicy = RoomPolicy(keptRevisions: 10_000),
+    /// A room's journal, made by the core, `count` revisions by one user: with `people` 0 the
+    /// tutorial's room, Joan's glasses toggled; else a room of that many people ("P1", "P2", …), each
+    /// revision renaming the next of them in turn (tag 37·seq mod N + 1, every person once per N
+    /// revisions), every third also setting their hair colour.
+    static func journal(room name: String, revisions count: Int, people: Int = 0,
+                        policy: RoomPolicy = RoomPolicy(keptRevisions: 10_000),
                         each: (Room, [JournalEntry]) throws -> Void) rethrows {
-        var room = Room(name: name, policy: policy)
+        var room = people > 0
+            ? Room(name: name, seed: PeopleModel(people: (1...people).map { Person(tag: $0, name: "P\($0)") }), policy: policy)
+            : Room(name: name, policy: policy)
         let (session, joined) = room.join(session: "bench-\(name)", user: "bench", role: .editor)
         try each(room, joined.compactMap { if case .persist(let e) = $0 { e } else { nil } })
         for seq in 1...max(count, 1) {
-            let actions = room.receive(.submit(.init(seq: seq, base: room.revision, ops: [.set(2, .glasses(seq % 2 == 1))],
-                                                 label: "Toggle Glasses")), from: session, now: Int64(seq))
+            var ops: [Diff] = [.set(2, .glasses(seq % 2 == 1))]
+            if people > 0 {
+                let tag = (seq * 37) % people + 1
+                ops = [.set(tag, .name("P\(tag) r\(seq)"))]
+                if seq % 3 == 0 { ops.append(.set(tag, .hairColor(HairColor.allCases[seq % HairColor.allCases.count]))) }
+            }
+            let actions = room.receive(.submit(.init(seq: seq, base: room.revision, ops: ops,
+                                                 label: people > 0 ? "Edit" : "Toggle Glasses")), from: session, now: Int64(seq))
             try each(room, actions.compactMap { if case .persist(let e) = $0 { e } else { nil } })
         }
     }
@@ -160,7 +177,7 @@ struct StoreBenchmark: ParsableCommand {
             batch = []
         }
         var expected = PeopleModel()
-        try Self.journal(room: name, revisions: history) { room, entries in
+        try Self.journal(room: name, revisions: history, people: people) { room, entries in
             if room.journalPosition <= 1 { store.save(room.snapshot(), room: name) }
             batch += entries
             if batch.count >= 5_000 { try flush() }
@@ -172,7 +189,8 @@ struct StoreBenchmark: ParsableCommand {
             expected = room.model
         }
         try flush()
-        print(String(format: "wrote a room of %d revisions in %.1f s", written, Date().timeIntervalSince(writeStart)))
+        print(String(format: "wrote a room of %d people and %d revisions in %.1f s", expected.count, written,
+                     Date().timeIntervalSince(writeStart)))
         var times: [Double] = []
         for _ in 0..<3 {
             let t0 = Date()

@@ -97,13 +97,23 @@ final class TestClock: Sendable {
 }
 
 /// A store whose appends the test can hold (durable only when released) or fail, and whose loads can
-/// fail; otherwise the in-memory store.
+/// fail, which counts the revisions read and can act as a store without checkpoints; otherwise the
+/// in-memory store.
 final class ScriptedStore: PeopleStore, @unchecked Sendable {
     let inner = InMemoryStore()
     private let lock = NSLock()
     private var holding = false
     private var waiting: [@Sendable (StoreError?) -> Void] = []
     var failLoads = false
+    /// Answer every checkpoint read with none (a store written before checkpoints were kept).
+    var withoutCheckpoints = false
+    private var read = 0
+    private var checkpointsGiven: [Int] = []
+
+    /// Revisions read so far (`revisions(room:after:through:)`, every call).
+    var revisionsRead: Int { lock.withLock { read } }
+    /// The revisions of the checkpoints handed out so far.
+    var checkpointsRead: [Int] { lock.withLock { checkpointsGiven } }
 
     var kind: String { "scripted" }
 
@@ -138,7 +148,16 @@ final class ScriptedStore: PeopleStore, @unchecked Sendable {
     }
 
     func revisions(room: String, after: Int, through: Int) throws(StoreError) -> [Revision] {
-        try inner.revisions(room: room, after: after, through: through)
+        let revisions = try inner.revisions(room: room, after: after, through: through)
+        lock.withLock { read += revisions.count }
+        return revisions
+    }
+
+    func checkpoint(room: String, atOrBelow rev: Int) throws(StoreError) -> Checkpoint? {
+        guard !lock.withLock({ withoutCheckpoints }) else { return nil }
+        let checkpoint = try inner.checkpoint(room: room, atOrBelow: rev)
+        if let checkpoint { lock.withLock { checkpointsGiven.append(checkpoint.revision) } }
+        return checkpoint
     }
 
     func listRooms(after: String?, prefix: String?, limit: Int) throws(StoreError) -> [StoredRoomSummary] {

@@ -311,6 +311,7 @@ final class LeasedElsewhere: PeopleStore, RoomLeases, @unchecked Sendable {
     func save(_ snapshot: RoomSnapshot, room: String) { inner.save(snapshot, room: room) }
     func load(room: String) throws(StoreError) -> StoredRoom? { try inner.load(room: room) }
     func revisions(room: String, after: Int, through: Int) throws(StoreError) -> [Revision] { [] }
+    func checkpoint(room: String, atOrBelow rev: Int) throws(StoreError) -> Checkpoint? { nil }
     func listRooms(after: String?, prefix: String?, limit: Int) throws(StoreError) -> [StoredRoomSummary] { [] }
     func deleteRoom(_ room: String) throws(StoreError) -> Bool { false }
     func webhookCursors(endpoint: String) throws(StoreError) -> [String: Int] { [:] }

@@ -277,6 +277,65 @@ struct StoreContract {
         #expect(try store.revisions(room: name, after: 0, through: 1000).isEmpty)
     }
 
+    /// Every snapshot keeps the room's people at its revision: the newest at or below a revision is
+    /// found (at one, between two, above the last; below the first there is none), another room's are
+    /// not, a later snapshot at the same revision keeps one, they outlive a reopen, and a deleted room
+    /// has none.
+    func checkpoints() throws {
+        let store = try open()
+        let name = "\(prefix)checkpoints"
+        var driver = RoomDriver(name: name)
+        var saved: [RoomSnapshot] = []
+        var written = 0
+        for k in 1...3 {
+            // Appended first, as the hub does: a snapshot follows the records it includes.
+            driver.play(rounds: k)
+            try appendAndWait(store, driver.entries(after: written), room: name)
+            written = driver.room.journalPosition
+            saved.append(driver.room.snapshot())
+            store.save(saved.last!, room: name)
+        }
+        // The same revision again at a later position (a session record, no revision).
+        driver.join("cat", session: "sc-\(name)")
+        try appendAndWait(store, driver.entries(after: written), room: name)
+        written = driver.room.journalPosition
+        let again = driver.room.snapshot()
+        #expect(again.revision == saved[2].revision && again.position > saved[2].position)
+        store.save(again, room: name)
+        let other = RoomDriver(name: "\(prefix)checkpoints-other")
+        store.save(other.room.snapshot(), room: other.room.name)
+        // Saves go through the writer, in order: they are written once a later append is durable.
+        driver.play(rounds: 2)
+        try appendAndWait(store, driver.entries(after: written), room: name)
+
+        let revisions = saved.map(\.revision)
+        #expect(revisions[0] > 0 && revisions[0] < revisions[1] && revisions[1] < revisions[2])
+        #expect(saved[1].checkpoint.people != saved[0].checkpoint.people)
+        #expect(try store.checkpoint(room: name, atOrBelow: revisions[0] - 1) == nil)
+        #expect(try store.checkpoint(room: name, atOrBelow: revisions[0]) == saved[0].checkpoint)
+        #expect(try store.checkpoint(room: name, atOrBelow: revisions[1] - 1) == saved[0].checkpoint)
+        #expect(try store.checkpoint(room: name, atOrBelow: revisions[1]) == saved[1].checkpoint)
+        #expect(try store.checkpoint(room: name, atOrBelow: revisions[2] + 1_000) == again.checkpoint)
+        #expect(try store.checkpoint(room: "\(prefix)never", atOrBelow: 10) == nil)
+        #expect(try store.checkpoint(room: other.room.name, atOrBelow: 10)?.revision == 0)
+
+        // The model at a revision between two snapshots, from the store: that checkpoint and one revision.
+        let target = revisions[1] + 1
+        let older = try #require(try store.olderHistory(room: name, after: target, through: driver.room.revision,
+                                                        modelAt: target))
+        #expect(older.checkpoint == saved[1].checkpoint && older.revisions.map(\.number) == [target])
+        store.close()
+
+        let reopened = try open()
+        defer { reopened.close() }
+        if durable {
+            #expect(try reopened.checkpoint(room: name, atOrBelow: revisions[1]) == saved[1].checkpoint)
+        }
+        #expect(try reopened.deleteRoom(name))
+        #expect(try reopened.checkpoint(room: name, atOrBelow: revisions[2]) == nil)
+        #expect(try reopened.checkpoint(room: other.room.name, atOrBelow: 10)?.revision == 0)
+    }
+
     /// Cursors are per endpoint and room, never move back, can be removed, and outlive the store
     /// being closed and opened again.
     func webhookCursorsPersist() throws {
@@ -318,11 +377,18 @@ struct StoreContract {
         #expect(throws: StoreError.self) { try store.check() }
         let next = JournalEntry(position: driver.room.journalPosition + 1, record: .forgotten(session: "nobody"))
         #expect(throws: StoreError.self) { try appendAndWait(store, [next], room: "\(prefix)broken") }
+        // Nor a snapshot handed over after the failure (the hub had not heard of it yet): what it
+        // includes never became durable, so neither it nor its checkpoint is kept.
+        var ahead = driver
+        ahead.play(rounds: 1)
+        store.save(ahead.room.snapshot(), room: "\(prefix)broken")
         // Other rooms are not affected; a commit that succeeds clears the check.
         _ = try seededRoom(store, "\(prefix)fine", rounds: 1)
         try store.check()
+        #expect(try store.checkpoint(room: "\(prefix)broken", atOrBelow: ahead.room.revision)?.revision == 0)
         // After a load the room takes appends again.
-        _ = try store.load(room: "\(prefix)broken")
+        let stored = try #require(try store.load(room: "\(prefix)broken"))
+        #expect(stored.snapshot["position"] == .int(0))
         try appendAndWait(store, [next], room: "\(prefix)broken")
     }
 }
@@ -343,6 +409,7 @@ struct InMemoryStoreContractTests {
     @Test func deleteThenRecreate() async throws { try await contract.run { try $0.deleteThenRecreate() } }
     @Test func deleteAfterPendingAppend() async throws { try await contract.run { try $0.deleteAfterPendingAppend() } }
     @Test func webhookCursorsPersist() async throws { try await contract.run { try $0.webhookCursorsPersist() } }
+    @Test func checkpoints() async throws { try await contract.run { try $0.checkpoints() } }
 }
 
 @Suite("Store contract: SQLite")
@@ -362,6 +429,7 @@ struct SQLiteStoreContractTests {
     @Test func deleteThenRecreate() async throws { try await contract.run { try $0.deleteThenRecreate() } }
     @Test func deleteAfterPendingAppend() async throws { try await contract.run { try $0.deleteAfterPendingAppend() } }
     @Test func webhookCursorsPersist() async throws { try await contract.run { try $0.webhookCursorsPersist() } }
+    @Test func checkpoints() async throws { try await contract.run { try $0.checkpoints() } }
     @Test func failedAppendBreaksTheRoom() async throws { try await contract.run { try $0.failedAppendBreaksTheRoom() } }
 
     @Test("the file is in WAL mode with synchronous FULL on the writer, and an online backup holds every room")
@@ -415,6 +483,7 @@ struct PostgresStoreContractTests {
     @Test func deleteThenRecreate() async throws { try await contract.run { try $0.deleteThenRecreate() } }
     @Test func deleteAfterPendingAppend() async throws { try await contract.run { try $0.deleteAfterPendingAppend() } }
     @Test func webhookCursorsPersist() async throws { try await contract.run { try $0.webhookCursorsPersist() } }
+    @Test func checkpoints() async throws { try await contract.run { try $0.checkpoints() } }
     @Test func failedAppendBreaksTheRoom() async throws { try await contract.run { try $0.failedAppendBreaksTheRoom() } }
 
     @Test("a room is leased to one node at a time; the others are told its URL; a dead node's rooms are free at once")

@@ -34,9 +34,9 @@ extension Room {
     /// (`agentSession(of:)`) after the records before it are durable. A `key` already answered for this
     /// user within `keyLifetime` gets that answer again and changes nothing. A restore to a revision
     /// older than memory asks for it (`readHistory`, addressed to the agent session); call again with
-    /// the revisions read as `older`.
+    /// the revisions read as `older` (and the store's checkpoint they start after, if any).
     public mutating func request(_ message: ClientMessage, as user: String, key: String?, now: Int64,
-                                 older: [Revision] = []) -> [RoomAction] {
+                                 older: [Revision] = [], checkpoint: Checkpoint? = nil) -> [RoomAction] {
         let id = Self.agentSession(of: user)
         var actions: [RoomAction] = []
         if sessions[id] == nil {
@@ -63,12 +63,11 @@ extension Room {
             return actions + sequenced(seq, from: id, key: key, now: now) { $0.revert(request, redo: true, from: id, now: now) }
         case .restore(var request):
             request.seq = seq
-            if request.rev >= 0, request.rev < history.floor, model(at: request.rev, older: older) == nil {
-                return actions + [.readHistory(HistoryRead(message: .restore(request), session: id, after: request.rev,
-                                                           through: history.floor, log: nil))]
+            if let read = modelRead(request.rev, message: .restore(request), session: id, older: older, checkpoint: checkpoint) {
+                return actions + [.readHistory(read)]
             }
             return actions + sequenced(seq, from: id, key: key, now: now) {
-                $0.restore(request, from: id, now: now, older: older)
+                $0.restore(request, from: id, now: now, older: older, checkpoint: checkpoint)
             }
         default:
             let error = ProtocolError(.badMessage, "only submit, undo, redo and restore are HTTP writes")
@@ -89,11 +88,12 @@ extension Room {
     }
 
     /// The people right after revision `rev` (0: the seed), or nil when `rev` is not a revision of the
-    /// room or needs revisions older than memory that `older` (revisions `rev + 1 ..< oldestKeptBase + 1`,
-    /// oldest first) does not hold.
-    public func people(at rev: Int, older: [Revision] = []) -> PeopleModel? {
+    /// room or needs revisions older than memory that `older` does not hold: revisions
+    /// `rev + 1 ..< oldestKeptBase + 1`, or, after `checkpoint` (at or below `rev`), revisions
+    /// `checkpoint.revision + 1 ... rev`, oldest first.
+    public func people(at rev: Int, older: [Revision] = [], checkpoint: Checkpoint? = nil) -> PeopleModel? {
         guard rev >= 0, rev <= history.head else { return nil }
-        return model(at: rev, older: older)
+        return model(at: rev, older: older, checkpoint: checkpoint)
     }
 
     /// Inserts in an HTTP batch may leave the tag out (a placeholder): each gets the lowest unused

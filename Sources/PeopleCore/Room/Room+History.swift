@@ -82,27 +82,68 @@ extension Room {
 
     // MARK: Restore
 
-    /// The model as it was right after revision `rev`: today's, taken back through the exact inverses
-    /// of every later revision (from memory, then `older` for what memory no longer holds). Nil when
-    /// `older` does not reach down to `rev`. Works on a dictionary and a tag order, so going back
-    /// 100,000 revisions in a room of 1,000 people costs what the diffs cost, not a list rebuild each.
-    func model(at rev: Int, older: [Revision]) -> PeopleModel? {
-        var past = Rewind(model)
-        let inMemory = max(rev, history.floor)
-        for revision in history.revisions(after: inMemory).reversed() { past.undo(revision.applied) }
-        guard rev < history.floor else { return past.model }
+    /// The model as it was right after revision `rev`: replayed forward from `checkpoint` (at or below
+    /// `rev`) through revisions `checkpoint.revision + 1 ... rev` (from `older`, then memory), or else
+    /// today's, taken back through the exact inverses of every later revision (from memory, then
+    /// `older` for what memory no longer holds). Nil when neither way has every revision it needs.
+    /// Assumes 0 ≤ `rev` ≤ head (its callers check). O(the revisions walked), on `ModelWalk`.
+    func model(at rev: Int, older: [Revision], checkpoint: Checkpoint? = nil) -> PeopleModel? {
+        switch modelSource(at: rev, older: older, checkpoint: checkpoint) {
+        case .forward(let start, let revisions)?:
+            var walk = ModelWalk(start.people)
+            for revision in revisions { walk.redo(revision.applied) }
+            return walk.model
+        case .back(let revisions)?:
+            var walk = ModelWalk(model)
+            for revision in revisions { walk.undo(revision.applied) }
+            return walk.model
+        case nil:
+            return nil
+        }
+    }
+
+    /// Where the model at a revision comes from: a checkpoint and the revisions after it, oldest
+    /// first; or today's model and the revisions after the target, newest first.
+    enum ModelSource {
+        case forward(Checkpoint, [Revision])
+        case back([Revision])
+    }
+
+    /// How `model(at:older:checkpoint:)` would rebuild revision `rev`, or nil if it cannot: a check that
+    /// walks nothing (a room asks the store before it answers a restore).
+    func modelSource(at rev: Int, older: [Revision], checkpoint: Checkpoint?) -> ModelSource? {
+        if let checkpoint, checkpoint.revision <= rev {
+            let stored = older.filter { $0.number > checkpoint.revision && $0.number <= min(rev, history.floor) }
+            let kept = rev > history.floor
+                ? history.revisions(after: max(checkpoint.revision, history.floor)).prefix { $0.number <= rev } : []
+            if stored.count + kept.count == rev - checkpoint.revision {
+                return .forward(checkpoint, stored.sorted { $0.number < $1.number } + kept)
+            }
+        }
+        let kept = history.revisions(after: max(rev, history.floor)).reversed()
+        guard rev < history.floor else { return .back(Array(kept)) }
         let needed = older.filter { $0.number > rev && $0.number <= history.floor }
         guard needed.count == history.floor - rev else { return nil }
-        for revision in needed.sorted(by: { $0.number > $1.number }) { past.undo(revision.applied) }
-        return past.model
+        return .back(kept + needed.sorted { $0.number > $1.number })
+    }
+
+    /// What a message that needs the model at `rev` must have read from the store first: nil when
+    /// memory, `older` and `checkpoint` already hold what it takes; else revisions `rev + 1 ... floor`,
+    /// marked as wanted for the model at `rev` (`modelAt`), so a store with a checkpoint at or below `rev`
+    /// may give that and the fewer revisions after it instead.
+    func modelRead(_ rev: Int, message: ClientMessage, session: SessionID, older: [Revision],
+                   checkpoint: Checkpoint?) -> HistoryRead? {
+        guard rev >= 0, rev < history.floor, modelSource(at: rev, older: older, checkpoint: checkpoint) == nil else { return nil }
+        return HistoryRead(message: message, session: session, after: rev, through: history.floor, log: nil, modelAt: rev)
     }
 
     /// A `restore`: one forward revision of kind `restore` that makes the room what it was after
     /// revision `rev`, one undo entry of its author (HISTORY §3). Computed against the head, never
     /// rebased.
-    /// `older` reaches down to `rev` when it is below the memory window (`receive` asks for it first).
+    /// `older` (with `checkpoint`, when the store had one) reaches down to `rev` when it is below the
+    /// memory window (`receive` asks for it first).
     mutating func restore(_ request: ClientMessage.RestoreRequest, from id: SessionID, now: Int64,
-                          older: [Revision]) -> Handled {
+                          older: [Revision], checkpoint: Checkpoint? = nil) -> Handled {
         let user = sessions[id]!.user
         let label = request.label ?? "Restore to revision \(request.rev)"
         guard request.rev >= 0, request.rev <= history.head else {
@@ -110,7 +151,7 @@ extension Room {
                 "rev \(request.rev) is not a revision of this room (0 to \(history.head))")))
             return (reply, nil, .none, [.send(reply, to: [id])])
         }
-        guard let target = model(at: request.rev, older: older) else {
+        guard let target = model(at: request.rev, older: older, checkpoint: checkpoint) else {
             let reply = ServerMessage.error(.init(seq: request.seq, ProtocolError(.serverError,
                 "revisions before \(history.floor) could not be read")))
             return (reply, nil, .none, [.send(reply, to: [id])])
@@ -214,48 +255,5 @@ extension Room {
             best -= 1
         }
         return out
-    }
-}
-
-/// A model being taken back through exact inverses: people by tag and the tag order, kept apart so
-/// that a field's inverse costs a dictionary write and a move's an array shift (an inverse always
-/// applies exactly: it was captured when its diff was applied).
-struct Rewind {
-    private var people: [Tag: Person]
-    private var order: [Tag]
-
-    init(_ model: PeopleModel) {
-        people = Dictionary(uniqueKeysWithValues: model.people.map { ($0.tag, $0) })
-        order = model.tags
-    }
-
-    var model: PeopleModel { PeopleModel(people: order.map { people[$0]! }) }
-
-    /// Undoes applied diffs, newest first.
-    mutating func undo(_ applied: [AppliedDiff]) {
-        for done in applied.reversed() { apply(done.inverse) }
-    }
-
-    private mutating func apply(_ diff: Diff) {
-        switch diff {
-        case .insert(let person, let at):
-            people[person.tag] = person
-            order.insert(person.tag, at: min(max(at, 0), order.count))
-        case .remove(let tag):
-            people[tag] = nil
-            if let index = order.firstIndex(of: tag) { order.remove(at: index) }
-        case .move(let tag, let to):
-            guard let from = order.firstIndex(of: tag) else { return }
-            order.remove(at: from)
-            order.insert(tag, at: min(max(to, 0), order.count))
-        case .set(let tag, let value):
-            people[tag]?.assign(value)
-        case .facialHair(let tag, let style, let present):
-            if present { people[tag]?.facialHair.insert(style) } else { people[tag]?.facialHair.remove(style) }
-        case .preference(let tag, let topic, let opinion):
-            people[tag]?.setOpinion(opinion, on: topic)
-        case .text(let tag, let operation):
-            if let name = people[tag]?.name, let new = operation.apply(to: name) { people[tag]!.name = new }
-        }
     }
 }

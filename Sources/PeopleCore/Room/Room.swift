@@ -193,10 +193,12 @@ public struct Room: Sendable {
         receive(message, from: id, now: now, older: [], log: nil)
     }
 
-    /// A message handed back after `readHistory`, with the revisions the store read (oldest first)
-    /// and, for a `log`, the page filled so far.
+    /// A message handed back after `readHistory`, with the revisions the store read (oldest first),
+    /// for a `log` the page filled so far, and for a `restore` the checkpoint those revisions start
+    /// after, if the store gave one (`HistoryRead.modelAt`).
     public mutating func receive(_ message: ClientMessage, from id: SessionID, now: Int64,
-                                 older: [Revision], log resume: LogResume?) -> [RoomAction] {
+                                 older: [Revision], log resume: LogResume?,
+                                 checkpoint: Checkpoint? = nil) -> [RoomAction] {
         guard let session = sessions[id], session.connected else { return [] }
         switch message {
         case .log(let request):
@@ -205,11 +207,12 @@ public struct Room: Sendable {
             return blame(request, from: id)
         case .restore(let request):
             if sessions[id]!.replies[request.seq] == nil, session.role == .editor,
-               request.rev >= 0, request.rev < history.floor, model(at: request.rev, older: older) == nil {
-                return [.readHistory(HistoryRead(message: message, session: id, after: request.rev,
-                                                 through: history.floor, log: nil))]
+               let read = modelRead(request.rev, message: message, session: id, older: older, checkpoint: checkpoint) {
+                return [.readHistory(read)]
             }
-            return sequenced(request.seq, from: id) { room in room.restore(request, from: id, now: now, older: older) }
+            return sequenced(request.seq, from: id) { room in
+                room.restore(request, from: id, now: now, older: older, checkpoint: checkpoint)
+            }
         case .hello:
             return [.send(.error(.init(ProtocolError(.badMessage, "hello was already received"))), to: [id])]
         case .ping(let seq):

@@ -10,7 +10,8 @@ public enum RoomAction: Hashable, Sendable {
     case send(ServerMessage, to: [SessionID])
     /// The message needs revisions older than the room's memory: read revisions `after + 1 ... through`
     /// from the store (off the service thread), then hand the message back to the room with them
-    /// (`receive(_:from:now:older:)`). Hold the session's later frames until then: it is answered in order.
+    /// (`receive(_:from:now:older:log:checkpoint:)`). Hold the session's later frames until then: it is
+    /// answered in order.
     case readHistory(HistoryRead)
 }
 
@@ -22,6 +23,10 @@ public struct HistoryRead: Hashable, Sendable {
     public var through: Int
     /// A `log` page being filled: give it back with the revisions read.
     public var log: LogResume?
+    /// Set when what the message needs is the model right after this revision (a restore; `after` is
+    /// it): then the store's newest checkpoint at or below it and revisions `checkpoint + 1 ... modelAt`
+    /// will do instead, when that is fewer revisions. Nil for a `log`, which needs the revisions.
+    public var modelAt: Int? = nil
 }
 
 /// A timeline page filled so far, and the revision below which it goes on.

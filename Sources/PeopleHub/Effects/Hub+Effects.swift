@@ -117,8 +117,9 @@ extension Hub {
 
     /// Reads revisions older than the room's memory from the store (off the service thread) for a
     /// `restore` or `log`, then hands the message back to the room with them; the session's later
-    /// frames wait meanwhile, so its answers stay in order. A store that cannot give them all answers
-    /// `server-error`.
+    /// frames wait meanwhile, so its answers stay in order. For a restore the store may give its
+    /// nearest checkpoint below the target and the few revisions after it instead
+    /// (`PeopleStore.olderHistory`). A store that cannot give them all answers `server-error`.
     private func readHistory(_ read: HistoryRead, in host: RoomHost) {
         guard let connection = host.connections[read.session], let client = connection.context as? Client else { return }
         _ = client.machine.fetch()  // already fetching when a long log asks for its next chunk
@@ -127,20 +128,14 @@ extension Hub {
         let name = host.room.name
         let box = UncheckedSendable((connection, client, host))
         runtime.background { [weak self] in
-            let older: [Revision]?
-            do {
-                let got = try store.revisions(room: name, after: read.after, through: read.through)
-                older = got.count == read.through - read.after ? got : nil
-            } catch {
-                older = nil
-            }
+            let older = try? store.olderHistory(room: name, after: read.after, through: read.through, modelAt: read.modelAt)
             self?.back(box) { hub, box in
                 let (connection, client, host) = box.value
                 host.fetching.remove(read.session)
                 guard hub.host(name) === host, connection.context === client, !connection.isClosing else { return }
                 if let older {
-                    hub.perform(host.room.receive(read.message, from: read.session, now: hub.clock, older: older,
-                                                  log: read.log), in: host)
+                    hub.perform(host.room.receive(read.message, from: read.session, now: hub.clock, older: older.revisions,
+                                                  log: read.log, checkpoint: older.checkpoint), in: host)
                 } else {
                     hub.logger.error("history cannot be read from the store", metadata: [
                         "room": "\(name)", "after": "\(read.after)", "through": "\(read.through)"])

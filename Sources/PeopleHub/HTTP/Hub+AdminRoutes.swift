@@ -206,7 +206,7 @@ extension Hub {
             return .json(json)
         }
         guard history, host.room.oldestKeptBase > 0 else { return try body([]) }
-        readOlder(host, after: 0, through: host.room.oldestKeptBase, call: call) { _, older in try body(older) }
+        readOlder(host, after: 0, through: host.room.oldestKeptBase, call: call) { _, older in try body(older.revisions) }
         return nil
     }
 }

@@ -51,7 +51,8 @@ extension Hub {
 
     // MARK: State
 
-    /// `{"rev","people"}` now, or right after `?at=REV` (revisions older than memory read from the store).
+    /// `{"rev","people"}` now, or right after `?at=REV` (older than memory: from the store's nearest
+    /// checkpoint at or below it and the revisions after that, or every revision up to memory).
     private func state(_ call: HTTPCall, _ host: RoomHost) throws -> HTTPResponse? {
         let room = host.room
         guard let at = try call.integer("at") else {
@@ -62,8 +63,8 @@ extension Hub {
         }
         let people: (PeopleModel) -> HTTPResponse = { .json(.object(["rev": .int(at), "people": .array($0.people.map(\.json))])) }
         if let model = room.people(at: at) { return people(model) }
-        readOlder(host, after: at, through: room.oldestKeptBase, call: call) { hub, older throws in
-            guard let model = host.room.people(at: at, older: older) else {
+        readOlder(host, after: at, through: room.oldestKeptBase, modelAt: at, call: call) { hub, older throws in
+            guard let model = host.room.people(at: at, older: older.revisions, checkpoint: older.checkpoint) else {
                 throw HTTPFailure.unavailable("revision \(at) cannot be rebuilt from the store; try again")
             }
             return people(model)
@@ -71,16 +72,16 @@ extension Hub {
         return nil
     }
 
-    /// Reads revisions `after + 1 ... through` from the store off the service thread, then answers
-    /// `call` with `then` (a store that cannot give them all: 503).
-    func readOlder(_ host: RoomHost, after: Int, through: Int, call: HTTPCall,
-                   then: @escaping (Hub, [Revision]) throws -> HTTPResponse?) {
+    /// Reads revisions `after + 1 ... through` from the store off the service thread (or, when the model
+    /// at `modelAt` is what is wanted, a checkpoint and fewer revisions: `PeopleStore.olderHistory`),
+    /// then answers `call` with `then` (a store that cannot give them all: 503).
+    func readOlder(_ host: RoomHost, after: Int, through: Int, modelAt: Int? = nil, call: HTTPCall,
+                   then: @escaping (Hub, OlderHistory) throws -> HTTPResponse?) {
         let store = store
         let name = host.room.name
         let work = OlderRead(call: call, then: then)
         runtime.background { [weak self] in
-            let older: [Revision]? = (try? store.revisions(room: name, after: after, through: through))
-                .flatMap { $0.count == through - after ? $0 : nil }
+            let older = try? store.olderHistory(room: name, after: after, through: through, modelAt: modelAt)
             self?.back(work) { hub, work in
                 let (call, then) = (work.call, work.then)
                 hub.answer(call) { () throws -> HTTPResponse? in
@@ -116,7 +117,8 @@ extension Hub {
         replies(for: session, in: host).expect(call.exchange)
         host.historyReads[session, default: []].append(afterRead(session, in: host, call: call) { hub, host, read, older in
             hub.replies(for: session, in: host).expect(call.exchange)
-            hub.perform(host.room.request(read.message, as: user, key: key, now: hub.clock, older: older), in: host)
+            hub.perform(host.room.request(read.message, as: user, key: key, now: hub.clock, older: older.revisions,
+                                          checkpoint: older.checkpoint), in: host)
         })
         let actions = host.room.request(message, as: user, key: key, now: clock)
         if !actions.contains(where: { if case .readHistory = $0 { true } else { false } }) {
@@ -131,12 +133,12 @@ extension Hub {
     /// the service thread, then `resume` runs with them on the same room (unloaded or dropped
     /// meanwhile: 503, try again).
     private func afterRead(_ session: SessionID, in host: RoomHost, call: HTTPCall,
-                           resume: @escaping (Hub, RoomHost, HistoryRead, [Revision]) -> Void) -> (HistoryRead) -> Void {
+                           resume: @escaping (Hub, RoomHost, HistoryRead, OlderHistory) -> Void) -> (HistoryRead) -> Void {
         { [weak self, weak host] read in
             guard let self, let host else { return }
             (host.connections[session] as? HTTPReplies)?.forget(call.exchange)
             let name = host.room.name
-            readOlder(host, after: read.after, through: read.through, call: call) { [weak host] hub, older in
+            readOlder(host, after: read.after, through: read.through, modelAt: read.modelAt, call: call) { [weak host] hub, older in
                 guard let host, !host.broken, hub.host(name) === host else {
                     throw HTTPFailure.unavailable("room \(name) was reloaded meanwhile; try again")
                 }
@@ -178,7 +180,7 @@ extension Hub {
                      resume: LogResume?, in host: RoomHost, call: HTTPCall) {
         replies(for: reader, in: host).expect(call.exchange)
         host.historyReads[reader] = [afterRead(reader, in: host, call: call) { hub, host, next, more in
-            hub.ask(next.message, as: user, reader: reader, older: more, resume: next.log, in: host, call: call)
+            hub.ask(next.message, as: user, reader: reader, older: more.revisions, resume: next.log, in: host, call: call)
         }]
         perform(host.room.read(message, as: user, reader: reader, older: older, resume: resume), in: host)
         if host.connections[reader] == nil { host.historyReads[reader] = nil }
@@ -214,7 +216,7 @@ extension Hub {
             return Self.feedPage(revisions, head: head)
         }
         readOlder(host, after: after, through: min(through, host.room.oldestKeptBase), call: call) { hub, older throws in
-            Self.feedPage(older, head: head)
+            Self.feedPage(older.revisions, head: head)
         }
         return nil
     }
@@ -285,8 +287,8 @@ extension Hub {
 /// `Hub.Continuation`).
 final class OlderRead: @unchecked Sendable {
     let call: HTTPCall
-    let then: (Hub, [Revision]) throws -> HTTPResponse?
-    init(call: HTTPCall, then: @escaping (Hub, [Revision]) throws -> HTTPResponse?) {
+    let then: (Hub, OlderHistory) throws -> HTTPResponse?
+    init(call: HTTPCall, then: @escaping (Hub, OlderHistory) throws -> HTTPResponse?) {
         self.call = call
         self.then = then
     }

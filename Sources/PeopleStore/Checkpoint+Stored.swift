@@ -1,0 +1,10 @@
+import PeopleCore
+
+extension Checkpoint {
+    /// A snapshot's checkpoint as the durable stores keep it, taken from the snapshot's encoding
+    /// (`RoomSnapshot.json`, whose `people` are `Checkpoint.peopleJSON`): the people are encoded once
+    /// for both rows.
+    package static func peopleText(inSnapshot json: JSON) -> String {
+        String(decoding: (json["people"] ?? .array([])).bytes, as: UTF8.self)
+    }
+}
