@@ -243,6 +243,9 @@ final class HubHarness {
         let connection = try #require(connect("/v1/rooms/\(room)"))
         await send(.hello(.init(protocolVersion: 1, user: user, token: token, client: "test", resume: resume,
                                 since: since)), on: connection)
+        // A token is checked on Swift's cooperative pool, which a parallel test run can keep busy for
+        // longer than `settle`'s patience: wait for the answer itself.
+        await settle { connection.welcome != nil || !connection.sent.isEmpty || connection.isClosing }
         _ = try #require(connection.welcome, "no welcome; got \(connection.sent)")
         return connection
     }
