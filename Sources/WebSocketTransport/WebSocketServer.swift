@@ -42,13 +42,11 @@ public struct UpgradeRequest: Sendable, Hashable {
 /// The WebSocket and HTTP server on one port, built on libwebsockets.
 ///
 /// `serviceThreads` lws contexts, each with its own service thread (Debian's libwebsockets is built
-/// for one thread per context). The first context, the *home*, listens; each socket it accepts goes
-/// to the contexts in turn: the home keeps its share, and hands each other one (a duplicate of the
-/// descriptor) to that context's thread, which adopts it. (lws 4.1.6 sets SO_REUSEPORT for
-/// `LWS_SERVER_OPTION_ALLOW_LISTEN_SHARE` only when a context has several threads, which this build
-/// cannot have, so several contexts cannot listen on one port.) From then on only a context's own
-/// thread touches its connections. The delegate is called on the home's thread, for every
-/// connection. The other
+/// for one thread per context). With one, its lws context listens. With several, an `Acceptor`
+/// thread listens and deals the sockets it accepts to the contexts in turn, each adopting its own
+/// (lws 4.1.6 cannot let several contexts listen on one port; see `Acceptor`). Only a context's own
+/// thread touches its connections. The first context is the *home*: the delegate is called on its
+/// thread, for every connection. The other
 /// contexts hand their events to the home thread (in order per connection), and the home thread
 /// hands each send, close and deadline back to the connection's own thread (`WebSocketConnection`);
 /// an encoded message is one shared, immutable buffer whichever threads write it. With one service
@@ -96,14 +94,14 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
     public private(set) var port: Int = 0
     /// The home's other contexts (empty on those contexts themselves).
     private var siblings: [WebSocketServer] = []
-    /// Home thread: the context the next accepted socket goes to (0: the home).
-    private var nextContext = 0
-    /// A sibling's vhost, which adopts the sockets the home hands it (its own thread).
+    /// With several service threads: the listening socket and the thread that deals what it accepts.
+    private var acceptor: Acceptor?
+    /// The context's vhost, which adopts the sockets the acceptor deals it (its own thread).
     private var vhost: OpaquePointer?
     /// Service thread only.
     private var draining = false
     /// Home thread only: every other context has stopped (or there are none), so the home may stop.
-    private var siblingsStopped = true
+    private var siblingsStopped: Bool
     /// HTTP requests whose body is being read, exchanges waiting for their answer (by id, and the id
     /// of each connection's), and answers being written.
     private var reading: [OpaquePointer: BodyRead] = [:]
@@ -120,14 +118,16 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         self.configuration = configuration
         self.delegate = delegate
         self.webRootURL = configuration.webRoot.map { URL(fileURLWithPath: $0).standardizedFileURL }
+        siblingsStopped = configuration.serviceThreads == 1
         super.init(protocolName: "peoplekeeper")
     }
 
-    /// Another context of `home`'s: it does not listen; it adopts the sockets the home hands it.
+    /// Another context of `home`'s: it does not listen; it adopts the sockets the acceptor deals it.
     private init(sibling home: WebSocketServer) {
         configuration = home.configuration
         delegate = home.delegate
         webRootURL = home.webRootURL
+        siblingsStopped = true
         super.init(protocolName: "peoplekeeper")
         self.home = home
     }
@@ -135,25 +135,43 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
     /// Creates the contexts, binds the port and starts the service threads. Returns the port.
     @discardableResult
     public func start() throws -> Int {
-        // The others first: the home hands them sockets from its first accept on.
-        for index in 1..<configuration.serviceThreads {
-            let sibling = WebSocketServer(sibling: self)
-            do {
-                _ = try sibling.startContext(port: Int(CONTEXT_PORT_NO_LISTEN_SERVER), index: index)
-            } catch {
-                for started in siblings { started.stopNow() }
-                throw error
-            }
-            siblings.append(sibling)
-        }
-        siblingsStopped = siblings.isEmpty
-        do {
+        guard configuration.serviceThreads > 1 else {
             port = try startContext(port: configuration.port, index: 0)
+            return port
+        }
+        let acceptor = try Acceptor(host: configuration.host, port: configuration.port)
+        var contexts: [WebSocketServer] = []
+        do {
+            for index in 0..<configuration.serviceThreads {
+                let context = index == 0 ? self : WebSocketServer(sibling: self)
+                _ = try context.startContext(port: Int(CONTEXT_PORT_NO_LISTEN_SERVER), index: index)
+                contexts.append(context)
+            }
         } catch {
-            for sibling in siblings { sibling.stopNow() }
+            for context in contexts { context.stopNow() }
+            acceptor.stop()
             throw error
         }
+        siblings = Array(contexts.dropFirst())
+        self.acceptor = acceptor
+        port = acceptor.port
+        let dealer = Dealer(contexts)
+        acceptor.start { fd in
+            let context = dealer.next()
+            if !context.inbox.post({ context.adopt(fd) }) { close(fd) }
+        }
         return port
+    }
+
+    /// The contexts in turn (the acceptor's thread only).
+    private final class Dealer: @unchecked Sendable {
+        let contexts: [WebSocketServer]
+        var turn = 0
+        init(_ contexts: [WebSocketServer]) { self.contexts = contexts }
+        func next() -> WebSocketServer {
+            defer { turn = (turn + 1) % contexts.count }
+            return contexts[turn]
+        }
     }
 
     /// Creates this context and starts its service thread; returns the port it listens on (the
@@ -190,21 +208,7 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         return listenPort.value
     }
 
-    /// Home thread, for each socket it accepts: keep it (true), or hand it to the next context in
-    /// turn (false: lws closes its descriptor; the other context adopts a duplicate).
-    private func keepAccepted(_ fd: Int32) -> Bool {
-        guard !siblings.isEmpty else { return true }
-        let target = nextContext
-        nextContext = (nextContext + 1) % (siblings.count + 1)
-        guard target > 0 else { return true }
-        let copy = dup(fd)
-        guard copy >= 0 else { return true }
-        let sibling = siblings[target - 1]
-        post({ [sibling] in sibling.adopt(copy) }, to: sibling)
-        return false
-    }
-
-    /// A sibling's thread: serves a socket the home accepted, as if it had accepted it itself.
+    /// This context's thread: serves a socket the acceptor dealt it, as lws serves one it accepted.
     private func adopt(_ fd: Int32) {
         guard !draining, let vhost else { close(fd); return }
         var descriptor = lws_sock_file_fd_type()
@@ -219,6 +223,7 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
     /// loops when all are closed (or after lws's 5-second close timeout). The home stops last, after
     /// it has heard every other context's closes. Returns when stopped.
     public func drain(code: UInt16 = 1001, reason: String = "server going away") async {
+        acceptor?.stop()
         for context in [self] + siblings {
             context.perform { [context] in
                 context.draining = true
@@ -239,6 +244,7 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
 
     /// Ends every loop without draining (any thread).
     public override func stopNow() {
+        acceptor?.stop()
         for sibling in siblings { sibling.stopNow() }
         super.stopNow()
     }
@@ -286,9 +292,7 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
                            input: UnsafeMutableRawPointer?, length: Int) -> Int32 {
         switch reason {
         case LWS_CALLBACK_FILTER_NETWORK_CONNECTION:
-            // The home's listener accepted a socket (`input` is its descriptor).
-            if draining { return -1 }
-            return keepAccepted(Int32(truncatingIfNeeded: Int(bitPattern: input))) ? 0 : -1
+            return draining ? -1 : 0
 
         case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
             guard !draining, let delegate else { return -1 }
