@@ -6,8 +6,8 @@
 #   2. the same at 100 revisions/s;
 #   3. 100 rooms x 10 clients, one writer per room as fast as its answers come (deliveries/s: saturation);
 #   4. hub vs relay: 100 clients, one writer at 200 messages/s (hub CPU per delivery over the relay's);
-#   5. 10,000 idle connections over 100 rooms (hub RSS per connection).
-# The hub keeps rooms in memory (storage.kind memory: the figures are the transport's and the room's,
+#   5. 10,000 idle connections over 100 rooms (hub RSS per connection; SQLite store, as deployed).
+# Runs 1-4 keep rooms in memory (storage.kind memory: the figures are the transport's and the room's,
 # not a disk's). The load generator runs as LOADGEN_PROCESSES processes (default 2) on the same 2 cores
 # as the hub: the hub's CPU time comes from /proc, and the clients' own time is what the latency figures
 # pay for the shared machine (PERFORMANCE.md says how much).
@@ -34,10 +34,15 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
 source scripts/bench-lib.sh
 
+# start_hub THREADS [STORAGE]: memory (default) or embedded (a fresh SQLite file; the idle-memory run, where
+# the in-memory store's journal would count as the connections' memory).
 start_hub() {
+  local storage=${2:-memory}
+  rm -f "$OUT/hub-$1.sqlite"*
   PEOPLEKEEPER_LIMITS_OPS_PER_SECOND=1000000 PEOPLEKEEPER_LIMITS_MAX_CONNECTIONS=20000 \
     PEOPLEKEEPER_LOGGING_LEVEL=warning PEOPLEKEEPER_TRANSPORT_SERVICE_THREADS="$1" \
-    start_server "$OUT/hub-$1.log" "$BIN/peoplekeeper-hub" --port 0 --storage memory --config Config/peoplekeeper.yaml
+    PEOPLEKEEPER_STORAGE_PATH="$OUT/hub-$1.sqlite" \
+    start_server "$OUT/hub-$1.log" "$BIN/peoplekeeper-hub" --port 0 --storage "$storage" --config Config/peoplekeeper.yaml
 }
 stop() { kill "$1"; wait "$1" 2>/dev/null || true; }
 
@@ -61,7 +66,7 @@ for t in "${THREADS[@]}"; do
   run "t$t-rooms100x10-saturation" "$PID" "$PORT" --clients 1000 --rooms 100 --writers 100 --rate 0
   run "t$t-hub-fanout" "$PID" "$PORT" --clients 100 --writers 1 --rate 200 --mix 100,0,0
   stop "$PID"
-  read -r PID PORT < <(start_hub "$t")
+  read -r PID PORT < <(start_hub "$t" embedded)
   pids+=("$PID")
   run "t$t-idle10000" "$PID" "$PORT" --clients 10000 --rooms 100 --writers 0 --seconds 5
   stop "$PID"
