@@ -24,3 +24,18 @@ start_server() {
   fi
   echo "$pid $port"
 }
+
+# stop_server PID: stops a server started with start_server and waits for it.
+stop_server() { kill "$1"; wait "$1" 2>/dev/null || true; }
+
+# load NAME PID PORT ARGS...: one `peoplekeeper-bench load` run against the server PID listening on
+# PORT, rooms named after NAME, SECONDS_ of load (ARGS may override); its table on stdout, its JSON in
+# $OUT/NAME.json. Uses the caller's BIN, OUT and SECONDS_.
+load() {
+  local name=$1 pid=$2 port=$3
+  shift 3
+  echo "== $name"
+  "$BIN/peoplekeeper-bench" load --url "ws://127.0.0.1:$port" --server-pid "$pid" --room-prefix "$name" \
+    --label "$name" --seconds "$SECONDS_" --json "$OUT/$name.json" "$@"
+  echo
+}

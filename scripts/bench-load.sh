@@ -45,17 +45,6 @@ start_hub() {
   start_server "$log" env "${env[@]}" "$BIN/peoplekeeper-hub" --port 0 --storage "$1" --config Config/peoplekeeper.yaml
 }
 
-stop_hub() { kill "$1"; wait "$1" 2>/dev/null || true; }
-
-# load NAME PID PORT ARGS...: one run, its table on stdout, its JSON in $OUT/NAME.json.
-load() {
-  local name=$1 pid=$2 port=$3
-  shift 3
-  echo "== $name"
-  "$BIN/peoplekeeper-bench" load --url "ws://127.0.0.1:$port" --server-pid "$pid" --room-prefix "$name" \
-    --label "$name" --seconds "$SECONDS_" --json "$OUT/$name.json" "$@"
-  echo
-}
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
@@ -67,7 +56,7 @@ for n in 10 100 1000; do
   load "saturation-$n" "$PID" "$PORT" --clients "$n" --writers 10 --rate 0
 done
 load "idle-10000" "$PID" "$PORT" --clients 10000 --rooms 100 --writers 0 --seconds 5
-stop_hub "$PID"
+stop_server "$PID"
 
 # Persistence: the same two workloads per store (a fresh hub each, so RSS figures are its own).
 "${RUN[@]}" "$PGBIN/initdb" -D "$PGDIR" -U peoplekeeper --auth=trust -E UTF8 --no-locale >/dev/null
@@ -84,7 +73,7 @@ for store in memory embedded postgres; do
   # Durable revisions per second: 64 rooms of one writer each, every writer as fast as its acks come
   # (each ack waits for its revision's commit: what arrives during a commit goes into the next one).
   load "store-$store-durable" "$PID" "$PORT" --clients 64 --rooms 64 --writers 64 --rate 0 --mix 100,0,0
-  stop_hub "$PID"
+  stop_server "$PID"
 done
 
 python3 - "$OUT" <<'PY' | tee "$OUT/summary.md"

@@ -44,36 +44,25 @@ start_hub() {
     PEOPLEKEEPER_STORAGE_PATH="$OUT/hub-$1.sqlite" \
     start_server "$OUT/hub-$1.log" "$BIN/peoplekeeper-hub" --port 0 --storage "$storage" --config Config/peoplekeeper.yaml
 }
-stop() { kill "$1"; wait "$1" 2>/dev/null || true; }
-
-# run NAME PID PORT ARGS...
-run() {
-  local name=$1 pid=$2 port=$3
-  shift 3
-  echo "== $name"
-  "$BIN/peoplekeeper-bench" load --url "ws://127.0.0.1:$port" --server-pid "$pid" --room-prefix "$name" \
-    --label "$name" --seconds "$SECONDS_" --processes "$PROCS" --json "$OUT/$name.json" "$@" | tail -n +2
-  echo
-}
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); load average $(cut -d' ' -f1-3 /proc/loadavg); load generator: $PROCS processes"
 echo
 for t in "${THREADS[@]}"; do
   read -r PID PORT < <(start_hub "$t")
   pids+=("$PID")
-  run "t$t-room1000-20" "$PID" "$PORT" --clients 1000 --writers 1 --rate 20
-  run "t$t-room1000-100" "$PID" "$PORT" --clients 1000 --writers 1 --rate 100
-  run "t$t-rooms100x10-saturation" "$PID" "$PORT" --clients 1000 --rooms 100 --writers 100 --rate 0
-  run "t$t-hub-fanout" "$PID" "$PORT" --clients 100 --writers 1 --rate 200 --mix 100,0,0
-  stop "$PID"
+  load "t$t-room1000-20" "$PID" "$PORT" --processes "$PROCS" --clients 1000 --writers 1 --rate 20
+  load "t$t-room1000-100" "$PID" "$PORT" --processes "$PROCS" --clients 1000 --writers 1 --rate 100
+  load "t$t-rooms100x10-saturation" "$PID" "$PORT" --processes "$PROCS" --clients 1000 --rooms 100 --writers 100 --rate 0
+  load "t$t-hub-fanout" "$PID" "$PORT" --processes "$PROCS" --clients 100 --writers 1 --rate 200 --mix 100,0,0
+  stop_server "$PID"
   read -r PID PORT < <(start_hub "$t" embedded)
   pids+=("$PID")
-  run "t$t-idle10000" "$PID" "$PORT" --clients 10000 --rooms 100 --writers 0 --seconds 5
-  stop "$PID"
+  load "t$t-idle10000" "$PID" "$PORT" --processes "$PROCS" --clients 10000 --rooms 100 --writers 0 --seconds 5
+  stop_server "$PID"
   read -r RPID RPORT < <(start_server "$OUT/relay-$t.log" "$BIN/peoplekeeper-bench" relay --port 0 --service-threads "$t")
   pids+=("$RPID")
-  run "t$t-relay-fanout" "$RPID" "$RPORT" --target relay --clients 100 --writers 1 --rate 200 --mix 100,0,0
-  stop "$RPID"
+  load "t$t-relay-fanout" "$RPID" "$RPORT" --processes "$PROCS" --target relay --clients 100 --writers 1 --rate 200 --mix 100,0,0
+  stop_server "$RPID"
 done
 
 python3 - "$OUT" "${THREADS[@]}" <<'PY' | tee "$OUT/summary.md"

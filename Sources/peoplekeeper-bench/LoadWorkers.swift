@@ -20,7 +20,8 @@ final class LoadWorkers: @unchecked Sendable {
             }
             try Data(bytes).write(to: folder.appendingPathComponent("receipts-\(index)"))
             let summary: [String: Any] = ["connectMillis": connectMillis, "problems": problems]
-            try JSONSerialization.data(withJSONObject: summary).write(to: folder.appendingPathComponent("result-\(index).json"))
+            try JSONSerialization.data(withJSONObject: summary).write(to: folder.appendingPathComponent("result-\(index).json"),
+                                                                       options: .atomic)
         }
 
         static func read(from folder: URL, index: Int) throws -> Result {
@@ -71,7 +72,8 @@ final class LoadWorkers: @unchecked Sendable {
 
     /// Hands the rooms' heads to the workers and collects what their receivers saw.
     func finish(heads: [Int]) async throws -> [Result] {
-        try JSONEncoder().encode(heads).write(to: folder.appendingPathComponent("heads.json"))
+        // Atomically: the workers read it as soon as it exists (a plain write could be seen half written).
+        try JSONEncoder().encode(heads).write(to: folder.appendingPathComponent("heads.json"), options: .atomic)
         try await waitForFiles("result", suffix: ".json", what: "the worker processes' results")
         return try processes.indices.map { try Result.read(from: folder, index: $0 + 1) }
     }
