@@ -24,8 +24,8 @@ public protocol WebSocketServerDelegate: AnyObject {
     /// A connection's send queue overflowed; it is being closed with 1008.
     func didOverflow(_ connection: WebSocketConnection)
     /// A plain HTTP request, body read: take it (true; answer through the exchange, now or later) or
-    /// leave it (false) to be served a file from the web root (or 404). A request `claims` said yes
-    /// to that comes from another service thread and is left is answered 404.
+    /// leave it (false) to be served a file from the web root (or 404). A request read on another
+    /// service thread that `claims` took and `handle` leaves is answered 404.
     func handle(_ exchange: any HTTPExchange) -> Bool
 }
 
@@ -46,11 +46,11 @@ public struct UpgradeRequest: Sendable, Hashable {
 /// thread listens and deals the sockets it accepts to the contexts in turn, each adopting its own
 /// (lws 4.1.6 cannot let several contexts listen on one port; see `Acceptor`). Only a context's own
 /// thread touches its connections. The first context is the *home*: the delegate is called on its
-/// thread, for every connection. The other
-/// contexts hand their events to the home thread (in order per connection), and the home thread
-/// hands each send, close and deadline back to the connection's own thread (`WebSocketConnection`);
-/// an encoded message is one shared, immutable buffer whichever threads write it. With one service
-/// thread there is no handing over at all. Other threads reach the home thread with `perform`.
+/// thread, for every connection. The other contexts hand their events to the home thread (in order
+/// per connection), and the home thread hands each send, close and deadline back to the connection's
+/// own thread (`WebSocketConnection`); an encoded message is one shared, immutable buffer whichever
+/// threads write it. With one service thread there is no handing over at all. Other threads reach
+/// the home thread with `perform`.
 ///
 /// Serves WebSocket upgrades on any path (the delegate decides), files under `webRoot` for other
 /// GETs, and whatever the delegate answers for the rest.
@@ -69,7 +69,8 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         /// PEM certificate (chain) and private key: with both, the port speaks TLS only (https, wss).
         public var tlsCertFile: String?
         public var tlsKeyFile: String?
-        /// lws contexts, each with its own service thread, listening on the one port (at least 1).
+        /// lws contexts, each with its own service thread (at least 1; with more, an acceptor thread
+        /// listens and deals the sockets to them).
         public var serviceThreads: Int
 
         public init(host: String = "127.0.0.1", port: Int = 8080, webRoot: String? = nil,
