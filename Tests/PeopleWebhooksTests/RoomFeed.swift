@@ -25,8 +25,25 @@ struct RoomFeed {
         try append(actions)
     }
 
-    /// `count` revisions (hair colours and names in turn), durable on return; their numbers.
-    mutating func edit(_ count: Int) throws -> [Int] {
+    /// `RoomFeed(...)` off Swift's cooperative pool (it waits for the store): tests run in parallel on
+    /// that pool, and a test that blocks it starves the others' dispatchers.
+    static func start(_ store: any PeopleStore, name: String, clock: Int64 = 1_700_000_000_000) async throws -> RoomFeed {
+        try await blocking { try RoomFeed(store, name: name, clock: clock) }
+    }
+
+    /// `editNow` off the cooperative pool.
+    mutating func edit(_ count: Int) async throws -> [Int] {
+        let (revisions, edited) = try await blocking { [self] in
+            var copy = self
+            return (try copy.editNow(count), copy)
+        }
+        self = edited
+        return revisions
+    }
+
+    /// `count` revisions (hair colours and names in turn), durable on return; their numbers. Blocks
+    /// until the store has them.
+    mutating func editNow(_ count: Int) throws -> [Int] {
         var revisions: [Int] = []
         for _ in 0..<count {
             seq += 1

@@ -35,11 +35,11 @@ struct WebhookDispatcherTests {
         let receiver = try Receiver()
         defer { receiver.stop() }
         let store = InMemoryStore()
-        var feed = try RoomFeed(store, name: "team-a")
+        var feed = try await RoomFeed.start(store, name: "team-a")
         let dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver)], store: store, logger: testLogger, policy: quick)
         dispatcher.start()
         dispatcher.roomCreated(room: "team-a", time: 1_699_999_999_000)
-        let revisions = try feed.edit(12)
+        let revisions = try await feed.edit(12)
         announce(dispatcher, "team-a", revisions)
         #expect(await receiver.wait { deliveredRevisions($0, room: "team-a").count >= 12 })
         #expect(deliveredRevisions(receiver.requests, room: "team-a") == Array(1...12))
@@ -75,12 +75,12 @@ struct WebhookDispatcherTests {
         defer { receiver.stop() }
         let metrics = TestMetrics()
         let store = InMemoryStore()
-        var feed = try RoomFeed(store, name: "r")
+        var feed = try await RoomFeed.start(store, name: "r")
         let dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver, events: [.revision])], store: store, logger: testLogger,
                                            policy: quick, metricsFactory: metrics)
         dispatcher.start()
         dispatcher.roomCreated(room: "r", time: 1)
-        announce(dispatcher, "r", try feed.edit(6))
+        announce(dispatcher, "r", try await feed.edit(6))
         #expect(await receiver.wait { deliveredRevisions($0, room: "r").count >= 6 })
         let requests = receiver.requests
         #expect(deliveredRevisions(requests, room: "r") == Array(1...6))
@@ -104,14 +104,14 @@ struct WebhookDispatcherTests {
         defer { receiver.stop() }
         let metrics = TestMetrics()
         let store = InMemoryStore()
-        var feed = try RoomFeed(store, name: "r")
+        var feed = try await RoomFeed.start(store, name: "r")
         var policy = quick
         policy.timeout = 300
         let dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver)], store: store, logger: testLogger, policy: policy,
                                            metricsFactory: metrics)
         dispatcher.start()
         dispatcher.roomCreated(room: "r", time: 1)
-        announce(dispatcher, "r", try feed.edit(2))
+        announce(dispatcher, "r", try await feed.edit(2))
         #expect(await receiver.wait { deliveredRevisions($0, room: "r").count >= 2 })
         let requests = receiver.requests
         #expect(requests.first?.answered == nil)
@@ -129,12 +129,12 @@ struct WebhookDispatcherTests {
         let fast = try Receiver(path: "/fast")
         defer { slow.stop(); fast.stop() }
         let store = InMemoryStore()
-        var feed = try RoomFeed(store, name: "r")
+        var feed = try await RoomFeed.start(store, name: "r")
         let dispatcher = WebhookDispatcher(endpoints: [endpoint(slow), endpoint(fast)], store: store, logger: testLogger,
                                            policy: WebhookPolicy(timeout: 10_000, backoffStart: 10, backoffMax: 40))
         dispatcher.start()
         dispatcher.roomCreated(room: "r", time: 1)
-        announce(dispatcher, "r", try feed.edit(5))
+        announce(dispatcher, "r", try await feed.edit(5))
         #expect(await fast.wait { deliveredRevisions($0, room: "r").count >= 5 })
         // The fast one has had everything while the slow one is still on its first answers.
         #expect(slow.requests.count <= 2)
@@ -155,16 +155,14 @@ struct WebhookDispatcherTests {
         // The first life: revisions 1...5 delivered, then the process "dies" (no shutdown, no store
         // close) while 6...10 become durable without it hearing of them.
         let first = try SQLiteStore(path: path, logger: testLogger)
-        var feed = try await blocking { try RoomFeed(first, name: "r") }
+        var feed = try await RoomFeed.start(first, name: "r")
         let crashed = WebhookDispatcher(endpoints: [endpoint(receiver)], store: first, logger: testLogger, policy: quick)
         crashed.start()
         crashed.roomCreated(room: "r", time: 1)
-        let early = try await blocking { [feed] in var f = feed; return (try f.edit(5), f) }
-        feed = early.1
-        announce(crashed, "r", early.0)
+        announce(crashed, "r", try await feed.edit(5))
         #expect(await receiver.wait { deliveredRevisions($0, room: "r").count >= 5 })
         #expect(await eventually { (try? first.webhookCursors(endpoint: url)["r"]) == 5 })
-        _ = try await blocking { [feed] in var f = feed; return try f.edit(5) }
+        _ = try await feed.edit(5)
 
         // The second life: a new store instance on the same file, a new dispatcher.
         let second = try SQLiteStore(path: path, logger: testLogger)
@@ -187,15 +185,15 @@ struct WebhookDispatcherTests {
         let store = InMemoryStore()
         let dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver)], store: store, logger: testLogger, policy: quick)
         dispatcher.start()
-        var feed = try RoomFeed(store, name: "r")
+        var feed = try await RoomFeed.start(store, name: "r")
         dispatcher.roomCreated(room: "r", time: 1_000)
-        announce(dispatcher, "r", try feed.edit(2))
+        announce(dispatcher, "r", try await feed.edit(2))
         #expect(await receiver.wait { deliveredRevisions($0, room: "r").count >= 2 })
         #expect(try store.deleteRoom("r"))
         dispatcher.roomDeleted(room: "r", time: 2_000)
-        var again = try RoomFeed(store, name: "r", clock: 1_800_000_000_000)
+        var again = try await RoomFeed.start(store, name: "r", clock: 1_800_000_000_000)
         dispatcher.roomCreated(room: "r", time: 3_000)
-        announce(dispatcher, "r", try again.edit(1))
+        announce(dispatcher, "r", try await again.edit(1))
         #expect(await receiver.wait { $0.filter(\.delivered).count >= 6 })
         let requests = receiver.requests
         #expect(requests.map(\.event) == ["room.created", "revision", "revision", "room.deleted", "room.created", "revision"])
@@ -212,12 +210,12 @@ struct WebhookDispatcherTests {
         let other = try Receiver(path: "/other")
         defer { team.stop(); other.stop() }
         let store = InMemoryStore()
-        var feed = try RoomFeed(store, name: "team-1")
+        var feed = try await RoomFeed.start(store, name: "team-1")
         let dispatcher = WebhookDispatcher(endpoints: [endpoint(team, rooms: ["team-*"]), endpoint(other, rooms: ["other-*", "team"])],
                                            store: store, logger: testLogger, policy: quick)
         dispatcher.start()
         dispatcher.roomCreated(room: "team-1", time: 1)
-        announce(dispatcher, "team-1", try feed.edit(4))
+        announce(dispatcher, "team-1", try await feed.edit(4))
         #expect(await team.wait { $0.filter(\.delivered).count >= 5 })
         dispatcher.roomDeleted(room: "team-1", time: 2)
         #expect(await team.wait { $0.filter(\.delivered).count >= 6 })
@@ -232,20 +230,20 @@ struct WebhookDispatcherTests {
         let receiver = try Receiver { _, _ in .status(503) }
         defer { receiver.stop() }
         let store = InMemoryStore()
-        var feed = try RoomFeed(store, name: "r")
+        var feed = try await RoomFeed.start(store, name: "r")
         var policy = quick
         policy.giveUpAfter = 150
         let dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver, events: [.revision])], store: store,
                                            logger: testLogger, policy: policy)
         dispatcher.start()
         dispatcher.roomCreated(room: "r", time: 1)
-        announce(dispatcher, "r", try feed.edit(3))
+        announce(dispatcher, "r", try await feed.edit(3))
         #expect(await eventually { dispatcher.status().first?.state == .failing })
         let status = try #require(dispatcher.status().first)
         #expect(status.backlog == 3 && status.delivered == 0 && status.lastError?.contains("503") == true)
         // Failing: no more attempts, even as revisions come.
         let attempts = receiver.requests.count
-        announce(dispatcher, "r", try feed.edit(2))
+        announce(dispatcher, "r", try await feed.edit(2))
         try await Task.sleep(for: .milliseconds(300))
         #expect(receiver.requests.count == attempts)
         #expect(dispatcher.status().first?.backlog == 5)
