@@ -18,8 +18,7 @@ struct ServiceThreadsTests {
                                      delegate: relay)
         let port = try server.start()
         let client = try WebSocketClient()
-        let peers = try await (0..<40).asyncMap { _ in try await Peer.connect(port: port, path: "/room", on: client) }
-        try await until("every connection opened") { relay.opened == 40 }
+        let peers = try await Peer.connect(40, port: port, on: client, to: relay)
 
         // The home hands every other accepted socket to the second context.
         #expect(relay.threadsServing.filter { $0 == 0 }.count == 20)
@@ -57,8 +56,7 @@ struct ServiceThreadsTests {
                                      delegate: relay)
         let port = try server.start()
         let client = try WebSocketClient()
-        let peers = try await (0..<20).asyncMap { _ in try await Peer.connect(port: port, path: "/room", on: client) }
-        try await until("every connection opened") { relay.opened == 20 }
+        let peers = try await Peer.connect(20, port: port, on: client, to: relay)
         #expect(Set(relay.threadsServing) == [0, 1])
         await server.drain(code: 1001, reason: "going away")
         try await until("every peer closed") { peers.allSatisfy { $0.closed } }
@@ -152,8 +150,7 @@ struct ServiceThreadsTests {
         }
         // The first still serves, on both threads.
         let client = try WebSocketClient()
-        let peers = try await (0..<4).asyncMap { _ in try await Peer.connect(port: port, path: "/room", on: client) }
-        try await until("opened") { relay.opened == 4 }
+        let peers = try await Peer.connect(4, port: port, on: client, to: relay)
         #expect(Set(relay.threadsServing) == [0, 1])
         _ = peers
         await client.shutdown()
@@ -292,6 +289,15 @@ private final class Peer: WebSocketClientDelegate, @unchecked Sendable {
         return peer
     }
 
+    /// `count` peers on `/room`, once the relay has heard every one open.
+    static func connect(_ count: Int, port: Int, on client: WebSocketClient, to relay: Relay) async throws -> [Peer] {
+        let opened = relay.opened
+        var peers: [Peer] = []
+        for _ in 0..<count { peers.append(try await connect(port: port, path: "/room", on: client)) }
+        try await until("every connection opened") { relay.opened == opened + count }
+        return peers
+    }
+
     var received: [String] { lock.withLock { messages } }
     var closed: Bool { lock.withLock { isClosed } }
     var closeCode: UInt16? { lock.withLock { code } }
@@ -356,12 +362,4 @@ private func rawGET(port: Int, path: String) throws -> String {
         }
     }
     return String(decoding: answer, as: UTF8.self)
-}
-
-extension Sequence {
-    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
-        var out: [T] = []
-        for element in self { out.append(try await transform(element)) }
-        return out
-    }
 }
