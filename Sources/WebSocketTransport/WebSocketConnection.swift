@@ -88,11 +88,7 @@ public final class WebSocketConnection: @unchecked Sendable {
     /// reported to the owner like any other).
     @discardableResult
     public func send(_ message: OutboundMessage) -> Bool {
-        guard servedAtHome else {
-            guard !closingSeenAtHome else { return false }
-            owner.home.post({ [self] in enqueue(message) }, to: owner)
-            return true
-        }
+        guard servedAtHome else { return handOver { $0.enqueue(message) } }
         return enqueue(message)
     }
 
@@ -123,9 +119,7 @@ public final class WebSocketConnection: @unchecked Sendable {
     /// A hard timeout closes the socket anyway if the peer stops reading.
     public func close(code: UInt16 = 1000, reason: String = "", discardQueued: Bool = false) {
         guard servedAtHome else {
-            guard !closingSeenAtHome else { return }
-            closingSeenAtHome = true
-            owner.home.post({ [self] in closeHere(code: code, reason: reason, discardQueued: discardQueued) }, to: owner)
+            if handOver({ $0.closeHere(code: code, reason: reason, discardQueued: discardQueued) }) { closingSeenAtHome = true }
             return
         }
         closeHere(code: code, reason: reason, discardQueued: discardQueued)
@@ -146,11 +140,20 @@ public final class WebSocketConnection: @unchecked Sendable {
     /// The hub uses it for the hello timeout.
     public func setDeadline(seconds: Int) {
         guard servedAtHome else {
-            guard !closingSeenAtHome else { return }
-            owner.home.post({ [self] in setDeadlineHere(seconds: seconds) }, to: owner)
+            handOver { $0.setDeadlineHere(seconds: seconds) }
             return
         }
         setDeadlineHere(seconds: seconds)
+    }
+
+    /// The owner's thread, for a connection served on another: runs `work` with it on its serving
+    /// thread, after everything handed over before; false (nothing done) once the owner closed it or
+    /// heard it close.
+    @discardableResult
+    private func handOver(_ work: @escaping @Sendable (WebSocketConnection) -> Void) -> Bool {
+        guard !closingSeenAtHome else { return false }
+        owner.home.post({ [self] in work(self) }, to: owner)
+        return true
     }
 
     private func setDeadlineHere(seconds: Int) {

@@ -14,9 +14,7 @@ struct ServiceThreadsTests {
     @Test("accepted sockets go to both threads in turn; the delegate runs on one; a broadcast reaches everyone in order")
     func broadcastAcrossThreads() async throws {
         let relay = Relay()
-        let server = WebSocketServer(configuration: .init(port: 0, pingIntervalSeconds: 0, serviceThreads: 2),
-                                     delegate: relay)
-        let port = try server.start()
+        let (server, port) = try twoThreads(relay)
         let client = try WebSocketClient()
         let peers = try await Peer.connect(40, port: port, on: client, to: relay)
 
@@ -52,9 +50,7 @@ struct ServiceThreadsTests {
     @Test("drain closes the connections of every thread with 1001 and stops")
     func drainEveryThread() async throws {
         let relay = Relay()
-        let server = WebSocketServer(configuration: .init(port: 0, pingIntervalSeconds: 0, serviceThreads: 2),
-                                     delegate: relay)
-        let port = try server.start()
+        let (server, port) = try twoThreads(relay)
         let client = try WebSocketClient()
         let peers = try await Peer.connect(20, port: port, on: client, to: relay)
         #expect(Set(relay.threadsServing) == [0, 1])
@@ -69,9 +65,7 @@ struct ServiceThreadsTests {
     func slowConsumerElsewhere() async throws {
         let relay = Relay()
         let limits = WebSocketLimits(maxMessageBytes: 1 << 20, sendQueueMessages: 4, sendQueueBytes: 1 << 20)
-        let server = WebSocketServer(configuration: .init(port: 0, limits: limits, pingIntervalSeconds: 0, serviceThreads: 2),
-                                     delegate: relay)
-        let port = try server.start()
+        let (server, port) = try twoThreads(relay, limits: limits)
         let client = try WebSocketClient()
         var peers: [Peer] = []
         // Until one connection is served by the second thread.
@@ -92,9 +86,7 @@ struct ServiceThreadsTests {
     func readingPausesBehindTheHome() async throws {
         let relay = Relay()
         relay.slowReceive = true  // 2 ms per frame at home
-        let server = WebSocketServer(configuration: .init(port: 0, pingIntervalSeconds: 0, serviceThreads: 2),
-                                     delegate: relay)
-        let port = try server.start()
+        let (server, port) = try twoThreads(relay)
         let client = try WebSocketClient()
         var peers: [Peer] = []
         while !relay.threadsServing.contains(1) {
@@ -120,9 +112,7 @@ struct ServiceThreadsTests {
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: root) }
         try Data("hello file\n".utf8).write(to: root.appendingPathComponent("index.html"))
-        let server = WebSocketServer(configuration: .init(port: 0, webRoot: root.path, pingIntervalSeconds: 0, serviceThreads: 2),
-                                     delegate: relay)
-        let port = try server.start()
+        let (server, port) = try twoThreads(relay, webRoot: root.path)
         for _ in 0..<30 {
             let claimed = try await blocking { try rawGET(port: port, path: "/api/x") }
             #expect(claimed.hasPrefix("HTTP/1.1 200"))
@@ -141,8 +131,7 @@ struct ServiceThreadsTests {
     @Test("a port something already listens on is refused, with one service thread and with several")
     func portInUse() async throws {
         let relay = Relay()
-        let first = WebSocketServer(configuration: .init(port: 0, pingIntervalSeconds: 0, serviceThreads: 2), delegate: relay)
-        let port = try first.start()
+        let (first, port) = try twoThreads(relay)
         for threads in [1, 2] {
             let second = WebSocketServer(configuration: .init(port: port, pingIntervalSeconds: 0, serviceThreads: threads),
                                          delegate: relay)
@@ -321,6 +310,14 @@ private final class Peer: WebSocketClientDelegate, @unchecked Sendable {
 struct TransportTestError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+}
+
+/// A server on a free port with two service threads (no pings), started.
+private func twoThreads(_ relay: Relay, limits: WebSocketLimits = WebSocketLimits(),
+                        webRoot: String? = nil) throws -> (WebSocketServer, Int) {
+    let server = WebSocketServer(configuration: .init(port: 0, webRoot: webRoot, limits: limits, pingIntervalSeconds: 0,
+                                                      serviceThreads: 2), delegate: relay)
+    return (server, try server.start())
 }
 
 /// Polls `condition` every 10 ms for up to 10 s.
