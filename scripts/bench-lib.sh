@@ -39,3 +39,27 @@ load() {
     --label "$name" --seconds "$SECONDS_" --json "$OUT/$name.json" "$@"
   echo
 }
+
+# thread_ticks PID: one "TID TICKS" line per thread of PID (user + system CPU, in clock ticks).
+thread_ticks() {
+  local t st
+  for t in /proc/"$1"/task/*; do
+    st=$(cut -d')' -f2- "$t/stat" 2>/dev/null) || continue
+    # shellcheck disable=SC2086
+    set -- $st
+    echo "${t##*/} $(( ${12} + ${13} ))"
+  done
+}
+
+# busiest_threads BEFORE AFTER: from two thread_ticks outputs, the CPU seconds of each thread that ran
+# in between, busiest first, as a JSON list.
+busiest_threads() {
+  python3 - "$1" "$2" "$(getconf CLK_TCK)" <<'PY'
+import json, sys
+def parse(text):
+    return {t: int(v) for t, v in (line.split() for line in text.splitlines() if line.strip())}
+before, after, tick = parse(sys.argv[1]), parse(sys.argv[2]), int(sys.argv[3])
+spent = sorted(((after[t] - before.get(t, 0)) / tick for t in after), reverse=True)
+print(json.dumps([round(s, 2) for s in spent if s > 0]))
+PY
+}

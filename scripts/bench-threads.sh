@@ -45,15 +45,24 @@ start_hub() {
     start_server "$OUT/hub-$1.log" "$BIN/peoplekeeper-hub" --port 0 --storage "$storage" --config Config/peoplekeeper.yaml
 }
 
+# load_hub NAME PID PORT ARGS...: `load`, and the hub's CPU seconds per thread over the run (busiest
+# first) in $OUT/NAME.threads.json: how evenly the work spreads over the service threads.
+load_hub() {
+  local name=$1 pid=$2 before
+  before=$(thread_ticks "$pid")
+  load "$@"
+  busiest_threads "$before" "$(thread_ticks "$pid")" >"$OUT/$name.threads.json"
+}
+
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); load average $(cut -d' ' -f1-3 /proc/loadavg); load generator: $PROCS processes"
 echo
 for t in "${THREADS[@]}"; do
   read -r PID PORT < <(start_hub "$t")
   pids+=("$PID")
-  load "t$t-room1000-20" "$PID" "$PORT" --processes "$PROCS" --clients 1000 --writers 1 --rate 20
-  load "t$t-room1000-100" "$PID" "$PORT" --processes "$PROCS" --clients 1000 --writers 1 --rate 100
-  load "t$t-rooms100x10-saturation" "$PID" "$PORT" --processes "$PROCS" --clients 1000 --rooms 100 --writers 100 --rate 0
-  load "t$t-hub-fanout" "$PID" "$PORT" --processes "$PROCS" --clients 100 --writers 1 --rate 200 --mix 100,0,0
+  load_hub "t$t-room1000-20" "$PID" "$PORT" --processes "$PROCS" --clients 1000 --writers 1 --rate 20
+  load_hub "t$t-room1000-100" "$PID" "$PORT" --processes "$PROCS" --clients 1000 --writers 1 --rate 100
+  load_hub "t$t-rooms100x10-saturation" "$PID" "$PORT" --processes "$PROCS" --clients 1000 --rooms 100 --writers 100 --rate 0
+  load_hub "t$t-hub-fanout" "$PID" "$PORT" --processes "$PROCS" --clients 100 --writers 1 --rate 200 --mix 100,0,0
   stop_server "$PID"
   read -r PID PORT < <(start_hub "$t" embedded)
   pids+=("$PID")
@@ -74,8 +83,8 @@ def load(name):
 rows = [("room1000-20", "1,000 clients, 1 writer × 20/s"), ("room1000-100", "1,000 clients, 1 writer × 100/s"),
         ("rooms100x10-saturation", "100 rooms × 10, 100 writers × max"), ("hub-fanout", "hub: 100 clients, 1 × 200/s"),
         ("relay-fanout", "relay: 100 clients, 1 × 200/s"), ("idle10000", "10,000 idle, 100 rooms")]
-print("| workload | threads | revisions/s | deliveries/s | latency p50 / p99 / max (ms) | hub CPU s | µs CPU / delivery | RSS / connection | checks |")
-print("|---|---|---|---|---|---|---|---|---|")
+print("| workload | threads | revisions/s | deliveries/s | latency p50 / p99 / max (ms) | hub CPU s | busiest hub threads (CPU s) | µs CPU / delivery | RSS / connection | checks |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for key, title in rows:
     for t in threads:
         r = load(f"t{t}-{key}")
@@ -85,8 +94,10 @@ for key, title in rows:
         ok = "ok" if not r["problems"] and r.get("converged", True) else "FAILED"
         revs = r["revisions"] / r["elapsedSeconds"]
         cpu = r.get("serverCPUSeconds", 0)
+        spread = load(f"t{t}-{key}.threads")
+        busiest = " / ".join(f"{s:.2f}" for s in spread[:int(t)]) if spread else ""
         print(f'| {title} | {t} | {revs:,.0f} | {r["deliveriesPerSecond"]:,.0f} | {lat["p50"]:.2f} / {lat["p99"]:.2f} / {lat["max"]:.1f} | '
-              f'{cpu:.2f} | {r.get("serverCPUMicrosPerDelivery", 0):.2f} | {r.get("serverRSSKiBPerConnection", 0):.1f} KiB | {ok} |')
+              f'{cpu:.2f} | {busiest} | {r.get("serverCPUMicrosPerDelivery", 0):.2f} | {r.get("serverRSSKiBPerConnection", 0):.1f} KiB | {ok} |')
 def ratio(key, field, a, b):
     ra, rb = load(f"t{a}-{key}"), load(f"t{b}-{key}")
     return rb[field] / ra[field] if ra and rb and ra.get(field) else None

@@ -7,9 +7,11 @@ import WebSocketTransport
 
 /// The hub: rooms and sessions over client connections. It carries out what the core decides.
 ///
-/// Everything here runs on the service thread (the transport's, or a test's); work that blocks or
-/// waits (store reads, lease calls, token checks, timers) runs elsewhere and comes back through
-/// `back(_:_:)`. Each concern has its own file:
+/// Everything here runs on its service thread (one of the transport's, or a test's); work that blocks
+/// or waits (store reads, lease calls, token checks, timers) runs elsewhere and comes back through
+/// `back(_:_:)`. With several service threads there is one `Hub` per thread (`HubGroup`), each the
+/// only owner of the rooms whose names hash to it, sharing admission, the room count and HTTP rates
+/// (`HubShared`). Each concern has its own file:
 ///
 /// | concern | where |
 /// |---|---|
@@ -19,7 +21,7 @@ import WebSocketTransport
 /// | upkeep: idle rooms unloaded, snapshots, the store health check | `Rooms/Hub+Upkeep.swift` |
 /// | effects: records to the store, sends held behind commits, presence | `Effects/Hub+Effects.swift` |
 /// | plain HTTP: `/healthz`, `/metrics` | `HTTP/HTTPRouter.swift`, `HTTP/Hub+Routes.swift` |
-/// | the transport's callbacks | `Runtime/Hub+Transport.swift` |
+/// | the transport's callbacks | `Runtime/Hub+Transport.swift`; one hub per service thread: `Runtime/HubGroup.swift` |
 public final class Hub: @unchecked Sendable {
     public let configuration: HubConfiguration
     let store: any PeopleStore
@@ -37,12 +39,25 @@ public final class Hub: @unchecked Sendable {
     /// The server whose delegate the hub is (drained on shutdown); nil in the in-process tests.
     private weak var server: WebSocketServer?
 
-    /// Rooms in memory, or being read from the store (with the hellos waiting for them).
-    var rooms: [String: RoomSlot] = [:]
-    /// Who may connect; behind a lock because upgrades are decided on every service thread.
-    let admission: Mutex<Admission>
+    /// Rooms in memory, or being read from the store (with the hellos waiting for them). Their number
+    /// goes into the hub-wide count (`roomCount`, `peoplekeeper_rooms`) as it changes.
+    var rooms: [String: RoomSlot] = [:] {
+        didSet {
+            guard rooms.count != roomsCounted else { return }
+            let total = shared.rooms.add(rooms.count - roomsCounted, ordering: .relaxed).newValue
+            roomsCounted = rooms.count
+            metrics.rooms.record(total)
+        }
+    }
+    private var roomsCounted = 0
+    /// What the hubs of every service thread share: admission, the number of rooms, HTTP rates.
+    let shared: HubShared
+    /// This hub's service thread among the group's (0 alone); hub 0 checks the store and answers `/healthz`.
+    let index: Int
+    /// The hubs of the other service threads (nil alone, as in the in-process tests).
+    weak var group: HubGroup?
     var draining = false {
-        didSet { admission.withLock { $0.draining = draining } }
+        didSet { shared.admission.withLock { $0.draining = draining } }
     }
     /// Lease calls, in the order the service thread makes them (a release queued when a room unloads
     /// must run before the acquire of a hello that comes right after).
@@ -50,8 +65,6 @@ public final class Hub: @unchecked Sendable {
     private var sweepTimer: DispatchSourceTimer?
     /// The store's health as `/healthz` reports it.
     var storeHealth = StoreHealth()
-    /// HTTP API callers' rates (`limits.opsPerSecond`), by user and peer.
-    var httpRates: [String: TokenBucket] = [:]
     /// The last one-off reader id given to an HTTP read.
     var nextReader = 0
     /// `peoplekeeper_http_*`: requests by route and status, and their durations.
@@ -93,9 +106,18 @@ public final class Hub: @unchecked Sendable {
         init(_ machine: ConnectionMachine) { self.machine = machine }
     }
 
-    public init(configuration: HubConfiguration, store: any PeopleStore, logger: Logger,
-                metrics: HubMetrics = HubMetrics(), renderMetrics: (@Sendable () -> String)? = nil,
-                runtime: HubRuntime = HubRuntime()) {
+    public convenience init(configuration: HubConfiguration, store: any PeopleStore, logger: Logger,
+                            metrics: HubMetrics = HubMetrics(), renderMetrics: (@Sendable () -> String)? = nil,
+                            runtime: HubRuntime = HubRuntime()) {
+        self.init(configuration: configuration, store: store, logger: logger, metrics: metrics,
+                  renderMetrics: renderMetrics, runtime: runtime, shared: HubShared(configuration), index: 0)
+    }
+
+    /// One hub of a group (`HubGroup`): the `index`th service thread's, sharing `shared`.
+    init(configuration: HubConfiguration, store: any PeopleStore, logger: Logger, metrics: HubMetrics,
+         renderMetrics: (@Sendable () -> String)?, runtime: HubRuntime, shared: HubShared, index: Int) {
+        self.shared = shared
+        self.index = index
         var configuration = configuration
         configuration.roomPolicy.maxPeople = configuration.limits.maxPeoplePerRoom
         configuration.roomPolicy.keptSessions = configuration.limits.keptSessionsPerRoom
@@ -106,7 +128,6 @@ public final class Hub: @unchecked Sendable {
         self.metrics = metrics
         self.renderMetrics = renderMetrics
         self.runtime = runtime
-        admission = Mutex(Admission(allowedOrigins: configuration.allowedOrigins, limits: configuration.limits))
         addRoutes()
     }
 
@@ -116,11 +137,21 @@ public final class Hub: @unchecked Sendable {
 
     var clock: Int64 { runtime.clock() }
 
+    /// Rooms in memory or loading, on every service thread (`limits.maxRooms` counts these). Two
+    /// threads opening new rooms at the same instant may both pass a check at the limit: it is exact
+    /// with one service thread, and over by at most the number of threads less one.
+    var roomCount: Int { shared.rooms.load(ordering: .relaxed) }
+
     /// Connects the hub to the server whose delegate it is, and starts the once-a-second sweep that
     /// unloads idle rooms and checks the store.
     public func attach(to server: WebSocketServer) {
+        attach(to: server, thread: server)
+    }
+
+    /// Connects the hub to `server` and to the context whose thread runs it (a group's hubs: one each).
+    func attach(to server: WebSocketServer, thread: WebSocketServer) {
         self.server = server
-        attach(service: server)
+        attach(service: thread)
         let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "peoplekeeper.hub.sweep"))
         timer.schedule(deadline: .now() + 1, repeating: 1)
         timer.setEventHandler { [weak self] in self?.back(()) { hub, _ in hub.sweep() } }
@@ -132,6 +163,7 @@ public final class Hub: @unchecked Sendable {
     /// `sweep()` themselves).
     func attach(service: any ServiceThread) {
         self.service = service
+        guard group == nil else { return }  // the group tells every hub
         leases?.onLeasesLost { [weak self] in
             self?.back(()) { hub, _ in hub.dropAllRooms(reason: "lost the room leases") }
         }
@@ -152,14 +184,24 @@ public final class Hub: @unchecked Sendable {
     /// snapshot of every room changed since its last one and waits for the store to finish writing.
     public func drain() async {
         guard let server else { return }
+        beginDrain()
+        await server.drain(code: 1001, reason: "hub shutting down")
+        finishDrain()
+        store.close()
+    }
+
+    /// The first half of `drain`: no more sweeps, no new connections or messages.
+    func beginDrain() {
         sweepTimer?.cancel()
         back(()) { hub, _ in
             hub.draining = true
-            hub.logger.info("draining: no new connections or messages; closing connections with 1001")
+            if hub.index == 0 { hub.logger.info("draining: no new connections or messages; closing connections with 1001") }
         }
-        await server.drain(code: 1001, reason: "hub shutting down")
-        // The service thread has stopped: the rooms are ours now.
+    }
+
+    /// The second half, once the server has stopped (its service threads are gone: the rooms are the
+    /// caller's now): a snapshot of every room changed since its last one.
+    func finishDrain() {
         for case .loaded(let host) in rooms.values where !host.broken { saveSnapshotIfChanged(host) }
-        store.close()
     }
 }

@@ -84,21 +84,24 @@ public protocol HTTPExchange: AnyObject {
 }
 
 /// The server's exchange: answers through the context that read the request, on that context's
-/// thread (straight away when the owner's thread is that thread, else handed over in order).
+/// thread (straight away when the request's home thread is that thread, else handed over in order).
 final class ServerHTTPExchange: HTTPExchange, @unchecked Sendable {
     let request: HTTPRequest
     let id: Int
     /// The context whose connection it is.
     weak var server: WebSocketServer?
-    /// Owner's thread.
+    /// The context on whose thread the delegate handles it (and answers).
+    weak var home: WebSocketServer?
+    /// Home thread.
     private var answered = false
     /// Cleared by the serving thread when the client goes away before the answer.
     private let waiting = Atomic<Bool>(true)
 
-    init(request: HTTPRequest, id: Int, server: WebSocketServer) {
+    init(request: HTTPRequest, id: Int, server: WebSocketServer, home: WebSocketServer) {
         self.request = request
         self.id = id
         self.server = server
+        self.home = home
     }
 
     var isOpen: Bool { !answered && waiting.load(ordering: .acquiring) }
@@ -109,6 +112,8 @@ final class ServerHTTPExchange: HTTPExchange, @unchecked Sendable {
     func respond(_ response: HTTPResponse) {
         guard !answered else { return }
         answered = true
-        server?.fromHome { [id] server in server.answer(id, response) }
+        guard let server, let home else { return }
+        guard home !== server else { return server.answer(id, response) }
+        home.post({ [id] in server.answer(id, response) }, to: server)
     }
 }

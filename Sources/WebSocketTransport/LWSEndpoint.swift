@@ -15,10 +15,7 @@ public class LWSEndpoint: @unchecked Sendable {
     var stopRequested = false
     /// Service thread only.
     var connections: [UInt64: WebSocketConnection] = [:]
-    /// Where the owner's callbacks run: the endpoint itself, or (a server's other service threads) the
-    /// server's first context, which every other context hands its events to. Set before the loop starts.
-    unowned(unsafe) var home: LWSEndpoint! = nil
-    /// Which of a server's service threads this is (0: the home); set before the loop starts.
+    /// Which of a server's service threads this is (0: the first); set before the loop starts.
     var serviceThreadIndex = 0
     /// Service thread only: endpoints this one posted work to without waking them; woken at the end of
     /// this loop's round (`flushWakes`).
@@ -30,11 +27,7 @@ public class LWSEndpoint: @unchecked Sendable {
 
     init(protocolName: String) {
         self.protocolName = protocolName
-        home = self
     }
-
-    /// Whether this endpoint's thread is where the owner's callbacks run.
-    var isHome: Bool { home === self }
 
     deinit {
         for pointer in retained { pointer.deallocate() }

@@ -6,11 +6,12 @@ import Synchronization
 ///
 /// Two threads may have a part in it. Its service thread (the thread of the lws context that
 /// accepted it) owns the socket: the queue, reassembly, writes. Its public face (`send`, `close`,
-/// `setDeadline`, `isClosing`, `context`) is used on the owner's thread: the server's home thread,
-/// where the delegate is called. Most connections are served on that same thread, and the calls go
-/// straight through; a connection served by another of the server's service threads hands each call
-/// to that thread, in order, woken once per round of the home thread (`LWSEndpoint.post(_:to:)`),
-/// and its `isClosing` is the home thread's own record of what it asked for and heard.
+/// `setDeadline`, `isClosing`, `context`) is used on its *home* thread: the service thread the
+/// server's delegate chose for its path (`WebSocketServerDelegate.homeThread`), where the delegate
+/// hears of it. When home and service thread are the same the calls go straight through; otherwise
+/// each call is handed to the service thread, in order, woken once per round of the home thread
+/// (`LWSEndpoint.post(_:to:)`), and `isClosing` is the home thread's own record of what it asked for
+/// and heard.
 /// Outgoing messages wait in a bounded queue written in batches when lws says the socket is
 /// writable; a consumer that falls further behind than the bounds is closed with 1008, not buffered
 /// without end. Incoming fragments are reassembled up to `maxMessageBytes`.
@@ -56,10 +57,14 @@ public final class WebSocketConnection: @unchecked Sendable {
     private var abandonQueue = false
     var receiving: [UInt8] = []
     var receivingOversized = 0
+    /// The endpoint whose thread serves the socket.
     unowned let owner: LWSEndpoint
+    /// The endpoint whose thread uses the public face (the delegate's calls for it run there).
+    unowned let home: LWSEndpoint
 
     init(id: UInt64, wsi: OpaquePointer?, path: String, query: String, peer: String, origin: String?,
-         isClient: Bool, limits: WebSocketLimits, owner: LWSEndpoint) {
+         isClient: Bool, limits: WebSocketLimits, owner: LWSEndpoint, home: LWSEndpoint? = nil) {
+        self.home = home ?? owner
         self.id = id
         self.wsi = wsi
         self.path = path
@@ -74,11 +79,14 @@ public final class WebSocketConnection: @unchecked Sendable {
     /// Number of messages waiting to be written.
     public var queuedCount: Int { queue.count - queueHead }
 
-    /// Which of the server's service threads serves it (0: the home thread, where the owner runs).
+    /// Which of the server's service threads serves it.
     public var serviceThread: Int { owner.serviceThreadIndex }
 
-    /// Whether the service thread is the owner's (home) thread.
-    private var servedAtHome: Bool { owner.isHome }
+    /// Which of the server's service threads is its home (where the delegate hears of it).
+    public var homeThread: Int { home.serviceThreadIndex }
+
+    /// Whether the service thread is the home thread.
+    private var servedAtHome: Bool { owner === home }
 
     /// Queues `message` and asks lws for a writable callback.
     ///
@@ -146,13 +154,13 @@ public final class WebSocketConnection: @unchecked Sendable {
         setDeadlineHere(seconds: seconds)
     }
 
-    /// The owner's thread, for a connection served on another: runs `work` with it on its serving
-    /// thread, after everything handed over before; false (nothing done) once the owner closed it or
+    /// The home thread, for a connection served on another: runs `work` with it on its serving
+    /// thread, after everything handed over before; false (nothing done) once home closed it or
     /// heard it close.
     @discardableResult
     private func handOver(_ work: @escaping @Sendable (WebSocketConnection) -> Void) -> Bool {
         guard !closingSeenAtHome else { return false }
-        owner.home.post({ [self] in work(self) }, to: owner)
+        home.post({ [self] in work(self) }, to: owner)
         return true
     }
 
@@ -268,7 +276,7 @@ public final class WebSocketConnection: @unchecked Sendable {
     // MARK: Frames handed to the home thread
 
     /// Frames read here and handed to the home thread that it has not handled yet (a connection served
-    /// by another thread than the owner's). At `pauseReadingAt` this thread stops reading the socket
+    /// by another thread than its home). At `pauseReadingAt` this thread stops reading the socket
     /// (lws rx flow control: the peer's TCP window fills) until the home is down to
     /// `resumeReadingAt`. One thread reads, handles and answers in turn, which paces a client by
     /// itself; two would otherwise let a flooding client fill the home's inbox without bound, and
@@ -296,7 +304,7 @@ public final class WebSocketConnection: @unchecked Sendable {
     func frameHandledAtHome() {
         let waiting = framesAtHome.wrappingSubtract(1, ordering: .sequentiallyConsistent).newValue
         guard waiting == Self.resumeReadingAt, readingPaused.load(ordering: .sequentiallyConsistent) else { return }
-        owner.home.post({ [self] in resumeReading() }, to: owner)
+        home.post({ [self] in resumeReading() }, to: owner)
     }
 
     /// Service thread: reads again if reading is paused and the home has caught up.

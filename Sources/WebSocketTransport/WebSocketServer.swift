@@ -1,11 +1,17 @@
 import CLibWebSockets
 import Foundation
 
-/// What the server asks of its owner. Every method runs on the server's home thread (its first
-/// service thread), whichever thread serves the connection, in order per connection, except the two
-/// that must answer inside a libwebsockets callback: `shouldAccept` and `claims` run on the thread
-/// that serves the request, possibly several at once, and must be safe to call from any thread.
+/// What the server asks of its owner. Every method about a connection or a request runs on its
+/// *home* thread (the service thread `homeThread(forPath:threads:)` names for its path; the first
+/// one unless the delegate says otherwise), whichever thread serves it, in order per connection,
+/// except the three that must answer inside a libwebsockets callback: `shouldAccept`, `claims` and
+/// `homeThread` run on the thread that serves the request, possibly several at once, and must be
+/// safe to call from any thread.
 public protocol WebSocketServerDelegate: AnyObject {
+    /// Which of the `threads` service threads (0 ..< threads) is home to a connection or request on
+    /// `path`: where the delegate hears of it and acts on it. A pure function of the path (the hub's
+    /// owner of a room). Any service thread. The default is 0: one home for everything.
+    func homeThread(forPath path: String, threads: Int) -> Int
     /// An upgrade to WebSocket: accept it or refuse it (the client sees the handshake fail). Any
     /// service thread.
     func shouldAccept(_ request: UpgradeRequest) -> Bool
@@ -29,6 +35,10 @@ public protocol WebSocketServerDelegate: AnyObject {
     func handle(_ exchange: any HTTPExchange) -> Bool
 }
 
+extension WebSocketServerDelegate {
+    public func homeThread(forPath path: String, threads: Int) -> Int { 0 }
+}
+
 /// The facts of a WebSocket upgrade request.
 public struct UpgradeRequest: Sendable, Hashable {
     public var path: String
@@ -45,12 +55,13 @@ public struct UpgradeRequest: Sendable, Hashable {
 /// for one thread per context). With one, its lws context listens. With several, an `Acceptor`
 /// thread listens and deals the sockets it accepts to the contexts in turn, each adopting its own
 /// (lws 4.1.6 cannot let several contexts listen on one port; see `Acceptor`). Only a context's own
-/// thread touches its connections. The first context is the *home*: the delegate is called on its
-/// thread, for every connection. The other contexts hand their events to the home thread (in order
+/// thread touches its connections. Each connection and request also has a *home* thread, which the
+/// delegate picks from its path (`homeThread(forPath:threads:)`): the delegate is called there. A
+/// context serving a connection whose home is another hands its events to the home thread (in order
 /// per connection), and the home thread hands each send, close and deadline back to the connection's
 /// own thread (`WebSocketConnection`); an encoded message is one shared, immutable buffer whichever
 /// threads write it. With one service thread there is no handing over at all. Other threads reach
-/// the home thread with `perform`.
+/// a context's thread with `perform` (`contexts[i].perform`).
 ///
 /// Serves WebSocket upgrades on any path (the delegate decides), files under `webRoot` for other
 /// GETs, and whatever the delegate answers for the rest.
@@ -93,16 +104,20 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
     private weak var delegate: WebSocketServerDelegate?
     /// The port actually listened on (the configured one, or the kernel's pick for 0).
     public private(set) var port: Int = 0
-    /// The home's other contexts (empty on those contexts themselves).
-    private var siblings: [WebSocketServer] = []
+    /// Every context of the server, this one (the first) first; the same on each; made with the server,
+    /// started by `start`.
+    public private(set) var contexts: [WebSocketServer] = []
     /// With several service threads: the listening socket and the thread that deals what it accepts.
     private var acceptor: Acceptor?
     /// The context's vhost, which adopts the sockets the acceptor deals it (its own thread).
     private var vhost: OpaquePointer?
     /// Service thread only.
     private var draining = false
-    /// Home thread only: every other context has stopped (or there are none), so the home may stop.
-    private var siblingsStopped: Bool
+    /// Service thread only: while draining, every context has closed its last connection, so none
+    /// will hand this one anything more and it may stop.
+    private var mayStop = false
+    /// While draining: this context has no connection left.
+    private let emptied = Stopped()
     /// HTTP requests whose body is being read, exchanges waiting for their answer (by id, and the id
     /// of each connection's), and answers being written.
     private var reading: [OpaquePointer: BodyRead] = [:]
@@ -119,18 +134,21 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         self.configuration = configuration
         self.delegate = delegate
         self.webRootURL = configuration.webRoot.map { URL(fileURLWithPath: $0).standardizedFileURL }
-        siblingsStopped = configuration.serviceThreads == 1
         super.init(protocolName: "peoplekeeper")
+        let others = (1..<max(1, configuration.serviceThreads)).map { _ in WebSocketServer(sibling: self) }
+        contexts = [self] + others
+        for (index, context) in contexts.enumerated() {
+            context.contexts = contexts
+            context.serviceThreadIndex = index
+        }
     }
 
-    /// Another context of `home`'s: it does not listen; it adopts the sockets the acceptor deals it.
-    private init(sibling home: WebSocketServer) {
-        configuration = home.configuration
-        delegate = home.delegate
-        webRootURL = home.webRootURL
-        siblingsStopped = true
+    /// Another context of `first`'s: it does not listen; it adopts the sockets the acceptor deals it.
+    private init(sibling first: WebSocketServer) {
+        configuration = first.configuration
+        delegate = first.delegate
+        webRootURL = first.webRootURL
         super.init(protocolName: "peoplekeeper")
-        self.home = home
     }
 
     /// Creates the contexts, binds the port and starts the service threads. Returns the port.
@@ -141,19 +159,17 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             return port
         }
         let acceptor = try Acceptor(host: configuration.host, port: configuration.port)
-        var contexts: [WebSocketServer] = []
+        var started: [WebSocketServer] = []
         do {
-            for index in 0..<configuration.serviceThreads {
-                let context = index == 0 ? self : WebSocketServer(sibling: self)
+            for (index, context) in contexts.enumerated() {
                 _ = try context.startContext(port: Int(CONTEXT_PORT_NO_LISTEN_SERVER), index: index)
-                contexts.append(context)
+                started.append(context)
             }
         } catch {
-            for context in contexts { context.stopNow() }
+            for context in started { context.stopNow() }
             acceptor.stop()
             throw error
         }
-        siblings = Array(contexts.dropFirst())
         self.acceptor = acceptor
         port = acceptor.port
         let dealer = Dealer(contexts)
@@ -176,7 +192,7 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
     }
 
     /// Creates this context and starts its service thread; returns the port it listens on (the
-    /// home), or nothing of use (the others).
+    /// first, with one service thread), or nothing of use (the others).
     private func startContext(port: Int, index: Int) throws -> Int {
         let configuration = configuration
         let listenPort = Box(0)
@@ -224,69 +240,76 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
     }
 
     /// Stops accepting, closes every WebSocket with `code` after its queued messages, and ends the
-    /// loops when all are closed (or after lws's 5-second close timeout). The home stops last, after
-    /// it has heard every other context's closes. Returns when stopped.
+    /// loops when all are closed (or after lws's 5-second close timeout). No context stops before
+    /// every context has closed its last connection: until then any of them may still hear of a
+    /// connection it is home to. Returns when all have stopped.
     public func drain(code: UInt16 = 1001, reason: String = "server going away") async {
         acceptor?.stop()
-        for context in [self] + siblings {
-            context.perform { [context] in
+        var running: [WebSocketServer] = []
+        for context in contexts {
+            let posted = context.perform { [context] in
                 context.draining = true
                 for connection in context.connections.values {
                     connection.closeHere(code: code, reason: reason, discardQueued: false)
                 }
                 context.serviceTick()
             }
+            if posted { running.append(context) }
         }
-        for sibling in siblings { await sibling.waitUntilStopped() }
-        // Posted after everything the other contexts posted: the home has heard all of it first.
-        let posted = perform { [self] in
-            siblingsStopped = true
-            serviceTick()
+        for context in running { await context.emptied.wait() }
+        // Posted after everything the contexts handed each other while closing: heard first.
+        for context in running {
+            context.perform { [context] in
+                context.mayStop = true
+                context.serviceTick()
+            }
         }
-        if posted { await waitUntilStopped() }
+        for context in running { await context.waitUntilStopped() }
     }
 
     /// Ends every loop without draining (any thread).
     public override func stopNow() {
         acceptor?.stop()
-        for sibling in siblings { sibling.stopNow() }
+        for context in contexts where context !== self { context.stopNow() }
         super.stopNow()
     }
 
     override func serviceTick() {
-        if draining && connections.isEmpty && siblingsStopped { stopRequested = true }
+        guard draining, connections.isEmpty else { return }
+        emptied.signal()
+        if mayStop { stopRequested = true }
     }
 
-    /// Runs `work` with this context on its own thread, from the home thread.
-    func fromHome(_ work: @escaping (WebSocketServer) -> Void) {
-        guard !isHome else { return work(self) }
-        let handover = UncheckedSendable(work)
-        home.post({ [self] in handover.value(self) }, to: self)
+    /// The context that is home to a connection or request on `path` (any service thread).
+    private func home(forPath path: String) -> WebSocketServer {
+        guard contexts.count > 1, let delegate else { return contexts.first ?? self }
+        let index = delegate.homeThread(forPath: path, threads: contexts.count)
+        return contexts[min(max(index, 0), contexts.count - 1)]
     }
 
-    /// Calls the delegate on the home thread, from this context's thread: now when they are the
-    /// same, else handed over, after everything this thread handed over before.
-    private func toHome(_ call: @escaping (WebSocketServerDelegate) -> Void) {
+    /// Calls the delegate on `home`'s thread, from this context's thread: now when they are the
+    /// same, else handed over, after everything this thread handed over there before.
+    private func call(at home: LWSEndpoint, _ call: @escaping (WebSocketServerDelegate) -> Void) {
         guard let delegate else { return }
-        guard !isHome else { return call(delegate) }
+        guard home !== self else { return call(delegate) }
         let handover = UncheckedSendable((call, delegate))
         post({ handover.value.0(handover.value.1) }, to: home)
     }
 
     /// A frame for the delegate. Handed over from another thread, it counts against the connection's
-    /// frames waiting at home, so that a client cannot make that thread read ahead of the home
+    /// frames waiting at home, so that a client cannot make this thread read ahead of its home
     /// (`WebSocketConnection.handingFrameToHome`).
     private func frameToHome(_ connection: WebSocketConnection, _ call: @escaping (WebSocketServerDelegate) -> Void) {
-        guard !isHome else { return toHome(call) }
+        guard connection.home !== self else { return self.call(at: self, call) }
         connection.handingFrameToHome()
-        toHome { delegate in
+        self.call(at: connection.home) { delegate in
             call(delegate)
             connection.frameHandledAtHome()
         }
     }
 
     override func sendQueueOverflowed(_ connection: WebSocketConnection) {
-        toHome { delegate in
+        call(at: connection.home) { delegate in
             connection.closingSeenAtHome = true
             delegate.didOverflow(connection)
         }
@@ -311,12 +334,13 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             guard let request = upgrades.removeValue(forKey: wsi) else { return -1 }
             let connection = WebSocketConnection(
                 id: nextID(), wsi: wsi, path: request.path, query: request.query, peer: request.peer,
-                origin: request.origin, isClient: false, limits: configuration.limits, owner: self)
+                origin: request.origin, isClient: false, limits: configuration.limits, owner: self,
+                home: home(forPath: request.path))
             // Offered permessage-deflate may be in use: then every frame goes through lws's extension.
             connection.mayCoalesce = !(configuration.permessageDeflate
                 && (header(wsi, WSI_TOKEN_EXTENSIONS)?.contains("permessage-deflate") ?? false))
             attach(connection, to: wsi)
-            toHome { $0.didOpen(connection) }
+            call(at: connection.home) { $0.didOpen(connection) }
             return 0
 
         case LWS_CALLBACK_RECEIVE:
@@ -337,7 +361,7 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
 
         case LWS_CALLBACK_CLOSED:
             if let connection = detach(wsi: wsi) {
-                toHome { delegate in
+                call(at: connection.home) { delegate in
                     connection.closingSeenAtHome = true
                     delegate.didClose(connection)
                 }
@@ -452,19 +476,20 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
     }
 
     /// Hands a whole request to the delegate; what it leaves is a file under the web root, or 404.
-    /// On another context than the home, a request the delegate claims is handed to the home thread
-    /// (and answered from there through the exchange); the rest is served here.
+    /// On another context than the request's home, a request the delegate claims is handed to the
+    /// home thread (and answered from there through the exchange); the rest is served here.
     private func dispatch(wsi: OpaquePointer, _ request: HTTPRequest) -> Int32 {
         guard let delegate else { return respond(wsi: wsi, HTTPResponse(status: 503, text: "stopping\n")) }
-        if isHome || delegate.claims(request) {
+        let home = home(forPath: request.path)
+        if home === self || delegate.claims(request) {
             nextExchange += 1
             let id = nextExchange
-            let exchange = ServerHTTPExchange(request: request, id: id, server: self)
+            let exchange = ServerHTTPExchange(request: request, id: id, server: self, home: home)
             waiting[id] = (wsi, exchange)
             waitingOn[wsi] = id
-            if !isHome {
+            if home !== self {
                 lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0)
-                toHome { delegate in
+                call(at: home) { delegate in
                     if !delegate.handle(exchange) { exchange.respond(HTTPResponse(status: 404, text: "not found\n")) }
                 }
                 return 0

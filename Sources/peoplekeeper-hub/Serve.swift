@@ -146,7 +146,9 @@ struct Serve: AsyncParsableCommand {
         hubConfiguration.allowedOrigins = settings.allowedOrigins
         var renderMetrics: (@Sendable () -> String)?
         if settings.metricsEnabled { renderMetrics = { registry.emitToString() } }
-        let hub = Hub(configuration: hubConfiguration, store: store, logger: logger, renderMetrics: renderMetrics)
+        // One hub per service thread, each owning the rooms whose names hash to it.
+        let hub = HubGroup(threads: settings.serviceThreads, configuration: hubConfiguration, store: store,
+                           logger: logger, renderMetrics: renderMetrics)
         var dispatcher: WebhookDispatcher?
         if !endpoints.isEmpty {
             // In cluster mode a room's owner delivers: the rooms this node loads (each load tells the
@@ -184,7 +186,7 @@ struct Serve: AsyncParsableCommand {
 
 /// Runs the server inside swift-service-lifecycle: starts it, waits for graceful shutdown, drains.
 struct HubService: Service {
-    let hub: Hub
+    let hub: HubGroup
     let server: WebSocketServer
     let store: any PeopleStore
     let settings: HubSettings

@@ -4,11 +4,11 @@ import Synchronization
 import Testing
 @testable import WebSocketTransport
 
-/// The server with several service threads (`serviceThreads`), over real sockets on loopback: the
-/// home context hands accepted sockets to the others in turn, the delegate still runs on one thread, every
-/// connection's messages keep their order, closes and slow consumers are reported wherever the
-/// connection is served, HTTP is answered from every context, drain closes everything with 1001, and
-/// a port in use is refused.
+/// The server with several service threads (`serviceThreads`), over real sockets on loopback: accepted
+/// sockets go to the contexts in turn, the delegate runs on each connection's home thread (one thread
+/// by default; per path when the delegate says so), every connection's messages keep their order,
+/// closes and slow consumers are reported wherever the connection is served, HTTP is answered from
+/// every context, drain closes everything with 1001, and a port in use is refused.
 @Suite("service threads", .serialized)
 struct ServiceThreadsTests {
     @Test("accepted sockets go to both threads in turn; the delegate runs on one; a broadcast reaches everyone in order")
@@ -45,6 +45,64 @@ struct ServiceThreadsTests {
         try await until("the delegate heard every close") { relay.closedCount == 40 }
         await client.shutdown()
         await server.drain()
+    }
+
+    @Test("each path has its home thread: its events run there whichever thread serves the socket, its broadcasts reach every member in order, and drain hears every close")
+    func homesByPath() async throws {
+        let relay = Relay()
+        relay.homes = ["/a": 0, "/b": 1, "/api/b": 1]
+        let (server, port) = try twoThreads(relay)
+        await relay.learnThreads(of: server)
+        let client = try WebSocketClient()
+        var peers: [String: [Peer]] = ["/a": [], "/b": []]
+        // Alternating paths over the alternating contexts: each path has members served by both.
+        for k in 0..<24 {
+            let path = [0, 3].contains(k % 4) ? "/a" : "/b"
+            peers[path]!.append(try await Peer.connect(port: port, path: path, on: client))
+        }
+        try await until("every connection opened") { relay.opened == 24 }
+        for path in ["/a", "/b"] {
+            #expect(Set(relay.threadsServing(path: path)) == [0, 1], "\(path) served by \(relay.threadsServing(path: path))")
+        }
+        for round in 0..<15 {
+            for path in ["/a", "/b"] {
+                for (index, peer) in peers[path]!.enumerated() where index % 3 == 0 { peer.send("\(path):\(index):\(round)") }
+            }
+        }
+        // Each of a path's 12 members hears the 4 senders of its own path (not itself), 15 rounds each.
+        try await until("every message delivered") {
+            ["/a", "/b"].allSatisfy { path in peers[path]!.enumerated().allSatisfy { $0.element.received.count == ($0.offset % 3 == 0 ? 3 : 4) * 15 } }
+        }
+        for path in ["/a", "/b"] {
+            for (index, peer) in peers[path]!.enumerated() {
+                var last: [Int: Int] = [:]
+                for message in peer.received {
+                    let parts = message.split(separator: ":")
+                    #expect(String(parts[0]) == path, "\(message) reached a member of \(path)")
+                    let (sender, round) = (Int(parts[1])!, Int(parts[2])!)
+                    #expect(sender != index)
+                    #expect(round == (last[sender] ?? -1) + 1, "out of order at \(path) \(index): \(message)")
+                    last[sender] = round
+                }
+            }
+        }
+        // HTTP goes to its path's home as well (claimed requests read by either context).
+        for _ in 0..<10 {
+            for path in ["/api/a", "/api/b"] {
+                let answer = try await blocking { try rawGET(port: port, path: path) }
+                #expect(answer.hasPrefix("HTTP/1.1 200"))
+            }
+        }
+        #expect(relay.httpHomes == ["/api/a": [0], "/api/b": [1]], "\(relay.httpHomes)")
+        #expect(relay.delegateThreads == 2)
+
+        await server.drain(code: 1001, reason: "going away")
+        let all = peers.values.flatMap { $0 }
+        try await until("every peer closed") { all.allSatisfy { $0.closed } }
+        #expect(all.allSatisfy { $0.closeCode == 1001 })
+        #expect(relay.closedCount == 24, "the delegate heard \(relay.closedCount) closes")
+        #expect(relay.misplaced.isEmpty, "delegate calls away from their home: \(relay.misplaced)")
+        await client.shutdown()
     }
 
     @Test("drain closes the connections of every thread with 1001 and stops")
@@ -163,6 +221,44 @@ private final class Relay: WebSocketServerDelegate, @unchecked Sendable {
     private var receivedFrom: [UInt64: [String]] = [:]
     /// Frames are only recorded, each after 2 ms (a busy home thread).
     var slowReceive = false
+    /// Path prefix → home thread (set before the server starts); others: 0.
+    var homes: [String: Int] = [:]
+    private var paths: [UInt64: String] = [:]
+    private var httpHome: [String: Set<Int>] = [:]
+    private var wrongThread: [String] = []
+
+    func homeThread(forPath path: String, threads: Int) -> Int {
+        homes.filter { path.hasPrefix($0.key) }.max { $0.key.count < $1.key.count }?.value ?? 0
+    }
+
+    /// The service thread running the caller (lws-server-N), or -1.
+    /// Each service thread's pthread, learnt from the server (`learnThreads`).
+    private var serviceThreadOf: [UInt: Int] = [:]
+
+    /// Learns which pthread runs each of the server's contexts.
+    func learnThreads(of server: WebSocketServer) async {
+        for (index, context) in server.contexts.enumerated() {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                context.perform { [self] in
+                    lock.withLock { serviceThreadOf[UInt(pthread_self())] = index }
+                    done.resume()
+                }
+            }
+        }
+    }
+
+    /// The service thread running the caller (lock held), or -1.
+    private var currentServiceThread: Int { serviceThreadOf[UInt(pthread_self())] ?? -1 }
+
+    /// Records a delegate call for `connection` made away from its home thread.
+    private func checkHome(_ connection: WebSocketConnection, _ call: String) {
+        let here = currentServiceThread
+        if here != connection.homeThread { wrongThread.append("\(call) of \(connection.id) on \(here), home \(connection.homeThread)") }
+    }
+
+    var misplaced: [String] { lock.withLock { wrongThread } }
+    var httpHomes: [String: Set<Int>] { lock.withLock { httpHome } }
+    func threadsServing(path: String) -> [Int] { lock.withLock { served.filter { paths[$0.key] == path }.map(\.value) } }
 
     func received(from id: UInt64) -> [String] { lock.withLock { receivedFrom[id] ?? [] } }
 
@@ -196,8 +292,10 @@ private final class Relay: WebSocketServerDelegate, @unchecked Sendable {
 
     func didOpen(_ connection: WebSocketConnection) {
         record {
+            checkHome(connection, "didOpen")
             connections[connection.id] = connection
             served[connection.id] = connection.serviceThread
+            paths[connection.id] = connection.path
             opens += 1
         }
     }
@@ -208,7 +306,10 @@ private final class Relay: WebSocketServerDelegate, @unchecked Sendable {
             record { receivedFrom[connection.id, default: []].append(String(decoding: message, as: UTF8.self)) }
             return
         }
-        let others = record { connections.values.filter { $0.id != connection.id } }
+        let others = record {
+            checkHome(connection, "didReceive")
+            return connections.values.filter { $0.id != connection.id && $0.path == connection.path }
+        }
         let shared = OutboundMessage(text: message)
         for other in others { other.send(shared) }
     }
@@ -217,6 +318,7 @@ private final class Relay: WebSocketServerDelegate, @unchecked Sendable {
 
     func didClose(_ connection: WebSocketConnection) {
         record {
+            checkHome(connection, "didClose")
             connections[connection.id] = nil
             closes.append(connection.id)
         }
@@ -228,7 +330,10 @@ private final class Relay: WebSocketServerDelegate, @unchecked Sendable {
 
     func handle(_ exchange: any HTTPExchange) -> Bool {
         guard claims(exchange.request) else { return false }
-        record { httpServed.insert((exchange as? ServerHTTPExchange)?.server?.serviceThreadIndex ?? -1) }
+        record {
+            httpServed.insert((exchange as? ServerHTTPExchange)?.server?.serviceThreadIndex ?? -1)
+            httpHome[exchange.request.path, default: []].insert(currentServiceThread)
+        }
         exchange.respond(HTTPResponse(status: 200, text: "from the delegate\n"))
         return true
     }
@@ -252,8 +357,8 @@ private final class Relay: WebSocketServerDelegate, @unchecked Sendable {
     /// Runs work the test starts on the home thread, where the delegate runs.
     private func perform(_ work: @escaping @Sendable () -> Void) {
         let connection = lock.withLock { connections.values.first }
-        // Any connection's home is the server's home endpoint; post there.
-        connection?.owner.home.inbox.post(work)
+        // Every connection's home is the first context here (the default); post there.
+        connection?.home.inbox.post(work)
     }
 }
 

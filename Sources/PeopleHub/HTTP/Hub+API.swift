@@ -71,11 +71,15 @@ extension Hub {
     private func admit(_ call: HTTPCall, caller: HTTPCaller) throws {
         let who = (caller.user ?? "") + "@" + call.request.peer
         let now = clock
-        var bucket = httpRates[who] ?? TokenBucket(perSecond: configuration.limits.opsPerSecond,
-                                                   burst: configuration.limits.opsPerSecond * 2, now: now)
-        let admitted = bucket.take(now: now)
-        httpRates[who] = bucket
-        if httpRates.count > 10_000 { httpRates.removeAll() }  // a flood of names: start over
+        let limits = configuration.limits
+        // Shared by the hubs of every service thread: a caller's rate is the hub's, whichever rooms it asks for.
+        let admitted = shared.httpRates.withLock { rates in
+            var bucket = rates[who] ?? TokenBucket(perSecond: limits.opsPerSecond, burst: limits.opsPerSecond * 2, now: now)
+            let admitted = bucket.take(now: now)
+            rates[who] = bucket
+            if rates.count > 10_000 { rates.removeAll() }  // a flood of names: start over
+            return admitted
+        }
         guard admitted else {
             var failure = HTTPFailure(ProtocolError(.rateLimited,
                 "over \(configuration.limits.opsPerSecond) requests a second (limits.opsPerSecond)"))

@@ -70,30 +70,43 @@ extension Hub {
         runtime.background { [weak self] in
             let page = Result { () throws(StoreError) in try store.listRooms(after: after, prefix: prefix, limit: limit + 1) }
             self?.back(box) { hub, box in
-                hub.answer(box.value) { () throws -> HTTPResponse? in
-                    guard case .success(let rooms) = page else {
-                        throw HTTPFailure.unavailable("the store cannot list rooms; try again")
-                    }
-                    let shown = rooms.prefix(limit).filter { caller.sees($0.name) }
-                    let entries = shown.map { stored -> JSON in
-                        var summary = stored
-                        var connected = 0
-                        if case .loaded(let host)? = hub.rooms[stored.name] {
-                            summary.rev = host.room.revision
-                            summary.people = host.room.model.people.count
-                            summary.updated = host.room.revision(host.room.revision)?.timestamp ?? stored.updated
-                            connected = host.connections.values.filter { !($0 is HTTPReplies) }.count
+                guard case .success(let rooms) = page else {
+                    return box.value.exchange.respond(
+                        HTTPFailure.unavailable("the store cannot list rooms; try again").response(json: true))
+                }
+                let shown = rooms.prefix(limit).filter { caller.sees($0.name) }
+                // Loaded rooms: what their owners (on their own threads) know better than the store.
+                hub.ask(owners: shown.map(\.name), { owner, name in owner.loadedSummary(name) }) { hub, loaded in
+                    hub.answer(box.value) { () throws -> HTTPResponse? in
+                        let entries = shown.map { stored -> JSON in
+                            let live = loaded[stored.name]
+                            return .object([
+                                "name": .string(stored.name), "rev": .int(live?.rev ?? stored.rev),
+                                "people": .int(live?.people ?? stored.people), "connected": .int(live?.connected ?? 0),
+                                "updated": .int(Int(live?.updated ?? stored.updated))])
                         }
-                        return .object(["name": .string(summary.name), "rev": .int(summary.rev),
-                                        "people": .int(summary.people), "connected": .int(connected),
-                                        "updated": .int(Int(summary.updated))])
+                        var members: [JSON.Member] = [.init("rooms", .array(entries))]
+                        if rooms.count > limit, let last = rooms.prefix(limit).last { members.append(.init("next", .string(last.name))) }
+                        return .json(.object(members))
                     }
-                    var members: [JSON.Member] = [.init("rooms", .array(entries))]
-                    if rooms.count > limit, let last = rooms.prefix(limit).last { members.append(.init("next", .string(last.name))) }
-                    return .json(.object(members))
                 }
             }
         }
+    }
+
+    /// What a loaded room says of itself for the list (owner's thread); nil when not loaded here.
+    struct LoadedSummary {
+        var rev: Int
+        var people: Int
+        var updated: Int64?
+        var connected: Int
+    }
+
+    func loadedSummary(_ name: String) -> LoadedSummary? {
+        guard let host = host(name) else { return nil }
+        return LoadedSummary(rev: host.room.revision, people: host.room.model.people.count,
+                             updated: host.room.revision(host.room.revision)?.timestamp,
+                             connected: host.connections.values.filter { !($0 is HTTPReplies) }.count)
     }
 
     // MARK: Create and import
@@ -131,7 +144,7 @@ extension Hub {
             load.creator = build
             load.requests.append(done)
         case nil:
-            guard rooms.count < configuration.limits.maxRooms else { return done(.full) }
+            guard roomCount < configuration.limits.maxRooms else { return done(.full) }
             let load = RoomLoad()
             load.creator = build
             load.requests.append(done)
@@ -166,7 +179,6 @@ extension Hub {
         host.feedWaiters.removeAll()
         let placeholder = RoomLoad()
         rooms[name] = .loading(placeholder)
-        metrics.rooms.record(rooms.count)
         let store = store
         let box = UncheckedSendable((call.exchange, placeholder))
         runtime.background { [weak self] in

@@ -17,7 +17,7 @@ extension Hub {
         case .loading(let load)?:
             load.waiting.append(connection)
         case nil:
-            guard rooms.count < configuration.limits.maxRooms else {
+            guard roomCount < configuration.limits.maxRooms else {
                 let error = ProtocolError(.roomFull,
                     "the hub holds at most \(configuration.limits.maxRooms) rooms (limits.maxRooms)")
                 if let refusal = client.machine.refused(error) { send(.error(refusal), to: connection) }
@@ -40,7 +40,7 @@ extension Hub {
         case .loading(let load)?:
             load.requests.append(then)
         case nil:
-            guard rooms.count < configuration.limits.maxRooms else { return then(.full) }
+            guard roomCount < configuration.limits.maxRooms else { return then(.full) }
             let load = RoomLoad()
             load.requests.append(then)
             rooms[name] = .loading(load)
@@ -152,7 +152,6 @@ extension Hub {
             return
         }
         rooms[name] = .loaded(host)
-        metrics.rooms.record(rooms.count)
         for connection in load.waiting where !connection.isClosing {
             guard let client = connection.context as? Client else { continue }
             join(connection, client: client, host: host)
@@ -229,7 +228,6 @@ extension Hub {
         host.broken = true
         host.held.removeAll()
         if self.host(host.room.name) === host { rooms[host.room.name] = nil }
-        metrics.rooms.record(rooms.count)
         for connection in host.connections.values { connection.close(code: code, reason: reason) }
     }
 }

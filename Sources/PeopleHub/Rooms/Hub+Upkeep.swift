@@ -19,7 +19,8 @@ extension Hub {
     /// next load replays little); they come back from the store on the next hello.
     func sweep() {
         storeHealth.sweeps += 1
-        if storeHealth.sweeps % StoreHealth.checkSeconds == 1 { checkStore() }
+        // One hub of a group checks the store (and answers `/healthz`, whose path is its).
+        if index == 0, storeHealth.sweeps % StoreHealth.checkSeconds == 1 { checkStore() }
         let now = clock
         let limit = Int64(configuration.unloadAfterSeconds) * 1000
         for (name, slot) in rooms {
@@ -28,7 +29,6 @@ extension Hub {
                   let idle = host.idleSince, now - idle >= limit else { continue }
             saveSnapshotIfChanged(host)
             rooms[name] = nil
-            metrics.rooms.record(rooms.count)
             if let leases { leaseCalls.async { leases.release(room: name) } }
             metrics.roomUnloads.increment()
             logger.info("room unloaded (idle)", metadata: ["room": "\(name)"])

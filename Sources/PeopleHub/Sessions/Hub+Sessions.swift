@@ -10,7 +10,7 @@ extension Hub {
     /// thread serves the upgrade: it reads the admission counts under their lock, and logs and counts
     /// (both safe from any thread); nothing else of the hub.
     public func shouldAccept(_ request: UpgradeRequest) -> Bool {
-        guard let refusal = admission.withLock({ $0.refusal(of: request) }) else { return true }
+        guard let refusal = shared.admission.withLock({ $0.refusal(of: request) }) else { return true }
         switch refusal {
         case .draining, .notARoom:
             break
@@ -30,7 +30,7 @@ extension Hub {
 
     /// An accepted connection opened: it has `limits.helloTimeoutSeconds` to say hello.
     public func didOpen(_ connection: any ClientConnection) {
-        metrics.connections.record(admission.withLock { admission in
+        metrics.connections.record(shared.admission.withLock { admission in
             admission.opened(peer: connection.peer)
             return admission.open
         })
@@ -57,7 +57,7 @@ extension Hub {
 
     /// The connection closed, for whatever reason: its session (if it still carries one) leaves the room.
     public func didClose(_ connection: any ClientConnection) {
-        metrics.connections.record(admission.withLock { admission in
+        metrics.connections.record(shared.admission.withLock { admission in
             admission.closed(peer: connection.peer)
             return admission.open
         })
