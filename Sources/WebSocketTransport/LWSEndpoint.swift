@@ -148,6 +148,7 @@ public class LWSEndpoint: @unchecked Sendable {
             self.flushWakes()
             lws_context_destroy(context)
             self.context = nil
+            self.loopEnded()
             self.stopped.signal()
         }
         thread.name = name
@@ -175,6 +176,9 @@ public class LWSEndpoint: @unchecked Sendable {
 
     /// Called after every `lws_service` return on the service thread.
     func serviceTick() {}
+
+    /// Called on the service thread once its loop has ended and the context is gone.
+    func loopEnded() {}
 
     /// Waits (off the service thread) until the loop has ended and the context is destroyed.
     public func waitUntilStopped() async {

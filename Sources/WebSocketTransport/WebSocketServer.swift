@@ -280,6 +280,9 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         if mayStop { stopRequested = true }
     }
 
+    /// A loop that ended some other way (`stopNow`, an lws failure) holds up no drain.
+    override func loopEnded() { emptied.signal() }
+
     /// The context that is home to a connection or request on `path` (any service thread).
     private func home(forPath path: String) -> WebSocketServer {
         guard contexts.count > 1, let delegate else { return contexts.first ?? self }
