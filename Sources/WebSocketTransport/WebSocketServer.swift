@@ -202,9 +202,10 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             let anyHost = ["", "0.0.0.0", "*", "::"].contains(configuration.host)
             if !anyHost { info.iface = keep(configuration.host) }
             // lws allocates this much per connection (its rx buffer) and hands frames over in pieces of
-            // at most this, which `WebSocketConnection` reassembles. Frames here are mostly a few hundred
-            // bytes; 4096 cost 3.5 KiB more per idle connection (docs/PERFORMANCE.md).
-            info.protocols = UnsafePointer(makeProtocols(rxBufferSize: 512))
+            // at most this, which `WebSocketConnection` reassembles. Client frames here are mostly one
+            // to three hundred bytes (a control frame's payload is at most 125); 4096 cost 3.5 KiB more
+            // per idle connection, 512 a quarter of a KiB more than this (docs/PERFORMANCE.md).
+            info.protocols = UnsafePointer(makeProtocols(rxBufferSize: 256))
             if configuration.permessageDeflate { info.extensions = UnsafePointer(makeExtensions()) }
             var options = pk_option_validate_utf8 | pk_option_fail_unable_to_bind
             if configuration.host.contains(".") || configuration.host == "0.0.0.0" { options |= pk_option_disable_ipv6 }
