@@ -123,6 +123,19 @@ public final class HubConnection: WebSocketClientDelegate, @unchecked Sendable {
             finished = true
             early = []
         }
+        let error = connection.refusedStatus.map(Self.refusal) ?? error
         deliver(.closed(code: connection.peerCloseCode, reason: connection.peerCloseReason, error: error))
+    }
+
+    /// What a hub's refused upgrade means, by its status (the hub's answers: docs/PROTOCOL.md, "The
+    /// handshake").
+    static func refusal(_ status: Int) -> String {
+        switch status {
+        case 404: "the hub refused the connection (HTTP 404): not a room path"
+        case 403: "the hub refused the connection (HTTP 403): this origin may not connect"
+        case 429: "the hub refused the connection (HTTP 429): too many connections from this address"
+        case 503: "the hub refused the connection (HTTP 503): it is full or shutting down; try again later"
+        default: "the hub refused the connection (HTTP \(status))"
+        }
     }
 }

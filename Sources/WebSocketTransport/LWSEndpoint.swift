@@ -119,7 +119,7 @@ public class LWSEndpoint: @unchecked Sendable {
                    created: @escaping (OpaquePointer) -> Void) throws {
         let started = DispatchSemaphore(value: 0)
         let failure = Box<String?>(nil)
-        pk_lws_set_log_level(Self.lwsLogLevel)
+        pk_lws_set_log_level(lwsLogLevel)
         let hooks = UncheckedSendable((configure, created))
         let thread = Thread { [self] in
             let (configure, created) = hooks.value
@@ -162,8 +162,9 @@ public class LWSEndpoint: @unchecked Sendable {
         }
     }
 
-    /// lws's own stderr logging: errors and warnings only (the hub logs through swift-log).
-    static let lwsLogLevel: Int32 = 1 | 2  // LLL_ERR | LLL_WARN
+    /// lws's own stderr logging (process-wide, set when a loop starts): errors and warnings for a
+    /// server (the hub logs through swift-log); a client says what went wrong in its own words.
+    var lwsLogLevel: Int32 { 1 | 2 }  // LLL_ERR | LLL_WARN
 
     /// Idle WebSocket connections get a ping after `pingSeconds` and are dropped after `hangupSeconds`
     /// without traffic (lws's retry-and-idle policy). Kept for the context's lifetime.

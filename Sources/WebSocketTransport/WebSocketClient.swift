@@ -25,6 +25,10 @@ public final class WebSocketClient: LWSEndpoint, @unchecked Sendable {
     ///
     /// - Parameter caFile: PEM certificates to trust for `wss://` instead of the system's (a hub with
     ///   a self-signed certificate: pass that certificate).
+    /// Errors only: a refused or failed connection reaches the delegate as its `error` (lws would also
+    /// print a warning on the user's terminal).
+    override var lwsLogLevel: Int32 { 1 }  // LLL_ERR
+
     public init(limits: WebSocketLimits = WebSocketLimits(), permessageDeflate: Bool = false,
                 caFile: String? = nil) throws {
         self.limits = limits
@@ -106,7 +110,12 @@ public final class WebSocketClient: LWSEndpoint, @unchecked Sendable {
 
 
         case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
-            let error = input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? "connection failed"
+            var error = input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? "connection failed"
+            let status = Int(lws_http_client_http_response(wsi))
+            if let connection = self.connection(of: wsi), status != 0, status != 101 {
+                connection.refusedStatus = status
+                error = "the server answered HTTP \(status) instead of a WebSocket upgrade"
+            }
             if let connection = detach(wsi: wsi) {
                 delegates.removeValue(forKey: connection.id)?.didClose(connection, error: error)
             }

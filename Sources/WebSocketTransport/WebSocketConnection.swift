@@ -32,6 +32,9 @@ public final class WebSocketConnection: @unchecked Sendable {
     public internal(set) var peerCloseCode: UInt16?
     /// The peer's close reason text.
     public internal(set) var peerCloseReason: String?
+    /// Client side: the HTTP status a server answered instead of `101 Switching Protocols` (its reason
+    /// for refusing the upgrade), if it did.
+    public internal(set) var refusedStatus: Int?
     /// True once a close was requested or the connection is gone; sends are then ignored. (The owner's
     /// view: for a connection served on another thread, what the owner asked for or was told.)
     public var isClosing: Bool { servedAtHome ? closing : closingSeenAtHome }

@@ -4,7 +4,7 @@ import Foundation
 /// What the server asks of its owner. Every method about a connection or a request runs on its
 /// *home* thread (the service thread `homeThread(forPath:threads:)` names for its path; the first
 /// one unless the delegate says otherwise), whichever thread serves it, in order per connection,
-/// except the three that must answer inside a libwebsockets callback: `shouldAccept`, `claims` and
+/// except the three that must answer inside a libwebsockets callback: `refusal(of:)`, `claims` and
 /// `homeThread` run on the thread that serves the request, possibly several at once, and must be
 /// safe to call from any thread.
 public protocol WebSocketServerDelegate: AnyObject {
@@ -12,14 +12,14 @@ public protocol WebSocketServerDelegate: AnyObject {
     /// `path`: where the delegate hears of it and acts on it. A pure function of the path (the hub's
     /// owner of a room). Any service thread. The default is 0: one home for everything.
     func homeThread(forPath path: String, threads: Int) -> Int
-    /// An upgrade to WebSocket: accept it or refuse it (the client sees the handshake fail). Any
-    /// service thread.
-    func shouldAccept(_ request: UpgradeRequest) -> Bool
+    /// An upgrade to WebSocket: nil accepts it; a refusal is answered with its HTTP status and reason
+    /// (instead of `101 Switching Protocols`), and the socket closed. Any service thread.
+    func refusal(of request: UpgradeRequest) -> UpgradeRefusal?
     /// Whether `handle` will take a plain HTTP request (decided from its method and path alone, so
     /// another service thread can leave a file request to itself and hand the rest over). Any
     /// service thread.
     func claims(_ request: HTTPRequest) -> Bool
-    /// A connection is open (after `shouldAccept`).
+    /// A connection is open (after `refusal(of:)` let it in).
     func didOpen(_ connection: WebSocketConnection)
     /// A whole message arrived (fragments already reassembled).
     func didReceive(_ connection: WebSocketConnection, message: [UInt8], binary: Bool)
@@ -37,6 +37,17 @@ public protocol WebSocketServerDelegate: AnyObject {
 
 extension WebSocketServerDelegate {
     public func homeThread(forPath path: String, threads: Int) -> Int { 0 }
+}
+
+/// Why an upgrade is refused: the HTTP status the client gets and a sentence saying why (the body).
+public struct UpgradeRefusal: Sendable, Hashable {
+    public var status: Int
+    public var reason: String
+
+    public init(status: Int, reason: String) {
+        self.status = status
+        self.reason = reason
+    }
 }
 
 /// The facts of a WebSocket upgrade request.
@@ -326,11 +337,13 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             return draining ? -1 : 0
 
         case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
-            guard !draining, let delegate else { return -1 }
+            guard !draining, let delegate else {
+                return refuseUpgrade(wsi, UpgradeRefusal(status: 503, reason: "the server is shutting down"))
+            }
             let request = UpgradeRequest(
                 path: header(wsi, WSI_TOKEN_GET_URI) ?? "/", query: header(wsi, WSI_TOKEN_HTTP_URI_ARGS) ?? "",
                 origin: header(wsi, WSI_TOKEN_ORIGIN), peer: peerAddress(wsi), host: header(wsi, WSI_TOKEN_HOST))
-            guard delegate.shouldAccept(request) else { return -1 }
+            if let refusal = delegate.refusal(of: request) { return refuseUpgrade(wsi, refusal) }
             upgrades[wsi] = request
             return 0
 
@@ -409,6 +422,16 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         default:
             return super.callback(wsi: wsi, reason: reason, user: user, input: input, length: length)
         }
+    }
+
+    /// Answers a refused upgrade with its status and reason, now (lws closes the socket when the filter
+    /// callback returns nonzero, so the answer cannot wait for a writable callback; a fresh socket takes
+    /// a few hundred bytes at once). lws wraps the reason in a small HTML page.
+    private func refuseUpgrade(_ wsi: OpaquePointer, _ refusal: UpgradeRefusal) -> Int32 {
+        let escaped = refusal.reason.replacingOccurrences(of: "&", with: "&amp;")
+            .replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+        _ = lws_return_http_status(wsi, UInt32(clamping: refusal.status), escaped)
+        return -1
     }
 
     // MARK: HTTP

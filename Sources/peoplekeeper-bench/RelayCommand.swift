@@ -38,7 +38,7 @@ struct RelayCommand: AsyncParsableCommand {
 final class Relay: WebSocketServerDelegate {
     private var rooms: [String: [UInt64: WebSocketConnection]] = [:]
 
-    func shouldAccept(_ request: UpgradeRequest) -> Bool { true }
+    func refusal(of request: UpgradeRequest) -> UpgradeRefusal? { nil }
     func claims(_ request: HTTPRequest) -> Bool { false }
     func didOpen(_ connection: WebSocketConnection) { rooms[connection.path, default: [:]][connection.id] = connection }
     func didClose(_ connection: WebSocketConnection) { rooms[connection.path]?[connection.id] = nil }

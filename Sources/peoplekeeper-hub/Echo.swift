@@ -40,7 +40,7 @@ struct Echo: AsyncParsableCommand {
 
 /// Sends every message back on the connection it came from. Service thread only.
 private final class EchoDelegate: WebSocketServerDelegate {
-    func shouldAccept(_ request: UpgradeRequest) -> Bool { true }
+    func refusal(of request: UpgradeRequest) -> UpgradeRefusal? { nil }
     func claims(_ request: HTTPRequest) -> Bool { true }
     func didOpen(_ connection: WebSocketConnection) {}
     func didReceive(_ connection: WebSocketConnection, message: [UInt8], binary: Bool) {

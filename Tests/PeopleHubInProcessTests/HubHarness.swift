@@ -210,7 +210,7 @@ final class HubHarness {
         peers += 1
         let address = peer ?? "10.0.0.\(peers)"
         let request = UpgradeRequest(path: path, query: "", origin: origin, peer: address, host: host)
-        guard hub.shouldAccept(request) else { return nil }
+        guard hub.refusal(of: request) == nil else { return nil }
         let connection = FakeConnection(peer: address, path: path)
         hub.didOpen(connection)
         return connection

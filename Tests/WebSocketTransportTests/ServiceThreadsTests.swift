@@ -287,7 +287,7 @@ private final class Relay: WebSocketServerDelegate, @unchecked Sendable {
     var httpThreads: Set<Int> { lock.withLock { httpServed } }
     func connectionIDs(servedBy thread: Int) -> [UInt64] { lock.withLock { served.filter { $0.value == thread }.map(\.key) } }
 
-    func shouldAccept(_ request: UpgradeRequest) -> Bool { true }
+    func refusal(of request: UpgradeRequest) -> UpgradeRefusal? { nil }
     func claims(_ request: HTTPRequest) -> Bool { request.path.hasPrefix("/api/") }
 
     func didOpen(_ connection: WebSocketConnection) {

@@ -153,18 +153,40 @@ def norm_users(users: list) -> list:
 # The connection
 # ----------------------------------------------------------------------------------------------------
 
+def upgrade_request(port: int, path: str, origin: str | None = None) -> bytes:
+    """The bytes of a WebSocket upgrade request for `path` (with an `Origin` header if given)."""
+    import base64
+    key = base64.b64encode(os.urandom(16)).decode()
+    return (f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+            + (f"Origin: {origin}\r\n" if origin else "") + "\r\n").encode()
+
+
+def upgrade_answer(port: int, path: str, origin: str | None = None) -> tuple[int, str]:
+    """A WebSocket upgrade on a plain socket: the status of the hub's answer (0: none) and, for a
+    refusal, its body (read to the end: a refused upgrade's socket is closed after the answer)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(upgrade_request(port, path, origin))
+        answer = b""
+        while not answer.startswith(b"HTTP/1.1 101"):
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
+    text = answer.decode("utf-8", "replace")
+    status = int(text.split(" ", 2)[1]) if text.startswith("HTTP/") else 0
+    return status, text.split("\r\n\r\n", 1)[1] if "\r\n\r\n" in text else ""
+
+
 def raw_upgrade(port: int, path: str, *, rcvbuf: int | None = None) -> socket.socket:
     """A WebSocket handshake on a plain socket (for frames no client library will send); returns the
     socket after the 101. `rcvbuf` shrinks its receive buffer first (a reader that falls behind)."""
-    import base64
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     if rcvbuf is not None:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
     s.settimeout(5)
     s.connect(("127.0.0.1", port))
-    key = base64.b64encode(os.urandom(16)).decode()
-    s.sendall((f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
-               f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+    s.sendall(upgrade_request(port, path))
     response = b""
     while b"\r\n\r\n" not in response:
         response += s.recv(1)

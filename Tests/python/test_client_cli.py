@@ -891,6 +891,16 @@ def test_hub_that_never_answers_times_out_with_69(room):
     assert 2.0 <= elapsed < 10, f"--timeout 3 should give up after about 3s, took {elapsed:.1f}s"
 
 
+def test_a_hub_that_refuses_the_connection_says_why(hub_factory, room):
+    """A hub at limits.maxConnections answers the upgrade 503: `list` exits 69 with one line that says
+    the hub refused (with the status) and to try again later, not just that it could not connect."""
+    h = hub_factory({"limits": {"maxConnections": 1}})
+    h.join(room, "holder")
+    r = pk(h, room, "ann", "list")
+    line = assert_error(r, 69)
+    assert "refused the connection (HTTP 503)" in line and "try again later" in line, line
+
+
 # -- environment ---------------------------------------------------------------------------------------
 
 def test_environment_supplies_url_room_and_user(hub, room):

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from pkclient import HubClient
+from pkclient import HubClient, upgrade_answer
 
 
 def set_op(tag, field, value):
@@ -247,3 +247,32 @@ def test_json_logs_are_one_object_per_line(hub_factory, room):
         assert record["ts"].endswith("Z"), record
     created = next(r for r in records if r["msg"] == "room created")
     assert created["room"] == room and created["level"] == "info"
+
+
+def test_refused_upgrades_are_answered_with_a_status_and_the_reason(hub_factory, room):
+    """A refused WebSocket upgrade gets an HTTP status and a sentence naming the setting, not just a
+    closed socket: a tool or a person can tell a wrong path from a full hub from a foreign page."""
+    h = hub_factory({"limits": {"maxConnections": 3, "maxConnectionsPerIP": 2}})
+    status, body = upgrade_answer(h.port, "/v1/nope")
+    assert status == 404 and "/v1/rooms/ROOM" in body, (status, body)
+    status, body = upgrade_answer(h.port, f"/v1/rooms/{room}", origin="http://evil.example")
+    assert status == 403 and "auth.allowedOrigins" in body, (status, body)
+    a = h.join(room, "A")
+    h.join(room, "B")
+    status, body = upgrade_answer(h.port, f"/v1/rooms/{room}")
+    assert status == 429 and "limits.maxConnectionsPerIP" in body, (status, body)
+    a.close()
+    deadline = time.monotonic() + 5
+    while (result := upgrade_answer(h.port, f"/v1/rooms/{room}"))[0] != 101:
+        assert time.monotonic() < deadline, result
+        time.sleep(0.1)
+    refused = re.search(r"^peoplekeeper_refused_connections_total (\d+)", h.metrics(), re.M)
+    assert refused and int(refused.group(1)) >= 1, "the per-IP refusal is counted"
+
+
+def test_a_full_hub_answers_503_naming_max_connections(hub_factory, room):
+    h = hub_factory({"limits": {"maxConnections": 2}})
+    h.join(room, "A")
+    h.join(room, "B")
+    status, body = upgrade_answer(h.port, f"/v1/rooms/{room}")
+    assert status == 503 and "limits.maxConnections" in body, (status, body)

@@ -13,6 +13,22 @@ struct Admission {
         case origin = "auth.allowedOrigins"
         case maxConnections = "limits.maxConnections"
         case maxConnectionsPerIP = "limits.maxConnectionsPerIP"
+
+        /// What the client is answered instead of `101 Switching Protocols`.
+        var answer: UpgradeRefusal {
+            switch self {
+            case .draining:
+                UpgradeRefusal(status: 503, reason: "the hub is shutting down; connect again in a moment")
+            case .notARoom:
+                UpgradeRefusal(status: 404, reason: "not a room: WebSocket paths are /v1/rooms/ROOM (1 to 64 of A-Z a-z 0-9 _ . -)")
+            case .origin:
+                UpgradeRefusal(status: 403, reason: "pages of this origin may not connect to this hub (auth.allowedOrigins)")
+            case .maxConnections:
+                UpgradeRefusal(status: 503, reason: "the hub has all the connections it takes (limits.maxConnections); try again later")
+            case .maxConnectionsPerIP:
+                UpgradeRefusal(status: 429, reason: "too many connections from this address (limits.maxConnectionsPerIP)")
+            }
+        }
     }
 
     /// Origins whose pages may connect besides the hub's own (`*`: any).

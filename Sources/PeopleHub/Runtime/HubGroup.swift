@@ -100,7 +100,7 @@ public final class HubGroup: WebSocketServerDelegate, @unchecked Sendable {
 
     private func hub(of connection: WebSocketConnection) -> Hub { hubs[min(connection.homeThread, hubs.count - 1)] }
 
-    public func shouldAccept(_ request: UpgradeRequest) -> Bool { hubs[0].shouldAccept(request) }
+    public func refusal(of request: UpgradeRequest) -> UpgradeRefusal? { hubs[0].refusal(of: request) }
     public func claims(_ request: HTTPRequest) -> Bool { hubs[0].claims(request) }
     public func didOpen(_ connection: WebSocketConnection) { hub(of: connection).didOpen(connection as any ClientConnection) }
 

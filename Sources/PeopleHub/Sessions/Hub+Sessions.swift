@@ -6,11 +6,12 @@ import WebSocketTransport
 /// The driver of each connection's `ConnectionMachine`: it feeds the machine what happened and
 /// carries out the outcome (send, close, check a token, open the room, hand a message to the room).
 extension Hub {
-    /// An upgrade: accept it or refuse it (the client sees the handshake fail). On whichever service
-    /// thread serves the upgrade: it reads the admission counts under their lock, and logs and counts
-    /// (both safe from any thread); nothing else of the hub.
-    public func shouldAccept(_ request: UpgradeRequest) -> Bool {
-        guard let refusal = shared.admission.withLock({ $0.refusal(of: request) }) else { return true }
+    /// An upgrade: nil accepts it; a refusal is answered with an HTTP status and a sentence saying why
+    /// (the client sees the handshake fail). On whichever service thread serves the upgrade: it reads the
+    /// admission counts under their lock, and logs and counts (both safe from any thread); nothing else
+    /// of the hub.
+    public func refusal(of request: UpgradeRequest) -> UpgradeRefusal? {
+        guard let refusal = shared.admission.withLock({ $0.refusal(of: request) }) else { return nil }
         switch refusal {
         case .draining, .notARoom:
             break
@@ -25,7 +26,7 @@ extension Hub {
             metrics.refusedConnections.increment()
             logger.debug("refused a connection: at limits.maxConnectionsPerIP", metadata: ["peer": "\(request.peer)"])
         }
-        return false
+        return refusal.answer
     }
 
     /// An accepted connection opened: it has `limits.helloTimeoutSeconds` to say hello.
