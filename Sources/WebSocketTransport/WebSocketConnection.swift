@@ -147,14 +147,15 @@ public final class WebSocketConnection: @unchecked Sendable {
         lws_callback_on_writable(wsi)
     }
 
-    /// Closes the socket if the connection has not reached `…` within `seconds` (0 cancels).
-    /// The hub uses it for the hello timeout.
-    public func setDeadline(seconds: Int) {
+    /// Closes the connection with `code` and `reason` (as `close` does: what is queued first, then the
+    /// close frame; lws drops the socket 5 s later if the peer never answers) unless the deadline is
+    /// cleared (`seconds` 0) within `seconds`. The hub uses it for the hello timeout.
+    public func setDeadline(seconds: Int, code: UInt16 = 1008, reason: String = "") {
         guard servedAtHome else {
-            handOver { $0.setDeadlineHere(seconds: seconds) }
+            handOver { $0.setDeadlineHere(seconds: seconds, code: code, reason: reason) }
             return
         }
-        setDeadlineHere(seconds: seconds)
+        setDeadlineHere(seconds: seconds, code: code, reason: reason)
     }
 
     /// The home thread, for a connection served on another: runs `work` with it on its serving
@@ -167,13 +168,25 @@ public final class WebSocketConnection: @unchecked Sendable {
         return true
     }
 
-    private func setDeadlineHere(seconds: Int) {
+    /// The close a deadline set and not yet cleared will start (service thread).
+    private var deadlineClose: (code: UInt16, reason: String)?
+
+    private func setDeadlineHere(seconds: Int, code: UInt16, reason: String) {
         guard let wsi, !closing else { return }
         if seconds <= 0 {
-            lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0)
+            deadlineClose = nil
+            lws_set_timer_usecs(wsi, -1)
         } else {
-            lws_set_timeout(wsi, pending_timeout(rawValue: PENDING_TIMEOUT_USER_REASON_BASE.rawValue + 1), Int32(seconds))
+            deadlineClose = (code, reason)
+            lws_set_timer_usecs(wsi, lws_usec_t(seconds) * 1_000_000)
         }
+    }
+
+    /// lws's timer for this connection fired (LWS_CALLBACK_TIMER, service thread): the deadline passed.
+    func deadlinePassed() {
+        guard let close = deadlineClose else { return }
+        deadlineClose = nil
+        closeHere(code: close.code, reason: close.reason, discardQueued: false)
     }
 
     private func dropQueue() {

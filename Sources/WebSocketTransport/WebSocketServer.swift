@@ -375,6 +375,10 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             guard let connection = connection(of: wsi) else { return -1 }
             return connection.writeQueued()
 
+        case LWS_CALLBACK_TIMER:
+            connection(of: wsi)?.deadlinePassed()
+            return 0
+
 
         case LWS_CALLBACK_CLOSED:
             if let connection = detach(wsi: wsi) {

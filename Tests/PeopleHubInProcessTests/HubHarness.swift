@@ -42,7 +42,7 @@ final class FakeConnection: ClientConnection {
         closeReason = reason
     }
 
-    func setDeadline(seconds: Int) { deadline = seconds }
+    func setDeadline(seconds: Int, code: UInt16, reason: String) { deadline = seconds }
 
     /// Messages other than presence lists (which come and go with timing).
     var replies: [ServerMessage] {

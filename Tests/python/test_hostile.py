@@ -32,8 +32,8 @@ within RSS_FACTOR x before + RSS_SLACK. The measurements are printed (run with -
 Which limits the attack meets, and why: every defence is at its default, because the point is the
 hub as shipped. `limits.opsPerSecond` (100, bursts of 200) is what the floods run into; the honest
 users stay far below it. `limits.maxMessageBytes` (1 MiB) is what the oversized messages meet (and a
-message of exactly 1 MiB passes). `limits.helloTimeoutSeconds` (10) drops the connections that never
-say hello. `limits.maxConnections` stays at its default 10,000 on purpose: the burst is about churn
+message of exactly 1 MiB passes). `limits.helloTimeoutSeconds` (10) closes (1008) the connections that
+never say hello. `limits.maxConnections` stays at its default 10,000 on purpose: the burst is about churn
 (accepting, refusing and reaping 100,000 sockets), not about filling the table, and it never has more
 than BURST_CONCURRENCY + a few dozen connections open, so no upgrade should ever be refused, and the
 test asserts that none was (`peoplekeeper_refused_connections_total` stays 0). Lowering it to meet the
@@ -1172,8 +1172,8 @@ class Runner(threading.Thread):
 
 class NoHello(threading.Thread):
     """Connections that never complete a hello (silent; chatty with not-hello frames; a refused hello),
-    and slowloris sockets that trickle an upgrade request. The first three must be dropped, without a
-    close frame, once limits.helloTimeoutSeconds has passed."""
+    and slowloris sockets that trickle an upgrade request. The first three must be closed with 1008
+    once limits.helloTimeoutSeconds has passed."""
 
     def __init__(self, ctx: Ctx):
         super().__init__(daemon=True, name="no-hello")
@@ -1232,8 +1232,8 @@ class NoHello(threading.Thread):
                 t, code = ends[k]
                 assert HELLO_TIMEOUT - 1 <= t <= HELLO_TIMEOUT + 10, \
                     f"the {k} connection without a hello was dropped after {t}s (timeout {HELLO_TIMEOUT}s)"
-                assert code is None, f"the {k} connection without a hello got a close frame {code} " \
-                                     f"(the hello timeout drops the socket without one)"
+                assert code == 1008, f"the {k} connection without a hello was closed with {code}, not " \
+                                     f"1008 (the hello timeout's close)"
             assert set(self.result["chatty-errors"]) <= {"not-hello"}, self.result
             for s, _ in loris:
                 s.close()

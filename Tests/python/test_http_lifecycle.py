@@ -137,13 +137,17 @@ def test_max_connections_refuses_upgrades_beyond(hub_factory, room):
     assert d.welcome["rev"] == 1
 
 
-def test_hello_timeout_drops_a_silent_connection(hub_factory, room):
+def test_hello_timeout_closes_a_silent_connection_with_1008(hub_factory, room):
+    """A connection without a hello within limits.helloTimeoutSeconds is closed with 1008 and a reason
+    saying so (a close frame, not a dropped socket: the client can tell why)."""
     h = hub_factory({"limits": {"helloTimeoutSeconds": 1}})
     a = h.join(room, "A")
     silent = h.connect(room, "silent")
     t0 = time.monotonic()
-    silent.wait_closed(timeout=5)
+    code = silent.wait_closed(timeout=5)
     assert time.monotonic() - t0 < 4
+    assert code == 1008, code
+    assert silent.ws.close_reason == "no hello within 1 s", silent.ws.close_reason
     assert a.is_open()                          # a connection that said hello stays
 
 

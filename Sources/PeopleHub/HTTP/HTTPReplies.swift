@@ -62,7 +62,7 @@ final class HTTPReplies: ClientConnection {
         }
     }
 
-    func setDeadline(seconds: Int) {}
+    func setDeadline(seconds: Int, code: UInt16, reason: String) {}
 
     /// A frame the room sent as the HTTP answer: an `error` becomes its status and error body; anything
     /// else is 200 with the frame's fields but `type` and `seq`.

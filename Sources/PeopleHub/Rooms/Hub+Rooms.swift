@@ -204,7 +204,7 @@ extension Hub {
         host.connections[session] = connection
         host.idleSince = nil
         let waiting = client.machine.joined(session: session) ?? []
-        connection.setDeadline(seconds: 0)
+        connection.setDeadline(seconds: 0, code: 0, reason: "")
         logger.debug("joined", metadata: [
             "room": "\(host.room.name)", "session": "\(session)", "user": "\(hello.user)",
             "client": "\(hello.client ?? "")", "resumed": "\(hello.resume == session)",

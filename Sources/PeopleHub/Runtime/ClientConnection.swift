@@ -17,8 +17,9 @@ public protocol ClientConnection: AnyObject {
     @discardableResult func send(_ message: OutboundMessage) -> Bool
     /// Starts a close with this code; what is already queued is sent first.
     func close(code: UInt16, reason: String)
-    /// Drops the connection (no close frame) unless a hello succeeds within `seconds`; 0 clears it.
-    func setDeadline(seconds: Int)
+    /// Closes the connection with `code` and `reason` unless the deadline is cleared (`seconds` 0)
+    /// within `seconds` (the hello timeout).
+    func setDeadline(seconds: Int, code: UInt16, reason: String)
 }
 
 extension WebSocketConnection: ClientConnection {

@@ -39,7 +39,8 @@ extension Hub {
         let limits = configuration.limits
         connection.context = Client(ConnectionMachine(
             room: room, needsToken: configuration.auth != nil, opsPerSecond: limits.opsPerSecond, now: clock))
-        connection.setDeadline(seconds: limits.helloTimeoutSeconds)
+        connection.setDeadline(seconds: limits.helloTimeoutSeconds, code: 1008,
+                               reason: "no hello within \(limits.helloTimeoutSeconds) s")
     }
 
     /// A whole frame arrived.
