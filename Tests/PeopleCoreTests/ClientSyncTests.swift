@@ -151,6 +151,22 @@ struct ClientSyncTests {
         #expect(send == [.submit(.init(seq: 2, base: 1, ops: [.set(1, .glasses(true))]))])
     }
 
+    @Test("typing in flight on a person a restore re-inserts under another name is overwritten in the view, as the hub does (decision 19)")
+    func typingAcrossARenamingReinsert() throws {
+        var client = Self.welcomed("dana")
+        _ = try client.edit([.text(2, TextOperation([.retain(4), .insert("!")]))])  // "Joan!", in flight
+        // ann shortens the name to "Jo" (dana's typing is rebased: "Jo!"), bob deletes Joan, carl's
+        // restore puts her back as she was at revision 0, "Joan".
+        _ = client.receive(.ops(.init(rev: 1, author: "ann", kind: .edit, ops: [.text(2, TextOperation([.retain(2), .delete(2)]))])))
+        #expect(client.view[2]?.name == "Jo!")
+        _ = client.receive(.ops(.init(rev: 2, author: "bob", kind: .edit, ops: [.remove(2)])))
+        _ = client.receive(.ops(.init(rev: 3, author: "carl", kind: .restore, ops: [.insert(Fixtures.p2, at: 1)])))
+        // The re-insert wrote the name whole: the hub answers dana's stale typing as a no-op.
+        #expect(client.view[2]?.name == "Joan", "the view typed into the restored name: \(client.view[2]?.name ?? "-")")
+        _ = client.receive(.ack(.init(seq: 1, rev: 3, ops: [])))
+        #expect(client.view == client.confirmed && client.confirmed[2]?.name == "Joan")
+    }
+
     @Test("questions go at once beside a request in flight, with seqs of their own, and nothing offline")
     func questionsTakeTheirOwnSeqs() throws {
         var client = Self.welcomed()

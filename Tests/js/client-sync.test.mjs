@@ -266,3 +266,19 @@ test('log and blame go at once when connected, with a seq of the same counter; t
   const { send } = client.receive({ type: 'ack', seq: 1, rev: 1, ops: [set(1, 'glasses', true)] });
   assert.deepEqual(send, [{ type: 'submit', seq: 5, base: 1, ops: [set(2, 'glasses', true)] }], 'the next seq is above the queries\'');
 });
+
+test('typing in flight on a person a restore re-inserts under another name is overwritten in the view, as the hub does (decision 19)', () => {
+  const client = welcomed('dana');
+  client.edit([text(2, [{ retain: 4 }, { insert: '!' }])]); // "Joan!", in flight
+  // ann shortens the name to "Jo" (dana's typing is rebased: "Jo!"), bob deletes Joan, carl's restore
+  // puts her back as she was at revision 0, "Joan".
+  client.receive({ type: 'ops', rev: 1, author: 'ann', kind: 'edit', ops: [text(2, [{ retain: 2 }, { delete: 2 }])] });
+  assert.equal(client.view.get(2).name, 'Jo!');
+  client.receive({ type: 'ops', rev: 2, author: 'bob', kind: 'edit', ops: [remove(2)] });
+  client.receive({ type: 'ops', rev: 3, author: 'carl', kind: 'restore', ops: [insert(Fixtures.start[1], 1)] });
+  // The re-insert wrote the name whole: the hub answers dana's stale typing as a no-op.
+  assert.equal(client.view.get(2).name, 'Joan');
+  client.receive({ type: 'ack', seq: 1, rev: 3, ops: [] });
+  assert.equal(client.confirmed.get(2).name, 'Joan');
+  assert.equal(client.view.get(2).name, 'Joan');
+});

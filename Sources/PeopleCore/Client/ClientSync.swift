@@ -51,6 +51,9 @@ public struct ClientSync: Sendable {
     public let user: String
     public private(set) var confirmed: PeopleModel
     public private(set) var revision: Int
+    /// The names people had in `confirmed` when the hub removed them, until they are re-inserted
+    /// (`renamed(_:)`).
+    private var removedNames: [Tag: String] = [:]
     public private(set) var view: PeopleModel
     public private(set) var session: SessionID?
     public private(set) var role: Role = .editor
@@ -228,6 +231,7 @@ public struct ClientSync: Sendable {
             if knownBlocks.insert(w.tags).inserted { tagBlocks.append(w.tags) }
             if let people = w.people {
                 confirmed = PeopleModel(people: people)
+                removedNames = [:]
                 revision = w.rev
                 hasState = true
                 // The queued edits were made on a state that cannot be rebased onto this one: keep
@@ -315,9 +319,40 @@ public struct ClientSync: Sendable {
     /// again), and the queued edits rebased over it when they were made without it.
     private mutating func applyConfirmed(_ ops: [Diff], rev: Int, rebaseQueued: Bool) {
         let order = confirmed.tags
+        let seen = renamed(ops)
         _ = try? confirmed.apply(batch: ops, absentTags: .skip)
         revision = rev
-        if rebaseQueued { rebaseOutbox(over: ops, order: order) }
+        if rebaseQueued { rebaseOutbox(over: seen, order: order) }
+    }
+
+    /// `ops` as a queued text edit must see them (call before applying them to `confirmed`): each
+    /// re-insert of a person the hub removed earlier, under another name than it was removed with,
+    /// followed by the `set(name)` it amounts to, for the people a queued edit types into. A re-insert
+    /// replaces the name whole (decision 19), so the hub reports such a stale text edit `overwritten`
+    /// and changes nothing; rebased as if the name had stayed, the view would show the typing in the
+    /// new name until the ack. The room does the same (`ReinsertRenames`). Records the names of the
+    /// people `ops` remove.
+    private mutating func renamed(_ ops: [Diff]) -> [Diff] {
+        let typed = Set(outbox.flatMap { pending -> [Tag] in
+            guard case .submit(let wire, _, _) = pending.request else { return [] }
+            return (localOps(pending) ?? wire).compactMap { if case .text(let tag, _) = $0 { tag } else { nil } }
+        })
+        var out: [Diff] = []
+        for diff in ops {
+            out.append(diff)
+            switch diff {
+            case .remove(let tag):
+                if let person = confirmed[tag] { removedNames[tag] = person.name }
+            case .insert(let person, _):
+                if let old = removedNames.removeValue(forKey: person.tag), typed.contains(person.tag),
+                   !old.sameScalars(as: person.name) {
+                    out.append(.set(person.tag, .name(person.name)))
+                }
+            default:
+                break
+            }
+        }
+        return out
     }
 
     /// Rebases every pending submit over `incoming` (made on `order`, ordered before them by the hub;

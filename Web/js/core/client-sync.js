@@ -21,7 +21,7 @@
 // the same counter, so an `error` answering one never names the request in flight.
 
 import { ErrorCode } from './errors.js';
-import { PeopleModel } from './model.js';
+import { PeopleModel, sameText } from './model.js';
 import { applyDiff, applyBatch } from './apply.js';
 import { transformBatch, applyOrder } from './transform.js';
 import { parseDiff } from './diff.js';
@@ -39,6 +39,8 @@ export class ClientSync {
     /** The hub's model at `revision`. */
     this.confirmed = new PeopleModel();
     this.revision = 0;
+    /** tag → the name a person had in `confirmed` when the hub removed it, until re-inserted (`renamed`) */
+    this.removedNames = new Map();
     /** `confirmed` plus the pending submits: what a screen shows. */
     this.view = new PeopleModel();
     this.session = null;
@@ -224,6 +226,7 @@ export class ClientSync {
         this.addBlock(message.tags);
         if (message.people != null) {
           this.confirmed = new PeopleModel(message.people);
+          this.removedNames.clear();
           this.revision = message.rev;
           this.hasState = true;
           // The queued edits were made on a state that cannot be rebased onto this one: keep what
@@ -338,9 +341,43 @@ export class ClientSync {
    */
   applyConfirmed(ops, rev, rebaseQueued) {
     const order = this.confirmed.tags;
+    const seen = this.renamed(ops);
     tryApplyBatch(this.confirmed, ops);
     this.revision = rev;
-    if (rebaseQueued) this.rebaseOutbox(ops, order);
+    if (rebaseQueued) this.rebaseOutbox(seen, order);
+  }
+
+  /**
+   * `ops` as a queued text edit must see them (call before applying them to `confirmed`): each
+   * re-insert of a person the hub removed earlier, under another name than it was removed with,
+   * followed by the `set(name)` it amounts to, for the people a queued edit types into. A re-insert
+   * replaces the name whole (decision 19), so the hub reports such a stale text edit `overwritten` and
+   * changes nothing; rebased as if the name had stayed, the view would show the typing in the new name
+   * until the ack. The room does the same (`ReinsertRenames`). Records the names of the people `ops`
+   * remove.
+   */
+  renamed(ops) {
+    const typed = new Set();
+    for (const pending of this.outbox) {
+      if (pending.request.type !== 'submit') continue;
+      for (const d of this.localOps(pending) ?? pending.request.ops) if (d.op === 'text') typed.add(d.tag);
+    }
+    const out = [];
+    for (const diff of ops) {
+      out.push(diff);
+      if (diff.op === 'remove') {
+        const person = this.confirmed.get(diff.tag);
+        if (person) this.removedNames.set(diff.tag, person.name);
+      } else if (diff.op === 'insert') {
+        const tag = diff.person.tag;
+        const old = this.removedNames.get(tag);
+        this.removedNames.delete(tag);
+        if (old !== undefined && typed.has(tag) && !sameText(old, diff.person.name)) {
+          out.push({ op: 'set', tag, field: 'name', value: diff.person.name });
+        }
+      }
+    }
+    return out;
   }
 
   /**
