@@ -47,6 +47,10 @@ def two_threads(hub_factory, monkeypatch):
 
     def make(config: dict | None = None):
         h = hub_factory(merge(config or {}, {"logging": {"level": "info"}}))
+        # The "listening" log line follows the banner on stdout that the hub fixture waited for.
+        deadline = time.monotonic() + 5
+        while "serviceThreads=" not in h.stderr() and time.monotonic() < deadline:
+            time.sleep(0.02)
         assert "serviceThreads=2" in h.stderr(), h.stderr()[-2000:]
         return h
     return make
@@ -111,19 +115,21 @@ def test_metrics_count_every_thread_s_rooms_and_connections(two_threads):
 
 
 def test_the_http_rate_is_per_caller_not_per_thread(two_threads):
-    # 5 requests a second with a burst of 10: 16 quick reads, alternating between rooms of the two
-    # threads, are over it. Per-thread buckets would let all 16 through (8 each).
-    h = two_threads({"limits": {"opsPerSecond": 5}})
+    # One request a second with a burst of two: quick reads alternating between rooms of the two threads
+    # get two answers, and one more per second that passes. Per-thread buckets would answer four at once.
+    h = two_threads({"limits": {"opsPerSecond": 1}})
     (a,) = rooms_on(0, 1, "rate-0")
     (b,) = rooms_on(1, 1, "rate-1")
     h.join(a, "ann")
     h.join(b, "bob")
     api = HubHTTP(h.port, user="ann")
-    statuses = [api.request("GET", f"/v1/rooms/{(a, b)[k % 2]}").status for k in range(16)]
+    t0 = time.monotonic()
+    statuses = [api.request("GET", f"/v1/rooms/{(a, b)[k % 2]}").status for k in range(12)]
+    elapsed = time.monotonic() - t0
     api.close()
-    assert statuses.count(429) >= 4, statuses
     assert all(s in (200, 429) for s in statuses), statuses
-    assert statuses[:10] == [200] * 10, statuses
+    assert statuses[:2] == [200, 200], statuses
+    assert statuses.count(200) <= 2 + int(elapsed) + 1, (statuses, elapsed)
 
 
 def test_rooms_on_both_threads_edit_side_by_side(two_threads):
