@@ -15,14 +15,11 @@ SECONDS_=${3:-10}
 BIN=.build/release
 OUT=.build/bench
 mkdir -p "$OUT"
-swift build -c release --product peoplekeeper-hub >/dev/null
-swift build -c release --product peoplekeeper-bench >/dev/null
+source scripts/bench-lib.sh
+build_release
 
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
-trap cleanup EXIT
-
-source scripts/bench-lib.sh
+trap kill_started EXIT
 
 read -r RELAY_PID RELAY_PORT < <(start_server "$OUT/relay.log" "$BIN/peoplekeeper-bench" relay --port 0)
 pids+=("$RELAY_PID")

@@ -23,8 +23,8 @@ RESTORE_SAMPLES=${RESTORE_SAMPLES:-5}
 BIN=.build/release
 OUT=.build/bench
 mkdir -p "$OUT"
-swift build -c release --product peoplekeeper-hub >/dev/null
-swift build -c release --product peoplekeeper-bench >/dev/null
+source scripts/bench-lib.sh
+build_release
 PY=${PYTHON:-.venv/bin/python}
 part() { [[ "$PARTS" == *" $1 "* ]]; }
 
@@ -33,7 +33,6 @@ echo "== in the core"
 "$BIN/peoplekeeper-bench" history
 fi
 
-source scripts/bench-lib.sh
 DATA=$(mktemp -d /tmp/pk-bench-history-XXXXXX)
 PGBIN=/usr/lib/postgresql/15/bin
 PGDIR=$DATA/pg

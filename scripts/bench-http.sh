@@ -35,14 +35,13 @@ HISTORY=${3:-1000000}
 BIN=.build/release
 OUT=.build/bench
 mkdir -p "$OUT"
-swift build -c release --product peoplekeeper-hub >/dev/null
-swift build -c release --product peoplekeeper-bench >/dev/null
+source scripts/bench-lib.sh
+build_release
 PY=${PYTHON:-python3}
 PARTS=${PARTS:-123}                        # which parts to run, e.g. PARTS=2
 WEBHOOK_RATE=${WEBHOOK_RATE:-1000}         # revisions a second in all
 WEBHOOK_STORAGE=${WEBHOOK_STORAGE:-embedded}
 
-source scripts/bench-lib.sh
 DATA=$(mktemp -d /tmp/pk-bench-http-XXXXXX)
 HUB_PID=
 RECEIVER_PID=

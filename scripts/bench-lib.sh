@@ -1,5 +1,15 @@
 # Shared by the bench scripts (sourced, not run).
 #
+# build_release: the release hub and bench binaries the scripts run (quiet; a build error still shows).
+build_release() {
+  swift build -c release --product peoplekeeper-hub >/dev/null
+  swift build -c release --product peoplekeeper-bench >/dev/null
+}
+
+# kill_started: stops every server the script recorded in its `pids` array (its EXIT trap:
+# `pids=()`, `trap kill_started EXIT`, then `pids+=("$PID")` for each server it starts).
+kill_started() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
+
 # start_server LOG COMMAND...: starts COMMAND in the background (stdout and stderr in LOG), waits up to
 # 10 s for its "listening on ws://|http://127.0.0.1:PORT/" line and echoes "PID PORT"; exits 1 with the
 # log when no port appears. Call it as `read -r PID PORT < <(start_server ...)`: it runs in a subshell,

@@ -18,8 +18,8 @@ BIN=.build/release
 OUT=.build/bench/load
 rm -rf "$OUT"
 mkdir -p "$OUT"
-swift build -c release --product peoplekeeper-hub >/dev/null
-swift build -c release --product peoplekeeper-bench >/dev/null
+source scripts/bench-lib.sh
+build_release
 
 PGBIN=/usr/lib/postgresql/15/bin
 PGDIR=$(mktemp -d /tmp/pk-bench-pg-XXXXXX)
@@ -34,8 +34,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-source scripts/bench-lib.sh
-
 # Starts the hub with the given storage (memory | embedded | postgres) and echoes "PID PORT".
 start_hub() {
   local log="$OUT/hub-$1.log"
@@ -44,7 +42,6 @@ start_hub() {
   if [ "$1" = postgres ]; then env+=(PEOPLEKEEPER_STORAGE_POSTGRES_URL="$PG_URL"); fi
   start_server "$log" env "${env[@]}" "$BIN/peoplekeeper-hub" --port 0 --storage "$1" --config Config/peoplekeeper.yaml
 }
-
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo

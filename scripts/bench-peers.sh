@@ -41,11 +41,9 @@ for b in "$HUB" "$BENCH"; do
   [ -x "$b" ] || { echo "bench-peers: $b is missing; build it first (swift build [-c release])" >&2; exit 1; }
 done
 
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
-trap cleanup EXIT
-
 source scripts/bench-lib.sh
+pids=()
+trap kill_started EXIT
 
 read -r PY_PID PY_PORT < <(start_server "$OUT/pycrdt-server.log" "$PY" scripts/pycrdt_server.py --port 0)
 pids+=("$PY_PID")

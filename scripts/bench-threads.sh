@@ -26,13 +26,11 @@ BIN=.build/release
 OUT=.build/bench/threads
 rm -rf "$OUT"
 mkdir -p "$OUT"
-swift build -c release --product peoplekeeper-hub >/dev/null
-swift build -c release --product peoplekeeper-bench >/dev/null
+source scripts/bench-lib.sh
+build_release
 
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
-trap cleanup EXIT
-source scripts/bench-lib.sh
+trap kill_started EXIT
 
 # start_hub THREADS [STORAGE]: memory (default) or embedded (a fresh SQLite file; the idle-memory run, where
 # the in-memory store's journal would count as the connections' memory).

@@ -16,8 +16,8 @@ SECONDS_=${2:-10}
 BIN=.build/release
 OUT=.build/bench
 mkdir -p "$OUT"
-swift build -c release --product peoplekeeper-hub >/dev/null
-swift build -c release --product peoplekeeper-bench >/dev/null
+source scripts/bench-lib.sh
+build_release
 DATA=$(mktemp -d /tmp/pk-bench-undo-XXXXXX)
 HUB_PID=
 cleanup() { [ -n "$HUB_PID" ] && kill "$HUB_PID" 2>/dev/null; rm -rf "$DATA"; }
@@ -26,7 +26,6 @@ trap cleanup EXIT
 "$BIN/peoplekeeper-bench" store --kind sqlite --path "$DATA/hub.sqlite" --seconds 0 --history 100 --history-room short-0 >/dev/null
 "$BIN/peoplekeeper-bench" store --kind sqlite --path "$DATA/hub.sqlite" --seconds 0 --history "$HISTORY" --history-room long-0 | head -1
 
-source scripts/bench-lib.sh
 read -r HUB_PID PORT < <(PEOPLEKEEPER_LIMITS_OPS_PER_SECOND=1000000 PEOPLEKEEPER_LOGGING_LEVEL=warning \
   PEOPLEKEEPER_STORAGE_PATH="$DATA/hub.sqlite" \
   start_server "$DATA/hub.log" "$BIN/peoplekeeper-hub" --port 0 --storage embedded --config Config/peoplekeeper.yaml)
