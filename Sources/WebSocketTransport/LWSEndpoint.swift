@@ -150,6 +150,8 @@ public class LWSEndpoint: @unchecked Sendable {
             self.context = nil
             self.loopEnded()
             self.stopped.signal()
+            // The Thread holds this closure, which holds the endpoint: let go of the Thread.
+            self.thread = nil
         }
         thread.name = name
         thread.stackSize = 1 << 20

@@ -115,9 +115,17 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
     private weak var delegate: WebSocketServerDelegate?
     /// The port actually listened on (the configured one, or the kernel's pick for 0).
     public private(set) var port: Int = 0
-    /// Every context of the server, this one (the first) first; the same on each; made with the server,
-    /// started by `start`.
-    public private(set) var contexts: [WebSocketServer] = []
+    /// Every context of the server, the first first; made with the server, started by `start`.
+    public var contexts: [WebSocketServer] { group.map(\.context) }
+    /// The other contexts, owned by the first (empty on those contexts themselves).
+    private var siblings: [WebSocketServer] = []
+    /// `contexts` as each context sees them, without owning them (the first owns its siblings, and
+    /// whoever made the server owns the first): no context keeps itself alive.
+    private var group: [ContextReference] = []
+
+    private struct ContextReference {
+        unowned(unsafe) let context: WebSocketServer
+    }
     /// With several service threads: the listening socket and the thread that deals what it accepts.
     private var acceptor: Acceptor?
     /// The context's vhost, which adopts the sockets the acceptor deals it (its own thread).
@@ -146,11 +154,11 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         self.delegate = delegate
         self.webRootURL = configuration.webRoot.map { URL(fileURLWithPath: $0).standardizedFileURL }
         super.init(protocolName: "peoplekeeper")
-        let others = (1..<max(1, configuration.serviceThreads)).map { _ in WebSocketServer(sibling: self) }
-        contexts = [self] + others
-        for (index, context) in contexts.enumerated() {
-            context.contexts = contexts
-            context.serviceThreadIndex = index
+        siblings = (1..<max(1, configuration.serviceThreads)).map { _ in WebSocketServer(sibling: self) }
+        let group = ([self] + siblings).map(ContextReference.init)
+        for (index, reference) in group.enumerated() {
+            reference.context.group = group
+            reference.context.serviceThreadIndex = index
         }
     }
 
@@ -183,7 +191,7 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         }
         self.acceptor = acceptor
         port = acceptor.port
-        let dealer = Dealer(contexts)
+        let dealer = Dealer(group)
         acceptor.start { fd in
             let context = dealer.next()
             if !context.inbox.post({ context.adopt(fd) }) { close(fd) }
@@ -193,12 +201,12 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
 
     /// The contexts in turn (the acceptor's thread only).
     private final class Dealer: @unchecked Sendable {
-        let contexts: [WebSocketServer]
+        let group: [ContextReference]
         var turn = 0
-        init(_ contexts: [WebSocketServer]) { self.contexts = contexts }
+        init(_ group: [ContextReference]) { self.group = group }
         func next() -> WebSocketServer {
-            defer { turn = (turn + 1) % contexts.count }
-            return contexts[turn]
+            defer { turn = (turn + 1) % group.count }
+            return group[turn].context
         }
     }
 
@@ -282,7 +290,7 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
     /// Ends every loop without draining (any thread).
     public override func stopNow() {
         acceptor?.stop()
-        for context in contexts where context !== self { context.stopNow() }
+        for sibling in siblings { sibling.stopNow() }
         super.stopNow()
     }
 
@@ -297,9 +305,9 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
 
     /// The context that is home to a connection or request on `path` (any service thread).
     private func home(forPath path: String) -> WebSocketServer {
-        guard contexts.count > 1, let delegate else { return contexts.first ?? self }
-        let index = delegate.homeThread(forPath: path, threads: contexts.count)
-        return contexts[min(max(index, 0), contexts.count - 1)]
+        guard group.count > 1, let delegate else { return group.first?.context ?? self }
+        let index = delegate.homeThread(forPath: path, threads: group.count)
+        return group[min(max(index, 0), group.count - 1)].context
     }
 
     /// Calls the delegate on `home`'s thread, from this context's thread: now when they are the

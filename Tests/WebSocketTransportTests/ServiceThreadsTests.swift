@@ -119,6 +119,19 @@ struct ServiceThreadsTests {
         await client.shutdown()
     }
 
+    @Test("a drained server is freed, with its other contexts (none keeps itself alive)")
+    func freedAfterDrain() async throws {
+        weak var first: WebSocketServer?
+        weak var second: WebSocketServer?
+        do {
+            let (server, _) = try twoThreads(Relay())
+            first = server
+            second = server.contexts[1]
+            await server.drain()
+        }
+        try await until("both contexts freed") { first == nil && second == nil }
+    }
+
     @Test("a slow consumer served by another thread is closed with 1008 and reported to the delegate")
     func slowConsumerElsewhere() async throws {
         let relay = Relay()
