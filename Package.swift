@@ -36,6 +36,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         // Already in the graph through postgres-nio and async-http-client: the webhook tests' HTTP receiver.
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        // Already in the graph through postgres-nio and async-http-client: TLS to PostgreSQL (sslmode,
+        // sslrootcert) is a NIOSSLContext handed to postgres-nio.
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
     ],
     targets: [
         // The pure heart: model, diffs, transform, undo, the room's and the client's state machines, wire messages.
@@ -73,6 +76,7 @@ let package = Package(
                 "PeopleCore",
                 "PeopleStore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -37,19 +37,23 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     private var leasesLostHandler: (@Sendable () -> Void)?
     private var nextConnectionID = 0
 
-    /// Connects to `url` (`postgres://user[:password]@host[:port]/database`; a password from
-    /// `password` wins), creates the tables if missing, and starts the writer. `logger` is the caller's:
-    /// the store logs lost leases and unsaved snapshots there, and postgres-nio its connections.
-    public init(url: String, password: String? = nil, node: String, advertisedURL: String,
-                logger: Logger) throws(StoreError) {
-        guard let parts = URLComponents(string: url), ["postgres", "postgresql"].contains(parts.scheme ?? ""),
-              let host = parts.host, !host.isEmpty else {
-            throw StoreError(.invalidRequest, "storage.postgresURL must look like postgres://user@host:5432/database, not \(url)")
+    /// Connects to `url` (`postgres://user[:password]@host[:port]/database[?sslmode=…]`, read by
+    /// `PostgresEndpoint`; a password from `password` wins), creates the tables if missing, and starts
+    /// the writer. `logger` is the caller's: the store logs lost leases and unsaved snapshots there, and
+    /// postgres-nio its connections.
+    public convenience init(url: String, password: String? = nil, node: String, advertisedURL: String,
+                            logger: Logger) throws(StoreError) {
+        let endpoint: PostgresEndpoint
+        do { endpoint = try PostgresEndpoint(url: url, password: password) } catch {
+            throw StoreError(.invalidRequest, "storage.postgresURL \(error)")
         }
-        let database = String(parts.path.drop(while: { $0 == "/" }))
-        configuration = PostgresConnection.Configuration(
-            host: host, port: parts.port ?? 5432, username: parts.user ?? "postgres",
-            password: password ?? parts.password, database: database.isEmpty ? nil : database, tls: .disable)
+        try self.init(endpoint: endpoint, node: node, advertisedURL: advertisedURL, logger: logger)
+    }
+
+    /// Connects to `endpoint` (TLS as its `sslmode` says), creates the tables if missing, and starts the writer.
+    public init(endpoint: PostgresEndpoint, node: String, advertisedURL: String, logger: Logger) throws(StoreError) {
+        let host = endpoint.host, port = endpoint.port
+        configuration = endpoint.configuration
         self.node = node
         self.advertised = advertisedURL
         self.logger = logger
@@ -58,7 +62,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             try migrate()
         } catch {
             try? group.syncShutdownGracefully()
-            throw Self.storeError(error, "cannot open the PostgreSQL store at \(host):\(parts.port ?? 5432): \(Self.describe(error))",
+            throw Self.storeError(error, "cannot open the PostgreSQL store at \(host):\(port) (sslmode \(endpoint.tlsMode.rawValue)): \(endpoint.explainTLS(error) ?? Self.describe(error))",
                                   otherwise: .unavailable)
         }
         writer = GroupCommitWriter(

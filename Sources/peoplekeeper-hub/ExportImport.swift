@@ -118,11 +118,13 @@ enum StoreAccess {
         }
     }
 
-    /// The store the settings name: exit 64 for the memory store (nothing to read), 74 when it cannot
-    /// be opened.
+    /// The store the settings name: exit 64 for the memory store (nothing to read), 78 when the settings
+    /// for it are wrong, 74 when it cannot be opened.
     static func open(_ settings: HubSettings, command: String) throws -> any PeopleStore {
         guard settings.storageKind != .memory else { throw fail(64, command, "storage.kind memory keeps nothing to read") }
-        do { return try settings.openStore(logger: Logger(label: "peoplekeeper.\(command)")) } catch {
+        do { return try settings.openStore(logger: Logger(label: "peoplekeeper.\(command)")) } catch let problem as ConfigProblem {
+            throw fail(78, command, "\(problem)")
+        } catch {
             throw fail(74, command, "\(error)")
         }
     }

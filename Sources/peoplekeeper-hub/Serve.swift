@@ -126,6 +126,10 @@ struct Serve: AsyncParsableCommand {
         let store: any PeopleStore
         do {
             store = try settings.openStore(logger: logger)
+        } catch let problem as ConfigProblem {
+            logger.critical("cannot open the store: \(problem)")
+            FileHandle.standardError.write(Data("peoplekeeper-hub: \(problem)\n".utf8))
+            throw ExitCode(78)  // EX_CONFIG
         } catch {
             logger.critical("cannot open the store: \(error)")
             FileHandle.standardError.write(Data("peoplekeeper-hub: \(error)\n".utf8))
@@ -244,9 +248,12 @@ extension HubSettings {
                     throw ConfigProblem(key: "storage.postgresPasswordFile", problem: "cannot read \(postgresPasswordFile)")
                 }
             }
+            let endpoint: PostgresEndpoint
+            do { endpoint = try PostgresEndpoint(url: postgresURL, password: password) } catch {
+                throw ConfigProblem(key: "storage.postgresURL", problem: error.description)
+            }
             let node = nodeID.isEmpty ? ProcessInfo.processInfo.hostName : nodeID
-            return try PostgresStore(url: postgresURL, password: password, node: node,
-                                     advertisedURL: advertisedBase, logger: logger)
+            return try PostgresStore(endpoint: endpoint, node: node, advertisedURL: advertisedBase, logger: logger)
         }
     }
 

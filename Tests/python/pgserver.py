@@ -12,6 +12,10 @@ The binaries are taken from PEOPLEKEEPER_PG_BIN, else /usr/lib/postgresql/15/bin
 `start()` raises `PostgresUnavailable` with a message saying so: the tests that need PostgreSQL fail,
 they are not skipped.
 
+`start(tls=…)` also turns TLS on with the given server certificate and key (and `ssl_ca_file`, for
+servers that check client certificates), and `hba=[…]` replaces pg_hba.conf's TCP rules (e.g. TLS only,
+or client certificates): the harness's own tools then use the Unix socket, which stays `trust`.
+
 Only the standard library is used (the suite has no PostgreSQL driver): SQL goes through `psql`.
 """
 
@@ -65,6 +69,7 @@ class PostgresServer:
         self.proc: subprocess.Popen | None = None
         self._log = None
         self._as_server_user: list[str] = []
+        self._via_socket = False
 
     @property
     def url(self) -> str:
@@ -83,9 +88,14 @@ class PostgresServer:
             raise PostgresUnavailable(f"{' '.join(cmd)} exited {r.returncode}:\n{r.stdout}{r.stderr}")
         return r
 
+    @property
+    def _tool_host(self) -> str:
+        """Where the harness's own tools connect: TCP, or the socket when pg_hba was replaced."""
+        return str(self.dir) if self._via_socket else self.host
+
     def psql(self, sql: str, timeout: float = 15.0) -> str:
         """Run SQL in the database; returns psql's unaligned, tuples-only output."""
-        r = self._tool("psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", self.host,
+        r = self._tool("psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", self._tool_host,
                        "-p", str(self.port), "-U", self.user, "-d", self.database, "-c", sql, timeout=timeout)
         return r.stdout.strip()
 
@@ -97,7 +107,8 @@ class PostgresServer:
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
-    def start(self) -> "PostgresServer":
+    def start(self, tls: dict[str, Path] | None = None, hba: list[str] | None = None) -> "PostgresServer":
+        """`tls`: {"cert": …, "key": …, "ca": …} PEM files ("ca" optional); `hba`: TCP lines for pg_hba.conf."""
         for tool in ("initdb", "postgres", "pg_isready", "createdb", "psql"):
             if not os.access(PG_BIN / tool, os.X_OK):
                 raise PostgresUnavailable(
@@ -118,13 +129,33 @@ class PostgresServer:
                 os.chown(self.dir, pw.pw_uid, pw.pw_gid)
             self._tool("initdb", "-D", str(self.dir), "-U", self.user, "--auth=trust", "-E", "UTF8",
                        "--no-locale", "--no-sync", as_server_user=True)
+            if tls is not None:
+                self._configure_tls(tls, pw if self._as_server_user else None)
+            if hba is not None:
+                (self.dir / "pg_hba.conf").write_text("local all all trust\n" + "".join(f"{line}\n" for line in hba))
+                self._via_socket = True
             self.port = _free_port()
             self._launch()
-            self._tool("createdb", "-h", self.host, "-p", str(self.port), "-U", self.user, self.database)
+            self._tool("createdb", "-h", self._tool_host, "-p", str(self.port), "-U", self.user, self.database)
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _configure_tls(self, tls: dict[str, Path], owner) -> None:
+        """Copy the certificate files into the data directory (the key readable by the server only)."""
+        lines = ["ssl = on"]
+        for name, setting in (("cert", "ssl_cert_file"), ("key", "ssl_key_file"), ("ca", "ssl_ca_file")):
+            if name not in tls:
+                continue
+            target = self.dir / f"tls-{name}.pem"
+            shutil.copyfile(tls[name], target)
+            os.chmod(target, 0o600)
+            if owner is not None:
+                os.chown(target, owner.pw_uid, owner.pw_gid)
+            lines.append(f"{setting} = '{target.name}'")
+        with open(self.dir / "postgresql.conf", "a") as conf:
+            conf.write("\n".join(lines) + "\n")
 
     def _launch(self) -> None:
         """Start the postmaster on the data directory and port and wait until it accepts connections."""
