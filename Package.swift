@@ -216,7 +216,10 @@ let package = Package(
         // Start the real peoplekeeper-hub binary on port 0 and talk to it over real WebSockets.
         .testTarget(
             name: "PeopleHubTests",
-            dependencies: ["PeopleCore", "WebSocketTransport", "PeopleTestSupport"]
+            // GRDB: a test injects a fault into the SQLite file of a running hub (a trigger that fails its
+            // next append), now that a second hub can no longer be started on the file to provoke one.
+            dependencies: ["PeopleCore", "WebSocketTransport", "PeopleTestSupport",
+                           .product(name: "GRDB", package: "GRDB.swift")]
         ),
     ],
     swiftLanguageModes: [.v6]

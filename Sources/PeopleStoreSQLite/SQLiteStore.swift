@@ -17,15 +17,26 @@ public final class SQLiteStore: PeopleStore {
     private let pool: DatabasePool
     private let writer: GroupCommitWriter
     private let logger: Logger
+    private let claim: StoreClaim?
 
     /// Opens (creating it and its directory if needed) the store at `path`. `logger` is the caller's:
-    /// the store logs snapshots it could not save there.
-    public init(path: String, logger: Logger) throws(StoreError) {
+    /// the store logs snapshots it could not save there. With `claim`, the store is this process's alone
+    /// until `close()` (or the process ends, however it ends): a second claim on the same file, from
+    /// another hub, fails with `conflict` naming the holder. One writer per file is what keeps the
+    /// journal one history (two hubs would both serve a room and collide at its next append); the
+    /// tools that read or add rooms beside a running hub (`backup`, `export`, `history`, `import`) do
+    /// not claim.
+    public init(path: String, logger: Logger, claim: Bool = false) throws(StoreError) {
         self.path = path
         self.logger = logger
         let directory = (path as NSString).deletingLastPathComponent
         do {
             if !directory.isEmpty { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
+        } catch {
+            throw StoreError(.io, "cannot create the directory of the SQLite store \(path): \(error)")
+        }
+        self.claim = claim ? try StoreClaim(store: path) : nil
+        do {
             var configuration = Configuration()
             configuration.label = "peoplekeeper"
             configuration.prepareDatabase { db in
@@ -368,6 +379,7 @@ public final class SQLiteStore: PeopleStore {
     public func close() {
         writer.close()
         try? pool.close()
+        claim?.release()
     }
 
     /// `error` (GRDB's, or a stored record that does not decode) as a `StoreError` saying `message`,

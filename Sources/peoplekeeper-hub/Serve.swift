@@ -125,7 +125,7 @@ struct Serve: AsyncParsableCommand {
 
         let store: any PeopleStore
         do {
-            store = try settings.openStore(logger: logger)
+            store = try settings.openStore(logger: logger, claim: true)
         } catch let problem as ConfigProblem {
             logger.critical("cannot open the store: \(problem)")
             FileHandle.standardError.write(Data("peoplekeeper-hub: \(problem)\n".utf8))
@@ -231,13 +231,14 @@ struct HubService: Service {
 
 extension HubSettings {
     /// The store `storage.kind` names: SQLite at `storage.path`, PostgreSQL (cluster mode: this node
-    /// leases rooms and redirects to their owners), or memory.
-    func openStore(logger: Logger) throws -> any PeopleStore {
+    /// leases rooms and redirects to their owners), or memory. `claim`: the hub's own store, one hub
+    /// per SQLite file (the commands that read beside a running hub do not claim).
+    func openStore(logger: Logger, claim: Bool = false) throws -> any PeopleStore {
         switch storageKind {
         case .memory:
             return InMemoryStore()
         case .embedded:
-            return try SQLiteStore(path: storagePath, logger: logger)
+            return try SQLiteStore(path: storagePath, logger: logger, claim: claim)
         case .postgres:
             var password: String?
             if !postgresPasswordFile.isEmpty {

@@ -1,8 +1,10 @@
 import Foundation
+import GRDB
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 import PeopleCore
+import PeopleTestSupport
 import Testing
 import WebSocketTransport
 
@@ -169,30 +171,56 @@ extension DurabilityTests {
         #expect(await hub.stop() == 0)
     }
 
-    @Test("a store failure closes the room's connections with 1011, sends nothing it did not make durable, and the room reloads from the store")
+    @Test("a failed append closes the room's clients with 1011, acks nothing, and the room comes back from the store")
     func storeFailure() async throws {
-        // Two hubs on one SQLite file (an operator's mistake): the second one's append collides with
-        // the first one's at the same journal position and fails.
-        let first = try await HubProcess.start(storage: Self.sqlite)
-        let second = try await HubProcess.start(storage: "kind: embedded\npath: \(first.directory.path)/data/peoplekeeper.sqlite")
+        let hub = try await HubProcess.start(storage: Self.sqlite)
         let client = try WebSocketClient()
-        let ann = try await TestClient.joined(first.url(room: "twice"), user: "ann", on: client)
-        // The second hub loads the room with ann's session and journals bob's after it.
-        let bob = try await TestClient.joined(second.url(room: "twice"), user: "bob", on: client)
-        #expect(bob.welcome?.presence.count == 1)
-        // Ann's edit on the first hub takes the position bob's session already holds: it fails.
-        let seq = ann.submit([.set(1, .hairColor(.red))], base: 0)
+        let url = hub.url(room: "broken")
+        let ann = try await TestClient.joined(url, user: "ann", on: client)
+        let first = try await ann.ack(seq: ann.submit([.set(2, .glasses(true))], base: 0)).rev
+        // A fault injected into the file beside the hub: SQLite refuses the room's next revision.
+        let database = try DatabaseQueue(path: hub.directory.path + "/data/peoplekeeper.sqlite")
+        try await blocking {
+            try database.write { db in
+                try db.execute(sql: """
+                    CREATE TRIGGER injected_failure BEFORE INSERT ON journal
+                    WHEN NEW.room = 'broken' AND NEW.revision IS NOT NULL
+                    BEGIN SELECT RAISE(ABORT, 'injected failure'); END
+                    """)
+            }
+        }
+        let seq = ann.submit([.set(1, .hairColor(.red))], base: first)
         #expect(try await ann.closedCode() == 1011)
         #expect(!ann.pending.contains { if case .ack(let a) = $0 { a.seq == seq } else { false } })
-        // On the first hub the room comes back from the store: without ann's edit, with bob's session.
-        let carol = try await TestClient.joined(first.url(room: "twice"), user: "carol", on: client)
-        #expect(carol.welcome?.rev == 0)
+        #expect(hub.stderrText().contains("store failed"))
+        try await blocking { try database.write { db in try db.execute(sql: "DROP TRIGGER injected_failure") } }
+        // The room is loaded again from the store: the acked edit is there, the failed one is not.
+        let carol = try await TestClient.joined(url, user: "carol", on: client)
+        #expect(carol.welcome?.rev == first)
+        #expect(carol.welcome?.people?.first { $0.tag == 2 }?.glasses == true)
         #expect(carol.welcome?.people?.first { $0.tag == 1 }?.hairColor == Person.tutorial(1).hairColor)
-        #expect(try #require(carol.welcome?.tags).from > bob.welcome!.tags.to)
-        #expect(first.stderrText().contains("store failed"))
+        _ = try await carol.ack(seq: carol.submit([.set(1, .hairColor(.red))], base: first))
+        try await blocking { try database.close() }
         await client.shutdown()
-        #expect(await second.stop() == 0)
+        #expect(await hub.stop() == 0)
+    }
+
+    @Test("one hub per SQLite file: a second is refused while the first runs, and starts once it is gone, even killed")
+    func oneHubPerFile() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pk-claim-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let first = try await HubProcess.start(storage: Self.sqlite, directory: directory)
+        let storage = "kind: embedded\npath: \(directory.path)/data/peoplekeeper.sqlite"
+        await #expect {
+            _ = try await HubProcess.start(storage: storage)
+        } throws: { error in
+            "\(error)".contains("the SQLite store at \(directory.path)/data/peoplekeeper.sqlite is in use by another hub (pid ")
+        }
         #expect(await first.stop() == 0)
+        let second = try await HubProcess.start(storage: storage)
+        await second.crash()
+        let third = try await HubProcess.start(storage: storage)
+        #expect(await third.stop() == 0)
     }
 
     static func get(_ url: String) async throws -> String {
