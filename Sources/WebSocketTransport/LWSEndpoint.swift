@@ -21,7 +21,7 @@ public class LWSEndpoint: @unchecked Sendable {
     /// this loop's round (`flushWakes`).
     private var pendingWakes: [LWSEndpoint] = []
     private var retained: [UnsafeMutableRawPointer] = []
-    private var thread: Thread?
+    private let thread = JoinableThread()
     private let stopped = Stopped()
     let protocolName: String
 
@@ -31,6 +31,7 @@ public class LWSEndpoint: @unchecked Sendable {
 
     deinit {
         for pointer in retained { pointer.deallocate() }
+        thread.detach()
     }
 
     /// Runs `work` on the service thread. Returns false when the loop has stopped (work dropped).
@@ -121,7 +122,7 @@ public class LWSEndpoint: @unchecked Sendable {
         let failure = Box<String?>(nil)
         pk_lws_set_log_level(lwsLogLevel)
         let hooks = UncheckedSendable((configure, created))
-        let thread = Thread { [self] in
+        try thread.start(name: name, stackSize: 1 << 20) { [self] in
             let (configure, created) = hooks.value
             var info = lws_context_creation_info()
             info.gid = -1
@@ -150,13 +151,7 @@ public class LWSEndpoint: @unchecked Sendable {
             self.context = nil
             self.loopEnded()
             self.stopped.signal()
-            // The Thread holds this closure, which holds the endpoint: let go of the Thread.
-            self.thread = nil
         }
-        thread.name = name
-        thread.stackSize = 1 << 20
-        self.thread = thread
-        thread.start()
         started.wait()
         if let message = failure.value {
             stopped.signal()
@@ -183,9 +178,12 @@ public class LWSEndpoint: @unchecked Sendable {
     /// Called on the service thread once its loop has ended and the context is gone.
     func loopEnded() {}
 
-    /// Waits (off the service thread) until the loop has ended and the context is destroyed.
+    /// Waits (off the service thread) until the loop has ended, the context is destroyed and the thread
+    /// itself is gone (joined): after this returns, nothing of the endpoint runs, so a process may exit
+    /// without its thread's last steps (OpenSSL's per-thread clean-up among them) racing `exit`'s.
     public func waitUntilStopped() async {
         await stopped.wait()
+        thread.join()
     }
 
     /// Ends the loop without draining (service thread or any thread).
@@ -339,4 +337,62 @@ final class Stopped: @unchecked Sendable {
             }
         }
     }
+}
+
+/// A thread that can be joined, once, by whoever waits for it first (`Foundation.Thread` cannot be
+/// joined: a process that exits just after its loop ends would race the thread's own exit). Not joined
+/// by the time its owner goes, it is detached.
+final class JoinableThread: @unchecked Sendable {
+    private let lock = NSLock()
+    private var handle: pthread_t?
+
+    /// Starts `body` on a new thread named `name` (up to 15 bytes are kept).
+    func start(name: String, stackSize: Int, _ body: @escaping () -> Void) throws {
+        let context = Unmanaged.passRetained(ThreadBody {
+            pk_set_thread_name(name)
+            body()
+        }).toOpaque()
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        pthread_attr_setstacksize(&attributes, stackSize)
+        var created = pthread_t()
+        let status = pthread_create(&created, &attributes, { raw in
+            Unmanaged<ThreadBody>.fromOpaque(raw!).takeRetainedValue().run()
+            return nil
+        }, context)
+        guard status == 0 else {
+            Unmanaged<ThreadBody>.fromOpaque(context).release()
+            throw WebSocketTransportError.startFailed("cannot start a service thread: \(String(cString: strerror(status)))")
+        }
+        lock.withLock { handle = created }
+    }
+
+    /// Waits until the thread has exited (at once if it has, or was joined already). Never call it on
+    /// the thread itself. Holds the lock while joining, so a second caller returns only after the join.
+    func join() {
+        lock.withLock {
+            guard let running = handle else { return }
+            handle = nil
+            if pthread_equal(running, pthread_self()) != 0 {
+                pthread_detach(running)
+            } else {
+                pthread_join(running, nil)
+            }
+        }
+    }
+
+    /// Lets the thread's resources go when it exits, if nobody joined it.
+    func detach() {
+        lock.withLock {
+            guard let running = handle else { return }
+            handle = nil
+            pthread_detach(running)
+        }
+    }
+}
+
+private final class ThreadBody {
+    let run: () -> Void
+    init(_ run: @escaping () -> Void) { self.run = run }
 }

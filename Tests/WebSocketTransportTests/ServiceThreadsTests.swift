@@ -132,6 +132,22 @@ struct ServiceThreadsTests {
         try await until("both contexts freed") { first == nil && second == nil }
     }
 
+    @Test("when shutdown or drain returns, the service threads have exited: a process may exit at once")
+    func threadsGoneAfterStop() async throws {
+        // The terminal client exits right after `shutdown()`; a thread still on its way out (OpenSSL's
+        // per-thread clean-up, Foundation's) raced `exit`'s own clean-up and crashed, rarely.
+        for _ in 0..<20 {
+            let client = try WebSocketClient()
+            let clientThread = try await kernelThreadID(of: client)
+            await client.shutdown()
+            #expect(!FileManager.default.fileExists(atPath: "/proc/self/task/\(clientThread)"))
+        }
+        let (server, _) = try twoThreads(Relay())
+        let serverThreads = [try await kernelThreadID(of: server), try await kernelThreadID(of: server.contexts[1])]
+        await server.drain()
+        for id in serverThreads { #expect(!FileManager.default.fileExists(atPath: "/proc/self/task/\(id)")) }
+    }
+
     @Test("a slow consumer served by another thread is closed with 1008 and reported to the delegate")
     func slowConsumerElsewhere() async throws {
         let relay = Relay()
@@ -431,6 +447,22 @@ struct TransportTestError: Error, CustomStringConvertible {
 }
 
 /// A server on a free port with two service threads (no pings), started.
+/// The kernel's id of `endpoint`'s service thread (a directory of /proc/self/task while it exists).
+private func kernelThreadID(of endpoint: LWSEndpoint) async throws -> Int32 {
+    let id = Mutex<Int32?>(nil)
+    endpoint.perform {
+        // /proc/thread-self -> "PID/task/TID"
+        let link = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self")) ?? ""
+        id.withLock { $0 = Int32(link.split(separator: "/").last.map(String.init) ?? "") ?? -1 }
+    }
+    try await until("the service thread answers") { id.withLock { $0 } != nil }
+    let known = id.withLock { $0! }
+    guard known > 0, FileManager.default.fileExists(atPath: "/proc/self/task/\(known)") else {
+        throw TransportTestError("cannot tell the service thread's id (\(known))")
+    }
+    return known
+}
+
 private func twoThreads(_ relay: Relay, limits: WebSocketLimits = WebSocketLimits(),
                         webRoot: String? = nil) throws -> (WebSocketServer, Int) {
     let server = WebSocketServer(configuration: .init(port: 0, webRoot: webRoot, limits: limits, pingIntervalSeconds: 0,
