@@ -13,7 +13,9 @@ final class StoreClaim: @unchecked Sendable {
     private var descriptor: Int32
 
     init(store: String) throws(StoreError) {
-        path = store + ".lock"
+        // Beside the file itself, whatever name it is reached by: a symbolic link to the store (or to a
+        // directory on its path) leads to the same lock. (A hard link, a second name of the file, does not.)
+        path = Self.resolved(store) + ".lock"
         descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
             throw StoreError(.io, "cannot open \(path) to claim the SQLite store: \(String(cString: strerror(errno)))")
@@ -32,6 +34,20 @@ final class StoreClaim: @unchecked Sendable {
         if ftruncate(descriptor, 0) == 0 {
             _ = pid.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
         }
+    }
+
+    /// `store` with every symbolic link on its path followed; a file not there yet is named in its
+    /// resolved directory.
+    static func resolved(_ store: String) -> String {
+        if let real = realpath(store, nil) {
+            defer { free(real) }
+            return String(cString: real)
+        }
+        let url = URL(fileURLWithPath: store)
+        let directory = url.deletingLastPathComponent().path
+        guard let real = realpath(directory, nil) else { return store }
+        defer { free(real) }
+        return String(cString: real) + "/" + url.lastPathComponent
     }
 
     /// Lets go of the file (also what the process's end does).

@@ -216,6 +216,17 @@ extension DurabilityTests {
         } throws: { error in
             "\(error)".contains("the SQLite store at \(directory.path)/data/peoplekeeper.sqlite is in use by another hub (pid ")
         }
+        // The same file by other names: a symbolic link to it, and one to its directory.
+        let file = directory.path + "/data/peoplekeeper.sqlite"
+        try FileManager.default.createSymbolicLink(atPath: directory.path + "/alias.sqlite", withDestinationPath: file)
+        try FileManager.default.createSymbolicLink(atPath: directory.path + "/alias-dir", withDestinationPath: directory.path + "/data")
+        for alias in ["alias.sqlite", "alias-dir/peoplekeeper.sqlite"] {
+            await #expect {
+                _ = try await HubProcess.start(storage: "kind: embedded\npath: \(directory.path)/\(alias)")
+            } throws: { error in
+                "\(error)".contains("is in use by another hub (pid ") && "\(error)".contains("holding \(file).lock")
+            }
+        }
         #expect(await first.stop() == 0)
         let second = try await HubProcess.start(storage: storage)
         await second.crash()
