@@ -150,6 +150,8 @@ public struct PostgresEndpoint: Sendable {
         do {
             let context = try NIOSSLContext(configuration: configuration)
             return mode == .prefer ? .prefer(context) : .require(context)
+        } catch NIOSSLError.failedToLoadPrivateKey where client != nil {
+            throw Problem(description: "sslkey \(client!.key) is not the private key of sslcert \(client!.certificate)")
         } catch {
             throw Problem(description: "cannot set up TLS with sslrootcert, sslcert and sslkey as given: \(error)")
         }
@@ -176,6 +178,11 @@ public struct PostgresEndpoint: Sendable {
             return "the server's certificate is for another name than \(host) (sslmode verify-full checks the name; verify-ca only the signer)"
         }
         let text = "\(underlying)"
+        if text.contains("ALERT_UNKNOWN_CA") || text.contains("ALERT_CERTIFICATE_REQUIRED")
+            || text.contains("ALERT_BAD_CERTIFICATE") || text.contains("ALERT_ACCESS_DENIED") {
+            return clientCertificate.map { "the server does not accept the client certificate in sslcert \($0.certificate) (not signed by a root it trusts?)" }
+                ?? "the server wants a client certificate: give sslcert and sslkey"
+        }
         if text.contains("CERTIFICATE_VERIFY_FAILED") {
             return "the server's certificate is not signed by \(trusted), or has expired"
         }

@@ -35,11 +35,11 @@ def _ca(directory: Path, name: str) -> None:
              cwd=directory)
 
 
-def _leaf(directory: Path, name: str, subject: str, extensions: str) -> None:
+def _leaf(directory: Path, name: str, subject: str, extensions: str, ca: str = "ca") -> None:
     (directory / f"{name}.ext").write_text(extensions)
     _openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
              "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", subject, cwd=directory)
-    _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+    _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.pem", "-CAkey", f"{ca}.key", "-CAcreateserial",
              "-out", f"{name}.pem", "-days", "2", "-extfile", f"{name}.ext", cwd=directory)
 
 
@@ -53,6 +53,8 @@ def certs():
               "basicConstraints=CA:FALSE\nsubjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\n")
         _leaf(directory, "client", "/CN=peoplekeeper",
               "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n")
+        _leaf(directory, "impostor", "/CN=peoplekeeper",
+              "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n", ca="stranger")
         yield directory
     finally:
         shutil.rmtree(directory, ignore_errors=True)
@@ -173,11 +175,20 @@ def test_require_refuses_a_server_without_tls(pg_server):
 
 def test_a_client_certificate_is_sent_when_the_server_asks(hub_factory, certs, room):
     """A server that authenticates by client certificate (pg_hba `cert`): the hub with sslcert + sslkey
-    is let in; without them it is refused."""
+    is let in; without them, or with a certificate from a CA the server does not trust, it is refused
+    saying which; a key that is not the certificate's stops it at start (exit 78)."""
     server = _server(certs, ["hostssl all all 127.0.0.1/32 cert", "hostnossl all all 127.0.0.1/32 reject"])
     try:
         r = _start_failing(_url(server, host="localhost", sslmode="verify-full", sslrootcert=certs / "ca.pem"))
         assert r.returncode == 1, (r.returncode, r.stderr[-2000:])
+        r = _start_failing(_url(server, host="localhost", sslmode="verify-full", sslrootcert=certs / "ca.pem",
+                                sslcert=certs / "impostor.pem", sslkey=certs / "impostor.key"))
+        assert r.returncode == 1, (r.returncode, r.stderr[-2000:])
+        assert f"the server does not accept the client certificate in sslcert {certs / 'impostor.pem'}" in r.stderr, r.stderr[-2000:]
+        r = _start_failing(_url(server, host="localhost", sslmode="verify-full", sslrootcert=certs / "ca.pem",
+                                sslcert=certs / "client.pem", sslkey=certs / "impostor.key"))
+        assert r.returncode == 78, (r.returncode, r.stderr[-2000:])
+        assert f"sslkey {certs / 'impostor.key'} is not the private key of sslcert {certs / 'client.pem'}" in r.stderr, r.stderr[-2000:]
         hub = hub_factory(_config(_url(server, host="localhost", sslmode="verify-full", sslrootcert=certs / "ca.pem",
                                        sslcert=certs / "client.pem", sslkey=certs / "client.key"), "a"))
         _edit_and_check(hub, room)
