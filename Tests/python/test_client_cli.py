@@ -451,12 +451,18 @@ def test_usage_errors(hub, room):
             (["frobnicate"], ["set", "1", "hairColor"], ["show"], ["add"], ["move", "1"],
              ["set", "one", "hairColor", "red"])]
     runs.append(run_client(["list", "--url", hub_url(hub), "--user", "ann"]))     # no room
+    # `..` and `.` fit the characters but no URL keeps them (`/v1/rooms/..` is `/v1/`): a usage error,
+    # not a refused connection.
+    dots = [pk(hub, name, "ann", "list") for name in ("..", ".")]
+    runs += dots
     for r in runs:
         try:
             assert_error(r, 64)
         except AssertionError as e:
             failures.append(str(e))
     assert not failures, "\n\n".join(failures)
+    for r in dots:
+        assert "a room name cannot be . or .." in r.stderr, r.stderr
     assert_unchanged(hub, room, obs, 0, "a usage error")
 
 

@@ -18,7 +18,8 @@ public struct UserName: Hashable, Sendable, CustomStringConvertible {
     public var description: String { rawValue }
 }
 
-/// A room's name: 1 to 64 characters of `A-Z a-z 0-9 _ . -`, the last part of `/v1/rooms/ROOM`.
+/// A room's name: 1 to 64 characters of `A-Z a-z 0-9 _ . -`, not `.` or `..`, the last part of
+/// `/v1/rooms/ROOM`.
 public struct RoomName: Hashable, Sendable, CustomStringConvertible {
     public static let maxLength = 64
     /// The path every room's WebSocket lives under.
@@ -30,6 +31,10 @@ public struct RoomName: Hashable, Sendable, CustomStringConvertible {
     public init(_ value: String) throws(InvalidName) {
         guard (1...Self.maxLength).contains(value.utf8.count), value.utf8.allSatisfy(Self.allows) else {
             throw InvalidName("a room name is 1 to \(Self.maxLength) characters of A-Z a-z 0-9 _ . - (got \(value))")
+        }
+        // A URL's path loses these segments (`/v1/rooms/..` is `/v1/`): no client could reach such a room.
+        guard value != ".", value != ".." else {
+            throw InvalidName("a room name cannot be . or .. (a URL's path drops them)")
         }
         rawValue = value
     }
