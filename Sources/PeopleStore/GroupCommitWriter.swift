@@ -7,14 +7,16 @@ import Synchronization
 /// were handed over.
 package enum WriterWork: Sendable {
     case append(room: String, entries: [JournalEntry], whenDurable: @Sendable (StoreError?) -> Void)
-    case snapshot(room: String, RoomSnapshot)
-    /// Delete the room (journal, snapshot, webhook cursors); the commit sets `found` to whether it
-    /// existed, and `whenDone` is called once the deletion is committed (or with the error).
-    case delete(room: String, found: RoomDeletion, whenDone: @Sendable (StoreError?) -> Void)
+    /// The snapshot, and webhook notices to keep in the same commit (a room's creation).
+    case snapshot(room: String, RoomSnapshot, notices: [WebhookNotice])
+    /// Delete the room (journal, snapshot, webhook cursors) and keep `notices` in the same commit; the
+    /// commit sets `found` to whether it existed, and `whenDone` is called once the deletion is
+    /// committed (or with the error).
+    case delete(room: String, found: RoomDeletion, notices: [WebhookNotice], whenDone: @Sendable (StoreError?) -> Void)
 
     package var room: String {
         switch self {
-        case .append(let room, _, _), .snapshot(let room, _), .delete(let room, _, _): room
+        case .append(let room, _, _), .snapshot(let room, _, _), .delete(let room, _, _, _): room
         }
     }
 }
@@ -80,7 +82,7 @@ package final class GroupCommitWriter: @unchecked Sendable {
             whenDurable(error)
             return
         }
-        if case .delete(_, _, let whenDone) = work, closed {
+        if case .delete(_, _, _, let whenDone) = work, closed {
             condition.unlock()
             whenDone(StoreError(.closed, "the store is closed"))
             return
@@ -99,11 +101,11 @@ package final class GroupCommitWriter: @unchecked Sendable {
 
     /// Deletes `room` after everything handed over before, and waits for the commit. A room that had
     /// failed takes appends again afterwards (it starts anew).
-    package func delete(room: String) throws(StoreError) -> Bool {
+    package func delete(room: String, notices: [WebhookNotice] = []) throws(StoreError) -> Bool {
         let found = RoomDeletion()
         let outcome = Mutex<StoreError?>(nil)
         let done = DispatchSemaphore(value: 0)
-        submit(.delete(room: room, found: found, whenDone: { error in
+        submit(.delete(room: room, found: found, notices: notices, whenDone: { error in
             outcome.withLock { $0 = error }
             done.signal()
         }))
@@ -178,7 +180,7 @@ package final class GroupCommitWriter: @unchecked Sendable {
             for (work, error) in refused {
                 switch work {
                 case .append(_, _, let whenDurable): whenDurable(error)
-                case .snapshot(let room, _): onSnapshotFailure(room, error)
+                case .snapshot(let room, _, _): onSnapshotFailure(room, error)
                 case .delete: break
                 }
             }
@@ -196,8 +198,8 @@ package final class GroupCommitWriter: @unchecked Sendable {
                 let failure = failures[work.room]
                 switch work {
                 case .append(_, _, let whenDurable): whenDurable(failure)
-                case .snapshot(let room, _): if let failure { onSnapshotFailure(room, failure) }
-                case .delete(_, _, let whenDone): whenDone(failure)
+                case .snapshot(let room, _, _): if let failure { onSnapshotFailure(room, failure) }
+                case .delete(_, _, _, let whenDone): whenDone(failure)
                 }
             }
         }

@@ -21,6 +21,12 @@ public final class InMemoryStore: PeopleStore {
         var rooms: [String: Stored] = [:]
         /// Endpoint → room → last delivered revision.
         var cursors: [String: [String: Int]] = [:]
+        /// Room events not yet delivered, in the order kept.
+        var notices: [WebhookNotice] = []
+
+        mutating func keep(_ new: [WebhookNotice]) {
+            for notice in new where !notices.contains(notice) { notices.append(notice) }
+        }
     }
 
     private let state = Mutex(State())
@@ -35,12 +41,13 @@ public final class InMemoryStore: PeopleStore {
         return .durable
     }
 
-    public func save(_ snapshot: RoomSnapshot, room: String) {
+    public func save(_ snapshot: RoomSnapshot, room: String, notices: [WebhookNotice]) {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         state.withLock {
             $0.rooms[room, default: Stored()].snapshot = snapshot
             $0.rooms[room]!.savedAt = now
             $0.rooms[room]!.checkpoints[snapshot.revision] = snapshot.checkpoint
+            $0.keep(notices)
         }
     }
 
@@ -79,11 +86,23 @@ public final class InMemoryStore: PeopleStore {
         }
     }
 
-    public func deleteRoom(_ room: String) throws(StoreError) -> Bool {
+    public func deleteRoom(_ room: String, notices: [WebhookNotice]) throws(StoreError) -> Bool {
         state.withLock { state in
             for endpoint in state.cursors.keys { state.cursors[endpoint]![room] = nil }
+            state.keep(notices)
             return state.rooms.removeValue(forKey: room) != nil
         }
+    }
+
+    public func webhookNotices(endpoint: String) throws(StoreError) -> [WebhookNotice] {
+        state.withLock { state in
+            state.notices.filter { $0.endpoint == endpoint }.enumerated()
+                .sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
+        }
+    }
+
+    public func removeWebhookNotice(_ notice: WebhookNotice) throws(StoreError) {
+        state.withLock { $0.notices.removeAll { $0 == notice } }
     }
 
     public func webhookCursors(endpoint: String) throws(StoreError) -> [String: Int] {

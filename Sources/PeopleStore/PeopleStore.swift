@@ -23,8 +23,9 @@ public protocol PeopleStore: Sendable {
     /// Keeps `snapshot` as the room's latest, after everything appended before it, and its people as
     /// the room's checkpoint at its revision (`snapshot.checkpoint`, written with it, replacing one at
     /// the same revision). A room's first snapshot (position 0) creates it; later ones only make loading
-    /// faster, so a failure is logged by the store and changes nothing else.
-    func save(_ snapshot: RoomSnapshot, room: String)
+    /// faster, so a failure is logged by the store and changes nothing else. `notices` (a new room's
+    /// `room.created` for each webhook endpoint that wants it) are kept in the same commit.
+    func save(_ snapshot: RoomSnapshot, room: String, notices: [WebhookNotice])
 
     /// The room as stored (latest snapshot, its window, the journal after it), or nil if it was never
     /// created.
@@ -50,8 +51,10 @@ public protocol PeopleStore: Sendable {
     /// Deletes the room: its journal, snapshots, checkpoints and webhook cursors. Ordered after
     /// everything appended or saved before it (the durable stores pass it through their writer), so an
     /// append still on its way cannot bring the room back. Returns false if there was no such room. Afterwards `load`
-    /// answers nil, and a later first snapshot creates the room anew. Blocks until done.
-    func deleteRoom(_ room: String) throws(StoreError) -> Bool
+    /// answers nil, and a later first snapshot creates the room anew. Blocks until done. `notices`
+    /// (`room.deleted` for the endpoints that want it) are kept in the same commit, and the room's
+    /// notices not yet delivered stay.
+    func deleteRoom(_ room: String, notices: [WebhookNotice]) throws(StoreError) -> Bool
 
     /// The webhook cursors of one endpoint (an id the webhook dispatcher derives, its URL): room → the
     /// last revision delivered there.
@@ -64,12 +67,45 @@ public protocol PeopleStore: Sendable {
     /// Forgets the cursor of `endpoint` for `room` (nothing if there is none).
     func removeWebhookCursor(endpoint: String, room: String) throws(StoreError)
 
+    /// The room events `endpoint` has not been told of yet, oldest first (by time; at the same time,
+    /// in the order they were kept).
+    func webhookNotices(endpoint: String) throws(StoreError) -> [WebhookNotice]
+
+    /// Forgets a notice once delivered (nothing if it is not there).
+    func removeWebhookNotice(_ notice: WebhookNotice) throws(StoreError)
+
     /// Throws if the store cannot be reached or written now (for `/healthz`). Blocks: call it off the
     /// service thread.
     func check() throws(StoreError)
 
     /// Waits for everything appended to be durable, then releases the store's resources.
     func close()
+}
+
+extension PeopleStore {
+    /// A snapshot with no webhook notices.
+    public func save(_ snapshot: RoomSnapshot, room: String) { save(snapshot, room: room, notices: []) }
+
+    /// Deletes the room with no webhook notices.
+    public func deleteRoom(_ room: String) throws(StoreError) -> Bool { try deleteRoom(room, notices: []) }
+}
+
+/// A room event (`room.created`, `room.deleted`) a webhook endpoint has yet to be told of. The hub has
+/// it kept in the same commit as the creation or deletion, and the webhook dispatcher removes it once
+/// delivered, so a crash in between repeats it (same `id`), never loses it (the product contract's
+/// HTTP API §3: nothing kept in memory only).
+public struct WebhookNotice: Sendable, Hashable {
+    /// The endpoint's id (its URL).
+    public var endpoint: String
+    public var room: String
+    /// `room.created` or `room.deleted`.
+    public var event: String
+    /// When it happened (milliseconds since the epoch): part of the delivery's id.
+    public var time: Int64
+
+    public init(endpoint: String, room: String, event: String, time: Int64) {
+        (self.endpoint, self.room, self.event, self.time) = (endpoint, room, event, time)
+    }
 }
 
 /// Whether an append is already durable.

@@ -185,6 +185,12 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         CREATE TABLE IF NOT EXISTS checkpoints (
             room text NOT NULL, revision bigint NOT NULL, people text NOT NULL, PRIMARY KEY (room, revision))
         """,
+        // Room events not yet delivered to a webhook endpoint, kept with the creation or deletion.
+        """
+        CREATE TABLE IF NOT EXISTS webhook_notices (
+            id bigserial PRIMARY KEY, endpoint text NOT NULL, room text NOT NULL, event text NOT NULL,
+            at bigint NOT NULL, UNIQUE (endpoint, room, event, at))
+        """,
     ]
 
     // MARK: Writing
@@ -195,8 +201,8 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         return .pending
     }
 
-    public func save(_ snapshot: RoomSnapshot, room: String) {
-        writer.submit(.snapshot(room: room, snapshot))
+    public func save(_ snapshot: RoomSnapshot, room: String, notices: [WebhookNotice]) {
+        writer.submit(.snapshot(room: room, snapshot, notices: notices))
     }
 
     /// One commit for the batch: every record in one `INSERT … SELECT FROM unnest(…)`, then the
@@ -208,16 +214,17 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             switch work {
             case .append(let room, let entries, _):
                 segments[segments.count - 1].rows.add(entries, room: room)
-            case .snapshot(let room, let snapshot):
+            case .snapshot(let room, let snapshot, let notices):
                 segments[segments.count - 1].snapshots.append((room, snapshot))
-            case .delete(let room, let found, _):
-                segments[segments.count - 1].deletion = (room, found)
+                segments[segments.count - 1].notices += notices
+            case .delete(let room, let found, let notices, _):
+                segments[segments.count - 1].deletion = (room, found, notices)
                 segments.append(CommitSegment())
             }
         }
         try lock.withLock {
             let connection = try writerLocked()
-            if segments.count == 1 && segments[0].snapshots.isEmpty {
+            if segments.count == 1 && segments[0].snapshots.isEmpty && segments[0].notices.isEmpty {
                 // One statement: its own commit.
                 if !segments[0].rows.isEmpty { _ = try run(segments[0].rows.insert, on: connection) }
                 return
@@ -237,7 +244,10 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     private struct CommitSegment {
         var rows = JournalRows()
         var snapshots: [(String, RoomSnapshot)] = []
-        var deletion: (String, RoomDeletion)?
+        /// Webhook notices kept with the snapshots (a room's creation).
+        var notices: [WebhookNotice] = []
+        /// The deletion, and the notices kept with it.
+        var deletion: (String, RoomDeletion, [WebhookNotice])?
     }
 
     /// Journal rows as parallel arrays, for one `unnest` insert.
@@ -294,7 +304,8 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                 ON CONFLICT (room, revision) DO UPDATE SET people = EXCLUDED.people
                 """, on: connection)
         }
-        if let (room, found) = segment.deletion {
+        try keep(segment.notices, on: connection)
+        if let (room, found, notices) = segment.deletion {
             let existed = try run("""
                 WITH j AS (DELETE FROM journal WHERE room = \(room) RETURNING 1),
                      s AS (DELETE FROM snapshots WHERE room = \(room) RETURNING 1),
@@ -302,7 +313,17 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                      k AS (DELETE FROM checkpoints WHERE room = \(room) RETURNING 1)
                 SELECT EXISTS (SELECT 1 FROM j) OR EXISTS (SELECT 1 FROM s)
                 """, on: connection).rows.first?.decode(Bool.self) ?? false
+            try keep(notices, on: connection)
             found.found = existed
+        }
+    }
+
+    private func keep(_ notices: [WebhookNotice], on connection: PostgresConnection) throws {
+        for notice in notices {
+            _ = try run("""
+                INSERT INTO webhook_notices (endpoint, room, event, at)
+                VALUES (\(notice.endpoint), \(notice.room), \(notice.event), \(Int(notice.time))) ON CONFLICT DO NOTHING
+                """, on: connection)
         }
     }
 
@@ -402,8 +423,35 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     // MARK: Webhook cursors and deletion
 
     /// Deletes through the writer, after everything appended before (see `commit`).
-    public func deleteRoom(_ room: String) throws(StoreError) -> Bool {
-        try writer.delete(room: room)
+    public func deleteRoom(_ room: String, notices: [WebhookNotice]) throws(StoreError) -> Bool {
+        try writer.delete(room: room, notices: notices)
+    }
+
+    public func webhookNotices(endpoint: String) throws(StoreError) -> [WebhookNotice] {
+        do {
+            return try withReader { connection in
+                try run("SELECT room, event, at FROM webhook_notices WHERE endpoint = \(endpoint) ORDER BY at, id",
+                        on: connection).rows.map { row in
+                    let (room, event, at) = try row.decode((String, String, Int).self)
+                    return WebhookNotice(endpoint: endpoint, room: room, event: event, time: Int64(at))
+                }
+            }
+        } catch {
+            throw Self.storeError(error, "cannot read the webhook notices of \(endpoint): \(Self.describe(error))")
+        }
+    }
+
+    public func removeWebhookNotice(_ notice: WebhookNotice) throws(StoreError) {
+        do {
+            try withReader { connection in
+                _ = try run("""
+                    DELETE FROM webhook_notices WHERE endpoint = \(notice.endpoint) AND room = \(notice.room)
+                    AND event = \(notice.event) AND at = \(Int(notice.time))
+                    """, on: connection)
+            }
+        } catch {
+            throw Self.storeError(error, "cannot remove a webhook notice of \(notice.endpoint) for \(notice.room): \(Self.describe(error))")
+        }
     }
 
     /// On a pooled connection in autocommit, not the writer's: a cursor waits for no group commit.

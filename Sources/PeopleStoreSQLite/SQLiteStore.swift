@@ -126,6 +126,19 @@ public final class SQLiteStore: PeopleStore {
                 );
                 """)
         }
+        // Room events not yet delivered to a webhook endpoint, kept with the creation or deletion that
+        // made them (a rowid table: notices come back in the order kept).
+        migrator.registerMigration("v4: webhook notices") { db in
+            try db.execute(sql: """
+                CREATE TABLE webhook_notices (
+                    endpoint TEXT NOT NULL,
+                    room TEXT NOT NULL,
+                    event TEXT NOT NULL,
+                    at INTEGER NOT NULL,
+                    UNIQUE (endpoint, room, event, at)
+                );
+                """)
+        }
         return migrator
     }
 
@@ -135,8 +148,8 @@ public final class SQLiteStore: PeopleStore {
         return .pending
     }
 
-    public func save(_ snapshot: RoomSnapshot, room: String) {
-        writer.submit(.snapshot(room: room, snapshot))
+    public func save(_ snapshot: RoomSnapshot, room: String, notices: [WebhookNotice]) {
+        writer.submit(.snapshot(room: room, snapshot, notices: notices))
     }
 
     /// Milliseconds since the epoch (a snapshot's save time).
@@ -157,6 +170,12 @@ public final class SQLiteStore: PeopleStore {
             let checkpoint = try db.cachedStatement(sql: """
                 INSERT OR REPLACE INTO checkpoints (room, revision, people) VALUES (?, ?, ?)
                 """)
+            func keep(_ notices: [WebhookNotice]) throws {
+                for notice in notices {
+                    try db.execute(sql: "INSERT OR IGNORE INTO webhook_notices (endpoint, room, event, at) VALUES (?, ?, ?, ?)",
+                                   arguments: [notice.endpoint, notice.room, notice.event, notice.time])
+                }
+            }
             let now = Self.now()
             for work in batch {
                 switch work {
@@ -166,19 +185,21 @@ public final class SQLiteStore: PeopleStore {
                         try insert.execute(arguments: [room, entry.position, row.revision, row.kind, row.author,
                                                        row.label, row.at, row.record])
                     }
-                case .snapshot(let room, let s):
+                case .snapshot(let room, let s, let notices):
                     let json = s.json
                     try snapshot.execute(arguments: [room, s.position, s.revision, s.floor,
                                                      String(decoding: json.bytes, as: UTF8.self),
                                                      StoredRoomSummary.people(inSnapshot: json), now])
                     try checkpoint.execute(arguments: [room, s.revision, Checkpoint.peopleText(inSnapshot: json)])
-                case .delete(let room, let found, _):
+                    try keep(notices)
+                case .delete(let room, let found, let notices, _):
                     try db.execute(sql: "DELETE FROM journal WHERE room = ?", arguments: [room])
                     var existed = db.changesCount > 0
                     try db.execute(sql: "DELETE FROM snapshots WHERE room = ?", arguments: [room])
                     existed = existed || db.changesCount > 0
                     try db.execute(sql: "DELETE FROM checkpoints WHERE room = ?", arguments: [room])
                     try db.execute(sql: "DELETE FROM webhook_cursors WHERE room = ?", arguments: [room])
+                    try keep(notices)
                     found.found = existed
                 }
             }
@@ -277,8 +298,32 @@ public final class SQLiteStore: PeopleStore {
     }
 
     /// Through the writer, after everything appended before.
-    public func deleteRoom(_ room: String) throws(StoreError) -> Bool {
-        try writer.delete(room: room)
+    public func deleteRoom(_ room: String, notices: [WebhookNotice]) throws(StoreError) -> Bool {
+        try writer.delete(room: room, notices: notices)
+    }
+
+    public func webhookNotices(endpoint: String) throws(StoreError) -> [WebhookNotice] {
+        do {
+            return try pool.read { db in
+                try Row.fetchAll(db, sql: "SELECT room, event, at FROM webhook_notices WHERE endpoint = ? ORDER BY at, rowid",
+                                 arguments: [endpoint]).map { row in
+                    WebhookNotice(endpoint: endpoint, room: row["room"], event: row["event"], time: row["at"])
+                }
+            }
+        } catch {
+            throw Self.storeError(error, "cannot read the webhook notices of \(endpoint): \(error)")
+        }
+    }
+
+    public func removeWebhookNotice(_ notice: WebhookNotice) throws(StoreError) {
+        do {
+            try pool.write { db in
+                try db.execute(sql: "DELETE FROM webhook_notices WHERE endpoint = ? AND room = ? AND event = ? AND at = ?",
+                               arguments: [notice.endpoint, notice.room, notice.event, notice.time])
+            }
+        } catch {
+            throw Self.storeError(error, "cannot remove a webhook notice of \(notice.endpoint) for \(notice.room): \(error)")
+        }
     }
 
     public func webhookCursors(endpoint: String) throws(StoreError) -> [String: Int] {

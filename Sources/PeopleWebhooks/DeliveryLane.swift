@@ -28,6 +28,8 @@ struct DeliveryLane: Sendable {
     private(set) var lastWrite: Int64?
     /// Room events to deliver before any revision.
     private(set) var notices: [RoomNotice] = []
+    /// Room events delivered whose record the store still keeps: removed before anything else.
+    private(set) var forgetting: [RoomNotice] = []
     /// Revisions read from the store and not yet delivered: `cursor + 1`, `+ 2`, … in order.
     private(set) var buffer: [Revision] = []
     private(set) var generation = 0
@@ -52,6 +54,8 @@ struct DeliveryLane: Sendable {
         case loadCursor
         /// Apply the reset to the store, then `didReset(_:)`.
         case resetCursor(CursorReset)
+        /// Remove the delivered notice's record from the store, then `forgot(_:)`.
+        case forgetNotice(RoomNotice)
         /// Write this cursor, then `wrote(_:)`.
         case writeCursor(Int)
         /// Read revisions `after + 1 ... through`, then `read(_:after:through:generation:)`.
@@ -70,7 +74,8 @@ struct DeliveryLane: Sendable {
 
     /// Nothing known and nothing to do (a deleted room whose cursor is gone): the lane can be dropped.
     var isEmpty: Bool {
-        cursor == nil && startAt == nil && head == 0 && reset == nil && unwritten == nil && notices.isEmpty && failures == 0
+        cursor == nil && startAt == nil && head == 0 && reset == nil && unwritten == nil && notices.isEmpty
+            && forgetting.isEmpty && failures == 0
     }
 
     /// The next step at `now`. A delivered cursor is written once `cursorBatch` deliveries or
@@ -80,6 +85,7 @@ struct DeliveryLane: Sendable {
                        cursorInterval: Int64 = 0) -> Step {
         if endpointFailing { return stop() }
         if let reset { return .resetCursor(reset) }
+        if let done = forgetting.first { return .forgetNotice(done) }
         if let notice = notices.first { return .post(.notice(notice), generation: generation) }
         if cursor == nil {
             guard startAt != nil else { return stop() }
@@ -129,6 +135,15 @@ struct DeliveryLane: Sendable {
         head = max(head, rev)
     }
 
+    /// Notices the store kept and nobody delivered (the dispatcher's start): delivered before anything
+    /// else, oldest first. A room whose creation is among them is delivered from its first revision
+    /// where the endpoint has no cursor for it (the creation committed, the reset to 0 never did).
+    mutating func restored(_ kept: [RoomNotice]) {
+        let new = kept.filter { !notices.contains($0) && !forgetting.contains($0) }
+        notices = (new + notices).sorted { $0.time < $1.time }
+        if new.contains(where: { $0.event == .roomCreated }), cursor == nil { startAt = 0 }
+    }
+
     /// The room was created: every revision from the first is delivered, after `notice` if any.
     mutating func created(_ notice: RoomNotice?) {
         beginGeneration()
@@ -175,6 +190,10 @@ struct DeliveryLane: Sendable {
         head = max(head, cursor!)
     }
 
+    mutating func forgot(_ notice: RoomNotice) {
+        if let index = forgetting.firstIndex(of: notice) { forgetting.remove(at: index) }
+    }
+
     mutating func didReset(_ done: CursorReset) {
         if reset == done { reset = nil }
     }
@@ -210,7 +229,7 @@ struct DeliveryLane: Sendable {
     mutating func delivered(_ item: LaneItem, generation: Int) {
         switch item {
         case .notice:
-            if !notices.isEmpty { notices.removeFirst() }
+            if !notices.isEmpty { forgetting.append(notices.removeFirst()) }
         case .revision(let revision):
             guard generation == self.generation, buffer.first?.number == revision.number else { return }
             buffer.removeFirst()

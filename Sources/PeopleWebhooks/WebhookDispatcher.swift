@@ -21,10 +21,12 @@ import Synchronization
 /// room's later revisions wait); a delivery failing for longer than `policy.giveUpAfter` marks its
 /// endpoint failing: it stops until `reenable(url:)` or a restart, then resumes from its cursors.
 ///
-/// Room events (`room.created`, `room.deleted`) are kept in memory only: a crash before one is
-/// delivered loses it (the revisions themselves are not lost). A room created while the dispatcher
-/// runs is delivered from its first revision; a room it first sees otherwise (an endpoint newly
-/// configured, a room first seen on start) is delivered from the head it finds.
+/// Room events (`room.created`, `room.deleted`) are kept in the store too: the hub has the notices
+/// (`notices(_:room:time:)`) written in the same commit as the creation or deletion, a lane removes
+/// each once delivered, and `start()` delivers those left by a crash (a room created then is delivered
+/// from its first revision; the notices of a deleted room by whichever node starts, in cluster mode).
+/// A room created while the dispatcher runs is delivered from its first revision; a room it first
+/// sees otherwise (an endpoint newly configured, a room first seen on start) from the head it finds.
 public final class WebhookDispatcher: Sendable {
     private let endpoints: [WebhookEndpoint]
     private let metrics: [WebhookMetrics]
@@ -112,6 +114,14 @@ public final class WebhookDispatcher: Sendable {
             if !revisions.isEmpty { state.recent[room, default: RecentRevisions()].add(revisions) }
             for index in wanting { update(LaneKey(endpoint: index, room: room), in: &state) { $0.revisionDurable(rev) } }
         }
+    }
+
+    /// The notices the store keeps with a room event, one per endpoint that wants `event` for `room`
+    /// (the hub passes them to `save` or `deleteRoom`, then calls `roomCreated` / `roomDeleted` with
+    /// the same `time`).
+    public func notices(_ event: WebhookEvent, room: String, time: Int64) -> [WebhookNotice] {
+        endpoints.filter { $0.wants(event, of: room) }
+            .map { WebhookNotice(endpoint: $0.url, room: room, event: event.rawValue, time: time) }
     }
 
     /// `room` was created at `time` (milliseconds since the epoch): endpoints that want `room.created`
@@ -255,6 +265,13 @@ public final class WebhookDispatcher: Sendable {
                     return true
                 }) != nil else { continue }
                 withLane(key) { lane in lane.didReset(reset) }
+            case .forgetNotice(let notice):
+                let kept = WebhookNotice(endpoint: endpoint.url, room: room, event: notice.event.rawValue, time: notice.time)
+                guard await storeCall("remove a delivered webhook notice", lane, { store in
+                    try store.removeWebhookNotice(kept)
+                    return true
+                }) != nil else { continue }
+                withLane(key) { lane in lane.forgot(notice) }
             case .writeCursor(let rev):
                 guard await storeCall("write the webhook cursor", lane, { store in
                     try store.setWebhookCursor(endpoint: endpoint.url, room: room, rev: rev)
@@ -347,9 +364,26 @@ public final class WebhookDispatcher: Sendable {
 
     // MARK: Start
 
-    /// Reads every endpoint's cursors, then the store's rooms a page at a time, and gives each lane
-    /// its cursor and head.
+    /// Reads every endpoint's cursors and kept notices, then the store's rooms a page at a time, and
+    /// gives each lane its cursor, head and notices; then the notices of rooms no longer in the store.
     private func resume() async {
+        // Endpoint → room → notices kept and not delivered.
+        var kept: [Int: [String: [RoomNotice]]] = [:]
+        for index in endpoints.indices where endpoints[index].events.contains(where: { $0 != .revision }) {
+            let url = endpoints[index].url
+            while kept[index] == nil {
+                if state.withLock({ $0.stopped }) { return }
+                guard let notices = await storeCall("read the webhook notices", ["url": "\(url)"], { try $0.webhookNotices(endpoint: url) })
+                else { continue }
+                var byRoom: [String: [RoomNotice]] = [:]
+                for notice in notices {
+                    guard let event = WebhookEvent(rawValue: notice.event) else { continue }
+                    byRoom[notice.room, default: []].append(RoomNotice(event: event, time: notice.time))
+                }
+                kept[index] = byRoom
+            }
+        }
+        var stored: Set<String> = []
         var cursors: [Int: [String: Int]] = [:]
         for index in endpoints.indices where endpoints[index].events.contains(.revision) {
             let url = endpoints[index].url
@@ -365,19 +399,32 @@ public final class WebhookDispatcher: Sendable {
             guard let page = await storeCall("list the rooms", [:], { [after] in
                 try $0.listRooms(after: after, prefix: nil, limit: pageSize)
             }) else { continue }
+            for summary in page { stored.insert(summary.name) }
             let owned = page.filter { owns($0.name) }
             state.withLock { state in
                 for summary in owned {
-                    for index in endpointIndices(wanting: .revision, of: summary.name) {
-                        let stored = cursors[index]?[summary.name]
+                    for index in endpoints.indices {
+                        let notices = kept[index]?[summary.name] ?? []
+                        let wantsRevisions = endpoints[index].wants(.revision, of: summary.name)
+                        guard wantsRevisions || !notices.isEmpty else { continue }
+                        let cursor = cursors[index]?[summary.name]
                         update(LaneKey(endpoint: index, room: summary.name), in: &state) {
-                            $0.resume(head: summary.rev, stored: stored)
+                            if !notices.isEmpty { $0.restored(notices) }
+                            if wantsRevisions { $0.resume(head: summary.rev, stored: cursor) }
                         }
                     }
                 }
             }
-            guard page.count == pageSize, let last = page.last else { return }
+            guard page.count == pageSize, let last = page.last else { break }
             after = last.name
+        }
+        // Rooms deleted (their notices outlive them): delivered by whichever node starts.
+        state.withLock { state in
+            for (index, rooms) in kept {
+                for (room, notices) in rooms where !stored.contains(room) {
+                    update(LaneKey(endpoint: index, room: room), in: &state) { $0.restored(notices) }
+                }
+            }
         }
     }
 }

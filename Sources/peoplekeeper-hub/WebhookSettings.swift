@@ -1,6 +1,7 @@
 import Foundation
 import PeopleCore
 import PeopleHub
+import PeopleStore
 import PeopleWebhooks
 import Yams
 
@@ -79,6 +80,12 @@ final class DispatcherWebhooks: HubWebhooks {
 
     func revisionsDurable(room: String, after: Int, through: Int, revisions: [Revision]) {
         dispatcher.revisionDurable(room: room, rev: through, revisions: revisions)
+    }
+    func notices(roomCreated room: String, time: Int64) -> [WebhookNotice] {
+        dispatcher.notices(.roomCreated, room: room, time: time)
+    }
+    func notices(roomDeleted room: String, time: Int64) -> [WebhookNotice] {
+        dispatcher.notices(.roomDeleted, room: room, time: time)
     }
     func roomCreated(room: String, time: Int64) { dispatcher.roomCreated(room: room, time: time) }
     func roomDeleted(room: String, time: Int64) { dispatcher.roomDeleted(room: room, time: time) }

@@ -140,7 +140,9 @@ final class ScriptedStore: PeopleStore, @unchecked Sendable {
         }
     }
 
-    func save(_ snapshot: RoomSnapshot, room: String) { inner.save(snapshot, room: room) }
+    func save(_ snapshot: RoomSnapshot, room: String, notices: [WebhookNotice]) {
+        inner.save(snapshot, room: room, notices: notices)
+    }
 
     func load(room: String) throws(StoreError) -> StoredRoom? {
         if lock.withLock({ failLoads }) { throw StoreError(.io, "the disk is on fire") }
@@ -163,7 +165,11 @@ final class ScriptedStore: PeopleStore, @unchecked Sendable {
     func listRooms(after: String?, prefix: String?, limit: Int) throws(StoreError) -> [StoredRoomSummary] {
         try inner.listRooms(after: after, prefix: prefix, limit: limit)
     }
-    func deleteRoom(_ room: String) throws(StoreError) -> Bool { try inner.deleteRoom(room) }
+    func deleteRoom(_ room: String, notices: [WebhookNotice]) throws(StoreError) -> Bool {
+        try inner.deleteRoom(room, notices: notices)
+    }
+    func webhookNotices(endpoint: String) throws(StoreError) -> [WebhookNotice] { try inner.webhookNotices(endpoint: endpoint) }
+    func removeWebhookNotice(_ notice: WebhookNotice) throws(StoreError) { try inner.removeWebhookNotice(notice) }
     func webhookCursors(endpoint: String) throws(StoreError) -> [String: Int] { try inner.webhookCursors(endpoint: endpoint) }
     func setWebhookCursor(endpoint: String, room: String, rev: Int) throws(StoreError) {
         try inner.setWebhookCursor(endpoint: endpoint, room: room, rev: rev)

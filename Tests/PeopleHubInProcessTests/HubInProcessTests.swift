@@ -308,12 +308,16 @@ final class LeasedElsewhere: PeopleStore, RoomLeases, @unchecked Sendable {
                 whenDurable: @escaping @Sendable (StoreError?) -> Void) -> AppendOutcome {
         inner.append(entries, room: room, whenDurable: whenDurable)
     }
-    func save(_ snapshot: RoomSnapshot, room: String) { inner.save(snapshot, room: room) }
+    func save(_ snapshot: RoomSnapshot, room: String, notices: [WebhookNotice]) {
+        inner.save(snapshot, room: room, notices: notices)
+    }
     func load(room: String) throws(StoreError) -> StoredRoom? { try inner.load(room: room) }
     func revisions(room: String, after: Int, through: Int) throws(StoreError) -> [Revision] { [] }
     func checkpoint(room: String, atOrBelow rev: Int) throws(StoreError) -> Checkpoint? { nil }
     func listRooms(after: String?, prefix: String?, limit: Int) throws(StoreError) -> [StoredRoomSummary] { [] }
-    func deleteRoom(_ room: String) throws(StoreError) -> Bool { false }
+    func deleteRoom(_ room: String, notices: [WebhookNotice]) throws(StoreError) -> Bool { false }
+    func webhookNotices(endpoint: String) throws(StoreError) -> [WebhookNotice] { [] }
+    func removeWebhookNotice(_ notice: WebhookNotice) throws(StoreError) {}
     func webhookCursors(endpoint: String) throws(StoreError) -> [String: Int] { [:] }
     func setWebhookCursor(endpoint: String, room: String, rev: Int) throws(StoreError) {}
     func removeWebhookCursor(endpoint: String, room: String) throws(StoreError) {}

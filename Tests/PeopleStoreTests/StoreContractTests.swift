@@ -363,6 +363,36 @@ struct StoreContract {
         #expect(try reopened.webhookCursors(endpoint: e2) == [r1: 0])
     }
 
+    /// Room-event notices are kept in the same commit as a room's first snapshot or its deletion,
+    /// outlive the room's deletion and the store being reopened, come back oldest first per endpoint,
+    /// and go when removed (removing one that is gone does nothing).
+    func webhookNoticesKept() throws {
+        let store = try open()
+        let (e1, e2) = ("\(prefix)https://one.example/hook", "\(prefix)https://two.example/hook")
+        let name = "\(prefix)noticed"
+        var driver = RoomDriver(name: name)
+        let created = [WebhookNotice(endpoint: e1, room: name, event: "room.created", time: 1_000),
+                       WebhookNotice(endpoint: e2, room: name, event: "room.created", time: 1_000)]
+        store.save(driver.room.snapshot(), room: name, notices: created)
+        driver.play(rounds: 1)
+        try appendAndWait(store, driver.entries, room: name)
+        #expect(try store.webhookNotices(endpoint: e1) == [created[0]])
+        let deleted = WebhookNotice(endpoint: e1, room: name, event: "room.deleted", time: 2_000)
+        #expect(try store.deleteRoom(name, notices: [deleted]))
+        #expect(try store.load(room: name) == nil)
+        #expect(try store.webhookNotices(endpoint: e1) == [created[0], deleted])
+        try store.removeWebhookNotice(created[1])
+        try store.removeWebhookNotice(created[1])
+        #expect(try store.webhookNotices(endpoint: e2).isEmpty)
+        store.close()
+
+        let reopened = try open()
+        defer { reopened.close() }
+        #expect(try reopened.webhookNotices(endpoint: e1) == [created[0], deleted])
+        try reopened.removeWebhookNotice(created[0])
+        #expect(try reopened.webhookNotices(endpoint: e1) == [deleted])
+    }
+
     /// An append that cannot be made durable is reported, and the room takes no later append until it
     /// is loaded again: a journal never has a gap.
     func failedAppendBreaksTheRoom() throws {
@@ -409,6 +439,7 @@ struct InMemoryStoreContractTests {
     @Test func deleteThenRecreate() async throws { try await contract.run { try $0.deleteThenRecreate() } }
     @Test func deleteAfterPendingAppend() async throws { try await contract.run { try $0.deleteAfterPendingAppend() } }
     @Test func webhookCursorsPersist() async throws { try await contract.run { try $0.webhookCursorsPersist() } }
+    @Test func webhookNoticesKept() async throws { try await contract.run { try $0.webhookNoticesKept() } }
     @Test func checkpoints() async throws { try await contract.run { try $0.checkpoints() } }
 }
 
@@ -429,6 +460,7 @@ struct SQLiteStoreContractTests {
     @Test func deleteThenRecreate() async throws { try await contract.run { try $0.deleteThenRecreate() } }
     @Test func deleteAfterPendingAppend() async throws { try await contract.run { try $0.deleteAfterPendingAppend() } }
     @Test func webhookCursorsPersist() async throws { try await contract.run { try $0.webhookCursorsPersist() } }
+    @Test func webhookNoticesKept() async throws { try await contract.run { try $0.webhookNoticesKept() } }
     @Test func checkpoints() async throws { try await contract.run { try $0.checkpoints() } }
     @Test func failedAppendBreaksTheRoom() async throws { try await contract.run { try $0.failedAppendBreaksTheRoom() } }
 
@@ -483,6 +515,7 @@ struct PostgresStoreContractTests {
     @Test func deleteThenRecreate() async throws { try await contract.run { try $0.deleteThenRecreate() } }
     @Test func deleteAfterPendingAppend() async throws { try await contract.run { try $0.deleteAfterPendingAppend() } }
     @Test func webhookCursorsPersist() async throws { try await contract.run { try $0.webhookCursorsPersist() } }
+    @Test func webhookNoticesKept() async throws { try await contract.run { try $0.webhookNoticesKept() } }
     @Test func checkpoints() async throws { try await contract.run { try $0.checkpoints() } }
     @Test func failedAppendBreaksTheRoom() async throws { try await contract.run { try $0.failedAppendBreaksTheRoom() } }
 

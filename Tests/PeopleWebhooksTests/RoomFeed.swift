@@ -14,21 +14,23 @@ struct RoomFeed {
     private var seq = 0
     private var now: Int64
 
-    /// Creates the room in `store` (its first snapshot); `clock` is the time of its first revision.
-    init(_ store: any PeopleStore, name: String, clock: Int64 = 1_700_000_000_000) throws {
+    /// Creates the room in `store` (its first snapshot, with `notices`, as the hub keeps them); `clock`
+    /// is the time of its first revision.
+    init(_ store: any PeopleStore, name: String, clock: Int64 = 1_700_000_000_000, notices: [WebhookNotice] = []) throws {
         self.store = store
         room = Room(name: name)
         now = clock
         let (session, actions) = room.join(session: "s-\(name)", user: "ann", role: .editor)
         self.session = session
-        store.save(room.snapshot(), room: name)
+        store.save(room.snapshot(), room: name, notices: notices)
         try append(actions)
     }
 
     /// `RoomFeed(...)` off Swift's cooperative pool (it waits for the store): tests run in parallel on
     /// that pool, and a test that blocks it starves the others' dispatchers.
-    static func start(_ store: any PeopleStore, name: String, clock: Int64 = 1_700_000_000_000) async throws -> RoomFeed {
-        try await blocking { try RoomFeed(store, name: name, clock: clock) }
+    static func start(_ store: any PeopleStore, name: String, clock: Int64 = 1_700_000_000_000,
+                      notices: [WebhookNotice] = []) async throws -> RoomFeed {
+        try await blocking { try RoomFeed(store, name: name, clock: clock, notices: notices) }
     }
 
     /// `editNow` off the cooperative pool.

@@ -178,6 +178,39 @@ struct WebhookDispatcherTests {
         first.close()
     }
 
+    @Test("room events the store kept are delivered at start, then removed: a room created just before a crash from its first revision, a deleted room's events")
+    func keptNoticesAfterACrash() async throws {
+        let receiver = try Receiver()
+        defer { receiver.stop() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pk-hooks-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try SQLiteStore(path: directory + "/store.sqlite", logger: testLogger)
+        defer { store.close() }
+        let url = receiver.url
+        // The first life died right after these commits, before any delivery: the hub kept each notice
+        // in the commit of the creation or deletion, and nothing else of them.
+        var born = try await RoomFeed.start(store, name: "born", notices: [
+            WebhookNotice(endpoint: url, room: "born", event: "room.created", time: 1_000),
+        ])
+        _ = try await born.edit(3)
+        _ = try await RoomFeed.start(store, name: "doomed", notices: [
+            WebhookNotice(endpoint: url, room: "doomed", event: "room.created", time: 1_500),
+        ])
+        let deletion = WebhookNotice(endpoint: url, room: "doomed", event: "room.deleted", time: 2_000)
+        #expect(try await blocking { try store.deleteRoom("doomed", notices: [deletion]) })
+
+        let dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver)], store: store, logger: testLogger, policy: quick)
+        dispatcher.start()
+        #expect(await receiver.wait { $0.filter(\.delivered).count >= 6 })
+        let delivered = receiver.delivered
+        let of = { (room: String) in delivered.filter { $0.json["room"] == .string(room) } }
+        #expect(of("born").map(\.event) == ["room.created", "revision", "revision", "revision"])
+        #expect(of("born").map(\.rev) == [nil, 1, 2, 3])
+        #expect(of("doomed").map(\.event) == ["room.created", "room.deleted"])
+        #expect(await eventually { (try? store.webhookNotices(endpoint: url))?.isEmpty == true })
+        await dispatcher.shutdown()
+    }
+
     @Test("room.created and room.deleted are delivered in order with the revisions; a room created again gets new ids")
     func roomEvents() async throws {
         let receiver = try Receiver()

@@ -591,6 +591,53 @@ def test_room_created_and_deleted_events_go_to_the_endpoints_that_ask_for_them(h
     assert "webhook" in metrics, "the metrics say nothing of webhook deliveries"
 
 
+def test_room_events_outlive_a_crash_before_their_delivery(hub_factory, receiver_factory, tmp_path, rooms):
+    """HTTP.md §3: "nothing is kept in memory only". The endpoint is down (connections refused) while a
+    hello creates one room and edits it three times and an admin creates and deletes another; then the
+    hub is SIGKILLed, before any of it could be delivered. Started again with the endpoint up, it
+    delivers room.created of both rooms, the edited room's revisions from the first, and room.deleted,
+    each once after dedup by id, in order per room."""
+    base = rooms("-crash")[:56]
+    live, gone = base + "-live", base + "-gone"
+    receiver, secrets = receiver_factory("/hook")
+    hooks = webhook_config(tmp_path, receiver, secrets, [
+        {"path": "/hook", "rooms": ["*"], "events": ["revision", "room.created", "room.deleted"]}])
+    receiver.down()
+    hub = hub_factory({**SQLITE, "webhooks": hooks})
+    ann = hub.join(live, "ann")
+    for value in (True, False, True):
+        ann.edit([set_op(1, "glasses", value)])
+    admin = HubHTTP(hub.port)
+    expect(admin.create(gone, {"people": [person(1, "Ada")]}), 201, "PUT")
+    r = admin.remove_room(gone)
+    assert r.status == 204, r
+    ann.close()
+    hub.kill()
+    assert not [a for a in receiver.snapshot() if a.counted], receiver.snapshot()
+
+    receiver.up()
+    hub.restart()
+
+    def events(room):
+        seen, out = set(), []
+        for a in sorted((a for a in receiver.snapshot() if a.counted and isinstance(a.doc, dict)
+                         and a.doc.get("room") == room), key=lambda a: a.t_answer):
+            if a.doc.get("id") not in seen:
+                seen.add(a.doc.get("id"))
+                out.append((a.doc.get("event"), a.doc.get("rev")))
+        return out
+
+    want_live = [("room.created", None), ("revision", 1), ("revision", 2), ("revision", 3)]
+    want_gone = [("room.created", None), ("room.deleted", None)]
+    wait_for(lambda: events(live) == want_live and events(gone) == want_gone, 20,
+             lambda: f"after the crash: {live} got {events(live)}, {gone} got {events(gone)}")
+    assert not receiver.problems(), receiver.problems()
+    time.sleep(0.5)
+    assert events(live) == want_live and events(gone) == want_gone, (events(live), events(gone))
+    state = {h["url"]: h for h in webhook_states(hub)}[receiver.url("/hook")]
+    assert state["backlog"] == 0, state
+
+
 def test_an_admin_re_enables_an_endpoint_by_its_url(hub_factory, receiver_factory, tmp_path, room):
     """POST /v1/webhooks/enable: 404 for a URL no endpoint has, 400 without one, 200 with every endpoint's
     state for a configured one (the dispatcher's re-enable itself: PeopleWebhooksTests)."""

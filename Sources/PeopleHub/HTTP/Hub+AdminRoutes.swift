@@ -181,8 +181,11 @@ extension Hub {
         rooms[name] = .loading(placeholder)
         let store = store
         let box = UncheckedSendable((call.exchange, placeholder))
+        // `room.deleted` is kept with the deletion, in the same commit, so no crash can lose it.
+        let time = clock
+        let notices = webhooks?.notices(roomDeleted: name, time: time) ?? []
         runtime.background { [weak self] in
-            let result = Result { () throws(StoreError) in try store.deleteRoom(name) }
+            let result = Result { () throws(StoreError) in try store.deleteRoom(name, notices: notices) }
             self?.back(box) { hub, box in
                 let (exchange, placeholder) = box.value
                 if let leases = hub.leases { hub.leaseCalls.async { leases.release(room: name) } }
@@ -196,7 +199,7 @@ extension Hub {
                 switch result {
                 case .success:
                     hub.logger.info("room deleted", metadata: ["room": "\(name)"])
-                    hub.webhooks?.roomDeleted(room: name, time: hub.clock)
+                    hub.webhooks?.roomDeleted(room: name, time: time)
                     exchange.respond(HTTPResponse(status: 204, body: []))
                 case .failure(let error):
                     exchange.respond(HTTPFailure.unavailable("the store could not delete room \(name): \(error)")

@@ -1,4 +1,5 @@
 import PeopleCore
+import PeopleStore
 
 /// What the hub tells the webhook deliverer (the product contract's HTTP API §3), from its service
 /// thread: each call must return at once (the deliverer works on its own threads and reads what it
@@ -7,6 +8,11 @@ public protocol HubWebhooks: AnyObject, Sendable {
     /// Revisions `after + 1 ... through` of `room` are durable; `revisions` are those the hub still has
     /// in memory (a copy the deliverer may use instead of reading the store; possibly none).
     func revisionsDurable(room: String, after: Int, through: Int, revisions: [Revision])
+    /// The `room.created` notices to keep with a new room's first snapshot (one per endpoint that wants
+    /// it), before `roomCreated` with the same `time`.
+    func notices(roomCreated room: String, time: Int64) -> [WebhookNotice]
+    /// The `room.deleted` notices to keep with a room's deletion, before `roomDeleted` with the same `time`.
+    func notices(roomDeleted room: String, time: Int64) -> [WebhookNotice]
     /// A room was created (by a hello, or an HTTP `PUT`) at `time` (ms since the epoch).
     func roomCreated(room: String, time: Int64)
     /// A room was deleted (HTTP `DELETE`) at `time`.

@@ -134,9 +134,11 @@ extension Hub {
             metrics.roomLoads[.created]?.increment()
             // A new room: its first snapshot (the seed) is stored before anything journalled after it.
             host = RoomHost(room: load.creator?() ?? Room(name: name, seed: configuration.seed, policy: configuration.roomPolicy))
-            store.save(host.room.snapshot(), room: name)
+            // `room.created` is kept with that snapshot, in the same commit, so no crash can lose it.
+            let time = clock
+            store.save(host.room.snapshot(), room: name, notices: webhooks?.notices(roomCreated: name, time: time) ?? [])
             created = true
-            webhooks?.roomCreated(room: name, time: clock)
+            webhooks?.roomCreated(room: name, time: time)
             logger.info("room created", metadata: ["room": "\(name)"])
         case .failure(let error):
             metrics.roomLoads[.failed]?.increment()
