@@ -121,6 +121,13 @@ public struct PostgresEndpoint: Sendable {
                                          database: database, tls: tls)
     }
 
+    /// The same without TLS: `prefer`'s second try, as libpq's, when the server refused this user over TLS.
+    public var plainConfiguration: PostgresConnection.Configuration? {
+        guard tlsMode == .prefer else { return nil }
+        return PostgresConnection.Configuration(host: host, port: port, username: user, password: password,
+                                                database: database, tls: .disable)
+    }
+
     /// The TLS set-up the mode asks for, with every file read now (a bad one is a `Problem` at start).
     private static func makeTLS(mode: TLSMode, roots: Roots?, client: (certificate: String, key: String)?)
         throws(Problem) -> PostgresConnection.Configuration.TLS {

@@ -24,6 +24,9 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     }
     private var advertised: String
     private let configuration: PostgresConnection.Configuration
+    /// `sslmode=prefer`: the configuration to try again with in plain text when the server refuses the
+    /// user over TLS (`pg_hba.conf` `hostssl … reject` beside `hostnossl`), as libpq does.
+    private let plainFallback: PostgresConnection.Configuration?
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private let logger: Logger
     /// The connection that writes and holds the leases; guarded by `lock` (the writer thread, lease
@@ -54,6 +57,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     public init(endpoint: PostgresEndpoint, node: String, advertisedURL: String, logger: Logger) throws(StoreError) {
         let host = endpoint.host, port = endpoint.port
         configuration = endpoint.configuration
+        plainFallback = endpoint.plainConfiguration
         self.node = node
         self.advertised = advertisedURL
         self.logger = logger
@@ -81,8 +85,17 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
 
     private func connect() throws -> PostgresConnection {
         nextConnectionID += 1
-        return try PostgresConnection.connect(on: group.next(), configuration: configuration,
-                                              id: nextConnectionID, logger: logger).wait()
+        do {
+            return try PostgresConnection.connect(on: group.next(), configuration: configuration,
+                                                  id: nextConnectionID, logger: logger).wait()
+        } catch let error as PSQLError where plainFallback != nil && error.serverInfo?[.sqlState] == "28000" {
+            // 28000: pg_hba.conf has no entry for this connection (here: over TLS). libpq's prefer
+            // then tries without TLS.
+            let connection = try PostgresConnection.connect(on: group.next(), configuration: plainFallback!,
+                                                            id: nextConnectionID, logger: logger).wait()
+            logger.warning("PostgreSQL refused this user over TLS (pg_hba.conf); connected in plain text, as sslmode prefer allows")
+            return connection
+        }
     }
 
     /// The writer connection, reconnecting if it was lost (then every lease it held is gone: the hub

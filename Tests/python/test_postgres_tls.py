@@ -165,6 +165,23 @@ def test_disable_is_refused_by_a_server_that_wants_tls(tls_only):
     assert "sslmode disable" in r.stderr and "no encryption" in r.stderr, r.stderr[-2000:]
 
 
+def test_prefer_falls_back_to_plain_text_when_the_server_refuses_tls_for_the_user(hub_factory, certs, room):
+    """As libpq's `prefer`: the server offers TLS but pg_hba.conf refuses the user over it and lets it in
+    without; the hub (no sslmode) connects in plain text and says so, and `require` stops."""
+    server = _server(certs, ["hostssl all all 127.0.0.1/32 reject", "hostnossl all all 127.0.0.1/32 trust"])
+    try:
+        hub = hub_factory(_config(_url(server), "a"))
+        _edit_and_check(hub, room)
+        seen = _hub_connections(server)
+        assert seen and not any(encrypted for encrypted, _ in seen), seen
+        assert "connected in plain text, as sslmode prefer allows" in hub.stderr(), hub.stderr()[-2000:]
+        hub.stop()
+        r = _start_failing(_url(server, sslmode="require"))
+        assert r.returncode == 1 and "rejects connection" in r.stderr, (r.returncode, r.stderr[-2000:])
+    finally:
+        server.stop()
+
+
 def test_require_refuses_a_server_without_tls(pg_server):
     """The suite's usual server has TLS off: `require` stops the hub instead of falling back to plain
     text (the default, prefer, falls back: every other cluster test runs that way)."""
