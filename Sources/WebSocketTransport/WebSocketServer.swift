@@ -438,12 +438,31 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
 
     /// Answers a refused upgrade with its status and reason, now (lws closes the socket when the filter
     /// callback returns nonzero, so the answer cannot wait for a writable callback; a fresh socket takes
-    /// a few hundred bytes at once). lws wraps the reason in a small HTML page.
+    /// a few hundred bytes at once): the reason in a small HTML page. Written whole by us rather than by
+    /// `lws_return_http_status`, whose status line says `HTTP/1.0` at this stage (and has no reason
+    /// phrase for 429), which WebSocket libraries that expect `HTTP/1.1` (Python's `websockets`) take
+    /// for an invalid answer instead of reading the status.
     private func refuseUpgrade(_ wsi: OpaquePointer, _ refusal: UpgradeRefusal) -> Int32 {
         let escaped = refusal.reason.replacingOccurrences(of: "&", with: "&amp;")
             .replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
-        _ = lws_return_http_status(wsi, UInt32(clamping: refusal.status), escaped)
+        let body = Array("<html><body><h1>\(refusal.status)</h1>\(escaped)</body></html>\n".utf8)
+        let head = "HTTP/1.1 \(refusal.status) \(Self.reasonPhrase(refusal.status))\r\n"
+            + "content-type: text/html; charset=utf-8\r\ncontent-length: \(body.count)\r\nconnection: close\r\n\r\n"
+        var bytes = [UInt8](repeating: 0, count: pk_lws_pre) + Array(head.utf8) + body
+        bytes.withUnsafeMutableBufferPointer { buffer in
+            _ = lws_write(wsi, buffer.baseAddress! + pk_lws_pre, buffer.count - pk_lws_pre, pk_lws_write_raw)
+        }
         return -1
+    }
+
+    private static func reasonPhrase(_ status: Int) -> String {
+        switch status {
+        case 403: "Forbidden"
+        case 404: "Not Found"
+        case 429: "Too Many Requests"
+        case 503: "Service Unavailable"
+        default: "Refused"
+        }
     }
 
     // MARK: HTTP

@@ -7,6 +7,8 @@ import signal
 import time
 
 import pytest
+import websockets.exceptions
+import websockets.sync.client
 
 from pkclient import HubClient, upgrade_answer
 
@@ -259,6 +261,10 @@ def test_refused_upgrades_are_answered_with_a_status_and_the_reason(hub_factory,
     h = hub_factory({"limits": {"maxConnections": 3, "maxConnectionsPerIP": 2}})
     status, body = upgrade_answer(h.port, "/v1/nope")
     assert status == 404 and "/v1/rooms/ROOM" in body, (status, body)
+    # A WebSocket library reads the status too (the answer is HTTP/1.1, as the request was).
+    with pytest.raises(websockets.exceptions.InvalidStatus) as refused:
+        websockets.sync.client.connect(f"ws://127.0.0.1:{h.port}/v1/nope", open_timeout=5)
+    assert refused.value.response.status_code == 404, refused.value
     status, body = upgrade_answer(h.port, f"/v1/rooms/{room}", origin="http://evil.example")
     assert status == 403 and "auth.allowedOrigins" in body, (status, body)
     a = h.join(room, "A")
