@@ -88,10 +88,11 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         do {
             return try PostgresConnection.connect(on: group.next(), configuration: configuration,
                                                   id: nextConnectionID, logger: logger).wait()
-        } catch let error as PSQLError where plainFallback != nil && error.serverInfo?[.sqlState] == "28000" {
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "28000" {
             // 28000: pg_hba.conf has no entry for this connection (here: over TLS). libpq's prefer
             // then tries without TLS.
-            let connection = try PostgresConnection.connect(on: group.next(), configuration: plainFallback!,
+            guard let plain = plainFallback else { throw error }
+            let connection = try PostgresConnection.connect(on: group.next(), configuration: plain,
                                                             id: nextConnectionID, logger: logger).wait()
             logger.warning("PostgreSQL refused this user over TLS (pg_hba.conf); connected in plain text, as sslmode prefer allows")
             return connection
