@@ -66,7 +66,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             try migrate()
         } catch {
             try? group.syncShutdownGracefully()
-            throw Self.storeError(error, "cannot open the PostgreSQL store at \(host):\(port) (sslmode \(endpoint.tlsMode.rawValue)): \(endpoint.explainTLS(error) ?? Self.describe(error))",
+            throw Self.storeError(error, "cannot open the PostgreSQL store at \(host):\(port) (sslmode \(endpoint.tlsMode.rawValue)): \(endpoint.explainTLS(error) ?? Self.explainAuth(error) ?? Self.describe(error))",
                                   otherwise: .unavailable)
         }
         writer = GroupCommitWriter(
@@ -544,6 +544,18 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     }
 
     /// What went wrong, with PostgreSQL's own message (postgres-nio hides it from `description`).
+    /// A plain sentence for a refused login, or nil.
+    static func explainAuth(_ error: any Error) -> String? {
+        guard let error = error as? PSQLError else { return nil }
+        if error.code == .authMechanismRequiresPassword {
+            return "the server asks for a password: put it in storage.postgresPasswordFile (or the URL)"
+        }
+        if error.serverInfo?[.sqlState] == "28P01" {
+            return "the server refused the password (storage.postgresPasswordFile, or the URL's)"
+        }
+        return nil
+    }
+
     static func describe(_ error: any Error) -> String {
         guard let error = error as? PSQLError else { return "\(error)" }
         if let message = error.serverInfo?[.message] { return "\(error.code): \(message)" }

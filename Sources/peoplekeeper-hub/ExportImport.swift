@@ -67,9 +67,10 @@ struct ImportCommand: AsyncParsableCommand {
         let name: String
         do { name = try RoomName(room).rawValue } catch { throw StoreAccess.fail(64, "import", "\(error)") }
         let json: JSON
-        do {
-            json = try JSON.parse(Array(try Data(contentsOf: URL(fileURLWithPath: file))))
-        } catch {
+        guard let data = FileManager.default.contents(atPath: file) else {
+            throw StoreAccess.fail(66, "import", "cannot read \(file): no such file, or not readable")
+        }
+        do { json = try JSON.parse(Array(data)) } catch {
             throw StoreAccess.fail(66, "import", "cannot read \(file) as JSON: \(error)")
         }
         let settings = try await StoreAccess.settings(config: config, command: "import")

@@ -101,7 +101,7 @@ extension HubSettings {
             let section = sectionNode.string ?? "\(sectionNode)"
             if section == "webhooks" { continue }  // a list of endpoints: WebhookSettings reads and checks it
             guard sections.contains(section) else {
-                throw ConfigProblem(key: section, problem: "unknown section (known: \(sections.sorted().joined(separator: ", ")))")
+                throw ConfigProblem(key: section, problem: "unknown section (known: \((sections.union(["webhooks"])).sorted().joined(separator: ", ")))")
             }
             guard case .mapping(let entries) = value else {
                 throw ConfigProblem(key: section, problem: "must be a mapping of keys")

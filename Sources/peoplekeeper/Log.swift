@@ -50,7 +50,7 @@ struct Log: AsyncParsableCommand {
                  e.author, e.kind.rawValue, e.label ?? "", e.peopleWords(now: people, known: known), e.entry.map(String.init) ?? ""]
             }))
             if page.more, let oldest = page.entries.last {
-                print("older revisions: peoplekeeper log --before \(oldest.rev)")
+                print("older revisions: peoplekeeper log --before \(oldest.rev)\(tag.map { " --tag \($0)" } ?? "")")
             }
         }
     }

@@ -143,6 +143,9 @@ struct Failure: Error {
 
     init(_ error: ClientError) {
         switch error {
+        case .unreachable(let why) where why.contains("SSL") || why.contains("certificate"):
+            self.init(status: 69, code: "unreachable", message: "cannot reach the hub over TLS: \(why) (a hub whose "
+                      + "certificate is self-signed or from a private CA: pass --ca-file, or set PEOPLEKEEPER_CA_FILE)")
         case .unreachable(let why): self.init(status: 69, code: "unreachable", message: "cannot reach the hub: \(why)")
         case .timedOut(let what): self.init(status: 69, code: "timeout", message: "no answer from the hub: \(what)")
         case .refused(let error):
@@ -151,7 +154,11 @@ struct Failure: Error {
             case .forbidden, .unauthorized: 77
             case .rateLimited, .roomFull, .serverError, .staleBase: 75
             }
-            self.init(status: status, code: error.code.rawValue, message: error.message)
+            // The hub's words name the wire field; a terminal user gives the token another way.
+            let message = error.code == .unauthorized && error.message.contains("hello.token")
+                ? "this hub needs an access token: pass --token, or set PEOPLEKEEPER_TOKEN (peoplekeeper-hub token mints one)"
+                : error.message
+            self.init(status: status, code: error.code.rawValue, message: message)
         }
     }
 }

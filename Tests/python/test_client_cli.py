@@ -1103,6 +1103,11 @@ def test_log_pages_back_with_before_and_limit_and_keeps_one_person_with_tag(hub,
     r, doc = pk(hub, room, "ann", "log", "--tag", "2", json=True)
     assert_status(r, 0)
     assert [e["rev"] for e in doc["entries"]] == [5, 2], describe(r)
+    # The way on keeps the filter.
+    r = pk(hub, room, "ann", "log", "--tag", "2", "--limit", "1")
+    assert_status(r, 0)
+    rows = plain_table(r, LOG_COLUMNS, footer="older revisions: peoplekeeper log --before 5 --tag 2")
+    assert [row["REV"] for row in rows] == ["5"], describe(r)
     assert wire_entries(doc) == obs.timeline(tag=2)["entries"]
 
     for args in (["--limit", "0"], ["--limit", "201"], ["--before", "0"]):
@@ -1240,6 +1245,10 @@ def test_restore_refusals_have_their_exit_statuses(hub_factory, room, tmp_path):
     assert doc["error"]["code"] == "forbidden", describe(r)
     assert_status(pk(hub, room, "val", "log", *viewer), 0)
     assert_status(pk(hub, room, "val", "blame", "1", *viewer), 0)
+    # No token at all: told how to give one in the client's own terms, not the wire's (`hello.token`).
+    r = pk(hub, room, "ann", "list")
+    assert_error(r, 77)
+    assert "pass --token, or set PEOPLEKEEPER_TOKEN" in r.stderr and "hello.token" not in r.stderr, describe(r)
     obs.expect_nothing("ops")
     assert by_tag(obs.people, 1)["glasses"] is True
 

@@ -62,3 +62,6 @@ def test_export_then_import_reproduces_the_room_with_every_revision(hub_factory,
     assert http.state(room[:50] + "-bad").status == 404, "a refused import creates nothing"
     missing = command(hub, "export", "no-such-room")
     assert missing.returncode == 66, (missing.returncode, missing.stderr)
+    nowhere = command(hub, "import", room[:50] + "-none", str(tmp_path / "nowhere.json"))
+    assert nowhere.returncode == 66 and "cannot read" in nowhere.stderr and "no such file" in nowhere.stderr, \
+        (nowhere.returncode, nowhere.stderr)

@@ -193,6 +193,10 @@ def test_bad_config_exits_78_naming_the_key(start_hub_raw, yaml_text, key):
     assert r.returncode == 78, (r.returncode, r.stdout, r.stderr[-2000:])
     assert key in r.stderr, r.stderr[-2000:]
     assert "listening" not in r.stdout
+    if key == "bogus":
+        # The sections a file may have, every one of them (webhooks, a list, among them).
+        assert "unknown section (known: auth, cluster, limits, listen, logging, metrics, rooms, storage, tls, " \
+               "transport, undo, web, webhooks)" in r.stderr, r.stderr[-2000:]
 
 
 # -- slow consumers -----------------------------------------------------------------------------------

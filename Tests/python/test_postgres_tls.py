@@ -231,3 +231,15 @@ def test_a_bad_url_stops_the_hub_with_exit_78_naming_the_key(query, words):
     r = _start_failing(f"postgres://peoplekeeper@127.0.0.1:9/peoplekeeper?{query}")
     assert r.returncode == 78, (query, r.returncode, r.stderr[-2000:])
     assert f"config: storage.postgresURL: {words}" in r.stderr, (query, r.stderr[-2000:])
+
+
+def test_a_server_that_wants_a_password_says_so_in_words(certs):
+    """A server asking for a password (pg_hba `scram-sha-256`) that the hub was not given: the hub stops
+    naming the setting, not with the driver's token (`authMechanismRequiresPassword`)."""
+    server = _server(certs, ["host all all 127.0.0.1/32 scram-sha-256"])
+    try:
+        r = _start_failing(_url(server))
+        assert r.returncode == 1, (r.returncode, r.stderr[-2000:])
+        assert "the server asks for a password: put it in storage.postgresPasswordFile" in r.stderr, r.stderr[-2000:]
+    finally:
+        server.stop()

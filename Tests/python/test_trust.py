@@ -315,6 +315,7 @@ def test_the_terminal_client_speaks_wss_and_checks_the_hub_s_certificate(hub_fac
     # refuses the hub: unreachable (69), and nothing is sent.
     refused = pk("set", "1", "hairColor", "white")
     assert refused.returncode == 69, (refused.returncode, refused.stderr)
+    assert "cannot reach the hub over TLS" in refused.stderr and "--ca-file" in refused.stderr, refused.stderr
     # Plain ws:// to the TLS port gets no WebSocket either.
     clear = subprocess.run([CLIENT_BIN, "list", "--url", f"ws://127.0.0.1:{hub.port}", "--room", room, "--user", "ann",
                             "--timeout", "5"], capture_output=True, text=True, timeout=30, env=env)
