@@ -208,7 +208,7 @@ public final class LiveRoom: @unchecked Sendable {
             case .skipped(let reports): notices.append(.skipped(reports, people: before))
             case .error(let error):
                 notices.append(.error(error))
-                if error.code == .unauthorized { refusal = error.message }
+                if error.code == .unauthorized { refusal = error.terminalWords }
             case .redirect(let target):
                 url = target
                 connection?.close(via: client)

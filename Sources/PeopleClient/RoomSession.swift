@@ -14,7 +14,7 @@ public enum ClientError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .unreachable(let why): "cannot reach the hub: \(why)"
-        case .refused(let error): "the hub refused: \(error.code.rawValue): \(error.message)"
+        case .refused(let error): "the hub refused: \(error.code.rawValue): \(error.terminalWords)"
         case .timedOut(let what): "no answer from the hub: \(what)"
         }
     }

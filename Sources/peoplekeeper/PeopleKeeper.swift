@@ -154,11 +154,7 @@ struct Failure: Error {
             case .forbidden, .unauthorized: 77
             case .rateLimited, .roomFull, .serverError, .staleBase: 75
             }
-            // The hub's words name the wire field; a terminal user gives the token another way.
-            let message = error.code == .unauthorized && error.message.contains("hello.token")
-                ? "this hub needs an access token: pass --token, or set PEOPLEKEEPER_TOKEN (peoplekeeper-hub token mints one)"
-                : error.message
-            self.init(status: status, code: error.code.rawValue, message: message)
+            self.init(status: status, code: error.code.rawValue, message: error.terminalWords)
         }
     }
 }

@@ -80,7 +80,7 @@ final class Screen: @unchecked Sendable {
                 }
                 report = Report(text: sentences.joined(separator: "; "), warning: true)
             case .error(let error):
-                report = Report(text: "the hub refused: \(error.message) (\(error.code.rawValue))", warning: true)
+                report = Report(text: "the hub refused: \(error.terminalWords) (\(error.code.rawValue))", warning: true)
             case .remote(let summary, let before):
                 report = Report(text: summary.sentence(people: before), warning: false)
             case .offline:

@@ -859,6 +859,19 @@ def test_a_room_the_token_does_not_open_says_why(hub_factory, room, screens, tmp
     assert "does not give access" in lefts, f"the list pane must say why the room is refused:\n{text}"
 
 
+def test_a_hub_that_wants_a_token_says_how_to_give_one(hub_factory, room, screens, tmp_path):
+    """Without a token, the screen says how a terminal user gives one (--token, PEOPLEKEEPER_TOKEN), not
+    the hub's wire words (`hello.token`)."""
+    hub = token_hub(hub_factory, tmp_path)
+    ann = screens.raw("ann")
+    ann.start(open_command(hub.port, room, "ann"))
+    text = ann.wait_for(title_has("✕ refused"))
+    lefts = " ".join(left for left, _ in body(text))
+    assert "--token" in text, f"the refusal must say how to give a token:\n{text}"
+    assert "hello.token" not in text, f"the refusal must not name the wire field:\n{text!r}"
+    assert "nobody yet" not in lefts, text
+
+
 def test_on_80_by_24_the_key_line_keeps_help_and_quit(hub, room, screens):
     """Issue 17, item 4. On an 80 x 24 terminal the key line still ends with `? help` and `q quit`, in the
     list and in the details, and is no wider than the window."""
