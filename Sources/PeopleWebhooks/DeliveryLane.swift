@@ -136,12 +136,13 @@ struct DeliveryLane: Sendable {
     }
 
     /// Notices the store kept and nobody delivered (the dispatcher's start): delivered before anything
-    /// else, oldest first. A room whose creation is among them is delivered from its first revision
-    /// where the endpoint has no cursor for it (the creation committed, the reset to 0 never did).
+    /// else, oldest first. A room whose latest event is its creation is delivered from its first
+    /// revision where the endpoint has no cursor for it (the creation committed, the reset to 0 never
+    /// did); one whose latest is its deletion has nothing more to deliver.
     mutating func restored(_ kept: [RoomNotice]) {
         let new = kept.filter { !notices.contains($0) && !forgetting.contains($0) }
         notices = (new + notices).sorted { $0.time < $1.time }
-        if new.contains(where: { $0.event == .roomCreated }), cursor == nil { startAt = 0 }
+        if notices.last?.event == .roomCreated, cursor == nil { startAt = 0 }
     }
 
     /// The room was created: every revision from the first is delivered, after `notice` if any.

@@ -32,26 +32,44 @@ struct DeliveryLaneTests {
         #expect(lane.backlog == 0 && !lane.running)
     }
 
-    @Test("notices the store kept come first, oldest first; each delivered one is removed from the store before the next step; a kept creation without a cursor starts at revision 1")
+    @Test("notices the store kept come first, oldest first; each delivered one is removed from the store before the next step; a room created again since its deletion, without a cursor, starts at revision 1")
     func keptNotices() {
         var lane = DeliveryLane()
-        let created = RoomNotice(event: .roomCreated, time: 1_000), deleted = RoomNotice(event: .roomDeleted, time: 2_000)
-        lane.restored([deleted, created])
-        lane.restored([created])                       // told twice (a live call and the store): kept once
+        let deleted = RoomNotice(event: .roomDeleted, time: 2_000), again = RoomNotice(event: .roomCreated, time: 3_000)
+        lane.restored([again, deleted])
+        lane.restored([again])                         // told twice (a live call and the store): kept once
         lane.resume(head: 2, stored: nil)
         #expect(lane.backlog == 4)
         func step() -> DeliveryLane.Step { lane.next(endpointFailing: false, chunk: 10) }
-        guard case .post(.notice(created), let generation) = step() else { Issue.record("expected room.created first"); return }
-        lane.delivered(.notice(created), generation: generation)
-        guard case .forgetNotice(created) = step() else { Issue.record("expected its record removed"); return }
-        lane.forgot(created)
-        guard case .post(.notice(deleted), _) = step() else { Issue.record("expected room.deleted next"); return }
+        guard case .post(.notice(deleted), let generation) = step() else { Issue.record("expected room.deleted first"); return }
         lane.delivered(.notice(deleted), generation: generation)
         guard case .forgetNotice(deleted) = step() else { Issue.record("expected its record removed"); return }
         lane.forgot(deleted)
+        guard case .post(.notice(again), _) = step() else { Issue.record("expected room.created next"); return }
+        lane.delivered(.notice(again), generation: generation)
+        guard case .forgetNotice(again) = step() else { Issue.record("expected its record removed"); return }
+        lane.forgot(again)
         guard case .writeCursor(0) = step() else { Issue.record("expected the start at 0 written"); return }
         lane.wrote(0)
         guard case .read(after: 0, through: 2, _) = step() else { Issue.record("expected revisions from the first"); return }
+    }
+
+    @Test("a deleted room's kept notices are delivered and removed, and nothing else: no cursor is written for it")
+    func keptNoticesOfADeletedRoom() {
+        var lane = DeliveryLane()
+        let created = RoomNotice(event: .roomCreated, time: 1_000), deleted = RoomNotice(event: .roomDeleted, time: 2_000)
+        lane.restored([created, deleted])
+        var steps: [String] = []
+        loop: while true {
+            switch lane.next(endpointFailing: false, chunk: 10) {
+            case .post(let item, let generation): steps.append("post"); lane.delivered(item, generation: generation)
+            case .forgetNotice(let notice): steps.append("forget"); lane.forgot(notice)
+            case .stop: break loop
+            default: Issue.record("unexpected step"); return
+            }
+        }
+        #expect(steps == ["post", "forget", "post", "forget"])
+        #expect(lane.isEmpty)
     }
 
     @Test("the cursor is written after cursorBatch deliveries or cursorInterval ms, not after each; the rest waits for the next write")
