@@ -282,3 +282,17 @@ test('typing in flight on a person a restore re-inserts under another name is ov
   assert.equal(client.confirmed.get(2).name, 'Joan');
   assert.equal(client.view.get(2).name, 'Joan');
 });
+
+test('an undo pressed for a queued edit that then changes nothing is not sent (it would take back an older change)',
+  { todo: 'known bug, found by the web pass of session 11 (docs/STATUS.md): the queued undo goes out and the hub undoes the previous entry' },
+  () => {
+    const client = welcomed();
+    client.edit([set(1, 'eyeColor', 'hazel')]);
+    client.receive({ type: 'ack', seq: 1, rev: 1, ops: [set(1, 'eyeColor', 'hazel')] }); // an undo entry
+    client.edit([set(1, 'glasses', true)]);                  // in flight (seq 2)
+    client.undo();                                          // pressed for the glasses: queued behind them
+    // bob made the same change first: the hub acks seq 2 changing nothing (no revision, no undo entry).
+    client.receive({ type: 'ops', rev: 2, author: 'bob', kind: 'edit', ops: [set(1, 'glasses', true)] });
+    const { send } = client.receive({ type: 'ack', seq: 2, rev: 2, ops: [] });
+    assert.deepEqual(send, [], 'the undo was for the edit that changed nothing: sent, it undoes the eye color');
+  });
