@@ -77,6 +77,34 @@ struct ClientSyncTests {
         #expect(send == [.undo(.init(seq: 2))])
     }
 
+    @Test("an undo pressed for a queued edit that then changes nothing is not sent (it would take back an older change)")
+    func undoOfANoOpEditIsDropped() throws {
+        var client = Self.welcomed()
+        _ = try client.edit([.set(1, .eyeColor(.hazel))])
+        _ = client.receive(.ack(.init(seq: 1, rev: 1, ops: [.set(1, .eyeColor(.hazel))])))  // an undo entry
+        _ = try client.edit([.set(1, .glasses(true))])   // in flight (seq 2)
+        _ = client.undo()                               // pressed for the glasses: queued behind them
+        // bob made the same change first: the hub acks seq 2 changing nothing (no revision, no entry).
+        _ = client.receive(.ops(.init(rev: 2, author: "bob", kind: .edit, ops: [.set(1, .glasses(true))])))
+        let (send, _) = client.receive(.ack(.init(seq: 2, rev: 2, ops: [])))
+        #expect(send.isEmpty, "sent, the undo would take back the eye color")
+        #expect(client.pendingCount == 0)
+    }
+
+    @Test("an undo pressed for a queued edit that is dropped (its person removed meanwhile) goes with it; a later undo stays")
+    func undoOfADroppedEditGoesWithIt() throws {
+        var client = Self.welcomed()
+        _ = try client.edit([.set(1, .eyeColor(.hazel))])
+        _ = client.receive(.ack(.init(seq: 1, rev: 1, ops: [.set(1, .eyeColor(.hazel))])))
+        _ = try client.edit([.set(2, .glasses(true))])   // in flight (seq 2)
+        _ = try client.edit([.set(3, .hairColor(.white))])  // queued
+        _ = client.undo()                               // for the hair color
+        _ = client.undo()                               // then for the glasses
+        _ = client.receive(.ops(.init(rev: 2, author: "bob", kind: .edit, ops: [.remove(3)])))
+        let (send, _) = client.receive(.ack(.init(seq: 2, rev: 3, ops: [.set(2, .glasses(true))])))
+        #expect(send == [.undo(.init(seq: 3))])
+    }
+
     @Test("while an edit is queued, undo offers that edit and redo is off; then the hub's history again")
     func undoOfferNamesTheQueuedEdit() throws {
         var client = Self.welcomed()

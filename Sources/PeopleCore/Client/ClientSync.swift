@@ -26,6 +26,10 @@ public struct ClientSync: Sendable {
         var request: Request
         /// The base it was sent with, once sent.
         var sentBase: Int?
+        /// An undo pressed for the edit queued just before it (unsent or in flight): it goes with
+        /// that edit when the edit turns out to change nothing, or is dropped, since the hub would
+        /// otherwise take back the user's entry before it.
+        var forQueuedEdit = false
     }
 
     /// What happened, for a screen to show.
@@ -162,7 +166,11 @@ public struct ClientSync: Sendable {
     }
 
     public mutating func undo(scope: Tag? = nil) -> [ClientMessage] {
-        outbox.append(Pending(seq: 0, request: .undo(scope: scope)))
+        var pending = Pending(seq: 0, request: .undo(scope: scope))
+        if case .submit(let ops, _, _)? = outbox.last?.request {
+            pending.forQueuedEdit = scope.map { tag in ops.contains { $0.tag == tag } } ?? true
+        }
+        outbox.append(pending)
         return flush()
     }
 
@@ -300,6 +308,10 @@ public struct ClientSync: Sendable {
         guard let first = outbox.first, first.seq == seq, first.sentBase != nil else { return false }
         outbox.removeFirst()
         inFlight = false
+        // An edit that changed nothing left no undo entry: the undo pressed for it has nothing to take back.
+        if case .submit = first.request, ops.isEmpty, let next = outbox.first, next.forQueuedEdit, next.sentBase == nil {
+            outbox.removeFirst()
+        }
         if let rev, rev > revision {
             // Edits queued behind an undo / redo were made without its effect: rebase them over it.
             // (Edits queued behind a submit were made on top of it already.)
@@ -392,18 +404,26 @@ public struct ClientSync: Sendable {
     private mutating func pruneUnsent() {
         var model = confirmed
         var kept: [Pending] = []
+        var previousDropped = false
         for var pending in outbox {
             guard case .submit(let wire, let label, let coalesce) = pending.request else {
+                // The undo of an edit dropped here goes with it.
+                if previousDropped, pending.forQueuedEdit, pending.sentBase == nil { continue }
+                previousDropped = false
                 kept.append(pending)
                 continue
             }
+            previousDropped = false
             guard pending.sentBase == nil else {
                 _ = try? model.apply(batch: localOps(pending) ?? wire, absentTags: .skip)
                 kept.append(pending)
                 continue
             }
             let fitting = wire.filter { diff in (try? model.apply(diff)) != nil }
-            if fitting.isEmpty { continue }
+            if fitting.isEmpty {
+                previousDropped = true
+                continue
+            }
             pending.request = .submit(ops: fitting, label: label, coalesce: coalesce)
             kept.append(pending)
         }

@@ -179,7 +179,14 @@ export class ClientSync {
   queue(type, scope) {
     const request = { type };
     if (scope != null) request.scope = scope;
-    this.outbox.push({ seq: 0, request, sentBase: null });
+    const pending = { seq: 0, request, sentBase: null };
+    // An undo pressed for the edit queued just before it goes with that edit when the edit changes
+    // nothing or is dropped: sent, the hub would take back the entry before it.
+    const last = this.outbox[this.outbox.length - 1];
+    if (type === 'undo' && last?.request.type === 'submit') {
+      pending.forQueuedEdit = scope == null || last.request.ops.some((d) => d.tag === scope);
+    }
+    this.outbox.push(pending);
     return this.flush();
   }
 
@@ -322,6 +329,11 @@ export class ClientSync {
     if (!first || first.seq !== seq || first.sentBase === null) return false;
     this.outbox.shift();
     this.inFlight = false;
+    // An edit that changed nothing left no undo entry: the undo pressed for it has nothing to take back.
+    const next = this.outbox[0];
+    if (first.request.type === 'submit' && (ops ?? []).length === 0 && next?.forQueuedEdit && next.sentBase === null) {
+      this.outbox.shift();
+    }
     if (rev != null && rev > this.revision) {
       // Edits queued behind an undo / redo / restore were made without its effect: rebase them over it.
       // (Edits queued behind a submit were made on top of it already.)
@@ -409,11 +421,16 @@ export class ClientSync {
   pruneUnsent() {
     const model = this.confirmed.clone();
     const kept = [];
+    let previousDropped = false;
     for (const pending of this.outbox) {
       if (pending.request.type !== 'submit') {
+        // The undo of an edit dropped here goes with it.
+        if (previousDropped && pending.forQueuedEdit && pending.sentBase === null) continue;
+        previousDropped = false;
         kept.push(pending);
         continue;
       }
+      previousDropped = false;
       if (pending.sentBase !== null) {
         tryApplyBatch(model, this.localOps(pending) ?? pending.request.ops);
         kept.push(pending);
@@ -422,7 +439,10 @@ export class ClientSync {
       const fitting = pending.request.ops.filter((diff) => {
         try { return applyDiff(model, diff) !== null; } catch { return false; }
       });
-      if (fitting.length === 0) continue;
+      if (fitting.length === 0) {
+        previousDropped = true;
+        continue;
+      }
       pending.request = { ...pending.request, ops: fitting };
       kept.push(pending);
     }
