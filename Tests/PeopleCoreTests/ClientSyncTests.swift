@@ -101,8 +101,12 @@ struct ClientSyncTests {
         _ = client.undo()                               // for the hair color
         _ = client.undo()                               // then for the glasses
         _ = client.receive(.ops(.init(rev: 2, author: "bob", kind: .edit, ops: [.remove(3)])))
-        let (send, _) = client.receive(.ack(.init(seq: 2, rev: 3, ops: [.set(2, .glasses(true))])))
+        var (send, _) = client.receive(.ack(.init(seq: 2, rev: 3, ops: [.set(2, .glasses(true))])))
         #expect(send == [.undo(.init(seq: 3))])
+        // That one undo takes back the glasses; nothing more goes out (a second would undo the eye color).
+        (send, _) = client.receive(.undone(.init(seq: 3, rev: 4, ops: [.set(2, .glasses(false))], entry: 2)))
+        #expect(send.isEmpty)
+        #expect(client.pendingCount == 0)
     }
 
     @Test("while an edit is queued, undo offers that edit and redo is off; then the hub's history again")

@@ -308,6 +308,9 @@ test('an undo pressed for a queued edit that is dropped (its person removed mean
   const { send } = client.receive({ type: 'ack', seq: 2, rev: 3, ops: [set(2, 'glasses', true)] });
   // The hair color edit is gone with its person, and its undo with it; the second undo is for the glasses.
   assert.deepEqual(send, [{ type: 'undo', seq: 3 }]);
+  // That one undo takes back the glasses; nothing more goes out (a second would undo the eye color).
+  const after = client.receive({ type: 'undone', seq: 3, rev: 4, ops: [set(2, 'glasses', false)], entry: 2 });
+  assert.deepEqual(after.send, []);
 });
 
 test('an undo pressed for a queued edit that lands is sent as usual, and a second undo too', () => {
