@@ -124,8 +124,9 @@ public struct PostgresEndpoint: Sendable {
     /// The same without TLS: `prefer`'s second try, as libpq's, when the server refused this user over TLS.
     public var plainConfiguration: PostgresConnection.Configuration? {
         guard tlsMode == .prefer else { return nil }
-        return PostgresConnection.Configuration(host: host, port: port, username: user, password: password,
-                                                database: database, tls: .disable)
+        var plain = configuration
+        plain.tls = .disable
+        return plain
     }
 
     /// The TLS set-up the mode asks for, with every file read now (a bad one is a `Problem` at start).

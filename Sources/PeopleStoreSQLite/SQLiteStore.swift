@@ -170,11 +170,11 @@ public final class SQLiteStore: PeopleStore {
             let checkpoint = try db.cachedStatement(sql: """
                 INSERT OR REPLACE INTO checkpoints (room, revision, people) VALUES (?, ?, ?)
                 """)
+            let notice = try db.cachedStatement(sql: """
+                INSERT OR IGNORE INTO webhook_notices (endpoint, room, event, at) VALUES (?, ?, ?, ?)
+                """)
             func keep(_ notices: [WebhookNotice]) throws {
-                for notice in notices {
-                    try db.execute(sql: "INSERT OR IGNORE INTO webhook_notices (endpoint, room, event, at) VALUES (?, ?, ?, ?)",
-                                   arguments: [notice.endpoint, notice.room, notice.event, notice.time])
-                }
+                for kept in notices { try notice.execute(arguments: [kept.endpoint, kept.room, kept.event, kept.time]) }
             }
             let now = Self.now()
             for work in batch {

@@ -126,14 +126,10 @@ struct Serve: AsyncParsableCommand {
         let store: any PeopleStore
         do {
             store = try settings.openStore(logger: logger, claim: true)
-        } catch let problem as ConfigProblem {
-            logger.critical("cannot open the store: \(problem)")
-            FileHandle.standardError.write(Data("peoplekeeper-hub: \(problem)\n".utf8))
-            throw ExitCode(78)  // EX_CONFIG
         } catch {
             logger.critical("cannot open the store: \(error)")
             FileHandle.standardError.write(Data("peoplekeeper-hub: \(error)\n".utf8))
-            throw ExitCode(1)
+            throw ExitCode(error is ConfigProblem ? 78 : 1)  // EX_CONFIG for a setting that is wrong
         }
         if settings.storageKind == .memory {
             logger.warning("storage.kind memory: nothing outlives this process (rooms, edits and undo stacks are lost on restart)")
