@@ -478,6 +478,42 @@ def test_offline_edits_wait_and_reach_the_hub_when_it_is_back(hub_factory, room,
     assert field_of(people, 1, "hairColor") == "red", f"the undo takes back only the glasses: {by_tag(people, 1)}"
 
 
+def test_offline_the_undo_label_names_the_queued_edit_the_next_press_takes_back(hub_factory, room, browsers):
+    """ann changes Ann's eye color (acked by the hub), then, offline, her hair color and her glasses.
+    #undo offers "Undo Toggle Glasses"; once pressed, it offers "Undo Change Hair Color": the queued
+    edit the next press takes back (it named the acked eye color change). Pressed again, it offers
+    the eye color. Back online, the hub has taken back exactly what the labels said: the hair color
+    and the glasses, not the eye color.
+    Before the fix: after the first press #undo said "Undo Change Eye Color"."""
+    hub = hub_factory({"storage": {"kind": "embedded", "path": "{workdir}/data/pk.sqlite"}})
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.select(1)
+    a.choose("eyeColor", "green")
+    a.wait_for(undo_text_is("Undo Change Eye Color"), "#undo offering the eye color change once acked")
+    a.wait_online()
+    hub.kill()
+    a.wait_for(lambda p: p.summary()["connection"] == "offline", '#connection[data-state="offline"] with the hub gone')
+    a.choose("hairColor", "red")
+    assert a.toggle("#glasses") is True
+    a.wait_for(undo_text_is("Undo Toggle Glasses"), "#undo offering the glasses, the last queued edit")
+    a.click("#undo")
+    a.wait_for(undo_text_is("Undo Change Hair Color"),
+               "#undo offering the hair color (queued, next to be taken back) after one press")
+    a.screenshot("1-offline-undo-offers-the-next-queued-edit")
+    a.click("#undo")
+    a.wait_for(undo_text_is("Undo Change Eye Color"), "#undo offering the eye color after the second press")
+
+    hub.restart(same_port=True)
+    a.wait_for(lambda p: (lambda s: s["connection"] == "online" and not s["waiting"])(p.summary()),
+               "#connection online and #waiting empty after the hub came back", timeout=RECONNECT_WAIT)
+    obs = observe(hub, room)
+    ann = by_tag(obs.people, 1)
+    assert (ann["eyeColor"], ann["hairColor"], ann["glasses"]) == ("green", "brown", False), \
+        f"the two undos took back the glasses and the hair color, not the eye color: {ann}"
+    a.wait_for(undo_text_is("Undo Change Eye Color"), "#undo still offering the eye color, online")
+
+
 def test_add_reorder_and_delete_people(hub, room, browsers):
     """ann presses #add-person: a fourth row appears, and the room has a fourth person with a new tag.
     Its ↑ (.move-up) moves it one place up, Ann's ↓ (.move-down) one place down; after each step the

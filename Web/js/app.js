@@ -36,6 +36,7 @@ import { Timeline } from './timeline.js';
 import { Attribution } from './attribution.js';
 import { HistoryPanel } from './history-panel.js';
 import { touchedPeople, writerText, restoreQuestion } from './history-text.js';
+import { undoOffer } from './undo-offer.js';
 import { insert, remove, move, diffTag } from './core/diff.js';
 import { setAttr, setText } from './dom.js';
 
@@ -246,7 +247,7 @@ class App {
   /** Undo (of this user's newest change, or, with `scope`, of their newest change to that person). */
   undo(scope) {
     if (!this.acting()) return;
-    if (scope == null && !undoable(this.live.sync).can) this.notice('Nothing of yours to undo.');
+    if (scope == null && !undoOffer(this.live.sync).undo.can) this.notice('Nothing of yours to undo.');
     else this.live.undo(scope);
   }
 
@@ -281,12 +282,11 @@ class App {
     if (entry && this.acting()) this.live.restore(entry.rev);
   }
 
-  /** Redo; while an edit of this user's is still queued there is none (it will clear the redo stack). */
+  /** Redo; after an edit of this user's still queued there is none (it will clear the redo stack). */
   redo(scope) {
     if (!this.acting()) return;
-    if (scope != null) this.live.redo(scope);
-    else if (!this.live.sync.history.canRedo) this.notice('Nothing of yours to redo.');
-    else if (!undoable(this.live.sync).queued) this.live.redo();
+    if (scope == null && !undoOffer(this.live.sync).redo.can) this.notice('Nothing of yours to redo.');
+    else this.live.redo(scope);
   }
 
   /** Ctrl/Cmd+Z, Shift+Ctrl/Cmd+Z, Ctrl+Y; the name field keeps the browser's own text undo. */
@@ -496,14 +496,14 @@ class App {
     // While the hub is out of reach, #connection-detail says how many are kept.
     $('waiting-box').hidden = pending === 0 || status.down;
 
-    const h = live.sync.history;
-    const u = undoable(live.sync);
+    // What the next press takes back, queued requests included (undo-offer.js).
+    const offer = undoOffer(live.sync);
     const undo = $('undo');
     const redo = $('redo');
-    setText(undo, u.can && u.label ? `Undo ${u.label}` : 'Undo');
-    setText(redo, h.canRedo && h.redoLabel && !u.queued ? `Redo ${h.redoLabel}` : 'Redo');
-    undo.disabled = !editable || !u.can;
-    redo.disabled = !editable || !h.canRedo || u.queued;
+    setText(undo, offer.undo.can && offer.undo.label ? `Undo ${offer.undo.label}` : 'Undo');
+    setText(redo, offer.redo.can && offer.redo.label ? `Redo ${offer.redo.label}` : 'Redo');
+    undo.disabled = !editable || !offer.undo.can;
+    redo.disabled = !editable || !offer.redo.can;
   }
 
   /** Sends the `log` and `blame` the timeline and the writers still need (nothing while offline). */
@@ -618,18 +618,4 @@ function entryOf({ rev, time, author, kind, label, ops }) {
   if (label != null) e.label = label;
   e.ops = ops;
   return e;
-}
-
-/**
- * What Undo offers: the hub's history, or, while an edit of ours is still queued (offline, or waiting
- * for its ack), that edit: an undo then waits behind it and the hub undoes it. (A queued edit also
- * clears the redo stack when it lands, so Redo is off meanwhile.)
- */
-function undoable(sync) {
-  const queued = sync.outbox ?? [];
-  const last = queued[queued.length - 1];
-  if (last && last.request.type === 'submit') {
-    return { can: true, label: last.request.label ?? sync.history.undoLabel, queued: true };
-  }
-  return { can: sync.history.canUndo, label: sync.history.undoLabel, queued: false };
 }
