@@ -321,3 +321,19 @@ test('an undo pressed for a queued edit that lands is sent as usual, and a secon
   const { send } = client.receive({ type: 'ack', seq: 1, rev: 1, ops: [set(1, 'glasses', true)] });
   assert.deepEqual(send, [{ type: 'undo', seq: 2 }]);
 });
+
+test('an undo that goes with its queued edit is told as an undoDropped event naming that edit, on both paths', () => {
+  const client = welcomed();
+  client.edit([set(1, 'glasses', true)], { label: 'Toggle Glasses' }); // in flight (seq 1)
+  client.edit([set(3, 'hairColor', 'white')], { label: 'Change Hair Color' }); // queued
+  client.undo();                                                               // for the hair color
+  const pruned = client.receive({ type: 'ops', rev: 1, author: 'bob', kind: 'edit', ops: [remove(3)] });
+  assert.deepEqual(pruned.events.filter((e) => e.type === 'undoDropped'),
+    [{ type: 'undoDropped', ops: [set(3, 'hairColor', 'white')], label: 'Change Hair Color' }]);
+  client.undo();                                                               // for the glasses, in flight
+  const acked = client.receive({ type: 'ack', seq: 1, rev: 1, ops: [] });
+  assert.deepEqual(acked.events.filter((e) => e.type === 'undoDropped'),
+    [{ type: 'undoDropped', ops: [set(1, 'glasses', true)], label: 'Toggle Glasses' }]);
+  assert.deepEqual(acked.send, []);
+  assert.equal(client.pendingCount, 0);
+});

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connectionStatus } from '../../Web/js/connection.js';
 import { LiveRoom } from '../../Web/js/live-room.js';
-import { reportsText } from '../../Web/js/report-text.js';
+import { reportsText, droppedUndoText } from '../../Web/js/report-text.js';
 import { set } from '../../Web/js/core/diff.js';
 
 const person = (tag, name, more = {}) => ({ tag, name, hairColor: 'brown', hairLength: 'short', eyeColor: 'brown',
@@ -136,4 +136,46 @@ test("a teammate's revision carries the people before it, to name whom it touche
   socket.hear({ type: 'ops', rev: 1, author: 'bob', kind: 'edit', ops: [{ op: 'remove', tag: 3 }], label: 'Delete Person' });
   const remote = notices.find((n) => n.type === 'remote');
   assert.equal(remote.people.get(3).name, 'Sam');
+});
+
+test('an undo that goes with its queued edit says so: a teammate had made the same change first', () => {
+  const { room, notices, socket } = online();
+  room.edit([set(1, 'glasses', true)], { label: 'Toggle Glasses' }); // in flight
+  room.undo();                                                      // pressed for it: queued behind it
+  const submit = socket.sent.find((m) => m.type === 'submit');
+  socket.hear({ type: 'ops', rev: 1, author: 'bob', kind: 'edit', ops: [set(1, 'glasses', true)], label: 'Toggle Glasses' });
+  socket.hear({ type: 'ack', seq: submit.seq, rev: 1, ops: [] });
+  assert.equal(socket.sent.filter((m) => m.type === 'undo').length, 0, 'the undo is not sent');
+  const dropped = notices.filter((n) => n.type === 'undoDropped');
+  assert.equal(dropped.length, 1);
+  assert.equal(droppedUndoText(dropped[0].label, dropped[0].reports, (t) => dropped[0].people.get(t)?.name, { me: 'ann' }),
+    "Your undo of Toggle Glasses had nothing to take back: bob had already made the same change to Ann's glasses.");
+});
+
+test('an undo that goes with a queued edit whose person was deleted names who deleted them, once', () => {
+  const { room, notices, socket } = online();
+  room.edit([set(1, 'glasses', true)], { label: 'Toggle Glasses' }); // in flight
+  room.edit([set(3, 'hairColor', 'red')], { label: 'Change Hair Color' });
+  room.undo();                                                      // pressed for the hair color
+  const submit = socket.sent.find((m) => m.type === 'submit');
+  socket.hear({ type: 'ops', rev: 1, author: 'bob', kind: 'edit', ops: [{ op: 'remove', tag: 3 }], label: 'Delete Person' });
+  socket.hear({ type: 'ack', seq: submit.seq, rev: 2, ops: submit.ops });
+  const [dropped] = notices.filter((n) => n.type === 'undoDropped');
+  assert.equal(droppedUndoText(dropped.label, dropped.reports, (t) => dropped.people.get(t)?.name, { me: 'ann' }),
+    'Your undo of Change Hair Color had nothing to take back: Sam was deleted by bob.');
+  assert.deepEqual(socket.sent.filter((m) => m.type === 'undo'), [], 'no undo went out for it');
+
+  // In flight when the hub learns of the removal: the hub's own report says it, in the one notice.
+  room.edit([set(2, 'hairColor', 'red')], { label: 'Change Hair Color' });
+  room.undo();
+  const second = socket.sent.filter((m) => m.type === 'submit').at(-1);
+  socket.hear({ type: 'ops', rev: 3, author: 'carl', kind: 'edit', ops: [{ op: 'remove', tag: 2 }] });
+  socket.hear({ type: 'ack', seq: second.seq, rev: 3, ops: [], noop: [{ reason: 'targetRemoved', tag: 2, by: 'carl' }] });
+  const last = notices.filter((n) => n.type === 'undoDropped' || n.type === 'skipped').at(-1);
+  assert.equal(last.type, 'undoDropped', 'no separate notice of the skipped edit');
+  // Joan went before the ack: the page names her as it last saw her.
+  const seen = (t) => last.people.get(t)?.name ?? PEOPLE.find((p) => p.tag === t)?.name;
+  assert.equal(droppedUndoText(last.label, last.reports, seen, { me: 'ann' }),
+    'Your undo of Change Hair Color had nothing to take back: Joan was deleted by carl.');
+  assert.equal(room.pending, 0);
 });

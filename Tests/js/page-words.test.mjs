@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fieldLabels, fieldWords, actionLabels, presenceWords, roleWords } from '../../Web/js/words.js';
-import { reportsText, reportSentence, remoteText, errorText, refusalText, hasWireWords }
+import { reportsText, reportSentence, remoteText, errorText, refusalText, hasWireWords, droppedUndoText }
   from '../../Web/js/report-text.js';
 import { Topic, FacialHairStyle } from '../../Web/js/core/model.js';
 
@@ -53,6 +53,27 @@ test('a skipped undo with nothing done says so first; a partial one says what wa
   const two = [report, { reason: 'targetRemoved', tag: 3, by: 'carol' }, report];
   assert.equal(reportsText(two, nameOf, { kind: 'undo', changed: false }),
     "Nothing was undone: your change to Ann's hair color was overwritten by bob; Sam was deleted by carol.");
+});
+
+test('an undo that went with its queued edit says it had nothing to take back, and why, in plain words', () => {
+  const same = (by, more = {}) => ({ reason: 'sameChange', tag: 1, field: 'glasses', ...(by ? { by } : {}), ...more });
+  assert.equal(droppedUndoText('Toggle Glasses', [same('bob')], nameOf),
+    "Your undo of Toggle Glasses had nothing to take back: bob had already made the same change to Ann's glasses.");
+  assert.equal(droppedUndoText('Toggle Glasses', [same('ann')], nameOf, { me: 'ann' }),
+    "Your undo of Toggle Glasses had nothing to take back: you had already made the same change to Ann's glasses.");
+  assert.equal(droppedUndoText('Toggle Glasses', [same('dana')], nameOf, { byRestore: () => true }),
+    "Your undo of Toggle Glasses had nothing to take back: dana's restore had already made the same change to Ann's glasses.");
+  assert.equal(droppedUndoText(undefined, [same(null, { field: 'preference', topic: 'weather' })], nameOf),
+    "Your undo had nothing to take back: the same change to Ann's opinion on weather had already been made.");
+  assert.equal(droppedUndoText('Change Hair Color', [{ reason: 'targetRemoved', tag: 3, by: 'bob' }], nameOf),
+    'Your undo of Change Hair Color had nothing to take back: Sam was deleted by bob.');
+  assert.equal(droppedUndoText('Change Name', [{ reason: 'overwritten', tag: 2, field: 'name', by: 'bob' }], nameOf),
+    "Your undo of Change Name had nothing to take back: your change to Joan's name was overwritten by bob.");
+  for (const text of [droppedUndoText('Move Person', [same('bob', { field: 'position' })], nameOf),
+    droppedUndoText('Add Person', [], nameOf)]) {
+    assert.doesNotMatch(text, IDENTIFIER, text);
+    assert.equal(hasWireWords(text), false, text);
+  }
 });
 
 test('report sentences use the page words and name a person gone by tag', () => {

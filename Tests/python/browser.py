@@ -215,6 +215,14 @@ class Browser:
         except (ElementClickInterceptedException, ElementNotInteractableException):
             el.click()
 
+    def network_offline(self, offline: bool) -> None:
+        """Cut this browser off the network, or put it back (Chromium's own network emulation: new
+        connections fail, as they do on a train; one already open stays open). The page also hears
+        the `offline` / `online` events a real outage gives."""
+        self.driver.execute_cdp_cmd("Network.enable", {})
+        self.driver.execute_cdp_cmd("Network.emulateNetworkConditions", {
+            "offline": offline, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
+
     def blur(self) -> None:
         """Move the focus off any control: keys then go to the document's body."""
         self.js("if (document.activeElement && document.activeElement !== document.body) document.activeElement.blur();")

@@ -157,6 +157,22 @@ def pk_set(hub, room: str, user: str, *args) -> subprocess.Popen:
                             stdin=subprocess.DEVNULL)
 
 
+def ann_on_a_sqlite_hub(hub_factory, room: str, browsers):
+    """A hub with SQLite storage (it can be killed and restarted with the room kept) and ann's page on
+    it, online, with Ann (tag 1) selected."""
+    hub = hub_factory({"storage": {"kind": "embedded", "path": "{workdir}/data/pk.sqlite"}})
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.select(1)
+    return hub, a
+
+
+def kill_hub_under(hub, page) -> None:
+    """Kill the hub and wait for the page to say it is offline."""
+    hub.kill()
+    page.wait_for(lambda p: p.summary()["connection"] == "offline", '#connection[data-state="offline"] with the hub gone')
+
+
 # JS: the accessible name of an element, in the ways a page gives one (aria-label, aria-labelledby,
 # <label>, the text of a button / link / list item, title).
 ACCESSIBLE_NAMES_JS = r"""
@@ -440,12 +456,8 @@ def test_offline_edits_wait_and_reach_the_hub_when_it_is_back(hub_factory, room,
     says 2. The hub restarts on the same port and storage: the page is online again with #waiting
     empty, a HubClient sees both edits, and ann's #undo (the glasses toggle, her last action) takes back
     only the glasses."""
-    hub = hub_factory({"storage": {"kind": "embedded", "path": "{workdir}/data/pk.sqlite"}})
-    a = browsers(hub, "ann")
-    a.open_room(room, "ann")
-    a.select(1)
-    hub.kill()
-    a.wait_for(lambda p: p.summary()["connection"] == "offline", '#connection[data-state="offline"] with the hub gone')
+    hub, a = ann_on_a_sqlite_hub(hub_factory, room, browsers)
+    kill_hub_under(hub, a)
 
     a.choose("hairColor", "red")
     assert a.toggle("#glasses") is True
@@ -485,15 +497,11 @@ def test_offline_the_undo_label_names_the_queued_edit_the_next_press_takes_back(
     the eye color. Back online, the hub has taken back exactly what the labels said: the hair color
     and the glasses, not the eye color.
     Before the fix: after the first press #undo said "Undo Change Eye Color"."""
-    hub = hub_factory({"storage": {"kind": "embedded", "path": "{workdir}/data/pk.sqlite"}})
-    a = browsers(hub, "ann")
-    a.open_room(room, "ann")
-    a.select(1)
+    hub, a = ann_on_a_sqlite_hub(hub_factory, room, browsers)
     a.choose("eyeColor", "green")
     a.wait_for(undo_text_is("Undo Change Eye Color"), "#undo offering the eye color change once acked")
     a.wait_online()
-    hub.kill()
-    a.wait_for(lambda p: p.summary()["connection"] == "offline", '#connection[data-state="offline"] with the hub gone')
+    kill_hub_under(hub, a)
     a.choose("hairColor", "red")
     assert a.toggle("#glasses") is True
     a.wait_for(undo_text_is("Undo Toggle Glasses"), "#undo offering the glasses, the last queued edit")
@@ -512,6 +520,45 @@ def test_offline_the_undo_label_names_the_queued_edit_the_next_press_takes_back(
     assert (ann["eyeColor"], ann["hairColor"], ann["glasses"]) == ("green", "brown", False), \
         f"the two undos took back the glasses and the hair color, not the eye color: {ann}"
     a.wait_for(undo_text_is("Undo Change Eye Color"), "#undo still offering the eye color, online")
+
+
+def test_an_undo_pressed_offline_for_an_edit_a_teammate_made_too_says_it_had_nothing_to_take_back(hub_factory, room,
+                                                                                                   browsers):
+    """The web pass's case. ann, offline, sets Ann's eyes hazel and her glasses on, and presses "Undo
+    Toggle Glasses". While ann's page is still cut off, bob puts Ann's glasses on himself. ann's page
+    comes back: her glasses edit changes nothing, so the undo pressed for it goes with it (it is not
+    sent: sent, it would take back the eye color), and #notice says so in words: "Your undo of Toggle
+    Glasses had nothing to take back: bob had already made the same change to Ann's glasses." The room
+    keeps the hazel eyes and bob's glasses; ann made no undo.
+    Before the fix: the undo went silently (#notice empty)."""
+    hub, a = ann_on_a_sqlite_hub(hub_factory, room, browsers)
+    kill_hub_under(hub, a)
+    a.network_offline(True)  # the hub comes back for bob first
+    a.choose("eyeColor", "hazel")
+    assert a.toggle("#glasses") is True
+    a.wait_for(undo_text_is("Undo Toggle Glasses"), "#undo offering the glasses toggle made offline")
+    a.click("#undo")
+    a.wait_for(lambda p: (p.text("#waiting") or "") == "3" or "3" in (p.text("#connection-detail") or ""),
+               "three requests kept (two edits and the undo)")
+
+    hub.restart(same_port=True)
+    bob = hub.join(room, "bob")
+    bob.edit([{"op": "set", "tag": 1, "field": "glasses", "value": True}], label="Toggle Glasses")
+    a.network_offline(False)
+    a.wait_for(lambda p: (lambda s: s["connection"] == "online" and not s["waiting"])(p.summary()),
+               "#connection online and #waiting empty once ann's page is back", timeout=RECONNECT_WAIT)
+    said = "Your undo of Toggle Glasses had nothing to take back: bob had already made the same change to Ann's glasses."
+    a.wait_for(lambda p: p.text("#notice") == said, f"#notice saying {said!r}")
+    assert a.text("#notice-log li") == said, a.text("#notice-log")
+    a.screenshot("1-the-undo-had-nothing-to-take-back")
+    obs = observe(hub, room)
+    ann = by_tag(obs.people, 1)
+    assert (ann["eyeColor"], ann["glasses"]) == ("hazel", True), f"the eye color stays, and bob's glasses: {ann}"
+    assert a.value("select#eyeColor") == "hazel" and a.value("#glasses") is True, a.describe()
+    log = hub.http("GET", f"/v1/rooms/{room}/log")
+    assert log[0] == 200, log
+    kinds = [(e["author"], e["kind"]) for e in json.loads(log[2])["entries"]]
+    assert ("ann", "undo") not in kinds, f"no undo of ann's reached the hub: {kinds}"
 
 
 def test_add_reorder_and_delete_people(hub, room, browsers):

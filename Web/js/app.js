@@ -30,7 +30,7 @@ import { Highlights } from './highlights.js';
 import { NoticeBoard } from './notices.js';
 import { TokenStore } from './token-store.js';
 import { connectionStatus } from './connection.js';
-import { reportsText, remoteText, errorText, refusalText } from './report-text.js';
+import { reportsText, remoteText, errorText, refusalText, droppedUndoText } from './report-text.js';
 import { actionLabels, presenceWords, roleWords } from './words.js';
 import { Timeline } from './timeline.js';
 import { Attribution } from './attribution.js';
@@ -349,9 +349,8 @@ class App {
       switch (n.type) {
         case 'remote': {
           this.highlights.add(n.diffs, n.author);
-          const before = (tag) => n.people.get(tag)?.name ?? this.knownNames.get(tag);
           const after = (tag) => this.live.sync.view.get(tag)?.name ?? null;
-          this.activity(remoteText(n, before, after));
+          this.activity(remoteText(n, this.namesBefore(n), after));
           for (const d of n.diffs) {
             if (d.tag !== this.selectedTag) continue;
             if (d.op === 'text') { nameEdits = d.edits; nameTouched += 1; }
@@ -363,13 +362,13 @@ class App {
           // This user wrote these values last: no teammate's highlight stays on them.
           this.highlights.clear(n.diffs);
           break;
-        case 'skipped': {
-          const nameOf = (tag) => n.people.get(tag)?.name ?? this.knownNames.get(tag);
-          const byRestore = (r) => this.lastKinds.get(`${r.by}\n${r.tag}`) === 'restore';
-          this.notice(reportsText(n.reports, nameOf,
-            { kind: n.kind, changed: n.changed, me: this.live.sync.user, byRestore }));
+        case 'skipped':
+          this.notice(reportsText(n.reports, this.namesBefore(n),
+            { kind: n.kind, changed: n.changed, ...this.reportOptions() }));
           break;
-        }
+        case 'undoDropped':
+          this.notice(droppedUndoText(n.label, n.reports, this.namesBefore(n), this.reportOptions()));
+          break;
         case 'nothing':
           if (n.kind === 'restore') this.notice('Nothing to restore: the room is already as it was then.');
           else if (n.entry != null) this.notice('Nothing was undone: that change of yours had nothing left to take back.');
@@ -409,6 +408,16 @@ class App {
       }
     }
     this.render(nameTouched === 1 ? nameEdits : null);
+  }
+
+  /** Names of the people as a notice's `people` (the view before it) had them, else as last seen. */
+  namesBefore(notice) {
+    return (tag) => notice.people.get(tag)?.name ?? this.knownNames.get(tag);
+  }
+
+  /** Who "you" is in a report, and whether its `by` wrote that person last with a restore ("bob's restore"). */
+  reportOptions() {
+    return { me: this.live.sync.user, byRestore: (r) => this.lastKinds.get(`${r.by}\n${r.tag}`) === 'restore' };
   }
 
   // MARK: Rendering

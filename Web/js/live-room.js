@@ -16,6 +16,11 @@
 //   {type:'mine', kind, diffs}         this user's own change: an edit as made, an undo / redo as the
 //                                      hub applied it (what it touched is no teammate's any more)
 //   {type:'nothing', kind}             an undo / redo with nothing to do
+//   {type:'undoDropped', label?, reports, people}  an undo pressed for a queued edit went with it,
+//                                      unsent: the edit changed nothing. `reports` say why, as skip
+//                                      reports (the hub's `noop`, or, for a value someone had already
+//                                      written, the page's own reason `sameChange` with `by` that
+//                                      writer); `people` is the view before, to name them
 //   {type:'error', code, message}      the hub refused something
 //   {type:'fatal', code, message}      the hub refused the connection for good (no more retries)
 // and, for the history panel and the person editor's writers (HISTORY.md §6):
@@ -40,6 +45,8 @@
 import { ClientSync } from './core/client-sync.js';
 import { decodeServerMessage, encode } from './core/wire.js';
 import { ErrorCode, isFatal } from './core/errors.js';
+import { diffTag, diffTarget, targetKey } from './core/diff.js';
+import { makeReport, reportFor } from './core/undo.js';
 
 /** Ask for another tag block when fewer than this many are left. */
 const TAGS_LOW = 10;
@@ -68,6 +75,30 @@ function revisionOf(message, request, user) {
   r.ops = message.ops ?? [];
   r.mine = author === user;
   return r;
+}
+
+/**
+ * Who wrote each part of the people last, as far as this page has seen revisions (a full state
+ * forgets it): target key (core/diff.js `targetKey`) → {author, rev}. A whole person (an insert, a
+ * remove) is a write to every part of them. Names the teammate in an undo that went with its edit.
+ */
+class LastWriters {
+  constructor() { this.writes = new Map(); }
+
+  forget() { this.writes.clear(); }
+
+  /** Revision `rev` by `author` wrote `ops`. */
+  note(author, rev, ops) {
+    for (const d of ops) this.writes.set(targetKey(diffTarget(d)), { author, rev });
+  }
+
+  /** The latest writer of what `diff` writes, or undefined. */
+  of(diff) {
+    const part = this.writes.get(targetKey(diffTarget(diff)));
+    const whole = this.writes.get(targetKey({ kind: 'person', tag: diffTag(diff) }));
+    if (!part || !whole) return (part ?? whole)?.author;
+    return (part.rev >= whole.rev ? part : whole).author;
+  }
 }
 
 /** The `ws(s)://host/v1/rooms/ROOM` address of `room` on the hub that served `location`. */
@@ -126,6 +157,7 @@ export class LiveRoom {
     this.redirects = 0;
     /** Seqs of the `log` / `blame` requests sent on this connection and not yet answered. */
     this.reads = new Set();
+    this.writers = new LastWriters();
   }
 
   // MARK: Actions
@@ -302,6 +334,12 @@ export class LiveRoom {
     const { send, events } = this.sync.receive(message);
     const notices = [];
     const entry = message.type === 'undone' && message.entry != null ? { entry: message.entry } : {};
+    const revision = this.sync.revision > revisionBefore && message.rev === this.sync.revision
+      ? revisionOf(message, inFlight, this.sync.user) : null;
+    if (message.type === 'welcome' && message.people != null) this.writers.forget();
+    if (revision) this.writers.note(revision.author, revision.rev, revision.ops);
+    // An ack whose edit took its undo with it: the reports are told with the undo (one notice).
+    const dropped = events.some((e) => e.type === 'undoDropped');
     for (const event of events) {
       switch (event.type) {
         case 'welcomed':
@@ -316,7 +354,16 @@ export class LiveRoom {
           notices.push({ type: 'welcomed' });
           break;
         case 'remote': notices.push({ ...event, people: before }); break;
+        case 'undoDropped': {
+          const noop = message.type === 'ack' ? message.noop ?? [] : [];
+          const reports = noop.length > 0 ? noop : event.ops.map((d) => this.whyUnchanged(d));
+          const notice = { type: 'undoDropped', reports, people: before };
+          if (event.label != null) notice.label = event.label;
+          notices.push(notice);
+          break;
+        }
         case 'skipped': {
+          if (dropped && message.type === 'ack') break;
           const kind = message.type === 'undone' ? 'undo' : message.type === 'redone' ? 'redo' : 'edit';
           const changed = message.rev != null && (message.ops?.length ?? 0) > 0;
           notices.push({ type: 'skipped', reports: event.reports, people: before, kind, changed, ...entry });
@@ -379,10 +426,7 @@ export class LiveRoom {
     if (message.type === 'undone' && message.entry != null) {
       notices.push({ type: 'entryUndone', entry: message.entry });
     }
-    if (this.sync.revision > revisionBefore && message.rev === this.sync.revision) {
-      const revision = revisionOf(message, inFlight, this.sync.user);
-      if (revision) notices.push(revision);
-    }
+    if (revision) notices.push(revision);
     if (this.pending === 0) this.catchingUp = false;
     if (message.type === 'tags') this.tagsAsked = false;
     this.send(send);
@@ -391,6 +435,19 @@ export class LiveRoom {
       this.askForTagsIfLow();
     }
     this.onUpdate(notices);
+  }
+
+  /**
+   * Why a queued diff that was dropped changed nothing, as a skip report: its person is gone
+   * (`targetRemoved`), or what it wrote was there already (`sameChange`, the page's own reason); `by`
+   * the latest writer this page saw, when it saw one.
+   */
+  whyUnchanged(diff) {
+    const by = this.writers.of(diff);
+    if (diff.op !== 'insert' && !this.sync.confirmed.contains(diffTag(diff))) {
+      return makeReport({ reason: 'targetRemoved', tag: diffTag(diff), by });
+    }
+    return reportFor('sameChange', diffTarget(diff), by);
   }
 
   askForTagsIfLow() {

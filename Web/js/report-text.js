@@ -18,8 +18,12 @@ export function reportSentence(report, nameOf, options = {}) {
   return capitalised(reportClause(report, nameOf, options));
 }
 
-/** A skip report as a clause (not capitalised: "your change to Ann's hair color was overwritten by bob"). */
-function reportClause(report, nameOf, { me = null, byRestore = () => false } = {}) {
+/**
+ * What a report is about, in words: `who` the person ("Ann", or "tag 4" when no name is known),
+ * `what` the part ("Ann's hair color", "Ann's opinion on weather", or the person), and `actor` its
+ * `by` as the subject of a sentence ("bob", "bob's restore", "you", "your restore"; null without one).
+ */
+function reportWords(report, nameOf, { me = null, byRestore = () => false } = {}) {
   const name = nameOf(report.tag);
   const who = name ? name : `tag ${report.tag}`;
   let what;
@@ -29,8 +33,14 @@ function reportClause(report, nameOf, { me = null, byRestore = () => false } = {
   else what = who;
   const mine = report.by != null && report.by === me;
   const restore = report.by != null && byRestore(report);
-  // Who wrote over it, as the subject of a sentence: "bob", "bob's restore", "you", "your restore".
-  const actor = mine ? (restore ? 'your restore' : 'you') : restore ? `${report.by}'s restore` : report.by;
+  const actor = report.by == null ? null
+    : mine ? (restore ? 'your restore' : 'you') : restore ? `${report.by}'s restore` : report.by;
+  return { who, what, actor, mine };
+}
+
+/** A skip report as a clause (not capitalised: "your change to Ann's hair color was overwritten by bob"). */
+function reportClause(report, nameOf, options = {}) {
+  const { who, what, actor, mine } = reportWords(report, nameOf, options);
   const by = report.by != null ? ` by ${actor}` : '';
   let sentence;
   switch (report.reason) {
@@ -75,6 +85,30 @@ export function reportsText(reports, nameOf, { kind = 'edit', changed = true, me
     edit: changed ? 'Part of your change was not made' : 'Your change was not made',
   }[kind] ?? 'Skipped';
   return `${lead}: ${body}.`;
+}
+
+/**
+ * The notice for an undo pressed for an edit still queued that went with that edit, unsent: the edit
+ * changed nothing, so the undo had nothing to take back (live-room.js `undoDropped`). `label` is the
+ * edit's; `reports` say why, as skip reports, and `sameChange` (the page's own reason) for a value
+ * someone had already written: "Your undo of Toggle Glasses had nothing to take back: bob had already
+ * made the same change to Ann's glasses." Options as for reportSentence.
+ */
+export function droppedUndoText(label, reports, nameOf, options = {}) {
+  const clauses = [];
+  for (const r of reports) {
+    let c;
+    if (r.reason === 'sameChange') {
+      const { what, actor } = reportWords(r, nameOf, options);
+      c = actor ? `${actor} had already made the same change to ${what}`
+        : `the same change to ${what} had already been made`;
+    } else {
+      c = reportClause(r, nameOf, options);
+    }
+    if (!clauses.includes(c)) clauses.push(c);
+  }
+  const lead = `Your undo${label ? ` of ${label}` : ''} had nothing to take back`;
+  return clauses.length ? `${lead}: ${clauses.join('; ')}.` : `${lead}: your change changed nothing.`;
 }
 
 /**

@@ -14,6 +14,9 @@
 //   {type:'error', code, message} | {type:'needsResync'} | {type:'redirect', url}
 //   {type:'log', page: {seq?, entries, more}}       a page of the timeline (the answer to a `log`)
 //   {type:'blame', blame: {seq?, tag, created, fields}}  who wrote what of one person (a `blame`'s answer)
+//   {type:'undoDropped', label?, ops}  an undo pressed for a queued edit went with that edit, unsent: the
+//                                   edit (`label`, its `ops` as last queued) changed nothing or no longer
+//                                   applied, so the undo had nothing to take back (see `forQueuedEdit`)
 //
 // Requests that make revisions (edits, undo, undo of one entry, redo, restore) wait in the outbox and go
 // one at a time with the session's seq; `log` and `blame` only read, so they go at once (when connected).
@@ -62,6 +65,8 @@ export class ClientSync {
     this.hasState = false;
     /** Local (rebased) copies of batches already sent, by seq, for the view. */
     this.sentLocal = new Map();
+    /** The edits whose undo went with them since the last event list ({label?, ops}); see `receive`. */
+    this.droppedUndos = [];
   }
 
   /** Requests not yet answered (the first may be in flight). */
@@ -309,6 +314,11 @@ export class ClientSync {
       default:
         break;
     }
+    for (const edit of this.droppedUndos.splice(0)) {
+      const event = { type: 'undoDropped', ops: edit.ops };
+      if (edit.label != null) event.label = edit.label;
+      events.push(event);
+    }
     return { send: this.flush(), events };
   }
 
@@ -333,6 +343,7 @@ export class ClientSync {
     const next = this.outbox[0];
     if (first.request.type === 'submit' && (ops ?? []).length === 0 && next?.forQueuedEdit && next.sentBase === null) {
       this.outbox.shift();
+      this.droppedUndos.push(first.request);
     }
     if (rev != null && rev > this.revision) {
       // Edits queued behind an undo / redo / restore were made without its effect: rebase them over it.
@@ -421,16 +432,20 @@ export class ClientSync {
   pruneUnsent() {
     const model = this.confirmed.clone();
     const kept = [];
-    let previousDropped = false;
+    let previousDropped = null;
     for (const pending of this.outbox) {
       if (pending.request.type !== 'submit') {
         // The undo of an edit dropped here goes with it.
-        if (previousDropped && pending.forQueuedEdit && pending.sentBase === null) continue;
-        previousDropped = false;
+        if (previousDropped && pending.forQueuedEdit && pending.sentBase === null) {
+          this.droppedUndos.push(previousDropped);
+          previousDropped = null;
+          continue;
+        }
+        previousDropped = null;
         kept.push(pending);
         continue;
       }
-      previousDropped = false;
+      previousDropped = null;
       if (pending.sentBase !== null) {
         tryApplyBatch(model, this.localOps(pending) ?? pending.request.ops);
         kept.push(pending);
@@ -440,7 +455,7 @@ export class ClientSync {
         try { return applyDiff(model, diff) !== null; } catch { return false; }
       });
       if (fitting.length === 0) {
-        previousDropped = true;
+        previousDropped = pending.request;
         continue;
       }
       pending.request = { ...pending.request, ops: fitting };
