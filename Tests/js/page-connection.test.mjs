@@ -104,6 +104,39 @@ test('an outage with edits: the room says it is down until welcomed, then catchi
   assert.equal(status().detail, '', 'an edit made online is no catching up');
 });
 
+test('"kept" and "sending" count the same requests, the ones kept through the outage, and name an undo as one', () => {
+  const { room, timers, status } = online();
+  FakeSocket.made[0].onclose({ code: 1006 });
+  room.edit([set(1, 'hairColor', 'red')], { label: 'Change Hair Color' });
+  assert.equal(status().detail, "The hub can't be reached. Your change is kept and sent when it is back.");
+  room.edit([set(3, 'glasses', false)], { label: 'Toggle Glasses' });
+  room.undo();
+  assert.equal(status().detail, "The hub can't be reached. Your 2 changes and 1 undo are kept and sent when it is back.");
+
+  timers.advance(250);
+  const second = FakeSocket.made[1];
+  second.onopen();
+  second.hear(welcome());
+  assert.equal(status().detail, 'Back online: sending 2 changes and 1 undo made while offline…');
+  room.edit([set(2, 'glasses', true)], { label: 'Toggle Glasses' }); // made online: not one of them
+  assert.equal(status().detail, 'Back online: sending 2 changes and 1 undo made while offline…');
+  const answer = () => {
+    const m = second.sent.at(-1);
+    if (m.type === 'submit') second.hear({ type: 'ack', seq: m.seq, rev: room.sync.revision + 1, ops: m.ops });
+    else second.hear({ type: 'undone', seq: m.seq, rev: room.sync.revision + 1, ops: [set(3, 'glasses', true)], skipped: [] });
+  };
+  answer();
+  assert.equal(status().detail, 'Back online: sending 1 change and 1 undo made while offline…');
+  answer();
+  assert.equal(status().detail, 'Back online: sending the undo made while offline…');
+  answer();
+  assert.equal(room.pending, 1, "the edit made online is still on its way");
+  assert.equal(status().detail, '', 'what was kept is sent: nothing more to say');
+  assert.equal(room.catchingUp, false);
+  assert.equal(connectionStatus({ link: 'offline', kept: { changes: 0, undos: 0, redos: 1 } }, 0).detail,
+    "The hub can't be reached. Your redo is kept and sent when it is back.");
+});
+
 test('a skipped undo tells what it was and that nothing changed', () => {
   const { room, notices, socket } = online();
   room.undo();

@@ -36,8 +36,9 @@
 // nothing is {type:'nothing', kind:'restore'}.
 //
 // The connection is state, not notices: `connection` ({link, outage, why, retryAt, pending,
-// catchingUp}) says at any moment whether the hub is reachable and whether edits made while it was
-// not are still going out; a page derives every word about the connection from it (connection.js).
+// catchingUp, kept}) says at any moment whether the hub is reachable and whether the requests kept
+// while it was not (`kept`: those pending when it went, and those made until it was back, by kind)
+// are still going out; a page derives every word about the connection from it (connection.js).
 //
 // Time is a parameter (`timers`), and so is the socket (`WebSocket`), so the module runs in node
 // with fakes; it touches no `document` or `window`.
@@ -133,8 +134,8 @@ export class LiveRoom {
     this.link = 'connecting';
     /** Whether the hub has been out of reach since the last welcome (a retry is still part of it). */
     this.outage = false;
-    /** Whether some of the pending requests were made while the hub was out of reach. */
-    this.catchingUp = false;
+    /** The requests kept through an outage: pending when it began, or made before the next welcome. */
+    this.keptRequests = new WeakSet();
     /** While offline: when the next attempt starts (ms, timers.now) and why the last one failed. */
     this.retryAt = null;
     this.why = null;
@@ -232,13 +233,33 @@ export class LiveRoom {
 
   /** A request was queued: made while the hub is out of reach, it is part of the catching up. */
   queued() {
-    if (this.link !== 'online' && this.pending > 0) this.catchingUp = true;
+    if (this.link !== 'online') this.keepPending();
   }
+
+  /** Every request pending now is kept through the outage (and counted until the hub answers it). */
+  keepPending() {
+    for (const p of this.sync.outbox) this.keptRequests.add(p);
+  }
+
+  /** The requests kept through an outage that the hub has not answered yet, by kind. */
+  get kept() {
+    const kept = { changes: 0, undos: 0, redos: 0 };
+    for (const p of this.sync.outbox) {
+      if (!this.keptRequests.has(p)) continue;
+      if (p.request.type === 'undo') kept.undos += 1;
+      else if (p.request.type === 'redo') kept.redos += 1;
+      else kept.changes += 1; // an edit or a restore
+    }
+    return kept;
+  }
+
+  /** Whether some of the pending requests were kept through an outage (they are still going out). */
+  get catchingUp() { return this.sync.outbox.some((p) => this.keptRequests.has(p)); }
 
   /** The connection as a page shows it (see the header; connection.js turns it into words). */
   get connection() {
     return { link: this.link, outage: this.outage, why: this.why, retryAt: this.retryAt,
-      pending: this.pending, catchingUp: this.catchingUp };
+      pending: this.pending, catchingUp: this.catchingUp, kept: this.kept };
   }
 
   /** 'editor' or 'viewer', as the last welcome said. */
@@ -427,7 +448,6 @@ export class LiveRoom {
       notices.push({ type: 'entryUndone', entry: message.entry });
     }
     if (revision) notices.push(revision);
-    if (this.pending === 0) this.catchingUp = false;
     if (message.type === 'tags') this.tagsAsked = false;
     this.send(send);
     if (message.type === 'welcome') {
@@ -497,7 +517,7 @@ export class LiveRoom {
     }
     this.link = 'offline';
     this.outage = true;
-    if (this.pending > 0) this.catchingUp = true;
+    this.keepPending();
     this.why = why;
     this.retryAt = this.timers.now() + wait * 1000;
     const next = this.generation;
