@@ -5,7 +5,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Timeline } from '../../Web/js/timeline.js';
+import { Timeline, START } from '../../Web/js/timeline.js';
 import { Attribution } from '../../Web/js/attribution.js';
 import {
   relativeTime, opsLabel, actionText, touchedPeople, touchedText, writerText, restoreQuestion, changesSince,
@@ -85,6 +85,29 @@ test('an empty room shows its first revision as it happens, and knows there is n
   t.revision(entry(1, 'ann'));
   assert.deepEqual(t.entries.map((e) => e.rev), [1]);
   assert.equal(t.more, false);
+});
+
+test('once the rows reach revision 1, the last row is revision 0, the room as it started, which the hub never lists', () => {
+  const t = new Timeline({ pageSize: 3 });
+  t.sent(1, t.nextRequest());
+  t.answered(1, { entries: [], more: false });
+  assert.deepEqual(t.rows, [], 'no changes yet: nothing to restore to');
+  t.revision(entry(1, 'ann'));
+  assert.deepEqual(t.rows.map((e) => e.rev), [1, 0]);
+  assert.equal(t.rows[1], START);
+  assert.deepEqual(START, { rev: 0, kind: 'start', author: null, ops: [] });
+
+  const later = new Timeline({ pageSize: 3 });
+  later.sent(1, later.nextRequest());
+  later.answered(1, page(5, 3, true));
+  assert.deepEqual(later.rows.map((e) => e.rev), [5, 4, 3], 'older pages first');
+  later.loadOlder();
+  later.sent(2, later.nextRequest());
+  later.answered(2, page(2, 1, false));
+  assert.deepEqual(later.rows.map((e) => e.rev), [5, 4, 3, 2, 1, 0]);
+  assert.equal(actionText(START), 'The room as it started');
+  assert.equal(restoreQuestion(START, 5, 0).text, 'Restore the room to how it was when it started? '
+    + 'This takes back the 5 changes made since, by everyone. You can undo the restore.');
 });
 
 test("a change to the user's undo stack reads every loaded row again, so each 'Undo this' is the hub's", () => {

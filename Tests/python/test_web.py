@@ -34,7 +34,7 @@ from pathlib import Path
 import pytest
 
 from browser import PeoplePage, query_of
-from conftest import room_state, unique_room
+from conftest import SEED, room_state, unique_room
 from pkclient import by_tag, tags
 
 from selenium.webdriver.common.keys import Keys
@@ -1176,11 +1176,13 @@ def test_the_history_panel_lists_the_room_s_changes_newest_first_and_loads_older
     b.choose("eyeColor", "green")
     wait_model(obs, lambda p: field_of(p, 2, "eyeColor") == "green", "Joan's eyes green (bob's edit)")
     for p in (a, b):
-        rows = p.wait_for(history_is([2, 1]), f"{p.label}'s panel showing revisions 2 and 1, newest first")
-        top, first = rows
+        rows = p.wait_for(history_is([2, 1, 0]), f"{p.label}'s panel showing revisions 2 and 1, newest first, "
+                          "then the room as it started")
+        top, first, start = rows
         assert (top["author"], top["who"], top["what"], top["touched"]) == ("bob", "bob", "Change Eye Color", "Joan"), top
         assert (first["who"], first["what"], first["touched"]) == ("ann", "Change Hair Color", "Ann"), first
-        for row in rows:
+        assert (start["kind"], start["what"], start["restore"]) == ("start", "The room as it started", True), start
+        for row in (top, first):
             assert row["when"] == "just now" and row["title"], f"a relative time with the exact time on hover: {row}"
             assert row["datetime"] == iso(ops_frame(obs, row["rev"])["time"]), (row, ops_frame(obs, row["rev"]))
     a.screenshot("1-two-rows")
@@ -1190,7 +1192,7 @@ def test_the_history_panel_lists_the_room_s_changes_newest_first_and_loads_older
     a.click(name)
     name.send_keys(Keys.END, "ie")
     wait_model(obs, lambda p: field_of(p, 1, "name") == "Annie", "Ann renamed Annie")
-    b.wait_for(lambda p: (lambda r: r and r[-1]["touched"] == "Annie")(p.history_rows()),
+    b.wait_for(lambda p: (lambda r: r and r[-2]["rev"] == 1 and r[-2]["touched"] == "Annie")(p.history_rows()),
                "bob's row of ann's first change naming Annie (her name now)")
     head = obs.rev
 
@@ -1200,7 +1202,7 @@ def test_the_history_panel_lists_the_room_s_changes_newest_first_and_loads_older
                    label="Change Hair Length")
     last = head + 60
     a.wait_for(lambda p: p.history_revs()[:1] == [last], f"ann's panel showing carol's revision {last} at the top, live")
-    assert a.history_revs() == list(range(last, 0, -1)), "every revision came live, in order"
+    assert a.history_revs() == list(range(last, -1, -1)), "every revision came live, in order (and the start)"
     top = a.history_rows()[0]
     assert (top["who"], top["what"], top["touched"]) == ("carol", "Change Hair Length", "Sam"), top
 
@@ -1212,14 +1214,14 @@ def test_the_history_panel_lists_the_room_s_changes_newest_first_and_loads_older
     assert c.q("#history-more").is_displayed() and not c.q("#history-end").is_displayed(), c.describe()
     c.screenshot("2-first-page")
     c.scroll_history_to_end()
-    revs = c.wait_for(lambda p: (lambda r: r if r and r[-1] == 1 else None)(p.history_revs()),
-                      "the older rows, down to revision 1, after scrolling the list to its end")
-    assert revs == list(range(last, 0, -1)), revs
+    revs = c.wait_for(lambda p: (lambda r: r if r and r[-1] == 0 else None)(p.history_revs()),
+                      "the older rows, down to revision 1 and the room as it started, after scrolling the list to its end")
+    assert revs == list(range(last, -1, -1)), revs
     rows = c.history_rows()
-    assert (rows[-1]["who"], rows[-1]["what"], rows[-1]["touched"]) == ("ann", "Change Hair Color", "Annie"), rows[-1]
-    assert (rows[-2]["who"], rows[-2]["touched"]) == ("bob", "Joan"), rows[-2]
-    assert rows[-2]["undo"] is True and rows[-1]["undo"] is None, \
-        f"bob (this page's user) may undo his own row on its own, not ann's: {rows[-2:]}"
+    assert (rows[-2]["who"], rows[-2]["what"], rows[-2]["touched"]) == ("ann", "Change Hair Color", "Annie"), rows[-2]
+    assert (rows[-3]["who"], rows[-3]["touched"]) == ("bob", "Joan"), rows[-3]
+    assert rows[-3]["undo"] is True and rows[-2]["undo"] is None, \
+        f"bob (this page's user) may undo his own row on its own, not ann's: {rows[-3:-1]}"
     c.wait_for(lambda p: p.q("#history-end").is_displayed() and not p.q("#history-more").is_displayed(),
                "the end of the timeline said (#history-end), no more to load")
     c.screenshot("3-scrolled-to-the-start")
@@ -1250,13 +1252,13 @@ def test_undo_this_takes_back_one_older_change_of_mine_and_nothing_after_it(hub,
     b.choose("eyeColor", "green")
     wait_model(obs, lambda p: field_of(p, 1, "eyeColor") == "green", "Ann's eyes green (bob, r3)")
 
-    rows = a.wait_for(lambda p: (lambda r: r if [x["rev"] for x in r] == [3, 2, 1] and r[1]["undo"] and r[2]["undo"]
+    rows = a.wait_for(lambda p: (lambda r: r if [x["rev"] for x in r] == [3, 2, 1, 0] and r[1]["undo"] and r[2]["undo"]
                                  else None)(p.history_rows()),
                       "ann's panel with Undo this on her rows (revisions 2 and 1)")
     assert rows[0]["undo"] is None and rows[0]["who"] == "bob", f"no Undo this on bob's row for ann: {rows[0]}"
     assert (rows[1]["entry"], rows[2]["entry"]) == (2, 1), rows
-    brows = b.wait_for(history_is([3, 2, 1]), "bob's panel with the three rows")
-    assert [r["undo"] for r in brows] == [True, None, None], f"bob may undo only his own row: {brows}"
+    brows = b.wait_for(history_is([3, 2, 1, 0]), "bob's panel with the three rows and the start")
+    assert [r["undo"] for r in brows] == [True, None, None, None], f"bob may undo only his own row: {brows}"
     a.screenshot("1-undo-this-offered")
 
     a.click(a.history_row(1) + " button.undo-entry")
@@ -1265,7 +1267,8 @@ def test_undo_this_takes_back_one_older_change_of_mine_and_nothing_after_it(hub,
     assert field_of(people, 1, "eyeColor") == "green", f"bob's later change stays: {by_tag(people, 1)}"
     frame = ops_frame(obs, 4)
     assert (frame["author"], frame["kind"]) == ("ann", "undo") and obs.rev == 4, frame
-    rows = a.wait_for(lambda p: (lambda r: r if r and r[0]["rev"] == 4 and r[-1]["undo"] is None else None)(p.history_rows()),
+    rows = a.wait_for(lambda p: (lambda r: r if r and r[0]["rev"] == 4 and r[-2]["rev"] == 1 and r[-2]["undo"] is None
+                                 else None)(p.history_rows()),
                       "the undo at the top of ann's panel, and no Undo this left on revision 1")
     assert (rows[0]["kind"], rows[0]["what"], rows[0]["touched"]) == ("undo", "Undo Change Hair Color", "Ann"), rows[0]
     assert [r["rev"] for r in rows if r["undo"]] == [2], f"only r2 is left to undo on its own: {rows}"
@@ -1318,8 +1321,8 @@ def test_restore_to_here_asks_how_many_changes_it_takes_back_and_can_be_undone(h
     assert a.toggle("#glasses") is False
     wait_model(obs, lambda p: field_of(p, 3, "glasses") is False, "Sam without glasses (ann, r4)")
 
-    rows = a.wait_for(history_is([4, 3, 2, 1]), "ann's panel with revisions 4 to 1")
-    assert [r["restore"] for r in rows] == [False, True, True, True], \
+    rows = a.wait_for(history_is([4, 3, 2, 1, 0]), "ann's panel with revisions 4 to 1 and the start")
+    assert [r["restore"] for r in rows] == [False, True, True, True, True], \
         f"Restore to here on every row but the newest (which is how the room is now): {rows}"
     mark = obs.mark()
     a.click(a.history_row(1) + " button.restore-here")
@@ -1367,6 +1370,44 @@ def test_restore_to_here_asks_how_many_changes_it_takes_back_and_can_be_undone(h
         return bg('#people li[data-tag="3"]') === 'rgba(0, 0, 0, 0)' && bg('[data-field="facialHair-beard"]') === 'rgb(255, 255, 255)';"""),
         "the selection's color transitions over (Sam's row and his beard toggle no longer blue)")
     a.screenshot("history-panel")
+
+
+def test_the_room_as_it_started_is_the_last_row_and_can_be_restored_to(hub, room, browsers):
+    """The hub lists no revision 0 (HISTORY §4), yet the terminal client can `restore 0`. ann changes
+    Ann's hair (r1) and bob Joan's glasses (r2): ann's panel ends with a row for revision 0, "The room
+    as it started" (no author, no time, no Undo this), with "Restore to here". It asks first ("…how it
+    was when it started? This takes back the 2 changes made since…"); confirmed, the room is its seed
+    again, in one revision of ann's, "Restore to revision 0".
+    Before the fix: failed at "ann's panel ending with the room as it started" (no row for revision 0)."""
+    obs = observe(hub, room)
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.select(1)
+    a.choose("hairColor", "red")
+    wait_model(obs, lambda p: field_of(p, 1, "hairColor") == "red", "Ann red (ann, r1)")
+    bob = hub.join(room, "bob")
+    bob.edit([{"op": "set", "tag": 2, "field": "glasses", "value": True}], label="Toggle Glasses")
+    rows = a.wait_for(history_is([2, 1, 0]), "ann's panel ending with the room as it started")
+    start = rows[-1]
+    assert (start["kind"], start["who"], start["what"], start["when"], start["touched"]) == \
+        ("start", "", "The room as it started", "", ""), start
+    assert (start["undo"], start["restore"], start["author"], start["entry"]) == (None, True, None, None), start
+    a.wait_for(lambda p: p.q("#history-end").is_displayed(), "#history-end under it: nothing older")
+
+    a.click(a.history_row(0) + " button.restore-here")
+    a.wait_for(lambda p: p.js("return document.getElementById('restore-dialog').open;"), "the restore confirmation open")
+    dialog = a.js("const d = document.getElementById('restore-dialog');"
+                  "return [d.getAttribute('data-rev'), d.getAttribute('data-count')];")
+    assert dialog == ["0", "2"], dialog
+    assert a.text("#restore-text") == ("Restore the room to how it was when it started? This takes back the 2 changes "
+                                       "made since, by everyone. You can undo the restore."), a.text("#restore-text")
+    a.screenshot("1-restore-the-start-asks")
+    a.click("#confirm-restore")
+    wait_model(obs, lambda p: p == SEED, "the room as it started (its seed)")
+    frame = ops_frame(obs, 3)
+    assert (frame["author"], frame["kind"], frame.get("label")) == ("ann", "restore", "Restore to revision 0"), frame
+    rows = a.wait_for(history_is([3, 2, 1, 0]), "the restore at the top of ann's panel")
+    assert (rows[0]["what"], rows[0]["restore"]) == ("Restore to revision 0", False), rows[0]
 
 
 def test_the_editor_says_who_last_changed_each_field_and_follows_a_teammate_live(hub, room, browsers):
@@ -1437,12 +1478,12 @@ def test_a_viewer_sees_the_history_and_who_changed_what_but_no_undo_this_or_rest
     a.select(2)
     a.choose("eyeColor", "green")
 
-    arows = a.wait_for(lambda p: (lambda r: r if [x["rev"] for x in r] == [2, 1] and r[0]["undo"] else None)(p.history_rows()),
+    arows = a.wait_for(lambda p: (lambda r: r if [x["rev"] for x in r] == [2, 1, 0] and r[0]["undo"] else None)(p.history_rows()),
                        "ann's panel with her two rows and Undo this")
-    assert [(r["undo"], r["restore"]) for r in arows] == [(True, False), (True, True)], arows
-    vrows = v.wait_for(history_is([2, 1]), "val's history panel with ann's two rows")
+    assert [(r["undo"], r["restore"]) for r in arows] == [(True, False), (True, True), (None, True)], arows
+    vrows = v.wait_for(history_is([2, 1, 0]), "val's history panel with ann's two rows and the start")
     assert [(r["who"], r["what"], r["touched"]) for r in vrows] == \
-        [("ann", "Change Eye Color", "Joan"), ("ann", "Change Hair Color", "Ann")], vrows
+        [("ann", "Change Eye Color", "Joan"), ("ann", "Change Hair Color", "Ann"), ("", "The room as it started", "")], vrows
     assert all(r["undo"] is None and r["restore"] is None for r in vrows), f"a viewer is offered no Undo this / Restore: {vrows}"
     buttons = v.js("""return [...document.querySelectorAll('#history button')].filter((e) => !e.hidden &&
         e.getClientRects().length > 0 && !e.disabled).map((e) => e.className + ' ' + e.textContent.trim());""")

@@ -550,7 +550,7 @@ class App {
       return inserted.get(tag) ?? null;
     };
     this.history.render({
-      entries: t.entries,
+      entries: t.rows,
       loaded: t.loaded,
       more: t.more,
       loadingOlder: t.loadingOlder,

@@ -1,7 +1,8 @@
 // The history panel (HISTORY.md §6): the room's timeline, newest first, one row per revision: when
 // (relative, the exact time on hover), who, what ("Change Hair Color", "Undo Change Name", "Restore
 // to revision 4"), the people it touched by their names now; "Undo this" on this user's rows that are
-// still on their undo stack, "Restore to here" on every row (the page asks first). Reaching the end of
+// still on their undo stack, "Restore to here" on every row (the page asks first), the last one the
+// room as it started (revision 0, which the hub does not list: timeline.js adds it). Reaching the end of
 // the list (by scrolling, or "Show older changes") loads the next older page; a list too short to
 // scroll loads on until it scrolls or the room's first change is shown.
 //
@@ -132,15 +133,18 @@ export class HistoryPanel {
     row.entry = entry;
     row.key = key;
     const action = actionText(entry);
+    const start = entry.kind === 'start';
     setAttr(row.li, 'data-author', entry.author);
     setAttr(row.li, 'data-kind', entry.kind);
     setAttr(row.li, 'data-entry', entry.entry != null ? entry.entry : null);
     row.li.classList.toggle('undoable', entry.entry != null);
-    setText(row.who, entry.author);
+    setText(row.who, entry.author ?? '');
+    row.who.hidden = start;
     setText(row.what, action);
     setText(row.touched, whom);
     row.touched.hidden = !whom;
     setText(row.when, ago || 'earlier');
+    row.when.hidden = start;
     setAttr(row.when, 'datetime', entry.time != null ? new Date(entry.time).toISOString() : null);
     setAttr(row.when, 'title', entry.time != null ? exactTime(entry.time) : 'No time was kept for this change');
     setText(row.rev, `#${entry.rev}`);
@@ -153,7 +157,8 @@ export class HistoryPanel {
     setAttr(row.undo, 'title', 'Takes back this change of yours, and nothing done after it');
     row.restore.hidden = !editable;
     row.restore.disabled = !editable || isHead;
-    setAttr(row.restore, 'aria-label', `Restore the room to how it was right after ${entry.author}'s ${what}`);
+    setAttr(row.restore, 'aria-label', start ? 'Restore the room to how it was when it started'
+      : `Restore the room to how it was right after ${entry.author}'s ${what}`);
     setAttr(row.restore, 'title', isHead ? 'This is how the room is now'
       : 'Makes the room as it was right after this change (asks first; you can undo it)');
     row.actions.hidden = !editable;

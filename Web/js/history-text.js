@@ -69,7 +69,8 @@ export function opsLabel(ops = []) {
 /**
  * What a timeline entry ({kind, label?, ops}) did, as its row says: an edit by its label; an undo or
  * redo as the Undo / Redo buttons say it ("Undo Change Hair Color"); a restore by its label ("Restore
- * to revision 4", the hub's, unless the restorer gave one).
+ * to revision 4", the hub's, unless the restorer gave one); revision 0's row (kind `start`) as the
+ * room as it started.
  */
 export function actionText({ kind, label, ops }) {
   const base = label || opsLabel(ops);
@@ -77,6 +78,7 @@ export function actionText({ kind, label, ops }) {
     case 'undo': return `Undo ${base}`;
     case 'redo': return `Redo ${base}`;
     case 'restore': return label || readActionLabels.restore;
+    case 'start': return readActionLabels.start;
     default: return base;
   }
 }
@@ -136,16 +138,18 @@ export function changesSince(rev, head) { return Math.max(0, head - rev); }
 /**
  * The confirmation a restore asks first, naming the row and how many changes it takes back:
  * "Restore the room to how it was right after bob's Change Hair Color (2 min ago)? This takes back the
- * 3 changes made since, by everyone. You can undo the restore."
+ * 3 changes made since, by everyone. You can undo the restore." (revision 0's row: "…how it was when
+ * it started?").
  */
 export function restoreQuestion(entry, head, now, locale = undefined) {
   const count = changesSince(entry.rev, head);
   const when = relativeTime(entry.time, now, locale);
-  const what = `${entry.author}'s ${actionText(entry)}${when ? ` (${when})` : ''}`;
+  const then = entry.kind === 'start' ? 'when it started'
+    : `right after ${entry.author}'s ${actionText(entry)}${when ? ` (${when})` : ''}`;
   const changes = count === 1 ? '1 change' : `${count} changes`;
   return {
     count,
-    text: `Restore the room to how it was right after ${what}? This takes back the ${changes} made since, `
+    text: `Restore the room to how it was ${then}? This takes back the ${changes} made since, `
       + 'by everyone. You can undo the restore.',
   };
 }

@@ -4,7 +4,9 @@
 // `log` answer to `answered(seq, page)`.
 //
 // Invariant: `entries` are consecutive revisions, newest first, from the newest this page knows down
-// to `oldest` (the hub lists every revision but 0, so a page ends where an older one begins). A live
+// to `oldest` (the hub lists every revision but 0, so a page ends where an older one begins). The
+// panel shows `rows`: the entries and, once they reach revision 1, a row for revision 0, the room as
+// it started (`START`), which the hub never lists (HISTORY §4) but a restore can go back to (§3). A live
 // revision joins at the top only when it is the next one; anything else (a gap) asks for a refresh,
 // and a refresh answer that does not meet the rows below it drops them (they are loaded again on
 // scroll). `more` says whether revisions older than `oldest` exist.
@@ -18,6 +20,9 @@
 // One `log` request is in flight at a time (its answer is matched by seq; an answer to an older
 // connection's request is ignored). After a reconnect the page calls `reset()`: the timeline is read
 // again from the top. No DOM, no socket, no clock: node tests it as it is (Tests/js/page-history.test.mjs).
+
+/** The row of revision 0, the room as it started: no author, no time, no changes. */
+export const START = Object.freeze({ rev: 0, kind: 'start', author: null, ops: Object.freeze([]) });
 
 /** Rows a page of the timeline asks for (the protocol's default). */
 export const PAGE_SIZE = 50;
@@ -59,6 +64,10 @@ export class Timeline {
   get oldest() { return this.entries.length ? this.entries[this.entries.length - 1].rev : null; }
   /** Whether older revisions than those loaded exist (unknown, so false, before the first page). */
   get more() { return this.loaded && !this.exhausted; }
+  /** What the panel lists: the entries, then `START` once they reach the room's first revision. */
+  get rows() {
+    return this.loaded && this.exhausted && this.oldest === 1 ? [...this.entries, START] : this.entries;
+  }
   /** Whether a page of older entries is being read. */
   get loadingOlder() { return this.inFlight?.kind === 'older'; }
 

@@ -42,12 +42,13 @@ export const actionLabels = Object.freeze({
 
 /**
  * Action names the page only shows (the history panel names a revision that came without a label from
- * its changes): several kinds of change in one, none at all, a restore.
+ * its changes): several kinds of change in one, none at all, a restore; and revision 0's row.
  */
 export const readActionLabels = Object.freeze({
   several: 'Several Changes',
   none: 'No Change',
   restore: 'Restore an Earlier Version',
+  start: 'The room as it started',
 });
 
 /** A word of a vocabulary for people to read: "blonde" → "Blonde". */
