@@ -9,7 +9,10 @@ import { Timeline, START } from '../../Web/js/timeline.js';
 import { Attribution } from '../../Web/js/attribution.js';
 import {
   relativeTime, opsLabel, actionText, touchedPeople, touchedText, writerText, restoreQuestion, changesSince,
+  alreadyRestoredText,
 } from '../../Web/js/history-text.js';
+import { RestoreCheck, readRoomAt } from '../../Web/js/restore-check.js';
+import { PeopleModel } from '../../Web/js/core/model.js';
 import { reportsText, errorText, hasWireWords } from '../../Web/js/report-text.js';
 import { LiveRoom } from '../../Web/js/live-room.js';
 import { set, remove, insert, move, facialHair, preference } from '../../Web/js/core/diff.js';
@@ -328,6 +331,45 @@ test('the restore question names the row and how many changes it takes back', ()
     + 'This takes back the 3 changes made since, by everyone. You can undo the restore.');
   assert.match(restoreQuestion(entry(6), 7, now).text, /takes back the 1 change made since/);
   assert.doesNotMatch(q.text, IDENTIFIER);
+});
+
+test('a restore to how the room already is is no question: the past state is read and compared with the room now', async () => {
+  const asked = [];
+  const hub = { 0: PEOPLE, 3: PEOPLE.map((p) => (p.tag === 1 ? { ...p, hairColor: 'red' } : p)) };
+  const fetch = async (url, { headers }) => {
+    asked.push([url, headers]);
+    const rev = Number(/at=(\d+)/.exec(url)[1]);
+    if (!(rev in hub)) return { ok: false, status: 400, json: async () => ({}) };
+    return { ok: true, status: 200, json: async () => ({ rev, people: hub[rev] }) };
+  };
+  const check = new RestoreCheck(readRoomAt({ room: 'team a', token: 'tok', fetch }));
+  const now = PeopleModel.fromJSON(hub[3]);
+  let done = 0;
+  check.start(3, () => { done += 1; });
+  assert.equal(check.verdict(3, now), 'unknown', 'not read yet: ask as always');
+  await new Promise((r) => setTimeout(r, 0));
+  assert.deepEqual(asked, [['/v1/rooms/team%20a?at=3', { Authorization: 'Bearer tok' }]]);
+  assert.equal(done, 1);
+  assert.equal(check.verdict(3, now), 'same');
+  assert.equal(check.verdict(3, PeopleModel.fromJSON(PEOPLE)), 'differs', 'the room changed since: ask');
+  assert.equal(check.verdict(2, now), 'unknown', 'another row\'s question is not this one');
+
+  check.start(0);
+  check.start(9, () => { done += 1; });                      // the hub refuses: ask as always
+  await new Promise((r) => setTimeout(r, 0));
+  assert.equal(check.verdict(0, PeopleModel.fromJSON(PEOPLE)), 'unknown', 'a question closed for another: dropped');
+  assert.equal(check.verdict(9, now), 'unknown');
+  assert.equal(done, 2);
+  check.stop();
+  assert.equal(check.verdict(9, now), 'unknown');
+
+  const open = readRoomAt({ room: 'r', fetch });
+  await open(0);
+  assert.deepEqual(asked.at(-1), ['/v1/rooms/r?at=0', {}], 'no token: no Authorization header');
+  assert.equal(alreadyRestoredText(entry(4, 'bob'), 1_000_000 + 7),
+    "The room already looks like it did right after bob's Change Hair Color (just now): restoring it would change nothing.");
+  assert.equal(alreadyRestoredText(START, 0),
+    'The room already looks like it did when it started: restoring it would change nothing.');
 });
 
 test('skip notices of a selective undo and of a restore read like the others', () => {

@@ -1372,6 +1372,51 @@ def test_restore_to_here_asks_how_many_changes_it_takes_back_and_can_be_undone(h
     a.screenshot("history-panel")
 
 
+def test_restore_to_a_revision_the_room_already_looks_like_offers_no_restore(hub, room, browsers):
+    """ann changes Ann's hair (r1), puts her glasses on (r2) and takes them off again (r3): the room
+    is as it was right after r1. "Restore to here" on r1 says so ("The room already looks like it did
+    right after ann's Change Hair Color…: restoring it would change nothing."), counts no change and
+    offers no Restore, only Close; nothing is sent (HISTORY §3: such a restore makes no revision). On
+    r2 the question is the usual one, taking back 1 change.
+    Before the fix: the question said it "takes back the 2 changes made since" and offered Restore."""
+    obs = observe(hub, room)
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.select(1)
+    a.choose("hairColor", "red")
+    assert a.toggle("#glasses") is True
+    wait_model(obs, lambda p: field_of(p, 1, "glasses") is True, "Ann with glasses (r2)")
+    assert a.toggle("#glasses") is False
+    wait_model(obs, lambda p: field_of(p, 1, "glasses") is False and obs.rev == 3, "Ann without glasses again (r3)")
+    a.wait_for(history_is([3, 2, 1, 0]), "ann's panel with revisions 3 to 1 and the start")
+
+    mark = obs.mark()
+    dialog = ("const d = document.getElementById('restore-dialog'); return {open: d.open, count: d.getAttribute('data-count'),"
+              " already: d.getAttribute('data-already'), rev: d.getAttribute('data-rev'),"
+              " restore: !document.getElementById('confirm-restore').hidden,"
+              " close: document.getElementById('cancel-restore').textContent.trim(),"
+              " title: document.getElementById('restore-title').textContent.trim(),"
+              " text: document.getElementById('restore-text').textContent.trim()};")
+    a.click(a.history_row(1) + " button.restore-here")
+    said = a.wait_for(lambda p: (lambda d: d if d["open"] and d["already"] == "true" else None)(p.js(dialog)),
+                      "the question saying the room already looks like revision 1")
+    assert said["text"] == ("The room already looks like it did right after ann's Change Hair Color (just now): "
+                            "restoring it would change nothing."), said
+    assert (said["rev"], said["count"], said["restore"], said["close"], said["title"]) == \
+        ("1", "0", False, "Close", "Nothing to restore"), said
+    a.screenshot("1-nothing-to-restore")
+    a.click("#cancel-restore")
+    a.wait_for(lambda p: not p.js(dialog)["open"], "the question closed")
+    obs.expect_nothing("ops", since=mark)
+
+    a.click(a.history_row(2) + " button.restore-here")
+    asked = a.wait_for(lambda p: (lambda d: d if d["open"] and d["count"] == "1" else None)(p.js(dialog)),
+                       "the usual question on revision 2")
+    assert asked["already"] is None and asked["restore"] is True and asked["close"] == "Keep as it is", asked
+    assert "takes back the 1 change made since" in asked["text"], asked
+    a.click("#cancel-restore")
+
+
 def test_the_room_as_it_started_is_the_last_row_and_can_be_restored_to(hub, room, browsers):
     """The hub lists no revision 0 (HISTORY §4), yet the terminal client can `restore 0`. ann changes
     Ann's hair (r1) and bob Joan's glasses (r2): ann's panel ends with a row for revision 0, "The room

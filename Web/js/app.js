@@ -17,7 +17,8 @@
 // with `log` / `blame` and kept live by the revisions the room reports; after every update the page
 // sends whatever read they still need (`askReads`). A reconnect reads both again. "Undo this" is a
 // selective undo of the row's entry; "Restore to here" asks first, naming how many changes it takes
-// back, then sends `restore`. Relative times ("2 min ago") are redrawn every 15 s.
+// back, then sends `restore`; when the room already looks as it did then (restore-check.js reads that
+// state over HTTP), it says so and sends nothing. Relative times ("2 min ago") are redrawn every 15 s.
 //
 // Test hooks (docs/WEB.md) are kept here and in the views: `window.peoplekeeper` = {revision,
 // pending, link, role} is read-only state for browser tests.
@@ -35,7 +36,8 @@ import { actionLabels, presenceWords, roleWords } from './words.js';
 import { Timeline } from './timeline.js';
 import { Attribution } from './attribution.js';
 import { HistoryPanel } from './history-panel.js';
-import { touchedPeople, writerText, restoreQuestion } from './history-text.js';
+import { touchedPeople, writerText, restoreQuestion, alreadyRestoredText } from './history-text.js';
+import { RestoreCheck, readRoomAt } from './restore-check.js';
 import { undoOffer } from './undo-offer.js';
 import { insert, remove, move, diffTag } from './core/diff.js';
 import { setAttr, setText } from './dom.js';
@@ -68,6 +70,8 @@ class App {
      *  report's `by` then reads "bob's restore" when it was one). */
     this.lastKinds = new Map();
     this.pendingRestore = null;
+    /** Whether the open restore question's revision is how the room already is (restore-check.js). */
+    this.restoreCheck = new RestoreCheck(() => Promise.reject(new Error('no room')));
     this.tokens = new TokenStore();
     /** What the page joined with: {room, user, token}; the token is kept once the hub welcomed it. */
     this.request = null;
@@ -130,7 +134,10 @@ class App {
     });
     $('confirm-restore').addEventListener('click', () => this.confirmRestore());
     $('cancel-restore').addEventListener('click', () => $('restore-dialog').close());
-    $('restore-dialog').addEventListener('close', () => { this.pendingRestore = null; });
+    $('restore-dialog').addEventListener('close', () => {
+      this.pendingRestore = null;
+      this.restoreCheck.stop();
+    });
     document.addEventListener('keydown', (e) => this.shortcut(e));
     window.addEventListener('online', () => this.live?.retryNow());
     // Changes not yet taken by the hub are lost with the page: ask first.
@@ -158,6 +165,7 @@ class App {
     this.lastCatchingUp = false;
     const live = new LiveRoom({ url: roomURL(location, room), user, token });
     this.live = live;
+    this.restoreCheck = new RestoreCheck(readRoomAt({ room, token: live.token }));
     this.roomName = room;
     setText($('room-name'), room);
     setText($('me-name'), user);
@@ -258,10 +266,14 @@ class App {
     this.live.undoEntry(id);
   }
 
-  /** "Restore to here": asks first, saying how many changes it takes back. */
+  /**
+   * "Restore to here": asks first, saying how many changes it takes back; or, once the room as it was
+   * then is read and equals the room now, says so and offers no restore (it would change nothing).
+   */
   askRestore(entry) {
     if (!this.live || !this.editable) return;
     this.pendingRestore = entry;
+    this.restoreCheck.start(entry.rev, () => this.renderRestoreQuestion());
     this.renderRestoreQuestion();
     $('restore-dialog').showModal();
   }
@@ -270,16 +282,25 @@ class App {
   renderRestoreQuestion() {
     const entry = this.pendingRestore;
     if (!entry || !this.live) return;
-    const q = restoreQuestion(entry, this.live.sync.revision, Date.now());
+    const now = Date.now();
+    const already = this.restoreCheck.verdict(entry.rev, this.live.sync.view) === 'same';
+    const q = already ? { count: 0, text: alreadyRestoredText(entry, now) }
+      : restoreQuestion(entry, this.live.sync.revision, now);
+    setText($('restore-title'), already ? 'Nothing to restore' : 'Restore an earlier version?');
     setText($('restore-text'), q.text);
     setAttr($('restore-dialog'), 'data-count', q.count);
     setAttr($('restore-dialog'), 'data-rev', entry.rev);
+    setAttr($('restore-dialog'), 'data-already', already ? 'true' : null);
+    $('confirm-restore').hidden = already;
+    setText($('cancel-restore'), already ? 'Close' : 'Keep as it is');
   }
 
   confirmRestore() {
     const entry = this.pendingRestore;
+    const changes = entry != null && this.live != null
+      && this.restoreCheck.verdict(entry.rev, this.live.sync.view) !== 'same';
     $('restore-dialog').close();
-    if (entry && this.acting()) this.live.restore(entry.rev);
+    if (changes && this.acting()) this.live.restore(entry.rev);
   }
 
   /** Redo; after an edit of this user's still queued there is none (it will clear the redo stack). */

@@ -143,13 +143,26 @@ export function changesSince(rev, head) { return Math.max(0, head - rev); }
  */
 export function restoreQuestion(entry, head, now, locale = undefined) {
   const count = changesSince(entry.rev, head);
-  const when = relativeTime(entry.time, now, locale);
-  const then = entry.kind === 'start' ? 'when it started'
-    : `right after ${entry.author}'s ${actionText(entry)}${when ? ` (${when})` : ''}`;
   const changes = count === 1 ? '1 change' : `${count} changes`;
   return {
     count,
-    text: `Restore the room to how it was ${then}? This takes back the ${changes} made since, `
-      + 'by everyone. You can undo the restore.',
+    text: `Restore the room to how it was ${restorePoint(entry, now, locale)}? This takes back the ${changes} `
+      + 'made since, by everyone. You can undo the restore.',
   };
+}
+
+/**
+ * What the restore question says instead when the room already is as it was then (a restore would
+ * change nothing, so none is offered): "The room already looks like it did right after bob's Change
+ * Hair Color (2 min ago): restoring it would change nothing."
+ */
+export function alreadyRestoredText(entry, now, locale = undefined) {
+  return `The room already looks like it did ${restorePoint(entry, now, locale)}: restoring it would change nothing.`;
+}
+
+/** A row as the point a restore goes back to: "right after bob's Change Hair Color (2 min ago)". */
+function restorePoint(entry, now, locale) {
+  if (entry.kind === 'start') return 'when it started';
+  const when = relativeTime(entry.time, now, locale);
+  return `right after ${entry.author}'s ${actionText(entry)}${when ? ` (${when})` : ''}`;
 }
