@@ -52,14 +52,15 @@ RUN if [ "$STRIP_DEBUG" = yes ]; then strip --strip-debug /staging/peoplekeeper-
 # ---- run --------------------------------------------------------------------------------------------------
 FROM debian:bookworm-slim
 
-# libwebsockets17: the runtime of bookworm's libwebsockets-dev (4.1.6). libsqlite3-0: SQLite.
+# libwebsockets17: the runtime of bookworm's libwebsockets-dev (4.1.6); libwebsockets-evlib-ev: its libev
+# plugin (and libev4, which the hub links), for transport.eventLoop epoll. libsqlite3-0: SQLite.
 # ca-certificates: for TLS peers. curl: the HEALTHCHECK. sqlite3: the CLI, for online backups of the
 # embedded store (docs/OPERATIONS.md#backup). libstdc++6 is already in the base image; listed because the
 # binary needs it.
 RUN export DEBIAN_FRONTEND=noninteractive \
  && apt-get update -q \
  && apt-get install -y -q --no-install-recommends \
-      libwebsockets17 libsqlite3-0 libstdc++6 ca-certificates curl sqlite3 \
+      libwebsockets17 libwebsockets-evlib-ev libsqlite3-0 libstdc++6 ca-certificates curl sqlite3 \
  && rm -rf /var/lib/apt/lists/*
 
 # A fixed uid and gid, so a bind-mounted data directory can be given to it (chown 10001:10001 DIR).

@@ -143,6 +143,7 @@ bench: deps venv
 	scripts/bench-failover.sh 3
 	scripts/bench-load.sh 10
 	scripts/bench-threads.sh 10 1 2
+	scripts/bench-eventloop.sh 10
 	scripts/bench-undo-history.sh 1000000 10
 	scripts/bench-history.sh 1000000 500
 	scripts/bench-http.sh 3000 30 1000000

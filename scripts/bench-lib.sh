@@ -35,6 +35,19 @@ start_server() {
   echo "$pid $port"
 }
 
+# start_bench_hub NAME [STORAGE]: the release hub ($BIN) for a load run: no rate limit, 20,000 connections,
+# warnings only; rooms in memory (the default) or, with `embedded`, in a fresh SQLite file
+# $OUT/hub-NAME.sqlite (an idle-memory run, where the in-memory store's journal would count as the
+# connections' memory). Its log is $OUT/hub-NAME.log; echoes "PID PORT" as start_server does. Settings
+# for the run go in front of the call as environment.
+start_bench_hub() {
+  local storage=${2:-memory}
+  rm -f "$OUT/hub-$1.sqlite"*
+  PEOPLEKEEPER_LIMITS_OPS_PER_SECOND=1000000 PEOPLEKEEPER_LIMITS_MAX_CONNECTIONS=20000 \
+    PEOPLEKEEPER_LOGGING_LEVEL=warning PEOPLEKEEPER_STORAGE_PATH="$OUT/hub-$1.sqlite" \
+    start_server "$OUT/hub-$1.log" "$BIN/peoplekeeper-hub" --port 0 --storage "$storage" --config Config/peoplekeeper.yaml
+}
+
 # stop_server PID: stops a server started with start_server and waits for it.
 stop_server() { kill "$1"; wait "$1" 2>/dev/null || true; }
 

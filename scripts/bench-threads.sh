@@ -32,16 +32,8 @@ build_release
 pids=()
 trap kill_started EXIT
 
-# start_hub THREADS [STORAGE]: memory (default) or embedded (a fresh SQLite file; the idle-memory run, where
-# the in-memory store's journal would count as the connections' memory).
-start_hub() {
-  local storage=${2:-memory}
-  rm -f "$OUT/hub-$1.sqlite"*
-  PEOPLEKEEPER_LIMITS_OPS_PER_SECOND=1000000 PEOPLEKEEPER_LIMITS_MAX_CONNECTIONS=20000 \
-    PEOPLEKEEPER_LOGGING_LEVEL=warning PEOPLEKEEPER_TRANSPORT_SERVICE_THREADS="$1" \
-    PEOPLEKEEPER_STORAGE_PATH="$OUT/hub-$1.sqlite" \
-    start_server "$OUT/hub-$1.log" "$BIN/peoplekeeper-hub" --port 0 --storage "$storage" --config Config/peoplekeeper.yaml
-}
+# start_hub THREADS [STORAGE]: memory (default) or embedded (see start_bench_hub).
+start_hub() { PEOPLEKEEPER_TRANSPORT_SERVICE_THREADS="$1" start_bench_hub "$1" "${2:-memory}"; }
 
 # load_hub NAME PID PORT ARGS...: `load`, and the hub's CPU seconds per thread over the run (busiest
 # first) in $OUT/NAME.threads.json: how evenly the work spreads over the service threads.
@@ -73,42 +65,25 @@ for t in "${THREADS[@]}"; do
 done
 
 python3 - "$OUT" "${THREADS[@]}" <<'PY' | tee "$OUT/summary.md"
-import json, os, sys
+import sys
+sys.path.insert(0, "scripts")
+from bench_table import load, print_ratio, print_table
 out, threads = sys.argv[1], sys.argv[2:]
-def load(name):
-    path = f"{out}/{name}.json"
-    return json.load(open(path)) if os.path.exists(path) else None
-rows = [("room1000-20", "1,000 clients, 1 writer × 20/s"), ("room1000-100", "1,000 clients, 1 writer × 100/s"),
-        ("rooms100x10-saturation", "100 rooms × 10, 100 writers × max"), ("hub-fanout", "hub: 100 clients, 1 × 200/s"),
-        ("relay-fanout", "relay: 100 clients, 1 × 200/s"), ("idle10000", "10,000 idle, 100 rooms")]
-print("| workload | threads | revisions/s | deliveries/s | latency p50 / p99 / max (ms) | hub CPU s | busiest hub threads (CPU s) | µs CPU / delivery | RSS / connection | checks |")
-print("|---|---|---|---|---|---|---|---|---|---|")
-for key, title in rows:
-    for t in threads:
-        r = load(f"t{t}-{key}")
-        if not r:
-            continue
-        lat = r["latencyMillis"]
-        ok = "ok" if not r["problems"] and r.get("converged", True) else "FAILED"
-        revs = r["revisions"] / r["elapsedSeconds"]
-        cpu = r.get("serverCPUSeconds", 0)
-        spread = load(f"t{t}-{key}.threads")
-        busiest = " / ".join(f"{s:.2f}" for s in spread[:int(t)]) if spread else ""
-        print(f'| {title} | {t} | {revs:,.0f} | {r["deliveriesPerSecond"]:,.0f} | {lat["p50"]:.2f} / {lat["p99"]:.2f} / {lat["max"]:.1f} | '
-              f'{cpu:.2f} | {busiest} | {r.get("serverCPUMicrosPerDelivery", 0):.2f} | {r.get("serverRSSKiBPerConnection", 0):.1f} KiB | {ok} |')
-def ratio(key, field, a, b):
-    ra, rb = load(f"t{a}-{key}"), load(f"t{b}-{key}")
-    return rb[field] / ra[field] if ra and rb and ra.get(field) else None
+def busiest(t, key):
+    spread = load(out, f"t{t}-{key}.threads")
+    return " / ".join(f"{s:.2f}" for s in spread[:int(t)]) if spread else ""
+print_table(out, [("room1000-20", "1,000 clients, 1 writer × 20/s"), ("room1000-100", "1,000 clients, 1 writer × 100/s"),
+                  ("rooms100x10-saturation", "100 rooms × 10, 100 writers × max"), ("hub-fanout", "hub: 100 clients, 1 × 200/s"),
+                  ("relay-fanout", "relay: 100 clients, 1 × 200/s"), ("idle10000", "10,000 idle, 100 rooms")],
+            threads, "threads", extra=("busiest hub threads (CPU s)", busiest), prefix="t")
 if len(threads) >= 2:
     a, b = threads[0], threads[-1]
     for key, field, what in [("rooms100x10-saturation", "deliveriesPerSecond", "saturation deliveries/s"),
                              ("room1000-20", "serverCPUMicrosPerDelivery", "CPU per delivery, 1,000-client room at 20/s"),
                              ("room1000-100", "serverCPUMicrosPerDelivery", "CPU per delivery, 1,000-client room at 100/s")]:
-        x = ratio(key, field, a, b)
-        if x is not None:
-            print(f"\n{what}: {b} threads / {a} thread{'s' if a != '1' else ''} = {x:.2f}x", end="")
+        print_ratio(out, key, field, what, a, b, prefix="t", unit=" threads")
     for t in threads:
-        h, r = load(f"t{t}-hub-fanout"), load(f"t{t}-relay-fanout")
+        h, r = load(out, f"t{t}-hub-fanout"), load(out, f"t{t}-relay-fanout")
         if h and r and r.get("serverCPUMicrosPerDelivery"):
             print(f"\nhub / relay CPU per delivery with {t} thread(s): {h['serverCPUMicrosPerDelivery'] / r['serverCPUMicrosPerDelivery']:.2f}x", end="")
     print()

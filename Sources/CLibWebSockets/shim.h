@@ -3,6 +3,7 @@
 #define PEOPLEKEEPER_LWS_SHIM_H
 
 #include <libwebsockets.h>
+#include <ev.h>
 #include <sys/prctl.h>
 
 /// Headroom lws_write needs before every payload (LWS_PRE is a macro).
@@ -21,6 +22,16 @@ static const uint64_t pk_option_fail_unable_to_bind = LWS_SERVER_OPTION_FAIL_UPO
 static const uint64_t pk_option_do_ssl_global_init = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
 // Clients send the Origin header as given (else lws puts "http://" in front of it).
 static const uint64_t pk_option_raw_origin = LWS_SERVER_OPTION_JUST_USE_RAW_ORIGIN;
+
+// lws runs its connections on a libev loop we own (a "foreign" loop), so that one turn of it
+// (`pk_ev_run_once`) returns to our loop between rounds as `lws_service` does with lws's own poll().
+static const uint64_t pk_option_libev = LWS_SERVER_OPTION_LIBEV;
+
+/// A libev loop on epoll (Linux), or NULL when the kernel has none.
+static inline void *pk_ev_loop_new(void) { return ev_loop_new(EVBACKEND_EPOLL | EVFLAG_NOENV); }
+/// One turn of the loop: waits for at least one event (or lws's timer), handles what is ready.
+static inline int pk_ev_run_once(void *loop) { return ev_run((struct ev_loop *)loop, EVRUN_ONCE); }
+static inline void pk_ev_loop_destroy(void *loop) { ev_loop_destroy((struct ev_loop *)loop); }
 
 /// Names the calling thread (15 bytes are kept) as `top -H` and `perf` show it; prctl is variadic.
 static inline void pk_set_thread_name(const char *name) { prctl(PR_SET_NAME, name, 0, 0, 0); }

@@ -2,6 +2,35 @@ import CLibWebSockets
 import Foundation
 import Synchronization
 
+/// How a service thread waits for its sockets: lws's own `poll()` over every connection each round,
+/// or an epoll loop (libev, lws's "foreign loop" support), whose cost follows the ready sockets only.
+public enum LWSEventLoop: String, Sendable, CaseIterable {
+    case epoll
+    case poll
+}
+
+extension LWSEventLoop {
+    /// Whether lws can run on libev here (its plugin, `libwebsockets-evlib-ev`, loads), asked once per
+    /// process with a context that listens nowhere, so that a real context's failure (a port in use)
+    /// is never retried or reported twice.
+    static let epollAvailable: Bool = {
+        guard let loop = pk_ev_loop_new() else { return false }
+        defer { pk_ev_loop_destroy(loop) }
+        var info = lws_context_creation_info()
+        info.port = -1  // CONTEXT_PORT_NO_LISTEN
+        info.gid = -1
+        info.uid = -1
+        info.options = pk_option_libev
+        var loops: [UnsafeMutableRawPointer?] = [loop]
+        return loops.withUnsafeMutableBufferPointer { buffer -> Bool in
+            info.foreign_loops = buffer.baseAddress
+            guard let probe = lws_create_context(&info) else { return false }
+            lws_context_destroy(probe)
+            return true
+        }
+    }()
+}
+
 /// What the server and the client share: one lws context, the thread that services it, the inbox
 /// other threads post to, and the C allocations lws keeps pointers to until the context is destroyed.
 ///
@@ -21,6 +50,14 @@ public class LWSEndpoint: @unchecked Sendable {
     /// this loop's round (`flushWakes`).
     private var pendingWakes: [LWSEndpoint] = []
     private var retained: [UnsafeMutableRawPointer] = []
+    /// How the service thread waits for its sockets; set before the loop starts.
+    var eventLoop: LWSEventLoop = .epoll
+    /// The loop the service thread actually runs (`.poll` when libev's could not be had).
+    private(set) var servedBy: LWSEventLoop = .poll
+    /// Service thread only: whether a connection whose queue was empty is written at the end of the
+    /// round (no POLLOUT asked for and dropped again) rather than from lws's WRITEABLE callback.
+    var writesAtTurnEnd = false
+    var turnEndWrites: [WebSocketConnection] = []
     private let thread = JoinableThread()
     private let stopped = Stopped()
     let protocolName: String
@@ -45,6 +82,13 @@ public class LWSEndpoint: @unchecked Sendable {
     func post(_ work: @escaping @Sendable () -> Void, to target: LWSEndpoint) {
         guard target.inbox.post(work, wake: false) else { return }
         if !pendingWakes.contains(where: { $0 === target }) { pendingWakes.append(target) }
+    }
+
+    private func writeTurnEnd() {
+        guard !turnEndWrites.isEmpty else { return }
+        let due = turnEndWrites
+        turnEndWrites.removeAll(keepingCapacity: true)
+        for connection in due { connection.writeAtTurnEnd() }
     }
 
     /// Wakes the endpoints posted to during this round (service thread, after each `lws_service`).
@@ -129,17 +173,30 @@ public class LWSEndpoint: @unchecked Sendable {
             info.uid = -1
             info.user = Unmanaged.passUnretained(self).toOpaque()
             configure(&info)
+            // lws on an epoll loop of ours (libev); lws's own poll() where that cannot be had.
+            let loop = self.eventLoop == .epoll && LWSEventLoop.epollAvailable ? pk_ev_loop_new() : nil
+            if let loop {
+                info.options |= pk_option_libev
+                info.foreign_loops = self.keep([Optional(loop)])
+            }
             guard let context = lws_create_context(&info) else {
+                if let loop { pk_ev_loop_destroy(loop) }
                 failure.value = "libwebsockets could not create its context (is the port in use?)"
                 started.signal()
                 return
             }
             self.context = context
+            self.servedBy = loop == nil ? .poll : .epoll
             self.inbox.attach(LWSContextPointer(raw: context))
             created(context)
             started.signal()
             while !self.stopRequested {
-                if lws_service(context, 0) < 0 { break }
+                if let loop {
+                    _ = pk_ev_run_once(loop)
+                } else if lws_service(context, 0) < 0 {
+                    break
+                }
+                self.writeTurnEnd()
                 self.flushWakes()
                 if self.stopRequested { break }
                 self.serviceTick()
@@ -148,6 +205,7 @@ public class LWSEndpoint: @unchecked Sendable {
             for work in self.inbox.detach() { work() }
             self.flushWakes()
             lws_context_destroy(context)
+            if let loop { pk_ev_loop_destroy(loop) }
             self.context = nil
             self.loopEnded()
             self.stopped.signal()

@@ -121,8 +121,21 @@ public final class WebSocketConnection: @unchecked Sendable {
         if message.isReplaceable { replaceableIndex = queue.count }
         queue.append(message)
         queuedBytes += message.count
-        if queuedCount == 1, let wsi { lws_callback_on_writable(wsi) }
+        if queuedCount == 1, let wsi {
+            if owner.writesAtTurnEnd && !isClient { owner.turnEndWrites.append(self) } else { lws_callback_on_writable(wsi) }
+        }
         return true
+    }
+
+    /// Writes what is queued now, outside lws's WRITEABLE callback (the end of a service round):
+    /// whatever the socket does not take, lws keeps and sends when it can; what is left of the queue
+    /// waits for WRITEABLE as before.
+    func writeAtTurnEnd() {
+        guard let wsi, !closing, queuedCount > 0 else { return }
+        // While lws still holds part of an earlier write, only its WRITEABLE handling may go on (it
+        // sends what it holds first): a write now stalled the connection on epoll.
+        if lws_partial_buffered(wsi) != 0 { lws_callback_on_writable(wsi); return }
+        if writeQueued() < 0 { lws_set_timeout(wsi, PENDING_TIMEOUT_CLOSE_SEND, -1) }
     }
 
     /// Closes with `code`: after the queued messages are written, or at once with `discardQueued`.

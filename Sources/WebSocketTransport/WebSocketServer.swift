@@ -94,12 +94,15 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         /// lws contexts, each with its own service thread (at least 1; with more, an acceptor thread
         /// listens and deals the sockets to them).
         public var serviceThreads: Int
+        /// How each service thread waits for its sockets (`.poll` also where libev's cannot be had).
+        public var eventLoop: LWSEventLoop
 
         public init(host: String = "127.0.0.1", port: Int = 8080, webRoot: String? = nil,
                     limits: WebSocketLimits = WebSocketLimits(), permessageDeflate: Bool = false,
                     pingIntervalSeconds: Int = 30, tlsCertFile: String? = nil, tlsKeyFile: String? = nil,
-                    serviceThreads: Int = 1) {
+                    serviceThreads: Int = 1, eventLoop: LWSEventLoop = .epoll) {
             self.serviceThreads = max(1, serviceThreads)
+            self.eventLoop = eventLoop
             self.tlsCertFile = tlsCertFile
             self.tlsKeyFile = tlsKeyFile
             self.host = host
@@ -199,6 +202,10 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         return port
     }
 
+    /// The loop the service threads run (after `start`): `.poll` when `.epoll` was asked for and libev's
+    /// plugin (Debian's `libwebsockets-evlib-ev`) could not be loaded.
+    public var eventLoopInUse: LWSEventLoop { servedBy }
+
     /// The contexts in turn (the acceptor's thread only).
     private final class Dealer: @unchecked Sendable {
         let group: [ContextReference]
@@ -216,6 +223,7 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         let configuration = configuration
         let listenPort = Box(0)
         serviceThreadIndex = index
+        eventLoop = configuration.eventLoop
         try startLoop(name: "lws-server-\(index)", configure: { [self] info in
             info.port = Int32(port)
             let anyHost = ["", "0.0.0.0", "*", "::"].contains(configuration.host)
@@ -242,6 +250,11 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             }
             info.vhost_name = keep("default")
         }, created: { [self] context in
+            // On epoll, asking for POLLOUT and dropping it again is a syscall each way per message:
+            // a connection whose queue was empty is written at the end of the round instead (lws
+            // keeps what the socket does not take). Not with permessage-deflate, whose frames lws may
+            // have to finish over several WRITEABLE callbacks.
+            writesAtTurnEnd = servedBy == .epoll && !configuration.permessageDeflate
             vhost = lws_get_vhost_by_name(context, "default")
             listenPort.value = Int(lws_get_vhost_listen_port(vhost))
         })

@@ -21,11 +21,15 @@ struct RelayCommand: AsyncParsableCommand {
     @Option(name: .customLong("service-threads"), help: "lws service threads (contexts on the one port), as the hub's transport.serviceThreads.")
     var serviceThreads = 1
 
+    @Option(name: .customLong("event-loop"), help: "epoll or poll, as the hub's transport.eventLoop.")
+    var eventLoop: LWSEventLoop = .epoll
+
     func run() async throws {
         let relay = Relay()
         let server = WebSocketServer(
             configuration: .init(host: host, port: port, limits: WebSocketLimits(), permessageDeflate: false,
-                                 pingIntervalSeconds: 0, serviceThreads: serviceThreads),
+                                 pingIntervalSeconds: 0, serviceThreads: serviceThreads,
+                                 eventLoop: eventLoop),
             delegate: relay)
         let actual = try server.start()
         FileHandle.standardOutput.write(Data("relay listening on http://\(host):\(actual)/\n".utf8))
@@ -51,3 +55,5 @@ final class Relay: WebSocketServerDelegate {
         for (id, other) in rooms[connection.path] ?? [:] where id != connection.id { other.send(shared) }
     }
 }
+
+extension LWSEventLoop: ExpressibleByArgument {}

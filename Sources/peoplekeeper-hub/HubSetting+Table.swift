@@ -1,6 +1,7 @@
 import Configuration
 import Logging
 import PeopleCore
+import WebSocketTransport
 
 extension HubSetting {
     /// Every key `peoplekeeper-hub` reads, in the order errors and `config-keys` list them: the one table
@@ -54,6 +55,8 @@ extension HubSetting {
              "Seconds of silence before a ping; silent 2 x this + 10 s: dropped; 0: off"),
         .int("transport.serviceThreads", 0, 0...256,
              "libwebsockets service threads sharing the port; 0: one per core"),
+        .choice("transport.eventLoop", LWSEventLoop.epoll,
+                "epoll (libev: each round costs the ready sockets) or poll (lws's own: every socket, each round)"),
 
         .choice("logging.level", Logger.Level.info, flag: "log-level", "The lowest level logged"),
         .choice("logging.format", HubSettings.LogFormat.text, flag: "log-format",

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PeopleCore
+import WebSocketTransport
 
 /// Everything `peoplekeeper-hub serve` reads from its config. Every key can be set in the YAML file,
 /// overridden by an environment variable `PEOPLEKEEPER_<KEY>` (dots and camel-case humps become
@@ -39,6 +40,7 @@ struct HubSettings: Sendable {
     var pingIntervalSeconds: Int
     /// Service threads, resolved (`transport.serviceThreads`, 0: one per core).
     var serviceThreads: Int
+    var eventLoop: LWSEventLoop
     var logLevel: Logger.Level
     var logFormat: LogFormat
     var metricsEnabled: Bool
@@ -90,6 +92,7 @@ struct HubSettings: Sendable {
         pingIntervalSeconds = values.int("transport.pingIntervalSeconds")
         let threads = values.int("transport.serviceThreads")
         serviceThreads = threads == 0 ? ProcessInfo.processInfo.activeProcessorCount : threads
+        eventLoop = values.choice("transport.eventLoop")
         logLevel = values.choice("logging.level")
         logFormat = values.choice("logging.format")
         metricsEnabled = values.bool("metrics.enabled")

@@ -172,7 +172,7 @@ struct Serve: AsyncParsableCommand {
                 pingIntervalSeconds: settings.pingIntervalSeconds,
                 tlsCertFile: settings.tlsCertFile.isEmpty ? nil : settings.tlsCertFile,
                 tlsKeyFile: settings.tlsKeyFile.isEmpty ? nil : settings.tlsKeyFile,
-                serviceThreads: settings.serviceThreads),
+                serviceThreads: settings.serviceThreads, eventLoop: settings.eventLoop),
             delegate: hub)
         hub.attach(to: server)
 
@@ -212,9 +212,13 @@ struct HubService: Service {
         let (http, ws) = settings.tls ? ("https", "wss") : ("http", "ws")
         let banner = "peoplekeeper-hub listening on \(http)://\(shownHost):\(port)/ (WebSocket \(ws)://\(shownHost):\(port)/v1/rooms/ROOM)\n"
         FileHandle.standardOutput.write(Data(banner.utf8))
+        if settings.eventLoop == .epoll, server.eventLoopInUse == .poll {
+            logger.warning("transport.eventLoop epoll: libev's plugin for libwebsockets (libwebsockets-evlib-ev) could not be loaded; serving with poll()")
+        }
         logger.info("listening", metadata: [
             "host": "\(settings.host)", "port": "\(port)", "webRoot": "\(settings.webRoot)",
             "storage": "\(settings.storageKind.rawValue)", "serviceThreads": "\(settings.serviceThreads)",
+            "eventLoop": "\(server.eventLoopInUse.rawValue)",
         ])
         webhooks?.start()
         try? await gracefulShutdown()
