@@ -35,6 +35,9 @@ public final class LiveRoom: @unchecked Sendable {
         case offline(String)
         /// The requests queued while the hub was unreachable (this many) have all been answered.
         case sent(Int)
+        /// An undo pressed for a queued edit (`label`) went with it, unsent: the edit changed nothing or
+        /// no longer applied, for these reasons (sentences: the hub's reports, or what the client saw).
+        case undoDropped(label: String?, why: [String])
     }
 
     public private(set) var sync: ClientSync
@@ -183,6 +186,7 @@ public final class LiveRoom: @unchecked Sendable {
         let revision = sync.revision
         let (outgoing, events) = sync.receive(message)
         var notices: [Notice] = []
+        var droppedUndos: [(label: String?, ops: [Diff])] = []
         var welcomed = false
         var stacksChanged = false
         for event in events {
@@ -212,9 +216,16 @@ public final class LiveRoom: @unchecked Sendable {
             case .redirect(let target):
                 url = target
                 connection?.close(via: client)
+            case .undoDropped(let label, let ops):
+                droppedUndos.append((label, ops))
             case .presence, .needsResync:
                 break
             }
+        }
+        if !droppedUndos.isEmpty {
+            notices = Self.folding(droppedUndos, into: notices, before: before, now: sync.confirmed)
+            // A queued undo that went with its edit was never sent.
+            resending = max(0, resending - droppedUndos.count)
         }
         if welcomed {
             ask(reader.reconnected(watchedPresent: reader.watched.map { sync.confirmed[$0] != nil } ?? false))
@@ -228,6 +239,30 @@ public final class LiveRoom: @unchecked Sendable {
         }
         send(outgoing)
         onUpdate?(notices)
+    }
+
+    /// The notice of each undo that went with its edit, saying why; the hub's reports for that edit
+    /// (a `skipped` notice of the same answer) become its reasons instead of a notice of their own.
+    static func folding(_ dropped: [(label: String?, ops: [Diff])], into notices: [Notice], before: PeopleModel,
+                        now: PeopleModel) -> [Notice] {
+        var reports: [SkipReport] = []
+        var kept: [Notice] = []
+        for notice in notices {
+            if case .skipped(let skipped, _) = notice { reports += skipped } else { kept.append(notice) }
+        }
+        for (label, ops) in dropped {
+            var why: [String] = []
+            for report in reports {
+                let sentence = report.sentence(people: before)
+                if !why.contains(sentence) { why.append(sentence) }
+            }
+            if why.isEmpty {
+                let gone = Set(ops.map(\.tag)).filter { now[$0] == nil }.sorted()
+                why = gone.isEmpty ? ["the room already had that change"] : gone.map { "\(before.called($0)) was removed" }
+            }
+            kept.append(.undoDropped(label: label, why: why))
+        }
+        return kept
     }
 
     fileprivate func lost(generation: Int, why: String) {

@@ -70,6 +70,8 @@ final class Screen: @unchecked Sendable {
     // MARK: Updates from the room
 
     func update(_ notices: [LiveRoom.Notice]) {
+        // Said with the "sent" line when both come with one answer (the undo went with the last edit).
+        var dropped: String?
         for notice in notices {
             switch notice {
             case .skipped(let reports, let before):
@@ -86,9 +88,13 @@ final class Screen: @unchecked Sendable {
             case .offline:
                 // The connection's note (from the link) takes the line until the hub is back.
                 report = nil
+            case .undoDropped(let label, let why):
+                let undo = label.map { "your undo of \($0)" } ?? "your undo"
+                dropped = "\(undo) had nothing to take back: " + why.joined(separator: "; ")
+                report = Report(text: dropped!, warning: false)
             case .sent(let count):
-                report = Report(text: "back online: your \(count) queued change\(count == 1 ? " was" : "s were") sent",
-                                warning: false)
+                let sent = "back online: your \(count) queued change\(count == 1 ? " was" : "s were") sent"
+                report = Report(text: dropped.map { sent + "; " + $0 } ?? sent, warning: false)
             }
         }
         settle()

@@ -121,6 +121,86 @@ struct ClientSyncTests {
         #expect(client.undoOffer.queued == false, "the newest request is an undo: the hub decides what it takes back")
     }
 
+    @Test("with several edits queued, each press's offer names the step the next press takes back, never an older acked one")
+    func undoOfferWalksTheQueue() throws {
+        var client = Self.welcomed()
+        _ = client.receive(.history(HistorySummary(canUndo: true, canRedo: false, undoLabel: "Change Name", redoLabel: nil)))
+        client.disconnected()
+        _ = try client.edit([.set(1, .glasses(true))], label: "Toggle Glasses")
+        _ = try client.edit([.set(2, .hairColor(.white))], label: "Change Hair Color")
+        _ = client.undo()
+        #expect(client.undoOffer == .init(canUndo: true, undoLabel: "Toggle Glasses", canRedo: true,
+                                          redoLabel: "Change Hair Color", queued: true))
+        _ = client.undo()
+        #expect(client.undoOffer == .init(canUndo: true, undoLabel: "Change Name", canRedo: true,
+                                          redoLabel: "Toggle Glasses", queued: false))
+        _ = client.undo()
+        // Below the hub's known top: something may be there, its name is not known.
+        #expect(client.undoOffer == .init(canUndo: true, undoLabel: nil, canRedo: true, redoLabel: "Change Name", queued: false))
+        _ = client.redo()
+        #expect(client.undoOffer.undoLabel == "Change Name")
+        // A selective undo may take any step: what is on top afterwards is not known by name.
+        _ = client.undo(entry: 1)
+        #expect(client.undoOffer.undoLabel == nil && client.undoOffer.redoLabel == nil)
+    }
+
+    @Test("the offer made while requests are queued is what the hub's stacks say once they are answered (300 random offline sessions)")
+    func undoOfferAgreesWithTheRoom() {
+        for seed in 1...300 {
+            var net = Network(seed: UInt64(seed), clients: 1)
+            net.settle()
+            // Some history first, answered; then offline: edits, undos, redos, scoped ones. Every edit
+            // types into a name (never a change the hub finds empty, which the offer cannot foresee: a
+            // teammate's same change, or a person an undo queued before it removes); the offline ones
+            // with a coalesce key of their own (the hub's top step never shares it).
+            let people = net.peers[0].client.view.tags
+            for n in 0..<net.rng.int(0...4) {
+                let tag = people[net.rng.int(0...(people.count - 1))]
+                net.peers[0].up += (try? net.peers[0].client.edit([.text(tag, TextOperation([.insert("y")]))], label: "Before \(n)",
+                                                                  coalesce: net.rng.chance(0.4) ? "before" : nil)) ?? []
+                net.settle()
+                #expect(net.peers[0].client.pendingCount == 0)
+            }
+            net.disconnect(0)
+            var edits = 0
+            for _ in 0..<net.rng.int(1...8) {
+                switch net.rng.int(0...9) {
+                case 0..<5:
+                    edits += 1
+                    let tag = people[net.rng.int(0...(people.count - 1))]
+                    _ = try? net.peers[0].client.edit([.text(tag, TextOperation([.insert("x")]))], label: "Edit \(edits)",
+                                                      coalesce: net.rng.chance(0.4) ? "offline" : nil)
+                case 5..<8: _ = net.peers[0].client.undo(scope: net.rng.chance(0.3) ? people[0] : nil)
+                default: _ = net.peers[0].client.redo(scope: net.rng.chance(0.2) ? people[0] : nil)
+                }
+            }
+            let offer = net.peers[0].client.undoOffer
+            let queued = net.peers[0].client.outbox.map(\.request)
+            net.settle()
+            let hub = net.peers[0].client.history
+            let context = "seed \(seed): offer \(offer), hub \(hub), queued \(queued)"
+            if let label = offer.undoLabel { #expect(hub.canUndo && hub.undoLabel == label, "\(context)") }
+            if !offer.canUndo { #expect(!hub.canUndo, "\(context)") }
+            if let label = offer.redoLabel { #expect(hub.canRedo && hub.redoLabel == label, "\(context)") }
+            if !offer.canRedo { #expect(!hub.canRedo, "\(context)") }
+        }
+    }
+
+    @Test("an undo that goes with its edit is reported, with the edit's label and ops")
+    func droppedUndoIsReported() throws {
+        var client = Self.welcomed()
+        client.disconnected()
+        _ = try client.edit([.set(1, .glasses(true))], label: "Toggle Glasses")
+        _ = client.undo()
+        _ = client.connect()
+        _ = client.receive(.welcome(.init(session: "s1", user: "ann", role: .editor, rev: 0, people: nil,
+                                          tags: TagBlock(from: 4, to: 103), history: HistorySummary(), presence: [])))
+        // bob made the same change meanwhile: the edit is acked changing nothing.
+        let (send, events) = client.receive(.ack(.init(seq: 1, rev: 0, ops: [])))
+        #expect(send.isEmpty)
+        #expect(events == [.undoDropped(label: "Toggle Glasses", ops: [.set(1, .glasses(true))])])
+    }
+
     @Test("a refused batch leaves the view and the error is reported")
     func refusedBatch() throws {
         var client = Self.welcomed()

@@ -88,7 +88,10 @@ struct Network {
         peers[i].up += send
     }
 
-    mutating func edit(_ i: Int) {
+    /// An edit, labelled `label`, also while offline (queued then).
+    mutating func offlineEdit(_ i: Int, label: String) { edit(i, label: label) }
+
+    mutating func edit(_ i: Int, label: String = "Edit") {
         if peers[i].client.tagsLeft < 4, peers[i].online { peers[i].up.append(.tags) }
         // Two fresh tags in a row from the client's blocks (a batch inserts at most two people).
         guard let first = peers[i].client.allocateTag(), let second = peers[i].client.allocateTag(),
@@ -96,7 +99,7 @@ struct Network {
         var next = first
         let ops = RandomEdits.batch(on: peers[i].client.view, nextTag: &next, size: 1...2, &rng)
         let key: String? = rng.chance(0.3) ? "k\(rng.int(0...1))" : nil
-        guard let send = try? peers[i].client.edit(ops, label: "Edit", coalesce: key) else { return }
+        guard let send = try? peers[i].client.edit(ops, label: label, coalesce: key) else { return }
         if peers[i].online { peers[i].up += send }
     }
 

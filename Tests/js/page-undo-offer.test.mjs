@@ -62,6 +62,24 @@ test('an undo scoped to a person takes back the newest queued edit of that perso
   assert.deepEqual(undoOffer(sync).undo, { can: true, label: null }, 'what the scoped one took is not known');
 });
 
+test('a step taken off the hub\'s top is not known to touch anyone: a scoped press or a selective undo leaves the tops unknown', () => {
+  let sync = offline(summary('Change Eye Color'));
+  sync.undo();
+  assert.deepEqual(undoOffer(sync).redo, { can: true, label: 'Change Eye Color' });
+  sync.redo(2);
+  assert.deepEqual(undoOffer(sync), { undo: { can: true, label: null }, redo: { can: true, label: null } },
+    'Joan\'s redo may or may not put back the eye color: neither top is known by name');
+  sync = offline(summary('Change Eye Color'));
+  sync.edit([set(1, 'hairColor', 'red')], { label: 'Change Hair Color' });
+  sync.undo();
+  sync.undo();
+  sync.redo();
+  assert.deepEqual(undoOffer(sync).undo, { can: true, label: 'Change Eye Color' });
+  sync.undoEntry(1);
+  assert.deepEqual(undoOffer(sync).undo, { can: true, label: null },
+    'the selective undo may take the eye color back off the top: its name is not offered');
+});
+
 test('typing in flight and typing queued with one coalesce key are one step; a restore is a step', () => {
   const sync = new ClientSync('ann');
   sync.connect();
@@ -108,6 +126,7 @@ test('over random offline sessions, every label offered is the one the room undo
       if (r < 4) sync.edit([set(tag, 'name', `N${seed}x${i}`)], { label: `Name ${i}` });
       else if (r < 7) sync.undo();
       else if (r < 8) sync.undo(tag);
+      else if (r < 9) sync.redo(tag);
       else sync.redo();
     }
     const offer = undoOffer(sync);

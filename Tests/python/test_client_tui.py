@@ -822,6 +822,55 @@ def test_offline_the_undo_line_names_the_queued_edit(hub_factory, screens):
                        "the undo line naming the queued Toggle Glasses"), timeout=3)
 
 
+def test_offline_after_one_undo_the_undo_line_names_the_next_queued_edit(hub_factory, screens):
+    """Offline, ann picks a hair colour for Ann, turns her glasses on, then presses u: the next u would take
+    back the hair colour (still queued), so the undo line names it, and redo names the glasses. It named
+    the hub's own step (here: nothing) because the newest request was an undo."""
+    hub = hub_factory()
+    ann = screens(hub, "team-a", "ann")
+    hub.kill()
+    ann.wait_for(title_has("○ offline"))
+    choose(to_row(ann, "hairColor"), 1).wait_for(shows("Ann", hairColor="blonde"))
+    ann.keys("j", "j", "j", "Enter")
+    ann.wait_for(all_of(shows("Ann", hairColor="blonde", glasses="on"), title_has("2 changes waiting")))
+    ann.keys("u")
+    ann.wait_for(_pred(lambda t: footer(t)["undo"].strip().startswith("u Undo Change Hair Color")
+                       and "r Redo Toggle Glasses" in footer(t)["undo"],
+                       "the undo line naming the queued hair colour, redo the glasses"), timeout=3)
+
+
+def test_an_offline_undo_of_an_edit_a_teammate_also_made_says_it_had_nothing_to_take_back(hub_factory, screens):
+    """ann picks a hair colour (acknowledged). The hub goes away; offline she turns Ann's glasses on and
+    presses u. Meanwhile bob turns Ann's glasses on too (on the same store, while ann cannot reach it).
+    When ann is back, her edit changes nothing, so her undo has nothing to take back: it must not undo
+    her hair colour (session 11's fix), and the status line says so instead of nothing."""
+    hub = hub_factory({"storage": {"kind": "embedded", "path": "{workdir}/data/pk.sqlite"}})
+    room = "team-a"
+    ann = screens(hub, room, "ann")
+    choose(to_row(ann, "hairColor"), 1).wait_for(shows("Ann", hairColor="blonde"))
+    ann.wait_for(_pred(lambda t: "u Undo Change Hair Color" in footer(t)["undo"], "the hair colour acknowledged"),
+                 timeout=5)
+    port = hub.port
+    hub.kill()
+    ann.wait_for(title_has("○ offline"))
+    ann.keys("j", "j", "j", "Enter")
+    ann.wait_for(shows("Ann", glasses="on"))
+    ann.keys("u")
+    ann.wait_for(title_has("2 changes waiting"))
+    hub.restart()                         # another port: ann's screen cannot reach this one
+    bob = hub.join(room, "bob")
+    bob.edit([{"op": "set", "tag": 1, "field": "glasses", "value": True}])
+    bob.close()
+    hub.kill()
+    hub.port = port
+    hub.restart(same_port=True)
+    ann.wait_for(all_of(title_has("● online"), title_lacks("waiting")), timeout=15)
+    ann.wait_for(status_has("your undo of Toggle Glasses had nothing to take back"), timeout=3)
+    obs = observe(hub, room)
+    ann_p = by_tag(obs.people, 1)
+    assert (ann_p["hairColor"], ann_p["glasses"]) == ("blonde", True), ann_p
+
+
 def test_a_viewer_sees_the_role_and_is_offered_no_edits(hub_factory, room, screens, tmp_path):
     """Issue 17, item 2. val opens the room with a viewer's token: the title says `viewer`, the key line
     offers no edit, add, delete, move or undo, and `a`, `d`, Enter on a field send nothing (the status

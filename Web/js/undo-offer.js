@@ -22,8 +22,11 @@ import { diffTag } from './core/diff.js';
 const hubTop = (can, label) => ({ known: true, can, label: label ?? null });
 const unknownTop = () => ({ known: false, can: true, label: null });
 
-/** A step on a stack: its label (null when it came without one) and the people it touches (null: any). */
-const step = (label, tags) => ({ label: label ?? null, tags });
+/**
+ * A step on a stack: its label (null when it came without one), the people it touches (null: not
+ * known), and whether it is one of the hub's (taken off its known top), not a queued request's.
+ */
+const step = (label, tags, fromHub = false) => ({ label: label ?? null, tags, fromHub });
 
 /**
  * What the next Undo and Redo would take back: {undo: {can, label}, redo: {can, label}}. `label` is
@@ -57,8 +60,11 @@ export function undoOffer({ history, outbox = [] }) {
       case 'undo':
         run = null;
         if (request.entry != null) {
-          // One of the hub's steps, perhaps its top: what is on top afterwards is not known.
-          undo.hub = unknownTop();
+          // One of the hub's steps, perhaps its top, or one an undo and a redo brought back on top of
+          // the queued ones: what is on top afterwards is not known. (Queued edits have no entry id
+          // yet: a selective undo cannot take them.)
+          if (undo.steps.some((s) => s.fromHub)) unknown(undo);
+          else undo.hub = unknownTop();
           unknown(redo);
         } else {
           moveNewest(undo, redo, request.scope);
@@ -85,18 +91,25 @@ function cleared(stack) {
  * One press: the newest step of `from` (touching `scope`, when given) goes on top of `to`. Of the
  * hub's steps only the top is known, and only an unscoped press surely takes it; any other press
  * that reaches the hub's steps may take one or none, so what `to` holds is then not known at all.
+ * A scoped press that meets a step whose people are not known (one of the hub's, a restore) may take
+ * it or pass it: neither stack's top is known then.
  */
 function moveNewest(from, to, scope) {
   for (let i = from.steps.length - 1; i >= 0; i -= 1) {
     const s = from.steps[i];
-    if (scope == null || s.tags == null || s.tags.includes(scope)) {
+    if (scope != null && s.tags == null) {
+      unknown(from);
+      unknown(to);
+      return;
+    }
+    if (scope == null || s.tags.includes(scope)) {
       from.steps.splice(i, 1);
       to.steps.push(s);
       return;
     }
   }
   if (from.hub.known && !from.hub.can) return; // the hub will answer that there is nothing
-  if (from.hub.known && scope == null) to.steps.push(step(from.hub.label, null));
+  if (from.hub.known && scope == null) to.steps.push(step(from.hub.label, null, true));
   else unknown(to);
   from.hub = unknownTop();
 }

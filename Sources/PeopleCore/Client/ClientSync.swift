@@ -50,6 +50,10 @@ public struct ClientSync: Sendable {
         case blame(ServerMessage.Blame)
         /// The hub answered the question `seq` (a `log` or `blame` sent with `ask`) with an error.
         case unanswered(seq: Int, ProtocolError)
+        /// An undo pressed for a queued edit went with that edit, unsent: the edit (`label`, its `ops`
+        /// as last queued) changed nothing or no longer applied, so the undo had nothing to take back
+        /// (see `forQueuedEdit`). The hub's reports for the edit, if any, come in the same list.
+        case undoDropped(label: String?, ops: [Diff])
     }
 
     public let user: String
@@ -64,6 +68,8 @@ public struct ClientSync: Sendable {
     public private(set) var history = HistorySummary()
     public private(set) var presence: [PresenceEntry] = []
     public private(set) var connected = false
+    /// The queued edits whose undo went with them since the last `receive` (reported there).
+    private var droppedUndos: [Request] = []
     var outbox: [Pending] = []
     var inFlight = false
     var nextSeq = 1
@@ -85,28 +91,9 @@ public struct ClientSync: Sendable {
     /// Requests not yet answered (the first may be in flight).
     public var pendingCount: Int { outbox.count }
 
-    /// What undo and redo offer now.
-    public struct UndoOffer: Hashable, Sendable {
-        public var canUndo: Bool
-        public var undoLabel: String?
-        public var canRedo: Bool
-        public var redoLabel: String?
-        /// The undo would take back an edit still queued here, not one the hub has answered.
-        public var queued: Bool
-    }
-
-    /// The hub's history, or, while an edit of ours is still queued (offline, or waiting for its
-    /// answer), that edit: an undo pressed now waits behind it and the hub undoes it. Redo is off
-    /// meanwhile, as the queued edit clears the redo stack when it lands. (The web client's
-    /// `undoable` says the same.)
-    public var undoOffer: UndoOffer {
-        if case .submit(_, let label, _)? = outbox.last?.request {
-            return UndoOffer(canUndo: true, undoLabel: label ?? history.undoLabel, canRedo: false, redoLabel: nil,
-                             queued: true)
-        }
-        return UndoOffer(canUndo: history.canUndo, undoLabel: history.undoLabel, canRedo: history.canRedo,
-                         redoLabel: history.redoLabel, queued: false)
-    }
+    /// What undo and redo offer now: the hub's history with the requests not yet answered played over
+    /// it (`UndoOffer`; the web client's `undo-offer.js` says the same).
+    public var undoOffer: UndoOffer { UndoOffer(history: history, requests: outbox.map(\.request)) }
 
     // MARK: Connection
 
@@ -299,6 +286,8 @@ public struct ClientSync: Sendable {
         case .pong:
             break
         }
+        for case .submit(let ops, let label, _) in droppedUndos { events.append(.undoDropped(label: label, ops: ops)) }
+        droppedUndos = []
         return (flush(), events)
     }
 
@@ -311,6 +300,7 @@ public struct ClientSync: Sendable {
         // An edit that changed nothing left no undo entry: the undo pressed for it has nothing to take back.
         if case .submit = first.request, ops.isEmpty, let next = outbox.first, next.forQueuedEdit, next.sentBase == nil {
             outbox.removeFirst()
+            droppedUndos.append(first.request)
         }
         if let rev, rev > revision {
             // Edits queued behind an undo / redo were made without its effect: rebase them over it.
@@ -404,16 +394,20 @@ public struct ClientSync: Sendable {
     private mutating func pruneUnsent() {
         var model = confirmed
         var kept: [Pending] = []
-        var previousDropped = false
+        var previousDropped: Request?
         for var pending in outbox {
             guard case .submit(let wire, let label, let coalesce) = pending.request else {
                 // The undo of an edit dropped here goes with it.
-                if previousDropped, pending.forQueuedEdit, pending.sentBase == nil { continue }
-                previousDropped = false
+                if let dropped = previousDropped, pending.forQueuedEdit, pending.sentBase == nil {
+                    droppedUndos.append(dropped)
+                    previousDropped = nil
+                    continue
+                }
+                previousDropped = nil
                 kept.append(pending)
                 continue
             }
-            previousDropped = false
+            previousDropped = nil
             guard pending.sentBase == nil else {
                 _ = try? model.apply(batch: localOps(pending) ?? wire, absentTags: .skip)
                 kept.append(pending)
@@ -421,7 +415,7 @@ public struct ClientSync: Sendable {
             }
             let fitting = wire.filter { diff in (try? model.apply(diff)) != nil }
             if fitting.isEmpty {
-                previousDropped = true
+                previousDropped = pending.request
                 continue
             }
             pending.request = .submit(ops: fitting, label: label, coalesce: coalesce)
