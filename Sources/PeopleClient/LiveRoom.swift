@@ -38,6 +38,8 @@ public final class LiveRoom: @unchecked Sendable {
         /// An undo pressed for a queued edit (`label`) went with it, unsent: the edit changed nothing or
         /// no longer applied, for these reasons (sentences: the hub's reports, or what the client saw).
         case undoDropped(label: String?, why: [String])
+        /// The hub answered this user's restore to `rev`: whether it changed the room.
+        case restored(rev: Int, changed: Bool)
     }
 
     public private(set) var sync: ClientSync
@@ -218,6 +220,8 @@ public final class LiveRoom: @unchecked Sendable {
                 connection?.close(via: client)
             case .undoDropped(let label, let ops):
                 droppedUndos.append((label, ops))
+            case .restoreAnswered(let rev, let made):
+                notices.append(.restored(rev: rev, changed: made != nil))
             case .presence, .needsResync:
                 break
             }

@@ -115,13 +115,13 @@ extension Screen {
         return Report(text: "restore the room to rev \(rev)? It takes back \(which)", warning: true)
     }
 
-    /// `y` to the confirmation.
+    /// `y` to the confirmation. The hub computes the restore: the status line says what it did once it
+    /// answers (the room may already look as it did then: the count asked about is every revision since).
     func restore(to rev: Int) {
         report = nil
-        let count = changesSince(rev)
+        restoreTakesBack[rev] = changesSince(rev)
         room.restore(to: rev)
-        say("restored the room to rev \(rev), taking back \(count) change\(count == 1 ? "" : "s"): u undoes the restore",
-            warning: false)
+        say("restoring the room to rev \(rev)…", warning: false)
     }
 
     // MARK: Drawing

@@ -34,6 +34,8 @@ final class Screen: @unchecked Sendable {
     let terminal: Terminal
     let queue: DispatchQueue
     var mode = Mode.normal
+    /// Restores asked for and not yet answered: the revisions each takes back, as asked (by target rev).
+    var restoreTakesBack: [Int: Int] = [:]
     var selectedTag: Tag?
     /// Where the selection was last seen: if that person goes, the selection stays at this place.
     var lastIndex = 0
@@ -92,6 +94,12 @@ final class Screen: @unchecked Sendable {
                 let undo = label.map { "your undo of \($0)" } ?? "your undo"
                 dropped = "\(undo) had nothing to take back: " + why.joined(separator: "; ")
                 report = Report(text: dropped!, warning: false)
+            case .restored(let rev, let changed):
+                let count = restoreTakesBack.removeValue(forKey: rev) ?? 0
+                report = changed
+                    ? Report(text: "restored the room to rev \(rev), taking back \(count) change\(count == 1 ? "" : "s"): u undoes the restore",
+                             warning: false)
+                    : Report(text: "the room already looked as it did at rev \(rev): the restore changed nothing", warning: false)
             case .sent(let count):
                 let sent = "back online: your \(count) queued change\(count == 1 ? " was" : "s were") sent"
                 report = Report(text: dropped.map { sent + "; " + $0 } ?? sent, warning: false)

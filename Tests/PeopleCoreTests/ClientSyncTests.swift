@@ -201,6 +201,17 @@ struct ClientSyncTests {
         #expect(events == [.undoDropped(label: "Toggle Glasses", ops: [.set(1, .glasses(true))])])
     }
 
+    @Test("the answer to a restore says whether it made a revision")
+    func restoreAnswered() {
+        var client = Self.welcomed()
+        #expect(client.restore(to: 0) == [.restore(.init(seq: 1, rev: 0))])
+        var (_, events) = client.receive(.restored(.init(seq: 1, label: "Restore to revision 0")))
+        #expect(events == [.restoreAnswered(rev: 0, made: nil)])
+        _ = client.restore(to: 0)
+        (_, events) = client.receive(.restored(.init(seq: 2, rev: 1, ops: [.set(1, .glasses(true))], label: "Restore to revision 0")))
+        #expect(events == [.restoreAnswered(rev: 0, made: 1)])
+    }
+
     @Test("a refused batch leaves the view and the error is reported")
     func refusedBatch() throws {
         var client = Self.welcomed()

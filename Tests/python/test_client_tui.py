@@ -1197,6 +1197,24 @@ def test_enter_on_an_own_older_row_undoes_it_and_nothing_after_it(hub, room, scr
     obs.expect_nothing("ops")
 
 
+def test_a_restore_that_changes_nothing_says_so(hub, room, screens):
+    """carol sets Joan's hair white (rev 1) and back to black (rev 2): the room looks as it did at rev 0.
+    ann restores to rev 0: the hub makes no revision (a restore that changes nothing is nothing), and the
+    status line says so once the hub has answered, instead of `restored the room to rev 0, taking back 2
+    changes: u undoes the restore` (there is nothing to undo)."""
+    obs = observe(hub, room)
+    ann = screens(hub, room, "ann")
+    assert pk(hub, room, "carol", "set", "2", "hairColor", "white").returncode == 0
+    assert pk(hub, room, "carol", "set", "2", "hairColor", "black").returncode == 0
+    wait_model(obs, lambda p: obs.rev == 2, "carol's two revisions")
+    ann.keys("h").wait_for(history_shows([2, 1, 0]))
+    ann.keys("j", "j").wait_for(history_shows([2, 1, 0], selected=0))
+    ann.keys("R").wait_for(status_has("It takes back the 2 changes"))
+    ann.keys("y").wait_for(status_is("the room already looked as it did at rev 0: the restore changed nothing"))
+    obs.expect_nothing("ops")
+    assert norm(obs.people) == norm(SEED), obs.people
+
+
 def test_R_restores_to_the_selected_row_after_a_confirmation_that_counts_the_changes(hub, room, screens):
     """carol sets Joan's hair color (rev 1), bob toggles Ann's glasses on his screen (rev 2), carol adds Kim
     (rev 3). In ann's history view, R on rev 1 asks first: `restore the room to rev 1? It takes back the 2

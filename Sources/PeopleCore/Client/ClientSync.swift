@@ -54,6 +54,9 @@ public struct ClientSync: Sendable {
         /// as last queued) changed nothing or no longer applied, so the undo had nothing to take back
         /// (see `forQueuedEdit`). The hub's reports for the edit, if any, come in the same list.
         case undoDropped(label: String?, ops: [Diff])
+        /// The hub answered our restore to `rev`: `made` is the revision it made, nil when the room
+        /// already was as it had been at `rev` (a restore that changes nothing makes no revision).
+        case restoreAnswered(rev: Int, made: Int?)
     }
 
     public let user: String
@@ -251,7 +254,8 @@ public struct ClientSync: Sendable {
             _ = answer(seq: r.seq, rev: r.rev, ops: r.ops)
             if !r.skipped.isEmpty { events.append(.skipped(r.skipped)) }
         case .restored(let r):
-            _ = answer(seq: r.seq, rev: r.rev, ops: r.ops)
+            let target: Int? = if let first = outbox.first, first.seq == r.seq, case .restore(let rev, _) = first.request { rev } else { nil }
+            if answer(seq: r.seq, rev: r.rev, ops: r.ops), let target { events.append(.restoreAnswered(rev: target, made: r.rev)) }
         case .log(let page):
             if let seq = page.seq { questions.remove(seq) }
             events.append(.log(page))
