@@ -58,6 +58,8 @@ public class LWSEndpoint: @unchecked Sendable {
     /// round (no POLLOUT asked for and dropped again) rather than from lws's WRITEABLE callback.
     var writesAtTurnEnd = false
     var turnEndWrites: [WebSocketConnection] = []
+    /// Service thread only: the loop's rounds, counted.
+    private(set) var turn: UInt64 = 0
     private let thread = JoinableThread()
     private let stopped = Stopped()
     let protocolName: String
@@ -191,6 +193,7 @@ public class LWSEndpoint: @unchecked Sendable {
             created(context)
             started.signal()
             while !self.stopRequested {
+                self.turn &+= 1
                 if let loop {
                     _ = pk_ev_run_once(loop)
                 } else if lws_service(context, 0) < 0 {
@@ -263,7 +266,10 @@ public class LWSEndpoint: @unchecked Sendable {
             // A close body is empty or starts with a 2-byte code (RFC 6455 5.5.1); lws checks codes but
             // would echo a 1-byte body: fail the connection instead (Autobahn 7.3.2).
             if length == 1 { return -1 }
-            if let connection = connection(of: wsi) { recordPeerClose(connection, input: input, length: length) }
+            if let connection = connection(of: wsi) {
+                connection.peerClosed = true
+                recordPeerClose(connection, input: input, length: length)
+            }
             return 0
         default:
             break

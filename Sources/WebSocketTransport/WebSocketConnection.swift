@@ -30,6 +30,10 @@ public final class WebSocketConnection: @unchecked Sendable {
     public var context: AnyObject?
     /// The close code the peer sent, if it closed first (client side reads the hub's 1001 here).
     public internal(set) var peerCloseCode: UInt16?
+    /// Service thread only: the peer's close frame has arrived (nothing more is written, as lws would
+    /// never call WRITEABLE again), and the round in which a frame of this connection was last read.
+    var peerClosed = false
+    var lastReadTurn: UInt64 = .max
     /// The peer's close reason text.
     public internal(set) var peerCloseReason: String?
     /// Client side: the HTTP status a server answered instead of `101 Switching Protocols` (its reason
@@ -131,10 +135,12 @@ public final class WebSocketConnection: @unchecked Sendable {
     /// whatever the socket does not take, lws keeps and sends when it can; what is left of the queue
     /// waits for WRITEABLE as before.
     func writeAtTurnEnd() {
-        guard let wsi, !closing, queuedCount > 0 else { return }
-        // While lws still holds part of an earlier write, only its WRITEABLE handling may go on (it
-        // sends what it holds first): a write now stalled the connection on epoll.
-        if lws_partial_buffered(wsi) != 0 { lws_callback_on_writable(wsi); return }
+        guard let wsi, !closing, !peerClosed, queuedCount > 0 else { return }
+        // lws's WRITEABLE handling goes first (it sends what it holds before calling us) while it still
+        // holds part of an earlier write (a write now stalled the connection on epoll), and for a
+        // connection read this round: a ping lws answers there, which the peer is owed before what
+        // its frames led to (Autobahn 5.6, 5.19).
+        if lws_partial_buffered(wsi) != 0 || lastReadTurn == owner.turn { lws_callback_on_writable(wsi); return }
         if writeQueued() < 0 { lws_set_timeout(wsi, PENDING_TIMEOUT_CLOSE_SEND, -1) }
     }
 

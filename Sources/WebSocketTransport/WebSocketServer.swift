@@ -383,6 +383,7 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
 
         case LWS_CALLBACK_RECEIVE:
             guard let connection = connection(of: wsi) else { return -1 }
+            connection.lastReadTurn = turn
             received(connection, wsi: wsi, input: input, length: length) { connection, result, binary in
                 switch result {
                 case .message(let bytes): frameToHome(connection) { $0.didReceive(connection, message: bytes, binary: binary) }
