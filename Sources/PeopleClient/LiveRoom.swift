@@ -38,8 +38,9 @@ public final class LiveRoom: @unchecked Sendable {
         /// An undo pressed for a queued edit (`label`) went with it, unsent: the edit changed nothing or
         /// no longer applied, for these reasons (sentences: the hub's reports, or what the client saw).
         case undoDropped(label: String?, why: [String])
-        /// The hub answered this user's restore to `rev`: whether it changed the room.
-        case restored(rev: Int, changed: Bool)
+        /// The hub answered this user's restore to `rev`: `made` is the revision it made, nil when the
+        /// room already looked as it did at `rev`.
+        case restored(rev: Int, made: Int?)
     }
 
     public private(set) var sync: ClientSync
@@ -221,7 +222,7 @@ public final class LiveRoom: @unchecked Sendable {
             case .undoDropped(let label, let ops):
                 droppedUndos.append((label, ops))
             case .restoreAnswered(let rev, let made):
-                notices.append(.restored(rev: rev, changed: made != nil))
+                notices.append(.restored(rev: rev, made: made))
             case .presence, .needsResync:
                 break
             }
@@ -254,12 +255,9 @@ public final class LiveRoom: @unchecked Sendable {
         for notice in notices {
             if case .skipped(let skipped, _) = notice { reports += skipped } else { kept.append(notice) }
         }
+        let reasons = reports.sentences(people: before)
         for (label, ops) in dropped {
-            var why: [String] = []
-            for report in reports {
-                let sentence = report.sentence(people: before)
-                if !why.contains(sentence) { why.append(sentence) }
-            }
+            var why = reasons
             if why.isEmpty {
                 let gone = Set(ops.map(\.tag)).filter { now[$0] == nil }.sorted()
                 why = gone.isEmpty ? ["the room already had that change"] : gone.map { "\(before.called($0)) was removed" }

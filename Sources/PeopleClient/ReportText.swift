@@ -1,5 +1,18 @@
 import PeopleCore
 
+extension Array where Element == SkipReport {
+    /// Each report's sentence (`SkipReport.sentence`), once each, in order: several parts of one change
+    /// often give the same sentence.
+    public func sentences(people: PeopleModel) -> [String] {
+        var sentences: [String] = []
+        for report in self {
+            let sentence = report.sentence(people: people)
+            if !sentences.contains(sentence) { sentences.append(sentence) }
+        }
+        return sentences
+    }
+}
+
 extension SkipReport {
     /// The report as a sentence for a person reading a screen, naming people by name where `people`
     /// still has them, fields in words: "your change to Bob's hair color was overwritten by bob".

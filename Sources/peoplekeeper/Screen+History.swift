@@ -119,7 +119,6 @@ extension Screen {
     /// answers (the room may already look as it did then: the count asked about is every revision since).
     func restore(to rev: Int) {
         report = nil
-        restoreTakesBack[rev] = changesSince(rev)
         room.restore(to: rev)
         say("restoring the room to rev \(rev)…", warning: false)
     }

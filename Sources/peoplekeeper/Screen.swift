@@ -34,8 +34,6 @@ final class Screen: @unchecked Sendable {
     let terminal: Terminal
     let queue: DispatchQueue
     var mode = Mode.normal
-    /// Restores asked for and not yet answered: the revisions each takes back, as asked (by target rev).
-    var restoreTakesBack: [Int: Int] = [:]
     var selectedTag: Tag?
     /// Where the selection was last seen: if that person goes, the selection stays at this place.
     var lastIndex = 0
@@ -77,12 +75,8 @@ final class Screen: @unchecked Sendable {
         for notice in notices {
             switch notice {
             case .skipped(let reports, let before):
-                var sentences: [String] = []
-                for report in reports {
-                    let sentence = report.sentence(people: before) + " — skipped"
-                    if !sentences.contains(sentence) { sentences.append(sentence) }
-                }
-                report = Report(text: sentences.joined(separator: "; "), warning: true)
+                report = Report(text: reports.sentences(people: before).map { $0 + " — skipped" }.joined(separator: "; "),
+                                warning: true)
             case .error(let error):
                 report = Report(text: "the hub refused: \(error.terminalWords) (\(error.code.rawValue))", warning: true)
             case .remote(let summary, let before):
@@ -94,12 +88,13 @@ final class Screen: @unchecked Sendable {
                 let undo = label.map { "your undo of \($0)" } ?? "your undo"
                 dropped = "\(undo) had nothing to take back: " + why.joined(separator: "; ")
                 report = Report(text: dropped!, warning: false)
-            case .restored(let rev, let changed):
-                let count = restoreTakesBack.removeValue(forKey: rev) ?? 0
-                report = changed
-                    ? Report(text: "restored the room to rev \(rev), taking back \(count) change\(count == 1 ? "" : "s"): u undoes the restore",
-                             warning: false)
-                    : Report(text: "the room already looked as it did at rev \(rev): the restore changed nothing", warning: false)
+            case .restored(let rev, let made?):
+                // Every revision between `rev` and the restore's own.
+                let count = made - 1 - rev
+                report = Report(text: "restored the room to rev \(rev), taking back \(count) change\(count == 1 ? "" : "s"): u undoes the restore",
+                                warning: false)
+            case .restored(let rev, nil):
+                report = Report(text: "the room already looked as it did at rev \(rev): the restore changed nothing", warning: false)
             case .sent(let count):
                 let sent = "back online: your \(count) queued change\(count == 1 ? " was" : "s were") sent"
                 report = Report(text: dropped.map { sent + "; " + $0 } ?? sent, warning: false)

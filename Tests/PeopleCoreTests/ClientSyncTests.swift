@@ -139,6 +139,7 @@ struct ClientSyncTests {
         #expect(client.undoOffer == .init(canUndo: true, undoLabel: nil, canRedo: true, redoLabel: "Change Name", queued: false))
         _ = client.redo()
         #expect(client.undoOffer.undoLabel == "Change Name")
+        #expect(!client.undoOffer.queued, "the step back on top is the hub's, not a queued edit")
         // A selective undo may take any step: what is on top afterwards is not known by name.
         _ = client.undo(entry: 1)
         #expect(client.undoOffer.undoLabel == nil && client.undoOffer.redoLabel == nil)

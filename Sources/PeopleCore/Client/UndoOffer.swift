@@ -67,8 +67,9 @@ public struct UndoOffer: Hashable, Sendable {
         }
         let (canUndo, undoLabel) = undo.top
         let (canRedo, redoLabel) = redo.top
+        // A step an undo and a redo brought back off the hub's top is the hub's, not a queued edit.
         self.init(canUndo: canUndo, undoLabel: undoLabel, canRedo: canRedo, redoLabel: redoLabel,
-                  queued: !undo.steps.isEmpty)
+                  queued: undo.steps.last.map { !$0.fromHub } ?? false)
     }
 
     /// A step on a stack: its label (nil when it came without one), the people it touches (nil: any),
