@@ -74,6 +74,11 @@ public protocol PeopleStore: Sendable {
     /// Forgets a notice once delivered (nothing if it is not there).
     func removeWebhookNotice(_ notice: WebhookNotice) throws(StoreError)
 
+    /// The rooms where `endpoint` has something left to deliver: its cursor below the room's head, or
+    /// a room event kept for it. Cluster mode's dispatcher reads this to find rooms whose deliveries
+    /// no node is making (their owner died or unloaded them). One query in the durable stores.
+    func webhookBacklog(endpoint: String) throws(StoreError) -> [WebhookBacklog]
+
     /// Throws if the store cannot be reached or written now (for `/healthz`). Blocks: call it off the
     /// service thread.
     func check() throws(StoreError)
@@ -83,6 +88,25 @@ public protocol PeopleStore: Sendable {
 }
 
 extension PeopleStore {
+    /// From `webhookCursors`, `webhookNotices` and `listRooms` (every room, a page at a time): for the
+    /// in-memory store and stand-ins; the durable stores answer with one query.
+    public func webhookBacklog(endpoint: String) throws(StoreError) -> [WebhookBacklog] {
+        let cursors = try webhookCursors(endpoint: endpoint)
+        let noticed = Set(try webhookNotices(endpoint: endpoint).map(\.room))
+        var heads: [String: Int] = [:]
+        var after: String?
+        while true {
+            let page = try listRooms(after: after, prefix: nil, limit: 500)
+            for summary in page { heads[summary.name] = summary.rev }
+            guard page.count == 500, let last = page.last else { break }
+            after = last.name
+        }
+        return Set(cursors.keys).union(noticed).sorted().compactMap { room in
+            let found = WebhookBacklog(room: room, cursor: cursors[room], head: heads[room], noticed: noticed.contains(room))
+            return found.isPending ? found : nil
+        }
+    }
+
     /// A snapshot with no webhook notices.
     public func save(_ snapshot: RoomSnapshot, room: String) { save(snapshot, room: room, notices: []) }
 
@@ -108,6 +132,28 @@ public struct WebhookNotice: Sendable, Hashable {
     }
 }
 
+/// A room where a webhook endpoint has something left to deliver (`webhookBacklog`).
+public struct WebhookBacklog: Sendable, Hashable {
+    public var room: String
+    /// The endpoint's cursor there (nil: none yet).
+    public var cursor: Int?
+    /// The room's head revision (nil: the room is not in the store: deleted).
+    public var head: Int?
+    /// Whether a room event is kept for the endpoint.
+    public var noticed: Bool
+
+    public init(room: String, cursor: Int?, head: Int?, noticed: Bool) {
+        (self.room, self.cursor, self.head, self.noticed) = (room, cursor, head, noticed)
+    }
+
+    /// A room event to deliver, or revisions past the cursor.
+    public var isPending: Bool {
+        if noticed { return true }
+        guard let cursor, let head else { return false }
+        return head > cursor
+    }
+}
+
 /// Whether an append is already durable.
 public enum AppendOutcome: Sendable, Hashable {
     case durable
@@ -121,15 +167,34 @@ public protocol RoomLeases: AnyObject, Sendable {
     var node: String { get }
     var advertisedURL: String { get set }
 
-    /// Takes the lease on `room` if nobody holds it (or this node already does).
-    func acquire(room: String) throws(StoreError) -> LeaseOutcome
+    /// Takes the lease on `room` for `holder` if nobody holds it, or joins this node's hold on it (no
+    /// round trip then): the lease stays this node's until every holder has released it.
+    func acquire(room: String, for holder: LeaseHolder) throws(StoreError) -> LeaseOutcome
 
-    /// Gives the lease up (the room was unloaded and is durable).
-    func release(room: String)
+    /// `holder` no longer needs the room; the lease is given up when no holder on this node needs it.
+    func release(room: String, for holder: LeaseHolder)
 
-    /// Called (on any thread) when every lease was lost at once (the store connection broke): the node
-    /// must stop serving its rooms.
+    /// Adds a handler called (on any thread) when every lease was lost at once (the store connection
+    /// broke): the node must stop serving its rooms and delivering their webhooks. Every handler added
+    /// is called.
     func onLeasesLost(_ handler: @escaping @Sendable () -> Void)
+}
+
+extension RoomLeases {
+    /// The hub's hold: the room is loaded (or loading) here.
+    public func acquire(room: String) throws(StoreError) -> LeaseOutcome { try acquire(room: room, for: .room) }
+    /// The hub's hold ends: the room was unloaded and is durable.
+    public func release(room: String) { release(room: room, for: .room) }
+}
+
+/// What on a node needs a room's lease. A node keeps the lease while any of them does, so a room whose
+/// webhook deliveries are not done stays with the node delivering them after its hub unloads it:
+/// another node cannot load it and deliver the same revisions beside it, out of order.
+public enum LeaseHolder: String, Sendable, Hashable, CaseIterable {
+    /// The hub: the room is loaded or loading.
+    case room
+    /// The webhook dispatcher: the room has deliveries to make.
+    case webhooks
 }
 
 /// Who may serve a room.

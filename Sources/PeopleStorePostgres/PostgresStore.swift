@@ -33,11 +33,12 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     /// calls and reconnection take turns on it).
     private let lock = NSLock()
     private var writerConnection: PostgresConnection?
-    private var owned: Set<String> = []
+    /// Rooms whose lease this node holds, and what on the node needs each (`LeaseHolder`).
+    private var owned: [String: Set<LeaseHolder>] = [:]
     private var readers: [PostgresConnection] = []
     private let readersLock = NSLock()
     private var writer: GroupCommitWriter!
-    private var leasesLostHandler: (@Sendable () -> Void)?
+    private var leasesLostHandlers: [@Sendable () -> Void] = []
     private var nextConnectionID = 0
 
     /// Connects to `url` (`postgres://user[:password]@host[:port]/database[?sslmode=…]`, read by
@@ -106,10 +107,10 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         if writerConnection != nil {
             writerConnection = nil
             let lost = owned
-            owned = []
+            owned = [:]
             if !lost.isEmpty {
                 logger.error("lost the PostgreSQL connection holding the room leases", metadata: ["rooms": "\(lost.count)"])
-                leasesLostHandler?()
+                for handler in leasesLostHandlers { handler() }
             }
         }
         let connection = try connect()
@@ -419,6 +420,32 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         }
     }
 
+    /// One query: the endpoint's cursored and noticed rooms, each with its head from the journal's
+    /// revision index; the pending ones kept.
+    public func webhookBacklog(endpoint: String) throws(StoreError) -> [WebhookBacklog] {
+        do {
+            return try withReader { connection in
+                try run("""
+                    WITH rooms AS (SELECT room FROM webhook_cursors WHERE endpoint = \(endpoint)
+                                   UNION SELECT room FROM webhook_notices WHERE endpoint = \(endpoint))
+                    SELECT r.room,
+                           (SELECT c.rev FROM webhook_cursors c WHERE c.endpoint = \(endpoint) AND c.room = r.room),
+                           (SELECT j.revision FROM journal j WHERE j.room = r.room AND j.revision IS NOT NULL
+                            ORDER BY j.revision DESC LIMIT 1),
+                           EXISTS (SELECT 1 FROM snapshots s WHERE s.room = r.room),
+                           EXISTS (SELECT 1 FROM webhook_notices n WHERE n.endpoint = \(endpoint) AND n.room = r.room)
+                    FROM rooms r ORDER BY r.room COLLATE "C"
+                    """, on: connection).rows.compactMap { row in
+                    let (room, cursor, head, present, noticed) = try row.decode((String, Int?, Int?, Bool, Bool).self)
+                    let found = WebhookBacklog(room: room, cursor: cursor, head: present ? (head ?? 0) : nil, noticed: noticed)
+                    return found.isPending ? found : nil
+                }
+            }
+        } catch {
+            throw Self.storeError(error, "cannot read the webhook backlog of \(endpoint): \(Self.describe(error))")
+        }
+    }
+
     public func webhookCursors(endpoint: String) throws(StoreError) -> [String: Int] {
         do {
             return try withReader { connection in
@@ -502,14 +529,17 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     // MARK: Leases
 
     public func onLeasesLost(_ handler: @escaping @Sendable () -> Void) {
-        lock.withLock { leasesLostHandler = handler }
+        lock.withLock { leasesLostHandlers.append(handler) }
     }
 
-    public func acquire(room: String) throws(StoreError) -> LeaseOutcome {
+    public func acquire(room: String, for holder: LeaseHolder) throws(StoreError) -> LeaseOutcome {
         do {
             return try lock.withLock {
                 let connection = try writerLocked()
-                if owned.contains(room) { return .acquired }
+                if owned[room] != nil {
+                    owned[room]?.insert(holder)
+                    return .acquired
+                }
                 let key = Self.lockKey(room)
                 let taken = try run("SELECT pg_try_advisory_lock(\(key))", on: connection).rows.first?.decode(Bool.self) ?? false
                 if taken {
@@ -517,7 +547,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                         INSERT INTO room_owners (room, node, url) VALUES (\(room), \(node), \(advertised))
                         ON CONFLICT (room) DO UPDATE SET node = EXCLUDED.node, url = EXCLUDED.url, since = now()
                         """, on: connection)
-                    owned.insert(room)
+                    owned[room] = [holder]
                     return .acquired
                 }
                 let owner = try run("SELECT node, url FROM room_owners WHERE room = \(room)", on: connection).rows.first
@@ -530,9 +560,11 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         }
     }
 
-    public func release(room: String) {
+    public func release(room: String, for holder: LeaseHolder) {
         lock.withLock {
-            guard owned.remove(room) != nil, let connection = writerConnection, !connection.isClosed else { return }
+            guard owned[room]?.remove(holder) != nil, owned[room]?.isEmpty == true else { return }
+            owned[room] = nil
+            guard let connection = writerConnection, !connection.isClosed else { return }
             let key = Self.lockKey(room)
             do {
                 _ = try run("DELETE FROM room_owners WHERE room = \(room) AND node = \(node)", on: connection)

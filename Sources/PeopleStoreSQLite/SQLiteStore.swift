@@ -326,6 +326,33 @@ public final class SQLiteStore: PeopleStore {
         }
     }
 
+    /// One query: the endpoint's cursored and noticed rooms, each with its head from the journal's
+    /// revision index; the pending ones kept.
+    public func webhookBacklog(endpoint: String) throws(StoreError) -> [WebhookBacklog] {
+        do {
+            return try pool.read { db in
+                try Row.fetchAll(db, sql: """
+                    WITH rooms AS (SELECT room FROM webhook_cursors WHERE endpoint = ?1
+                                   UNION SELECT room FROM webhook_notices WHERE endpoint = ?1)
+                    SELECT r.room,
+                           (SELECT c.rev FROM webhook_cursors c WHERE c.endpoint = ?1 AND c.room = r.room) AS cursor,
+                           (SELECT j.revision FROM journal j WHERE j.room = r.room AND j.revision IS NOT NULL
+                            ORDER BY j.revision DESC LIMIT 1) AS head,
+                           EXISTS (SELECT 1 FROM snapshots s WHERE s.room = r.room) AS present,
+                           EXISTS (SELECT 1 FROM webhook_notices n WHERE n.endpoint = ?1 AND n.room = r.room) AS noticed
+                    FROM rooms r ORDER BY r.room
+                    """, arguments: [endpoint]).compactMap { row in
+                    let present: Bool = row["present"]
+                    let head: Int? = present ? (row["head"] ?? 0) : nil
+                    let found = WebhookBacklog(room: row["room"], cursor: row["cursor"], head: head, noticed: row["noticed"])
+                    return found.isPending ? found : nil
+                }
+            }
+        } catch {
+            throw Self.storeError(error, "cannot read the webhook backlog of \(endpoint): \(error)")
+        }
+    }
+
     public func webhookCursors(endpoint: String) throws(StoreError) -> [String: Int] {
         do {
             return try pool.read { db in

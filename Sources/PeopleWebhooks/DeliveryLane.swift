@@ -38,6 +38,9 @@ struct DeliveryLane: Sendable {
     private(set) var failingSince: Int64?
     /// Whether a task is driving this lane (only one ever is).
     var running = false
+    /// Since when the lane has had nothing to do (`isIdle` at a stop), else nil: in cluster mode a room
+    /// whose lanes have all been idle for a while is given up (`WebhookPolicy.releaseAfter`).
+    private(set) var idleSince: Int64?
 
     enum CursorReset: Sendable, Hashable {
         /// The room is gone: remove the cursor.
@@ -72,6 +75,13 @@ struct DeliveryLane: Sendable {
 
     var isRetrying: Bool { failingSince != nil }
 
+    /// Everything known delivered and written: no room event, no reset, no failure, the cursor in the
+    /// store at the head.
+    var isIdle: Bool {
+        reset == nil && forgetting.isEmpty && notices.isEmpty && unwritten == nil && buffer.isEmpty && failures == 0
+            && (cursor.map { $0 >= head } ?? (startAt == nil))
+    }
+
     /// Nothing known and nothing to do (a deleted room whose cursor is gone): the lane can be dropped.
     var isEmpty: Bool {
         cursor == nil && startAt == nil && head == 0 && reset == nil && unwritten == nil && notices.isEmpty
@@ -83,6 +93,17 @@ struct DeliveryLane: Sendable {
     /// position or a skipped gap at once.
     mutating func next(endpointFailing: Bool, chunk: Int, now: Int64 = 0, cursorBatch: Int = 1,
                        cursorInterval: Int64 = 0) -> Step {
+        let step = step(endpointFailing: endpointFailing, chunk: chunk, now: now, cursorBatch: cursorBatch,
+                        cursorInterval: cursorInterval)
+        if case .stop = step, isIdle {
+            idleSince = idleSince ?? now
+        } else {
+            idleSince = nil
+        }
+        return step
+    }
+
+    private mutating func step(endpointFailing: Bool, chunk: Int, now: Int64, cursorBatch: Int, cursorInterval: Int64) -> Step {
         if endpointFailing { return stop() }
         if let reset { return .resetCursor(reset) }
         if let done = forgetting.first { return .forgetNotice(done) }

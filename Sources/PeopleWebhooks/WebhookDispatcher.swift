@@ -27,6 +27,16 @@ import Synchronization
 /// from its first revision; the notices of a deleted room by whichever node starts, in cluster mode).
 /// A room created while the dispatcher runs is delivered from its first revision; a room it first
 /// sees otherwise (an endpoint newly configured, a room first seen on start) from the head it finds.
+///
+/// In cluster mode (`leases` given) one node delivers a room at a time: the one holding its lease. A
+/// lane works only once this node holds the room (`LeaseHolder.webhooks`, joining the hub's hold when
+/// the room is loaded here, else taking the lease); a room whose deliveries are not all made keeps
+/// its lease after the hub unloads it, so no other node loads it and delivers beside this one; a
+/// room whose lanes have been idle for `policy.releaseAfter` is let go. Every `policy.scanInterval`
+/// the store is asked which rooms have deliveries left (`webhookBacklog`): those no node holds (their
+/// owner died, or the room was never loaded since a crash) are taken and delivered here. When the
+/// leases are lost at once (the store connection broke) every lane stops; the next scan takes back
+/// what is free.
 public final class WebhookDispatcher: Sendable {
     private let endpoints: [WebhookEndpoint]
     private let metrics: [WebhookMetrics]
@@ -34,10 +44,12 @@ public final class WebhookDispatcher: Sendable {
     private let logger: Logger
     private let policy: WebhookPolicy
     private let now: @Sendable () -> Int64
-    private let owns: @Sendable (String) -> Bool
+    private let leases: (any RoomLeases)?
     private let random: @Sendable () -> Double
     private let poster = WebhookPoster()
     private let storeQueue = DispatchQueue(label: "peoplekeeper-webhook-store", attributes: .concurrent)
+    /// Lease calls, one at a time, so a release and a later hold of the same room reach the store in order.
+    private let leaseQueue = DispatchQueue(label: "peoplekeeper-webhook-leases")
     private let state: Mutex<DispatchState>
 
     /// - Parameters:
@@ -48,13 +60,13 @@ public final class WebhookDispatcher: Sendable {
     ///   - logger: the caller's; failures are warnings, an endpoint marked failing an error.
     ///   - policy: timeout, backoff, give-up period (milliseconds; tests make them tiny).
     ///   - now: the clock (milliseconds since the epoch): signatures' `t`, lag, the give-up period.
-    ///   - owns: cluster mode: whether this node serves a room; `start()` resumes only those
-    ///     (`revisionDurable` implies it).
+    ///   - leases: cluster mode: the store's room leases, which a lane holds while it delivers (nil:
+    ///     this node alone delivers every room).
     ///   - random: a number in 0..<1 for the backoff's jitter.
     ///   - metricsFactory: where the `peoplekeeper_webhook_*` metrics go (`WebhookMetrics`).
     public init(endpoints: [WebhookEndpoint], store: any PeopleStore, logger: Logger, policy: WebhookPolicy = WebhookPolicy(),
                 now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
-                owns: @escaping @Sendable (String) -> Bool = { _ in true },
+                leases: (any RoomLeases)? = nil,
                 random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
                 metricsFactory: any MetricsFactory = MetricsSystem.factory) {
         var unique: [WebhookEndpoint] = []
@@ -71,32 +83,41 @@ public final class WebhookDispatcher: Sendable {
         self.logger = logger
         self.policy = policy
         self.now = now
-        self.owns = owns
+        self.leases = leases
         self.random = random
         state = Mutex(DispatchState(endpoints: unique.count))
     }
 
     // MARK: What the hub calls
 
-    /// Resumes delivery: for every room in the store that this node owns and an endpoint wants, the
-    /// revisions after the endpoint's cursor are delivered; where it has none, it starts at the
-    /// room's head (and writes that). Returns at once; the store is read in pages in the background.
+    /// Resumes delivery: for every room in the store that an endpoint wants, the revisions after the
+    /// endpoint's cursor are delivered; where it has none, it starts at the room's head (and writes
+    /// that). In cluster mode, the rooms with deliveries left that no node holds, now and every
+    /// `policy.scanInterval`. Returns at once; the store is read in the background.
     public func start() {
-        Task.detached { [self] in await resume() }
+        if let leases {
+            leases.onLeasesLost { [weak self] in self?.leasesLost() }
+            Task.detached { [self] in await scanForOrphans() }
+        } else {
+            Task.detached { [self] in await resume() }
+        }
         Task.detached { [self] in await flushCursors() }
     }
 
     /// Every `cursorInterval`, lanes that stopped with a delivered cursor not yet written are woken to
-    /// write it (a lane writes on its own only while it has work).
+    /// write it (a lane writes on its own only while it has work); in cluster mode, rooms idle for
+    /// `releaseAfter` are let go.
     private func flushCursors() async {
         let interval = max(policy.cursorInterval, 10)
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(interval))
+            let time = now()
             let stopped = state.withLock { state -> Bool in
                 guard !state.stopped else { return true }
                 for (key, lane) in state.lanes where lane.unwritten != nil && !lane.running {
                     update(key, in: &state) { _ in }
                 }
+                if leases != nil { releaseIdleRooms(now: time, in: &state) }
                 return false
             }
             if stopped { return }
@@ -245,10 +266,12 @@ public final class WebhookDispatcher: Sendable {
         state.withLock { state in update(key, in: &state, change) }
     }
 
-    /// A lane's task: steps until the lane has nothing to do, its endpoint fails, or shutdown.
+    /// A lane's task: steps until the lane has nothing to do, its endpoint fails, or shutdown. In
+    /// cluster mode it first holds the room (or, if another node does, drops the lane: that node delivers).
     private func drive(_ key: LaneKey) async {
         let endpoint = endpoints[key.endpoint], room = key.room
         let lane: Logger.Metadata = ["url": "\(endpoint.url)", "room": "\(room)"]
+        if leases != nil, !(await hold(key)) { return }
         while !Task.isCancelled {
             switch next(key) {
             case .stop:
@@ -362,6 +385,121 @@ public final class WebhookDispatcher: Sendable {
         }
     }
 
+    // MARK: Cluster mode
+
+    /// Holds the lane's room for its webhooks (joining the hub's hold when the room is loaded here),
+    /// or drops the lane if another node holds the room: that node delivers it. A store failure is
+    /// retried after `backoffStart`.
+    private func hold(_ key: LaneKey) async -> Bool {
+        guard let leases else { return true }
+        let room = key.room
+        while !Task.isCancelled {
+            let losses = state.withLock { state -> Int? in state.held.contains(room) ? nil : state.leaseLosses }
+            guard let losses else { return true }
+            let outcome: Result<LeaseOutcome, any Error> = await withCheckedContinuation { continuation in
+                leaseQueue.async { continuation.resume(returning: Result { try leases.acquire(room: room, for: .webhooks) }) }
+            }
+            switch outcome {
+            case .failure(let error):
+                logger.warning("webhook dispatcher cannot take a room's lease",
+                               metadata: ["room": "\(room)", "error": "\(error)"])
+                try? await Task.sleep(for: .milliseconds(policy.backoffStart))
+            case .success(.acquired):
+                let kept = state.withLock { state -> Bool in
+                    guard state.leaseLosses == losses else { return false }
+                    state.held.insert(room)
+                    return true
+                }
+                if kept { return true }
+            case .success:
+                state.withLock { state in drop(key, in: &state) }
+                return false
+            }
+        }
+        return false
+    }
+
+    /// Lets go of every held room whose lanes have all been idle for `releaseAfter` (or that has none
+    /// left): its lanes are dropped (a later one starts from the store's cursor) and its lease is
+    /// released, unless the hub still has the room loaded here. Call with the state locked.
+    private func releaseIdleRooms(now: Int64, in state: inout DispatchState) {
+        guard let leases, !state.held.isEmpty else { return }
+        var ready: [String: Bool] = [:]
+        for (key, lane) in state.lanes where state.held.contains(key.room) {
+            let idle = !lane.running && lane.idleSince.map { now - $0 >= policy.releaseAfter } == true
+            ready[key.room] = (ready[key.room] ?? true) && idle
+        }
+        let rooms = state.held.filter { ready[$0] != false }
+        for room in rooms {
+            for key in state.lanes.keys where key.room == room { drop(key, in: &state) }
+            state.held.remove(room)
+            state.recent[room] = nil
+            leaseQueue.async { leases.release(room: room, for: .webhooks) }
+        }
+    }
+
+    /// Forgets a lane, and its share of its endpoint's counts. Call with the state locked.
+    private func drop(_ key: LaneKey, in state: inout DispatchState) {
+        state.tasks[key] = nil
+        guard let lane = state.lanes.removeValue(forKey: key) else { return }
+        state.endpoints[key.endpoint].backlog -= lane.backlog
+        if lane.isRetrying { state.endpoints[key.endpoint].retrying -= 1 }
+        if lane.backlog != 0 { metrics[key.endpoint].backlog(state.endpoints[key.endpoint].backlog) }
+    }
+
+    /// The store connection holding the leases broke: another node may take any of these rooms now,
+    /// so every lane stops (a POST in flight may still land: it is repeated, with its id, by whoever
+    /// delivers next). The next scan takes back the rooms that are free.
+    private func leasesLost() {
+        let lanes = state.withLock { state -> Int in
+            state.leaseLosses += 1
+            state.held = []
+            state.recent = [:]
+            for task in state.tasks.values { task.cancel() }
+            let count = state.lanes.count
+            for key in Array(state.lanes.keys) { drop(key, in: &state) }
+            return count
+        }
+        logger.error("lost the room leases: webhook deliveries stop until a scan takes back the rooms no node holds",
+                     metadata: ["lanes": "\(lanes)"])
+    }
+
+    /// Now and every `scanInterval`: rooms with deliveries left that have no lane here get one, which
+    /// holds the room if no node does (else it is dropped at once: the holder delivers).
+    private func scanForOrphans() async {
+        while !state.withLock({ $0.stopped }) {
+            for index in endpoints.indices { await scan(endpoint: index) }
+            try? await Task.sleep(for: .milliseconds(policy.scanInterval))
+        }
+    }
+
+    private func scan(endpoint index: Int) async {
+        let endpoint = endpoints[index], url = endpoint.url
+        guard let backlog = await storeCall("read the webhook backlog", ["url": "\(url)"], { try $0.webhookBacklog(endpoint: url) })
+        else { return }
+        var notices: [String: [RoomNotice]] = [:]
+        if backlog.contains(where: \.noticed) {
+            guard let kept = await storeCall("read the webhook notices", ["url": "\(url)"], { try $0.webhookNotices(endpoint: url) })
+            else { return }
+            for notice in kept {
+                guard let event = WebhookEvent(rawValue: notice.event) else { continue }
+                notices[notice.room, default: []].append(RoomNotice(event: event, time: notice.time))
+            }
+        }
+        state.withLock { state in
+            guard !state.stopped else { return }
+            for found in backlog where state.lanes[LaneKey(endpoint: index, room: found.room)] == nil {
+                let kept = notices[found.room] ?? []
+                let head = endpoint.wants(.revision, of: found.room) ? found.head : nil
+                guard head != nil || !kept.isEmpty else { continue }
+                update(LaneKey(endpoint: index, room: found.room), in: &state) { lane in
+                    if !kept.isEmpty { lane.restored(kept) }
+                    if let head { lane.resume(head: head, stored: found.cursor) }
+                }
+            }
+        }
+    }
+
     // MARK: Start
 
     /// Reads every endpoint's cursors and kept notices, then the store's rooms a page at a time, and
@@ -400,9 +538,8 @@ public final class WebhookDispatcher: Sendable {
                 try $0.listRooms(after: after, prefix: nil, limit: pageSize)
             }) else { continue }
             for summary in page { stored.insert(summary.name) }
-            let owned = page.filter { owns($0.name) }
             state.withLock { state in
-                for summary in owned {
+                for summary in page {
                     for index in endpoints.indices {
                         let notices = kept[index]?[summary.name] ?? []
                         let wantsRevisions = endpoints[index].wants(.revision, of: summary.name)
@@ -418,7 +555,7 @@ public final class WebhookDispatcher: Sendable {
             guard page.count == pageSize, let last = page.last else { break }
             after = last.name
         }
-        // Rooms deleted (their notices outlive them): delivered by whichever node starts.
+        // Rooms deleted (their notices outlive them).
         state.withLock { state in
             for (index, rooms) in kept {
                 for (room, notices) in rooms where !stored.contains(room) {
@@ -454,6 +591,10 @@ struct DispatchState: Sendable {
     var endpoints: [EndpointCounts]
     var tasks: [LaneKey: Task<Void, Never>] = [:]
     var stopped = false
+    /// Cluster mode: the rooms this node holds for their webhooks (`LeaseHolder.webhooks`).
+    var held: Set<String> = []
+    /// Counts the times every lease was lost: a hold taken across a loss is not trusted.
+    var leaseLosses = 0
 
     init(endpoints: Int) {
         self.endpoints = Array(repeating: EndpointCounts(), count: endpoints)

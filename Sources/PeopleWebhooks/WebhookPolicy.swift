@@ -19,9 +19,18 @@ public struct WebhookPolicy: Sendable, Hashable {
     /// its `id`), and a busy endpoint does not cost a store write per delivery.
     public var cursorBatch: Int
     public var cursorInterval: Int64
+    /// Cluster mode: how often the store is asked for rooms with deliveries left that no node makes
+    /// (their owner died, or gave them up), which this node then takes if it can.
+    public var scanInterval: Int64
+    /// Cluster mode: a room whose deliveries have all been made for this long is given up (its lease,
+    /// unless the room is loaded here).
+    public var releaseAfter: Int64
 
     public init(timeout: Int64 = 10_000, backoffStart: Int64 = 1_000, backoffMax: Int64 = 300_000, jitter: Double = 0.2,
-                giveUpAfter: Int64 = 72 * 3_600_000, chunk: Int = 100, cursorBatch: Int = 100, cursorInterval: Int64 = 250) {
+                giveUpAfter: Int64 = 72 * 3_600_000, chunk: Int = 100, cursorBatch: Int = 100, cursorInterval: Int64 = 250,
+                scanInterval: Int64 = 30_000, releaseAfter: Int64 = 10_000) {
+        self.scanInterval = max(10, scanInterval)
+        self.releaseAfter = max(0, releaseAfter)
         self.cursorBatch = max(1, cursorBatch)
         self.cursorInterval = max(0, cursorInterval)
         self.timeout = timeout

@@ -58,6 +58,7 @@ struct HubSettings: Sendable {
     var tls: Bool { !tlsCertFile.isEmpty && !tlsKeyFile.isEmpty }
     var nodeID: String
     var advertisedURL: String
+    var webhookScanSeconds: Int
 
     enum LogFormat: String, Sendable, CaseIterable { case text, json }
     enum StorageKind: String, Sendable, CaseIterable { case embedded, postgres, memory }
@@ -108,6 +109,7 @@ struct HubSettings: Sendable {
         tlsKeyFile = values.string("tls.keyFile")
         nodeID = values.string("cluster.nodeId")
         advertisedURL = values.string("cluster.advertisedURL")
+        webhookScanSeconds = values.int("cluster.webhookScanSeconds")
     }
 }
 

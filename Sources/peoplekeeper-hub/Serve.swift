@@ -151,12 +151,16 @@ struct Serve: AsyncParsableCommand {
                            logger: logger, renderMetrics: renderMetrics)
         var dispatcher: WebhookDispatcher?
         if !endpoints.isEmpty {
-            // In cluster mode a room's owner delivers: the rooms this node loads (each load tells the
-            // dispatcher its head, so a backlog resumes there); alone, every room from the start.
-            let clustered = store is any RoomLeases
+            // In cluster mode the node holding a room's lease delivers it: the rooms this node loads
+            // (each load tells the dispatcher its head, so a backlog resumes there), rooms whose
+            // deliveries it has not finished (it keeps their leases after unloading them), and rooms
+            // with deliveries left that no node holds (found every cluster.webhookScanSeconds).
+            // Alone, every room from the start.
+            let scan = Int64(settings.webhookScanSeconds) * 1000
             let webhooks = WebhookDispatcher(endpoints: endpoints, store: store,
                                              logger: Logger(label: "peoplekeeper.webhooks"),
-                                             owns: { _ in !clustered })
+                                             policy: WebhookPolicy(scanInterval: scan, releaseAfter: min(scan, 10_000)),
+                                             leases: store as? any RoomLeases)
             hub.webhooks = DispatcherWebhooks(webhooks)
             dispatcher = webhooks
             logger.info("webhooks", metadata: ["endpoints": "\(endpoints.map(\.url))"])

@@ -323,7 +323,9 @@ final class LeasedElsewhere: PeopleStore, RoomLeases, @unchecked Sendable {
     func removeWebhookCursor(endpoint: String, room: String) throws(StoreError) {}
     func check() throws(StoreError) {}
     func close() {}
-    func acquire(room: String) throws(StoreError) -> LeaseOutcome { .ownedBy(node: "there", url: "ws://owner:9000") }
-    func release(room: String) {}
+    func acquire(room: String, for holder: LeaseHolder) throws(StoreError) -> LeaseOutcome {
+        .ownedBy(node: "there", url: "ws://owner:9000")
+    }
+    func release(room: String, for holder: LeaseHolder) {}
     func onLeasesLost(_ handler: @escaping @Sendable () -> Void) {}
 }

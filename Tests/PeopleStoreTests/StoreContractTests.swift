@@ -393,6 +393,44 @@ struct StoreContract {
         #expect(try reopened.webhookNotices(endpoint: e1) == [deleted])
     }
 
+    /// The rooms where an endpoint has something left to deliver: a cursor below the head, or a kept
+    /// room event (with the cursor and head it has, none for a deleted room); nothing for rooms it is
+    /// done with, rooms it has no cursor or notice for, or another endpoint's.
+    func webhookBacklog() throws {
+        let store = try open()
+        defer { store.close() }
+        let (e1, e2) = ("\(prefix)https://one.example/backlog", "\(prefix)https://two.example/backlog")
+        func room(_ name: String, notices: [WebhookNotice] = []) throws -> Int {
+            var driver = RoomDriver(name: name)
+            store.save(driver.room.snapshot(), room: name, notices: notices)
+            driver.play(rounds: 1)
+            try appendAndWait(store, driver.entries, room: name)
+            return driver.room.revision
+        }
+        let (behind, done, born, gone, unknown) = ("\(prefix)bl-behind", "\(prefix)bl-done", "\(prefix)bl-born",
+                                                   "\(prefix)bl-gone", "\(prefix)bl-unknown")
+        let behindHead = try room(behind)
+        try store.setWebhookCursor(endpoint: e1, room: behind, rev: 1)
+        try store.setWebhookCursor(endpoint: e2, room: behind, rev: behindHead)
+        let doneHead = try room(done)
+        try store.setWebhookCursor(endpoint: e1, room: done, rev: doneHead)
+        let bornHead = try room(born, notices: [WebhookNotice(endpoint: e1, room: born, event: "room.created", time: 5)])
+        _ = try room(gone)
+        try store.setWebhookCursor(endpoint: e1, room: gone, rev: 1)
+        #expect(try store.deleteRoom(gone, notices: [WebhookNotice(endpoint: e1, room: gone, event: "room.deleted", time: 6)]))
+        _ = try room(unknown)
+        #expect(behindHead > 1 && bornHead > 0)
+
+        #expect(try store.webhookBacklog(endpoint: e1) == [
+            WebhookBacklog(room: behind, cursor: 1, head: behindHead, noticed: false),
+            WebhookBacklog(room: born, cursor: nil, head: bornHead, noticed: true),
+            WebhookBacklog(room: gone, cursor: nil, head: nil, noticed: true),
+        ])
+        #expect(try store.webhookBacklog(endpoint: e2).isEmpty)
+        try store.setWebhookCursor(endpoint: e1, room: behind, rev: behindHead)
+        #expect(try store.webhookBacklog(endpoint: e1).map(\.room) == [born, gone])
+    }
+
     /// An append that cannot be made durable is reported, and the room takes no later append until it
     /// is loaded again: a journal never has a gap.
     func failedAppendBreaksTheRoom() throws {
@@ -440,6 +478,7 @@ struct InMemoryStoreContractTests {
     @Test func deleteAfterPendingAppend() async throws { try await contract.run { try $0.deleteAfterPendingAppend() } }
     @Test func webhookCursorsPersist() async throws { try await contract.run { try $0.webhookCursorsPersist() } }
     @Test func webhookNoticesKept() async throws { try await contract.run { try $0.webhookNoticesKept() } }
+    @Test func webhookBacklog() async throws { try await contract.run { try $0.webhookBacklog() } }
     @Test func checkpoints() async throws { try await contract.run { try $0.checkpoints() } }
 }
 
@@ -461,6 +500,7 @@ struct SQLiteStoreContractTests {
     @Test func deleteAfterPendingAppend() async throws { try await contract.run { try $0.deleteAfterPendingAppend() } }
     @Test func webhookCursorsPersist() async throws { try await contract.run { try $0.webhookCursorsPersist() } }
     @Test func webhookNoticesKept() async throws { try await contract.run { try $0.webhookNoticesKept() } }
+    @Test func webhookBacklog() async throws { try await contract.run { try $0.webhookBacklog() } }
     @Test func checkpoints() async throws { try await contract.run { try $0.checkpoints() } }
     @Test func failedAppendBreaksTheRoom() async throws { try await contract.run { try $0.failedAppendBreaksTheRoom() } }
 
@@ -516,6 +556,7 @@ struct PostgresStoreContractTests {
     @Test func deleteAfterPendingAppend() async throws { try await contract.run { try $0.deleteAfterPendingAppend() } }
     @Test func webhookCursorsPersist() async throws { try await contract.run { try $0.webhookCursorsPersist() } }
     @Test func webhookNoticesKept() async throws { try await contract.run { try $0.webhookNoticesKept() } }
+    @Test func webhookBacklog() async throws { try await contract.run { try $0.webhookBacklog() } }
     @Test func checkpoints() async throws { try await contract.run { try $0.checkpoints() } }
     @Test func failedAppendBreaksTheRoom() async throws { try await contract.run { try $0.failedAppendBreaksTheRoom() } }
 
@@ -537,6 +578,29 @@ struct PostgresStoreContractTests {
             b.close()
             #expect(try a.acquire(room: room) == .acquired)
             a.close()
+        }
+    }
+
+    @Test("a node keeps a room's lease while its hub or its webhook deliveries need it, and gives it up when neither does")
+    func leaseHolders() async throws {
+        let url = self.url
+        try await blocking {
+            let room = "holders-\(UInt32.random(in: 0...UInt32.max))"
+            let a = try PostgresStore(url: url, node: "a", advertisedURL: "ws://a.example:8080", logger: storeLogger)
+            let b = try PostgresStore(url: url, node: "b", advertisedURL: "ws://b.example:8080", logger: storeLogger)
+            defer { a.close(); b.close() }
+            #expect(try a.acquire(room: room) == .acquired)
+            #expect(try a.acquire(room: room, for: .webhooks) == .acquired)
+            a.release(room: room)  // the hub unloads it; deliveries are not done
+            #expect(try b.acquire(room: room) == .ownedBy(node: "a", url: "ws://a.example:8080"))
+            #expect(try a.acquire(room: room) == .acquired)  // loaded again here meanwhile
+            a.release(room: room, for: .webhooks)
+            #expect(try b.acquire(room: room, for: .webhooks) == .ownedBy(node: "a", url: "ws://a.example:8080"))
+            a.release(room: room)
+            #expect(try b.acquire(room: room, for: .webhooks) == .acquired)
+            // A holder that holds nothing releases nothing.
+            b.release(room: room)
+            #expect(try a.acquire(room: room) == .ownedBy(node: "b", url: "ws://b.example:8080"))
         }
     }
 

@@ -1,0 +1,164 @@
+import Foundation
+import PeopleCore
+import PeopleStore
+import PeopleTestSupport
+import PeopleWebhooks
+import Synchronization
+import Testing
+
+/// Room leases of several nodes sharing one table, as PostgreSQL's advisory locks are: a room is one
+/// node's while any holder there (`LeaseHolder`) needs it.
+final class LeaseTable: Sendable {
+    private let holders = Mutex<[String: (node: String, holders: Set<LeaseHolder>)]>([:])
+
+    func node(_ name: String) -> NodeLeases { NodeLeases(table: self, node: name) }
+
+    /// Who holds `room`: the node and what there needs it.
+    func holder(of room: String) -> (node: String, holders: Set<LeaseHolder>)? { holders.withLock { $0[room] } }
+
+    fileprivate func acquire(_ room: String, node: String, holder: LeaseHolder) -> LeaseOutcome {
+        holders.withLock { table in
+            guard let current = table[room] else {
+                table[room] = (node, [holder])
+                return .acquired
+            }
+            guard current.node == node else { return .ownedBy(node: current.node, url: "ws://\(current.node)") }
+            table[room]?.holders.insert(holder)
+            return .acquired
+        }
+    }
+
+    fileprivate func release(_ room: String, node: String, holder: LeaseHolder) {
+        holders.withLock { table in
+            guard table[room]?.node == node else { return }
+            table[room]?.holders.remove(holder)
+            if table[room]?.holders.isEmpty == true { table[room] = nil }
+        }
+    }
+
+    /// Every lease of `node` ends at once (its connection to the store died).
+    fileprivate func dropAll(of node: String) {
+        holders.withLock { table in table = table.filter { $0.value.node != node } }
+    }
+}
+
+/// One node's view of a `LeaseTable`.
+final class NodeLeases: RoomLeases, @unchecked Sendable {
+    let table: LeaseTable
+    let node: String
+    var advertisedURL: String { get { "ws://\(node)" } set {} }
+    private let handlers = Mutex<[@Sendable () -> Void]>([])
+
+    init(table: LeaseTable, node: String) { (self.table, self.node) = (table, node) }
+
+    func acquire(room: String, for holder: LeaseHolder) throws(StoreError) -> LeaseOutcome {
+        table.acquire(room, node: node, holder: holder)
+    }
+    func release(room: String, for holder: LeaseHolder) { table.release(room, node: node, holder: holder) }
+    func onLeasesLost(_ handler: @escaping @Sendable () -> Void) { handlers.withLock { $0.append(handler) } }
+
+    /// The node's store connection broke: its leases are gone and it is told.
+    func loseAll() {
+        table.dropAll(of: node)
+        for handler in handlers.withLock({ $0 }) { handler() }
+    }
+}
+
+/// Cluster mode: one node delivers a room at a time (the lease holder), a room keeps its lease while
+/// its deliveries are not done, and a backlog no node is delivering is found and taken.
+@Suite("Webhook delivery in cluster mode: the lease holder delivers")
+struct ClusterDeliveryTests {
+    let policy = WebhookPolicy(timeout: 2_000, backoffStart: 10, backoffMax: 40, jitter: 0.2, giveUpAfter: 60_000, chunk: 3,
+                               scanInterval: 50, releaseAfter: 100)
+
+    @Test("a room another node holds is not delivered here; once it is let go, this node's scan takes it, delivers the rest in order, and lets it go when done")
+    func orphanedBacklogIsTakenOver() async throws {
+        let receiver = try Receiver()
+        defer { receiver.stop() }
+        let store = InMemoryStore(), table = LeaseTable()
+        var feed = try await RoomFeed.start(store, name: "r")
+        _ = try await feed.edit(6)
+        try store.setWebhookCursor(endpoint: receiver.url, room: "r", rev: 2)
+        // Node a has the room (its hub loaded it); b is the node under test.
+        let a = table.node("a")
+        #expect(try a.acquire(room: "r", for: .room) == .acquired)
+        let b = WebhookDispatcher(endpoints: [endpoint(receiver)], store: store, logger: testLogger, policy: policy,
+                                  leases: table.node("b"))
+        b.start()
+        try await Task.sleep(for: .milliseconds(400))  // eight scans
+        #expect(receiver.requests.isEmpty)
+        #expect(table.holder(of: "r")?.node == "a")
+
+        a.release(room: "r")  // node a unloads the room with deliveries left (or dies)
+        #expect(await receiver.wait { deliveredRevisions($0, room: "r").count >= 4 })
+        #expect(deliveredRevisions(receiver.requests, room: "r") == [3, 4, 5, 6])
+        #expect(await eventually { (try? store.webhookCursors(endpoint: receiver.url)["r"]) == 6 })
+        // Done: b lets the room go, so any node may load it.
+        #expect(await eventually { table.holder(of: "r") == nil })
+        #expect(b.status().first?.backlog == 0)
+        await b.shutdown()
+        #expect(receiver.requests.count == 4)
+    }
+
+    @Test("a room whose deliveries are not done keeps its lease after the hub lets it go, so no other node can take it; it is let go once they are")
+    func backlogKeepsTheLease() async throws {
+        let down = Mutex(true)
+        let receiver = try Receiver { _, _ in down.withLock { $0 } ? .status(503) : .status(200) }
+        defer { receiver.stop() }
+        let store = InMemoryStore(), table = LeaseTable()
+        let a = table.node("a")
+        #expect(try a.acquire(room: "r", for: .room) == .acquired)  // a's hub loads the room
+        let dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver, events: [.revision])], store: store,
+                                           logger: testLogger, policy: policy, leases: a)
+        dispatcher.start()
+        var feed = try await RoomFeed.start(store, name: "r")
+        dispatcher.roomCreated(room: "r", time: 1)
+        announce(dispatcher, "r", try await feed.edit(5))
+        #expect(await eventually { table.holder(of: "r")?.holders == [.room, .webhooks] })
+        a.release(room: "r")  // the hub unloads the room; the endpoint is still down
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(table.holder(of: "r")?.node == "a")
+        #expect(try table.node("b").acquire(room: "r", for: .room) == .ownedBy(node: "a", url: "ws://a"))
+        // A second node's dispatcher scanning meanwhile finds the backlog but cannot take the room.
+        let b = WebhookDispatcher(endpoints: [endpoint(receiver, events: [.revision])], store: store, logger: testLogger,
+                                  policy: policy, leases: table.node("b"))
+        b.start()
+        try await Task.sleep(for: .milliseconds(200))
+
+        down.withLock { $0 = false }
+        #expect(await receiver.wait { deliveredRevisions($0, room: "r").count >= 5 })
+        #expect(await eventually { table.holder(of: "r") == nil })
+        await dispatcher.shutdown()
+        await b.shutdown()
+        // Every revision was delivered once, by a, in order.
+        #expect(deliveredRevisions(receiver.requests, room: "r") == [1, 2, 3, 4, 5])
+    }
+
+    @Test("when a node's leases are lost at once its lanes stop, and its next scan takes back the rooms still free")
+    func leasesLostStopsTheLanes() async throws {
+        let down = Mutex(true)
+        let receiver = try Receiver { _, _ in down.withLock { $0 } ? .status(500) : .status(200) }
+        defer { receiver.stop() }
+        let store = InMemoryStore(), table = LeaseTable()
+        var feed = try await RoomFeed.start(store, name: "r")
+        _ = try await feed.edit(4)
+        try store.setWebhookCursor(endpoint: receiver.url, room: "r", rev: 1)
+        let a = table.node("a")
+        let dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver, events: [.revision])], store: store,
+                                           logger: testLogger, policy: policy, leases: a)
+        dispatcher.start()
+        #expect(await eventually { table.holder(of: "r")?.node == "a" })
+        #expect(await receiver.wait { !$0.isEmpty })
+        // The connection holding the leases breaks, and node c takes the room meanwhile.
+        a.loseAll()
+        #expect(try table.node("c").acquire(room: "r", for: .room) == .acquired)
+        #expect(await eventually { dispatcher.status().first?.backlog == 0 })
+        down.withLock { $0 = false }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(receiver.delivered.isEmpty)  // c holds it: a delivers nothing
+        table.node("c").release(room: "r")
+        #expect(await receiver.wait { deliveredRevisions($0, room: "r").count >= 3 })
+        #expect(deliveredRevisions(receiver.requests, room: "r") == [2, 3, 4])
+        await dispatcher.shutdown()
+    }
+}

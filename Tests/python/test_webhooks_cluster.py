@@ -1,0 +1,75 @@
+"""Webhooks in cluster mode (HTTP.md §3 on PostgreSQL with two hub nodes): one node delivers a room at a
+time, the one holding its lease, and nothing is lost when that node unloads the room with deliveries
+left or dies with them.
+
+The implementer's reading (docs/HTTP.md, docs/CONFIG.md `cluster.webhookScanSeconds`): a node keeps the
+lease of a room it unloaded until the room's deliveries are made (so another node cannot load it and
+deliver the same revisions beside it, out of order), and every node looks for rooms with deliveries
+left that no node holds (their node died) and takes them.
+"""
+
+from __future__ import annotations
+
+import http.client
+import time
+from urllib.parse import urlsplit
+
+from pkhttp import HubHTTP
+from test_webhooks import check_deliveries, receiver_factory, set_op, wait_for, webhook_config  # noqa: F401
+
+
+def get(port: int, path: str) -> tuple[int, dict]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", path)
+        r = conn.getresponse()
+        r.read()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}
+    finally:
+        conn.close()
+
+
+def unloads(hub) -> float:
+    total = 0.0
+    for line in hub.metrics().splitlines():
+        if line.startswith("peoplekeeper_room_unloads_total"):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def test_a_backlog_stays_with_its_node_after_unload_and_is_taken_over_when_the_node_dies(
+        hub_factory, pg_server, receiver_factory, tmp_path, room):
+    receiver, secrets = receiver_factory("/c")
+    hooks = webhook_config(tmp_path, receiver, secrets, [{"path": "/c", "rooms": ["*"], "events": ["revision"]}])
+
+    def node(node_id):
+        return {"storage": {"kind": "postgres", "postgresURL": pg_server.url}, "cluster": {"nodeId": node_id,
+                "webhookScanSeconds": 1}, "rooms": {"unloadAfterSeconds": 1}, "webhooks": hooks}
+
+    a = hub_factory(node("a"))
+    b = hub_factory(node("b"))
+    receiver.down()                                  # the endpoint is down from the start
+    ann = a.join(room, "ann")
+    for i in range(12):
+        ann.edit([set_op(1 + i % 3, "name", f"Name {i}")])
+    ann.sync(12)
+    ann.close()
+
+    # a unloads the idle room, but keeps its lease while its 12 deliveries wait: b sends callers to a.
+    wait_for(lambda: unloads(a) >= 1, 15, "node a never unloaded the idle room")
+    time.sleep(2.5)                                  # two of b's scans, and a's release check
+    status, headers = get(b.port, f"/v1/rooms/{room}?user=dan")
+    assert status == 307, f"b answered {status} for a room whose deliveries node a has not made (want 307 to a)"
+    assert urlsplit(headers["location"]).port == a.port, headers["location"]
+
+    # a dies with the deliveries not made; the endpoint comes back; b finds the room and delivers it all.
+    a.kill()
+    receiver.up()
+    web = HubHTTP(b.port, user="dan")
+    wait_for(lambda: len(receiver.delivered("/c", room)) >= 12, 30,
+             lambda: f"{len(receiver.delivered('/c', room))} of 12 revisions delivered after node a died")
+    feed, head = web.feed_all(room)
+    assert head == 12, head
+    time.sleep(0.5)
+    assert not receiver.problems(), receiver.problems()
+    check_deliveries(receiver, "/c", room, feed)
