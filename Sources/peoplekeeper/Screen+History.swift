@@ -88,7 +88,10 @@ extension Screen {
 
     /// R: asks before restoring (the key line takes the answer). A restore is computed by the hub when
     /// it gets there, so it is not queued while the hub is unreachable: the count asked about would not
-    /// be what it takes back.
+    /// be what it takes back. A room that already looks as it did at the row's revision (its changes
+    /// since were taken back, or made again) has nothing to restore, and is not asked about: the client
+    /// walks its state back through the revisions it has seen (`ClientSync.model(at:)`; the web page
+    /// asks the hub, `GET ?at=`); further back, the hub's answer says so after the restore.
     private func askRestore() {
         guard let index = historyIndex else { return }
         let rev = historyRows[index].rev
@@ -97,6 +100,9 @@ extension Screen {
         }
         guard room.sync.revision > rev else {
             return say("the room is as it was at rev \(rev): nothing to restore", warning: false)
+        }
+        if room.sync.model(at: rev) == room.sync.confirmed {
+            return say("the room already looks as it did at rev \(rev): nothing to restore", warning: false)
         }
         mode = .confirmRestore(rev: rev)
     }

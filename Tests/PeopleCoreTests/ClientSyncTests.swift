@@ -202,6 +202,46 @@ struct ClientSyncTests {
         #expect(events == [.undoDropped(label: "Toggle Glasses", ops: [.set(1, .glasses(true))])])
     }
 
+    @Test("the model at a past revision, walked back from the confirmed state, is the room's at that revision", arguments: 0..<20)
+    func modelAtPastRevisions(seed: Int) {
+        var net = Network(seed: UInt64(seed) &* 104_729 &+ 3, clients: 3)
+        for _ in 0..<600 { net.step() }
+        net.settle()
+        #expect(net.room.revision > 20, "seed \(seed): too short a history to say anything")
+        for peer in net.peers {
+            let client = peer.client
+            #expect(client.model(at: client.revision + 1) == nil)
+            // What it cannot walk back to is what came before its last full state (a connection that
+            // dropped before its first welcome arrived gets one): a prefix, short in these runs.
+            var walkable: [Int] = []
+            for rev in 0...client.revision {
+                guard let walked = client.model(at: rev) else { continue }
+                walkable.append(rev)
+                #expect(walked == net.room.people(at: rev), "seed \(seed): \(client.user) at rev \(rev)")
+            }
+            let from = walkable.first ?? client.revision + 1
+            #expect(walkable == Array(from...client.revision), "seed \(seed): \(client.user)")
+            #expect(from <= client.revision / 4, "seed \(seed): \(client.user) walks back only to rev \(from) of \(client.revision)")
+        }
+    }
+
+    @Test("a full state starts the walk-back again; it reaches back keptRevisions revisions")
+    func modelAtIsBounded() throws {
+        var client = Self.welcomed()
+        #expect(client.model(at: 0) == client.confirmed)
+        for rev in 1...(ClientSync.keptRevisions + 5) {
+            _ = client.receive(.ops(.init(rev: rev, author: "bob", kind: .edit, ops: [.set(1, .glasses(rev % 2 == 1))])))
+        }
+        let head = ClientSync.keptRevisions + 5
+        let oldest = head - ClientSync.keptRevisions
+        #expect(client.model(at: oldest)?[1]?.glasses == (oldest % 2 == 1))
+        #expect(client.model(at: head - ClientSync.keptRevisions - 1) == nil)
+        _ = client.receive(.welcome(.init(session: "s1", user: "ann", role: .editor, rev: head + 3, people: Fixtures.start,
+                                          tags: TagBlock(from: 4, to: 103), history: HistorySummary(), presence: [])))
+        #expect(client.model(at: head + 3) == PeopleModel(people: Fixtures.start))
+        #expect(client.model(at: head + 2) == nil)
+    }
+
     @Test("the answer to a restore says whether it made a revision")
     func restoreAnswered() {
         var client = Self.welcomed()

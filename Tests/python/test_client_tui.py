@@ -1197,16 +1197,39 @@ def test_enter_on_an_own_older_row_undoes_it_and_nothing_after_it(hub, room, scr
     obs.expect_nothing("ops")
 
 
-def test_a_restore_that_changes_nothing_says_so(hub, room, screens):
-    """carol sets Joan's hair white (rev 1) and back to black (rev 2): the room looks as it did at rev 0.
-    ann restores to rev 0: the hub makes no revision (a restore that changes nothing is nothing), and the
-    status line says so once the hub has answered, instead of `restored the room to rev 0, taking back 2
-    changes: u undoes the restore` (there is nothing to undo)."""
+def test_a_restore_that_would_change_nothing_is_not_asked_about(hub, room, screens):
+    """carol sets Joan's hair white (rev 1) and back to black (rev 2) while ann watches: the room looks as
+    it did at rev 0. R on rev 0 says so at once, without the confirmation (`It takes back the 2 changes`
+    would promise what it cannot do) and without asking the hub: ann's client walks its state back
+    through the revisions it has seen."""
     obs = observe(hub, room)
     ann = screens(hub, room, "ann")
     assert pk(hub, room, "carol", "set", "2", "hairColor", "white").returncode == 0
     assert pk(hub, room, "carol", "set", "2", "hairColor", "black").returncode == 0
     wait_model(obs, lambda p: obs.rev == 2, "carol's two revisions")
+    ann.keys("h").wait_for(history_shows([2, 1, 0]))
+    ann.keys("j", "j").wait_for(history_shows([2, 1, 0], selected=0))
+    ann.keys("R").wait_for(status_is("the room already looks as it did at rev 0: nothing to restore"))
+    # No question is pending: y is not an answer to one (it is not a key of the history view).
+    ann.keys("y")
+    ann.keys("j").wait_for(history_shows([2, 1, 0], selected=0))
+    obs.expect_nothing("ops")
+    # A row the room does not look like still asks.
+    ann.keys("k").wait_for(history_shows([2, 1, 0], selected=1))
+    ann.keys("R").wait_for(status_has("It takes back the change since"))
+    ann.keys("n")
+
+
+def test_a_restore_that_changes_nothing_says_so(hub, room, screens):
+    """carol sets Joan's hair white (rev 1) and back to black (rev 2) before ann opens the room: ann's
+    client has not seen those revisions, so R asks (`It takes back the 2 changes`); the hub makes no
+    revision (a restore that changes nothing is nothing), and the status line says so once the hub has
+    answered, instead of `restored the room to rev 0, taking back 2 changes: u undoes the restore`."""
+    obs = observe(hub, room)
+    assert pk(hub, room, "carol", "set", "2", "hairColor", "white").returncode == 0
+    assert pk(hub, room, "carol", "set", "2", "hairColor", "black").returncode == 0
+    wait_model(obs, lambda p: obs.rev == 2, "carol's two revisions")
+    ann = screens(hub, room, "ann")
     ann.keys("h").wait_for(history_shows([2, 1, 0]))
     ann.keys("j", "j").wait_for(history_shows([2, 1, 0], selected=0))
     ann.keys("R").wait_for(status_has("It takes back the 2 changes"))

@@ -65,6 +65,12 @@ public struct ClientSync: Sendable {
     /// The names people had in `confirmed` when the hub removed them, until they are re-inserted
     /// (`renamed(_:)`).
     private var removedNames: [Tag: String] = [:]
+    /// The hub's latest revisions as they were applied to `confirmed` (with their exact inverses),
+    /// oldest first and without gaps up to `revision`, at most `keptRevisions`: `model(at:)` walks
+    /// back through them. A full state starts them again.
+    private var recent: [(rev: Int, applied: [AppliedDiff])] = []
+    /// How many of the hub's revisions `model(at:)` can go back through.
+    public static let keptRevisions = 1_000
     public private(set) var view: PeopleModel
     public private(set) var session: SessionID?
     public private(set) var role: Role = .editor
@@ -97,6 +103,19 @@ public struct ClientSync: Sendable {
     /// What undo and redo offer now: the hub's history with the requests not yet answered played over
     /// it (`UndoOffer`; the web client's `undo-offer.js` says the same).
     public var undoOffer: UndoOffer { UndoOffer(history: history, requests: outbox.map(\.request)) }
+
+    /// The hub's model at revision `rev` (`confirmed` taken back through the revisions since), or nil
+    /// when `rev` is ahead of `revision` or further back than this client has seen (at most
+    /// `keptRevisions`, none before its last full state). The terminal client asks it before a
+    /// restore: a room that already looks as it did then has nothing to restore.
+    public func model(at rev: Int) -> PeopleModel? {
+        guard rev >= 0, rev <= revision else { return nil }
+        if rev == revision { return confirmed }
+        guard let first = recent.first, first.rev <= rev + 1 else { return nil }
+        var model = confirmed
+        for step in recent.reversed() where step.rev > rev { model.rollBack(step.applied) }
+        return model
+    }
 
     // MARK: Connection
 
@@ -230,6 +249,7 @@ public struct ClientSync: Sendable {
             if let people = w.people {
                 confirmed = PeopleModel(people: people)
                 removedNames = [:]
+                recent = []
                 revision = w.rev
                 hasState = true
                 // The queued edits were made on a state that cannot be rebased onto this one: keep
@@ -326,7 +346,13 @@ public struct ClientSync: Sendable {
     private mutating func applyConfirmed(_ ops: [Diff], rev: Int, rebaseQueued: Bool) {
         let order = confirmed.tags
         let seen = renamed(ops)
-        _ = try? confirmed.apply(batch: ops, absentTags: .skip)
+        let result = try? confirmed.apply(batch: ops, absentTags: .skip)
+        if let result, result.absent.isEmpty, rev == revision + 1 {
+            recent.append((rev, result.applied))
+            if recent.count > Self.keptRevisions { recent.removeFirst(recent.count - Self.keptRevisions) }
+        } else {
+            recent = []  // not the hub's next revision as it made it: nothing before it can be walked back
+        }
         revision = rev
         if rebaseQueued { rebaseOutbox(over: seen, order: order) }
     }
