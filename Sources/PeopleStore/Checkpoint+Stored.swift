@@ -7,4 +7,7 @@ extension Checkpoint {
     package static func peopleText(inSnapshot json: JSON) -> String {
         String(decoding: (json["people"] ?? .array([])).bytes, as: UTF8.self)
     }
+
+    /// The people as the durable stores keep them, from a checkpoint made on its own.
+    package var peopleText: String { String(decoding: peopleJSON.bytes, as: UTF8.self) }
 }

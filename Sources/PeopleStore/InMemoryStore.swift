@@ -71,6 +71,13 @@ public final class InMemoryStore: PeopleStore {
         }
     }
 
+    public func keepCheckpoint(_ checkpoint: Checkpoint, room: String) throws(StoreError) {
+        state.withLock { state in
+            guard state.rooms[room] != nil, state.rooms[room]!.checkpoints[checkpoint.revision] == nil else { return }
+            state.rooms[room]!.checkpoints[checkpoint.revision] = checkpoint
+        }
+    }
+
     /// Encodes each listed room's snapshot to count its people: O(the page's rooms' size).
     public func listRooms(after: String?, prefix: String?, limit: Int) throws(StoreError) -> [StoredRoomSummary] {
         let page = state.withLock { state in

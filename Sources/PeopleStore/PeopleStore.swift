@@ -40,6 +40,11 @@ public protocol PeopleStore: Sendable {
     /// or there is no such room. One indexed read.
     func checkpoint(room: String, atOrBelow rev: Int) throws(StoreError) -> Checkpoint?
 
+    /// Keeps `checkpoint` of a room's past, written by `peoplekeeper-hub checkpoints` for rooms stored
+    /// before checkpoints were kept; one the store has at that revision stays as it is. Not ordered
+    /// with appends: only for revisions already durable. Blocks.
+    func keepCheckpoint(_ checkpoint: Checkpoint, room: String) throws(StoreError)
+
     /// Rooms in the store (those with a snapshot), sorted by name in byte order: names greater than
     /// `after` (all when nil) that start with `prefix` (all when nil), at most `limit` of them. For the
     /// admin room list, a page at a time: the next page starts after the last name of this one.

@@ -420,6 +420,22 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         }
     }
 
+    /// On a reader connection, for a room the store has.
+    public func keepCheckpoint(_ checkpoint: Checkpoint, room: String) throws(StoreError) {
+        let people = checkpoint.peopleText
+        do {
+            _ = try withReader { connection in
+                try run("""
+                    INSERT INTO checkpoints (room, revision, people)
+                    SELECT \(room), \(checkpoint.revision), \(people) WHERE EXISTS (SELECT 1 FROM snapshots WHERE room = \(room))
+                    ON CONFLICT (room, revision) DO NOTHING
+                    """, on: connection)
+            }
+        } catch {
+            throw Self.storeError(error, "cannot keep a checkpoint of room \(room): \(Self.describe(error))")
+        }
+    }
+
     /// One query: the endpoint's cursored and noticed rooms, each with its head from the journal's
     /// revision index; the pending ones kept.
     public func webhookBacklog(endpoint: String) throws(StoreError) -> [WebhookBacklog] {

@@ -272,6 +272,20 @@ public final class SQLiteStore: PeopleStore {
         }
     }
 
+    /// Straight to the file (beside the writer: SQLite takes turns), for a room the store has.
+    public func keepCheckpoint(_ checkpoint: Checkpoint, room: String) throws(StoreError) {
+        do {
+            try pool.write { db in
+                try db.execute(sql: """
+                    INSERT OR IGNORE INTO checkpoints (room, revision, people)
+                    SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM snapshots WHERE room = ?)
+                    """, arguments: [room, checkpoint.revision, checkpoint.peopleText, room])
+            }
+        } catch {
+            throw Self.storeError(error, "cannot keep a checkpoint of room \(room): \(error)")
+        }
+    }
+
     /// One query: the snapshots' rows in name order (SQLite compares TEXT bytewise), each with its head
     /// revision and that revision's time from the journal's revision index.
     public func listRooms(after: String?, prefix: String?, limit: Int) throws(StoreError) -> [StoredRoomSummary] {

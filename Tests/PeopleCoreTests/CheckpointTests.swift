@@ -31,6 +31,28 @@ struct CheckpointTests {
         return (h, models, revisions)
     }
 
+    @Test("a walk back from the head, or from any revision's people, gives the people at every revision below; it refuses a revision out of turn",
+          arguments: 0..<20)
+    func walkBack(seed: UInt64) {
+        let (h, models, revisions) = Self.history(seed: seed)
+        for start in [h.room.revision, h.room.revision / 2] {
+            var walk = CheckpointWalk(from: Checkpoint(revision: start, people: models[start]))
+            #expect(walk.checkpoint.people == models[start])
+            if start >= 2 {
+                let outOfTurn = walk.takeBack(revisions[start - 2])
+                #expect(!outOfTurn, "seed \(seed): revision \(start - 1) out of turn")
+            }
+            for revision in revisions.prefix(start).reversed() {
+                let taken = walk.takeBack(revision)
+                #expect(taken)
+                #expect(walk.checkpoint == Checkpoint(revision: revision.number - 1, people: models[revision.number - 1]),
+                        "seed \(seed): from \(start) back to \(revision.number - 1)")
+            }
+            let pastZero = walk.takeBack(revisions[0])
+            #expect(walk.revision == 0 && !pastZero)
+        }
+    }
+
     @Test("the model at every revision r from a checkpoint at any c ≤ r plus revisions c+1…r equals the one rewound from the head",
           arguments: 0..<30)
     func forwardEqualsRewind(seed: UInt64) throws {

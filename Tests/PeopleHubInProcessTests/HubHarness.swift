@@ -155,6 +155,10 @@ final class ScriptedStore: PeopleStore, @unchecked Sendable {
         return revisions
     }
 
+    func keepCheckpoint(_ checkpoint: Checkpoint, room: String) throws(StoreError) {
+        try inner.keepCheckpoint(checkpoint, room: room)
+    }
+
     func checkpoint(room: String, atOrBelow rev: Int) throws(StoreError) -> Checkpoint? {
         guard !lock.withLock({ withoutCheckpoints }) else { return nil }
         let checkpoint = try inner.checkpoint(room: room, atOrBelow: rev)

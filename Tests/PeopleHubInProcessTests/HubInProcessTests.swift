@@ -314,6 +314,7 @@ final class LeasedElsewhere: PeopleStore, RoomLeases, @unchecked Sendable {
     func load(room: String) throws(StoreError) -> StoredRoom? { try inner.load(room: room) }
     func revisions(room: String, after: Int, through: Int) throws(StoreError) -> [Revision] { [] }
     func checkpoint(room: String, atOrBelow rev: Int) throws(StoreError) -> Checkpoint? { nil }
+    func keepCheckpoint(_ checkpoint: Checkpoint, room: String) throws(StoreError) {}
     func listRooms(after: String?, prefix: String?, limit: Int) throws(StoreError) -> [StoredRoomSummary] { [] }
     func deleteRoom(_ room: String, notices: [WebhookNotice]) throws(StoreError) -> Bool { false }
     func webhookNotices(endpoint: String) throws(StoreError) -> [WebhookNotice] { [] }

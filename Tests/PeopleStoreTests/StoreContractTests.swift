@@ -393,6 +393,28 @@ struct StoreContract {
         #expect(try reopened.webhookNotices(endpoint: e1) == [deleted])
     }
 
+    /// A checkpoint kept on its own (the backfill of an old room) is read back like a snapshot's; one
+    /// the store has at that revision stays; a room the store does not have gets none.
+    func keptCheckpoints() throws {
+        let store = try open()
+        defer { store.close() }
+        let name = "\(prefix)kept-checkpoints"
+        var driver = RoomDriver(name: name)
+        store.save(driver.room.snapshot(), room: name)
+        let start = driver.room.model
+        driver.play(rounds: 2)
+        try appendAndWait(store, driver.entries, room: name)
+        #expect(driver.room.revision >= 2)
+        let later = Checkpoint(revision: 2, people: driver.room.model)
+        try store.keepCheckpoint(later, room: name)
+        #expect(try store.checkpoint(room: name, atOrBelow: 5) == later)
+        #expect(try store.checkpoint(room: name, atOrBelow: 1)?.revision == 0)
+        try store.keepCheckpoint(Checkpoint(revision: 0, people: driver.room.model), room: name)
+        #expect(try store.checkpoint(room: name, atOrBelow: 0) == Checkpoint(revision: 0, people: start))
+        try store.keepCheckpoint(later, room: "\(prefix)no-such-room")
+        #expect(try store.checkpoint(room: "\(prefix)no-such-room", atOrBelow: 5) == nil)
+    }
+
     /// The rooms where an endpoint has something left to deliver: a cursor below the head, or a kept
     /// room event (with the cursor and head it has, none for a deleted room); nothing for rooms it is
     /// done with, rooms it has no cursor or notice for, or another endpoint's.
@@ -479,6 +501,7 @@ struct InMemoryStoreContractTests {
     @Test func webhookCursorsPersist() async throws { try await contract.run { try $0.webhookCursorsPersist() } }
     @Test func webhookNoticesKept() async throws { try await contract.run { try $0.webhookNoticesKept() } }
     @Test func webhookBacklog() async throws { try await contract.run { try $0.webhookBacklog() } }
+    @Test func keptCheckpoints() async throws { try await contract.run { try $0.keptCheckpoints() } }
     @Test func checkpoints() async throws { try await contract.run { try $0.checkpoints() } }
 }
 
@@ -501,6 +524,7 @@ struct SQLiteStoreContractTests {
     @Test func webhookCursorsPersist() async throws { try await contract.run { try $0.webhookCursorsPersist() } }
     @Test func webhookNoticesKept() async throws { try await contract.run { try $0.webhookNoticesKept() } }
     @Test func webhookBacklog() async throws { try await contract.run { try $0.webhookBacklog() } }
+    @Test func keptCheckpoints() async throws { try await contract.run { try $0.keptCheckpoints() } }
     @Test func checkpoints() async throws { try await contract.run { try $0.checkpoints() } }
     @Test func failedAppendBreaksTheRoom() async throws { try await contract.run { try $0.failedAppendBreaksTheRoom() } }
 
@@ -557,6 +581,7 @@ struct PostgresStoreContractTests {
     @Test func webhookCursorsPersist() async throws { try await contract.run { try $0.webhookCursorsPersist() } }
     @Test func webhookNoticesKept() async throws { try await contract.run { try $0.webhookNoticesKept() } }
     @Test func webhookBacklog() async throws { try await contract.run { try $0.webhookBacklog() } }
+    @Test func keptCheckpoints() async throws { try await contract.run { try $0.keptCheckpoints() } }
     @Test func checkpoints() async throws { try await contract.run { try $0.checkpoints() } }
     @Test func failedAppendBreaksTheRoom() async throws { try await contract.run { try $0.failedAppendBreaksTheRoom() } }
 

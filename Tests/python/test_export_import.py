@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import sqlite3
 import subprocess
 
 from conftest import HUB_BIN, REPO
@@ -65,3 +66,45 @@ def test_export_then_import_reproduces_the_room_with_every_revision(hub_factory,
     nowhere = command(hub, "import", room[:50] + "-none", str(tmp_path / "nowhere.json"))
     assert nowhere.returncode == 66 and "cannot read" in nowhere.stderr and "no such file" in nowhere.stderr, \
         (nowhere.returncode, nowhere.stderr)
+
+
+def test_checkpoints_are_built_for_rooms_stored_before_hubs_kept_them(hub_factory, room):
+    """`peoplekeeper-hub checkpoints`: a room stored by an older hub has no checkpoints below its first
+    newer snapshot (made here by deleting rows: every one of room B, those below revision 15 of room A).
+    The command walks each back and keeps the people at every multiple of storage.snapshotEvery and at
+    revision 0, equal to what the hub says the room was then (GET ?at=); a second run does nothing."""
+    hub = hub_factory({"storage": {"kind": "embedded", "path": "{workdir}/data/pk.sqlite", "snapshotEvery": 5}})
+    http = HubHTTP(hub.port, user="ann")
+    a, b = room[:50] + "-a", room[:50] + "-b"
+    for name in (a, b):
+        hub.join(name, "ann").close()                # the room, with the tutorial's people
+        for i in range(23):
+            http.edit(name, [{"op": "set", "tag": 1 + i % 3, "field": "name", "value": f"Name {i}"}])
+    db = hub.workdir / "data" / "pk.sqlite"
+
+    def kept(name: str) -> dict[int, list]:
+        with sqlite3.connect(db) as conn:
+            return {rev: json.loads(people) for rev, people in
+                    conn.execute("SELECT revision, people FROM checkpoints WHERE room = ?", (name,))}
+
+    assert set(kept(a)) >= {0, 5, 10, 15, 20}, kept(a).keys()
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM checkpoints WHERE room = ? AND revision < 15", (a,))
+        conn.execute("DELETE FROM checkpoints WHERE room = ?", (b,))
+    assert min(kept(a)) == 15 and kept(b) == {}
+
+    done = command(hub, "checkpoints", a, b)
+    assert done.returncode == 0, done.stderr
+    assert f"room {a}: 3 checkpoints kept, revisions 0–15 walked back" in done.stdout, done.stdout
+    assert f"room {b}: 5 checkpoints kept, revisions 0–23 walked back" in done.stdout, done.stdout
+    for name in (a, b):
+        checkpoints = kept(name)
+        assert {0, 5, 10, 15, 20} <= set(checkpoints), (name, checkpoints.keys())
+        for rev, people in checkpoints.items():
+            assert people == http.people(name, at=rev), f"{name}: the checkpoint at {rev} is not the room then"
+
+    again = command(hub, "checkpoints")
+    assert again.returncode == 0, again.stderr
+    assert f"room {a}: has its checkpoints (one at revision 0): nothing to do" in again.stdout, again.stdout
+    missing = command(hub, "checkpoints", room[:50] + "-none")
+    assert missing.returncode == 66 and "there is no room" in missing.stderr, (missing.returncode, missing.stderr)

@@ -43,3 +43,30 @@ extension RoomSnapshot {
     /// model is shared, copy on write).
     public var checkpoint: Checkpoint { Checkpoint(revision: revision, people: room.model) }
 }
+
+/// A room's past, walked back one revision at a time from a model at a known revision, through each
+/// revision's exact inverses: the checkpoints of a room stored before checkpoints were kept
+/// (`peoplekeeper-hub checkpoints`). O(the diffs walked), on `ModelWalk`.
+public struct CheckpointWalk: Sendable {
+    private var walk: ModelWalk
+    /// The revision the walk is at.
+    public private(set) var revision: Int
+
+    /// Starts at `start` (the room's head, or its oldest checkpoint).
+    public init(from start: Checkpoint) {
+        walk = ModelWalk(start.people)
+        revision = start.revision
+    }
+
+    /// The people at `revision`.
+    public var checkpoint: Checkpoint { Checkpoint(revision: revision, people: walk.model) }
+
+    /// Takes `older` back: it must be the revision the walk is at (else nothing changes and this
+    /// returns false). The walk is then at the revision before it.
+    public mutating func takeBack(_ older: Revision) -> Bool {
+        guard older.number == revision, revision > 0 else { return false }
+        walk.undo(older.applied)
+        revision -= 1
+        return true
+    }
+}
