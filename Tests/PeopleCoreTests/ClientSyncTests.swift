@@ -187,6 +187,69 @@ struct ClientSyncTests {
         }
     }
 
+    @Test("offline, an undo or redo of a queued edit shows at once; the hub's answers keep the view")
+    func offlineUndoShowsAtOnce() throws {
+        var client = Self.welcomed()
+        client.disconnected()
+        _ = try client.edit([.set(1, .hairColor(.red))], label: "Change Hair Color")
+        _ = try client.edit([.text(2, TextOperation([.retain(4), .insert("!")]))], label: "Type")
+        #expect(client.view[2]?.name == "Joan!")
+        #expect(client.undo().isEmpty)
+        #expect(client.view[2]?.name == "Joan" && client.view[1]?.hairColor == .red)
+        _ = client.undo()
+        #expect(client.view == PeopleModel(people: Fixtures.start))
+        _ = client.redo()
+        #expect(client.view[1]?.hairColor == .red && client.view[2]?.name == "Joan")
+        // Typed after the undo: made on the view without the "!".
+        _ = try client.edit([.text(2, TextOperation([.retain(4), .insert("?")]))], label: "Type again")
+        #expect(client.view[2]?.name == "Joan?")
+        let shown = client.view
+
+        // The hub: each request answered as a room would (a second client's Network does this fully).
+        var room = Room(name: "r", seed: PeopleModel(people: Fixtures.start))
+        let (session, _) = room.join(session: "s1", user: "ann", role: .editor)
+        _ = client.connect()
+        var (send, _) = client.receive(.welcome(.init(session: session, user: "ann", role: .editor, rev: 0, people: nil,
+                                                      tags: TagBlock(from: 4, to: 103), history: HistorySummary(), presence: [])))
+        var now: Int64 = 10_000
+        while let message = send.first {
+            now += 1_000  // apart: no coalescing at the hub
+            var replies: [ServerMessage] = []
+            for case .send(let reply, let to) in room.receive(message, from: session, now: now) where to.contains(session) {
+                replies.append(reply)
+            }
+            send = []
+            for reply in replies { send += client.receive(reply).send }
+            #expect(client.view == shown, "after \(message)")
+        }
+        #expect(client.pendingCount == 0)
+        #expect(client.confirmed == room.model && room.model == shown)
+    }
+
+    @Test("alone, what the view shows of offline undos and redos is what the hub then makes", arguments: 0..<200)
+    func offlinePredictionsComeTrue(seed: Int) {
+        var net = Network(seed: UInt64(seed) &* 6_700_417 &+ 1, clients: 1)
+        net.settle()
+        net.disconnect(0)
+        let people = net.peers[0].client.view.tags
+        for n in 0..<net.rng.int(1...12) {
+            switch net.rng.int(0...9) {
+            case 0..<5:
+                let tag = people[net.rng.int(0...(people.count - 1))]
+                let op: Diff = net.rng.chance(0.5) ? .text(tag, TextOperation([.insert("x\(n)")]))
+                    : .set(tag, .glasses(net.rng.chance(0.5)))
+                _ = try? net.peers[0].client.edit([op], label: "Edit \(n)")
+            case 5..<8: _ = net.peers[0].client.undo()
+            default: _ = net.peers[0].client.redo()
+            }
+        }
+        let shown = net.peers[0].client.view
+        net.settle()
+        #expect(net.errors.isEmpty, "seed \(seed): \(net.errors)")
+        #expect(net.room.model == shown, "seed \(seed)")
+        #expect(net.peers[0].client.view == shown, "seed \(seed)")
+    }
+
     @Test("an undo that goes with its edit is reported, with the edit's label and ops")
     func droppedUndoIsReported() throws {
         var client = Self.welcomed()

@@ -109,8 +109,13 @@ struct Network {
         let i = rng.int(0...(peers.count - 1))
         switch rng.int(0...99) {
         case 0..<20: edit(i)
-        case 20..<25: if peers[i].online { peers[i].up += peers[i].client.undo(scope: rng.chance(0.3) ? rng.int(1...3) : nil) }
-        case 25..<28: if peers[i].online { peers[i].up += peers[i].client.redo() }
+        // Undos and redos while offline too: queued, and shown at once when they take a queued step.
+        case 20..<25:
+            let send = peers[i].client.undo(scope: rng.chance(0.3) ? rng.int(1...3) : nil)
+            if peers[i].online { peers[i].up += send }
+        case 25..<28:
+            let send = peers[i].client.redo()
+            if peers[i].online { peers[i].up += send }
         case 28..<60: deliverUp(i)
         case 60..<95: deliverDown(i)
         case 95..<97: disconnect(i)

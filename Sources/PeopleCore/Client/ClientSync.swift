@@ -6,6 +6,14 @@
 /// an outbox and go one at a time, so an undo pressed after an edit undoes that edit. After a
 /// reconnect the request in flight is resent with its seq; the hub answers it once.
 ///
+/// An undo or redo pressed while the step it takes is still queued here (an edit not yet answered,
+/// offline or in flight) shows at once: its `predicted` ops (the exact inverse of the step as the view
+/// applied it, or for a redo the inverse of that undo's) join the view like an edit's, and what is
+/// queued after it is made on top of them. When the hub answers with other ops (a teammate's change
+/// was skipped, or the hub's step was not the one foreseen) the later requests are rebased over the
+/// prediction taken back and the hub's ops. Undos and redos that reach the hub's own steps, scoped
+/// presses that pass the newest step, selective undos and restores wait for the hub, as before.
+///
 /// Questions (`log`, `blame`) go at once, beside the requests: their seqs are not part of the session's
 /// counter on the hub, but they are numbered from this client's, so that an answer or an error for one
 /// is never taken for a request's.
@@ -30,6 +38,14 @@ public struct ClientSync: Sendable {
         /// that edit when the edit turns out to change nothing, or is dropped, since the hub would
         /// otherwise take back the user's entry before it.
         var forQueuedEdit = false
+        /// This client's id for it (stable while it waits; `UndoOffer.play` names steps by it).
+        var id = 0
+        /// An undo or redo shown at once: the ops it is expected to have (see the type's comment).
+        var predicted: [Diff]?
+        /// For a predicted undo or redo: the queued edits its step is made of. One that turns out
+        /// to make no undo step at the hub (it changed nothing, was refused, or no longer applied)
+        /// leaves the step; a step left with none means the press has nothing to take: it goes.
+        var step: [Int] = []
     }
 
     /// What happened, for a screen to show.
@@ -80,6 +96,8 @@ public struct ClientSync: Sendable {
     /// The queued edits whose undo went with them since the last `receive` (reported there).
     private var droppedUndos: [Request] = []
     var outbox: [Pending] = []
+    /// The next `Pending.id`.
+    private var nextPendingID = 1
     var inFlight = false
     var nextSeq = 1
     var tagBlocks: [TagBlock] = []
@@ -169,36 +187,92 @@ public struct ClientSync: Sendable {
            case .submit(let ops, let label, key?) = last.request {
             outbox[outbox.count - 1].request = .submit(ops: ops + diffs, label: label, coalesce: key)
         } else {
-            outbox.append(Pending(seq: 0, request: .submit(ops: diffs, label: label, coalesce: coalesce)))
+            enqueue(Pending(seq: 0, request: .submit(ops: diffs, label: label, coalesce: coalesce)))
         }
         return flush()
     }
 
+    /// Takes back the newest step; shown at once when that step is still queued here.
     public mutating func undo(scope: Tag? = nil) -> [ClientMessage] {
         var pending = Pending(seq: 0, request: .undo(scope: scope))
         if case .submit(let ops, _, _)? = outbox.last?.request {
             pending.forQueuedEdit = scope.map { tag in ops.contains { $0.tag == tag } } ?? true
         }
-        outbox.append(pending)
+        predict(&pending, undo: true, scope: scope)
+        enqueue(pending)
+        rebuildView()
         return flush()
     }
 
+    /// Puts back the newest step undone; shown at once when its undo was.
     public mutating func redo(scope: Tag? = nil) -> [ClientMessage] {
-        outbox.append(Pending(seq: 0, request: .redo(scope: scope)))
+        var pending = Pending(seq: 0, request: .redo(scope: scope))
+        predict(&pending, undo: false, scope: scope)
+        enqueue(pending)
+        rebuildView()
         return flush()
     }
 
     /// Selective undo of this user's entry `id` (HISTORY §2); queued like any request.
     public mutating func undo(entry id: Int) -> [ClientMessage] {
-        outbox.append(Pending(seq: 0, request: .undoEntry(id)))
+        enqueue(Pending(seq: 0, request: .undoEntry(id)))
         return flush()
     }
 
     /// Makes the room what it was right after revision `rev`, as one revision of this user's
     /// (HISTORY §3); queued like any request, and computed by the hub when it gets there.
     public mutating func restore(to rev: Int, label: String? = nil) -> [ClientMessage] {
-        outbox.append(Pending(seq: 0, request: .restore(rev: rev, label: label)))
+        enqueue(Pending(seq: 0, request: .restore(rev: rev, label: label)))
         return flush()
+    }
+
+    private mutating func enqueue(_ pending: Pending) {
+        var pending = pending
+        pending.id = nextPendingID
+        nextPendingID += 1
+        outbox.append(pending)
+    }
+
+    /// The ops a pending request adds to the view: an edit's (its local copy once sent), a predicted
+    /// undo's or redo's; none for the rest.
+    private func viewOps(_ pending: Pending) -> [Diff] {
+        if case .submit(let ops, _, _) = pending.request { return localOps(pending) ?? ops }
+        return pending.predicted ?? []
+    }
+
+    /// Gives an undo (`undo`) or redo pressed now its predicted ops, when the step it takes is known
+    /// and still queued here: the newest step of its stack (touching `scope`, when given), made of
+    /// queued edits (or last moved by a predicted press). The ops are exact inverses of what the view
+    /// applied for the step, and apply to the view as it is: everything queued after the step nets to
+    /// nothing (later steps are undone, LIFO).
+    private func predict(_ pending: inout Pending, undo: Bool, scope: Tag?) {
+        let play = UndoOffer.play(history: history, requests: outbox.map { ($0.id, $0.request) })
+        guard let step = (undo ? play.undo : play.redo).last, !step.fromHub, !step.restore else { return }
+        if let scope { guard step.tags?.contains(scope) == true else { return } }
+        // What the view applied for each pending request, in order.
+        var model = confirmed
+        var applied: [Int: [AppliedDiff]] = [:]
+        for queued in outbox {
+            guard let result = try? model.apply(batch: viewOps(queued), absentTags: .skip) else { return }
+            applied[queued.id] = result.applied
+        }
+        // An undo takes back what last applied the step: its edits, or the redo that put it back; a
+        // redo takes back the undo that removed it.
+        let by: [Int]
+        if undo {
+            by = step.movedBy.map { [$0] } ?? step.requests
+        } else {
+            guard let undoer = step.movedBy else { return }
+            by = [undoer]
+        }
+        var ops: [Diff] = []
+        for id in by.reversed() {
+            guard let queued = outbox.first(where: { $0.id == id }), let done = applied[id] else { return }
+            if case .submit = queued.request {} else if queued.predicted == nil { return }
+            ops += done.reversed().map(\.inverse)
+        }
+        pending.predicted = ops
+        pending.step = step.requests
     }
 
     /// A question for the hub (`log`, `blame`), made with its seq and sent at once, beside any request
@@ -297,6 +371,8 @@ public struct ClientSync: Sendable {
             if let seq = e.seq, let first = outbox.first, first.seq == seq, first.sentBase != nil {
                 outbox.removeFirst()
                 inFlight = false
+                if case .submit = first.request { noUndoStep(first) }
+                if let shown = first.predicted { takeBack(shown) }
                 // Edits queued behind the refused batch may depend on it (a person it inserted).
                 pruneUnsent()
                 rebuildView()
@@ -321,17 +397,22 @@ public struct ClientSync: Sendable {
         guard let first = outbox.first, first.seq == seq, first.sentBase != nil else { return false }
         outbox.removeFirst()
         inFlight = false
-        // An edit that changed nothing left no undo entry: the undo pressed for it has nothing to take back.
-        if case .submit = first.request, ops.isEmpty, let next = outbox.first, next.forQueuedEdit, next.sentBase == nil {
-            outbox.removeFirst()
-            droppedUndos.append(first.request)
-        }
+        // An edit that changed nothing left no undo entry: an undo pressed for it has nothing to take back.
+        if case .submit = first.request, ops.isEmpty { noUndoStep(first) }
         if let rev, rev > revision {
-            // Edits queued behind an undo / redo were made without its effect: rebase them over it.
-            // (Edits queued behind a submit were made on top of it already.)
-            let isSubmit = if case .submit = first.request { true } else { false }
-            applyConfirmed(ops, rev: rev, rebaseQueued: !isSubmit)
+            if let shown = first.predicted {
+                // The requests queued after it were made on top of what the view showed for it.
+                applyConfirmed(ops, rev: rev, rebaseQueued: shown != ops, replacing: shown)
+            } else {
+                // Edits queued behind an undo / redo were made without its effect: rebase them over it.
+                // (Edits queued behind a submit were made on top of it already.)
+                let isSubmit = if case .submit = first.request { true } else { false }
+                applyConfirmed(ops, rev: rev, rebaseQueued: !isSubmit)
+            }
         } else {
+            // The hub made no revision for a predicted undo or redo (nothing to take back, every part
+            // skipped): what was queued after it goes back over its prediction.
+            if let shown = first.predicted { takeBack(shown) }
             // Answered at a revision the confirmed state is already past (a replayed reply after a
             // full-state welcome): its effect is in the state or was undone since, and edits queued
             // behind it may no longer apply.
@@ -341,11 +422,53 @@ public struct ClientSync: Sendable {
         return true
     }
 
+    /// `edit` (just taken off the outbox) made no undo step at the hub: it changed nothing, or was
+    /// refused. An undo tied to it (`forQueuedEdit`) goes; so does a predicted undo or redo whose step
+    /// it was alone. Their predictions and the edit's ops net to nothing in the view, so nothing
+    /// queued after them moves.
+    private mutating func noUndoStep(_ edit: Pending) {
+        if let next = outbox.first, next.forQueuedEdit, next.predicted == nil, next.sentBase == nil {
+            outbox.removeFirst()
+            droppedUndos.append(edit.request)
+        }
+        var kept: [Pending] = []
+        for var pending in outbox {
+            if pending.predicted != nil, let index = pending.step.firstIndex(of: edit.id) {
+                pending.step.remove(at: index)
+                if pending.step.isEmpty, pending.sentBase == nil {
+                    if case .undo = pending.request { droppedUndos.append(edit.request) }
+                    continue
+                }
+            }
+            kept.append(pending)
+        }
+        outbox = kept
+    }
+
+    /// A prediction the hub did not make come true at all: the requests queued after it were made on
+    /// top of `shown`, so they are rebased over its exact inverse (taken on `confirmed`, where it
+    /// applied).
+    private mutating func takeBack(_ shown: [Diff]) {
+        guard !shown.isEmpty else { return }
+        var probe = confirmed
+        guard let undone = try? probe.apply(batch: shown, absentTags: .skip) else { return }
+        rebaseOutbox(over: undone.applied.reversed().map(\.inverse), order: probe.tags)
+    }
+
     /// A revision of the hub's: applied to `confirmed` as it is (ops as applied are never transformed
-    /// again), and the queued edits rebased over it when they were made without it.
-    private mutating func applyConfirmed(_ ops: [Diff], rev: Int, rebaseQueued: Bool) {
-        let order = confirmed.tags
-        let seen = renamed(ops)
+    /// again), and the queued edits rebased over it when they were made without it. With `replacing`
+    /// (a predicted undo's or redo's ops, which the requests queued after it were made on top of),
+    /// they are rebased over those taken back, then over `ops`.
+    private mutating func applyConfirmed(_ ops: [Diff], rev: Int, rebaseQueued: Bool, replacing shown: [Diff] = []) {
+        var order = confirmed.tags
+        var seen = renamed(ops)
+        if rebaseQueued, !shown.isEmpty {
+            var probe = confirmed
+            if let undone = try? probe.apply(batch: shown, absentTags: .skip) {
+                seen = undone.applied.reversed().map(\.inverse) + seen
+                order = probe.tags
+            }
+        }
         let result = try? confirmed.apply(batch: ops, absentTags: .skip)
         if let result, result.absent.isEmpty, rev == revision + 1 {
             recent.append((rev, result.applied))
@@ -396,6 +519,14 @@ public struct ClientSync: Sendable {
         var order = order
         var kept: [Pending] = []
         for var pending in outbox {
+            if let shown = pending.predicted {
+                // A predicted undo or redo is in the view like an edit (never on the wire).
+                pending.predicted = Transform.transform(shown, over: incoming, order: order).diffs
+                incoming = Transform.transform(incoming, over: shown, order: order, incomingFirst: true).diffs
+                order = shown.reduce(order) { Transform.applyOrder($1, to: $0) }
+                kept.append(pending)
+                continue
+            }
             guard case .submit(let wire, let label, let coalesce) = pending.request else {
                 kept.append(pending)
                 continue
@@ -425,7 +556,22 @@ public struct ClientSync: Sendable {
         var model = confirmed
         var kept: [Pending] = []
         var previousDropped: Request?
+        // Edits dropped here, by id: a predicted undo or redo whose step was only those goes too.
+        var dropped: [Int: Request] = [:]
         for var pending in outbox {
+            if let shown = pending.predicted {
+                let left = pending.step.filter { dropped[$0] == nil }
+                if left.isEmpty, !pending.step.isEmpty, pending.sentBase == nil {
+                    if case .undo = pending.request, let edit = pending.step.compactMap({ dropped[$0] }).last { droppedUndos.append(edit) }
+                    previousDropped = nil
+                    continue
+                }
+                pending.step = left
+                _ = try? model.apply(batch: shown, absentTags: .skip)
+                previousDropped = nil
+                kept.append(pending)
+                continue
+            }
             guard case .submit(let wire, let label, let coalesce) = pending.request else {
                 // The undo of an edit dropped here goes with it.
                 if let dropped = previousDropped, pending.forQueuedEdit, pending.sentBase == nil {
@@ -446,6 +592,7 @@ public struct ClientSync: Sendable {
             let fitting = wire.filter { diff in (try? model.apply(diff)) != nil }
             if fitting.isEmpty {
                 previousDropped = pending.request
+                dropped[pending.id] = pending.request
                 continue
             }
             pending.request = .submit(ops: fitting, label: label, coalesce: coalesce)
@@ -466,8 +613,7 @@ public struct ClientSync: Sendable {
         sentLocal = sentLocal.filter { seq in outbox.contains { $0.seq == seq.key } }
         var model = confirmed
         for pending in outbox {
-            guard case .submit(let ops, _, _) = pending.request else { continue }
-            _ = try? model.apply(batch: localOps(pending) ?? ops, absentTags: .skip)
+            _ = try? model.apply(batch: viewOps(pending), absentTags: .skip)
         }
         view = model
     }

@@ -31,31 +31,39 @@ public struct UndoOffer: Hashable, Sendable {
 
     /// The offer after `requests` (oldest first) are played over the hub's `history`.
     public init(history: HistorySummary, requests: [ClientSync.Request]) {
+        self = Self.play(history: history, requests: requests.enumerated().map { ($0.offset, $0.element) }).offer
+    }
+
+    /// The stacks after `requests` (each with an id of the caller's) are played over the hub's
+    /// `history`, and the offer they make. `ClientSync` reads the steps to show an undo or a redo of a
+    /// queued edit at once (`Step.requests`, `Step.movedBy`).
+    static func play(history: HistorySummary, requests: [(id: Int, request: ClientSync.Request)]) -> Play {
         var undo = Stack(hub: .known(can: history.canUndo, label: history.undoLabel))
         var redo = Stack(hub: .known(can: history.canRedo, label: history.redoLabel))
         // The coalesce key of the queued edit on top of the undo stack, while the next may join it.
         var run: String?
-        for request in requests {
+        for (id, request) in requests {
             switch request {
             case .submit(let ops, let label, let coalesce):
                 let tags = Set(ops.map(\.tag))
                 if let coalesce, coalesce == run, let top = undo.steps.indices.last {
                     undo.steps[top].tags?.formUnion(tags)
+                    undo.steps[top].requests.append(id)
                 } else {
-                    undo.steps.append(Step(label: label, tags: tags))
+                    undo.steps.append(Step(label: label, tags: tags, requests: [id]))
                 }
                 run = coalesce
                 redo.clear()
             case .restore(let rev, let label):
-                undo.steps.append(Step(label: label ?? "Restore to revision \(rev)", tags: nil))
+                undo.steps.append(Step(label: label ?? "Restore to revision \(rev)", tags: nil, requests: [id], restore: true))
                 run = nil
                 redo.clear()
             case .undo(let scope):
                 run = nil
-                Stack.moveNewest(from: &undo, to: &redo, scope: scope)
+                Stack.moveNewest(from: &undo, to: &redo, scope: scope, by: id)
             case .redo(let scope):
                 run = nil
-                Stack.moveNewest(from: &redo, to: &undo, scope: scope)
+                Stack.moveNewest(from: &redo, to: &undo, scope: scope, by: id)
             case .undoEntry:
                 // One of the hub's steps, perhaps its top, or one an undo and a redo brought back on top
                 // of the queued ones: what is on top afterwards is not known. (Queued edits have no
@@ -68,16 +76,29 @@ public struct UndoOffer: Hashable, Sendable {
         let (canUndo, undoLabel) = undo.top
         let (canRedo, redoLabel) = redo.top
         // A step an undo and a redo brought back off the hub's top is the hub's, not a queued edit.
-        self.init(canUndo: canUndo, undoLabel: undoLabel, canRedo: canRedo, redoLabel: redoLabel,
-                  queued: undo.steps.last.map { !$0.fromHub } ?? false)
+        let offer = UndoOffer(canUndo: canUndo, undoLabel: undoLabel, canRedo: canRedo, redoLabel: redoLabel,
+                              queued: undo.steps.last.map { !$0.fromHub } ?? false)
+        return Play(undo: undo.steps, redo: redo.steps, offer: offer)
+    }
+
+    /// The known steps of both stacks, oldest first, after a play.
+    struct Play {
+        var undo: [Step]
+        var redo: [Step]
+        var offer: UndoOffer
     }
 
     /// A step on a stack: its label (nil when it came without one), the people it touches (nil: any),
     /// and whether it is one of the hub's (taken off its known top), not a queued request's.
-    private struct Step {
+    struct Step {
         var label: String?
         var tags: Set<Tag>?
         var fromHub = false
+        /// The queued requests that made it (its edits, several when they coalesce; or a restore).
+        var requests: [Int] = []
+        var restore = false
+        /// The undo or redo that last moved it from one stack to the other (nil: never moved).
+        var movedBy: Int?
     }
 
     /// The hub's part of one stack: its top as the summary gave it, or unknown once passed.
@@ -115,7 +136,7 @@ public struct UndoOffer: Hashable, Sendable {
         /// press that reaches the hub's steps may take one or none, so what `to` holds is then unknown.
         /// A scoped press that meets a step whose people are not known (one of the hub's, a restore)
         /// may take it or pass it: neither stack's top is known then.
-        static func moveNewest(from: inout Stack, to: inout Stack, scope: Tag?) {
+        static func moveNewest(from: inout Stack, to: inout Stack, scope: Tag?, by press: Int) {
             for index in from.steps.indices.reversed() {
                 if let scope {
                     guard let tags = from.steps[index].tags else {
@@ -125,7 +146,9 @@ public struct UndoOffer: Hashable, Sendable {
                     }
                     guard tags.contains(scope) else { continue }
                 }
-                to.steps.append(from.steps.remove(at: index))
+                var step = from.steps.remove(at: index)
+                step.movedBy = press
+                to.steps.append(step)
                 return
             }
             if case .known(false, _) = from.hub { return }  // the hub will answer that there is nothing
