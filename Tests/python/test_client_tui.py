@@ -839,6 +839,32 @@ def test_offline_after_one_undo_the_undo_line_names_the_next_queued_edit(hub_fac
                        "the undo line naming the queued hair colour, redo the glasses"), timeout=3)
 
 
+def test_offline_an_undo_and_a_redo_of_a_queued_edit_show_at_once(hub_factory, screens):
+    """Offline, ann picks a hair colour for Ann and turns her glasses on, then presses u twice: the screen
+    shows each taken back at once (it waited for the hub before, so nothing seemed to happen); r puts the
+    hair colour back at once. When the hub is back the room is what the screen showed."""
+    hub = hub_factory({"storage": {"kind": "embedded", "path": "{workdir}/data/pk.sqlite"}})
+    room = "team-a"
+    ann = screens(hub, room, "ann")
+    hub.kill()
+    ann.wait_for(title_has("○ offline"))
+    choose(to_row(ann, "hairColor"), 1).wait_for(shows("Ann", hairColor="blonde"))
+    ann.keys("j", "j", "j", "Enter")
+    ann.wait_for(all_of(shows("Ann", hairColor="blonde", glasses="on"), title_has("2 changes waiting")))
+    ann.keys("u")
+    ann.wait_for(shows("Ann", hairColor="blonde", glasses="off"), timeout=3)
+    ann.keys("u")
+    ann.wait_for(shows("Ann", hairColor="brown", glasses="off"), timeout=3)
+    ann.keys("r")
+    ann.wait_for(all_of(shows("Ann", hairColor="blonde", glasses="off"), title_has("5 changes waiting")), timeout=3)
+    hub.restart(same_port=True)
+    ann.wait_for(all_of(title_has("● online"), title_lacks("waiting")), timeout=15)
+    obs = observe(hub, room)
+    ann_p = by_tag(obs.people, 1)
+    assert (ann_p["hairColor"], ann_p["glasses"]) == ("blonde", False), ann_p
+    ann.wait_for(shows("Ann", hairColor="blonde", glasses="off"))
+
+
 def test_an_offline_undo_of_an_edit_a_teammate_also_made_says_it_had_nothing_to_take_back(hub_factory, screens):
     """ann picks a hair colour (acknowledged). The hub goes away; offline she turns Ann's glasses on and
     presses u. Meanwhile bob turns Ann's glasses on too (on the same store, while ann cannot reach it).
