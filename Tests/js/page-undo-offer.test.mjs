@@ -1,10 +1,10 @@
-// What the Undo and Redo buttons offer while requests are queued (Web/js/undo-offer.js): the label is
-// always that of the step the next press takes back. Checked case by case, and against the room's own
-// stacks (Tests/js/server/room.mjs, the hub's twin) over random offline sessions.
+// What the Undo and Redo buttons offer while requests are queued (Web/js/core/undo-offer.js): the label
+// is always that of the step the next press takes back. Checked case by case, and against the room's
+// own stacks (Tests/js/server/room.mjs, the hub's twin) over random offline sessions.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { undoOffer } from '../../Web/js/undo-offer.js';
+import { undoOffer } from '../../Web/js/core/undo-offer.js';
 import { ClientSync } from '../../Web/js/core/client-sync.js';
 import { set, text } from '../../Web/js/core/diff.js';
 import { Harness, Fixtures } from './harness.mjs';

@@ -38,7 +38,7 @@ import { Attribution } from './attribution.js';
 import { HistoryPanel } from './history-panel.js';
 import { touchedPeople, writerText, restoreQuestion, alreadyRestoredText } from './history-text.js';
 import { RestoreCheck, readRoomAt } from './restore-check.js';
-import { undoOffer } from './undo-offer.js';
+import { undoOffer } from './core/undo-offer.js';
 import { insert, remove, move, diffTag } from './core/diff.js';
 import { setAttr, setText } from './dom.js';
 
@@ -526,7 +526,7 @@ class App {
     // While the hub is out of reach, #connection-detail says how many are kept.
     $('waiting-box').hidden = pending === 0 || status.down;
 
-    // What the next press takes back, queued requests included (undo-offer.js).
+    // What the next press takes back, queued requests included (core/undo-offer.js).
     const offer = undoOffer(live.sync);
     const undo = $('undo');
     const redo = $('redo');
