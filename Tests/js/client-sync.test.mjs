@@ -5,8 +5,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ClientSync } from '../../Web/js/core/client-sync.js';
 import { set, remove, text, insert } from '../../Web/js/core/diff.js';
-import { decodeServerMessage, encode } from '../../Web/js/core/wire.js';
+import { decodeClientMessage, decodeServerMessage, encode } from '../../Web/js/core/wire.js';
+import { PeopleModel } from '../../Web/js/core/model.js';
+import { Room } from './server/room.mjs';
 import { Fixtures } from './harness.mjs';
+import { Network } from './network.mjs';
 
 const history = { canUndo: false, canRedo: false };
 
@@ -320,6 +323,73 @@ test('an undo pressed for a queued edit that lands is sent as usual, and a secon
   client.undo();
   const { send } = client.receive({ type: 'ack', seq: 1, rev: 1, ops: [set(1, 'glasses', true)] });
   assert.deepEqual(send, [{ type: 'undo', seq: 2 }]);
+});
+
+test("offline, an undo or redo of a queued edit shows at once; the hub's answers keep the view", () => {
+  const client = welcomed();
+  client.disconnected();
+  client.edit([set(1, 'hairColor', 'red')], { label: 'Change Hair Color' });
+  client.edit([text(2, [{ retain: 4 }, { insert: '!' }])], { label: 'Type' });
+  assert.equal(client.view.get(2).name, 'Joan!');
+  assert.deepEqual(client.undo(), []);
+  assert.equal(client.view.get(2).name, 'Joan');
+  assert.equal(client.view.get(1).hairColor, 'red');
+  client.undo();
+  assert.ok(client.view.equals(new PeopleModel(Fixtures.start)), 'both edits taken back');
+  client.redo();
+  assert.equal(client.view.get(1).hairColor, 'red');
+  assert.equal(client.view.get(2).name, 'Joan');
+  // Typed after the undo: made on the view without the "!".
+  client.edit([text(2, [{ retain: 4 }, { insert: '?' }])], { label: 'Type again' });
+  assert.equal(client.view.get(2).name, 'Joan?');
+  const shown = client.view;
+
+  // The hub: each request answered as a room would (a second client's Network does this fully).
+  const room = new Room({ name: 'r', seed: new PeopleModel(Fixtures.start) });
+  const { session } = room.join({ session: 's1', user: 'ann', role: 'editor' });
+  client.connect();
+  let { send } = client.receive({ type: 'welcome', session, user: 'ann', role: 'editor', rev: 0,
+    tags: { from: 4, to: 103 }, history, presence: [] });
+  let now = 10000;
+  while (send.length > 0) {
+    const message = send[0];
+    now += 1000; // apart: no coalescing at the hub
+    const replies = room.receive(decodeClientMessage(encode(message)), session, now)
+      .filter((action) => action.send && action.to.includes(session)).map((action) => action.send);
+    send = [];
+    for (const reply of replies) send.push(...client.receive(decodeServerMessage(encode(reply))).send);
+    assert.ok(client.view.equals(shown), `after ${JSON.stringify(message)}`);
+  }
+  assert.equal(client.pendingCount, 0);
+  assert.ok(client.confirmed.equals(room.model));
+  assert.ok(room.model.equals(shown));
+});
+
+test('alone, what the view shows of offline undos and redos is what the hub then makes (200 seeded sessions)', () => {
+  for (let seed = 0; seed < 200; seed++) {
+    const net = new Network(seed * 6700417 + 1, 1);
+    net.settle();
+    net.disconnect(0);
+    const client = net.peers[0].client;
+    const people = client.view.tags;
+    for (let n = 0, count = net.rng.int(1, 12); n < count; n++) {
+      const r = net.rng.int(0, 9);
+      if (r < 5) {
+        const tag = people[net.rng.int(0, people.length - 1)];
+        const op = net.rng.chance(0.5) ? text(tag, [{ insert: `x${n}` }]) : set(tag, 'glasses', net.rng.chance(0.5));
+        try { client.edit([op], { label: `Edit ${n}` }); } catch { /* invalid on the view: not made */ }
+      } else if (r < 8) {
+        client.undo();
+      } else {
+        client.redo();
+      }
+    }
+    const shown = client.view;
+    net.settle();
+    assert.deepEqual(net.errors, [], `seed ${seed}`);
+    assert.ok(net.room.model.equals(shown), `seed ${seed}: the room is not what the view showed`);
+    assert.ok(client.view.equals(shown), `seed ${seed}: the view moved`);
+  }
 });
 
 test('an undo that goes with its queued edit is told as an undoDropped event naming that edit, on both paths', () => {

@@ -7,6 +7,16 @@
 // an outbox and go one at a time, so an undo pressed after an edit undoes that edit. After a
 // reconnect the request in flight is resent with its seq; the hub answers it once.
 //
+// An undo or redo pressed while the step it takes is still queued here (an edit not yet answered,
+// offline or in flight) shows at once: its `predicted` ops (the exact inverse of the step as the view
+// applied it, or for a redo the inverse of that undo's) join the view like an edit's, and what is
+// queued after it is made on top of them. When the hub answers with other ops (a teammate's change
+// was skipped, or the hub's step was not the one foreseen) the later requests are rebased over the
+// prediction taken back and the hub's ops. Undos and redos that reach the hub's own steps, scoped
+// presses that pass the newest step, selective undos and restores wait for the hub, as before. The
+// steps are found by playing the outbox over the hub's stacks, as the Undo button's label is
+// (undo-offer.js, `play`).
+//
 // Messages in and out are wire-shaped objects: feed `receive` with `decodeServerMessage(frame)` and
 // send `JSON.stringify(message)` for each message returned. Events (for a screen):
 //   {type:'welcomed', session} | {type:'remote', rev, author, kind, label?, diffs}
@@ -16,7 +26,8 @@
 //   {type:'blame', blame: {seq?, tag, created, fields}}  who wrote what of one person (a `blame`'s answer)
 //   {type:'undoDropped', label?, ops}  an undo pressed for a queued edit went with that edit, unsent: the
 //                                   edit (`label`, its `ops` as last queued) changed nothing or no longer
-//                                   applied, so the undo had nothing to take back (see `forQueuedEdit`)
+//                                   applied, so the undo had nothing to take back (see `forQueuedEdit`,
+//                                   and `step` for an undo shown at once)
 //
 // Requests that make revisions (edits, undo, undo of one entry, redo, restore) wait in the outbox and go
 // one at a time with the session's seq; `log` and `blame` only read, so they go at once (when connected).
@@ -27,12 +38,16 @@ import { ErrorCode } from './errors.js';
 import { PeopleModel, sameText } from './model.js';
 import { applyDiff, applyBatch } from './apply.js';
 import { transformBatch, applyOrder } from './transform.js';
-import { parseDiff } from './diff.js';
+import { parseDiff, sameJSON } from './diff.js';
 import { historySummary } from './undo.js';
+import * as UndoOffer from './undo-offer.js';
 
 function tryApplyBatch(model, ops) {
   try { applyBatch(model, ops, 'skip'); } catch { /* an invalid batch changes nothing */ }
 }
+
+/** What takes back `applied` (applied diffs, in order) exactly: their inverses, newest first. */
+function exactInverse(applied) { return [...applied].reverse().map((done) => done.inverse); }
 
 const blockKey = (b) => `${b.from}-${b.to}`;
 
@@ -52,10 +67,21 @@ export class ClientSync {
     this.presence = [];
     this.connected = false;
     /**
-     * Requests not yet answered: {seq, request, sentBase}; request is {type:'submit', ops, label?, coalesce?}
-     * | {type:'undo', scope?} | {type:'undo', entry} | {type:'redo', scope?} | {type:'restore', rev, label?}.
+     * Requests not yet answered: {seq, request, sentBase, id, forQueuedEdit, predicted, step}; request is
+     * {type:'submit', ops, label?, coalesce?} | {type:'undo', scope?} | {type:'undo', entry}
+     * | {type:'redo', scope?} | {type:'restore', rev, label?}. `sentBase` is the base it was sent with,
+     * once sent (null before). `forQueuedEdit`: an undo pressed for the edit queued just before it
+     * (unsent or in flight); it goes with that edit when the edit turns out to change nothing, or is
+     * dropped, since the hub would otherwise take back the user's entry before it. `id`: this client's
+     * id for it (stable while it waits; `UndoOffer.play` names steps by it). `predicted`: for an undo
+     * or redo shown at once, the ops it is expected to have (see the header), else null. `step`: for a
+     * predicted undo or redo, the ids of the queued edits its step is made of; one that turns out to
+     * make no undo step at the hub (it changed nothing, was refused, or no longer applied) leaves the
+     * step, and a step left with none means the press has nothing to take: it goes.
      */
     this.outbox = [];
+    /** The next pending request's `id`. */
+    this.nextPendingID = 1;
     this.inFlight = false;
     this.nextSeq = 1;
     this.tagBlocks = [];
@@ -133,12 +159,14 @@ export class ClientSync {
         && last.request.coalesce === coalesce) {
       last.request = { ...last.request, ops: [...last.request.ops, ...diffs] };
     } else {
-      this.outbox.push({ seq: 0, request: submitRequest(diffs, label, coalesce), sentBase: null });
+      this.enqueue(makePending(submitRequest(diffs, label, coalesce)));
     }
     return this.flush();
   }
 
+  /** Takes back the newest step; shown at once when that step is still queued here. */
   undo(scope) { return this.queue('undo', scope); }
+  /** Puts back the newest step undone; shown at once when its undo was. */
   redo(scope) { return this.queue('redo', scope); }
 
   /**
@@ -146,7 +174,7 @@ export class ClientSync {
    * wherever it is on the stack. Queued like an undo; an id no longer there is answered `no-entry`.
    */
   undoEntry(entry) {
-    this.outbox.push({ seq: 0, request: { type: 'undo', entry }, sentBase: null });
+    this.enqueue(makePending({ type: 'undo', entry }));
     return this.flush();
   }
 
@@ -157,7 +185,7 @@ export class ClientSync {
   restore(rev, { label } = {}) {
     const request = { type: 'restore', rev };
     if (label != null) request.label = label;
-    this.outbox.push({ seq: 0, request, sentBase: null });
+    this.enqueue(makePending(request));
     return this.flush();
   }
 
@@ -181,18 +209,80 @@ export class ClientSync {
     return [{ type: 'blame', seq: this.nextSeq++, tag }];
   }
 
+  /** An undo or a redo (`type`), scoped to one person when `scope` is given. */
   queue(type, scope) {
     const request = { type };
     if (scope != null) request.scope = scope;
-    const pending = { seq: 0, request, sentBase: null };
+    const pending = makePending(request);
     // An undo pressed for the edit queued just before it goes with that edit when the edit changes
     // nothing or is dropped: sent, the hub would take back the entry before it.
     const last = this.outbox[this.outbox.length - 1];
     if (type === 'undo' && last?.request.type === 'submit') {
       pending.forQueuedEdit = scope == null || last.request.ops.some((d) => d.tag === scope);
     }
-    this.outbox.push(pending);
+    this.predict(pending, type === 'undo', scope);
+    this.enqueue(pending);
+    this.rebuildView();
     return this.flush();
+  }
+
+  enqueue(pending) {
+    pending.id = this.nextPendingID;
+    this.nextPendingID += 1;
+    this.outbox.push(pending);
+  }
+
+  /**
+   * The ops a pending request adds to the view: an edit's (its local copy once sent), a predicted
+   * undo's or redo's; none for the rest.
+   */
+  viewOps(pending) {
+    if (pending.request.type === 'submit') return this.localOps(pending) ?? pending.request.ops;
+    return pending.predicted ?? [];
+  }
+
+  /**
+   * Gives an undo (`undo` true) or redo pressed now its predicted ops, when the step it takes is known
+   * and still queued here: the newest step of its stack (touching `scope`, when given), made of queued
+   * edits (or last moved by a predicted press). The ops are exact inverses of what the view applied for
+   * the step, and apply to the view as it is: everything queued after the step nets to nothing (later
+   * steps are undone, LIFO).
+   */
+  predict(pending, undo, scope) {
+    const played = UndoOffer.play(this.history, this.outbox.map((p) => ({ id: p.id, request: p.request })));
+    const stack = undo ? played.undo : played.redo;
+    const step = stack[stack.length - 1];
+    if (!step || step.fromHub || step.restore) return;
+    if (scope != null && !(step.tags?.includes(scope) ?? false)) return;
+    // What the view applied for each pending request, in order.
+    const model = this.confirmed.clone();
+    const applied = new Map();
+    for (const queued of this.outbox) {
+      try {
+        applied.set(queued.id, applyBatch(model, this.viewOps(queued), 'skip').applied);
+      } catch {
+        return;
+      }
+    }
+    // An undo takes back what last applied the step: its edits, or the redo that put it back; a redo
+    // takes back the undo that removed it.
+    let by;
+    if (undo) {
+      by = step.movedBy != null ? [step.movedBy] : step.requests;
+    } else {
+      if (step.movedBy == null) return;
+      by = [step.movedBy];
+    }
+    const ops = [];
+    for (const id of [...by].reverse()) {
+      const queued = this.outbox.find((p) => p.id === id);
+      const done = applied.get(id);
+      if (!queued || !done) return;
+      if (queued.request.type !== 'submit' && queued.predicted == null) return;
+      ops.push(...exactInverse(done));
+    }
+    pending.predicted = ops;
+    pending.step = [...step.requests];
   }
 
   /** Sends the first request of the outbox if nothing is in flight. */
@@ -297,6 +387,8 @@ export class ClientSync {
         if (message.seq != null && first && first.seq === message.seq && first.sentBase !== null) {
           this.outbox.shift();
           this.inFlight = false;
+          if (first.request.type === 'submit') this.noUndoStep(first);
+          if (first.predicted != null) this.takeBack(first.predicted);
           // Edits queued behind the refused batch may depend on it (a person it inserted).
           this.pruneUnsent();
           this.rebuildView();
@@ -339,19 +431,26 @@ export class ClientSync {
     if (!first || first.seq !== seq || first.sentBase === null) return false;
     this.outbox.shift();
     this.inFlight = false;
-    // An edit that changed nothing left no undo entry: the undo pressed for it has nothing to take back.
-    const next = this.outbox[0];
-    if (first.request.type === 'submit' && (ops ?? []).length === 0 && next?.forQueuedEdit && next.sentBase === null) {
-      this.outbox.shift();
-      this.droppedUndos.push(first.request);
-    }
+    ops = ops ?? [];
+    // An edit that changed nothing left no undo entry: an undo pressed for it has nothing to take back.
+    if (first.request.type === 'submit' && ops.length === 0) this.noUndoStep(first);
     if (rev != null && rev > this.revision) {
-      // Edits queued behind an undo / redo / restore were made without its effect: rebase them over it.
-      // (Edits queued behind a submit were made on top of it already.)
-      this.applyConfirmed(ops, rev, first.request.type !== 'submit');
+      if (first.predicted != null) {
+        // The requests queued after it were made on top of what the view showed for it.
+        const shown = first.predicted;
+        this.applyConfirmed(ops, rev, !sameJSON(shown, ops), shown);
+      } else {
+        // Edits queued behind an undo / redo / restore were made without its effect: rebase them over
+        // it. (Edits queued behind a submit were made on top of it already.)
+        this.applyConfirmed(ops, rev, first.request.type !== 'submit');
+      }
     } else {
+      // The hub made no revision for a predicted undo or redo (nothing to take back, every part
+      // skipped): what was queued after it goes back over its prediction.
+      if (first.predicted != null) this.takeBack(first.predicted);
       // Answered at a revision the confirmed state is already past (a replayed reply after a
-      // full-state welcome): edits queued behind it may no longer apply.
+      // full-state welcome): its effect is in the state or was undone since, and edits queued behind
+      // it may no longer apply.
       this.pruneUnsent();
     }
     this.rebuildView();
@@ -359,12 +458,61 @@ export class ClientSync {
   }
 
   /**
-   * A revision of the hub's: applied to `confirmed` as it is (ops as applied are never transformed
-   * again), and the queued edits rebased over it when they were made without it.
+   * `edit` (just taken off the outbox) made no undo step at the hub: it changed nothing, or was
+   * refused. An undo tied to it (`forQueuedEdit`) goes; so does a predicted undo or redo whose step it
+   * was alone. Their predictions and the edit's ops net to nothing in the view, so nothing queued after
+   * them moves.
    */
-  applyConfirmed(ops, rev, rebaseQueued) {
-    const order = this.confirmed.tags;
-    const seen = this.renamed(ops);
+  noUndoStep(edit) {
+    const next = this.outbox[0];
+    if (next?.forQueuedEdit && next.predicted == null && next.sentBase === null) {
+      this.outbox.shift();
+      this.droppedUndos.push(edit.request);
+    }
+    const kept = [];
+    for (const pending of this.outbox) {
+      const index = pending.predicted != null ? pending.step.indexOf(edit.id) : -1;
+      if (index >= 0) {
+        pending.step = pending.step.filter((_, i) => i !== index);
+        if (pending.step.length === 0 && pending.sentBase === null) {
+          if (pending.request.type === 'undo') this.droppedUndos.push(edit.request);
+          continue;
+        }
+      }
+      kept.push(pending);
+    }
+    this.outbox = kept;
+  }
+
+  /**
+   * A prediction the hub did not make come true at all: the requests queued after it were made on top
+   * of `shown`, so they are rebased over its exact inverse (taken on `confirmed`, where it applied).
+   */
+  takeBack(shown) {
+    if (shown.length === 0) return;
+    const probe = this.confirmed.clone();
+    let undone;
+    try { undone = applyBatch(probe, shown, 'skip'); } catch { return; }
+    this.rebaseOutbox(exactInverse(undone.applied), probe.tags);
+  }
+
+  /**
+   * A revision of the hub's: applied to `confirmed` as it is (ops as applied are never transformed
+   * again), and the queued edits rebased over it when they were made without it. With `shown` (a
+   * predicted undo's or redo's ops, which the requests queued after it were made on top of), they are
+   * rebased over those taken back, then over `ops`.
+   */
+  applyConfirmed(ops, rev, rebaseQueued, shown = []) {
+    let order = this.confirmed.tags;
+    let seen = this.renamed(ops);
+    if (rebaseQueued && shown.length > 0) {
+      const probe = this.confirmed.clone();
+      try {
+        const undone = applyBatch(probe, shown, 'skip');
+        seen = [...exactInverse(undone.applied), ...seen];
+        order = probe.tags;
+      } catch { /* not taken back: rebased over `ops` alone */ }
+    }
     tryApplyBatch(this.confirmed, ops);
     this.revision = rev;
     if (rebaseQueued) this.rebaseOutbox(seen, order);
@@ -409,6 +557,14 @@ export class ClientSync {
    */
   rebaseOutbox(incoming, order) {
     for (const pending of this.outbox) {
+      if (pending.predicted != null) {
+        // A predicted undo or redo is in the view like an edit (never on the wire).
+        const shown = pending.predicted;
+        pending.predicted = transformBatch(shown, incoming, order).diffs;
+        incoming = transformBatch(incoming, shown, order, true).diffs;
+        order = shown.reduce((acc, d) => applyOrder(d, acc), order);
+        continue;
+      }
       if (pending.request.type !== 'submit') continue;
       const ops = this.localOps(pending) ?? pending.request.ops;
       const mine = transformBatch(ops, incoming, order).diffs;
@@ -433,7 +589,23 @@ export class ClientSync {
     const model = this.confirmed.clone();
     const kept = [];
     let previousDropped = null;
+    // Edits dropped here, by id: a predicted undo or redo whose step was only those goes too.
+    const dropped = new Map();
     for (const pending of this.outbox) {
+      if (pending.predicted != null) {
+        const left = pending.step.filter((id) => !dropped.has(id));
+        if (left.length === 0 && pending.step.length > 0 && pending.sentBase === null) {
+          const edits = pending.step.filter((id) => dropped.has(id));
+          if (pending.request.type === 'undo') this.droppedUndos.push(dropped.get(edits[edits.length - 1]));
+          previousDropped = null;
+          continue;
+        }
+        pending.step = left;
+        tryApplyBatch(model, pending.predicted);
+        previousDropped = null;
+        kept.push(pending);
+        continue;
+      }
       if (pending.request.type !== 'submit') {
         // The undo of an edit dropped here goes with it.
         if (previousDropped && pending.forQueuedEdit && pending.sentBase === null) {
@@ -456,6 +628,7 @@ export class ClientSync {
       });
       if (fitting.length === 0) {
         previousDropped = pending.request;
+        dropped.set(pending.id, pending.request);
         continue;
       }
       pending.request = { ...pending.request, ops: fitting };
@@ -466,18 +639,23 @@ export class ClientSync {
 
   localOps(pending) { return pending.sentBase === null ? undefined : this.sentLocal.get(pending.seq); }
 
-  /** `view` = `confirmed` + the pending submits, each applied leniently (absent tags skip). */
+  /**
+   * `view` = `confirmed` + the pending submits and predicted undos / redos, each applied leniently
+   * (absent tags skip).
+   */
   rebuildView() {
     for (const seq of [...this.sentLocal.keys()]) {
       if (!this.outbox.some((p) => p.seq === seq)) this.sentLocal.delete(seq);
     }
     const model = this.confirmed.clone();
-    for (const pending of this.outbox) {
-      if (pending.request.type !== 'submit') continue;
-      tryApplyBatch(model, this.localOps(pending) ?? pending.request.ops);
-    }
+    for (const pending of this.outbox) tryApplyBatch(model, this.viewOps(pending));
     this.view = model;
   }
+}
+
+/** A request as it joins the outbox (`enqueue` gives it its id). */
+function makePending(request) {
+  return { seq: 0, request, sentBase: null, id: 0, forQueuedEdit: false, predicted: null, step: [] };
 }
 
 function submitRequest(ops, label, coalesce) {
