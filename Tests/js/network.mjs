@@ -2,7 +2,8 @@
 // Tests/PeopleCoreTests/ConvergenceTests.swift, without the journal restarts): each direction of each
 // connection is FIFO, connections are interleaved at random, clients drop and reconnect (losing what
 // was on the wire) and resend; random edits, undos, redos, selective undos (of a random id: many are
-// `no-entry`) and restores to a random revision. At quiescence every client's model equals the room's.
+// `no-entry`) and restores to a random revision, online or not (queued then; an undo or redo of a
+// queued step shows at once). At quiescence every client's model equals the room's.
 // Frames go through encode / decode, as on a socket. A `readHistory` (a restore below the room's memory
 // window) is served at once from the network's store, which keeps every revision the room made.
 
@@ -121,10 +122,13 @@ export class Network {
     const peer = this.peers[i];
     const r = this.rng.int(0, 99);
     if (r < 20) this.edit(i);
+    // Undos and redos while offline too: queued, and shown at once when they take a queued step.
     else if (r < 25) {
-      if (peer.online) peer.up.push(...peer.client.undo(this.rng.chance(0.3) ? this.rng.int(1, 3) : undefined));
+      const sent = peer.client.undo(this.rng.chance(0.3) ? this.rng.int(1, 3) : undefined);
+      if (peer.online) peer.up.push(...sent);
     } else if (r < 27) {
-      if (peer.online) peer.up.push(...peer.client.redo());
+      const sent = peer.client.redo();
+      if (peer.online) peer.up.push(...sent);
     } else if (r < 28) {
       const choice = this.rng.int(0, 2);
       if (choice === 0) {
