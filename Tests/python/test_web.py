@@ -134,6 +134,13 @@ def last_label(obs, author: str, kind: str = "edit") -> str:
     return frames[-1]["label"]
 
 
+def room_log(hub, room: str) -> list[dict]:
+    """The room's timeline over the hub's HTTP API (GET /v1/rooms/ROOM/log), newest first."""
+    status, _, body = hub.http("GET", f"/v1/rooms/{room}/log")
+    assert status == 200, (status, body)
+    return json.loads(body)["entries"]
+
+
 def undo_text_is(text: str):
     return lambda b: (lambda u: u if u and u["text"] == text and u["disabled"] is False else None)(b.button("#undo"))
 
@@ -522,6 +529,47 @@ def test_offline_the_undo_label_names_the_queued_edit_the_next_press_takes_back(
     a.wait_for(undo_text_is("Undo Change Eye Color"), "#undo still offering the eye color, online")
 
 
+def test_offline_an_undo_and_a_redo_of_a_queued_edit_show_at_once(hub_factory, room, browsers):
+    """ann's page, offline (the hub killed): she changes Ann's hair color (→ red) and turns her glasses
+    on, then presses Undo twice: each press shows at once what it takes back (the glasses off, then the
+    hair brown again) while the hub is still away, and Redo puts the red hair back at once. The status
+    line keeps the five requests ("Your 2 changes, 2 undos and 1 redo are kept…"). When the hub is back
+    the room is what the page showed (red hair, no glasses), made by ann's two edits, two undos and a
+    redo, and the page still shows it.
+    Before the change: the page showed nothing of an undo or a redo until the hub answered it."""
+    hub, a = ann_on_a_sqlite_hub(hub_factory, room, browsers)
+    kill_hub_under(hub, a)
+    a.choose("hairColor", "red")
+    assert a.toggle("#glasses") is True
+    a.wait_for(undo_text_is("Undo Toggle Glasses"), "#undo offering the glasses toggle made offline")
+
+    a.click("#undo")
+    a.wait_for(lambda p: p.value("#glasses") is False, "Ann's glasses off at once, with the hub away", timeout=3)
+    assert a.value("select#hairColor") == "red", a.describe()
+    a.wait_for(undo_text_is("Undo Change Hair Color"), "#undo offering the hair color next")
+    a.click("#undo")
+    a.wait_for(lambda p: p.value("select#hairColor") == "brown", "Ann's hair brown again at once", timeout=3)
+    a.wait_for(lambda p: (lambda r: r if r and r["text"] == "Redo Change Hair Color" and r["disabled"] is False
+                          else None)(p.button("#redo")), "#redo offering the hair color")
+    a.click("#redo")
+    a.wait_for(lambda p: p.value("select#hairColor") == "red", "Ann's hair red again at once", timeout=3)
+    assert a.value("#glasses") is False, a.describe()
+    assert a.summary()["connection"] != "online", "all of it shown before the hub was back"
+    kept = "Your 2 changes, 2 undos and 1 redo are kept and sent when it is back."
+    a.wait_for(lambda p: kept in (p.text("#connection-detail") or ""), f"#connection-detail saying {kept!r}")
+    a.screenshot("1-offline-undo-and-redo-shown-at-once")
+
+    hub.restart(same_port=True)
+    a.wait_for(lambda p: (lambda s: s["connection"] == "online" and not s["waiting"])(p.summary()),
+               "#connection online and #waiting empty after the hub came back", timeout=RECONNECT_WAIT)
+    obs = observe(hub, room)
+    ann = by_tag(obs.people, 1)
+    assert (ann["hairColor"], ann["glasses"]) == ("red", False), f"the room is what the page showed: {ann}"
+    assert a.value("select#hairColor") == "red" and a.value("#glasses") is False, a.describe()
+    kinds = [e["kind"] for e in reversed(room_log(hub, room)) if e["author"] == "ann"]
+    assert kinds == ["edit", "edit", "undo", "undo", "redo"], f"ann's revisions, oldest first: {kinds}"
+
+
 def test_an_undo_pressed_offline_for_an_edit_a_teammate_made_too_says_it_had_nothing_to_take_back(hub_factory, room,
                                                                                                    browsers):
     """The web pass's case. ann, offline, sets Ann's eyes hazel and her glasses on, and presses "Undo
@@ -555,9 +603,7 @@ def test_an_undo_pressed_offline_for_an_edit_a_teammate_made_too_says_it_had_not
     ann = by_tag(obs.people, 1)
     assert (ann["eyeColor"], ann["glasses"]) == ("hazel", True), f"the eye color stays, and bob's glasses: {ann}"
     assert a.value("select#eyeColor") == "hazel" and a.value("#glasses") is True, a.describe()
-    log = hub.http("GET", f"/v1/rooms/{room}/log")
-    assert log[0] == 200, log
-    kinds = [(e["author"], e["kind"]) for e in json.loads(log[2])["entries"]]
+    kinds = [(e["author"], e["kind"]) for e in room_log(hub, room)]
     assert ("ann", "undo") not in kinds, f"no undo of ann's reached the hub: {kinds}"
 
 
