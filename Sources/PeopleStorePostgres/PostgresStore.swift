@@ -14,6 +14,11 @@ import PostgresNIO
 /// connection, so when a node dies PostgreSQL frees its rooms at once. `room_owners` tells the other
 /// nodes where a room is served (for `redirect`). The journal's primary key (room, position) fences
 /// a node that lost its lease without noticing: its next append collides and fails.
+///
+/// A node that vanishes without closing its connection (power, network) is noticed by PostgreSQL's TCP
+/// keepalives on that session, which the writer connection sets (`SET tcp_keepalives_*`,
+/// `tcp_user_timeout`) so that its leases are freed about `leaseTimeout` seconds later, not after the
+/// operating system's two hours.
 public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     public let node: String
     /// Where clients reach this node; settable until the first lease (a node on port 0 learns its
@@ -40,22 +45,29 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     private var writer: GroupCommitWriter!
     private var leasesLostHandlers: [@Sendable () -> Void] = []
     private var nextConnectionID = 0
+    /// Seconds after which PostgreSQL gives up on this node's writer connection once it stops
+    /// answering (its leases then free).
+    private let leaseTimeout: Int
 
     /// Connects to `url` (`postgres://user[:password]@host[:port]/database[?sslmode=…]`, read by
     /// `PostgresEndpoint`; a password from `password` wins), creates the tables if missing, and starts
     /// the writer. `logger` is the caller's: the store logs lost leases and unsaved snapshots there, and
     /// postgres-nio its connections.
     public convenience init(url: String, password: String? = nil, node: String, advertisedURL: String,
-                            logger: Logger) throws(StoreError) {
+                            leaseTimeout: Int = 30, logger: Logger) throws(StoreError) {
         let endpoint: PostgresEndpoint
         do { endpoint = try PostgresEndpoint(url: url, password: password) } catch {
             throw StoreError(.invalidRequest, "storage.postgresURL \(error)")
         }
-        try self.init(endpoint: endpoint, node: node, advertisedURL: advertisedURL, logger: logger)
+        try self.init(endpoint: endpoint, node: node, advertisedURL: advertisedURL, leaseTimeout: leaseTimeout, logger: logger)
     }
 
-    /// Connects to `endpoint` (TLS as its `sslmode` says), creates the tables if missing, and starts the writer.
-    public init(endpoint: PostgresEndpoint, node: String, advertisedURL: String, logger: Logger) throws(StoreError) {
+    /// Connects to `endpoint` (TLS as its `sslmode` says), creates the tables if missing, and starts the
+    /// writer. `leaseTimeout`: seconds after which PostgreSQL frees the leases of this node once it
+    /// stops answering (at least 2).
+    public init(endpoint: PostgresEndpoint, node: String, advertisedURL: String, leaseTimeout: Int = 30,
+                logger: Logger) throws(StoreError) {
+        self.leaseTimeout = max(2, leaseTimeout)
         let host = endpoint.host, port = endpoint.port
         configuration = endpoint.configuration
         plainFallback = endpoint.plainConfiguration
@@ -114,6 +126,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             }
         }
         let connection = try connect()
+        try bound(connection)
         writerConnection = connection
         return connection
     }
@@ -139,6 +152,18 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             try lock.withLock { _ = try run("SELECT 1", on: try writerLocked()) }
         } catch {
             throw Self.storeError(error, "PostgreSQL does not answer: \(Self.describe(error))", otherwise: .unavailable)
+        }
+    }
+
+    /// The server's side of the lease connection gives up `leaseTimeout` seconds after this node stops
+    /// answering: keepalive probes after half of it without traffic, three more at a sixth each, and
+    /// unacknowledged data dropped after all of it. Session settings any user may make; PostgreSQL
+    /// ignores them on a Unix socket (no network to lose there).
+    private func bound(_ connection: PostgresConnection) throws {
+        let idle = max(1, leaseTimeout / 2), interval = max(1, (leaseTimeout - idle) / 3)
+        for setting in ["tcp_keepalives_idle = \(idle)", "tcp_keepalives_interval = \(interval)",
+                        "tcp_keepalives_count = 3", "tcp_user_timeout = \(leaseTimeout * 1000)"] {
+            _ = try run(PostgresQuery(unsafeSQL: "SET \(setting)"), on: connection)
         }
     }
 

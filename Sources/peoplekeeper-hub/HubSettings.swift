@@ -59,6 +59,7 @@ struct HubSettings: Sendable {
     var nodeID: String
     var advertisedURL: String
     var webhookScanSeconds: Int
+    var leaseTimeoutSeconds: Int
 
     enum LogFormat: String, Sendable, CaseIterable { case text, json }
     enum StorageKind: String, Sendable, CaseIterable { case embedded, postgres, memory }
@@ -110,6 +111,7 @@ struct HubSettings: Sendable {
         nodeID = values.string("cluster.nodeId")
         advertisedURL = values.string("cluster.advertisedURL")
         webhookScanSeconds = values.int("cluster.webhookScanSeconds")
+        leaseTimeoutSeconds = values.int("cluster.leaseTimeoutSeconds")
     }
 }
 

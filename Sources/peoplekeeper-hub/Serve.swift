@@ -258,7 +258,8 @@ extension HubSettings {
                 throw ConfigProblem(key: "storage.postgresURL", problem: error.description)
             }
             let node = nodeID.isEmpty ? ProcessInfo.processInfo.hostName : nodeID
-            return try PostgresStore(endpoint: endpoint, node: node, advertisedURL: advertisedBase, logger: logger)
+            return try PostgresStore(endpoint: endpoint, node: node, advertisedURL: advertisedBase,
+                                     leaseTimeout: leaseTimeoutSeconds, logger: logger)
         }
     }
 

@@ -1,12 +1,16 @@
 """The HTTP API in cluster mode (docs/HTTP.md): two nodes on one real PostgreSQL. A room owned by node A
 is answered 307 at node B, with `Location` the same request at A (path and query kept); following it
-works, and the write is durable and in A's change feed. Only the owner delivers the room's webhooks
-(not checked here: test_webhooks.py runs one node)."""
+works, and the write is durable and in A's change feed. (Webhooks in cluster mode:
+test_webhooks_cluster.py.) Also: PostgreSQL is told to give up on a silent node's lease connection
+within cluster.leaseTimeoutSeconds."""
 
 from __future__ import annotations
 
 import http.client
 import json
+import re
+import subprocess
+import time
 from urllib.parse import urlsplit
 
 from pkhttp import HubHTTP
@@ -79,3 +83,49 @@ def test_http_requests_are_counted_by_route_and_status_in_metrics(hub_factory, r
         "room names must not become label values"
     assert re.search(r'^peoplekeeper_http_request_duration_seconds_count\{route="GET /v1/rooms/:room"\} \d+', text,
                      re.MULTILINE), text
+
+
+def _keepalive_timers(pg_port: int, client_ports: set[int]) -> dict[int, float]:
+    """PostgreSQL's side of the TCP connections from `client_ports`: client port → seconds left on the
+    socket's keepalive timer (`ss -o`), for the sockets that have one."""
+    out = subprocess.run(["ss", "-tnoH", "state", "established", f"( sport = :{pg_port} )"],
+                         capture_output=True, text=True, check=True).stdout
+    timers = {}
+    for line in out.splitlines():
+        m = re.search(r"127\.0\.0\.1:\d+\s+127\.0\.0\.1:(\d+).*timer:\(keepalive,([^,]+),", line)
+        if m and int(m.group(1)) in client_ports:
+            # ss writes what is left as e.g. 119min, 5.9sec or 3.060ms (iproute2 versions differ).
+            scale = {"min": 60.0, "sec": 1.0, "ms": 0.001}
+            timers[int(m.group(1))] = sum(float(n) * scale[u] for n, u in re.findall(r"(\d+(?:\.\d+)?)(min|sec|ms)", m.group(2)))
+    return timers
+
+
+def _hub_ports_to(pid: int, pg_port: int) -> set[int]:
+    out = subprocess.run(["ss", "-tnpH", "state", "established", f"( dport = :{pg_port} )"],
+                         capture_output=True, text=True, check=True).stdout
+    return {int(m.group(1)) for line in out.splitlines() if f"pid={pid}," in line
+            for m in [re.search(r"127\.0\.0\.1:(\d+)\s+127\.0\.0\.1:" + str(pg_port), line)] if m}
+
+
+def test_postgres_frees_a_silent_node_s_rooms_within_cluster_lease_timeout(hub_factory, pg_server, room):
+    """A node that loses power or its network sends no goodbye: PostgreSQL keeps its leases until TCP
+    keepalive on that session gives up, over two hours by Linux's defaults. The node sets keepalives on
+    the server's side of its lease connection from cluster.leaseTimeoutSeconds (here 12: probes after
+    6 s idle): PostgreSQL's socket for that connection shows a keepalive timer of at most 6 s, where
+    the server's default is 7,200 s. (A lost network itself is not simulated: loopback only.)"""
+    hub = hub_factory({"storage": {"kind": "postgres", "postgresURL": pg_server.url},
+                       "cluster": {"nodeId": "a", "leaseTimeoutSeconds": 12}})
+    hub.join(room, "ann").close()                      # the lease is taken on the writer connection
+    ports = _hub_ports_to(hub.proc.pid, pg_server.port)
+    assert ports, "the hub has no connection to PostgreSQL that ss can see"
+    # A socket with data just sent shows its retransmit timer instead: look again until one is idle.
+    deadline = time.monotonic() + 5
+    timers = _keepalive_timers(pg_server.port, ports)
+    while not timers and time.monotonic() < deadline:
+        time.sleep(0.2)
+        timers = _keepalive_timers(pg_server.port, ports)
+    seen = subprocess.run(["ss", "-tnoH", "state", "established", f"( sport = :{pg_server.port} )"],
+                          capture_output=True, text=True).stdout
+    assert timers and min(timers.values()) <= 6.0, (
+        f"no server-side socket of the hub's connections {sorted(ports)} shows a keepalive timer of at most "
+        f"6 s: {timers}\n{seen}")
