@@ -212,3 +212,17 @@ test('an undo that goes with a queued edit whose person was deleted names who de
     'Your undo of Change Hair Color had nothing to take back: Joan was deleted by carl.');
   assert.equal(room.pending, 0);
 });
+
+test('an undo that goes with a queued edit the hub refused says the edit was refused', () => {
+  const { room, notices, socket } = online();
+  room.edit([set(1, 'glasses', true)], { label: 'Toggle Glasses' }); // in flight
+  room.undo();                                                      // pressed for it: shown at once
+  assert.equal(room.sync.view.get(1).glasses, false);
+  const submit = socket.sent.find((m) => m.type === 'submit');
+  socket.hear({ type: 'error', seq: submit.seq, code: 'invalid-op', message: 'tag 1 is not present' });
+  assert.deepEqual(socket.sent.filter((m) => m.type === 'undo'), [], 'sent, the undo would take back an older change');
+  assert.equal(room.pending, 0);
+  const [dropped] = notices.filter((n) => n.type === 'undoDropped');
+  assert.equal(droppedUndoText(dropped.label, dropped.reports, (t) => dropped.people.get(t)?.name, { me: 'ann' }),
+    'Your undo of Toggle Glasses had nothing to take back: the hub refused that change.');
+});

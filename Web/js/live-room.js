@@ -17,10 +17,12 @@
 //                                      hub applied it (what it touched is no teammate's any more)
 //   {type:'nothing', kind}             an undo / redo with nothing to do
 //   {type:'undoDropped', label?, reports, people}  an undo pressed for a queued edit went with it,
-//                                      unsent: the edit changed nothing. `reports` say why, as skip
-//                                      reports (the hub's `noop`, or, for a value someone had already
-//                                      written, the page's own reason `sameChange` with `by` that
-//                                      writer); `people` is the view before, to name them
+//                                      unsent: the edit changed nothing, or the hub refused it. `reports`
+//                                      say why, as skip reports (the hub's `noop`, or, for a value
+//                                      someone had already written, the page's own reason `sameChange`
+//                                      with `by` that writer; for a refused edit, the page's own reason
+//                                      `refused` with the error's `code`); `people` is the view before,
+//                                      to name them
 //   {type:'error', code, message}      the hub refused something
 //   {type:'fatal', code, message}      the hub refused the connection for good (no more retries)
 // and, for the history panel and the person editor's writers (HISTORY.md §6):
@@ -377,7 +379,10 @@ export class LiveRoom {
         case 'remote': notices.push({ ...event, people: before }); break;
         case 'undoDropped': {
           const noop = message.type === 'ack' ? message.noop ?? [] : [];
-          const reports = noop.length > 0 ? noop : event.ops.map((d) => this.whyUnchanged(d));
+          // An edit the hub refused goes with the undo pressed for it (sent, the undo would take back
+          // an older change): it was not made, whatever the room holds.
+          const reports = message.type === 'error' ? [{ reason: 'refused', code: message.code }]
+            : noop.length > 0 ? noop : event.ops.map((d) => this.whyUnchanged(d));
           const notice = { type: 'undoDropped', reports, people: before };
           if (event.label != null) notice.label = event.label;
           notices.push(notice);

@@ -89,16 +89,19 @@ export function reportsText(reports, nameOf, { kind = 'edit', changed = true, me
 
 /**
  * The notice for an undo pressed for an edit still queued that went with that edit, unsent: the edit
- * changed nothing, so the undo had nothing to take back (live-room.js `undoDropped`). `label` is the
- * edit's; `reports` say why, as skip reports, and `sameChange` (the page's own reason) for a value
- * someone had already written: "Your undo of Toggle Glasses had nothing to take back: bob had already
- * made the same change to Ann's glasses." Options as for reportSentence.
+ * changed nothing, or the hub refused it, so the undo had nothing to take back (live-room.js
+ * `undoDropped`). `label` is the edit's; `reports` say why, as skip reports, `sameChange` (the page's
+ * own reason) for a value someone had already written: "Your undo of Toggle Glasses had nothing to
+ * take back: bob had already made the same change to Ann's glasses.", and `refused` (the page's own
+ * too) for an edit the hub refused: "…: the hub refused that change." Options as for reportSentence.
  */
 export function droppedUndoText(label, reports, nameOf, options = {}) {
   const clauses = [];
   for (const r of reports) {
     let c;
-    if (r.reason === 'sameChange') {
+    if (r.reason === 'refused') {
+      c = 'the hub refused that change';
+    } else if (r.reason === 'sameChange') {
       const { what, actor } = reportWords(r, nameOf, options);
       c = actor ? `${actor} had already made the same change to ${what}`
         : `the same change to ${what} had already been made`;
