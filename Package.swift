@@ -183,6 +183,8 @@ let package = Package(
         ),
         // Every committed fuzz input (Tests/Fuzz) replayed through the harness, and the issues fuzzing found.
         .testTarget(name: "PeopleFuzzingTests", dependencies: ["PeopleFuzzing", "PeopleCore"]),
+        // The terminal client's room (LiveRoom): what it tells the screen, without a hub.
+        .testTarget(name: "PeopleClientTests", dependencies: ["PeopleClient", "PeopleCore"]),
         // The hub in-process: its connection state machine, and the whole hub driven through fake
         // connections, a test's service thread and clock (no sockets, no binary): runs in seconds.
         .testTarget(

@@ -228,7 +228,8 @@ public final class LiveRoom: @unchecked Sendable {
             }
         }
         if !droppedUndos.isEmpty {
-            notices = Self.folding(droppedUndos, into: notices, before: before, now: sync.confirmed)
+            let refused = if case .error = message { true } else { false }
+            notices = Self.folding(droppedUndos, into: notices, before: before, now: sync.confirmed, refused: refused)
             // A queued undo that went with its edit was never sent.
             resending = max(0, resending - droppedUndos.count)
         }
@@ -248,8 +249,9 @@ public final class LiveRoom: @unchecked Sendable {
 
     /// The notice of each undo that went with its edit, saying why; the hub's reports for that edit
     /// (a `skipped` notice of the same answer) become its reasons instead of a notice of their own.
+    /// `refused`: the answer was an error, so the edit was not made, whatever the room holds.
     static func folding(_ dropped: [(label: String?, ops: [Diff])], into notices: [Notice], before: PeopleModel,
-                        now: PeopleModel) -> [Notice] {
+                        now: PeopleModel, refused: Bool = false) -> [Notice] {
         var reports: [SkipReport] = []
         var kept: [Notice] = []
         for notice in notices {
@@ -258,7 +260,9 @@ public final class LiveRoom: @unchecked Sendable {
         let reasons = reports.sentences(people: before)
         for (label, ops) in dropped {
             var why = reasons
-            if why.isEmpty {
+            if refused {
+                why = ["the hub refused that change"]
+            } else if why.isEmpty {
                 let gone = Set(ops.map(\.tag)).filter { now[$0] == nil }.sorted()
                 why = gone.isEmpty ? ["the room already had that change"] : gone.map { "\(before.called($0)) was removed" }
             }
