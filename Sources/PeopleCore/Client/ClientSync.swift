@@ -98,6 +98,10 @@ public struct ClientSync: Sendable {
     var outbox: [Pending] = []
     /// The next `Pending.id`.
     private var nextPendingID = 1
+    /// The coalesce key of the hub's newest undo step of ours, when the last request it answered was an
+    /// edit with one: the next edit with that key may join that step at the hub (within its coalescing
+    /// window), so an undo of it is not predicted (it may take back more than the queued edit).
+    private var lastAnsweredCoalesce: String?
     var inFlight = false
     var nextSeq = 1
     var tagBlocks: [TagBlock] = []
@@ -249,6 +253,8 @@ public struct ClientSync: Sendable {
         let play = UndoOffer.play(history: history, requests: outbox.map { ($0.id, $0.request) })
         guard let step = (undo ? play.undo : play.redo).last, !step.fromHub, !step.restore else { return }
         if let scope { guard step.tags?.contains(scope) == true else { return } }
+        if undo, step.movedBy == nil, let first = step.requests.first, outbox.first?.id == first,
+           case .submit(_, _, let key?)? = outbox.first?.request, key == lastAnsweredCoalesce { return }
         // What the view applied for each pending request, in order.
         var model = confirmed
         var applied: [Int: [AppliedDiff]] = [:]
@@ -399,6 +405,10 @@ public struct ClientSync: Sendable {
         inFlight = false
         // An edit that changed nothing left no undo entry: an undo pressed for it has nothing to take back.
         if case .submit = first.request, ops.isEmpty { noUndoStep(first) }
+        switch first.request {
+        case .submit(_, _, let key): if !ops.isEmpty { lastAnsweredCoalesce = key }
+        default: lastAnsweredCoalesce = nil
+        }
         if let rev, rev > revision {
             if let shown = first.predicted {
                 // The requests queued after it were made on top of what the view showed for it.

@@ -80,6 +80,8 @@ export class ClientSync {
      * step, and a step left with none means the press has nothing to take: it goes.
      */
     this.outbox = [];
+    /** The coalesce key of the hub's newest undo step of ours, while the last answer was an edit's. */
+    this.lastAnsweredCoalesce = null;
     /** The next pending request's `id`. */
     this.nextPendingID = 1;
     this.inFlight = false;
@@ -254,6 +256,11 @@ export class ClientSync {
     const step = stack[stack.length - 1];
     if (!step || step.fromHub || step.restore) return;
     if (scope != null && !(step.tags?.includes(scope) ?? false)) return;
+    // The first queued edit may join the hub's newest step of ours at the hub (same coalesce key, within
+    // its window): an undo of it may take back more than the queued edit, so it is not predicted.
+    const head = this.outbox[0];
+    if (undo && step.movedBy == null && head?.id === step.requests[0] && head.request.type === 'submit'
+        && head.request.coalesce != null && head.request.coalesce === this.lastAnsweredCoalesce) return;
     // What the view applied for each pending request, in order.
     const model = this.confirmed.clone();
     const applied = new Map();
@@ -434,6 +441,10 @@ export class ClientSync {
     ops = ops ?? [];
     // An edit that changed nothing left no undo entry: an undo pressed for it has nothing to take back.
     if (first.request.type === 'submit' && ops.length === 0) this.noUndoStep(first);
+    // The coalesce key of the hub's newest undo step of ours, while the last answer was an edit's: the
+    // next edit with that key may join that step (see `predict`).
+    if (first.request.type !== 'submit') this.lastAnsweredCoalesce = null;
+    else if (ops.length > 0) this.lastAnsweredCoalesce = first.request.coalesce ?? null;
     if (rev != null && rev > this.revision) {
       if (first.predicted != null) {
         // The requests queued after it were made on top of what the view showed for it.
