@@ -257,6 +257,25 @@ struct ClientSyncTests {
         #expect(client.view[1]?.glasses == false)
     }
 
+    @Test("a predicted undo in flight when a full state arrives is not applied over it again")
+    func predictionInFlightAcrossAFullState() throws {
+        var client = Self.welcomed()
+        _ = try client.edit([.text(2, TextOperation([.insert("X")]))], label: "Type")
+        _ = client.undo()
+        #expect(client.view[2]?.name == "Joan")
+        let sent = client.receive(.ack(.init(seq: 1, rev: 1, ops: [.text(2, TextOperation([.insert("X")]))]))).send
+        #expect(sent == [.undo(.init(seq: 2))])
+        client.disconnected()
+        _ = client.connect()
+        // The hub had undone it before the drop; the welcome brings the full state (rev 2), then the
+        // replayed answer.
+        _ = client.receive(.welcome(.init(session: "s1", user: "ann", role: .editor, rev: 2, people: Fixtures.start,
+                                          tags: TagBlock(from: 4, to: 103), history: HistorySummary(), presence: [])))
+        #expect(client.view[2]?.name == "Joan")
+        _ = client.receive(.undone(.init(seq: 2, rev: 2, ops: [.text(2, TextOperation([.delete(1)]))])))
+        #expect(client.view[2]?.name == "Joan" && client.pendingCount == 0)
+    }
+
     @Test("alone, what the view shows of offline undos and redos is what the hub then makes", arguments: 0..<200)
     func offlinePredictionsComeTrue(seed: Int) {
         var net = Network(seed: UInt64(seed) &* 6_700_417 &+ 1, clients: 1)

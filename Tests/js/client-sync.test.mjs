@@ -396,6 +396,24 @@ test("an undo of a queued edit that may join the hub's newest step (same coalesc
   assert.equal(client.view.get(1).glasses, false);
 });
 
+test('a predicted undo in flight when a full state arrives is not applied over it again', () => {
+  const client = welcomed();
+  client.edit([text(2, [{ insert: 'X' }])], { label: 'Type' });
+  client.undo();
+  assert.equal(client.view.get(2).name, 'Joan');
+  const { send } = client.receive({ type: 'ack', seq: 1, rev: 1, ops: [text(2, [{ insert: 'X' }])] });
+  assert.deepEqual(send, [{ type: 'undo', seq: 2 }]);
+  client.disconnected();
+  client.connect();
+  // The hub had undone it before the drop; the welcome brings the full state (rev 2), then the replayed answer.
+  client.receive({ type: 'welcome', session: 's1', user: 'ann', role: 'editor', rev: 2, people: Fixtures.start,
+    tags: { from: 4, to: 103 }, history, presence: [] });
+  assert.equal(client.view.get(2).name, 'Joan');
+  client.receive({ type: 'undone', seq: 2, rev: 2, ops: [text(2, [{ delete: 1 }])] });
+  assert.equal(client.view.get(2).name, 'Joan');
+  assert.equal(client.pendingCount, 0);
+});
+
 test('alone, what the view shows of offline undos and redos is what the hub then makes (200 seeded sessions)', () => {
   for (let seed = 0; seed < 200; seed++) {
     const net = new Network(seed * 6700417 + 1, 1);

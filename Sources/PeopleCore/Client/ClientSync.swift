@@ -332,6 +332,10 @@ public struct ClientSync: Sendable {
                 recent = []
                 revision = w.rev
                 hasState = true
+                // A predicted undo or redo in flight may be in this state already (its answer then
+                // comes replayed) or not (it is resent): the view waits for its answer, and the
+                // answer rebases what follows as for an unpredicted one.
+                for index in outbox.indices where outbox[index].sentBase != nil { outbox[index].predicted = nil }
                 // The queued edits were made on a state that cannot be rebased onto this one: keep
                 // what still applies.
                 pruneUnsent()

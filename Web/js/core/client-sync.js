@@ -338,6 +338,10 @@ export class ClientSync {
           this.removedNames.clear();
           this.revision = message.rev;
           this.hasState = true;
+          // A predicted undo or redo in flight may be in this state already (its answer then comes
+          // replayed) or not (it is resent): the view waits for its answer, and the answer rebases
+          // what follows as for an unpredicted one.
+          for (const pending of this.outbox) if (pending.sentBase !== null) pending.predicted = null;
           // The queued edits were made on a state that cannot be rebased onto this one: keep what
           // still applies.
           this.pruneUnsent();
