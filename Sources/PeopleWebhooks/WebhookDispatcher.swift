@@ -391,9 +391,25 @@ public final class WebhookDispatcher: Sendable {
     /// or drops the lane if another node holds the room: that node delivers it. A store failure is
     /// retried after `backoffStart`.
     private func hold(_ key: LaneKey) async -> Bool {
-        guard let leases else { return true }
-        let room = key.room
         while !Task.isCancelled {
+            switch await claim(key.room) {
+            case true?:
+                return true
+            case false?:
+                state.withLock { state in drop(key, in: &state) }
+                return false
+            case nil:
+                try? await Task.sleep(for: .milliseconds(policy.backoffStart))
+            }
+        }
+        return false
+    }
+
+    /// Holds `room` for its webhooks: true once this node holds it (it may already), false when
+    /// another node does, nil when the store could not say (logged).
+    private func claim(_ room: String) async -> Bool? {
+        guard let leases else { return true }
+        while true {
             let losses = state.withLock { state -> Int? in state.held.contains(room) ? nil : state.leaseLosses }
             guard let losses else { return true }
             let outcome: Result<LeaseOutcome, any Error> = await withCheckedContinuation { continuation in
@@ -403,20 +419,18 @@ public final class WebhookDispatcher: Sendable {
             case .failure(let error):
                 logger.warning("webhook dispatcher cannot take a room's lease",
                                metadata: ["room": "\(room)", "error": "\(error)"])
-                try? await Task.sleep(for: .milliseconds(policy.backoffStart))
+                return nil
             case .success(.acquired):
                 let kept = state.withLock { state -> Bool in
                     guard state.leaseLosses == losses else { return false }
                     state.held.insert(room)
                     return true
                 }
-                if kept { return true }
+                if kept { return true }  // else the leases were lost meanwhile: ask again
             case .success:
-                state.withLock { state in drop(key, in: &state) }
                 return false
             }
         }
-        return false
     }
 
     /// Lets go of every held room whose lanes have all been idle for `releaseAfter` (or that has none
@@ -464,8 +478,8 @@ public final class WebhookDispatcher: Sendable {
                      metadata: ["lanes": "\(lanes)"])
     }
 
-    /// Now and every `scanInterval`: rooms with deliveries left that have no lane here get one, which
-    /// holds the room if no node does (else it is dropped at once: the holder delivers).
+    /// Now and every `scanInterval`: rooms with deliveries left that have no lane here are held, if no
+    /// other node holds them, and get their lanes (a room another node holds is left to it).
     private func scanForOrphans() async {
         while !state.withLock({ $0.stopped }) {
             for index in endpoints.indices { await scan(endpoint: index) }
@@ -486,13 +500,16 @@ public final class WebhookDispatcher: Sendable {
                 notices[notice.room, default: []].append(RoomNotice(event: event, time: notice.time))
             }
         }
-        state.withLock { state in
-            guard !state.stopped else { return }
-            for found in backlog where state.lanes[LaneKey(endpoint: index, room: found.room)] == nil {
-                let kept = notices[found.room] ?? []
-                let head = endpoint.wants(.revision, of: found.room) ? found.head : nil
-                guard head != nil || !kept.isEmpty else { continue }
-                update(LaneKey(endpoint: index, room: found.room), in: &state) { lane in
+        for found in backlog {
+            let key = LaneKey(endpoint: index, room: found.room)
+            let kept = notices[found.room] ?? []
+            let head = endpoint.wants(.revision, of: found.room) ? found.head : nil
+            guard head != nil || !kept.isEmpty, state.withLock({ !$0.stopped && $0.lanes[key] == nil }) else { continue }
+            // Held first, so that a room another node delivers costs no lane (nor a backlog shown) here.
+            guard await claim(found.room) == true else { continue }
+            state.withLock { state in
+                guard !state.stopped, state.lanes[key] == nil else { return }
+                update(key, in: &state) { lane in
                     if !kept.isEmpty { lane.restored(kept) }
                     if let head { lane.resume(head: head, stored: found.cursor) }
                 }

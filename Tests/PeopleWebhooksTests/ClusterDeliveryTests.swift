@@ -85,7 +85,13 @@ struct ClusterDeliveryTests {
         let b = WebhookDispatcher(endpoints: [endpoint(receiver)], store: store, logger: testLogger, policy: policy,
                                   leases: table.node("b"))
         b.start()
-        try await Task.sleep(for: .milliseconds(400))  // eight scans
+        // Eight scans: none makes a lane (nor shows a backlog) for the room a holds.
+        var backlogs: Set<Int> = []
+        for _ in 0..<200 {
+            backlogs.insert(b.status().first?.backlog ?? -1)
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        #expect(backlogs == [0])
         #expect(receiver.requests.isEmpty)
         #expect(table.holder(of: "r")?.node == "a")
 
