@@ -3,7 +3,8 @@
 # (peoplekeeper-bench history); then log and blame through a release hub in a room of HISTORY
 # revisions on SQLite and on PostgreSQL (scripts/history_rtt.py times the round trips); then restore
 # and ?at= end to end through a release hub over HTTP, in a SQLite room of RESTORE_PEOPLE people and
-# RESTORE_HISTORY revisions, with the store's checkpoints and without them (scripts/restore_rtt.py).
+# RESTORE_HISTORY revisions, with the store's checkpoints, without them (scripts/restore_rtt.py), and
+# with them built again by `peoplekeeper-hub checkpoints` (timed).
 #
 #   scripts/bench-history.sh [HISTORY] [SAMPLES]       (defaults: 1000000 500)
 #   PARTS="restore" RESTORE_SAMPLES=9 scripts/bench-history.sh     (parts: core sqlite postgres restore)
@@ -62,10 +63,16 @@ if part restore; then
 echo "== restore and ?at= through the hub over HTTP, SQLite, $RESTORE_PEOPLE people, $RESTORE_HISTORY revisions"
 "$BIN/peoplekeeper-bench" store --kind sqlite --path "$DATA/restore.sqlite" --seconds 0 --history "$RESTORE_HISTORY" \
   --people "$RESTORE_PEOPLE" --history-room big-0 | head -1
-for variant in checkpoints without-checkpoints; do
+for variant in checkpoints without-checkpoints rebuilt-checkpoints; do
   if [ "$variant" = without-checkpoints ]; then
     python3 -c 'import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); db.execute("DELETE FROM checkpoints"); db.commit()' \
       "$DATA/restore.sqlite"
+  fi
+  if [ "$variant" = rebuilt-checkpoints ]; then
+    # What an upgrade from a hub older than checkpoints runs once (OPERATIONS.md "Upgrade").
+    printf 'storage:\n  kind: embedded\n  path: %s\n' "$DATA/restore.sqlite" > "$DATA/checkpoints.yaml"
+    /usr/bin/time -f "peoplekeeper-hub checkpoints big-0: %e s wall, %U s user, %M KiB max RSS" \
+      "$BIN/peoplekeeper-hub" checkpoints --config "$DATA/checkpoints.yaml" big-0 2>&1 | tee "$OUT/checkpoints-command.txt"
   fi
   echo "-- $variant"
   read -r HUB_PID PORT < <(PEOPLEKEEPER_LIMITS_OPS_PER_SECOND=1000000 PEOPLEKEEPER_LOGGING_LEVEL=warning \
