@@ -136,8 +136,12 @@ export class Network {
         const sent = peer.client.restore(this.rng.int(0, peer.client.revision));
         if (peer.online) peer.up.push(...sent);
       } else {
-        // A selective undo of an id picked at random (an id not on the stack is `no-entry`).
-        const sent = peer.client.undoEntry(this.rng.int(1, Math.max(1, peer.client.revision)));
+        // A selective undo: mostly of an entry on the user's undo stack (as a client that read
+        // the `log` would pick), else of an id picked at random (one not on the stack is `no-entry`).
+        const own = this.room.stacks(peer.client.user).undo.map((entry) => entry.id);
+        const id = own.length > 0 && this.rng.chance(0.8) ? own[this.rng.int(0, own.length - 1)]
+          : this.rng.int(1, Math.max(1, peer.client.revision));
+        const sent = peer.client.undoEntry(id);
         if (peer.online) peer.up.push(...sent);
       }
     } else if (r < 60) this.deliverUp(i);
