@@ -13,10 +13,14 @@ package enum WriterWork: Sendable {
     /// commit sets `found` to whether it existed, and `whenDone` is called once the deletion is
     /// committed (or with the error).
     case delete(room: String, found: RoomDeletion, notices: [WebhookNotice], whenDone: @Sendable (StoreError?) -> Void)
+    /// Nothing to write: a transaction that commits nothing, to learn whether commits work again
+    /// after one failed (`GroupCommitWriter.probe`); `whenDone` gets its outcome.
+    case probe(whenDone: @Sendable (StoreError?) -> Void)
 
     package var room: String {
         switch self {
         case .append(let room, _, _), .snapshot(let room, _, _), .delete(let room, _, _, _): room
+        case .probe: ""
         }
     }
 }
@@ -87,6 +91,11 @@ package final class GroupCommitWriter: @unchecked Sendable {
             whenDone(StoreError(.closed, "the store is closed"))
             return
         }
+        if case .probe(let whenDone) = work, closed {
+            condition.unlock()
+            whenDone(StoreError(.closed, "the store is closed"))
+            return
+        }
         queue.append(work)
         condition.signal()
         condition.unlock()
@@ -113,6 +122,20 @@ package final class GroupCommitWriter: @unchecked Sendable {
         if let error = outcome.withLock({ $0 }) { throw error }
         reopen(room: room)
         return found.found
+    }
+
+    /// Commits an empty transaction after everything handed over before, and waits for it: a store's
+    /// check calls it while the last commit has failed, so that a store that works again says so
+    /// without waiting for a client's write (a load balancer reading `/healthz` might send none).
+    package func probe() throws(StoreError) {
+        let outcome = Mutex<StoreError?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        submit(.probe(whenDone: { error in
+            outcome.withLock { $0 = error }
+            done.signal()
+        }))
+        done.wait()
+        if let error = outcome.withLock({ $0 }) { throw error }
     }
 
     /// Lets a room that failed take appends again (after it was reloaded from what is durable).
@@ -172,6 +195,7 @@ package final class GroupCommitWriter: @unchecked Sendable {
             var refused: [(WriterWork, StoreError)] = []
             batch.removeAll { work in
                 if case .delete = work { return false }
+                if case .probe = work { return false }
                 guard let error = broken[work.room] else { return false }
                 refused.append((work, error))
                 return true
@@ -181,7 +205,7 @@ package final class GroupCommitWriter: @unchecked Sendable {
                 switch work {
                 case .append(_, _, let whenDurable): whenDurable(error)
                 case .snapshot(let room, _, _): onSnapshotFailure(room, error)
-                case .delete: break
+                case .delete, .probe: break
                 }
             }
 
@@ -200,6 +224,7 @@ package final class GroupCommitWriter: @unchecked Sendable {
                 case .append(_, _, let whenDurable): whenDurable(failure)
                 case .snapshot(let room, _, _): if let failure { onSnapshotFailure(room, failure) }
                 case .delete(_, _, _, let whenDone): whenDone(failure)
+                case .probe(let whenDone): whenDone(failure)
                 }
             }
         }

@@ -147,7 +147,12 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     /// The last commit did not fail, and the connection that writes and holds the leases answers
     /// (reconnecting if it was lost: then the hub has already been told its leases are gone).
     public func check() throws(StoreError) {
-        if let failure = writer.lastFailure { throw failure }
+        // After a commit failed for want of the database (not for what it wrote), a round trip
+        // through the writer must work now: a hub nobody writes to would otherwise answer 503 for good.
+        if let failure = writer.lastFailure {
+            guard failure.kind == .unavailable else { throw failure }
+            try writer.probe()
+        }
         do {
             try lock.withLock { _ = try run("SELECT 1", on: try writerLocked()) }
         } catch {
@@ -260,13 +265,15 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             case .delete(let room, let found, let notices, _):
                 segments[segments.count - 1].deletion = (room, found, notices)
                 segments.append(CommitSegment())
+            case .probe:
+                break
             }
         }
         try lock.withLock {
             let connection = try writerLocked()
             if segments.count == 1 && segments[0].snapshots.isEmpty && segments[0].notices.isEmpty {
-                // One statement: its own commit.
-                if !segments[0].rows.isEmpty { _ = try run(segments[0].rows.insert, on: connection) }
+                // One statement: its own commit (a probe alone: a round trip on the writer connection).
+                _ = try run(segments[0].rows.isEmpty ? "SELECT 1" : segments[0].rows.insert, on: connection)
                 return
             }
             _ = try run("BEGIN", on: connection)

@@ -201,6 +201,8 @@ public final class SQLiteStore: PeopleStore {
                     try db.execute(sql: "DELETE FROM webhook_cursors WHERE room = ?", arguments: [room])
                     try keep(notices)
                     found.found = existed
+                case .probe:
+                    break  // the transaction itself is the test
                 }
             }
         }
@@ -211,9 +213,13 @@ public final class SQLiteStore: PeopleStore {
         try pool.barrierWriteWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
     }
 
-    /// The writer has no room in a failed state and the file can be read.
+    /// The last commit did not fail (after one that failed for want of the file, not for what it
+    /// wrote, an empty commit through the writer must work now) and the file can be read.
     public func check() throws(StoreError) {
-        if let failure = writer.lastFailure { throw failure }
+        if let failure = writer.lastFailure {
+            guard failure.kind == .unavailable else { throw failure }
+            try writer.probe()
+        }
         do { _ = try pool.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM snapshots") } } catch {
             throw Self.storeError(error, "cannot read the database: \(error)", otherwise: .unavailable)
         }

@@ -220,8 +220,11 @@ extension Hub {
     /// Stops serving every room at once (this node may no longer own them): their connections are
     /// closed with 1012 so clients reconnect and are sent to the owner.
     func dropAllRooms(reason: String) {
-        logger.error("dropping every room", metadata: ["reason": "\(reason)"])
-        for case .loaded(let host) in rooms.values { drop(host, code: 1012, reason: "room moved; reconnect") }
+        let loaded = rooms.values.compactMap { slot -> RoomHost? in if case .loaded(let host) = slot { host } else { nil } }
+        // Each service thread's hub drops its own: the one that had none says nothing.
+        guard !loaded.isEmpty else { return }
+        logger.error("dropping every room", metadata: ["reason": "\(reason)", "rooms": "\(loaded.count)"])
+        for host in loaded { drop(host, code: 1012, reason: "room moved; reconnect") }
     }
 
     /// Stops serving a room: nothing held is sent any more, its connections are closed, and the next
