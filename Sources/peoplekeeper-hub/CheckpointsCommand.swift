@@ -94,6 +94,11 @@ struct CheckpointsCommand: AsyncParsableCommand {
         }
         var walk = CheckpointWalk(from: start)
         var kept = 0
+        // From the head (no checkpoint at all), the head itself may be one of the multiples.
+        if oldest == nil, start.revision > 0, start.revision % every == 0 {
+            try store.keepCheckpoint(start, room: room)
+            kept += 1
+        }
         while walk.revision > 0 {
             let after = max(0, walk.revision - chunk)
             let revisions = try store.revisions(room: room, after: after, through: walk.revision)

@@ -78,7 +78,7 @@ struct ImportCommand: AsyncParsableCommand {
         do { imported = try RoomImport(room: name, body: json, policy: settings.roomPolicy) } catch {
             throw StoreAccess.fail(65, "import", "\(error)")
         }
-        let store = try StoreAccess.open(settings, command: "import")
+        let store = try StoreAccess.open(settings, command: "import", creating: true)
         defer { store.close() }
         do {
             if try store.load(room: name) != nil { throw StoreAccess.fail(73, "import", "room \(name) exists in the store") }
@@ -119,10 +119,14 @@ enum StoreAccess {
         }
     }
 
-    /// The store the settings name: exit 64 for the memory store (nothing to read), 78 when the settings
-    /// for it are wrong, 74 when it cannot be opened.
-    static func open(_ settings: HubSettings, command: String) throws -> any PeopleStore {
+    /// The store the settings name: exit 64 for the memory store (nothing to read), 66 for a SQLite
+    /// file that is not there (unless `creating`: an import may start a store), 78 when the settings for
+    /// it are wrong, 74 when it cannot be opened.
+    static func open(_ settings: HubSettings, command: String, creating: Bool = false) throws -> any PeopleStore {
         guard settings.storageKind != .memory else { throw fail(64, command, "storage.kind memory keeps nothing to read") }
+        if settings.storageKind == .embedded, !creating, !FileManager.default.fileExists(atPath: settings.storagePath) {
+            throw fail(66, command, "there is no store at \(settings.storagePath) (storage.path): nothing to read")
+        }
         do { return try settings.openStore(logger: Logger(label: "peoplekeeper.\(command)")) } catch let problem as ConfigProblem {
             throw fail(78, command, "\(problem)")
         } catch {

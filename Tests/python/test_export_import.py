@@ -108,3 +108,27 @@ def test_checkpoints_are_built_for_rooms_stored_before_hubs_kept_them(hub_factor
     assert f"room {a}: has its checkpoints (one at revision 0): nothing to do" in again.stdout, again.stdout
     missing = command(hub, "checkpoints", room[:50] + "-none")
     assert missing.returncode == 66 and "there is no room" in missing.stderr, (missing.returncode, missing.stderr)
+
+    # A room whose head is itself a multiple of snapshotEvery keeps one there too.
+    c = room[:50] + "-c"
+    hub.join(c, "ann").close()
+    for i in range(20):
+        http.edit(c, [{"op": "set", "tag": 1 + i % 3, "field": "name", "value": f"Name {i}"}])
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM checkpoints WHERE room = ?", (c,))
+    done = command(hub, "checkpoints", c)
+    assert f"room {c}: 5 checkpoints kept, revisions 0–20 walked back" in done.stdout, (done.stdout, done.stderr)
+    assert set(kept(c)) == {0, 5, 10, 15, 20} and kept(c)[20] == http.people(c), kept(c).keys()
+
+
+def test_the_store_commands_do_not_create_a_store_where_there_is_none(hub_factory, tmp_path):
+    """A mistyped storage.path: `checkpoints`, `history` and `export` say there is no store there (exit
+    66) instead of creating an empty one and finding nothing (or nothing to do) in it."""
+    config = tmp_path / "elsewhere.yaml"
+    path = tmp_path / "no-such-dir" / "pk.sqlite"
+    config.write_text(f"storage:\n  kind: embedded\n  path: {path}\n")
+    for args in (["checkpoints"], ["history", "team-a"], ["export", "team-a"]):
+        done = subprocess.run([HUB_BIN, *args, "--config", str(config)], cwd=str(REPO), capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 66 and "there is no store at" in done.stderr, (args, done.returncode, done.stderr)
+    assert not path.exists() and not path.parent.exists()
