@@ -460,13 +460,18 @@ public struct ClientSync: Sendable {
     }
 
     /// A prediction the hub did not make come true at all: the requests queued after it were made on
-    /// top of `shown`, so they are rebased over its exact inverse (taken on `confirmed`, where it
-    /// applied).
+    /// top of `shown`, so they are rebased over its exact inverse.
     private mutating func takeBack(_ shown: [Diff]) {
-        guard !shown.isEmpty else { return }
+        guard !shown.isEmpty, let (inverse, order) = inverse(of: shown) else { return }
+        rebaseOutbox(over: inverse, order: order)
+    }
+
+    /// The exact inverse of a prediction, taken on `confirmed` (where the request it was made for
+    /// applies: it is the next one), and the order of people it starts from; nil if it does not apply.
+    private func inverse(of shown: [Diff]) -> (ops: [Diff], order: [Tag])? {
         var probe = confirmed
-        guard let undone = try? probe.apply(batch: shown, absentTags: .skip) else { return }
-        rebaseOutbox(over: undone.applied.reversed().map(\.inverse), order: probe.tags)
+        guard let undone = try? probe.apply(batch: shown, absentTags: .skip) else { return nil }
+        return (undone.applied.reversed().map(\.inverse), probe.tags)
     }
 
     /// A revision of the hub's: applied to `confirmed` as it is (ops as applied are never transformed
@@ -476,12 +481,9 @@ public struct ClientSync: Sendable {
     private mutating func applyConfirmed(_ ops: [Diff], rev: Int, rebaseQueued: Bool, replacing shown: [Diff] = []) {
         var order = confirmed.tags
         var seen = renamed(ops)
-        if rebaseQueued, !shown.isEmpty {
-            var probe = confirmed
-            if let undone = try? probe.apply(batch: shown, absentTags: .skip) {
-                seen = undone.applied.reversed().map(\.inverse) + seen
-                order = probe.tags
-            }
+        if rebaseQueued, !shown.isEmpty, let (inverse, from) = inverse(of: shown) {
+            seen = inverse + seen
+            order = from
         }
         let result = try? confirmed.apply(batch: ops, absentTags: .skip)
         if let result, result.absent.isEmpty, rev == revision + 1 {

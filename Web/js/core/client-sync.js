@@ -501,14 +501,24 @@ export class ClientSync {
 
   /**
    * A prediction the hub did not make come true at all: the requests queued after it were made on top
-   * of `shown`, so they are rebased over its exact inverse (taken on `confirmed`, where it applied).
+   * of `shown`, so they are rebased over its exact inverse.
    */
   takeBack(shown) {
-    if (shown.length === 0) return;
+    const taken = shown.length > 0 ? this.inverseOf(shown) : null;
+    if (taken) this.rebaseOutbox(taken.ops, taken.order);
+  }
+
+  /**
+   * The exact inverse of a prediction, taken on `confirmed` (where the request it was made for applies:
+   * it is the next one), and the order of people it starts from: {ops, order}; null if it does not apply.
+   */
+  inverseOf(shown) {
     const probe = this.confirmed.clone();
-    let undone;
-    try { undone = applyBatch(probe, shown, 'skip'); } catch { return; }
-    this.rebaseOutbox(exactInverse(undone.applied), probe.tags);
+    try {
+      return { ops: exactInverse(applyBatch(probe, shown, 'skip').applied), order: probe.tags };
+    } catch {
+      return null;
+    }
   }
 
   /**
@@ -520,13 +530,11 @@ export class ClientSync {
   applyConfirmed(ops, rev, rebaseQueued, shown = []) {
     let order = this.confirmed.tags;
     let seen = this.renamed(ops);
-    if (rebaseQueued && shown.length > 0) {
-      const probe = this.confirmed.clone();
-      try {
-        const undone = applyBatch(probe, shown, 'skip');
-        seen = [...exactInverse(undone.applied), ...seen];
-        order = probe.tags;
-      } catch { /* not taken back: rebased over `ops` alone */ }
+    // Not taken back when it does not apply: rebased over `ops` alone.
+    const taken = rebaseQueued && shown.length > 0 ? this.inverseOf(shown) : null;
+    if (taken) {
+      seen = [...taken.ops, ...seen];
+      order = taken.order;
     }
     tryApplyBatch(this.confirmed, ops);
     this.revision = rev;
