@@ -102,7 +102,7 @@ package final class GroupCommitWriter: @unchecked Sendable {
     }
 
     /// The error of the last commit, unless one has succeeded since.
-    package var lastFailure: StoreError? {
+    private var lastFailure: StoreError? {
         condition.lock()
         defer { condition.unlock() }
         return failing
@@ -124,10 +124,18 @@ package final class GroupCommitWriter: @unchecked Sendable {
         return found.found
     }
 
-    /// Commits an empty transaction after everything handed over before, and waits for it: a store's
-    /// check calls it while the last commit has failed, so that a store that works again says so
-    /// without waiting for a client's write (a load balancer reading `/healthz` might send none).
-    package func probe() throws(StoreError) {
+    /// A store's check of its commits: throws the last commit's failure, unless that failed for want
+    /// of the store (`.unavailable`, not for what it wrote) and an empty commit works now; so a store
+    /// that works again says so without waiting for a client's write (a load balancer reading
+    /// `/healthz` might send none).
+    package func recheck() throws(StoreError) {
+        guard let failure = lastFailure else { return }
+        guard failure.kind == .unavailable else { throw failure }
+        try probe()
+    }
+
+    /// Commits an empty transaction after everything handed over before, and waits for it.
+    private func probe() throws(StoreError) {
         let outcome = Mutex<StoreError?>(nil)
         let done = DispatchSemaphore(value: 0)
         submit(.probe(whenDone: { error in

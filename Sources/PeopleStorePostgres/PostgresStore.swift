@@ -144,15 +144,11 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         return result
     }
 
-    /// The last commit did not fail, and the connection that writes and holds the leases answers
-    /// (reconnecting if it was lost: then the hub has already been told its leases are gone).
+    /// The last commit did not fail (`GroupCommitWriter.recheck`), and the connection that writes and
+    /// holds the leases answers (reconnecting if it was lost: then the hub has already been told its
+    /// leases are gone).
     public func check() throws(StoreError) {
-        // After a commit failed for want of the database (not for what it wrote), a round trip
-        // through the writer must work now: a hub nobody writes to would otherwise answer 503 for good.
-        if let failure = writer.lastFailure {
-            guard failure.kind == .unavailable else { throw failure }
-            try writer.probe()
-        }
+        try writer.recheck()
         do {
             try lock.withLock { _ = try run("SELECT 1", on: try writerLocked()) }
         } catch {

@@ -213,13 +213,9 @@ public final class SQLiteStore: PeopleStore {
         try pool.barrierWriteWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
     }
 
-    /// The last commit did not fail (after one that failed for want of the file, not for what it
-    /// wrote, an empty commit through the writer must work now) and the file can be read.
+    /// The last commit did not fail (`GroupCommitWriter.recheck`) and the file can be read.
     public func check() throws(StoreError) {
-        if let failure = writer.lastFailure {
-            guard failure.kind == .unavailable else { throw failure }
-            try writer.probe()
-        }
+        try writer.recheck()
         do { _ = try pool.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM snapshots") } } catch {
             throw Self.storeError(error, "cannot read the database: \(error)", otherwise: .unavailable)
         }
