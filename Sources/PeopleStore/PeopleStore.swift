@@ -99,16 +99,22 @@ extension PeopleStore {
         let cursors = try webhookCursors(endpoint: endpoint)
         let noticed = Set(try webhookNotices(endpoint: endpoint).map(\.room))
         var heads: [String: Int] = [:]
-        var after: String?
-        while true {
-            let page = try listRooms(after: after, prefix: nil, limit: 500)
-            for summary in page { heads[summary.name] = summary.rev }
-            guard page.count == 500, let last = page.last else { break }
-            after = last.name
-        }
+        for summary in try everyRoom() { heads[summary.name] = summary.rev }
         return Set(cursors.keys).union(noticed).sorted().compactMap { room in
             let found = WebhookBacklog(room: room, cursor: cursors[room], head: heads[room], noticed: noticed.contains(room))
             return found.isPending ? found : nil
+        }
+    }
+
+    /// Every room in the store, in name order, read `listRooms` page by page (`pageSize` at a time).
+    public func everyRoom(pageSize: Int = 500) throws(StoreError) -> [StoredRoomSummary] {
+        var rooms: [StoredRoomSummary] = []
+        var after: String?
+        while true {
+            let page = try listRooms(after: after, prefix: nil, limit: pageSize)
+            rooms += page
+            guard page.count == pageSize, let last = page.last else { return rooms }
+            after = last.name
         }
     }
 

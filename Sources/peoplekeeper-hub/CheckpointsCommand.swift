@@ -48,7 +48,7 @@ struct CheckpointsCommand: AsyncParsableCommand {
             throw StoreAccess.fail(64, "checkpoints", "\(error)")
         }
         if rooms.isEmpty {
-            do { names = try Self.everyRoom(in: store) } catch { throw StoreAccess.fail(74, "checkpoints", "cannot list the rooms: \(error)") }
+            do { names = try store.everyRoom().map(\.name) } catch { throw StoreAccess.fail(74, "checkpoints", "cannot list the rooms: \(error)") }
         }
         var status: Int32 = 0
         for name in names {
@@ -61,17 +61,6 @@ struct CheckpointsCommand: AsyncParsableCommand {
             }
         }
         if status != 0 { throw ExitCode(status) }
-    }
-
-    static func everyRoom(in store: any PeopleStore) throws -> [String] {
-        var names: [String] = []
-        var after: String?
-        while true {
-            let page = try store.listRooms(after: after, prefix: nil, limit: 500)
-            names += page.map(\.name)
-            guard page.count == 500, let last = page.last else { return names }
-            after = last.name
-        }
     }
 
     /// Walks `room` back from its oldest checkpoint (or its head) to revision 0, keeping a checkpoint at
