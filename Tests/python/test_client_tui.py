@@ -822,17 +822,23 @@ def test_offline_the_undo_line_names_the_queued_edit(hub_factory, screens):
                        "the undo line naming the queued Toggle Glasses"), timeout=3)
 
 
+def offline_hair_then_glasses(hub, ann) -> None:
+    """The hub goes away; offline, ann picks blonde for Ann's hair, then turns her glasses on: two changes
+    waiting, both shown."""
+    hub.kill()
+    ann.wait_for(title_has("○ offline"))
+    choose(to_row(ann, "hairColor"), 1).wait_for(shows("Ann", hairColor="blonde"))
+    ann.keys("j", "j", "j", "Enter")
+    ann.wait_for(all_of(shows("Ann", hairColor="blonde", glasses="on"), title_has("2 changes waiting")))
+
+
 def test_offline_after_one_undo_the_undo_line_names_the_next_queued_edit(hub_factory, screens):
     """Offline, ann picks a hair colour for Ann, turns her glasses on, then presses u: the next u would take
     back the hair colour (still queued), so the undo line names it, and redo names the glasses. It named
     the hub's own step (here: nothing) because the newest request was an undo."""
     hub = hub_factory()
     ann = screens(hub, "team-a", "ann")
-    hub.kill()
-    ann.wait_for(title_has("○ offline"))
-    choose(to_row(ann, "hairColor"), 1).wait_for(shows("Ann", hairColor="blonde"))
-    ann.keys("j", "j", "j", "Enter")
-    ann.wait_for(all_of(shows("Ann", hairColor="blonde", glasses="on"), title_has("2 changes waiting")))
+    offline_hair_then_glasses(hub, ann)
     ann.keys("u")
     ann.wait_for(_pred(lambda t: footer(t)["undo"].strip().startswith("u Undo Change Hair Color")
                        and "r Redo Toggle Glasses" in footer(t)["undo"],
@@ -846,11 +852,7 @@ def test_offline_an_undo_and_a_redo_of_a_queued_edit_show_at_once(hub_factory, s
     hub = hub_factory({"storage": {"kind": "embedded", "path": "{workdir}/data/pk.sqlite"}})
     room = "team-a"
     ann = screens(hub, room, "ann")
-    hub.kill()
-    ann.wait_for(title_has("○ offline"))
-    choose(to_row(ann, "hairColor"), 1).wait_for(shows("Ann", hairColor="blonde"))
-    ann.keys("j", "j", "j", "Enter")
-    ann.wait_for(all_of(shows("Ann", hairColor="blonde", glasses="on"), title_has("2 changes waiting")))
+    offline_hair_then_glasses(hub, ann)
     ann.keys("u")
     ann.wait_for(shows("Ann", hairColor="blonde", glasses="off"), timeout=3)
     ann.keys("u")
