@@ -41,6 +41,10 @@ public final class LiveRoom: @unchecked Sendable {
         /// The hub answered this user's restore to `rev`: `made` is the revision it made, nil when the
         /// room already looked as it did at `rev`.
         case restored(rev: Int, made: Int?)
+        /// The hub's room has another history than the one this client had (restored from an older
+        /// backup, or a hub restarted without its data): the screen shows the hub's state plus the
+        /// queued edits that still apply; `dropped` queued undos, redos or restores went unsent.
+        case reset(dropped: Int)
     }
 
     public private(set) var sync: ClientSync
@@ -191,6 +195,7 @@ public final class LiveRoom: @unchecked Sendable {
         var notices: [Notice] = []
         var droppedUndos: [(label: String?, ops: [Diff])] = []
         var welcomed = false
+        var reset = false
         var stacksChanged = false
         for event in events {
             switch event {
@@ -223,6 +228,9 @@ public final class LiveRoom: @unchecked Sendable {
                 droppedUndos.append((label, ops))
             case .restoreAnswered(let rev, let made):
                 notices.append(.restored(rev: rev, made: made))
+            case .reset(let dropped):
+                reset = true
+                notices.append(.reset(dropped: dropped))
             case .presence, .needsResync:
                 break
             }
@@ -234,7 +242,7 @@ public final class LiveRoom: @unchecked Sendable {
             resending = max(0, resending - droppedUndos.count)
         }
         if welcomed {
-            ask(reader.reconnected(watchedPresent: reader.watched.map { sync.confirmed[$0] != nil } ?? false))
+            ask(reader.reconnected(watchedPresent: reader.watched.map { sync.confirmed[$0] != nil } ?? false, reset: reset))
         } else {
             if sync.revision != revision, let diffs = message.revisionDiffs { ask(reader.revised(diffs)) }
             if stacksChanged { ask(reader.stacksChanged()) }

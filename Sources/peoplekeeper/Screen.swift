@@ -30,6 +30,9 @@ final class Screen: @unchecked Sendable {
         var warning: Bool
     }
 
+    /// How the status line starts when the hub's room turned out to have another history (`welcome.reset`).
+    static let resetNote = "room reset on the hub"
+
     let room: LiveRoom
     let terminal: Terminal
     let queue: DispatchQueue
@@ -95,7 +98,17 @@ final class Screen: @unchecked Sendable {
                                 warning: false)
             case .restored(let rev, nil):
                 report = Report(text: "the room already looked as it did at rev \(rev): the restore changed nothing", warning: false)
+            case .reset(let dropped):
+                let requests = dropped == 0 ? "" : "; \(dropped) undo/redo/restore\(dropped == 1 ? "" : "s") of the old history not sent"
+                report = Report(text: Self.resetNote + ": showing its copy; your queued edits that apply are kept" + requests,
+                                warning: true)
             case .sent(let count):
+                // After a reset the reset says more: it stays, saying the edits went.
+                if let shown = report, shown.text.hasPrefix(Self.resetNote) {
+                    report = Report(text: Self.resetNote + ": showing its copy; your queued edits that applied were sent",
+                                    warning: true)
+                    break
+                }
                 let sent = "back online: your \(count) queued change\(count == 1 ? " was" : "s were") sent"
                 report = Report(text: dropped.map { sent + "; " + $0 } ?? sent, warning: false)
             }

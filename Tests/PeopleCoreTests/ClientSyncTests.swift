@@ -226,6 +226,61 @@ struct ClientSyncTests {
         #expect(client.confirmed == room.model && room.model == shown)
     }
 
+    @Test("a hub whose room has another history says reset: queued edits go again as new, inserts with tags of the new block")
+    func resetHistory() throws {
+        var client = Self.welcomed()
+        _ = try client.edit([.set(1, .hairColor(.red))], label: "Hair")
+        _ = client.receive(.ack(.init(seq: 1, rev: 1, time: 5_000, ops: [.set(1, .hairColor(.red))], noop: [])))
+        #expect(client.revision == 1 && client.revisionTime == 5_000)
+        let inFlight = try client.edit([.set(2, .eyeColor(.hazel))], label: "Eyes")
+        #expect(inFlight.count == 1)
+        client.disconnected()
+        _ = client.undo(scope: 1)  // the hub's step (rev 1): not predicted, it names the old history
+        let allocated = client.allocateTag()
+        let kim = try #require(allocated)
+        #expect(kim == 4)
+        _ = try client.edit([.insert(Fixtures.person(kim, "Kim"), at: 0)], label: "Add Kim")
+        _ = try client.edit([.set(kim, .glasses(true))], label: "Glasses")
+        guard case .hello(let hello) = client.connect() else { Issue.record("expected a hello"); return }
+        #expect(hello.since == 1 && hello.sinceTime == 5_000)
+
+        // The hub lost its copy (restarted without its data): bob's block is now 4–103, and bob has
+        // made another revision 1 (Zed, tag 4) and a revision 2.
+        var room = Room(name: "r", seed: PeopleModel(people: Fixtures.start))
+        let (bob, _) = room.join(session: "b1", user: "bob", role: .editor)
+        _ = room.receive(.submit(.init(seq: 1, base: 0, ops: [.insert(Fixtures.person(4, "Zed"), at: 3)])), from: bob, now: 9_000)
+        _ = room.receive(.submit(.init(seq: 2, base: 1, ops: [.set(3, .glasses(false))])), from: bob, now: 9_500)
+        let (ann, joined) = room.join(session: "a1", user: "ann", role: .editor, resume: hello.resume,
+                                      since: hello.since, sinceTime: hello.sinceTime)
+        var send: [ClientMessage] = []
+        var events: [ClientSync.Event] = []
+        for case .send(let message, let to) in joined where to.contains(ann) {
+            let (out, happened) = client.receive(message)
+            send += out
+            events += happened
+        }
+        #expect(events.contains(.reset(dropped: 1)))
+        #expect(client.revision == 2 && client.revisionTime == 9_500)
+        // The edit that was in flight goes again, as a new request on the hub's revision.
+        guard case .submit(let first) = send.first else { Issue.record("expected the eyes edit, got \(send)"); return }
+        #expect(first.base == 2 && first.seq > 1 && first.ops == [.set(2, .eyeColor(.hazel))])
+        var now: Int64 = 10_000
+        while let message = send.first {
+            now += 1_000
+            send = []
+            for case .send(let reply, let to) in room.receive(message, from: ann, now: now) where to.contains(ann) {
+                send += client.receive(reply).send
+            }
+        }
+        #expect(client.pendingCount == 0)
+        #expect(client.confirmed == room.model && client.view == room.model)
+        // Kim was added under a tag of ann's new block; bob's Zed kept tag 4; the old rev 1 is gone.
+        let added = try #require(room.model.people.first { $0.name == "Kim" })
+        #expect(added.tag >= 104 && added.glasses)
+        #expect(room.model[4]?.name == "Zed" && room.model[1]?.hairColor == Fixtures.start[0].hairColor)
+        #expect(room.model[2]?.eyeColor == .hazel && room.model[3]?.glasses == false)
+    }
+
     @Test("an undo of a queued edit that may join the hub's newest step (same coalesce key) waits for the hub")
     func undoThatMayCoalesceWaits() throws {
         var client = Self.welcomed()

@@ -177,18 +177,71 @@ struct RoomProtocolTests {
     func catchUpLimit() {
         var h = Harness(policy: RoomPolicy(keptRevisions: 2, maxCatchUp: 3))
         for k in 0..<6 { h.submit("A", [.set(1, .glasses(k % 2 == 0))]) }
-        #expect(!h.room.needsEarlierRevisions(since: 2))  // 4 behind: no store read, the full state
+        #expect(h.room.storeReadForJoin(since: 2) == nil)  // 4 behind: no store read, the full state
         let (_, far) = h.room.join(session: "far", user: "C", role: .editor, since: 2)
         let farMessages = Self.sends(far).map(\.0)
         guard case .welcome(let full) = farMessages[0] else { Issue.record("expected welcome"); return }
         #expect(full.people == h.people && full.rev == 6)
         #expect(!farMessages.contains { if case .ops = $0 { true } else { false } })
-        #expect(h.room.needsEarlierRevisions(since: 3))  // 3 behind, older than the 2 kept: from the store
+        #expect(h.room.storeReadForJoin(since: 3)! == (3, 4))  // 3 behind, older than the 2 kept: from the store
         let (_, near) = h.room.join(session: "near", user: "D", role: .editor, since: 4)
         let nearMessages = Self.sends(near).map(\.0)
         guard case .welcome(let partial) = nearMessages[0] else { Issue.record("expected welcome"); return }
         #expect(partial.people == nil)
         #expect(nearMessages.compactMap { if case .ops(let o) = $0 { o.rev } else { nil } } == [5, 6])
+    }
+
+    @Test("a since whose revision has another time than the client's names another history: the full state, with reset")
+    func sinceOfAnotherHistory() {
+        var h = Harness()
+        for k in 0..<4 { h.submit("A", [.set(1, .glasses(k % 2 == 0))]) }
+        let times = h.room.revisions(after: 0, through: 4).map(\.timestamp)
+        func welcome(since: Int, sinceTime: Int64?, earlier: [Revision] = []) -> (ServerMessage.Welcome, [Int])? {
+            let (_, actions) = h.room.join(session: "c\(since)-\(sinceTime ?? -1)", user: "C", role: .editor,
+                                           since: since, sinceTime: sinceTime, earlier: earlier)
+            let messages = Self.sends(actions).map(\.0)
+            guard case .welcome(let w) = messages[0] else { return nil }
+            return (w, messages.compactMap { if case .ops(let o) = $0 { o.rev } else { nil } })
+        }
+        // The client's revision 2 is the room's: a catch-up, and the welcome says the head's time.
+        let same = welcome(since: 2, sinceTime: times[1])
+        #expect(same?.0.people == nil && same?.0.reset == false && same?.1 == [3, 4])
+        #expect(same?.0.time == times[3])
+        // Another time: another history (a store restored from an older backup, say).
+        let other = welcome(since: 2, sinceTime: times[1] + 1)
+        #expect(other?.0.people == h.people && other?.0.reset == true && other?.1 == [])
+        // Ahead of the head: another history too (it went back); without sinceTime as with it.
+        #expect(welcome(since: 9, sinceTime: nil)?.0.reset == true)
+        // Revision 0 has no time: a client that says it had one had another room.
+        #expect(welcome(since: 0, sinceTime: 5)?.0.reset == true)
+        // Without sinceTime (an independent client), a since within the head is caught up as before.
+        #expect(welcome(since: 2, sinceTime: nil)?.0.reset == false)
+    }
+
+    @Test("a sinceTime whose revision memory no longer holds is checked against the store's copy of it")
+    func sinceTimeFromTheStore() {
+        var h = Harness(policy: RoomPolicy(keptRevisions: 2, maxCatchUp: 3))
+        for k in 0..<6 { h.submit("A", [.set(1, .glasses(k % 2 == 0))]) }
+        let floor = h.room.oldestKeptBase
+        #expect(floor >= 3)
+        // Within the catch-up: the read starts at revision `since` itself to compare its time.
+        #expect(h.room.storeReadForJoin(since: 3, sinceTime: 42)! == (2, floor))
+        // Memory holds revision 5: no read.
+        #expect(h.room.storeReadForJoin(since: 5, sinceTime: 42) == nil)
+        // Too far behind for a catch-up: only revision `since` is read, for the reset.
+        #expect(h.room.storeReadForJoin(since: 1, sinceTime: 42)! == (0, 1))
+        #expect(h.room.storeReadForJoin(since: 1) == nil)
+        let stored = Revision(number: 1, author: "A", kind: .edit, label: nil, applied: [], timestamp: 7_000)
+        let (_, far) = h.room.join(session: "far", user: "C", role: .editor, since: 1, sinceTime: 7_001, earlier: [stored])
+        guard case .welcome(let reset) = Self.sends(far)[0].0 else { Issue.record("expected welcome"); return }
+        #expect(reset.reset && reset.people == h.people)
+        let (_, farSame) = h.room.join(session: "far2", user: "C", role: .editor, since: 1, sinceTime: 7_000, earlier: [stored])
+        guard case .welcome(let full) = Self.sends(farSame)[0].0 else { Issue.record("expected welcome"); return }
+        #expect(!full.reset && full.people == h.people)
+        // The store could not be read: nothing to compare, the full state without reset.
+        let (_, unread) = h.room.join(session: "far3", user: "C", role: .editor, since: 1, sinceTime: 7_001)
+        guard case .welcome(let plain) = Self.sends(unread)[0].0 else { Issue.record("expected welcome"); return }
+        #expect(!plain.reset)
     }
 
     @Test("each session gets its own tag block; a user's inserts may use any of the user's blocks")

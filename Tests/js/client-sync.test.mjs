@@ -365,6 +365,64 @@ test("offline, an undo or redo of a queued edit shows at once; the hub's answers
   assert.ok(room.model.equals(shown));
 });
 
+test('a hub whose room has another history says reset: queued edits go again as new, inserts with tags of the new block', () => {
+  const client = welcomed();
+  client.edit([set(1, 'hairColor', 'red')], { label: 'Hair' });
+  client.receive({ type: 'ack', seq: 1, rev: 1, time: 5000, ops: [set(1, 'hairColor', 'red')] });
+  assert.equal(client.revisionTime, 5000);
+  assert.equal(client.edit([set(2, 'eyeColor', 'hazel')], { label: 'Eyes' }).length, 1); // in flight
+  client.disconnected();
+  client.undo(1); // the hub's step (rev 1): not predicted, it names the old history
+  const kim = client.allocateTag();
+  assert.equal(kim, 4);
+  client.edit([insert(Fixtures.person(kim, 'Kim'), 0)], { label: 'Add Kim' });
+  client.edit([set(kim, 'glasses', true)], { label: 'Glasses' });
+  const hello = decodeClientMessage(encode(client.connect()));
+  assert.equal(hello.since, 1);
+  assert.equal(hello.sinceTime, 5000);
+
+  // The hub lost its copy: bob's block is now 4–103, and bob made another revision 1 (Zed, tag 4) and a 2.
+  const room = new Room({ name: 'r', seed: new PeopleModel(Fixtures.start) });
+  const { session: bob } = room.join({ session: 'b1', user: 'bob', role: 'editor' });
+  room.receive({ type: 'submit', seq: 1, base: 0, ops: [insert(Fixtures.person(4, 'Zed'), 3)] }, bob, 9000);
+  room.receive({ type: 'submit', seq: 2, base: 1, ops: [set(3, 'glasses', false)] }, bob, 9500);
+  const { session: ann, actions } = room.join({ session: 'a1', user: 'ann', role: 'editor', resume: hello.resume,
+    since: hello.since, sinceTime: hello.sinceTime });
+  let send = [];
+  const events = [];
+  for (const action of actions.filter((a) => a.send && a.to.includes(ann))) {
+    const out = client.receive(decodeServerMessage(encode(action.send)));
+    send.push(...out.send);
+    events.push(...out.events);
+  }
+  assert.deepEqual(events.filter((e) => e.type === 'reset'), [{ type: 'reset', dropped: 1 }]);
+  assert.equal(client.revision, 2);
+  assert.equal(client.revisionTime, 9500);
+  // The edit that was in flight goes again, as a new request on the hub's revision.
+  assert.equal(send[0].type, 'submit');
+  assert.equal(send[0].base, 2);
+  assert.ok(send[0].seq > 1);
+  assert.deepEqual(send[0].ops, [set(2, 'eyeColor', 'hazel')]);
+  let now = 10000;
+  while (send.length > 0) {
+    const message = send[0];
+    now += 1000;
+    const replies = room.receive(decodeClientMessage(encode(message)), ann, now)
+      .filter((action) => action.send && action.to.includes(ann)).map((action) => action.send);
+    send = [];
+    for (const reply of replies) send.push(...client.receive(decodeServerMessage(encode(reply))).send);
+  }
+  assert.equal(client.pendingCount, 0);
+  assert.ok(client.confirmed.equals(room.model));
+  assert.ok(client.view.equals(room.model));
+  const added = room.model.people.find((p) => p.name === 'Kim');
+  assert.ok(added.tag >= 104 && added.glasses, JSON.stringify(added));
+  assert.equal(room.model.get(4).name, 'Zed');
+  assert.equal(room.model.get(1).hairColor, Fixtures.start[0].hairColor);
+  assert.equal(room.model.get(2).eyeColor, 'hazel');
+  assert.equal(room.model.get(3).glasses, false);
+});
+
 test("an undo of a queued edit that may join the hub's newest step (same coalesce key) waits for the hub", () => {
   const client = welcomed();
   const room = new Room({ name: 'r', seed: new PeopleModel(Fixtures.start) });

@@ -35,7 +35,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SEED, room_state
-from pkclient import by_tag, norm, tags
+from pkclient import by_tag, norm, person, tags
 from test_trust import SECRET, token as make_token
 
 HERE = Path(__file__).resolve().parent
@@ -865,6 +865,42 @@ def test_offline_an_undo_and_a_redo_of_a_queued_edit_show_at_once(hub_factory, s
     ann_p = by_tag(obs.people, 1)
     assert (ann_p["hairColor"], ann_p["glasses"]) == ("blonde", False), ann_p
     ann.wait_for(shows("Ann", hairColor="blonde", glasses="off"))
+
+
+def test_a_room_that_went_back_on_the_hub_is_shown_as_the_hub_has_it_and_offline_edits_are_kept(hub_factory, screens):
+    """A memory hub (no data kept): ann picks a hair colour online, then, with the hub gone, turns Ann's
+    glasses on and adds Kim. The hub restarts with the room as it began, and bob adds Zed before ann is
+    back (his tag block is the one ann's Kim came from). ann's client sees the room went back (`welcome`
+    with `reset`): the status line says so, the screen shows the hub's room (Ann's hair as it began,
+    Zed) with ann's offline edits on it (glasses, Kim under a tag of her new block), and the hub has
+    them too. Before, the client was caught up on the new history over its old state and showed a
+    room nobody had."""
+    hub = hub_factory()
+    room = "team-a"
+    ann = screens(hub, room, "ann")
+    obs = observe(hub, room)
+    choose(to_row(ann, "hairColor"), 1).wait_for(shows("Ann", hairColor="blonde"))
+    wait_model(obs, lambda p: field_of(p, 1, "hairColor") == "blonde", "ann's hair colour at the hub")
+    hub.kill()
+    ann.wait_for(title_has("○ offline"))
+    ann.keys("j", "j", "j", "Enter").wait_for(shows("Ann", glasses="on"))
+    ann.keys("Escape", "a")
+    ann.type("Kim")
+    ann.keys("Enter").wait_for(list_is(["Ann", "Kim", "Joan", "Sam"]))
+    hub.restart(same_port=True)
+    bob = hub.join(room, "bob")
+    bob.edit([{"op": "insert", "at": 3, "person": person(bob.new_tag(), "Zed")}])
+    text = ann.wait_for(all_of(title_has("● online"), status_has("room reset on the hub"),
+                               list_is(["Ann", "Kim", "Joan", "Sam", "Zed"])), timeout=15)
+    assert "waiting" not in title(text), text
+    obs = observe(hub, room)
+    people = wait_model(obs, lambda p: len(p) == 5, "Kim and Zed at the hub")
+    ann_p = by_tag(people, 1)
+    assert (ann_p["hairColor"], ann_p["glasses"]) == ("brown", True), ann_p
+    kim = next(p for p in people if p["name"] == "Kim")
+    zed = next(p for p in people if p["name"] == "Zed")
+    assert kim["tag"] != zed["tag"], people
+    ann.keys("k", "k", "k", "k").wait_for(shows("Ann", hairColor="brown", glasses="on"))
 
 
 def test_an_offline_undo_of_an_edit_a_teammate_also_made_says_it_had_nothing_to_take_back(hub_factory, screens):

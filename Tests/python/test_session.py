@@ -104,6 +104,77 @@ def test_since_ahead_of_the_hub_gets_full_state(hub, room):
     c.expect_nothing("ops")
 
 
+
+def test_since_of_another_history_gets_the_full_state_with_reset(hub_factory, room):
+    """An addition to the product contract (docs/PROTOCOL.md "A room that went back"): `hello.sinceTime`
+    is the `time` of revision `since` as the client saw it. A memory hub restarted: the room starts
+    again, and bob makes a different revision 1 and a 2. ann, who saw the old revision 1, says hello
+    with since 1 and its time: the welcome carries the full state with `reset: true` and no `ops`
+    follow. Without `sinceTime` (a client that does not send it) the hub cannot tell, and catches up
+    from revision 1 as before. Every welcome says the time of its `rev`."""
+    h = hub_factory()
+    a = h.join(room, "ann")
+    ack = a.edit([set_op(1, "hairColor", "red")])
+    old_time = ack["time"]
+    old_people = copy.deepcopy(a.people)
+    a.close()
+    h.restart(same_port=True)
+    b = h.join(room, "bob")
+    assert "time" not in b.welcome, b.welcome            # revision 0 has no time
+    first = b.edit([set_op(2, "eyeColor", "hazel")])
+    at_rev1 = copy.deepcopy(b.people)
+    last = b.edit([set_op(3, "glasses", False)])
+
+    c = h.connect(room, "ann-again")
+    w = c.hello("ann", since=1, sinceTime=old_time, people=old_people)
+    assert w.get("reset") is True, w
+    assert w["rev"] == 2 and w["time"] == last["time"], w
+    assert norm(w["people"]) == norm(b.people)
+    c.expect_nothing("ops")
+
+    same = h.connect(room, "carl")
+    w = same.hello("carl", since=1, sinceTime=first["time"], people=at_rev1)
+    assert "reset" not in w and "people" not in w, w
+    same.pump()
+    assert [m["rev"] for m in ops_frames(same)] == [2]
+    assert norm(same.people) == norm(b.people)
+
+    blind = h.connect(room, "dora")
+    w = blind.hello("dora", since=1, people=old_people)
+    assert "people" not in w and "reset" not in w, w   # no sinceTime: caught up on the new history
+
+
+def test_since_time_is_checked_against_the_store_below_memory(hub_factory, room):
+    """With `rooms.keptRevisions` 3 the room's memory no longer holds revisions 1-4 after 8 edits: a
+    `sinceTime` for them is compared with the store's copy. The right time: a catch-up from the store;
+    another: the full state with `reset`. The same far behind (`rooms.maxCatchUp` 2): the full state
+    either way, with `reset` only for the other time."""
+    h = hub_factory({"rooms": {"keptRevisions": 3, "maxCatchUp": 5}})
+    a = h.join(room, "A")
+    times, states = {}, {}
+    for i, colour in enumerate(["red", "gray", "white", "black", "blonde", "red", "gray", "white"]):
+        ack = a.edit([set_op(1 + i % 3, "hairColor", colour)])
+        times[ack["rev"]] = ack["time"]
+        states[ack["rev"]] = copy.deepcopy(a.people)
+    for since in (3, 4):
+        c = h.connect(room, f"C{since}")
+        w = c.hello("C", since=since, sinceTime=times[since], people=states[since])
+        assert "people" not in w and "reset" not in w, (since, w)
+        c.pump()
+        assert [m["rev"] for m in ops_frames(c)] == list(range(since + 1, 9))
+        assert norm(c.people) == norm(a.people)
+        d = h.connect(room, f"D{since}")
+        w = d.hello("D", since=since, sinceTime=times[since] - 1, people=states[since])
+        assert w.get("reset") is True and norm(w["people"]) == norm(a.people), (since, w)
+        d.expect_nothing("ops")
+    far = h.connect(room, "far")
+    w = far.hello("F", since=1, sinceTime=times[1], people=states[1])
+    assert "reset" not in w and norm(w["people"]) == norm(a.people), w
+    other = h.connect(room, "other")
+    w = other.hello("O", since=1, sinceTime=times[1] + 1, people=states[1])
+    assert w.get("reset") is True and norm(w["people"]) == norm(a.people), w
+
+
 # -- resend dedup -------------------------------------------------------------------------------------
 
 def test_resend_after_resume_gets_the_same_reply_and_applies_once(hub, room):

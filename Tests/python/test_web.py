@@ -607,6 +607,42 @@ def test_an_undo_pressed_offline_for_an_edit_a_teammate_made_too_says_it_had_not
     assert ("ann", "undo") not in kinds, f"no undo of ann's reached the hub: {kinds}"
 
 
+def test_a_room_that_went_back_on_the_hub_is_shown_as_the_hub_has_it_and_offline_edits_are_kept(hub_factory, room,
+                                                                                                browsers):
+    """A memory hub (no data kept). ann sets Ann's hair red online; the hub dies and, while ann's page is
+    cut off, turns Ann's glasses on. The hub restarts with the room as it began, and bob makes two
+    revisions (Ann's eyes hazel, Joan's glasses on) before ann's page is back: ann's old revision 1 and
+    bob's new one share a number. The page sees the room went back (`welcome.reset`): #notice says so
+    in words, the page shows the hub's room (Ann's hair as it began, bob's changes) with ann's glasses
+    edit kept, and the hub has it. Before: the page was caught up on the new history over its old
+    state, and showed red hair nobody had."""
+    hub = hub_factory()
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.select(1)
+    obs = observe(hub, room)
+    a.choose("hairColor", "red")
+    wait_model(obs, lambda p: field_of(p, 1, "hairColor") == "red", "ann's red hair at the hub")
+    kill_hub_under(hub, a)
+    a.network_offline(True)
+    assert a.toggle("#glasses") is True
+    hub.restart(same_port=True)
+    bob = hub.join(room, "bob")
+    bob.edit([{"op": "set", "tag": 1, "field": "eyeColor", "value": "hazel"}])
+    bob.edit([{"op": "set", "tag": 2, "field": "glasses", "value": True}])
+    a.network_offline(False)
+    a.wait_for(lambda p: (lambda s: s["connection"] == "online" and not s["waiting"])(p.summary()),
+               "#connection online and #waiting empty once ann's page is back", timeout=RECONNECT_WAIT)
+    a.wait_for(lambda p: "went back" in (p.text("#notice") or ""), "#notice saying the room went back")
+    assert not WIRE_WORDS.search(a.text("#notice")), a.text("#notice")
+    a.screenshot("1-the-room-went-back")
+    obs = observe(hub, room)
+    ann = by_tag(obs.people, 1)
+    assert (ann["hairColor"], ann["eyeColor"], ann["glasses"]) == ("brown", "hazel", True), ann
+    a.wait_for(lambda p: (p.value("select#hairColor"), p.value("select#eyeColor"), p.value("#glasses"))
+               == ("brown", "hazel", True), "the page showing Ann as the hub has her")
+
+
 def test_add_reorder_and_delete_people(hub, room, browsers):
     """ann presses #add-person: a fourth row appears, and the room has a fourth person with a new tag.
     Its ↑ (.move-up) moves it one place up, Ann's ↓ (.move-down) one place down; after each step the

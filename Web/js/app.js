@@ -31,7 +31,7 @@ import { Highlights } from './highlights.js';
 import { NoticeBoard } from './notices.js';
 import { TokenStore } from './token-store.js';
 import { connectionStatus } from './connection.js';
-import { reportsText, remoteText, errorText, refusalText, droppedUndoText } from './report-text.js';
+import { reportsText, remoteText, errorText, refusalText, droppedUndoText, resetText } from './report-text.js';
 import { actionLabels, presenceWords, roleWords } from './words.js';
 import { Timeline } from './timeline.js';
 import { Attribution } from './attribution.js';
@@ -386,6 +386,9 @@ class App {
         case 'skipped':
           this.notice(reportsText(n.reports, this.namesBefore(n),
             { kind: n.kind, changed: n.changed, ...this.reportOptions() }));
+          break;
+        case 'reset':
+          this.notice(resetText(n.dropped));
           break;
         case 'undoDropped':
           this.notice(droppedUndoText(n.label, n.reports, this.namesBefore(n), this.reportOptions()));

@@ -23,6 +23,10 @@
 //                                      with `by` that writer; for a refused edit, the page's own reason
 //                                      `refused` with the error's `code`); `people` is the view before,
 //                                      to name them
+//   {type:'reset', dropped}            the hub's room has another history than this page had (restored
+//                                      from an older backup, or a hub restarted without its data): the
+//                                      page shows the hub's state plus the queued edits that still
+//                                      apply; `dropped` queued undos / redos / restores went unsent
 //   {type:'error', code, message}      the hub refused something
 //   {type:'fatal', code, message}      the hub refused the connection for good (no more retries)
 // and, for the history panel and the person editor's writers (HISTORY.md §6):
@@ -377,6 +381,7 @@ export class LiveRoom {
           notices.push({ type: 'welcomed' });
           break;
         case 'remote': notices.push({ ...event, people: before }); break;
+        case 'reset': notices.push({ type: 'reset', dropped: event.dropped }); break;
         case 'undoDropped': {
           const noop = message.type === 'ack' ? message.noop ?? [] : [];
           // An edit the hub refused goes with the undo pressed for it (sent, the undo would take back

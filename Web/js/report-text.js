@@ -115,6 +115,19 @@ export function droppedUndoText(label, reports, nameOf, options = {}) {
 }
 
 /**
+ * The notice for a room whose history on the hub is not the one this page had (live-room.js `reset`:
+ * the hub's data was restored from an older backup, or it restarted without it): what the page shows
+ * now, and how many queued undos, redos or restores went unsent because they named the old history's
+ * changes.
+ */
+export function resetText(dropped = 0) {
+  const lead = "The hub's copy of this room went back (restored from a backup, or restarted without its data): "
+    + 'you now see the room as the hub has it, with your unsent changes that still apply.';
+  if (dropped === 0) return lead;
+  return `${lead} ${dropped === 1 ? 'One undo, redo or restore you made meanwhile was' : `${dropped} undos, redos or restores you made meanwhile were`} not sent: the changes ${dropped === 1 ? 'it' : 'they'} named are gone.`;
+}
+
+/**
  * What one diff did, as a clause naming the person: "Sam's hair color is now red", "Sam no longer
  * wears glasses", "Joan is now called Jo". `before(tag)` / `after(tag)` give names before and after.
  */

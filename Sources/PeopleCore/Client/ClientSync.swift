@@ -73,11 +73,20 @@ public struct ClientSync: Sendable {
         /// The hub answered our restore to `rev`: `made` is the revision it made, nil when the room
         /// already was as it had been at `rev` (a restore that changes nothing makes no revision).
         case restoreAnswered(rev: Int, made: Int?)
+        /// The hub's room has another history than the one this client had (`welcome.reset`: restored
+        /// from an older backup, or a hub restarted without its data): the view is the hub's state plus
+        /// the queued edits that still apply; `dropped` undos, redos and restores that named steps
+        /// of the old history went unsent.
+        case reset(dropped: Int)
     }
 
     public let user: String
     public private(set) var confirmed: PeopleModel
     public private(set) var revision: Int
+    /// The time of `revision` as the hub gave it (nil for revision 0 and before any was given): sent
+    /// back as `hello.sinceTime`, so that a hub with another history says `reset` instead of
+    /// catching this client up on a state it does not have.
+    public private(set) var revisionTime: Int64?
     /// The names people had in `confirmed` when the hub removed them, until they are re-inserted
     /// (`renamed(_:)`).
     private var removedNames: [Tag: String] = [:]
@@ -147,7 +156,7 @@ public struct ClientSync: Sendable {
         inFlight = false
         questions = []
         return .hello(.init(user: user, token: token, client: client, resume: session,
-                            since: hasState ? revision : nil))
+                            since: hasState ? revision : nil, sinceTime: hasState ? revisionTime : nil))
     }
 
     /// The connection dropped: the request in flight will be resent on the next connection.
@@ -325,12 +334,14 @@ public struct ClientSync: Sendable {
             connected = true
             history = w.history
             presence = w.presence
+            if w.reset { events.append(.reset(dropped: forgetHistory(tags: w.tags))) }
             if knownBlocks.insert(w.tags).inserted { tagBlocks.append(w.tags) }
             if let people = w.people {
                 confirmed = PeopleModel(people: people)
                 removedNames = [:]
                 recent = []
                 revision = w.rev
+                revisionTime = w.time
                 hasState = true
                 // A predicted undo or redo in flight may be in this state already (its answer then
                 // comes replayed) or not (it is resent): the view waits for its answer, and the
@@ -344,22 +355,22 @@ public struct ClientSync: Sendable {
             events.append(.welcomed(session: w.session))
             events.append(.history(w.history))
         case .ops(let o):
-            if let seq = o.seq, answer(seq: seq, rev: o.rev, ops: o.ops) {
+            if let seq = o.seq, answer(seq: seq, rev: o.rev, time: o.time, ops: o.ops) {
                 break
             }
             guard o.rev > revision else { break }
-            applyConfirmed(o.ops, rev: o.rev, rebaseQueued: true)
+            applyConfirmed(o.ops, rev: o.rev, time: o.time, rebaseQueued: true)
             rebuildView()
             events.append(.remote(.init(rev: o.rev, author: o.author, kind: o.kind, label: o.label, diffs: o.ops)))
         case .ack(let a):
-            _ = answer(seq: a.seq, rev: a.rev, ops: a.ops)
+            _ = answer(seq: a.seq, rev: a.rev, time: a.time, ops: a.ops)
             if !a.noop.isEmpty { events.append(.skipped(a.noop)) }
         case .undone(let r), .redone(let r):
-            _ = answer(seq: r.seq, rev: r.rev, ops: r.ops)
+            _ = answer(seq: r.seq, rev: r.rev, time: r.time, ops: r.ops)
             if !r.skipped.isEmpty { events.append(.skipped(r.skipped)) }
         case .restored(let r):
             let target: Int? = if let first = outbox.first, first.seq == r.seq, case .restore(let rev, _) = first.request { rev } else { nil }
-            if answer(seq: r.seq, rev: r.rev, ops: r.ops), let target { events.append(.restoreAnswered(rev: target, made: r.rev)) }
+            if answer(seq: r.seq, rev: r.rev, time: r.time, ops: r.ops), let target { events.append(.restoreAnswered(rev: target, made: r.rev)) }
         case .log(let page):
             if let seq = page.seq { questions.remove(seq) }
             events.append(.log(page))
@@ -403,7 +414,7 @@ public struct ClientSync: Sendable {
 
     /// The hub answered our request `seq` (an ack, an undone / redone, or its own revision in a
     /// catch-up). Returns false when `seq` is not the request in flight.
-    private mutating func answer(seq: Int, rev: Int?, ops: [Diff]) -> Bool {
+    private mutating func answer(seq: Int, rev: Int?, time: Int64?, ops: [Diff]) -> Bool {
         guard let first = outbox.first, first.seq == seq, first.sentBase != nil else { return false }
         outbox.removeFirst()
         inFlight = false
@@ -416,12 +427,12 @@ public struct ClientSync: Sendable {
         if let rev, rev > revision {
             if let shown = first.predicted {
                 // The requests queued after it were made on top of what the view showed for it.
-                applyConfirmed(ops, rev: rev, rebaseQueued: shown != ops, replacing: shown)
+                applyConfirmed(ops, rev: rev, time: time, rebaseQueued: shown != ops, replacing: shown)
             } else {
                 // Edits queued behind an undo / redo were made without its effect: rebase them over it.
                 // (Edits queued behind a submit were made on top of it already.)
                 let isSubmit = if case .submit = first.request { true } else { false }
-                applyConfirmed(ops, rev: rev, rebaseQueued: !isSubmit)
+                applyConfirmed(ops, rev: rev, time: time, rebaseQueued: !isSubmit)
             }
         } else {
             // The hub made no revision for a predicted undo or redo (nothing to take back, every part
@@ -478,7 +489,7 @@ public struct ClientSync: Sendable {
     /// again), and the queued edits rebased over it when they were made without it. With `replacing`
     /// (a predicted undo's or redo's ops, which the requests queued after it were made on top of),
     /// they are rebased over those taken back, then over `ops`.
-    private mutating func applyConfirmed(_ ops: [Diff], rev: Int, rebaseQueued: Bool, replacing shown: [Diff] = []) {
+    private mutating func applyConfirmed(_ ops: [Diff], rev: Int, time: Int64?, rebaseQueued: Bool, replacing shown: [Diff] = []) {
         var order = confirmed.tags
         var seen = renamed(ops)
         if rebaseQueued, !shown.isEmpty, let (inverse, from) = inverse(of: shown) {
@@ -493,7 +504,50 @@ public struct ClientSync: Sendable {
             recent = []  // not the hub's next revision as it made it: nothing before it can be walked back
         }
         revision = rev
+        revisionTime = time
         if rebaseQueued { rebaseOutbox(over: seen, order: order) }
+    }
+
+    /// The hub has another history than this client's (`welcome.reset`, before its full state is
+    /// taken): every request goes again as new (the one in flight was made for the old history, and
+    /// the hub never applied it); undos, redos and restores that name the old history's steps are
+    /// dropped (those shown for queued edits stay with them); the tag blocks are the welcome's only,
+    /// and queued inserts get tags from it (the old blocks may be a teammate's now). Returns how many
+    /// requests were dropped.
+    private mutating func forgetHistory(tags block: TagBlock) -> Int {
+        tagBlocks = []
+        knownBlocks = []
+        nextTag = nil
+        lastAnsweredCoalesce = nil
+        let before = outbox.count
+        outbox = outbox.filter { pending in
+            if case .submit = pending.request { return true }
+            return pending.predicted != nil || pending.forQueuedEdit
+        }
+        let dropped = before - outbox.count
+        knownBlocks.insert(block)
+        tagBlocks = [block]
+        var retag: [Tag: Tag] = [:]
+        for pending in outbox {
+            guard case .submit(let ops, _, _) = pending.request else { continue }
+            for case .insert(let person, _) in ops where !block.contains(person.tag) && retag[person.tag] == nil {
+                guard let fresh = allocateTag() else { break }
+                retag[person.tag] = fresh
+            }
+        }
+        for index in outbox.indices {
+            outbox[index].sentBase = nil
+            outbox[index].predicted = outbox[index].predicted?.map { $0.retagged(retag) }
+            switch outbox[index].request {
+            case .submit(let ops, let label, let coalesce):
+                outbox[index].request = .submit(ops: ops.map { $0.retagged(retag) }, label: label, coalesce: coalesce)
+            case .undo(let scope?): outbox[index].request = .undo(scope: retag[scope] ?? scope)
+            case .redo(let scope?): outbox[index].request = .redo(scope: retag[scope] ?? scope)
+            default: break
+            }
+        }
+        sentLocal = [:]
+        return dropped
     }
 
     /// `ops` as a queued text edit must see them (call before applying them to `confirmed`): each

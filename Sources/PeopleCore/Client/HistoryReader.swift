@@ -194,12 +194,19 @@ public struct HistoryReader: Sendable {
     }
 
     /// A new connection: the questions out were lost with the old one; ask again what is wanted.
-    /// `present` says whether the hub has the watched person.
-    public mutating func reconnected(watchedPresent: Bool) -> [Question] {
+    /// `present` says whether the hub has the watched person. `reset`: the hub's room has another
+    /// history than the rows loaded (`welcome.reset`), which go.
+    public mutating func reconnected(watchedPresent: Bool, reset: Bool = false) -> [Question] {
         asking = nil
         stale = false
         blaming = nil
         blameStale = false
+        if reset {
+            rows = []
+            more = false
+            loaded = false
+            attribution = nil
+        }
         var questions = isOpen ? refresh() : []
         if let watched, watchedPresent { questions += askBlame(watched) }
         return questions

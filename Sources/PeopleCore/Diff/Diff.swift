@@ -93,6 +93,20 @@ public enum Diff: Hashable, Sendable {
         }
     }
 
+    /// The same diff with its person's tag renamed by `map` (tags not in it stay).
+    public func retagged(_ map: [Tag: Tag]) -> Diff {
+        guard let new = map[tag] else { return self }
+        switch self {
+        case .insert(let person, let at): return .insert(person.retagged(new), at: at)
+        case .remove: return .remove(new)
+        case .move(_, let to): return .move(new, to: to)
+        case .set(_, let value): return .set(new, value)
+        case .facialHair(_, let style, let present): return .facialHair(new, style, present: present)
+        case .preference(_, let topic, let opinion): return .preference(new, topic, opinion)
+        case .text(_, let operation): return .text(new, operation)
+        }
+    }
+
     /// Whether the diff changes the order of the list (insert, remove, move).
     public var isPositional: Bool {
         switch self {

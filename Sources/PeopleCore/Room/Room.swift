@@ -102,11 +102,14 @@ public struct Room: Sendable {
     /// `welcome` (full state, or with a servable `since` no people and the missed `ops` frames after
     /// it), then a `presence` to everyone. A new session's tag block is journalled before the welcome.
     ///
-    /// `earlier` serves a `since` older than the memory window: the store's revisions after `since`,
-    /// oldest first, reaching at least `oldestKeptBase` (see `needsEarlierRevisions`).
+    /// A `since` ahead of the head, or one whose revision has another time than `sinceTime` (the
+    /// client's copy of it), names another history than this room's: the welcome carries the full
+    /// state with `reset`.
+    ///
+    /// `earlier` holds the store's revisions that `storeReadForJoin` asked for, oldest first.
     public mutating func join(
         session: SessionID, user: String, role: Role, client: String? = nil,
-        resume: SessionID? = nil, since: Int? = nil, earlier: [Revision] = []
+        resume: SessionID? = nil, since: Int? = nil, sinceTime: Int64? = nil, earlier: [Revision] = []
     ) -> (session: SessionID, actions: [RoomAction]) {
         let id: SessionID
         var actions: [RoomAction] = []
@@ -126,18 +129,20 @@ public struct Room: Sendable {
         }
         connectedSessions.append(id)
         if users[user] == nil { users[user] = UserState() }
+        let reset = since.map { isOtherHistory(since: $0, sinceTime: sinceTime, earlier: earlier) } ?? false
         // Catch-up from memory, or from `earlier` (revisions the store read) joined to memory.
         var missed: [Revision]?
-        if let since, since < 0 || since > history.head || history.head - since > policy.maxCatchUp {
+        let after = earlier.drop(while: { $0.number <= since ?? 0 })
+        if let since, reset || since < 0 || history.head - since > policy.maxCatchUp {
             missed = nil  // not a revision of this room, or too far behind: the full state
-        } else if let since, since >= history.floor, since <= history.head {
+        } else if let since, since >= history.floor {
             missed = Array(history.revisions(after: since))
-        } else if let since, let first = earlier.first, first.number == since + 1,
-                  let last = earlier.last, last.number >= history.floor, last.number <= history.head {
-            missed = earlier + history.revisions(after: last.number)
+        } else if let since, let first = after.first, first.number == since + 1,
+                  let last = after.last, last.number >= history.floor, last.number <= history.head {
+            missed = Array(after) + history.revisions(after: last.number)
         }
         let welcome = ServerMessage.Welcome(
-            session: id, user: user, role: role, rev: history.head,
+            session: id, user: user, role: role, rev: history.head, time: headTime, reset: reset,
             people: missed == nil ? model.people.elements : nil,
             tags: sessions[id]!.tags, history: stacks(of: user).summary, presence: presence)
         actions.append(.send(.welcome(welcome), to: [id]))
@@ -151,12 +156,29 @@ public struct Room: Sendable {
         return (id, actions)
     }
 
-    /// Whether a `hello` with this `since` needs revisions from the store: it is older than the memory
-    /// window but within `policy.maxCatchUp` of the head (further behind, and for a `since` the store
-    /// cannot serve, the welcome carries the full state).
-    public func needsEarlierRevisions(since: Int?) -> Bool {
-        guard let since else { return false }
-        return since >= 0 && since < history.floor && history.head - since <= policy.maxCatchUp
+    /// Whether a `since` (and its `sinceTime`) names a revision of another history than this room's:
+    /// one ahead of the head, or one whose time is not the client's (revision 0 has none). Unknown (the
+    /// revision is neither in memory nor in `earlier`): not other, as far as the room can tell.
+    private func isOtherHistory(since: Int, sinceTime: Int64?, earlier: [Revision]) -> Bool {
+        if since > history.head { return true }
+        guard let sinceTime, since >= 0 else { return false }
+        if since == 0 { return true }
+        let revision = since > history.floor ? history.revision(since) : earlier.first { $0.number == since }
+        return revision.map { $0.timestamp != sinceTime } ?? false
+    }
+
+    /// The store's revisions a `hello` needs before it joins, as a read of the revisions after `after`
+    /// through `through`; nil when memory serves it. A `since` older than the memory window but within
+    /// `policy.maxCatchUp` of the head reads from there up to memory (further behind, the welcome
+    /// carries the full state); with a `sinceTime`, the read starts at revision `since` itself when
+    /// memory does not hold it, to compare its time.
+    public func storeReadForJoin(since: Int?, sinceTime: Int64? = nil) -> (after: Int, through: Int)? {
+        guard let since, since >= 0, since <= history.head else { return nil }
+        let checkTime = sinceTime != nil && since > 0 && since <= history.floor
+        if history.head - since <= policy.maxCatchUp && since < history.floor {
+            return (checkTime ? since - 1 : since, history.floor)
+        }
+        return checkTime ? (since - 1, since) : nil
     }
 
     /// The connection of `session` closed; the session is kept for a `resume`, up to

@@ -26,7 +26,8 @@ extension ClientMessage {
             }
             self = .hello(Hello(protocolVersion: version, user: try f.string("user"),
                                 token: try f.optionalString("token"), client: try f.optionalString("client"),
-                                resume: try f.optionalString("resume"), since: try f.optionalInt("since")))
+                                resume: try f.optionalString("resume"), since: try f.optionalInt("since"),
+                                sinceTime: try f.optionalTime("sinceTime")))
         case "submit":
             let seq = try f.int("seq")
             let base = try f.int("base")
@@ -70,7 +71,8 @@ extension ClientMessage {
         case .hello(let h):
             .object(["type": .string("hello"), "protocol": .int(h.protocolVersion), "user": .string(h.user),
                      "token": h.token.map(JSON.string), "client": h.client.map(JSON.string),
-                     "resume": h.resume.map(JSON.string), "since": h.since.map(JSON.int)])
+                     "resume": h.resume.map(JSON.string), "since": h.since.map(JSON.int),
+                     "sinceTime": h.sinceTime.map { .int(Int($0)) }])
         case .submit(let s):
             .object(["type": .string("submit"), "seq": .int(s.seq), "base": .int(s.base),
                      "ops": .array(s.ops.map(\.json)), "label": s.label.map(JSON.string),

@@ -21,15 +21,21 @@ public enum ClientMessage: Hashable, Sendable {
         public var client: String?
         public var resume: SessionID?
         public var since: Int?
+        /// The `time` of revision `since` as this client was told it (an addition to the product
+        /// contract): a hub whose revision `since` has another time, or none, has another history
+        /// (restored from an older backup, or restarted without its data) and sends the full state
+        /// with `reset`.
+        public var sinceTime: Int64?
 
         public init(protocolVersion: Int = 1, user: String, token: String? = nil, client: String? = nil,
-                    resume: SessionID? = nil, since: Int? = nil) {
+                    resume: SessionID? = nil, since: Int? = nil, sinceTime: Int64? = nil) {
             self.protocolVersion = protocolVersion
             self.user = user
             self.token = token
             self.client = client
             self.resume = resume
             self.since = since
+            self.sinceTime = sinceTime
         }
     }
 

@@ -32,6 +32,8 @@ extension ServerMessage {
                 .init("type", .string("welcome")), .init("session", .string(w.session)), .init("user", .string(w.user)),
                 .init("role", .string(w.role.rawValue)), .init("rev", .int(w.rev)),
             ]
+            if let time = w.time { m.append(.init("time", .int(Int(time)))) }
+            if w.reset { m.append(.init("reset", .bool(true))) }
             if let people = w.people { m.append(.init("people", .array(people.map(\.json)))) }
             m.append(.init("tags", .object(["from": .int(w.tags.from), "to": .int(w.tags.to)])))
             m.append(.init("history", .object(w.history.members)))
@@ -115,7 +117,7 @@ extension ServerMessage {
             for p in try f.optionalArray("presence") ?? [] { presence.append(try PresenceEntry(json: p)) }
             self = .welcome(Welcome(
                 session: try f.string("session"), user: try f.string("user"), role: role, rev: try f.int("rev"),
-                people: people, tags: try block(WireFields(tags, context: "tags", code: .badMessage)),
+                time: try f.optionalTime("time"), reset: try f.optionalBool("reset") ?? false, people: people, tags: try block(WireFields(tags, context: "tags", code: .badMessage)),
                 history: try HistorySummary(fields: WireFields(history, context: "history", code: .badMessage)),
                 presence: presence))
         case "ack":

@@ -71,18 +71,26 @@ public enum ServerMessage: Hashable, Sendable {
         public var user: String
         public var role: Role
         public var rev: Int
+        /// The time of revision `rev` (nil for revision 0, or a revision from before times were kept).
+        public var time: Int64?
+        /// The hello's `since` (with its `sinceTime`) named a revision of another history than the
+        /// room's: the hub's copy went back (restored from an older backup, or restarted without its
+        /// data). `people` is the whole state; what the client had is not the room's any more.
+        public var reset: Bool
         /// The whole state; nil when catching up with `since` (the missed `ops` frames follow).
         public var people: [Person]?
         public var tags: TagBlock
         public var history: HistorySummary
         public var presence: [PresenceEntry]
 
-        public init(session: SessionID, user: String, role: Role, rev: Int, people: [Person]?, tags: TagBlock,
-                    history: HistorySummary, presence: [PresenceEntry]) {
+        public init(session: SessionID, user: String, role: Role, rev: Int, time: Int64? = nil, reset: Bool = false,
+                    people: [Person]?, tags: TagBlock, history: HistorySummary, presence: [PresenceEntry]) {
             self.session = session
             self.user = user
             self.role = role
             self.rev = rev
+            self.time = time
+            self.reset = reset
             self.people = people
             self.tags = tags
             self.history = history

@@ -53,6 +53,10 @@ struct WireFields {
         return b
     }
 
+    func optionalBool(_ key: String) throws(ProtocolError) -> Bool? {
+        raw(key) == nil ? nil : try bool(key)
+    }
+
     func array(_ key: String) throws(ProtocolError) -> [JSON] {
         guard let value = try optionalArray(key) else { throw fail("`\(key)` is missing") }
         return value

@@ -162,21 +162,21 @@ extension Hub {
         for request in load.requests { request(created ? .created(host) : .loaded(host)) }
     }
 
-    /// Joins an opening connection to its loaded room; a `since` older than memory first reads the
-    /// missed revisions from the store (off the service thread).
+    /// Joins an opening connection to its loaded room; a `since` older than memory (or whose time
+    /// must be compared with a revision memory no longer holds) first reads those revisions from the
+    /// store (off the service thread).
     private func join(_ connection: any ClientConnection, client: Client, host: RoomHost) {
         guard let (hello, _) = client.machine.opening else { return }
-        guard let since = hello.since, host.room.needsEarlierRevisions(since: since) else {
+        guard let read = host.room.storeReadForJoin(since: hello.since, sinceTime: hello.sinceTime) else {
             return finishJoin(connection, client: client, host: host, earlier: [])
         }
         host.catchingUp += 1
         host.idleSince = nil
         let store = store
         let name = host.room.name
-        let through = host.room.oldestKeptBase
         let box = UncheckedSendable((connection, client, host))
         runtime.background { [weak self] in
-            let earlier = (try? store.revisions(room: name, after: since, through: through)) ?? []
+            let earlier = (try? store.revisions(room: name, after: read.after, through: read.through)) ?? []
             self?.back(box) { hub, box in
                 let (connection, client, host) = box.value
                 host.catchingUp -= 1
@@ -197,7 +197,7 @@ extension Hub {
         guard let (hello, role) = client.machine.opening else { return }
         let (session, actions) = host.room.join(
             session: runtime.makeSessionID(), user: hello.user, role: role, client: hello.client,
-            resume: hello.resume, since: hello.since, earlier: earlier)
+            resume: hello.resume, since: hello.since, sinceTime: hello.sinceTime, earlier: earlier)
         if let previous = host.connections[session], previous !== connection {
             // The session resumed on a new connection: the old one (likely half-open) is replaced.
             (previous.context as? Client)?.machine.replaced()

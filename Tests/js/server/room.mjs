@@ -112,7 +112,7 @@ export class Room {
    * block. Returns {session, actions}: a welcome (full state, or with a servable `since` no people and
    * the missed `ops` frames after it), then a presence to everyone.
    */
-  join({ session, user, role = 'editor', client = null, resume = null, since = null }) {
+  join({ session, user, role = 'editor', client = null, resume = null, since = null, sinceTime = null }) {
     this.joins += 1;
     let id;
     const actions = [];
@@ -130,13 +130,23 @@ export class Room {
         replies: new Map(), replyOrder: [], viewing: null, field: null, joinOrder: this.joins });
     }
     this.userState(user);
+    // A since ahead of the head, or whose revision has another time than the client's, names another
+    // history: the full state, with reset (revision 0 has no time).
+    let reset = since != null && since > this.history.head;
+    if (!reset && since != null && sinceTime != null && since >= 0) {
+      const revision = this.history.revision(since);
+      reset = since === 0 || (revision !== undefined && revision.timestamp !== sinceTime);
+    }
     let missed = null;
-    if (since != null && this.history.head - since > this.policy.maxCatchUp) missed = null;
+    if (reset || (since != null && this.history.head - since > this.policy.maxCatchUp)) missed = null;
     else if (since != null && since >= this.history.floor && since <= this.history.head) {
       missed = this.history.revisionsAfter(since);
     }
     const s = this.sessions.get(id);
     const welcome = { type: 'welcome', session: id, user, role, rev: this.history.head };
+    const head = this.history.revision(this.history.head);
+    if (head) welcome.time = head.timestamp;
+    if (reset) welcome.reset = true;
     if (missed === null) welcome.people = [...this.model.people];
     welcome.tags = { ...s.tags };
     welcome.history = this.stacks(user).summary;

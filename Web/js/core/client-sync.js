@@ -28,6 +28,10 @@
 //                                   edit (`label`, its `ops` as last queued) changed nothing or no longer
 //                                   applied, so the undo had nothing to take back (see `forQueuedEdit`,
 //                                   and `step` for an undo shown at once)
+//   {type:'reset', dropped}         the hub's room has another history than this client had (`welcome.reset`:
+//                                   restored from an older backup, or a hub restarted without its data): the
+//                                   view is the hub's state plus the queued edits that still apply; `dropped`
+//                                   undos, redos and restores that named the old history's steps went unsent
 //
 // Requests that make revisions (edits, undo, undo of one entry, redo, restore) wait in the outbox and go
 // one at a time with the session's seq; `log` and `blame` only read, so they go at once (when connected).
@@ -57,6 +61,12 @@ export class ClientSync {
     /** The hub's model at `revision`. */
     this.confirmed = new PeopleModel();
     this.revision = 0;
+    /**
+     * The time of `revision` as the hub gave it (null for revision 0 and before any was given): sent back
+     * as `hello.sinceTime`, so that a hub with another history says `reset` instead of catching this
+     * client up on a state it does not have.
+     */
+    this.revisionTime = null;
     /** tag → the name a person had in `confirmed` when the hub removed it, until re-inserted (`renamed`) */
     this.removedNames = new Map();
     /** `confirmed` plus the pending submits: what a screen shows. */
@@ -111,6 +121,7 @@ export class ClientSync {
     if (client != null) hello.client = client;
     if (this.session != null) hello.resume = this.session;
     if (this.hasState) hello.since = this.revision;
+    if (this.hasState && this.revisionTime != null) hello.sinceTime = this.revisionTime;
     return hello;
   }
 
@@ -332,11 +343,13 @@ export class ClientSync {
         this.connected = true;
         this.history = message.history;
         this.presence = message.presence;
+        if (message.reset === true) events.push({ type: 'reset', dropped: this.forgetHistory(message.tags) });
         this.addBlock(message.tags);
         if (message.people != null) {
           this.confirmed = new PeopleModel(message.people);
           this.removedNames.clear();
           this.revision = message.rev;
+          this.revisionTime = message.time ?? null;
           this.hasState = true;
           // A predicted undo or redo in flight may be in this state already (its answer then comes
           // replayed) or not (it is resent): the view waits for its answer, and the answer rebases
@@ -352,9 +365,9 @@ export class ClientSync {
         break;
       }
       case 'ops': {
-        if (message.seq != null && this.answer(message.seq, message.rev, message.ops)) break;
+        if (message.seq != null && this.answer(message.seq, message.rev, message.ops, message.time)) break;
         if (!(message.rev > this.revision)) break;
-        this.applyConfirmed(message.ops, message.rev, true);
+        this.applyConfirmed(message.ops, message.rev, true, [], message.time);
         this.rebuildView();
         const remote = { type: 'remote', rev: message.rev, author: message.author, kind: message.kind,
           diffs: message.ops };
@@ -363,15 +376,15 @@ export class ClientSync {
         break;
       }
       case 'ack':
-        this.answer(message.seq, message.rev, message.ops);
+        this.answer(message.seq, message.rev, message.ops, message.time);
         if (message.noop?.length) events.push({ type: 'skipped', reports: message.noop });
         break;
       case 'undone': case 'redone':
-        this.answer(message.seq, message.rev, message.ops);
+        this.answer(message.seq, message.rev, message.ops, message.time);
         if (message.skipped?.length) events.push({ type: 'skipped', reports: message.skipped });
         break;
       case 'restored':
-        this.answer(message.seq, message.rev, message.ops);
+        this.answer(message.seq, message.rev, message.ops, message.time);
         break;
       case 'log': {
         const { type, ...page } = message;
@@ -437,7 +450,7 @@ export class ClientSync {
    * catch-up).
    * Returns false when `seq` is not the request in flight.
    */
-  answer(seq, rev, ops) {
+  answer(seq, rev, ops, time) {
     const first = this.outbox[0];
     if (!first || first.seq !== seq || first.sentBase === null) return false;
     this.outbox.shift();
@@ -453,11 +466,11 @@ export class ClientSync {
       if (first.predicted != null) {
         // The requests queued after it were made on top of what the view showed for it.
         const shown = first.predicted;
-        this.applyConfirmed(ops, rev, !sameJSON(shown, ops), shown);
+        this.applyConfirmed(ops, rev, !sameJSON(shown, ops), shown, time);
       } else {
         // Edits queued behind an undo / redo / restore were made without its effect: rebase them over
         // it. (Edits queued behind a submit were made on top of it already.)
-        this.applyConfirmed(ops, rev, first.request.type !== 'submit');
+        this.applyConfirmed(ops, rev, first.request.type !== 'submit', [], time);
       }
     } else {
       // The hub made no revision for a predicted undo or redo (nothing to take back, every part
@@ -527,7 +540,7 @@ export class ClientSync {
    * predicted undo's or redo's ops, which the requests queued after it were made on top of), they are
    * rebased over those taken back, then over `ops`.
    */
-  applyConfirmed(ops, rev, rebaseQueued, shown = []) {
+  applyConfirmed(ops, rev, rebaseQueued, shown = [], time = null) {
     let order = this.confirmed.tags;
     let seen = this.renamed(ops);
     // Not taken back when it does not apply: rebased over `ops` alone.
@@ -538,7 +551,53 @@ export class ClientSync {
     }
     tryApplyBatch(this.confirmed, ops);
     this.revision = rev;
+    this.revisionTime = time ?? null;
     if (rebaseQueued) this.rebaseOutbox(seen, order);
+  }
+
+  /**
+   * The hub has another history than this client's (`welcome.reset`, before its full state is taken):
+   * every request goes again as new (the one in flight was made for the old history, and the hub never
+   * applied it); undos, redos and restores that name the old history's steps are dropped (those shown
+   * for queued edits stay with them); the tag blocks are the welcome's only, and queued inserts get tags
+   * from it (the old blocks may be a teammate's now). Returns how many requests were dropped.
+   */
+  forgetHistory(block) {
+    this.tagBlocks = [];
+    this.knownBlocks = new Set();
+    this.nextTag = null;
+    this.lastAnsweredCoalesce = null;
+    const before = this.outbox.length;
+    this.outbox = this.outbox.filter((p) => p.request.type === 'submit' || p.predicted != null || p.forQueuedEdit);
+    const dropped = before - this.outbox.length;
+    this.addBlock(block);
+    const retag = new Map();
+    for (const pending of this.outbox) {
+      if (pending.request.type !== 'submit') continue;
+      for (const op of pending.request.ops) {
+        if (op.op !== 'insert' || retag.has(op.person.tag)) continue;
+        if (op.person.tag >= block.from && op.person.tag <= block.to) continue;
+        const fresh = this.allocateTag();
+        if (fresh == null) break;
+        retag.set(op.person.tag, fresh);
+      }
+    }
+    const renamed = (op) => {
+      const tag = op.op === 'insert' ? op.person.tag : op.tag;
+      if (!retag.has(tag)) return op;
+      return op.op === 'insert' ? { ...op, person: { ...op.person, tag: retag.get(tag) } } : { ...op, tag: retag.get(tag) };
+    };
+    for (const pending of this.outbox) {
+      pending.sentBase = null;
+      if (pending.predicted != null) pending.predicted = pending.predicted.map(renamed);
+      const r = pending.request;
+      if (r.type === 'submit') pending.request = { ...r, ops: r.ops.map(renamed) };
+      else if ((r.type === 'undo' || r.type === 'redo') && r.scope != null && retag.has(r.scope)) {
+        pending.request = { ...r, scope: retag.get(r.scope) };
+      }
+    }
+    this.sentLocal.clear();
+    return dropped;
   }
 
   /**

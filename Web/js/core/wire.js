@@ -53,6 +53,7 @@ export function decodeClientMessage(frame) {
       put(m, 'client', f.optionalString('client'));
       put(m, 'resume', f.optionalString('resume'));
       put(m, 'since', f.optionalInt('since'));
+      put(m, 'sinceTime', f.optionalInt('sinceTime'));
       return m;
     }
     case 'submit': {
@@ -212,6 +213,8 @@ export function decodeServerMessage(frame) {
       m.user = f.string('user');
       m.role = role;
       m.rev = f.int('rev');
+      put(m, 'time', f.optionalInt('time'));
+      if (f.raw('reset') !== undefined && f.bool('reset')) m.reset = true;
       put(m, 'people', people);
       m.tags = block(new WireFields(tags, 'tags', ErrorCode.badMessage));
       m.history = history(new WireFields(h, 'history', ErrorCode.badMessage));
