@@ -85,6 +85,26 @@ struct AgentTests {
         #expect(other.contains { if case .persist = $0 { true } else { false } }, "keys are per user")
     }
 
+    @Test("an error is not kept for its key: the same key, retried with a fresher base, is applied once")
+    func errorsAreNotKeptForTheirKey() throws {
+        var j = Journalled(Room(name: "r", seed: PeopleModel(people: Fixtures.start)))
+        let tag = Fixtures.start[0].tag
+        _ = j.take(j.room.request(.submit(.init(seq: 0, base: 0, ops: [.set(tag, .glasses(true))])), as: "bob", key: nil, now: 1_000))
+        let ahead = j.take(j.room.request(.submit(.init(seq: 0, base: 5, ops: [.set(tag, .eyeColor(.hazel))])),
+                                          as: "ann", key: "k", now: 2_000))
+        guard case .error(let refused)? = ahead.first else { Issue.record("expected an error, got \(ahead)"); return }
+        #expect(refused.code == .badMessage)
+        let retry = ClientMessage.submit(.init(seq: 0, base: 1, ops: [.set(tag, .eyeColor(.hazel))]))
+        let applied = j.take(j.room.request(retry, as: "ann", key: "k", now: 3_000))
+        guard case .ack(let ack)? = applied.first else { Issue.record("expected an ack, got \(applied)"); return }
+        #expect(ack.rev == 2 && j.room.revision == 2)
+        // Once applied, the key answers that again, after a restart too.
+        let again = j.take(j.room.request(retry, as: "ann", key: "k", now: 4_000))
+        #expect(again.first == applied.first && j.room.revision == 2)
+        var restored = try j.restored(from: j.snapshots[0])
+        #expect(restored.request(retry, as: "ann", key: "k", now: 5_000) == [.send(applied[0], to: [Room.agentSession(of: "ann")])])
+    }
+
     @Test("inserts without tags across more people than a tag block: a new block is journalled, every tag distinct")
     func tagsFilledAcrossBlocks() throws {
         var j = Journalled(Room(name: "r", seed: PeopleModel(), policy: RoomPolicy(tagBlockSize: 3)))

@@ -962,6 +962,13 @@ def test_export_as_csv(hub, room, clients):
         assert got["glasses"] == ("true" if p["glasses"] else "false"), row
         for f in ("facialHair", "likes", "dislikes"):
             assert set(filter(None, got[f].split(";"))) == set(p[f]), (f, row)
+    # Sets in vocabulary order, as the wire sends them (docs/PROTOCOL.md), and RFC 4180's CRLF lines.
+    vic = {k: v for k, v in person(4, "Vic", facialHair=["stubble", "mustache", "beard"]).items() if k != "tag"}
+    expect(clients(hub, user="ann").batch(room, [{"op": "insert", "at": 3, "person": vic}], 0), 200, "Vic")
+    r = admin.export(room, csv=True)
+    rows = list(csv.reader(io.StringIO(r.text, newline="")))
+    assert dict(zip(CSV_HEADER, rows[4]))["facialHair"] == "mustache;beard;stubble", rows[4]
+    assert r.text.count("\r\n") == len(rows) and "\n" not in r.text.replace("\r\n", "").replace("Line\nbreak", ""), r.text
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -1018,3 +1025,74 @@ def test_too_many_requests_are_429_rate_limited_with_retry_after(hub_factory, ro
     feed = expect(ann.feed(room, 0), 200, "the feed")
     assert feed["head"] == len(applied) + (1 if ok["ops"] else 0), \
         f"only the writes answered 200 were applied, each once: head {feed['head']}, {len(applied)} applied before"
+
+
+# ----------------------------------------------------------------------------------------------------
+# Found by a backend developer's trial of the docs (session 14)
+# ----------------------------------------------------------------------------------------------------
+
+def test_an_error_is_not_kept_for_its_key_so_the_same_key_retried_applies_once(hub, room, clients):
+    """docs/HTTP.md "Writing as a user, idempotently" (this hub's reading of "the first answer"): an error
+    applied nothing and is not kept for its key. ann's batch with a `base` above the head is 400; the
+    same key with a valid base is applied (before, the 400 came back for 24 hours); the same key again
+    gets that 200 and applies nothing."""
+    obs = observe(hub, room)
+    ann = clients(hub, user="ann")
+    expect_error(ann.batch(room, [set_op(1, "eyeColor", "hazel")], 7, key="retry-me"), 400, "bad-message",
+                 "a base above the head")
+    first = expect(ann.batch(room, [set_op(1, "eyeColor", "hazel")], 0, key="retry-me"), 200,
+                   "the same key with a valid base")
+    assert first["rev"] == 1, first
+    broadcast(obs, 1)
+    again = expect(ann.batch(room, [set_op(1, "eyeColor", "hazel")], 0, key="retry-me"), 200, "the key again")
+    assert again == first
+    assert_no_new_revision(ann, room, obs, 1, "the key sent a third time")
+
+
+def test_a_feed_page_is_full_across_the_store_and_memory(hub_factory, room, clients):
+    """A page holds `limit` revisions whenever that many exist: with `rooms.keptRevisions` 4 the first
+    revisions come from the store and the rest from memory, in one page (before, the page stopped where
+    memory begins, and a reader that took a short page for the head stopped early)."""
+    hub = hub_factory({"rooms": {"keptRevisions": 4}, "limits": {"opsPerSecond": 100000}})
+    observe(hub, room)
+    ann_ws = hub.join(room, "ann")
+    for i in range(30):
+        ann_ws.edit([set_op(1, "glasses", i % 2 == 0)])
+    c = clients(hub)
+    for after, limit in [(0, 1000), (0, 27), (5, 20), (24, 3)]:
+        page = expect(c.feed(room, after, limit=limit), 200, f"after={after}&limit={limit}")
+        want = list(range(after + 1, min(30, after + limit) + 1))
+        assert [r["rev"] for r in page["revisions"]] == want, (after, limit, [r["rev"] for r in page["revisions"]])
+        assert page["head"] == 30
+
+
+def test_a_long_poll_waiting_when_the_hub_drains_is_answered_503(hub_factory, room, clients):
+    """docs/HTTP.md: 503 `unavailable` while the hub is draining. A change-feed reader waiting at the
+    head when the hub gets SIGTERM is answered 503 (before, its connection was closed with no answer),
+    and the hub exits 0."""
+    hub = hub_factory()
+    observe(hub, room)
+    c = clients(hub)
+    poll = _poll_in_thread(c, room, 0, 30)
+    time.sleep(0.5)
+    assert hub.terminate() == 0
+    poll["thread"].join(10)
+    assert "error" not in poll, f"the waiting reader got no answer: {poll.get('error')!r}"
+    expect_error(poll["resp"], 503, "unavailable", "a long poll when the hub drains")
+    assert poll["elapsed"] < 10, poll["elapsed"]
+
+
+def test_log_arguments_out_of_range_are_400_and_a_401_names_its_scheme(token_hub, room, clients, tmp_path):
+    """`log`'s `before` is at least 0 and `tag` at least 1 (docs/openapi.yaml): others are 400
+    bad-message, as a `limit` outside 1–200 is, with a message naming the range in words. A 401 carries
+    `WWW-Authenticate: Bearer` (RFC 9110)."""
+    ann = clients(token_hub, token=mint("ann", ["*"]))
+    observe(token_hub, room, token=mint("observer", ["*"]))
+    for query in ({"before": -1}, {"tag": 0}, {"tag": -1}, {"limit": 0}):
+        r = ann.log(room, **query)
+        expect_error(r, 400, "bad-message", f"log {query}")
+        assert "9223372036854775807" not in r.text, r.text
+    nobody = clients(token_hub)
+    r = nobody.log(room)
+    expect_error(r, 401, "unauthorized", "no token")
+    assert r.headers.get("www-authenticate") == "Bearer", r.headers

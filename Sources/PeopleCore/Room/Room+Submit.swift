@@ -20,7 +20,7 @@ extension Room {
         }
         if submit.base < history.floor {
             return fail(ProtocolError(.staleBase,
-                "base \(submit.base) is older than the kept history (from \(history.floor)); resync with hello"))
+                "base \(submit.base) is older than the kept history (from \(history.floor)); start again from the room's current state"))
         }
         if let invalid = validateAtBase(submit.ops, base: submit.base, user: user) {
             return fail(invalid.protocolError)

@@ -283,7 +283,9 @@ public struct Room: Sendable {
         keep(handled.reply, seq: seq, for: id)
         var answer = RoomRecord.Answer(session: id, seq: seq, reply: handled.reply, revision: handled.revision,
                                        effect: handled.effect)
-        if let key {
+        // An error applied nothing: it is not kept for the key, so a retry with the same key (after a
+        // 503, or with a fresher base after a 409) is tried again instead of refused for 24 hours.
+        if let key, !handled.reply.isError {
             keep(handled.reply, key: key, time: now, for: id)
             answer.key = key
             answer.keyTime = now

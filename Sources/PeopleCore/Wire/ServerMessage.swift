@@ -51,6 +51,11 @@ public struct PresenceEntry: Hashable, Sendable {
 
 /// Every hub → client message of PROTOCOL.md.
 public enum ServerMessage: Hashable, Sendable {
+    /// Whether this is an `error` frame.
+    public var isError: Bool {
+        if case .error = self { true } else { false }
+    }
+
     case welcome(Welcome)
     case ack(Ack)
     case ops(Ops)

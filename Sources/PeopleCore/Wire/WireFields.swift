@@ -11,7 +11,10 @@ struct WireFields {
         self.code = code
     }
 
-    func fail(_ message: String) -> ProtocolError { ProtocolError(code, "\(context): \(message)") }
+    /// A failure of this object; a field of the frame itself (context `message`) is named alone.
+    func fail(_ message: String) -> ProtocolError {
+        ProtocolError(code, context == "message" ? message : "\(context): \(message)")
+    }
 
     func raw(_ key: String) -> JSON? {
         guard let value = members.last(where: { $0.key == key })?.value else { return nil }

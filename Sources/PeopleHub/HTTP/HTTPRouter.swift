@@ -110,7 +110,12 @@ struct HTTPCall {
     func integer(_ name: String, in range: ClosedRange<Int> = Int.min...Int.max) throws -> Int? {
         guard let text = request.query(name) else { return nil }
         guard let value = Int(text), range.contains(value) else {
-            throw HTTPFailure.badMessage("query argument \(name) must be a whole number in \(range.lowerBound)...\(range.upperBound) (got \(text))")
+            let bounds = switch (range.lowerBound, range.upperBound) {
+            case (Int.min, Int.max): ""
+            case (let low, Int.max): " of at least \(low)"
+            case (let low, let high): " from \(low) to \(high)"
+            }
+            throw HTTPFailure.badMessage("query argument \(name) must be a whole number\(bounds) (got \(text))")
         }
         return value
     }
@@ -140,6 +145,8 @@ struct HTTPFailure: Error, Equatable {
     /// A protocol error as the HTTP API answers it (the product contract's HTTP API §1).
     init(_ error: ProtocolError) {
         self.init(status: Self.status(of: error.code), code: error.code.rawValue, message: error.message)
+        // RFC 9110 §11.6.1: a 401 names the scheme it wants.
+        if error.code == .unauthorized { headers = [.init("WWW-Authenticate", "Bearer")] }
     }
 
     static func status(of code: ErrorCode) -> Int {

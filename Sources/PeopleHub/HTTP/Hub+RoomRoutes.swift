@@ -28,9 +28,9 @@ extension Hub {
         }
         routes.add("GET", "/v1/rooms/:room/log") { [unowned self] call throws in
             let request = ClientMessage.LogRequest(
-                before: try call.integer("before"),
+                before: try call.integer("before", in: 0...Int.max),
                 limit: try call.integer("limit", in: ClientMessage.LogRequest.limits) ?? ClientMessage.LogRequest.defaultLimit,
-                tag: try call.integer("tag"))
+                tag: try call.integer("tag", in: 1...Int.max))
             return try read(call, .log(request))
         }
         routes.add("GET", "/v1/rooms/:room/people/:tag/blame") { [unowned self] call throws in
@@ -188,8 +188,8 @@ extension Hub {
 
     // MARK: The change feed
 
-    /// Revisions after `after`, oldest first, at most `limit`, durable only: from memory, or from the
-    /// store below it. None yet and `wait` > 0: the answer waits for the next durable revision or the
+    /// Revisions after `after`, oldest first, at most `limit` (fewer only at the head), durable only:
+    /// from the store below memory, then from memory. None yet and `wait` > 0: the answer waits for the next durable revision or the
     /// end of the wait.
     private func feed(_ call: HTTPCall, _ host: RoomHost, after: Int, limit: Int, wait: Int) throws -> HTTPResponse? {
         let head = host.durableRevision
@@ -216,7 +216,10 @@ extension Hub {
             return Self.feedPage(revisions, head: head)
         }
         readOlder(host, after: after, through: min(through, host.room.oldestKeptBase), call: call) { hub, older throws in
-            Self.feedPage(older.revisions, head: head)
+            // The page goes on from memory, so that it is short only at the head.
+            let last = older.revisions.last?.number ?? after
+            let rest = last >= host.room.oldestKeptBase ? host.room.revisions(after: last, through: through) : []
+            return Self.feedPage(older.revisions + rest, head: head)
         }
         return nil
     }

@@ -64,7 +64,7 @@ public struct RoomImport: Sendable {
 }
 
 /// A room's people as CSV (RFC 4180): a header row, then one row per person in the room's order;
-/// booleans `true` / `false`, sets joined with `;`.
+/// booleans `true` / `false`, sets joined with `;` in vocabulary order (as the wire sends them).
 public enum RoomExport {
     public static let columns = ["tag", "name", "hairColor", "hairLength", "eyeColor", "glasses", "facialHair", "likes", "dislikes"]
 
@@ -78,7 +78,7 @@ public enum RoomExport {
             let fields: [String] = [
                 String(person.tag), person.name, person.hairColor.rawValue, person.hairLength.rawValue,
                 person.eyeColor.rawValue, person.glasses ? "true" : "false",
-                person.facialHair.map(\.rawValue).sorted().joined(separator: ";"),
+                FacialHairStyle.allCases.filter(person.facialHair.contains).map(\.rawValue).joined(separator: ";"),
                 person.likes.map(\.rawValue).joined(separator: ";"),
                 person.dislikes.map(\.rawValue).joined(separator: ";"),
             ]

@@ -335,7 +335,7 @@ export class Room {
     }
     if (submit.base < this.history.floor) {
       return fail(new ProtocolError(ErrorCode.staleBase,
-        `base ${submit.base} is older than the kept history (from ${this.history.floor}); resync with hello`));
+        `base ${submit.base} is older than the kept history (from ${this.history.floor}); start again from the room's current state`));
     }
     const invalid = this.validateAtBase(submit.ops, submit.base, user);
     if (invalid) return fail(invalid);

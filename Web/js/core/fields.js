@@ -33,7 +33,10 @@ export class WireFields {
     this.code = code;
   }
 
-  fail(message) { return protocolError(this.code, `${this.context}: ${message}`); }
+  /** A failure of this object; a field of the frame itself (context `message`) is named alone. */
+  fail(message) {
+    return protocolError(this.code, this.context === 'message' ? message : `${this.context}: ${message}`);
+  }
 
   /** The member's value; null counts as missing (JSON.parse keeps the last of duplicate keys, as Swift does). */
   raw(key) {
