@@ -57,6 +57,56 @@ struct CoreBenchmark: ParsableCommand {
             print("")
             print("undo p50 ratio, longest history / shortest: \(format1(last / first))x (target: within 2x)")
         }
+        print("")
+        measureListWork()
+    }
+
+    @Option(help: "List sizes (people, and moves per batch) for the list-work-per-request figures (comma-separated).")
+    var listWork: String = "100,300,1000"
+
+    /// The costliest requests on positions, in a room of n people (SECURITY.md "One caller, every room"):
+    /// a batch of n moves sent on an old base over another user's n moves and their undo (the list work
+    /// of the rebase grows as moves × moves since × people, up to `RoomPolicy.maxListWork`, beyond which
+    /// it is `stale-base` at once); the undo of an n-move batch; and the undo of a batch that removed
+    /// every other person after a teammate removed the rest (no old neighbour left for anyone).
+    func measureListWork() {
+        print(pad("list work per request (n people, n moves)", 44) + pad("time", 14) + pad("units", 16) + pad("ns / unit", 12) + "answer")
+        print(String(repeating: "-", count: 96))
+        let clock = ContinuousClock()
+        func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+        for n in listWork.split(separator: ",").compactMap({ Int($0) }) {
+            let people = (1...n).map { Person(tag: $0, name: "P\($0)") }
+            var room = Room(name: "bench", seed: PeopleModel(people: people))
+            let (a, _) = room.join(session: "a", user: "a", role: .editor)
+            let (b, _) = room.join(session: "b", user: "b", role: .editor)
+            let toEnd: [Diff] = (1...n).reversed().map { .move($0, to: n - 1) }
+            _ = room.receive(.submit(.init(seq: 1, base: 0, ops: toEnd)), from: a, now: 1)
+            var start = clock.now
+            _ = room.receive(.undo(.init(seq: 2)), from: a, now: 2)
+            let undo = seconds(clock.now - start)
+            print(pad("undo of \(n) moves", 44) + pad(micro(undo), 14) + pad("", 16) + pad("", 12) + "undone")
+            let toFront: [Diff] = (1...n).map { .move($0, to: 0) }
+            let units = Double(n) * Double(2 * n) * Double(n + 1)
+            start = clock.now
+            let actions = room.receive(.submit(.init(seq: 1, base: 0, ops: toFront)), from: b, now: 3)
+            let rebase = seconds(clock.now - start)
+            let refused = actions.contains { if case .send(.error, _) = $0 { true } else { false } }
+            print(pad("\(n) moves on base 0 over \(2 * n) since", 44) + pad(micro(rebase), 14) + pad(format(units), 16)
+                  + pad(refused ? "" : format1(rebase * 1e9 / units), 12) + (refused ? "stale-base" : "applied"))
+
+            var gone = Room(name: "bench", seed: PeopleModel(people: people))
+            let (c, _) = gone.join(session: "c", user: "c", role: .editor)
+            let (d, _) = gone.join(session: "d", user: "d", role: .editor)
+            let odd: [Diff] = stride(from: 1, through: n, by: 2).map { .remove($0) }
+            let even: [Diff] = stride(from: 2, through: n, by: 2).map { .remove($0) }
+            _ = gone.receive(.submit(.init(seq: 1, base: 0, ops: odd)), from: c, now: 1)
+            _ = gone.receive(.submit(.init(seq: 1, base: 1, ops: even)), from: d, now: 2)
+            start = clock.now
+            _ = gone.receive(.undo(.init(seq: 2)), from: c, now: 3)
+            let lonely = seconds(clock.now - start)
+            print(pad("undo of \(odd.count) removes, neighbours gone", 44) + pad(micro(lonely), 14) + pad("", 16) + pad("", 12)
+                  + "undone (\(gone.model.count) people)")
+        }
     }
 
     // MARK: Measurements

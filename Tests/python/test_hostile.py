@@ -294,6 +294,7 @@ from websockets.exceptions import ConnectionClosed  # noqa: E402
 from conftest import SEED  # noqa: E402
 from pkclient import (EYE_COLORS, FACIAL_HAIR, HAIR_COLORS, TOPICS, HubClient, apply_ops,  # noqa: E402
                       by_tag, norm, person)
+from pkhttp import HubHTTP  # noqa: E402
 
 CONFIG = {
     "storage": {"kind": "embedded", "path": "{workdir}/data/pk.sqlite"},
@@ -1613,3 +1614,29 @@ def test_compressed_messages_while_other_clients_connect(hub_factory, room, defl
     assert problem is None, f"{problem} after {answered} ({how}) were answered, while {joins[0]} other " \
                             f"clients connected; the hub is alive but stopped reading this connection"
     assert answered >= 50 and joins[0] >= 50, (answered, joins[0])
+
+
+def test_a_batch_of_moves_on_an_old_base_and_its_undo_cannot_hold_the_hub(hub_factory, room):
+    """Found by a hostile pass (session 14): rebasing a batch of moves over another batch of moves costs
+    moves × moves × people, and one caller held a service thread (and every room on it) for seconds.
+    Now a rebase over `RoomPolicy.maxListWork` is `stale-base` at once (docs/SECURITY.md "One caller,
+    every room"), and the same batch on the current revision applies. In a room of 300 people: ann
+    moves everyone (300 moves) and undoes it (everyone back in order); bob's 300 moves on base 0 (over
+    the 599 made since) are `stale-base`; sent on the head, they apply."""
+    hub = hub_factory()
+    admin = HubHTTP(hub.port)
+    people = [person(t, f"P{t}") for t in range(1, 301)]
+    assert admin.create(room, {"people": people}).status == 201
+    ann = hub.join(room, "ann")
+    ann.edit([{"op": "move", "tag": t, "to": 299} for t in range(300, 0, -1)])
+    undone = ann.undo()
+    assert undone.get("rev") == 2 and not undone["skipped"], {k: undone.get(k) for k in ("rev", "skipped")}
+    assert [p["tag"] for p in ann.people] == list(range(1, 301)), "the undo puts everyone back in order"
+    bob = hub.join(room, "bob")
+    to_front = [{"op": "move", "tag": t, "to": 0} for t in range(1, 301)]
+    bob.submit(to_front, base=0)
+    err = bob.take_error()
+    assert err["code"] == "stale-base" and "current revision" in err["message"], err
+    ack = bob.edit(to_front, base=2)
+    assert ack["rev"] == 3, ack
+    assert hub.alive()

@@ -86,10 +86,10 @@ public enum Transform {
                 case .diff(let rebased): current = rebased
                 case .overwritten: current = nil
                 }
-                inner = applyOrder(d, to: inner)
+                if d.isPositional { applyOrder(d, to: &inner) }
             }
             diffs = next
-            outer = applyOrder(original, to: outer)
+            applyOrder(original, to: &outer)
         }
         return (diffs, overwritten)
     }
@@ -97,25 +97,30 @@ public enum Transform {
     /// The tag order after `diff`, with the clamping rules of apply; diffs on absent tags change nothing.
     public static func applyOrder(_ diff: Diff, to order: [Tag]) -> [Tag] {
         var order = order
+        applyOrder(diff, to: &order)
+        return order
+    }
+
+    /// The same, in place (no copy of a uniquely held list).
+    public static func applyOrder(_ diff: Diff, to order: inout [Tag]) {
         switch diff {
         case .insert(let person, let at):
-            guard !order.contains(person.tag) else { return order }
+            guard !order.contains(person.tag) else { return }
             order.insert(person.tag, at: min(max(at, 0), order.count))
         case .remove(let tag):
             order.removeAll { $0 == tag }
         case .move(let tag, let to):
-            guard let from = order.firstIndex(of: tag) else { return order }
+            guard let from = order.firstIndex(of: tag) else { return }
             order.remove(at: from)
             order.insert(tag, at: min(max(to, 0), order.count))
         default:
             break
         }
-        return order
     }
 
     /// The list change of a positional diff on `order`: who leaves, and who enters at which gap of the
     /// list without the leaver.
-    private struct ListChange {
+    struct ListChange {
         var leaving: Tag?
         var entering: (tag: Tag, gap: Int)?
 
@@ -150,35 +155,62 @@ public enum Transform {
     ///
     /// The incoming gap is kept after the same people it had on its left; the applied diff's entering
     /// person is left of it when it lands left of that gap, or at the same gap and was ordered first.
-    private static func rebasePosition(_ incoming: Diff, over applied: Diff, order: [Tag], incomingFirst: Bool) -> Diff {
+    ///
+    /// The applied diff changes the list by one person at most (one leaves, one enters, or one moves),
+    /// and keeps everyone else in order, so the count is arithmetic on at most three positions in
+    /// `order`: O(people) scans, no allocation (a batch of moves over another is |in| × |applied| of
+    /// these). `referenceRebasePosition` in the tests is the same rule written out on the lists.
+    static func rebasePosition(_ incoming: Diff, over applied: Diff, order: [Tag], incomingFirst: Bool) -> Diff {
         let mine = ListChange(incoming, order: order)
         guard let entering = mine.entering else { return incoming } // moves an absent tag: unchanged
         let theirs = ListChange(applied, order: order)
-        let before = order.filter { $0 != mine.leaving }
-        let leftOfGap = Set(before.prefix(entering.gap))
-        let after = applyOrder(applied, to: order).filter { $0 != mine.leaving }
+        let leaving = mine.leaving.flatMap { order.firstIndex(of: $0) }
+        /// Where `index` of `order` is in the list without the incoming person.
+        func withoutMine(_ index: Int) -> Int { leaving.map { $0 < index ? index - 1 : index } ?? index }
+        /// Whether the person at `index` of `order` is among the people left of the incoming gap.
+        func leftOfGap(_ index: Int) -> Bool { index != leaving && withoutMine(index) < entering.gap }
+        var gap = entering.gap
+        // Someone left of the gap who is removed no longer counts.
+        if case .remove(let tag) = applied, tag != mine.leaving, let index = order.firstIndex(of: tag), leftOfGap(index) {
+            gap -= 1
+        }
         var arrival = theirs.entering?.tag
         if arrival == mine.leaving || arrival == entering.tag { arrival = nil }
-        // `after` without the arrival keeps the old relative order, so the people left of the gap are
-        // a prefix of it: the rebased gap is their count (plus one if the arrival lands left of it).
-        var gap = 0
-        var seen = 0
-        var arrivalGap: Int?
-        for tag in after {
-            if tag == arrival {
-                arrivalGap = seen
-                continue
-            }
-            seen += 1
-            if leftOfGap.contains(tag) { gap += 1 }
+        guard let arrival else { return Self.placed(incoming, at: gap) }
+        let arrivalIndex = order.firstIndex(of: arrival)
+        // The arrival is counted where it lands, not where it was.
+        if let arrivalIndex, leftOfGap(arrivalIndex) { gap -= 1 }
+        // Where the arrival lands in the list after the applied diff (nil: it is not in it), then
+        // among the people there without the incoming person.
+        var landing: Int?
+        var incomingBefore = false
+        switch applied {
+        case .insert(_, let at) where arrivalIndex == nil:
+            let index = min(max(at, 0), order.count)
+            landing = index
+            if let leaving { incomingBefore = leaving < index }
+        case .insert:
+            landing = arrivalIndex  // already there: the list does not change
+            if let leaving, let arrivalIndex { incomingBefore = leaving < arrivalIndex }
+        case .move(_, let to) where arrivalIndex != nil:
+            let index = min(max(to, 0), order.count - 1)
+            landing = index
+            if let leaving, let arrivalIndex { incomingBefore = (arrivalIndex < leaving ? leaving - 1 : leaving) < index }
+        default:
+            break
         }
-        if let arrivalGap, arrivalGap < gap || (arrivalGap == gap && !incomingFirst) {
-            gap += 1
+        if let landing {
+            let arrivalGap = landing - (incomingBefore ? 1 : 0)
+            if arrivalGap < gap || (arrivalGap == gap && !incomingFirst) { gap += 1 }
         }
+        return Self.placed(incoming, at: gap)
+    }
+
+    private static func placed(_ incoming: Diff, at gap: Int) -> Diff {
         switch incoming {
-        case .insert(let person, _): return .insert(person, at: gap)
-        case .move(let tag, _): return .move(tag, to: gap)
-        default: return incoming
+        case .insert(let person, _): .insert(person, at: gap)
+        case .move(let tag, _): .move(tag, to: gap)
+        default: incoming
         }
     }
 }

@@ -25,6 +25,13 @@ extension Room {
         if let invalid = validateAtBase(submit.ops, base: submit.base, user: user) {
             return fail(invalid.protocolError)
         }
+        let moving = submit.ops.reduce(0) { $0 + ($1.isPositional ? 1 : 0) }
+        if moving > 0, submit.base < history.head {
+            let since = history.positionalCount(after: submit.base)
+            if Double(moving) * Double(since) * Double(model.people.count + 1) > policy.maxListWork {
+                return fail(ProtocolError(.staleBase, "rebasing this batch's \(moving) inserts, removes and moves over the \(since) made since revision \(submit.base) would take too long; send it again on the room's current revision"))
+            }
+        }
 
         var diffs = submit.ops
         var overwritten: [DiffTarget] = []

@@ -96,6 +96,9 @@ extension Room {
         /// For each applied diff, the diff of the entry it reverts.
         var inverts: [DiffRef?] = []
         var skipped: [SkipReport] = []
+        /// The list work each placement by `rebasedGap` may cost: `RoomPolicy.maxListWork` shared among
+        /// the entry's inserts, removes and moves.
+        var placementWork = Double.infinity
     }
 
     /// Reverts an entry on the model: each part's inverse, newest first, rebased over what happened
@@ -108,6 +111,8 @@ extension Room {
         }
         let snapshot = entry.tags.map { (tag: $0, index: model.index(of: $0), person: model[$0]) }
         let count = model.count
+        let positional = entry.parts.reduce(0) { $0 + $1.applied.reduce(0) { $0 + ($1.diff.isPositional ? 1 : 0) } }
+        outcome.placementWork = policy.maxListWork / Double(max(1, positional))
         for part in entry.parts.reversed() {
             for (index, done) in part.applied.enumerated().reversed() {
                 let step = inverse(of: done, at: part.revision, index: index, by: user, inProgress: outcome,
@@ -265,7 +270,7 @@ extension Room {
             guard !model.contains(tag) else { return overwritten(.person(tag)) }
             let placed = place(tag: nil, neighbours: done.neighbours,
                                fallback: rebasedGap(of: done.inverse, after: revision, index: index,
-                                                    inProgress: inProgress.applied) ?? at)
+                                                    inProgress: inProgress.applied, work: inProgress.placementWork) ?? at)
             return .apply(.insert(person, at: placed))
 
         case (.move, .move(_, let from)):
@@ -280,7 +285,7 @@ extension Room {
             }
             let placed = place(tag: tag, neighbours: done.neighbours,
                                fallback: rebasedGap(of: done.inverse, after: revision, index: index,
-                                                    inProgress: inProgress.applied) ?? from)
+                                                    inProgress: inProgress.applied, work: inProgress.placementWork) ?? from)
             return .apply(.move(tag, to: placed))
 
         default:
@@ -291,21 +296,25 @@ extension Room {
     /// Where a person goes back (SEMANTICS §4): after its old previous neighbour if present, else before
     /// its old next neighbour if present, else at `fallback`. For a move, `tag` is the moved person and
     /// indices are in the list without it.
-    func place(tag: Tag?, neighbours: Neighbours?, fallback: Int) -> Int {
+    /// `fallback` is worked out only when it is needed (it costs the positional diffs since × people).
+    func place(tag: Tag?, neighbours: Neighbours?, fallback: @autoclosure () -> Int) -> Int {
         let own = tag.flatMap { model.index(of: $0) }
         func withoutSelf(_ index: Int) -> Int { own.map { index > $0 ? index - 1 : index } ?? index }
         if let before = neighbours?.before, let index = model.index(of: before) { return withoutSelf(index) + 1 }
         if let after = neighbours?.after, let index = model.index(of: after) { return withoutSelf(index) }
-        return fallback
+        return fallback()
     }
 
     /// The gap an inverse insert or move (made right after diff `index` of `revision`) lands at when
     /// it is rebased over every positional diff since, as a concurrent submit's would be: positions
     /// are gaps in the list without the person, and at an equal gap what the hub applied earlier stays
     /// first (SEMANTICS §3 rule 3, §7 reading 5). Only used when both old neighbours are gone. Cost:
-    /// the positional diffs since × people.
-    func rebasedGap(of inverse: Diff, after revision: Int, index: Int, inProgress: [AppliedDiff]) -> Int? {
+    /// the positional diffs since × people; nil (the old gap, unrebased) when that is over `work`.
+    func rebasedGap(of inverse: Diff, after revision: Int, index: Int, inProgress: [AppliedDiff],
+                    work: Double = .infinity) -> Int? {
         let since = history.positional.reversed().prefix { ($0.revision, $0.index) > (revision, index) }
+        let moving = inProgress.reduce(0) { $0 + ($1.diff.isPositional ? 1 : 0) }
+        guard Double(since.count + moving) * Double(model.people.count + 1) <= work else { return nil }
         var later: [Diff] = since.reversed().compactMap { history.revision($0.revision)?.applied[$0.index].diff }
         var inverses: [Diff] = since.compactMap { history.revision($0.revision)?.applied[$0.index].inverse }
         for done in inProgress where done.diff.isPositional {
@@ -313,11 +322,12 @@ extension Room {
             inverses.insert(done.inverse, at: 0)
         }
         // The tag order the inverse was made on: today's, with the later positional diffs taken back.
-        var order = inverses.reduce(model.tags) { Transform.applyOrder($1, to: $0) }
+        var order = model.tags
+        for undone in inverses { Transform.applyOrder(undone, to: &order) }
         var rebased = inverse
         for diff in later {
             if case .diff(let next) = Transform.transform(rebased, over: diff, order: order) { rebased = next }
-            order = Transform.applyOrder(diff, to: order)
+            Transform.applyOrder(diff, to: &order)
         }
         switch rebased {
         case .insert(_, let at): return at

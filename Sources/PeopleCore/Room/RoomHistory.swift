@@ -25,6 +25,16 @@ struct RoomHistory: Sendable {
     /// Where each kept positional diff (insert, remove, move) is, oldest first.
     private(set) var positional: [DiffRef] = []
 
+    /// How many kept positional diffs were made after `revision` (binary search).
+    func positionalCount(after revision: Int) -> Int {
+        var low = 0, high = positional.count
+        while low < high {
+            let mid = (low + high) / 2
+            if positional[mid].revision <= revision { low = mid + 1 } else { high = mid }
+        }
+        return positional.count - low
+    }
+
     init(floor: Int = 0) { self.floor = floor }
 
     /// The newest revision number.

@@ -38,9 +38,21 @@ public struct RoomPolicy: Hashable, Sendable {
     /// Most revisions a `hello` with `since` is caught up with as `ops` frames; further behind, the
     /// welcome carries the full state instead (smaller, and it never floods the connection).
     public var maxCatchUp: Int
+    /// The most list work one request may cost, in positional diff pairs × (people + 1): rebasing a
+    /// batch's inserts and moves over those made since its base, or an undo's people whose neighbours
+    /// are gone over those made since the entry. One unit is a few nanoseconds (docs/PERFORMANCE.md,
+    /// "List work per request"); the default is tens of milliseconds, far above what a screen's edits
+    /// cost, so one caller cannot hold a service thread (and every room on it) for seconds. Beyond it a
+    /// submit is `stale-base` (sent again on the current revision it costs nothing) and an undo places
+    /// such people at their old gap unrebased.
+    public var maxListWork: Double
+
+    public static let defaultListWork: Double = 20_000_000
 
     public init(undo: UndoPolicy = UndoPolicy(), tagBlockSize: Int = 100, keptRevisions: Int = 0, repliesKept: Int = 64,
-                maxPeople: Int = 0, keptSessions: Int = 256, maxCatchUp: Int = 1000) {
+                maxPeople: Int = 0, keptSessions: Int = 256, maxCatchUp: Int = 1000,
+                maxListWork: Double = RoomPolicy.defaultListWork) {
+        self.maxListWork = maxListWork
         self.keptSessions = keptSessions
         self.maxCatchUp = maxCatchUp
         self.undo = undo
