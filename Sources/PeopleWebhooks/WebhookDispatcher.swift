@@ -170,11 +170,14 @@ public final class WebhookDispatcher: Sendable {
     }
 
     /// Lets a failing endpoint try again: every room's delivery resumes from its cursor, the item that
-    /// failed first, with a new give-up period. Returns false if no endpoint has this URL.
+    /// failed first, with a new give-up period. An endpoint that is not failing is left as it is (one
+    /// still retrying keeps its backoff, its give-up period and its `retrying` state). Returns false if
+    /// no endpoint has this URL.
     @discardableResult
     public func reenable(url: String) -> Bool {
         guard let index = endpoints.firstIndex(where: { $0.url == url }) else { return false }
         state.withLock { state in
+            guard state.endpoints[index].failing else { return }
             state.endpoints[index].failing = false
             metrics[index].failing(false)
             for key in state.lanes.keys where key.endpoint == index {

@@ -67,7 +67,13 @@ final class WebhookPoster: Sendable {
             group.addTask {
                 do {
                     let response = try await client.execute(prepared, deadline: deadline)
-                    _ = try await response.body.collect(upTo: 1 << 20)
+                    // The status is what counts: the answer's body is read (to keep the connection
+                    // reusable) up to 1 MiB, and beyond that left unread (the connection is dropped).
+                    var read = 0
+                    for try await chunk in response.body {
+                        read += chunk.readableBytes
+                        if read > 1 << 20 { break }
+                    }
                     let status = Int(response.status.code)
                     return (200..<300).contains(status) ? .ok : .httpError(status: status)
                 } catch {

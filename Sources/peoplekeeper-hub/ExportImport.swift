@@ -75,7 +75,7 @@ struct ImportCommand: AsyncParsableCommand {
         }
         let settings = try await StoreAccess.settings(config: config, command: "import")
         let imported: RoomImport
-        do { imported = try RoomImport(room: name, body: json, policy: settings.roomPolicy) } catch {
+        do { imported = try RoomImport(room: name, body: json, policy: settings.roomPolicy, now: Int64(Date().timeIntervalSince1970 * 1000)) } catch {
             throw StoreAccess.fail(65, "import", "\(error)")
         }
         let store = try StoreAccess.open(settings, command: "import", creating: true)

@@ -25,6 +25,8 @@ final class Receiver: Sendable {
 
     enum Reply: Sendable {
         case status(Int, afterMilliseconds: Int64 = 0)
+        /// The status with a body of this many bytes.
+        case large(Int, bytes: Int)
         case hang
     }
 
@@ -132,6 +134,21 @@ private final class ReceiverHandler: ChannelInboundHandler {
             switch reply {
             case .hang:
                 receiver.record(probe)
+            case .large(let status, let bytes):
+                receiver.record(Receiver.Request(body: body, json: json, contentType: probe.contentType,
+                                                 signature: probe.signature, answered: status))
+                var headers = HTTPHeaders()
+                headers.add(name: "Content-Length", value: String(bytes))
+                context.write(self.wrapOutboundOut(.head(HTTPResponseHead(version: head.version,
+                    status: HTTPResponseStatus(statusCode: status), headers: headers))), promise: nil)
+                let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 64 * 1024)
+                var left = bytes
+                while left > 0 {
+                    let part = min(left, chunk.count)
+                    context.write(self.wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: chunk.prefix(part))))), promise: nil)
+                    left -= part
+                }
+                context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
             case .status(let status, let delay):
                 receiver.record(Receiver.Request(body: body, json: json, contentType: probe.contentType,
                                                  signature: probe.signature, answered: status))

@@ -289,6 +289,40 @@ struct WebhookDispatcherTests {
         await dispatcher.shutdown()
     }
 
+    @Test("a 2xx with a body of megabytes is a delivery (the body is not read past 1 MiB)")
+    func largeAnswerIsDelivered() async throws {
+        let receiver = try Receiver { _, _ in .large(200, bytes: 3 << 20) }
+        defer { receiver.stop() }
+        let store = InMemoryStore()
+        var feed = try await RoomFeed.start(store, name: "r")
+        let dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver, events: [.revision])], store: store,
+                                           logger: testLogger, policy: quick)
+        dispatcher.start()
+        announce(dispatcher, "r", try await feed.edit(2))
+        #expect(await eventually { dispatcher.status().first.map { $0.delivered == 2 && $0.backlog == 0 } == true })
+        #expect(dispatcher.status().first?.state == .ok && dispatcher.status().first?.lastError == nil)
+        await dispatcher.shutdown()
+    }
+
+    @Test("re-enabling an endpoint that is retrying, not failing, leaves it retrying with its backlog")
+    func reenableWhileRetrying() async throws {
+        let receiver = try Receiver { _, _ in .status(500) }
+        defer { receiver.stop() }
+        let store = InMemoryStore()
+        var feed = try await RoomFeed.start(store, name: "r")
+        var policy = quick
+        policy.giveUpAfter = 60_000
+        let dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver, events: [.revision])], store: store,
+                                           logger: testLogger, policy: policy)
+        dispatcher.start()
+        announce(dispatcher, "r", try await feed.edit(3))
+        #expect(await eventually { dispatcher.status().first?.state == .retrying })
+        #expect(dispatcher.reenable(url: receiver.url))
+        let status = try #require(dispatcher.status().first)
+        #expect(status.state == .retrying && status.backlog == 3)
+        await dispatcher.shutdown()
+    }
+
     @Test("the backoff doubles from its start up to its cap, scaled by the jitter")
     func backoffSchedule() {
         let policy = WebhookPolicy(backoffStart: 1_000, backoffMax: 300_000, jitter: 0.2)

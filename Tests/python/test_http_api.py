@@ -1096,3 +1096,41 @@ def test_log_arguments_out_of_range_are_400_and_a_401_names_its_scheme(token_hub
     r = nobody.log(room)
     expect_error(r, 401, "unauthorized", "no token")
     assert r.headers.get("www-authenticate") == "Bearer", r.headers
+
+
+def test_a_lone_surrogate_over_http_is_refused_as_on_the_websocket(hub, room, clients):
+    """Found by a hostile pass (session 14): an HTTP batch whose `label` held a lone surrogate was applied
+    with no label (the WebSocket answers `bad-message`). Now: `400 bad-message` for the label, `422
+    invalid-op` inside `ops`, and nothing applied."""
+    obs = observe(hub, room)
+    ann = clients(hub, user="ann")
+    path = HubHTTP.room_path(room, "batches")
+    # json.dumps escapes the lone surrogates as \\ud800 (ASCII), as a client that has one would send it.
+    r = ann.post(path, json.dumps({"base": 0, "key": "s1", "label": "x\ud800y", "ops": [set_op(1, "glasses", True)]}))
+    expect_error(r, 400, "bad-message", "a label with a lone surrogate")
+    kim = {k: v for k, v in person(4, "K\udc00m").items() if k != "tag"}
+    r = ann.post(path, json.dumps({"base": 0, "key": "s2", "ops": [{"op": "insert", "at": 0, "person": kim}]}))
+    expect_error(r, 422, "invalid-op", "a name with a lone surrogate")
+    r = ann.post(HubHTTP.room_path(room, "restore"), json.dumps({"rev": 0, "key": "s3", "label": "\ud83d"}))
+    expect_error(r, 400, "bad-message", "a restore label with a lone surrogate")
+    assert_no_new_revision(ann, room, obs, 0, "requests with lone surrogates")
+
+
+def test_an_import_with_times_before_1970_or_a_day_ahead_is_refused(hub, rooms, clients):
+    """Found by a hostile pass (session 14): an import could give a room revision times before 1970, or
+    far in the future (then every later revision carried that time, since times never go back). Now a
+    time below 0 or more than a day after the hub's clock is `400 bad-message` naming the revision, and
+    nothing is created; an export's own times import as before."""
+    room, copy_ = rooms("-a"), rooms("-b")
+    observe(hub, room)
+    ann, admin = clients(hub, user="ann"), clients(hub)
+    expect(ann.batch(room, [set_op(1, "glasses", True)], 0), 200)
+    export = expect(admin.export(room, history=True), 200)
+    for what, time_ in [("before 1970", -5), ("two days ahead", now_ms() + 2 * 86_400_000)]:
+        bad = copy.deepcopy(export)
+        bad["revisions"][0]["time"] = time_
+        r = admin.create(copy_, bad)
+        err = expect_error(r, 400, "bad-message", what)
+        assert "revisions[0]" in err["message"], err
+        expect_error(admin.state(copy_), 404, "no-room", f"nothing created for {what}")
+    expect(admin.create(copy_, export), 201, "the export as it is")

@@ -347,3 +347,95 @@ def test_connections_per_ip_are_bounded_and_freed_when_closed(hub_factory, room)
     while not can_connect(hub, room, None):
         assert time.monotonic() < deadline, "a closed connection's place was never freed"
         time.sleep(0.1)
+
+
+def test_open_mode_refuses_other_sites_and_rebound_names_over_http_and_websocket(hub_factory, room):
+    """Found by a hostile pass (session 14): in `auth.mode: open` the HTTP API took writes, restores and
+    admin calls from pages of other sites (a cross-site "simple request": `Origin: https://evil.example`,
+    `Content-Type: text/plain`, no preflight) and from a page whose name points at 127.0.0.1 (DNS
+    rebinding: `Host: evil.example`). Now, as for a WebSocket, a request with another site's `Origin` is
+    403, and in open mode a request from this machine that names the hub otherwise than `localhost`,
+    `*.localhost` or a loopback address is 403 (HTTP and WebSocket), unless `auth.allowedOrigins` lists
+    that host. Clients that send no `Origin` and address the hub by 127.0.0.1 or localhost are served
+    as before; nothing refused was applied."""
+    hub = hub_factory({})
+    observe_ws = hub.join(room, "observer")
+    body = json.dumps({"base": 0, "key": "x1", "ops": [{"op": "set", "tag": 1, "field": "glasses", "value": True}]})
+
+    def post(headers):
+        return request_as(hub.port, "POST", f"/v1/rooms/{room}/batches?user=victim", body.encode(),
+                          {"Content-Type": "text/plain", **headers})
+
+    status, text = post({"Origin": "https://evil.example"})
+    assert status == 403 and "auth.allowedOrigins" in text, (status, text)
+    status, text = post({"Host": "evil.example"})
+    assert status == 403 and "localhost" in text, (status, text)
+    status, _ = request_as(hub.port, "GET", "/v1/rooms", b"", {"Host": f"evil.example:{hub.port}"})
+    assert status == 403, status
+    assert not can_connect_as(hub, room, host=f"evil.example:{hub.port}", origin=f"http://evil.example:{hub.port}")
+    for host in (f"localhost:{hub.port}", f"127.0.0.1:{hub.port}", f"app.localhost:{hub.port}"):
+        status, text = request_as(hub.port, "GET", f"/v1/rooms/{room}", b"", {"Host": host})
+        assert status == 200, (host, status, text)
+    assert can_connect_as(hub, room, host=f"localhost:{hub.port}", origin=f"http://localhost:{hub.port}")
+    ok = post({"Origin": f"http://127.0.0.1:{hub.port}", "Host": f"127.0.0.1:{hub.port}"})
+    assert ok[0] == 200, ok
+    observe_ws.sync(1)
+    assert observe_ws.rev == 1, "only the same-origin write was applied"
+
+    listed = hub_factory({"auth": {"allowedOrigins": [f"http://pk.example:{hub.port + 1}"]}})
+    status, _ = request_as(listed.port, "GET", "/v1/rooms", b"", {"Host": f"pk.example:{hub.port + 1}"})
+    assert status == 200, status
+
+
+def can_connect_as(hub, room: str, *, host: str, origin: str) -> bool:
+    """A WebSocket upgrade with exactly this Host and Origin: answered 101?"""
+    import socket
+    head = (f"GET /v1/rooms/{room} HTTP/1.1\r\nHost: {host}\r\nOrigin: {origin}\r\nUpgrade: websocket\r\n"
+            "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+    with socket.create_connection(("127.0.0.1", hub.port), timeout=10) as s:
+        s.sendall(head.encode())
+        status = s.recv(4096).split(b"\r\n", 1)[0]
+    return status.split()[1] == b"101"
+
+
+def request_as(port: int, method: str, path: str, body: bytes, headers: dict) -> tuple[int, str]:
+    """One HTTP/1.1 request with exactly these headers (Host defaults to 127.0.0.1:port): (status, body)."""
+    import socket
+    fields = {"Host": f"127.0.0.1:{port}", "Content-Length": str(len(body)), "Connection": "close", **headers}
+    head = f"{method} {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.items()) + "\r\n"
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(head.encode() + body)
+        raw = b""
+        while chunk := s.recv(65536):
+            raw += chunk
+    status_line, _, rest = raw.partition(b"\r\n")
+    return int(status_line.split()[1]), rest.partition(b"\r\n\r\n")[2].decode("utf-8", "replace")
+
+
+def test_http_tokens_are_held_to_the_websocket_s_rules(auth_hub, room):
+    """Found by a hostile pass (session 14): over HTTP a token whose `sub` is not 1–64 bytes was taken
+    (its revisions then could not be imported back), a header naming another `alg` than HS256 was
+    taken when the HS256 signature was right, and `nbf` was ignored. Each is now 401, with a sentence
+    saying which; the same token done right is taken."""
+    def signed(payload: dict, header: dict | None = None) -> str:
+        head = b64(json.dumps(header or {"alg": "HS256", "typ": "JWT"}).encode())
+        body = b64(json.dumps(payload).encode())
+        sig = hmac.new(SECRET.encode(), f"{head}.{body}".encode(), hashlib.sha256).digest()
+        return f"{head}.{body}.{b64(sig)}"
+
+    def get(tok: str) -> tuple[int, str]:
+        return request_as(auth_hub.port, "GET", f"/v1/rooms/{room}", b"", {"Authorization": f"Bearer {tok}"})
+
+    auth_hub.join(room, "observer", token=token("observer", [room]))
+    claims = {"sub": "ann", "rooms": [room], "role": "editor", "exp": int(time.time()) + 600}
+    assert get(signed(claims))[0] == 200
+    for what, tok, why in [
+        ("a 65-byte sub", signed({**claims, "sub": "a" * 65}), "1 to 64 bytes"),
+        ("an empty sub", signed({**claims, "sub": ""}), "1 to 64 bytes"),
+        ("alg none, signed HS256", signed(claims, {"alg": "none", "typ": "JWT"}), "alg none"),
+        ("alg HS512, signed HS256", signed(claims, {"alg": "HS512", "typ": "JWT"}), "alg HS512"),
+        ("nbf in an hour", signed({**claims, "nbf": int(time.time()) + 3600}), "not valid yet"),
+    ]:
+        status, text = get(tok)
+        assert status == 401 and why in text, (what, status, text)
+    assert get(signed({**claims, "nbf": int(time.time()) - 60}))[0] == 200

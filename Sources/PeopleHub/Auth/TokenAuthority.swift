@@ -10,6 +10,8 @@ public struct AccessClaims: JWTPayload, Equatable {
     public var exp: ExpirationClaim
     public var rooms: [String]
     public var role: String
+    /// Not valid before this time, when the issuer says so.
+    public var nbf: NotBeforeClaim?
 
     public init(user: String, rooms: [String], role: AccessRole, expires: Date) {
         sub = SubjectClaim(value: user)
@@ -22,7 +24,11 @@ public struct AccessClaims: JWTPayload, Equatable {
 
     public func verify(using algorithm: some JWTAlgorithm) async throws {
         try exp.verifyNotExpired()
+        if let nbf, nbf.value > Date() { throw AuthFailure("the token is not valid yet (nbf)") }
         guard AccessRole(rawValue: role) != nil else { throw AuthFailure("role \(role) is not viewer, editor or admin") }
+        // The same rule as a hello's user (and `peoplekeeper-hub token --user`), so an HTTP caller
+        // cannot author revisions under a name no other part of the product accepts.
+        guard (try? UserName(sub.value)) != nil else { throw AuthFailure("the token's sub must be 1 to 64 bytes of UTF-8") }
     }
 }
 
@@ -64,6 +70,10 @@ public final class TokenAuthority: Sendable {
 
     /// What a token says, if it is valid (signature, format, expiry, role).
     public func verify(_ token: String) async -> Result<AccessClaims, AuthFailure> {
+        // HS256 only, as the header says too (the key checks the signature whatever the header claims).
+        if let alg = Self.algorithm(of: token), alg != "HS256" {
+            return .failure(AuthFailure("the token's header says alg \(alg); this hub takes HS256 only"))
+        }
         do {
             return .success(try await keys.verify(token, as: AccessClaims.self))
         } catch let error as JWTError where error.errorType == .claimVerificationFailure {
@@ -73,6 +83,16 @@ public final class TokenAuthority: Sendable {
         } catch {
             return .failure(AuthFailure("the token is not valid (bad signature or format)"))
         }
+    }
+
+    /// The `alg` a token's header names (nil: no readable header).
+    static func algorithm(of token: String) -> String? {
+        guard let header = token.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false).first else { return nil }
+        var base64 = header.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard let data = Data(base64Encoded: base64),
+              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
+        return object["alg"] as? String
     }
 
     /// A token for `user` in the rooms matching `rooms`, as `role`, valid for `ttl` seconds (at most:

@@ -57,7 +57,18 @@ extension Hub {
 
     /// Open mode: the `user` query argument (writes may name it in the body instead), an editor; an
     /// admin only from a loopback peer.
+    ///
+    /// Anyone may act as anyone here, so what a browser may do is checked as for a WebSocket: a page
+    /// of another site is refused (`Origin`, `auth.allowedOrigins`), and so is a request from this
+    /// machine that addresses the hub by another name than a loopback one (DNS rebinding).
     private func openCaller(_ call: HTTPCall) throws -> HTTPCaller {
+        let headers = call.request.headers
+        guard Admission.originAllowed(headers["origin"], host: headers["host"], allowed: configuration.allowedOrigins) else {
+            throw HTTPFailure.forbidden("pages of this origin may not call this hub (auth.allowedOrigins)")
+        }
+        guard Admission.hostAllowed(headers["host"], peer: call.request.peer, allowed: configuration.allowedOrigins) else {
+            throw HTTPFailure.forbidden(Admission.hostRefusal)
+        }
         var user: String?
         if let name = call.request.query("user") {
             guard (try? UserName(name)) != nil else { throw HTTPFailure.badMessage("user must be 1 to 64 bytes of UTF-8") }

@@ -19,7 +19,7 @@ extension Hub {
         routes.add("PUT", "/v1/rooms/:room") { [unowned self] call throws in
             let room = try roomName(call)
             let body = try Self.bodyObject(call)
-            let imported = try RoomImport(room: room, body: body, policy: configuration.roomPolicy)
+            let imported = try RoomImport(room: room, body: body, policy: configuration.roomPolicy, now: clock)
             return try api(call) { [unowned self] caller throws in
                 try caller.check(.admin, room: room)
                 create(imported, call: call)

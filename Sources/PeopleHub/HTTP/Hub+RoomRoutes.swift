@@ -279,9 +279,25 @@ extension Hub {
     static func request(_ type: String, _ body: JSON, fields: Set<String>) throws -> ClientMessage {
         var members: [JSON.Member] = [.init("type", .string(type)), .init("seq", .int(1))]
         if case .object(let given) = body { members += given.filter { fields.contains($0.key) } }
+        // Re-encoded, a lone surrogate would read as null (a label silently dropped): refuse it as the
+        // WebSocket does (`bad-message`, or `invalid-op` inside `ops`).
+        for member in members where Self.holdsLoneSurrogate(member.value) {
+            throw HTTPFailure(ProtocolError(member.key == "ops" ? .invalidOp : .badMessage, "`\(member.key)` holds a lone surrogate"))
+        }
         switch ClientMessage.decode(JSON.object(members).bytes) {
         case .success(let message): return message
         case .failure(let error): throw HTTPFailure(error)
+        }
+    }
+}
+
+extension Hub {
+    static func holdsLoneSurrogate(_ value: JSON) -> Bool {
+        switch value {
+        case .loneSurrogate: true
+        case .array(let items): items.contains(where: holdsLoneSurrogate)
+        case .object(let members): members.contains { holdsLoneSurrogate($0.value) }
+        default: false
         }
     }
 }

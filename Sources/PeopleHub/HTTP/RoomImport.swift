@@ -9,7 +9,9 @@ public struct RoomImport: Sendable {
     public let initial: PeopleModel
     public let revisions: [Room.ExportedRevision]
 
-    public init(room: String, body: JSON, policy: RoomPolicy) throws {
+    /// `now` (ms since the epoch): revision times more than a day after it are refused, since a room's
+    /// times never go back and every later revision would carry that time.
+    public init(room: String, body: JSON, policy: RoomPolicy, now: Int64) throws {
         self.room = room
         let people = try Self.people(body["people"], field: "people")
         guard let list = body["revisions"], list != .null else {
@@ -25,6 +27,14 @@ public struct RoomImport: Sendable {
                 parsed.append(try Room.ExportedRevision(json: item))
             } catch {
                 throw HTTPFailure(ProtocolError(error.code, "revisions[\(index)]: \(error.message)"))
+            }
+        }
+        for (index, revision) in parsed.enumerated() {
+            guard revision.time >= 0 else {
+                throw HTTPFailure.badMessage("revisions[\(index)]: time \(revision.time) is before 1970 (times are ms since the epoch)")
+            }
+            guard revision.time <= now + 86_400_000 else {
+                throw HTTPFailure.badMessage("revisions[\(index)]: time \(revision.time) is more than a day after this hub's clock (\(now))")
             }
         }
         revisions = parsed

@@ -15,7 +15,8 @@ final class HubShared: Sendable {
     let httpRates = Mutex<[String: TokenBucket]>([:])
 
     init(_ configuration: HubConfiguration) {
-        admission = Mutex(Admission(allowedOrigins: configuration.allowedOrigins, limits: configuration.limits))
+        admission = Mutex(Admission(allowedOrigins: configuration.allowedOrigins, open: configuration.auth == nil,
+                                     limits: configuration.limits))
     }
 }
 

@@ -19,6 +19,10 @@ extension Hub {
             metrics.refusedOrigins.increment()
             logger.warning("refused a connection from a page of another origin (auth.allowedOrigins)",
                            metadata: ["origin": "\(request.origin ?? "")", "peer": "\(request.peer)"])
+        case .host:
+            metrics.refusedOrigins.increment()
+            logger.warning("refused a connection from this machine addressed to another name (auth.mode open)",
+                           metadata: ["host": "\(request.host ?? "")", "origin": "\(request.origin ?? "")", "peer": "\(request.peer)"])
         case .maxConnections:
             metrics.refusedConnections.increment()
             logger.warning("refused a connection: at limits.maxConnections", metadata: ["peer": "\(request.peer)"])
@@ -33,7 +37,7 @@ extension Hub {
     public func didOpen(_ connection: any ClientConnection) {
         metrics.connections.record(shared.admission.withLock { admission in
             admission.opened(peer: connection.peer)
-            return admission.open
+            return admission.openConnections
         })
         guard let room = RoomName(path: connection.path) else { return connection.close(code: 1008, reason: "") }
         let limits = configuration.limits
@@ -61,7 +65,7 @@ extension Hub {
     public func didClose(_ connection: any ClientConnection) {
         metrics.connections.record(shared.admission.withLock { admission in
             admission.closed(peer: connection.peer)
-            return admission.open
+            return admission.openConnections
         })
         guard let client = connection.context as? Client else { return }
         connection.context = nil
