@@ -226,3 +226,23 @@ test('an undo that goes with a queued edit the hub refused says the edit was ref
   assert.equal(droppedUndoText(dropped.label, dropped.reports, (t) => dropped.people.get(t)?.name, { me: 'ann' }),
     'Your undo of Toggle Glasses had nothing to take back: the hub refused that change.');
 });
+
+test("after the hub's 1001 the page reconnects with since and sinceTime; a welcome with reset says the room went back", () => {
+  const { room, timers, notices, socket } = online();
+  socket.hear({ type: 'ops', rev: 1, time: 7000, author: 'bob', kind: 'edit', ops: [set(2, 'glasses', true)] });
+  socket.onclose({ code: 1001, reason: 'hub shutting down' });
+  room.edit([set(1, 'hairColor', 'red')], { label: 'Change Hair Color' });
+  timers.advance(250);
+  const second = FakeSocket.made[1];
+  second.onopen();
+  const hello = second.sent.find((m) => m.type === 'hello');
+  assert.equal(hello.since, 1);
+  assert.equal(hello.sinceTime, 7000);
+  // The hub's room went back (a memory hub restarted): full state, reset; the queued edit still applies.
+  second.hear({ ...welcome(0), reset: true });
+  assert.deepEqual(notices.filter((n) => n.type === 'reset'), [{ type: 'reset', dropped: 0 }]);
+  assert.equal(room.sync.view.get(2).glasses, false, "the hub's state, not the old revision 1");
+  assert.equal(room.sync.view.get(1).hairColor, 'red', 'the queued edit is kept');
+  const submit = second.sent.find((m) => m.type === 'submit');
+  assert.equal(submit.base, 0);
+});

@@ -334,11 +334,9 @@ export class LiveRoom {
       const why = event?.code && event.code !== 1006
         ? `closed by the hub: ${event.code}${event.reason ? ` ${event.reason}` : ''}`
         : 'the hub cannot be reached';
-      if (event?.code === 1001) {
-        // The hub restarted: its history may be a new one, so resync from a full state
-        // (PROTOCOL.md "Shutdown: close 1001").
-        this.sync.hasState = false;
-      }
+      // A hub that restarted (1001) with another history says so in its welcome (`reset`, answering
+      // `sinceTime`): the page reconnects with `since` as after any drop (PROTOCOL.md "A room that
+      // went back").
       this.lost(generation, why);
     };
     socket.onerror = () => { /* a close event follows */ };
