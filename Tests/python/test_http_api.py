@@ -1134,3 +1134,40 @@ def test_an_import_with_times_before_1970_or_a_day_ahead_is_refused(hub, rooms, 
         assert "revisions[0]" in err["message"], err
         expect_error(admin.state(copy_), 404, "no-room", f"nothing created for {what}")
     expect(admin.create(copy_, export), 201, "the export as it is")
+
+
+def test_a_feed_reader_whose_room_went_back_gets_409_reset_with_after_time(hub_factory, room, clients):
+    """`afterTime` (an addition to the product contract, docs/HTTP.md "The change feed"): the time of
+    revision `after` as the reader got it. The same time: the page as usual, from memory or from the
+    store below it. Another time, or revision 0 (which has none): `409 reset`. A memory hub restarted
+    and grown past the reader's `after` again is told apart this way (without `afterTime` the reader
+    would be served the new history's revisions as if they followed its own)."""
+    hub = hub_factory({"rooms": {"keptRevisions": 3}, "limits": {"opsPerSecond": 100000}})
+    observe(hub, room)
+    ann_ws = hub.join(room, "ann")
+    for i in range(10):
+        ann_ws.edit([set_op(1 + i % 3, "glasses", i % 2 == 0)])
+    c = clients(hub)
+    feed = expect(c.feed(room, 0, limit=1000), 200)["revisions"]
+    times = {r["rev"]: r["time"] for r in feed}
+    head = len(feed)
+    assert head >= 6, head
+    for after in (2, head - 1):     # below memory (read from the store), and in memory
+        page = expect(c.get(HubHTTP.room_path(room, "revisions"), query={"after": after, "afterTime": times[after]}),
+                      200, f"after={after} with its time")
+        assert [r["rev"] for r in page["revisions"]] == list(range(after + 1, head + 1)), page
+        r = c.get(HubHTTP.room_path(room, "revisions"), query={"after": after, "afterTime": times[after] + 1})
+        err = expect_error(r, 409, "reset", f"after={after} with another time")
+        assert "after=0" in err["message"], err
+    expect_error(c.get(HubHTTP.room_path(room, "revisions"), query={"after": 0, "afterTime": 5}), 409, "reset",
+                 "revision 0 has no time")
+    # The room goes back: the memory hub restarts and bob makes 5 revisions of another history.
+    hub.restart(same_port=True)
+    bob = hub.join(room, "bob")
+    for i in range(5):
+        bob.edit([set_op(2, "hairColor", ["red", "gray", "white", "black", "blonde"][i])])
+    c2 = clients(hub)
+    expect_error(c2.get(HubHTTP.room_path(room, "revisions"), query={"after": 4, "afterTime": times[4]}), 409, "reset",
+                 "a reader of the old history")
+    blind = expect(c2.feed(room, 4), 200, "the same reader without afterTime")
+    assert [r["rev"] for r in blind["revisions"]] == [5], "served as if it followed (what afterTime is for)"

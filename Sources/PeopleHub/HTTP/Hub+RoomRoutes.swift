@@ -41,9 +41,10 @@ extension Hub {
             let after = try call.integer("after", in: 0...Int.max) ?? 0
             let limit = min(1000, max(1, try call.integer("limit") ?? 100))
             let wait = min(60, max(0, try call.integer("wait") ?? 0))
+            let afterTime = try call.integer("afterTime").map(Int64.init)
             return try api(call) { [unowned self] caller throws in
                 try inRoom(call, caller, need: .viewer) { [unowned self] host throws in
-                    try feed(call, host, after: after, limit: limit, wait: wait)
+                    try feed(call, host, after: after, afterTime: afterTime, limit: limit, wait: wait)
                 }
             }
         }
@@ -191,10 +192,32 @@ extension Hub {
     /// Revisions after `after`, oldest first, at most `limit` (fewer only at the head), durable only:
     /// from the store below memory, then from memory. None yet and `wait` > 0: the answer waits for the next durable revision or the
     /// end of the wait.
-    private func feed(_ call: HTTPCall, _ host: RoomHost, after: Int, limit: Int, wait: Int) throws -> HTTPResponse? {
+    ///
+    /// With `afterTime` (the time of revision `after` as the reader got it; an addition to the product
+    /// contract, as `hello.sinceTime` is), a revision `after` with another time, or none, is 409 `reset`:
+    /// the room went back (a store restored from an older backup, a room deleted and created again) and
+    /// the reader's revisions are not its own any more. The check reads that one revision from the store
+    /// when memory no longer holds it.
+    private func feed(_ call: HTTPCall, _ host: RoomHost, after: Int, afterTime: Int64? = nil, limit: Int,
+                      wait: Int) throws -> HTTPResponse? {
         let head = host.durableRevision
         guard after <= head else {
             throw HTTPFailure.badMessage("after \(after) is beyond the room's last revision \(head)")
+        }
+        if let afterTime {
+            if after == 0 { throw Self.wentBack(after: after) }
+            if after > host.room.oldestKeptBase {
+                guard host.room.revision(after)?.timestamp == afterTime else { throw Self.wentBack(after: after) }
+            } else {
+                // Revision `after` first, from the store, then the page as usual.
+                readOlder(host, after: after - 1, through: after, call: call) { hub, older throws in
+                    guard older.revisions.first.map({ $0.number == after && $0.timestamp == afterTime }) == true else {
+                        throw Self.wentBack(after: after)
+                    }
+                    return try hub.feed(call, host, after: after, limit: limit, wait: wait)
+                }
+                return nil
+            }
         }
         if after == head {
             guard wait > 0 else { return Self.feedPage([], head: head) }
@@ -222,6 +245,12 @@ extension Hub {
             return Self.feedPage(older.revisions + rest, head: head)
         }
         return nil
+    }
+
+    /// 409 `reset`: the reader's revision `after` is not the room's (the room went back).
+    static func wentBack(after: Int) -> HTTPFailure {
+        HTTPFailure(status: 409, code: "reset",
+                    message: "revision \(after) of this room has another time than afterTime: the room went back (restored from an older backup, or created again); read it again from after=0")
     }
 
     static func feedPage(_ revisions: [Revision], head: Int) -> HTTPResponse {
