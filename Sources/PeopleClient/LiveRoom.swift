@@ -43,8 +43,9 @@ public final class LiveRoom: @unchecked Sendable {
         case restored(rev: Int, made: Int?)
         /// The hub's room has another history than the one this client had (restored from an older
         /// backup, or a hub restarted without its data): the screen shows the hub's state plus the
-        /// queued edits that still apply; `dropped` queued undos, redos or restores went unsent.
-        case reset(dropped: Int)
+        /// `kept` queued requests that still apply; `notSent` others went unsent (edits that no
+        /// longer apply, undos, redos or restores of the old history's steps).
+        case reset(kept: Int, notSent: Int)
     }
 
     public private(set) var sync: ClientSync
@@ -191,6 +192,7 @@ public final class LiveRoom: @unchecked Sendable {
         guard generation == self.generation, !stopped else { return }
         let before = sync.view
         let revision = sync.revision
+        let pendingBefore = sync.pendingCount
         let (outgoing, events) = sync.receive(message)
         var notices: [Notice] = []
         var droppedUndos: [(label: String?, ops: [Diff])] = []
@@ -228,9 +230,9 @@ public final class LiveRoom: @unchecked Sendable {
                 droppedUndos.append((label, ops))
             case .restoreAnswered(let rev, let made):
                 notices.append(.restored(rev: rev, made: made))
-            case .reset(let dropped):
+            case .reset:
                 reset = true
-                notices.append(.reset(dropped: dropped))
+                notices.append(.reset(kept: sync.pendingCount, notSent: max(0, pendingBefore - sync.pendingCount)))
             case .presence, .needsResync:
                 break
             }

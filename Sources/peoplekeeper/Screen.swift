@@ -98,10 +98,15 @@ final class Screen: @unchecked Sendable {
                                 warning: false)
             case .restored(let rev, nil):
                 report = Report(text: "the room already looked as it did at rev \(rev): the restore changed nothing", warning: false)
-            case .reset(let dropped):
-                let requests = dropped == 0 ? "" : "; \(dropped) undo/redo/restore\(dropped == 1 ? "" : "s") of the old history not sent"
-                report = Report(text: Self.resetNote + ": showing its copy; your queued edits that apply are kept" + requests,
-                                warning: true)
+            case .reset(let kept, let notSent):
+                let lost = "\(notSent) queued change\(notSent == 1 ? "" : "s") no longer appl\(notSent == 1 ? "ies" : "y")"
+                let tail = switch (kept, notSent) {
+                case (0, 0): ""
+                case (0, _): "; " + lost
+                case (_, 0): "; your queued edits that apply are kept"
+                default: "; \(kept) queued kept, " + lost
+                }
+                report = Report(text: Self.resetNote + ": showing its copy" + tail, warning: true)
             case .sent(let count):
                 // After a reset the reset says more: it stays, saying the edits went.
                 if let shown = report, shown.text.hasPrefix(Self.resetNote) {

@@ -240,9 +240,27 @@ test("after the hub's 1001 the page reconnects with since and sinceTime; a welco
   assert.equal(hello.sinceTime, 7000);
   // The hub's room went back (a memory hub restarted): full state, reset; the queued edit still applies.
   second.hear({ ...welcome(0), reset: true });
-  assert.deepEqual(notices.filter((n) => n.type === 'reset'), [{ type: 'reset', dropped: 0 }]);
+  assert.deepEqual(notices.filter((n) => n.type === 'reset'), [{ type: 'reset', kept: 1, notSent: 0 }]);
   assert.equal(room.sync.view.get(2).glasses, false, "the hub's state, not the old revision 1");
   assert.equal(room.sync.view.get(1).hairColor, 'red', 'the queued edit is kept');
   const submit = second.sent.find((m) => m.type === 'submit');
   assert.equal(submit.base, 0);
+});
+
+test('a reset says how many queued changes still go and how many no longer apply', async () => {
+  const { resetText } = await import('../../Web/js/report-text.js');
+  assert.match(resetText(0, 0), /you now see the room as the hub has it\.$/);
+  assert.match(resetText(2, 0), /with your unsent changes that still apply\.$/);
+  assert.match(resetText(0, 1), /has it\. One change you made meanwhile was not sent: it no longer applies/);
+  assert.match(resetText(1, 2), /still apply\. 2 changes you made meanwhile were not sent: they no longer apply/);
+  const { room, timers, notices, socket } = online();
+  socket.hear({ type: 'ops', rev: 1, time: 7000, author: 'bob', kind: 'edit', ops: [set(2, 'glasses', true)] });
+  socket.onclose({ code: 1006 });
+  room.edit([set(2, 'glasses', false)], { label: 'Toggle Glasses' });
+  timers.advance(250);
+  const second = FakeSocket.made[1];
+  second.onopen();
+  second.hear({ ...welcome(0), reset: true }); // Joan's glasses are off there: the edit changes nothing
+  assert.deepEqual(notices.filter((n) => n.type === 'reset'), [{ type: 'reset', kept: 0, notSent: 1 }]);
+  assert.equal(second.sent.filter((m) => m.type === 'submit').length, 0);
 });

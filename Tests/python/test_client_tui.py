@@ -903,6 +903,26 @@ def test_a_room_that_went_back_on_the_hub_is_shown_as_the_hub_has_it_and_offline
     ann.keys("k", "k", "k", "k").wait_for(shows("Ann", hairColor="brown", glasses="on"))
 
 
+def test_a_room_that_went_back_says_when_the_queued_edits_no_longer_apply(hub_factory, screens):
+    """From a second author's check (session 14): ann turns Ann's glasses on, the memory hub goes, and
+    offline she turns them off again. The hub comes back with the room as it began (glasses off): the
+    queued edit changes nothing there and is not sent. The status line said "your queued edits that
+    apply are kept" although none was; it now says the queued change no longer applies."""
+    hub = hub_factory()
+    room = "team-a"
+    ann = screens(hub, room, "ann")
+    obs = observe(hub, room)
+    to_row(ann, "glasses").keys("Enter").wait_for(shows("Ann", glasses="on"))
+    wait_model(obs, lambda p: field_of(p, 1, "glasses") is True, "ann's glasses at the hub")
+    hub.kill()
+    ann.wait_for(title_has("○ offline"))
+    ann.keys("Enter").wait_for(all_of(shows("Ann", glasses="off"), title_has("1 change waiting")))
+    hub.restart(same_port=True)
+    text = ann.wait_for(all_of(title_has("● online"), status_has("room reset on the hub"),
+                               status_has("1 queued change no longer applies")), timeout=15)
+    assert "waiting" not in title(text) and "kept" not in status(text), text
+
+
 def test_an_offline_undo_of_an_edit_a_teammate_also_made_says_it_had_nothing_to_take_back(hub_factory, screens):
     """ann picks a hair colour (acknowledged). The hub goes away; offline she turns Ann's glasses on and
     presses u. Meanwhile bob turns Ann's glasses on too (on the same store, while ann cannot reach it).

@@ -1161,6 +1161,9 @@ def test_a_feed_reader_whose_room_went_back_gets_409_reset_with_after_time(hub_f
         assert "after=0" in err["message"], err
     expect_error(c.get(HubHTTP.room_path(room, "revisions"), query={"after": 0, "afterTime": 5}), 409, "reset",
                  "revision 0 has no time")
+    expect_error(c.get(HubHTTP.room_path(room, "revisions"), query={"after": head + 3, "afterTime": 5}), 409, "reset",
+                 "an after beyond the head, with afterTime")
+    expect_error(c.feed(room, head + 3), 400, "bad-message", "an after beyond the head, without it")
     # The room goes back: the memory hub restarts and bob makes 5 revisions of another history.
     hub.restart(same_port=True)
     bob = hub.join(room, "bob")

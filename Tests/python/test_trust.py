@@ -372,6 +372,9 @@ def test_open_mode_refuses_other_sites_and_rebound_names_over_http_and_websocket
     assert status == 403 and "localhost" in text, (status, text)
     status, _ = request_as(hub.port, "GET", "/v1/rooms", b"", {"Host": f"evil.example:{hub.port}"})
     assert status == 403, status
+    status, _ = request_as(hub.port, "GET", "/metrics", b"", {"Host": f"evil.example:{hub.port}"})
+    assert status == 403, "the metrics are not for a rebound page either"
+    assert request_as(hub.port, "GET", "/metrics", b"", {"Host": f"localhost:{hub.port}"})[0] == 200
     assert not can_connect_as(hub, room, host=f"evil.example:{hub.port}", origin=f"http://evil.example:{hub.port}")
     for host in (f"localhost:{hub.port}", f"127.0.0.1:{hub.port}", f"app.localhost:{hub.port}"):
         status, text = request_as(hub.port, "GET", f"/v1/rooms/{room}", b"", {"Host": host})

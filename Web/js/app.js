@@ -388,7 +388,7 @@ class App {
             { kind: n.kind, changed: n.changed, ...this.reportOptions() }));
           break;
         case 'reset':
-          this.notice(resetText(n.dropped));
+          this.notice(resetText(n.kept, n.notSent));
           break;
         case 'undoDropped':
           this.notice(droppedUndoText(n.label, n.reports, this.namesBefore(n), this.reportOptions()));

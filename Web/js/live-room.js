@@ -23,10 +23,11 @@
 //                                      with `by` that writer; for a refused edit, the page's own reason
 //                                      `refused` with the error's `code`); `people` is the view before,
 //                                      to name them
-//   {type:'reset', dropped}            the hub's room has another history than this page had (restored
+//   {type:'reset', kept, notSent}      the hub's room has another history than this page had (restored
 //                                      from an older backup, or a hub restarted without its data): the
-//                                      page shows the hub's state plus the queued edits that still
-//                                      apply; `dropped` queued undos / redos / restores went unsent
+//                                      page shows the hub's state plus the `kept` queued requests that
+//                                      still apply; `notSent` others went unsent (edits that no longer
+//                                      apply, undos / redos / restores of the old history's steps)
 //   {type:'error', code, message}      the hub refused something
 //   {type:'fatal', code, message}      the hub refused the connection for good (no more retries)
 // and, for the history panel and the person editor's writers (HISTORY.md §6):
@@ -354,6 +355,7 @@ export class LiveRoom {
   received(message) {
     const before = this.sync.view;
     const revisionBefore = this.sync.revision;
+    const pendingBefore = this.sync.pendingCount;
     const first = this.sync.outbox[0];
     const inFlight = first && first.sentBase !== null ? first.request : null;
     const { send, events } = this.sync.receive(message);
@@ -379,7 +381,11 @@ export class LiveRoom {
           notices.push({ type: 'welcomed' });
           break;
         case 'remote': notices.push({ ...event, people: before }); break;
-        case 'reset': notices.push({ type: 'reset', dropped: event.dropped }); break;
+        case 'reset': {
+          const kept = this.sync.pendingCount;
+          notices.push({ type: 'reset', kept, notSent: Math.max(0, pendingBefore - kept) });
+          break;
+        }
         case 'undoDropped': {
           const noop = message.type === 'ack' ? message.noop ?? [] : [];
           // An edit the hub refused goes with the undo pressed for it (sent, the undo would take back

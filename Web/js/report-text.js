@@ -117,14 +117,18 @@ export function droppedUndoText(label, reports, nameOf, options = {}) {
 /**
  * The notice for a room whose history on the hub is not the one this page had (live-room.js `reset`:
  * the hub's data was restored from an older backup, or it restarted without it): what the page shows
- * now, and how many queued undos, redos or restores went unsent because they named the old history's
- * changes.
+ * now, how many of the changes made meanwhile still go (`kept`), and how many do not (`notSent`: edits
+ * that no longer apply, undos, redos or restores of changes that are gone).
  */
-export function resetText(dropped = 0) {
+export function resetText(kept = 0, notSent = 0) {
   const lead = "The hub's copy of this room went back (restored from a backup, or restarted without its data): "
-    + 'you now see the room as the hub has it, with your unsent changes that still apply.';
-  if (dropped === 0) return lead;
-  return `${lead} ${dropped === 1 ? 'One undo, redo or restore you made meanwhile was' : `${dropped} undos, redos or restores you made meanwhile were`} not sent: the changes ${dropped === 1 ? 'it' : 'they'} named are gone.`;
+    + 'you now see the room as the hub has it';
+  const changes = (n) => (n === 1 ? 'One change' : `${n} changes`);
+  if (kept === 0 && notSent === 0) return `${lead}.`;
+  if (notSent === 0) return `${lead}, with your unsent changes that still apply.`;
+  const lost = `${changes(notSent)} you made meanwhile ${notSent === 1 ? 'was' : 'were'} not sent: ${notSent === 1 ? 'it no longer applies' : 'they no longer apply'} to the room as it is.`;
+  if (kept === 0) return `${lead}. ${lost}`;
+  return `${lead}, with your unsent changes that still apply. ${lost}`;
 }
 
 /**

@@ -202,6 +202,9 @@ extension Hub {
                       wait: Int) throws -> HTTPResponse? {
         let head = host.durableRevision
         guard after <= head else {
+            // With afterTime the reader says it had revision `after`: the room went back, as for a
+            // hello whose since is above the head.
+            if afterTime != nil { throw Self.wentBack(after: after) }
             throw HTTPFailure.badMessage("after \(after) is beyond the room's last revision \(head)")
         }
         if let afterTime {

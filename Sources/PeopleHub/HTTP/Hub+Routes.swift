@@ -13,9 +13,14 @@ extension Hub {
             if let problem = storeHealth.problem { throw HTTPFailure.unavailable("store unavailable: \(problem)") }
             return HTTPResponse(status: 200, text: "ok\n")
         }
-        routes.add("GET", "/metrics") { [unowned self] _ throws in
+        routes.add("GET", "/metrics") { [unowned self] call throws in
             guard configuration.metricsEnabled, let renderMetrics else {
                 throw HTTPFailure.notFound("metrics are off (metrics.enabled)")
+            }
+            // Open mode: the metrics (room counts, webhook endpoints) are not for a rebound page either.
+            if configuration.auth == nil,
+               !Admission.hostAllowed(call.request.headers["host"], peer: call.request.peer, allowed: configuration.allowedOrigins) {
+                throw HTTPFailure.forbidden(Admission.hostRefusal)
             }
             return HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8",
                                 body: Array(renderMetrics().utf8))
