@@ -66,15 +66,22 @@ extension Hub {
         guard Admission.originAllowed(headers["origin"], host: headers["host"], allowed: configuration.allowedOrigins) else {
             throw HTTPFailure.forbidden("pages of this origin may not call this hub (auth.allowedOrigins)")
         }
-        guard Admission.hostAllowed(headers["host"], peer: call.request.peer, allowed: configuration.allowedOrigins) else {
-            throw HTTPFailure.forbidden(Admission.hostRefusal)
-        }
+        try refuseRebound(call)
         var user: String?
         if let name = call.request.query("user") {
             guard (try? UserName(name)) != nil else { throw HTTPFailure.badMessage("user must be 1 to 64 bytes of UTF-8") }
             user = name
         }
         return HTTPCaller(user: user, role: Admission.isLoopback(call.request.peer) ? .admin : .editor, rooms: nil)
+    }
+
+    /// Open mode: a request from this machine that addresses the hub by another name than a loopback
+    /// one (a page whose name was pointed at 127.0.0.1) is 403 (`Admission.hostAllowed`).
+    func refuseRebound(_ call: HTTPCall) throws {
+        guard configuration.auth == nil else { return }
+        guard Admission.hostAllowed(call.request.headers["host"], peer: call.request.peer, allowed: configuration.allowedOrigins) else {
+            throw HTTPFailure.forbidden(Admission.hostRefusal)
+        }
     }
 
     /// `limits.opsPerSecond` per caller (user, or peer when anonymous) with a burst of twice that:

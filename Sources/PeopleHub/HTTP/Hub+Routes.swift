@@ -17,11 +17,7 @@ extension Hub {
             guard configuration.metricsEnabled, let renderMetrics else {
                 throw HTTPFailure.notFound("metrics are off (metrics.enabled)")
             }
-            // Open mode: the metrics (room counts, webhook endpoints) are not for a rebound page either.
-            if configuration.auth == nil,
-               !Admission.hostAllowed(call.request.headers["host"], peer: call.request.peer, allowed: configuration.allowedOrigins) {
-                throw HTTPFailure.forbidden(Admission.hostRefusal)
-            }
+            try refuseRebound(call)  // the metrics (room counts, webhook endpoints) are not for a rebound page
             return HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8",
                                 body: Array(renderMetrics().utf8))
         }
