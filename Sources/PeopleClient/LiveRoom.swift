@@ -238,8 +238,7 @@ public final class LiveRoom: @unchecked Sendable {
             }
         }
         if !droppedUndos.isEmpty {
-            let refused = if case .error = message { true } else { false }
-            notices = Self.folding(droppedUndos, into: notices, before: before, now: sync.confirmed, refused: refused)
+            notices = Self.folding(droppedUndos, into: notices, before: before, now: sync.confirmed, refused: message.isError)
             // A queued undo that went with its edit was never sent.
             resending = max(0, resending - droppedUndos.count)
         }
