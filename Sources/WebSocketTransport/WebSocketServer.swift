@@ -244,6 +244,9 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             }
             info.options = options
             info.pt_serv_buf_size = 32 * 1024
+            // A request's headers may take up to this (lws's default is 4 KB, which an HTTP caller's
+            // token with a few hundred room patterns passes). Held only while a request's head is read.
+            info.max_http_header_data = UInt16(Self.maxHeaderBytes)
             if configuration.pingIntervalSeconds > 0 {
                 info.retry_and_idle_policy = UnsafePointer(makeIdlePolicy(
                     pingSeconds: configuration.pingIntervalSeconds, hangupSeconds: configuration.pingIntervalSeconds * 2 + 10))
@@ -460,8 +463,15 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         let escaped = refusal.reason.replacingOccurrences(of: "&", with: "&amp;")
             .replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
         let body = Array("<html><body><h1>\(refusal.status)</h1>\(escaped)</body></html>\n".utf8)
-        let head = "HTTP/1.1 \(refusal.status) \(Self.reasonPhrase(refusal.status))\r\n"
-            + "content-type: text/html; charset=utf-8\r\ncontent-length: \(body.count)\r\nconnection: close\r\n\r\n"
+        return answerAndClose(wsi, status: refusal.status, contentType: "text/html; charset=utf-8", body: body)
+    }
+
+    /// Writes a whole answer now and closes the connection (returns -1 for the callback to give lws):
+    /// for a refused upgrade, and for a request whose body cannot be framed, where bytes after the
+    /// head must not be read as another request.
+    private func answerAndClose(_ wsi: OpaquePointer, status: Int, contentType: String, body: [UInt8]) -> Int32 {
+        let head = "HTTP/1.1 \(status) \(Self.reasonPhrase(status))\r\n"
+            + "content-type: \(contentType)\r\ncontent-length: \(body.count)\r\nconnection: close\r\n\r\n"
         var bytes = [UInt8](repeating: 0, count: pk_lws_pre) + Array(head.utf8) + body
         bytes.withUnsafeMutableBufferPointer { buffer in
             _ = lws_write(wsi, buffer.baseAddress! + pk_lws_pre, buffer.count - pk_lws_pre, pk_lws_write_raw)
@@ -471,8 +481,10 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
 
     private static func reasonPhrase(_ status: Int) -> String {
         switch status {
+        case 400: "Bad Request"
         case 403: "Forbidden"
         case 404: "Not Found"
+        case 411: "Length Required"
         case 429: "Too Many Requests"
         case 503: "Service Unavailable"
         default: "Refused"
@@ -489,6 +501,8 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
     /// An answer being written: the head first, then the body in pieces while the socket takes them.
     private struct OutgoingResponse {
         var response: HTTPResponse
+        /// A `HEAD` request's answer: the head a `GET` would get (its `content-length` too), no body.
+        var headOnly = false
         var headSent = false
         var offset = 0
     }
@@ -504,31 +518,59 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         (WSI_TOKEN_HTTP_CONTENT_TYPE, "content-type"), (WSI_TOKEN_ORIGIN, "origin"), (WSI_TOKEN_HOST, "host"),
     ]
 
+    /// The most a request's headers may take (lws closes a connection whose headers are longer).
+    public static let maxHeaderBytes = 16 * 1024
+
     static func tooLarge(_ limit: Int) -> HTTPResponse {
-        var response = HTTPResponse(status: 413, contentType: "application/json", body: Array("""
-            {"error":{"code":"too-large","message":"the body is over \(limit) bytes (limits.maxMessageBytes)"}}
-            """.utf8))
+        var response = HTTPResponse(status: 413, contentType: "application/json", body: errorBody(
+            "too-large", "the body is over \(limit) bytes (limits.maxMessageBytes)"))
         response.closeAfter = true  // the rest of the body is not read
         return response
     }
 
-    /// Reads a request's head; a body follows in LWS_CALLBACK_HTTP_BODY unless there is none.
+    /// Reads a request's head; a body follows in LWS_CALLBACK_HTTP_BODY unless there is none. A body is
+    /// framed by one `Content-Length` only: lws does not decode a chunked request body, and a length
+    /// that is not one plain number (or is given twice) would let the body be read as another request,
+    /// so both are answered at once and the connection closed (411 `length-required`, 400
+    /// `bad-message`).
     private func startHTTP(wsi: OpaquePointer, path: String) -> Int32 {
         let method: String = Self.methods.first(where: { lws_hdr_total_length(wsi, $0.0) > 0 }).map { $0.1 } ?? "GET"
+        if lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) > 0 {
+            return answerAndClose(wsi, status: 411, contentType: "application/json", body: Self.errorBody(
+                "length-required", "send the body with a Content-Length header (Transfer-Encoding is not read)"))
+        }
+        var declared = 0
+        if lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0 {
+            guard lws_hdr_fragment_length(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH, 1) <= 0,
+                  let length = header(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH).flatMap(Self.contentLength) else {
+                return answerAndClose(wsi, status: 400, contentType: "application/json", body: Self.errorBody(
+                    "bad-message", "Content-Length must be given once, as a number of bytes"))
+            }
+            declared = length
+        }
         var headers: [String: String] = [:]
         for (token, name) in Self.headerTokens { if let value = header(wsi, token) { headers[name] = value } }
         let request = HTTPRequest(method: method, path: path, query: queryItems(wsi), headers: headers,
                                   peer: peerAddress(wsi))
-        let declared = header(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH).flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
-        let chunked = header(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING)?.lowercased().contains("chunked") ?? false
-        if let declared, declared > configuration.limits.maxMessageBytes {
+        if declared > configuration.limits.maxMessageBytes {
             return respond(wsi: wsi, Self.tooLarge(configuration.limits.maxMessageBytes))
         }
-        if (declared ?? 0) > 0 || chunked {
+        if declared > 0 {
             reading[wsi] = BodyRead(request: request)
             return 0
         }
         return dispatch(wsi: wsi, request)
+    }
+
+    /// A `Content-Length` value: digits only (spaces around allowed), at most 18 of them.
+    static func contentLength(_ text: String) -> Int? {
+        let digits = text.trimmingCharacters(in: .whitespaces)
+        guard !digits.isEmpty, digits.count <= 18, digits.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
+        return Int(digits)
+    }
+
+    static func errorBody(_ code: String, _ message: String) -> [UInt8] {
+        Array("{\"error\":{\"code\":\"\(code)\",\"message\":\"\(message)\"}}".utf8)
     }
 
     private func queryItems(_ wsi: OpaquePointer) -> [HTTPRequest.QueryItem] {
@@ -585,13 +627,13 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
 
     /// An exchange's answer (service thread): written when the socket can take it.
     func answer(_ id: Int, _ response: HTTPResponse) {
-        guard let wsi = waiting.removeValue(forKey: id)?.wsi else { return }
+        guard let (wsi, exchange) = waiting.removeValue(forKey: id) else { return }
         waitingOn[wsi] = nil
-        _ = respond(wsi: wsi, response)
+        _ = respond(wsi: wsi, response, headOnly: exchange.request.method == "HEAD")
     }
 
-    private func respond(wsi: OpaquePointer, _ response: HTTPResponse) -> Int32 {
-        pendingHTTP[wsi] = OutgoingResponse(response: response)
+    private func respond(wsi: OpaquePointer, _ response: HTTPResponse, headOnly: Bool = false) -> Int32 {
+        pendingHTTP[wsi] = OutgoingResponse(response: response, headOnly: headOnly)
         lws_callback_on_writable(wsi)
         return 0
     }
@@ -635,6 +677,7 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             if failed { return -1 }
             out.headSent = true
         }
+        if out.headOnly { out.offset = response.body.count }
         let piece = 16 * 1024
         while out.offset < response.body.count && lws_send_pipe_choked(wsi) == 0 {
             let end = min(response.body.count, out.offset + piece)

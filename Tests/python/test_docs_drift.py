@@ -154,6 +154,11 @@ def test_every_http_error_code_is_in_http_md():
     codes = set()
     for source in HTTP_SOURCES.glob("*.swift"):
         codes |= set(re.findall(r'code: "([a-z][a-z-]*)"', source.read_text(encoding="utf-8")))
+    # The transport answers a few requests itself (framing, too-large) with errorBody("code", …).
+    transport = (REPO / "Sources" / "WebSocketTransport" / "WebSocketServer.swift").read_text(encoding="utf-8")
+    from_transport = set(re.findall(r'errorBody\(\s*"([a-z][a-z-]*)"', transport))
+    assert {"length-required", "too-large"} <= from_transport, from_transport
+    codes |= from_transport
     swift = ERROR_CODE_SWIFT.read_text(encoding="utf-8")
     codes |= {m.group(2) or m.group(1) for m in re.finditer(r"case (\w+)(?: = \"([a-z-]+)\")?", swift)}
     codes -= {"unsupported-protocol", "not-hello", "unsupportedProtocol", "notHello", "badJSON", "badMessage",

@@ -1174,3 +1174,141 @@ def test_a_feed_reader_whose_room_went_back_gets_409_reset_with_after_time(hub_f
                  "a reader of the old history")
     blind = expect(c2.feed(room, 4), 200, "the same reader without afterTime")
     assert [r["rev"] for r in blind["revisions"]] == [5], "served as if it followed (what afterTime is for)"
+
+
+# ----------------------------------------------------------------------------------------------------
+# Framing of requests: what libwebsockets' HTTP/1.1 parsing leaves to the hub
+# ----------------------------------------------------------------------------------------------------
+
+def _send_raw(port: int, data: bytes, timeout: float = 10.0) -> bytes:
+    """Writes `data` on a fresh socket and reads until the hub closes it (or `timeout`)."""
+    import socket
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    out = b""
+    try:
+        s.sendall(data)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                chunk = s.recv(65536)
+            except (socket.timeout, TimeoutError, ConnectionResetError):
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        s.close()
+    return out
+
+
+def _answers(raw: bytes, bodiless: int = 0) -> list[tuple[int, dict, bytes]]:
+    """Every HTTP answer in `raw`, in order: (status, lower-cased headers, body by content-length); the
+    first `bodiless` answers are to `HEAD` requests (no body whatever their content-length)."""
+    found = []
+    while raw.startswith(b"HTTP/1.1 "):
+        top, _, rest = raw.partition(b"\r\n\r\n")
+        lines = top.decode("latin-1").split("\r\n")
+        headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+        length = 0 if len(found) < bodiless else int(headers.get("content-length", "0"))
+        found.append((int(lines[0].split(" ")[1]), headers, rest[:length]))
+        raw = rest[length:]
+    assert not raw, f"bytes after the answers that are not an answer: {raw[:200]!r}"
+    return found
+
+
+def test_a_body_is_framed_by_one_content_length_and_nothing_else(hub, rooms, clients):
+    """A chunked body (libwebsockets does not decode one) is answered 411 `length-required` at once
+    (it went unanswered for about 6 s); a `Content-Length` given twice or not a number is 400
+    `bad-message` — and in both cases the connection is closed, so bytes after the head are never read
+    as a request of their own (with `Content-Length: 5x` the body, a whole request, was answered too).
+    Nothing is created by any of them."""
+    made = [rooms(f"-{what}") for what in ("chunked", "twice", "nan", "smuggled")]
+    body = json.dumps({"people": SEED}).encode()
+    head = "PUT /v1/rooms/{} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\n"
+    chunked = (head.format(made[0], hub.port) + "Transfer-Encoding: chunked\r\n\r\n").encode() \
+        + b"%x\r\n" % len(body) + body + b"\r\n0\r\n\r\n"
+    answers = _answers(_send_raw(hub.port, chunked))
+    assert [a[0] for a in answers] == [411], answers
+    assert json.loads(answers[0][2])["error"]["code"] == "length-required"
+    assert answers[0][1].get("connection") == "close"
+    twice = (head.format(made[1], hub.port) + f"Content-Length: {len(body)}\r\nContent-Length: 3\r\n\r\n").encode() + body
+    nan = (head.format(made[2], hub.port) + "Content-Length: abc\r\n\r\n").encode() + body
+    inner = f"PUT /v1/rooms/{made[3]} HTTP/1.1\r\nHost: 127.0.0.1:{hub.port}\r\nContent-Length: {len(body)}\r\n\r\n"
+    smuggled = (f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{hub.port}\r\nContent-Length: 5x\r\n\r\n"
+                + inner).encode() + body
+    for what, data in [("two lengths", twice), ("a length that is no number", nan),
+                       ("a request inside a bad length's body", smuggled)]:
+        answers = _answers(_send_raw(hub.port, data))
+        assert [a[0] for a in answers] == [400], f"{what}: {answers}"
+        assert json.loads(answers[0][2])["error"]["code"] == "bad-message", what
+    admin = clients(hub)
+    for name in made:
+        expect_error(admin.get(HubHTTP.room_path(name)), 404, "no-room", f"{name} must not have been created")
+    # A plain length, with spaces around it, still works on the same port.
+    created = (head.format(made[1], hub.port) + f"Content-Length:  {len(body)} \r\nConnection: close\r\n\r\n").encode() + body
+    assert [a[0] for a in _answers(_send_raw(hub.port, created))] == [201]
+
+
+def _head_then_get(port: int, path: str) -> tuple[tuple[int, dict, bytes], bytes]:
+    """`HEAD path`, then (once its answer's head is in, after a pause for any body that would follow)
+    `GET /healthz` on the same connection: the HEAD's (status, headers, bytes after its head) and
+    everything the GET got."""
+    import socket
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(f"HEAD {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        raw = b""
+        while b"\r\n\r\n" not in raw:
+            chunk = s.recv(65536)
+            assert chunk, f"HEAD {path}: closed after {raw!r}"
+            raw += chunk
+        s.settimeout(0.3)
+        try:
+            raw += s.recv(65536)
+        except (socket.timeout, TimeoutError):
+            pass
+        top, _, rest = raw.partition(b"\r\n\r\n")
+        lines = top.decode("latin-1").split("\r\n")
+        headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+        s.settimeout(5)
+        s.sendall(f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode())
+        after = b""
+        while chunk := s.recv(65536):
+            after += chunk
+    return (int(lines[0].split(" ")[1]), headers, rest), after
+
+
+def test_head_answers_what_get_would_without_the_body(hub, room, clients):
+    """`HEAD` on a route of the API, on /healthz and on the web page: the status and headers a `GET`
+    gets (its content-length too), no body, and the keep-alive connection goes on to the next request.
+    A path with only `GET` lists `HEAD` in a 405's `Allow`."""
+    observe(hub, room)
+    reader = clients(hub)
+    for path in ["/healthz", HubHTTP.room_path(room), "/v1/rooms", "/"]:
+        got = reader.get(path)
+        assert got.status == 200, got
+        head, after = _head_then_get(hub.port, path)
+        status, headers, rest = head
+        assert status == 200, f"HEAD {path}: {head}"
+        assert int(headers["content-length"]) == len(got.body), f"HEAD {path}: {headers} against GET's {len(got.body)} bytes"
+        assert headers["content-type"] == got.headers["content-type"]
+        assert after == b"HTTP/1.1 200 OK\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: 3\r\n\r\nok\n", \
+            f"after HEAD {path} (whose answer had {rest[:100]!r} after its head) the next request got {after[:300]!r}"
+    refused = reader.request("DELETE", "/healthz")
+    assert refused.status == 405, refused
+    assert set(refused.headers["allow"].split(", ")) == {"GET", "HEAD"}
+
+
+def test_a_token_with_hundreds_of_room_patterns_fits_in_a_request(token_hub, room, clients):
+    """Request headers may take 16 KB (libwebsockets' default, 4 KB, closed the connection without an
+    answer for a token with some 200 room patterns); longer ones are still closed unanswered."""
+    patterns = [f"team-{i:04d}-*" for i in range(600)] + [room]
+    token = mint("ann", patterns)
+    assert 8 * 1024 < len(token) < 15 * 1024, len(token)
+    ann = clients(token_hub, token=token)
+    observe(token_hub, room, token=mint("observer", [room]))
+    got = ann.get(HubHTTP.room_path(room))
+    assert got.status == 200, got
+    assert norm(got.json["people"]) == norm(SEED)
+    too_long = (f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{token_hub.port}\r\n"
+                f"Authorization: Bearer {'a' * 20000}\r\n\r\n").encode()
+    assert _send_raw(token_hub.port, too_long) == b""

@@ -5,7 +5,7 @@ import WebSocketTransport
 /// (returns a response), later (returns nil and answers through `call.exchange`), or throws an
 /// `HTTPFailure`, which becomes its status, headers and body here, in one place. A path some route
 /// matches with another method is 405; paths no route matches are left to the transport (files under
-/// the web root, else 404).
+/// the web root, else 404). `HEAD` takes a `GET` route; the transport leaves the body out.
 ///
 /// Patterns are `/`-separated: a literal segment, `:name` (any one segment, handed to the handler as
 /// a parameter) or a final `*` (any rest, possibly empty).
@@ -49,8 +49,9 @@ struct HTTPRouter {
         var allowed: [String] = []
         for route in routes {
             guard let parameters = Self.match(route.segments, parts) else { continue }
-            guard route.method == request.method else {
+            guard route.method == request.method || (request.method == "HEAD" && route.method == "GET") else {
                 if !allowed.contains(route.method) { allowed.append(route.method) }
+                if route.method == "GET", !allowed.contains("HEAD") { allowed.append("HEAD") }
                 continue
             }
             matched(route.name)
