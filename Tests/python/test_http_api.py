@@ -971,6 +971,20 @@ def test_export_as_csv(hub, room, clients):
     assert r.text.count("\r\n") == len(rows) and "\n" not in r.text.replace("\r\n", "").replace("Line\nbreak", ""), r.text
 
 
+def test_csv_cells_a_spreadsheet_would_evaluate_are_written_as_text(hub, room, clients):
+    """A name is anyone's text: one starting with `=`, `+`, `-` or `@` would be a formula to the
+    spreadsheet an admin opens the export in (OWASP "CSV injection"), so the CSV writes it with a `'`
+    in front (`peoplekeeper-hub export --csv` writes the same text); the JSON export keeps it exactly."""
+    admin = clients(hub)
+    names_ = ['=HYPERLINK("http://x.invalid","open")', "+44 20 7946 0000", "-2+3", "@SUM(A1)", "a=b", "Bo"]
+    people = [person(i + 1, n) for i, n in enumerate(names_)]
+    expect(admin.create(room, {"people": people}), 201)
+    rows = list(csv.reader(io.StringIO(admin.export(room, csv=True).text, newline="")))
+    assert [dict(zip(CSV_HEADER, row))["name"] for row in rows[1:]] == \
+        ["'" + n for n in names_[:4]] + names_[4:], rows
+    assert [p["name"] for p in expect(admin.export(room), 200)["people"]] == names_
+
+
 # ----------------------------------------------------------------------------------------------------
 # Errors and statuses
 # ----------------------------------------------------------------------------------------------------

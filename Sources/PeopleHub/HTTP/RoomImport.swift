@@ -74,7 +74,10 @@ public struct RoomImport: Sendable {
 }
 
 /// A room's people as CSV (RFC 4180): a header row, then one row per person in the room's order;
-/// booleans `true` / `false`, sets joined with `;` in vocabulary order (as the wire sends them).
+/// booleans `true` / `false`, sets joined with `;` in vocabulary order (as the wire sends them). A
+/// cell that a spreadsheet would take for a formula (it starts with `=`, `+`, `-`, `@`, a tab or a
+/// carriage return: a name is anyone's text) gets a `'` in front, which spreadsheets show as text;
+/// the JSON export keeps names exactly.
 public enum RoomExport {
     public static let columns = ["tag", "name", "hairColor", "hairLength", "eyeColor", "glasses", "facialHair", "likes", "dislikes"]
 
@@ -92,9 +95,15 @@ public enum RoomExport {
                 person.likes.map(\.rawValue).joined(separator: ";"),
                 person.dislikes.map(\.rawValue).joined(separator: ";"),
             ]
-            lines.append(fields.map(quoted).joined(separator: ","))
+            lines.append(fields.map { quoted(inert($0)) }.joined(separator: ","))
         }
         return lines.joined(separator: "\r\n") + "\r\n"
+    }
+
+    /// `field`, or `'` + `field` when a spreadsheet would evaluate it (OWASP's "CSV injection").
+    static func inert(_ field: String) -> String {
+        guard let first = field.unicodeScalars.first, "=+-@\t\r".unicodeScalars.contains(first) else { return field }
+        return "'" + field
     }
 
     private static func quoted(_ field: String) -> String {
