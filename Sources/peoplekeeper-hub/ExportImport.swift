@@ -75,7 +75,10 @@ struct ImportCommand: AsyncParsableCommand {
         }
         let settings = try await StoreAccess.settings(config: config, command: "import")
         let imported: RoomImport
-        do { imported = try RoomImport(room: name, body: json, policy: settings.roomPolicy, now: Int64(Date().timeIntervalSince1970 * 1000)) } catch {
+        do {
+            imported = try RoomImport(room: name, body: json, policy: settings.roomPolicy,
+                                      now: Int64(Date().timeIntervalSince1970 * 1000), snapshotEvery: settings.snapshotEvery)
+        } catch {
             throw StoreAccess.fail(65, "import", "\(error)")
         }
         let store = try StoreAccess.open(settings, command: "import", creating: true)
@@ -85,19 +88,24 @@ struct ImportCommand: AsyncParsableCommand {
         } catch let exit as ExitCode { throw exit } catch {
             throw StoreAccess.fail(74, "import", "\(error)")
         }
-        var room = Room(name: name, seed: imported.initial, policy: settings.roomPolicy)
-        store.save(room.snapshot(), room: name)
-        var entries: [JournalEntry] = []
-        for revision in imported.revisions {
-            for case .persist(let entry) in try room.importRevision(revision) { entries.append(entry) }
-        }
+        // The new room's first snapshot, its history, then the room's snapshot at its head (so loading it
+        // replays nothing) and the people every storage.snapshotEvery revisions (so a restore or ?at=
+        // far back reads little), as a hub that made the same revisions one by one would have kept.
+        store.save(Room(name: name, seed: imported.initial, policy: settings.roomPolicy).snapshot(), room: name)
+        let room = imported.built
         let done = DispatchSemaphore(value: 0)
         let failure = LockedBox<StoreError?>(nil)
-        if store.append(entries, room: name, whenDurable: { error in failure.set(error); done.signal() }) == .durable {
+        if store.append(imported.entries, room: name, whenDurable: { error in failure.set(error); done.signal() }) == .durable {
             done.signal()
         }
         done.wait()
         if let error = failure.get() { throw StoreAccess.fail(74, "import", "the store failed: \(error)") }
+        if room.revision > 0 { store.save(room.snapshot(), room: name) }
+        do {
+            for checkpoint in imported.checkpoints { try store.keepCheckpoint(checkpoint, room: name) }
+        } catch {
+            throw StoreAccess.fail(74, "import", "the store failed: \(error)")
+        }
         print("imported room \(name): \(room.model.people.count) people, revision \(room.revision)")
     }
 }

@@ -278,6 +278,56 @@ struct HubInProcessTests {
         #expect(await h.http("GET", "/healthz") == HTTPResponse(status: 503, text: "store unavailable: gone\n"))
     }
 
+    /// An export of the tutorial's people with `count` revisions, each renaming the first person.
+    static func export(revisions count: Int) -> (body: String, final: [Person]) {
+        let seed = Array(PeopleModel.tutorialSeed.people.elements)
+        var final = seed
+        final[0].name = "N\(count)"
+        let revisions = (1...count).map { rev in
+            """
+            {"rev":\(rev),"time":\(rev),"author":"ann","kind":"edit",\
+            "ops":[{"op":"set","tag":\(seed[0].tag),"field":"name","value":"N\(rev)"}]}
+            """
+        }
+        let body = """
+            {"people":\(JSON.array(final.map(\.json)).text),"initial":\(JSON.array(seed.map(\.json)).text),\
+            "revisions":[\(revisions.joined(separator: ","))]}
+            """
+        return (body, final)
+    }
+
+    @Test("an import: the room built off the service thread takes the new room's place, with a checkpoint every snapshotEvery")
+    func importBuiltRoom() async throws {
+        let h = HubHarness { $0.snapshotEvery = 2 }
+        let (body, final) = Self.export(revisions: 5)
+        let created = await h.http("PUT", "/v1/rooms/imp", body: body)
+        #expect(created?.status == 201, "\(String(decoding: created?.body ?? [], as: UTF8.self))")
+        #expect(created?.json?["rev"] == .int(5))
+        let room = try #require(h.hub.host("imp")?.room)
+        #expect(room.revision == 5 && Array(room.model.people.elements) == final)
+        #expect(try h.store.inner.revisions(room: "imp", after: 0, through: 5).map(\.number) == [1, 2, 3, 4, 5])
+        #expect(try h.store.inner.checkpoint(room: "imp", atOrBelow: 3)?.revision == 2)
+        #expect(try h.store.inner.checkpoint(room: "imp", atOrBelow: 4)?.people.people.first?.name == "N4")
+        let joined = try await h.joined("bob", room: "imp")
+        #expect(joined.welcome?.rev == 5)
+    }
+
+    @Test("an import racing a hello: the member who joined the new room sees every imported revision")
+    func importRacingAHello() async throws {
+        let h = HubHarness { $0.snapshotEvery = 2 }
+        let (body, final) = Self.export(revisions: 5)
+        let put = h.start("PUT", "/v1/rooms/race", body: body)
+        let member = try #require(h.connect("/v1/rooms/race"))
+        h.hub.didReceive(member, message: Array(ClientMessage.hello(.init(protocolVersion: 1, user: "bob", client: "test")).json.text.utf8),
+                         binary: false)
+        await h.settle()
+        #expect(put.response?.status == 201)
+        #expect(member.welcome?.rev == 0)
+        #expect(member.ops().map(\.rev) == [1, 2, 3, 4, 5])
+        let room = try #require(h.hub.host("race")?.room)
+        #expect(room.revision == 5 && Array(room.model.people.elements) == final)
+    }
+
     @Test("the router: literals, parameters, a final *, HEAD on a GET route, and 405 for another method")
     func router() {
         var router = HTTPRouter()

@@ -121,6 +121,39 @@ def test_checkpoints_are_built_for_rooms_stored_before_hubs_kept_them(hub_factor
     assert set(kept(c)) == {0, 5, 10, 15, 20} and kept(c)[20] == http.people(c), kept(c).keys()
 
 
+def test_an_imported_history_keeps_checkpoints_and_a_snapshot_at_its_head(hub_factory, room, tmp_path):
+    """An import, over HTTP (`PUT`) or by the command, keeps what a hub that made the same revisions one
+    by one keeps: the people at every multiple of storage.snapshotEvery (so a restore or `?at=` far back
+    in the imported history reads at most that many revisions) and a snapshot at the head (so loading
+    the room replays nothing). Before, an import kept checkpoints at 0 and its head only (HTTP) or at 0
+    alone with no snapshot after it (the command)."""
+    hub = hub_factory({"storage": {"kind": "embedded", "path": "{workdir}/data/pk.sqlite", "snapshotEvery": 5}})
+    http = HubHTTP(hub.port, user="ann")
+    hub.join(room, "ann").close()
+    for i in range(23):
+        http.edit(room, [{"op": "set", "tag": 1 + i % 3, "field": "name", "value": f"Name {i}"}])
+    exported = http.export(room, history=True).json
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(exported))
+    by_http, by_command = room[:50] + "-http", room[:50] + "-cmd"
+    created = http.request("PUT", HubHTTP.room_path(by_http), body=exported)
+    assert created.status == 201 and created.json["rev"] == 23, created
+    done = command(hub, "import", by_command, str(path))
+    assert done.returncode == 0 and "revision 23" in done.stdout, (done.returncode, done.stdout, done.stderr)
+    db = hub.workdir / "data" / "pk.sqlite"
+    for name in (by_http, by_command):
+        with sqlite3.connect(db) as conn:
+            checkpoints = {rev: json.loads(people) for rev, people in
+                           conn.execute("SELECT revision, people FROM checkpoints WHERE room = ?", (name,))}
+            heads = [rev for (rev,) in conn.execute("SELECT revision FROM snapshots WHERE room = ?", (name,))]
+        assert {0, 5, 10, 15, 20, 23} <= set(checkpoints), (name, sorted(checkpoints))
+        for rev, people in checkpoints.items():
+            assert people == http.people(room, at=rev), f"{name}: the checkpoint at {rev} is not the room then"
+        assert heads == [23], (name, heads)
+        again = http.export(name, history=True).json
+        assert {**again, "room": room} == exported, name
+
+
 def test_the_store_commands_do_not_create_a_store_where_there_is_none(hub_factory, tmp_path):
     """A mistyped storage.path: `checkpoints`, `history` and `export` say there is no store there (exit
     66) instead of creating an empty one and finding nothing (or nothing to do) in it."""

@@ -1326,3 +1326,18 @@ def test_a_token_with_hundreds_of_room_patterns_fits_in_a_request(token_hub, roo
     too_long = (f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{token_hub.port}\r\n"
                 f"Authorization: Bearer {'a' * 20000}\r\n\r\n").encode()
     assert _send_raw(token_hub.port, too_long) == b""
+
+
+def test_an_import_is_read_only_after_its_caller_is_let_in(token_hub, room, clients):
+    """`PUT` checks the token before it reads the body (an export can be megabytes of JSON and a replay
+    of every revision): no token or a viewer's gets 401 / 403 even for a body that is not JSON (it was
+    parsed and checked first, so anyone could make the hub do that work), and nothing is created."""
+    path = HubHTTP.room_path(room)
+    expect_error(clients(token_hub).request("PUT", path, body="{not json"), 401, "unauthorized", "no token")
+    viewer = clients(token_hub, token=mint("val", [room], "viewer"))
+    expect_error(viewer.request("PUT", path, body="{not json"), 403, "forbidden", "a viewer")
+    admin = clients(token_hub, token=mint("root", ["*"], "admin"))
+    expect_error(admin.request("PUT", path, body="{not json"), 400, "bad-json", "an admin's bad body")
+    expect_error(admin.get(path), 404, "no-room", "nothing was created")
+    expect(admin.request("PUT", path, body={"people": SEED}), 201, "an admin's import")
+    assert norm(admin.people(room)) == norm(SEED)

@@ -11,29 +11,10 @@ extension Hub {
     /// Carries out the room's actions in order. Every `snapshotEvery` revisions the room's snapshot
     /// follows.
     func perform(_ actions: [RoomAction], in host: RoomHost) {
-        let name = host.room.name
         for action in actions {
             switch action {
             case .persist(let entry):
-                if let revision = entry.record.revision { metrics.revisions[revision.kind]?.increment() }
-                // The completion comes back through the service thread, so it cannot run before the
-                // barrier is in place below.
-                let barrier = host.makeBarrierID()
-                let handed = DispatchTime.now().uptimeNanoseconds
-                let box = UncheckedSendable(host)
-                let rev = entry.record.revision?.number
-                let outcome = store.append([entry], room: name) { [weak self] error in
-                    self?.back(box) { hub, box in
-                        hub.metrics.durableWait.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - handed))
-                        hub.durable(barrier: barrier, host: box.value, error: error)
-                        if error == nil, let rev, !box.value.broken { hub.revisionsDurable(box.value, through: rev) }
-                    }
-                }
-                if outcome == .pending {
-                    host.hold(behind: barrier)
-                } else if let rev {
-                    revisionsDurable(host, through: rev)
-                }
+                persist([entry], in: host)
             case .send(.presence, _):
                 // Presence is a state, not an event: only the newest list matters (see flushPresence).
                 schedulePresence(host)
@@ -59,6 +40,33 @@ extension Hub {
             }
         }
         if host.room.revision - host.snapshotRevision >= configuration.snapshotEvery { saveSnapshotIfChanged(host) }
+    }
+
+    /// Hands `entries` to the store in one append; what the room sends after them waits until they
+    /// are durable (a barrier), and the change feed and webhooks hear of their revisions then.
+    func persist(_ entries: [JournalEntry], in host: RoomHost) {
+        guard !entries.isEmpty else { return }
+        for entry in entries {
+            if let revision = entry.record.revision { metrics.revisions[revision.kind]?.increment() }
+        }
+        // The completion comes back through the service thread, so it cannot run before the barrier
+        // is in place below.
+        let barrier = host.makeBarrierID()
+        let handed = DispatchTime.now().uptimeNanoseconds
+        let box = UncheckedSendable(host)
+        let rev = entries.last(where: { $0.record.revision != nil })?.record.revision?.number
+        let outcome = store.append(entries, room: host.room.name) { [weak self] error in
+            self?.back(box) { hub, box in
+                hub.metrics.durableWait.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - handed))
+                hub.durable(barrier: barrier, host: box.value, error: error)
+                if error == nil, let rev, !box.value.broken { hub.revisionsDurable(box.value, through: rev) }
+            }
+        }
+        if outcome == .pending {
+            host.hold(behind: barrier)
+        } else if let rev {
+            revisionsDurable(host, through: rev)
+        }
     }
 
     /// Sends the room's presence list soon: once per service pass at most, and at most once per

@@ -189,8 +189,9 @@ extension Hub {
     }
 
     /// The request body as a JSON object (an empty body is an empty object).
-    static func bodyObject(_ call: HTTPCall) throws -> JSON {
-        let body = call.request.body
+    static func bodyObject(_ call: HTTPCall) throws -> JSON { try bodyObject(call.request.body) }
+
+    static func bodyObject(_ body: [UInt8]) throws -> JSON {
         if body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return .object([]) }
         let json: JSON
         do {

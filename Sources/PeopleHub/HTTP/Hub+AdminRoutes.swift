@@ -18,11 +18,9 @@ extension Hub {
         }
         routes.add("PUT", "/v1/rooms/:room") { [unowned self] call throws in
             let room = try roomName(call)
-            let body = try Self.bodyObject(call)
-            let imported = try RoomImport(room: room, body: body, policy: configuration.roomPolicy, now: clock)
             return try api(call) { [unowned self] caller throws in
                 try caller.check(.admin, room: room)
-                create(imported, call: call)
+                readImport(call, room: room)
                 return nil
             }
         }
@@ -111,8 +109,27 @@ extension Hub {
 
     // MARK: Create and import
 
+    /// Reads a `PUT` body off the service thread (an export of a long history is megabytes of JSON and
+    /// a replay of every revision), after the caller was let in, then creates the room.
+    private func readImport(_ call: HTTPCall, room: String) {
+        let (policy, now, every, body) = (configuration.roomPolicy, clock, configuration.snapshotEvery, call.request.body)
+        let work = UncheckedSendable(call)
+        runtime.background { [weak self] in
+            let result = Result { try RoomImport(room: room, body: try Self.bodyObject(body), policy: policy,
+                                                 now: now, snapshotEvery: every) }
+            self?.back(result) { hub, result in
+                switch result {
+                case .success(let imported): hub.create(imported, call: work.value)
+                case .failure(let error): hub.answer(work.value) { throw error }
+                }
+            }
+        }
+    }
+
     /// Creates the room with the import's people (and its history): 409 `room-exists` if the store has
-    /// it; 201 once everything is durable.
+    /// it; 201 once everything is durable. The room built off the service thread takes the new room's
+    /// place, its history in one append, its checkpoints after; if a hello joined the room while it was
+    /// being created, the revisions are imported into it one by one instead (its member sees each).
     private func create(_ imported: RoomImport, call: HTTPCall) {
         let name = imported.room
         let exists = HTTPFailure(status: 409, code: "room-exists", message: "room \(name) exists; DELETE it first")
@@ -120,13 +137,26 @@ extension Hub {
             answer(call) { () throws -> HTTPResponse? in
                 switch outcome {
                 case .created(let host):
-                    var actions: [RoomAction] = []
-                    for revision in imported.revisions {
-                        actions += try host.room.importRevision(revision)
+                    let answer = HTTPResponse.json(.object(["room": .string(name), "rev": .int(imported.built.revision)]), status: 201)
+                    guard host.room.revision == 0, host.room.journalPosition == 0, host.connections.isEmpty else {
+                        var actions: [RoomAction] = []
+                        for revision in imported.revisions {
+                            actions += try host.room.importRevision(revision)
+                        }
+                        perform(actions, in: host)
+                        afterDurable(of: name, call: call, answer)
+                        return nil
                     }
-                    perform(actions, in: host)
-                    afterDurable(of: name, call: call, .json(.object(["room": .string(name), "rev": .int(host.room.revision)]),
-                                                            status: 201))
+                    host.room = imported.built
+                    persist(imported.entries, in: host)
+                    if host.room.revision - host.snapshotRevision >= configuration.snapshotEvery { saveSnapshotIfChanged(host) }
+                    guard !imported.checkpoints.isEmpty else {
+                        afterDurable(of: name, call: call, answer)
+                        return nil
+                    }
+                    afterDurable(of: name, call: call, answer, then: { [store] in
+                        for checkpoint in imported.checkpoints { try store.keepCheckpoint(checkpoint, room: name) }
+                    })
                     return nil
                 case .loaded: throw exists
                 case .absent: throw HTTPFailure.unavailable("room \(name) could not be created; try again")
@@ -153,17 +183,32 @@ extension Hub {
         }
     }
 
-    /// Answers `call` with `response` once everything handed to the store for `room` so far is durable.
-    func afterDurable(of room: String, call: HTTPCall, _ response: HTTPResponse) {
+    /// Answers `call` with `response` once everything handed to the store for `room` so far is durable
+    /// (and `then`, blocking work run off the service thread after that, is done: a failure of it is
+    /// logged, the answer is the same).
+    func afterDurable(of room: String, call: HTTPCall, _ response: HTTPResponse,
+                      then: (@Sendable () throws -> Void)? = nil) {
         let box = UncheckedSendable((call.exchange, response))
-        let outcome = store.append([], room: room) { [weak self] error in
-            self?.back(box) { _, box in
-                let (exchange, response) = box.value
-                exchange.respond(error == nil ? response
-                    : HTTPFailure.unavailable("the store failed: \(error!)").response(json: true))
+        let answer: @Sendable (StoreError?) -> Void = { [weak self] error in
+            let finish: @Sendable () -> Void = { [weak self] in
+                self?.back(box) { _, box in
+                    let (exchange, response) = box.value
+                    exchange.respond(error == nil ? response
+                        : HTTPFailure.unavailable("the store failed: \(error!)").response(json: true))
+                }
+            }
+            guard error == nil, let then, let self else {
+                finish()
+                return
+            }
+            runtime.background { [weak self] in
+                do { try then() } catch {
+                    self?.logger.warning("after a durable write", metadata: ["room": "\(room)", "error": "\(error)"])
+                }
+                finish()
             }
         }
-        if outcome == .durable { call.exchange.respond(response) }
+        if store.append([], room: room, whenDurable: answer) == .durable { answer(nil) }
     }
 
     // MARK: Delete

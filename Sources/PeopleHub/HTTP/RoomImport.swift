@@ -4,19 +4,34 @@ import WebSocketTransport
 /// A `PUT /v1/rooms/ROOM` body, checked before anything is created: `{"people":[…]}` makes a room at
 /// revision 0 holding those people; an export with its history (`initial` and `revisions`) makes the
 /// room with every revision, author and time again, and its `people` must be where they lead.
+///
+/// Pure and self-contained, so the hub builds it off the service thread: the check replays every
+/// revision on a new room, and that room (`built`), the journal entries the replay made (`entries`)
+/// and the people at every `snapshotEvery`-th revision (`checkpoints`, so that a later `?at=` or
+/// restore far back in the imported history reads at most that many revisions) are what the hub
+/// installs; it does not replay the history a second time.
 public struct RoomImport: Sendable {
     public let room: String
     public let initial: PeopleModel
     public let revisions: [Room.ExportedRevision]
+    /// A room made with `initial`, then every revision imported.
+    public let built: Room
+    /// What importing the revisions journalled, in order (one `imported` record per revision).
+    public let entries: [JournalEntry]
+    /// The people right after each revision that is a multiple of `snapshotEvery`, below the head.
+    public let checkpoints: [Checkpoint]
 
     /// `now` (ms since the epoch): revision times more than a day after it are refused, since a room's
     /// times never go back and every later revision would carry that time.
-    public init(room: String, body: JSON, policy: RoomPolicy, now: Int64) throws {
+    public init(room: String, body: JSON, policy: RoomPolicy, now: Int64, snapshotEvery: Int = 1_000) throws {
         self.room = room
         let people = try Self.people(body["people"], field: "people")
         guard let list = body["revisions"], list != .null else {
             initial = people
             revisions = []
+            built = Room(name: room, seed: people, policy: policy)
+            entries = []
+            checkpoints = []
             return
         }
         guard case .array(let items) = list else { throw HTTPFailure.badMessage("revisions must be an array") }
@@ -38,18 +53,27 @@ public struct RoomImport: Sendable {
             }
         }
         revisions = parsed
-        // Replayed on a scratch room, so a bad import creates nothing; the people must be its result.
-        var scratch = Room(name: room, seed: initial, policy: policy)
+        // Replayed on a new room, so a bad import creates nothing; the people must be its result.
+        var room = Room(name: room, seed: initial, policy: policy)
+        var entries: [JournalEntry] = []
+        var checkpoints: [Checkpoint] = []
+        entries.reserveCapacity(parsed.count)
         for (index, revision) in parsed.enumerated() {
             do {
-                _ = try scratch.importRevision(revision)
+                for case .persist(let entry) in try room.importRevision(revision) { entries.append(entry) }
             } catch {
                 throw HTTPFailure(ProtocolError(.invalidOp, "revisions[\(index)]: \(error.reason)"))
             }
+            if room.revision % max(1, snapshotEvery) == 0, index < parsed.count - 1 {
+                checkpoints.append(Checkpoint(revision: room.revision, people: room.model))
+            }
         }
-        guard scratch.model.people.elements == people.people.elements else {
+        guard room.model.people.elements == people.people.elements else {
             throw HTTPFailure(ProtocolError(.invalidOp, "people is not where initial and the revisions lead"))
         }
+        built = room
+        self.entries = entries
+        self.checkpoints = checkpoints
     }
 
     /// People as an insert would take them: valid persons, distinct tags.
