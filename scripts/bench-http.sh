@@ -17,10 +17,14 @@
 # 3. Change-feed replay (scripts/feed_replay.py): a room of HISTORY revisions on SQLite written by
 #    `peoplekeeper-bench store --history`, read from 0 to the head in pages of 1,000 on one keep-alive
 #    connection. Target: ≥ 20,000 revisions/s.               -> feed-replay.json
+# 4. Imports (scripts/import_stall.py): exports of 7,000 revisions (about 1 MB, under the default
+#    limits.maxMessageBytes) and of 100,000 (14 MB; the limit raised) PUT into a SQLite hub with one
+#    service thread while two probes ask for /healthz and another room: the PUT's time, the probes'
+#    slowest answer meanwhile, and GET ?at= half-way into the imported history.  -> import-stall.json
 #
 # The machine has 2 cores and the clients run beside the hub: each part prints the hub's CPU, the
 # clients' and the whole machine's (every process, /proc/*/stat; more than the sum of the benchmark's
-# means something else was running). The Python helpers use the standard library only. About 2.5 min.
+# means something else was running). The Python helpers use the standard library only. About 3 min.
 # Environment: PARTS (default 123), WEBHOOK_RATE (1000), WEBHOOK_STORAGE (embedded; or memory), PYTHON.
 #
 # (This bench found that the embedded store's commits were not flushed — GRDB's WAL set-up reset
@@ -38,7 +42,7 @@ mkdir -p "$OUT"
 source scripts/bench-lib.sh
 build_release
 PY=${PYTHON:-python3}
-PARTS=${PARTS:-123}                        # which parts to run, e.g. PARTS=2
+PARTS=${PARTS:-1234}                       # which parts to run, e.g. PARTS=2
 WEBHOOK_RATE=${WEBHOOK_RATE:-1000}         # revisions a second in all
 WEBHOOK_STORAGE=${WEBHOOK_STORAGE:-embedded}
 
@@ -121,4 +125,13 @@ part3() {
 
 case $PARTS in *1*) part1; echo ;; esac
 case $PARTS in *2*) part2; echo ;; esac
-case $PARTS in *3*) part3 ;; esac
+part4() {
+  echo "== 4. Imports of a long history, one service thread, SQLite: what the rest of the hub feels meanwhile"
+  hub hub-import.log embedded Config/peoplekeeper.yaml PEOPLEKEEPER_STORAGE_PATH="$DATA/import.sqlite" \
+    PEOPLEKEEPER_TRANSPORT_SERVICE_THREADS=1 PEOPLEKEEPER_LIMITS_MAX_MESSAGE_BYTES=67108864
+  "$PY" scripts/import_stall.py "$PORT" "$OUT/import-stall.json" 7000 100000
+  stop_hub
+}
+
+case $PARTS in *3*) part3; echo ;; esac
+case $PARTS in *4*) part4 ;; esac

@@ -1,0 +1,91 @@
+"""An import of a long history and what others on the hub feel meanwhile (docs/PERFORMANCE.md, "Imports").
+
+    import_stall.py PORT OUT.json REVISIONS [REVISIONS ...]
+
+For each REVISIONS: an export (the tutorial's three people, every revision a rename) is `PUT` as a new
+room while two probes ask, one request at a time, for `/healthz` and for another room's state; printed:
+the PUT's time, the probes' slowest answer and count during it, and `GET ?at=` half-way into the
+imported history (checkpoints make it read at most storage.snapshotEvery revisions). Run it against a
+hub with one service thread, so that the probes share the import's thread. Standard library only.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import sys
+import threading
+import time
+
+
+def export(count: int) -> bytes:
+    initial = [{"tag": i + 1, "name": f"P{i}", "hairColor": "black", "hairLength": "short", "eyeColor": "brown",
+                "glasses": False, "facialHair": [], "likes": [], "dislikes": []} for i in range(3)]
+    names, revisions, t0 = {}, [], 1_700_000_000_000
+    for rev in range(1, count + 1):
+        tag = rev % 3 + 1
+        names[tag] = f"n{rev}"
+        revisions.append({"rev": rev, "time": t0 + rev, "author": "ann", "kind": "edit",
+                          "ops": [{"op": "set", "tag": tag, "field": "name", "value": names[tag]}]})
+    people = [dict(p, name=names.get(p["tag"], p["name"])) for p in initial]
+    return json.dumps({"people": people, "initial": initial, "revisions": revisions}).encode()
+
+
+def request(conn: http.client.HTTPConnection, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+    conn.request(method, path, body, {"Content-Type": "application/json", "Host": "localhost"})
+    answer = conn.getresponse()
+    return answer.status, answer.read()
+
+
+def main() -> None:
+    port, out, counts = int(sys.argv[1]), sys.argv[2], [int(n) for n in sys.argv[3:]]
+    setup = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    other = f"probe-{int(time.time())}"
+    status, _ = request(setup, "PUT", f"/v1/rooms/{other}", json.dumps({"people": []}).encode())
+    assert status == 201, status
+    results = []
+    for count in counts:
+        body = export(count)
+        room = f"import-{count}-{int(time.time() * 1000)}"
+        stop = threading.Event()
+        probes = {"/healthz": [], f"/v1/rooms/{other}": []}
+
+        def probe(path: str) -> None:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+            while not stop.is_set():
+                start = time.perf_counter()
+                request(conn, "GET", path)
+                probes[path].append(time.perf_counter() - start)
+                time.sleep(0.002)
+
+        threads = [threading.Thread(target=probe, args=(path,)) for path in probes]
+        for t in threads:
+            t.start()
+        time.sleep(0.3)
+        for samples in probes.values():
+            samples.clear()
+        start = time.perf_counter()
+        status, answer = request(setup, "PUT", f"/v1/rooms/{room}", body)
+        seconds = time.perf_counter() - start
+        stop.set()
+        for t in threads:
+            t.join()
+        assert status == 201, (status, answer[:200])
+        start = time.perf_counter()
+        status, _ = request(setup, "GET", f"/v1/rooms/{room}?at={count // 2}")
+        at_ms = (time.perf_counter() - start) * 1000
+        assert status == 200, status
+        row = {"revisions": count, "body_bytes": len(body), "put_s": round(seconds, 3),
+               "at_half_ms": round(at_ms, 1),
+               "probes": {path: {"answers": len(s), "worst_ms": round(max(s, default=0) * 1000, 1)}
+                          for path, s in probes.items()}}
+        results.append(row)
+        worst = ", ".join(f"{path} worst {v['worst_ms']} ms over {v['answers']} answers" for path, v in row["probes"].items())
+        print(f"  {count:>7} revisions ({len(body) / 1e6:.1f} MB): PUT {seconds:.2f} s; {worst}; "
+              f"GET ?at={count // 2} {at_ms:.1f} ms")
+    with open(out, "w") as f:
+        json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
