@@ -4,8 +4,9 @@
 
 For each REVISIONS: an export (the tutorial's three people, every revision a rename) is `PUT` as a new
 room while two probes ask, one request at a time, for `/healthz` and for another room's state; printed:
-the PUT's time, the probes' slowest answer and count during it, and `GET ?at=` half-way into the
-imported history (checkpoints make it read at most storage.snapshotEvery revisions). Run it against a
+the PUT's time, the probes' slowest answer and count during it, `GET ?at=` half-way into the
+imported history (checkpoints make it read at most storage.snapshotEvery revisions), and the export
+of the room with its history, probed the same way. Run it against a
 hub with one service thread, so that the probes share the import's thread. Standard library only.
 """
 
@@ -44,45 +45,53 @@ def main() -> None:
     status, _ = request(setup, "PUT", f"/v1/rooms/{other}", json.dumps({"people": []}).encode())
     assert status == 201, status
     results = []
-    for count in counts:
-        body = export(count)
-        room = f"import-{count}-{int(time.time() * 1000)}"
+
+    def probed(method: str, path: str, body: bytes | None = None) -> tuple[int, bytes, float, dict]:
+        """One request on `setup` while two probes ask for /healthz and the other room meanwhile."""
         stop = threading.Event()
         probes = {"/healthz": [], f"/v1/rooms/{other}": []}
 
-        def probe(path: str) -> None:
+        def probe(target: str) -> None:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
             while not stop.is_set():
                 start = time.perf_counter()
-                request(conn, "GET", path)
-                probes[path].append(time.perf_counter() - start)
+                request(conn, "GET", target)
+                probes[target].append(time.perf_counter() - start)
                 time.sleep(0.002)
 
-        threads = [threading.Thread(target=probe, args=(path,)) for path in probes]
+        threads = [threading.Thread(target=probe, args=(target,)) for target in probes]
         for t in threads:
             t.start()
         time.sleep(0.3)
         for samples in probes.values():
             samples.clear()
         start = time.perf_counter()
-        status, answer = request(setup, "PUT", f"/v1/rooms/{room}", body)
+        status, answer = request(setup, method, path, body)
         seconds = time.perf_counter() - start
         stop.set()
         for t in threads:
             t.join()
+        return status, answer, seconds, {target: {"answers": len(s), "worst_ms": round(max(s, default=0) * 1000, 1)}
+                                         for target, s in probes.items()}
+
+    def worst(p: dict) -> str:
+        return ", ".join(f"{target} worst {v['worst_ms']} ms over {v['answers']}" for target, v in p.items())
+
+    for count in counts:
+        body = export(count)
+        room = f"import-{count}-{int(time.time() * 1000)}"
+        status, answer, seconds, put_probes = probed("PUT", f"/v1/rooms/{room}", body)
         assert status == 201, (status, answer[:200])
         start = time.perf_counter()
         status, _ = request(setup, "GET", f"/v1/rooms/{room}?at={count // 2}")
         at_ms = (time.perf_counter() - start) * 1000
         assert status == 200, status
-        row = {"revisions": count, "body_bytes": len(body), "put_s": round(seconds, 3),
-               "at_half_ms": round(at_ms, 1),
-               "probes": {path: {"answers": len(s), "worst_ms": round(max(s, default=0) * 1000, 1)}
-                          for path, s in probes.items()}}
-        results.append(row)
-        worst = ", ".join(f"{path} worst {v['worst_ms']} ms over {v['answers']} answers" for path, v in row["probes"].items())
-        print(f"  {count:>7} revisions ({len(body) / 1e6:.1f} MB): PUT {seconds:.2f} s; {worst}; "
-              f"GET ?at={count // 2} {at_ms:.1f} ms")
+        status, answer, export_s, export_probes = probed("GET", f"/v1/rooms/{room}/export?history=true")
+        assert status == 200 and len(json.loads(answer)["revisions"]) == count, status
+        results.append({"revisions": count, "body_bytes": len(body), "put_s": round(seconds, 3), "put_probes": put_probes,
+                        "at_half_ms": round(at_ms, 1), "export_s": round(export_s, 3), "export_probes": export_probes})
+        print(f"  {count:>7} revisions ({len(body) / 1e6:.1f} MB): PUT {seconds:.2f} s ({worst(put_probes)}); "
+              f"GET ?at={count // 2} {at_ms:.1f} ms; export with history {export_s:.2f} s ({worst(export_probes)})")
     with open(out, "w") as f:
         json.dump(results, f, indent=1)
 

@@ -257,16 +257,31 @@ extension Hub {
     // MARK: Export
 
     /// `{"room","rev","people"}`; with the history also `initial` (the people at revision 0) and every
-    /// revision as the change feed gives it, older ones read from the store.
+    /// revision as the change feed gives it, older ones read from the store. A history is read and
+    /// encoded off the service thread, from a copy of the room as it is now (a long one is megabytes).
     private func export(_ host: RoomHost, history: Bool, call: HTTPCall) throws -> HTTPResponse? {
-        func body(_ older: [Revision]) throws -> HTTPResponse {
-            guard let json = host.room.export(history: history, older: older) else {
-                throw HTTPFailure.unavailable("the room's first revision cannot be rebuilt; try again")
-            }
+        let room = host.room
+        guard history else {
+            guard let json = room.export(history: false, older: []) else { throw HTTPFailure.unavailable("try again") }
             return .json(json)
         }
-        guard history, host.room.oldestKeptBase > 0 else { return try body([]) }
-        readOlder(host, after: 0, through: host.room.oldestKeptBase, call: call) { _, older in try body(older.revisions) }
+        let (store, work) = (store, UncheckedSendable(call))
+        runtime.background { [weak self] in
+            let result = Result { () throws -> HTTPResponse in
+                var older: [Revision] = []
+                if room.oldestKeptBase > 0 {
+                    guard let read = try? store.olderHistory(room: room.name, after: 0, through: room.oldestKeptBase) else {
+                        throw HTTPFailure.unavailable("revisions 1 to \(room.oldestKeptBase) cannot be read; try again")
+                    }
+                    older = read.revisions
+                }
+                guard let json = room.export(history: true, older: older) else {
+                    throw HTTPFailure.unavailable("the room's first revision cannot be rebuilt; try again")
+                }
+                return .json(json)
+            }
+            self?.back(work) { hub, work in hub.answer(work.value) { try result.get() } }
+        }
         return nil
     }
 }
