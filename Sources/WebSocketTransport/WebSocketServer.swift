@@ -145,6 +145,8 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
     private var reading: [OpaquePointer: BodyRead] = [:]
     private var waiting: [Int: (wsi: OpaquePointer, exchange: ServerHTTPExchange)] = [:]
     private var waitingOn: [OpaquePointer: Int] = [:]
+    /// Requests whose answer must close the connection (a write sent without `Content-Length`).
+    private var closeAfterAnswer: Set<OpaquePointer> = []
     private var pendingHTTP: [OpaquePointer: OutgoingResponse] = [:]
     private var nextExchange = 0
     /// Upgrade requests accepted in FILTER_PROTOCOL_CONNECTION, until ESTABLISHED (the header table may
@@ -559,6 +561,12 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             reading[wsi] = BodyRead(request: request)
             return 0
         }
+        if !["GET", "HEAD", "OPTIONS", "DELETE"].contains(method),
+           lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) <= 0 {
+            // No length: no body (RFC 9112), but lws then reads what follows on the connection as this
+            // request's body, so a request sent after it would never be answered. Answered, then closed.
+            closeAfterAnswer.insert(wsi)
+        }
         return dispatch(wsi: wsi, request)
     }
 
@@ -633,6 +641,8 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
     }
 
     private func respond(wsi: OpaquePointer, _ response: HTTPResponse, headOnly: Bool = false) -> Int32 {
+        var response = response
+        if closeAfterAnswer.remove(wsi) != nil { response.closeAfter = true }
         pendingHTTP[wsi] = OutgoingResponse(response: response, headOnly: headOnly)
         lws_callback_on_writable(wsi)
         return 0
@@ -640,6 +650,7 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
 
     private func forgetHTTP(_ wsi: OpaquePointer) {
         reading[wsi] = nil
+        closeAfterAnswer.remove(wsi)
         pendingHTTP[wsi] = nil
         if let id = waitingOn.removeValue(forKey: wsi) { waiting.removeValue(forKey: id)?.exchange.clientGone() }
     }

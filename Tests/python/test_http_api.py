@@ -1235,7 +1235,7 @@ def test_a_body_is_framed_by_one_content_length_and_nothing_else(hub, rooms, cli
     (it went unanswered for about 6 s); a `Content-Length` given twice or not a number is 400
     `bad-message` — and in both cases the connection is closed, so bytes after the head are never read
     as a request of their own (with `Content-Length: 5x` the body, a whole request, was answered too).
-    Nothing is created by any of them."""
+    Nothing is created by any of them. A write with no length is answered and its connection closed."""
     made = [rooms(f"-{what}") for what in ("chunked", "twice", "nan", "smuggled")]
     body = json.dumps({"people": SEED}).encode()
     head = "PUT /v1/rooms/{} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\n"
@@ -1258,6 +1258,13 @@ def test_a_body_is_framed_by_one_content_length_and_nothing_else(hub, rooms, cli
     admin = clients(hub)
     for name in made:
         expect_error(admin.get(HubHTTP.room_path(name)), 404, "no-room", f"{name} must not have been created")
+    # A write with no Content-Length has no body; libwebsockets would read what follows as its body (a
+    # request sent after it went unanswered until the connection timed out), so its answer closes.
+    for method, path in [("POST", HubHTTP.room_path(made[0], "undo") + "?user=ann"), ("PUT", HubHTTP.room_path(made[0]))]:
+        answers = _answers(_send_raw(hub.port, (f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{hub.port}\r\n\r\n"
+                                                f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{hub.port}\r\n\r\n").encode()))
+        assert len(answers) == 1 and answers[0][0] == 400, f"{method} without a length: {answers}"
+        assert answers[0][1].get("connection") == "close", f"{method} without a length: {answers}"
     # A plain length, with spaces around it, still works on the same port.
     created = (head.format(made[1], hub.port) + f"Content-Length:  {len(body)} \r\nConnection: close\r\n\r\n").encode() + body
     assert [a[0] for a in _answers(_send_raw(hub.port, created))] == [201]
