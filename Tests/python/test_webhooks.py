@@ -651,3 +651,29 @@ def test_an_admin_re_enables_an_endpoint_by_its_url(hub_factory, receiver_factor
     answer = expect(web.post("/v1/webhooks/enable", {"url": receiver.url("/hook")}), 200, "re-enable")
     assert [h["url"] for h in answer["webhooks"]] == [receiver.url("/hook")] and answer["webhooks"][0]["state"] == "ok", \
         answer
+
+
+def test_an_imported_history_longer_than_memory_is_delivered_whole(hub_factory, receiver_factory, tmp_path, room):
+    """An import is a new room with every one of its revisions (docs/HTTP.md): an endpoint gets one
+    `revision` POST for each, in order, the same as the change feed — here 300 revisions into a hub that
+    keeps 40 in memory, so most are read back from the store to be delivered."""
+    receiver, secrets = receiver_factory("/imp")
+    hooks = webhook_config(tmp_path, receiver, secrets, [{"path": "/imp", "rooms": ["*"], "events": ["revision"]}])
+    hub = hub_factory({**SQLITE, "rooms": {"keptRevisions": 40}, "webhooks": hooks})
+    admin = HubHTTP(hub.port)
+    initial = [person(1, "Ada"), person(2, "Bo")]
+    names, revisions = {}, []
+    for rev in range(1, 301):
+        tag = 1 + rev % 2
+        names[tag] = f"Name {rev}"
+        revisions.append({"rev": rev, "time": 1_700_000_000_000 + rev, "author": "ann" if rev % 3 else "bob",
+                          "kind": "edit", "ops": [set_op(tag, "name", names[tag])]})
+    people = [dict(p, name=names[p["tag"]]) for p in initial]
+    expect(admin.create(room, {"people": people, "initial": initial, "revisions": revisions}), 201, "the import")
+    feed, head = admin.feed_all(room)
+    assert head == 300 and [r["rev"] for r in feed] == list(range(1, 301)), compress([r["rev"] for r in feed])
+    wait_for(lambda: len(receiver.delivered("/imp", room)) >= 300, 60,
+             lambda: f"{len(receiver.delivered('/imp', room))} of 300 imported revisions delivered")
+    time.sleep(0.5)
+    assert not receiver.problems(), receiver.problems()
+    check_deliveries(receiver, "/imp", room, feed)
