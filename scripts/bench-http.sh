@@ -24,7 +24,7 @@
 #
 # The machine has 2 cores and the clients run beside the hub: each part prints the hub's CPU, the
 # clients' and the whole machine's (every process, /proc/*/stat; more than the sum of the benchmark's
-# means something else was running). The Python helpers use the standard library only. About 3 min.
+# means something else was running). The Python helpers use the standard library only. About 3.5 min.
 # Environment: PARTS (default 123), WEBHOOK_RATE (1000), WEBHOOK_STORAGE (embedded; or memory), PYTHON.
 #
 # (This bench found that the embedded store's commits were not flushed — GRDB's WAL set-up reset
