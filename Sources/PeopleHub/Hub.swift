@@ -85,6 +85,12 @@ public final class Hub: @unchecked Sendable {
         /// What the room is created as when the store does not have it (an HTTP `PUT`); nil: only a
         /// hello creates it, from the seed.
         var creator: (() -> Room)?
+        /// An HTTP `PUT` whose body is being checked off the service thread: if the store does not have
+        /// the room, the load waits for that check (`parked`) instead of creating the room from the
+        /// seed for a hello that came meanwhile; the import decides what the room is made of.
+        var importing = false
+        /// The store said it does not have the room while `importing`: the load goes on when the check ends.
+        var parked = false
     }
 
     /// What an HTTP request waiting for a room gets.

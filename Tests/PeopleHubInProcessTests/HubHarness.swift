@@ -186,12 +186,40 @@ final class ScriptedStore: PeopleStore, @unchecked Sendable {
     func close() {}
 }
 
+/// Background work, run at once on the calling thread, or (`hold`) kept until the test runs it.
+final class TestBackground: Sendable {
+    private let state = Mutex<(holding: Bool, queued: [@Sendable () -> Void])>((false, []))
+
+    func run(_ work: @escaping @Sendable () -> Void) {
+        let now = state.withLock { state -> Bool in
+            if state.holding { state.queued.append(work) }
+            return !state.holding
+        }
+        if now { work() }
+    }
+
+    /// From now on background work waits for `next`.
+    func hold() { state.withLock { $0.holding = true } }
+
+    /// Runs the oldest (or, `newestFirst`, the newest) waiting piece of background work; false if none
+    /// waits.
+    @discardableResult
+    func next(newestFirst: Bool = false) -> Bool {
+        guard let work = state.withLock({ $0.queued.isEmpty ? nil : newestFirst ? $0.queued.removeLast() : $0.queued.removeFirst() })
+        else { return false }
+        work()
+        return true
+    }
+}
+
 /// A hub in-process: fake connections, the test's service thread and clock, background work run at
-/// once on the calling thread (its answer queued for the service thread, like the real thing).
+/// once on the calling thread (its answer queued for the service thread, like the real thing) unless
+/// the test holds it (`background.hold()`) to step it.
 final class HubHarness {
     let hub: Hub
     let service = TestServiceThread()
     let clock = TestClock()
+    let background = TestBackground()
     let anyStore: any PeopleStore
     private var peers = 0
 
@@ -204,10 +232,11 @@ final class HubHarness {
         anyStore = store
         let clock = clock
         let ids = Mutex(0)
+        let background = background
         let runtime = HubRuntime(
             clock: { clock.milliseconds },
             makeSessionID: { "s" + String(ids.withLock { $0 += 1; return $0 }) },
-            background: { $0() },
+            background: { background.run($0) },
             after: { _, work in work() })
         hub = Hub(configuration: configuration, store: store,
                   logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), runtime: runtime)
@@ -234,6 +263,12 @@ final class HubHarness {
 
     func send(_ message: ClientMessage, on connection: FakeConnection) async {
         await send(message.json.text, on: connection)
+    }
+
+    /// Hands the hub a hello and lets nothing it starts finish (the test steps it).
+    func hello(_ connection: FakeConnection, as user: String) {
+        hub.didReceive(connection, message: Array(ClientMessage.hello(.init(protocolVersion: 1, user: user, client: "test")).json.text.utf8),
+                       binary: false)
     }
 
     func sendBinary(_ bytes: [UInt8], on connection: FakeConnection) async {

@@ -318,14 +318,46 @@ struct HubInProcessTests {
         let (body, final) = Self.export(revisions: 5)
         let put = h.start("PUT", "/v1/rooms/race", body: body)
         let member = try #require(h.connect("/v1/rooms/race"))
-        h.hub.didReceive(member, message: Array(ClientMessage.hello(.init(protocolVersion: 1, user: "bob", client: "test")).json.text.utf8),
-                         binary: false)
+        h.hello(member, as: "bob")
         await h.settle()
         #expect(put.response?.status == 201)
         #expect(member.welcome?.rev == 0)
         #expect(member.ops().map(\.rev) == [1, 2, 3, 4, 5])
         let room = try #require(h.hub.host("race")?.room)
         #expect(room.revision == 5 && Array(room.model.people.elements) == final)
+    }
+
+    @Test("a hello that comes while an import's body is checked waits for the import, not the seed",
+          arguments: [false, true])
+    func helloDuringTheImportCheck(newestFirst: Bool) async throws {
+        // The background work (the store read of the room, the check of the body) runs oldest or newest
+        // first, so either ends first. Before, a hello's store read that ended before the check made the
+        // room from the seed, and the PUT was 409.
+        let h = HubHarness()
+        h.background.hold()
+        let (body, final) = Self.export(revisions: 5)
+        let put = h.start("PUT", "/v1/rooms/held", body: body)
+        let member = try #require(h.connect("/v1/rooms/held"))
+        h.hello(member, as: "bob")
+        await h.settle()
+        #expect(member.welcome == nil, "the room is not made before the import's check ends")
+        while h.background.next(newestFirst: newestFirst) { await h.settle() }
+        #expect(put.response?.status == 201, "\(String(decoding: put.response?.body ?? [], as: UTF8.self))")
+        #expect(member.welcome?.rev == 0)
+        #expect(member.ops().map(\.rev) == [1, 2, 3, 4, 5])
+        #expect(Array(try #require(h.hub.host("held")).room.model.people.elements) == final)
+
+        // A second PUT during the check is refused at once; a body the check refuses leaves a waiting
+        // hello the room from the seed.
+        let other = h.start("PUT", "/v1/rooms/held2", body: "{\"people\": 5}")
+        #expect(h.start("PUT", "/v1/rooms/held2", body: body).response?.status == 409)
+        let waiting = try #require(h.connect("/v1/rooms/held2"))
+        h.hello(waiting, as: "cy")
+        while h.background.next() { await h.settle() }
+        #expect(other.response?.status == 400)
+        #expect(waiting.welcome?.rev == 0)
+        #expect(try #require(h.hub.host("held2")).room.model == PeopleModel.tutorialSeed)
+        #expect(h.start("PUT", "/v1/rooms/held2", body: body).response?.json?["error"]?["message"] == .string("room held2 exists; DELETE it first"))
     }
 
     @Test("the router: literals, parameters, a final *, HEAD on a GET route, and 405 for another method")

@@ -1,6 +1,6 @@
 """The HTTP API in cluster mode (docs/HTTP.md): two nodes on one real PostgreSQL. A room owned by node A
 is answered 307 at node B, with `Location` the same request at A (path and query kept); following it
-works, and the write is durable and in A's change feed. (Webhooks in cluster mode:
+works, and the write is durable and in A's change feed; an import (`PUT`) is sent to the owner too. (Webhooks in cluster mode:
 test_webhooks_cluster.py.) Also: PostgreSQL is told to give up on a silent node's lease connection
 within cluster.leaseTimeoutSeconds."""
 
@@ -52,6 +52,16 @@ def test_a_room_owned_by_another_node_is_redirected_with_307(hub_factory, pg_ser
     assert [r["rev"] for r in feed["revisions"]] == [1] and feed["revisions"][0]["author"] == "bob", feed
     status, headers, _ = raw(b.port, "GET", f"/v1/rooms/{room}/revisions?after=0")
     assert status == 307 and urlsplit(headers["location"]).query == "after=0", headers
+
+    # An import (PUT) of a room A owns is sent to A too (where it is 409: the room exists); a new room
+    # made at B is B's, and a PUT of it at A is sent to B.
+    status, headers, body = raw(b.port, "PUT", f"/v1/rooms/{room}", {"people": []})
+    assert status == 307 and urlsplit(headers["location"]).port == a.port, (status, headers, body)
+    fresh = room[:50] + "-new"
+    status, _, body = raw(b.port, "PUT", f"/v1/rooms/{fresh}", {"people": []})
+    assert status == 201, (status, body)
+    status, headers, body = raw(a.port, "PUT", f"/v1/rooms/{fresh}", {"people": []})
+    assert status == 307 and urlsplit(headers["location"]).port == b.port, (status, headers, body)
 
 
 def test_http_requests_are_counted_by_route_and_status_in_metrics(hub_factory, room):

@@ -110,20 +110,56 @@ extension Hub {
     // MARK: Create and import
 
     /// Reads a `PUT` body off the service thread (an export of a long history is megabytes of JSON and
-    /// a replay of every revision), after the caller was let in, then creates the room.
+    /// a replay of every revision), after the caller was let in, then creates the room. Meanwhile the
+    /// name is taken: the room is looked up in the store at once, and a hello that comes during the
+    /// check waits for the import instead of creating the room from the seed (`RoomLoad.importing`).
     private func readImport(_ call: HTTPCall, room: String) {
+        let busy = HTTPFailure(status: 409, code: "room-exists",
+                               message: "room \(room) is being created by another request; try again if that one fails")
+        switch rooms[room] {
+        case .loaded?:
+            return call.exchange.respond(Self.roomExists(room).response(json: true))
+        case .loading(let load)?:
+            guard load.creator == nil, !load.importing else { return call.exchange.respond(busy.response(json: true)) }
+            load.importing = true
+        case nil:
+            if roomCount < configuration.limits.maxRooms {  // else `create` answers that the hub is full
+                let load = RoomLoad()
+                load.importing = true
+                rooms[room] = .loading(load)
+                startLoading(room)
+            }
+        }
         let (policy, now, every, body) = (configuration.roomPolicy, clock, configuration.snapshotEvery, call.request.body)
         let work = UncheckedSendable(call)
         runtime.background { [weak self] in
             let result = Result { try RoomImport(room: room, body: try Self.bodyObject(body), policy: policy,
                                                  now: now, snapshotEvery: every) }
-            self?.back(result) { hub, result in
-                switch result {
-                case .success(let imported): hub.create(imported, call: work.value)
-                case .failure(let error): hub.answer(work.value) { throw error }
-                }
-            }
+            self?.back(result) { hub, result in hub.importChecked(room, result, call: work.value) }
         }
+    }
+
+    /// The import's body was checked: create the room from it (or answer why not), then let a load that
+    /// waited for the check go on (creating the room from the import, or from the seed for waiting
+    /// hellos when the body was refused).
+    private func importChecked(_ room: String, _ result: Result<RoomImport, any Error>, call: HTTPCall) {
+        var waited: RoomLoad?
+        if case .loading(let load)? = rooms[room], load.importing {
+            load.importing = false
+            waited = load
+        }
+        switch result {
+        case .success(let imported): create(imported, call: call)
+        case .failure(let error): answer(call) { throw error }
+        }
+        if let waited, waited.parked, case .loading(let load)? = rooms[room], load === waited {
+            waited.parked = false
+            loaded(room, .success(nil), seconds: 0)
+        }
+    }
+
+    static func roomExists(_ room: String) -> HTTPFailure {
+        HTTPFailure(status: 409, code: "room-exists", message: "room \(room) exists; DELETE it first")
     }
 
     /// Creates the room with the import's people (and its history): 409 `room-exists` if the store has
@@ -132,7 +168,7 @@ extension Hub {
     /// being created, the revisions are imported into it one by one instead (its member sees each).
     private func create(_ imported: RoomImport, call: HTTPCall) {
         let name = imported.room
-        let exists = HTTPFailure(status: 409, code: "room-exists", message: "room \(name) exists; DELETE it first")
+        let exists = Self.roomExists(name)
         let done: (RoomOutcome) -> Void = { [unowned self] outcome in
             answer(call) { () throws -> HTTPResponse? in
                 switch outcome {

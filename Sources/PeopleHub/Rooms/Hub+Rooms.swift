@@ -110,11 +110,15 @@ extension Hub {
         for request in load.requests { request(.elsewhere(url)) }
     }
 
-    private func loaded(_ name: String, _ result: Result<Room?, StoreError>, seconds: Double) {
+    func loaded(_ name: String, _ result: Result<Room?, StoreError>, seconds: Double) {
         guard case .loading(let load)? = rooms[name] else { return }
         let host: RoomHost
         var created = false
         switch result {
+        case .success(nil) where load.importing:
+            // An import's body is still being checked: it, not the seed, makes the room (`importChecked`).
+            load.parked = true
+            return
         case .success(let room?):
             metrics.roomLoads[.loaded]?.increment()
             metrics.roomLoadDuration.recordSeconds(seconds)
