@@ -1134,18 +1134,21 @@ def test_an_import_with_times_before_1970_or_a_day_ahead_is_refused(hub, rooms, 
     """Found by a hostile pass (session 14): an import could give a room revision times before 1970, or
     far in the future (then every later revision carried that time, since times never go back). Now a
     time below 0 or more than a day after the hub's clock is `400 bad-message` naming the revision, and
-    nothing is created; an export's own times import as before."""
+    nothing is created; so is one before the revision ahead of it (it was silently raised to that
+    one's); an export's own times import as before."""
     room, copy_ = rooms("-a"), rooms("-b")
     observe(hub, room)
     ann, admin = clients(hub, user="ann"), clients(hub)
     expect(ann.batch(room, [set_op(1, "glasses", True)], 0), 200)
+    expect(ann.batch(room, [set_op(2, "glasses", True)], 1), 200)
     export = expect(admin.export(room, history=True), 200)
-    for what, time_ in [("before 1970", -5), ("two days ahead", now_ms() + 2 * 86_400_000)]:
+    for what, index, time_ in [("before 1970", 0, -5), ("two days ahead", 0, now_ms() + 2 * 86_400_000),
+                               ("before the revision ahead of it (session 15)", 1, export["revisions"][0]["time"] - 1)]:
         bad = copy.deepcopy(export)
-        bad["revisions"][0]["time"] = time_
+        bad["revisions"][index]["time"] = time_
         r = admin.create(copy_, bad)
         err = expect_error(r, 400, "bad-message", what)
-        assert "revisions[0]" in err["message"], err
+        assert f"revisions[{index}]" in err["message"], err
         expect_error(admin.state(copy_), 404, "no-room", f"nothing created for {what}")
     expect(admin.create(copy_, export), 201, "the export as it is")
 

@@ -164,8 +164,8 @@ extension Hub {
 
     /// Creates the room with the import's people (and its history): 409 `room-exists` if the store has
     /// it; 201 once everything is durable. The room built off the service thread takes the new room's
-    /// place, its history in one append, its checkpoints after; if a hello joined the room while it was
-    /// being created, the revisions are imported into it one by one instead (its member sees each).
+    /// place, its history in one append, its checkpoints after; hellos that waited for the room join
+    /// it after that (`loaded` runs the creator's request first).
     private func create(_ imported: RoomImport, call: HTTPCall) {
         let name = imported.room
         let exists = Self.roomExists(name)
@@ -173,15 +173,13 @@ extension Hub {
             answer(call) { () throws -> HTTPResponse? in
                 switch outcome {
                 case .created(let host):
+                    guard !host.broken, self.host(name) === host else {
+                        throw HTTPFailure.unavailable("room \(name) was deleted while it was created; try again")
+                    }
                     let answer = HTTPResponse.json(.object(["room": .string(name), "rev": .int(imported.built.revision)]), status: 201)
+                    // The creator's request runs before anyone joins (`loaded`): the room is as it was made.
                     guard host.room.revision == 0, host.room.journalPosition == 0, host.connections.isEmpty else {
-                        var actions: [RoomAction] = []
-                        for revision in imported.revisions {
-                            actions += try host.room.importRevision(revision)
-                        }
-                        perform(actions, in: host)
-                        afterDurable(of: name, call: call, answer)
-                        return nil
+                        throw HTTPFailure.unavailable("room \(name) changed while it was created; try again")
                     }
                     host.room = imported.built
                     persist(imported.entries, in: host)
@@ -208,7 +206,7 @@ extension Hub {
         case .loading(let load)?:
             guard load.creator == nil else { return call.exchange.respond(exists.response(json: true)) }
             load.creator = build
-            load.requests.append(done)
+            load.requests.insert(done, at: 0)  // the creator's request first (`loaded`)
         case nil:
             guard roomCount < configuration.limits.maxRooms else { return done(.full) }
             let load = RoomLoad()

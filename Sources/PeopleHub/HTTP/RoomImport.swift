@@ -13,7 +13,6 @@ import WebSocketTransport
 public struct RoomImport: Sendable {
     public let room: String
     public let initial: PeopleModel
-    public let revisions: [Room.ExportedRevision]
     /// A room made with `initial`, then every revision imported.
     public let built: Room
     /// What importing the revisions journalled, in order (one `imported` record per revision).
@@ -28,7 +27,6 @@ public struct RoomImport: Sendable {
         let people = try Self.people(body["people"], field: "people")
         guard let list = body["revisions"], list != .null else {
             initial = people
-            revisions = []
             built = Room(name: room, seed: people, policy: policy)
             entries = []
             checkpoints = []
@@ -51,8 +49,11 @@ public struct RoomImport: Sendable {
             guard revision.time <= now + 86_400_000 else {
                 throw HTTPFailure.badMessage("revisions[\(index)]: time \(revision.time) is more than a day after this hub's clock (\(now))")
             }
+            guard index == 0 || revision.time >= parsed[index - 1].time else {
+                throw HTTPFailure.badMessage(
+                    "revisions[\(index)]: time \(revision.time) is before the previous revision's (\(parsed[index - 1].time)): times never go back")
+            }
         }
-        revisions = parsed
         // Replayed on a new room, so a bad import creates nothing; the people must be its result.
         var room = Room(name: room, seed: initial, policy: policy)
         var entries: [JournalEntry] = []

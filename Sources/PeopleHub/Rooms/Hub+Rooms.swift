@@ -158,12 +158,19 @@ extension Hub {
             return
         }
         rooms[name] = .loaded(host)
+        var requests = load.requests[...]
+        if created, load.creator != nil, let creator = requests.popFirst() {
+            // An import (its request is the first): it goes in before the hellos that waited join, so
+            // they join it whole, at its head, their welcomes held until it is durable — not at revision
+            // 0 with every imported revision sent after, one message each.
+            creator(.created(host))
+        }
         for connection in load.waiting where !connection.isClosing {
             guard let client = connection.context as? Client else { continue }
             join(connection, client: client, host: host)
         }
         if host.connections.isEmpty && host.catchingUp == 0 { host.idleSince = clock }
-        for request in load.requests { request(created ? .created(host) : .loaded(host)) }
+        for request in requests { request(created ? .created(host) : .loaded(host)) }
     }
 
     /// Joins an opening connection to its loaded room; a `since` older than memory (or whose time
