@@ -542,7 +542,8 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
                 "length-required", "send the body with a Content-Length header (Transfer-Encoding is not read)"))
         }
         var declared = 0
-        if lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0 {
+        let hasLength = lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0
+        if hasLength {
             guard lws_hdr_fragment_length(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH, 1) <= 0,
                   let length = header(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH).flatMap(Self.contentLength) else {
                 return answerAndClose(wsi, status: 400, contentType: "application/json", body: Self.errorBody(
@@ -561,8 +562,7 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             reading[wsi] = BodyRead(request: request)
             return 0
         }
-        if !["GET", "HEAD", "OPTIONS", "DELETE"].contains(method),
-           lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) <= 0 {
+        if !hasLength, !["GET", "HEAD", "OPTIONS", "DELETE"].contains(method) {
             // No length: no body (RFC 9112), but lws then reads what follows on the connection as this
             // request's body, so a request sent after it would never be answered. Answered, then closed.
             closeAfterAnswer.insert(wsi)

@@ -102,7 +102,7 @@ struct ImportCommand: AsyncParsableCommand {
         if let error = failure.get() { throw StoreAccess.fail(74, "import", "the store failed: \(error)") }
         if room.revision > 0 { store.save(room.snapshot(), room: name) }
         do {
-            for checkpoint in imported.checkpoints { try store.keepCheckpoint(checkpoint, room: name) }
+            try imported.keepCheckpoints(in: store)
         } catch {
             throw StoreAccess.fail(74, "import", "the store failed: \(error)")
         }

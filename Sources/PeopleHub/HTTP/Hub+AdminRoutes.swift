@@ -158,6 +158,13 @@ extension Hub {
         }
     }
 
+    /// What to do once an import is durable: keep its checkpoints (nil when it has none).
+    private func keepCheckpoints(of imported: RoomImport) -> (@Sendable () throws -> Void)? {
+        guard !imported.checkpoints.isEmpty else { return nil }
+        let store = store
+        return { try imported.keepCheckpoints(in: store) }
+    }
+
     static func roomExists(_ room: String) -> HTTPFailure {
         HTTPFailure(status: 409, code: "room-exists", message: "room \(room) exists; DELETE it first")
     }
@@ -184,13 +191,7 @@ extension Hub {
                     host.room = imported.built
                     persist(imported.entries, in: host)
                     if host.room.revision - host.snapshotRevision >= configuration.snapshotEvery { saveSnapshotIfChanged(host) }
-                    guard !imported.checkpoints.isEmpty else {
-                        afterDurable(of: name, call: call, answer)
-                        return nil
-                    }
-                    afterDurable(of: name, call: call, answer, then: { [store] in
-                        for checkpoint in imported.checkpoints { try store.keepCheckpoint(checkpoint, room: name) }
-                    })
+                    afterDurable(of: name, call: call, answer, then: keepCheckpoints(of: imported))
                     return nil
                 case .loaded: throw exists
                 case .absent: throw HTTPFailure.unavailable("room \(name) could not be created; try again")
@@ -302,13 +303,8 @@ extension Hub {
         let (store, work) = (store, UncheckedSendable(call))
         runtime.background { [weak self] in
             let result = Result { () throws -> HTTPResponse in
-                var older: [Revision] = []
-                if room.oldestKeptBase > 0 {
-                    guard let read = try? store.olderHistory(room: room.name, after: 0, through: room.oldestKeptBase) else {
-                        throw HTTPFailure.unavailable("revisions 1 to \(room.oldestKeptBase) cannot be read; try again")
-                    }
-                    older = read.revisions
-                }
+                let older = room.oldestKeptBase == 0 ? []
+                    : try Self.olderHistory(store, room: room.name, after: 0, through: room.oldestKeptBase).revisions
                 guard let json = room.export(history: true, older: older) else {
                     throw HTTPFailure.unavailable("the room's first revision cannot be rebuilt; try again")
                 }

@@ -82,15 +82,22 @@ extension Hub {
         let name = host.room.name
         let work = OlderRead(call: call, then: then)
         runtime.background { [weak self] in
-            let older = try? store.olderHistory(room: name, after: after, through: through, modelAt: modelAt)
+            let older = Result { try Self.olderHistory(store, room: name, after: after, through: through, modelAt: modelAt) }
             self?.back(work) { hub, work in
                 let (call, then) = (work.call, work.then)
-                hub.answer(call) { () throws -> HTTPResponse? in
-                    guard let older else { throw HTTPFailure.unavailable("revisions \(after + 1) to \(through) cannot be read; try again") }
-                    return try then(hub, older)
-                }
+                hub.answer(call) { () throws -> HTTPResponse? in try then(hub, older.get()) }
             }
         }
+    }
+
+    /// Revisions `after + 1 ... through` of `room` from the store (`PeopleStore.olderHistory`), or 503
+    /// when it cannot give them all. Blocks: off the service thread.
+    static func olderHistory(_ store: any PeopleStore, room: String, after: Int, through: Int,
+                             modelAt: Int? = nil) throws -> OlderHistory {
+        guard let older = try? store.olderHistory(room: room, after: after, through: through, modelAt: modelAt) else {
+            throw HTTPFailure.unavailable("revisions \(after + 1) to \(through) cannot be read; try again")
+        }
+        return older
     }
 
     // MARK: Writes

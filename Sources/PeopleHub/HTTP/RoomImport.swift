@@ -1,4 +1,5 @@
 import PeopleCore
+import PeopleStore
 import WebSocketTransport
 
 /// A `PUT /v1/rooms/ROOM` body, checked before anything is created: `{"people":[…]}` makes a room at
@@ -75,6 +76,11 @@ public struct RoomImport: Sendable {
         built = room
         self.entries = entries
         self.checkpoints = checkpoints
+    }
+
+    /// Keeps `checkpoints` in `store`, once the room and its imported revisions are there. Blocks.
+    public func keepCheckpoints(in store: any PeopleStore) throws(StoreError) {
+        for checkpoint in checkpoints { try store.keepCheckpoint(checkpoint, room: room) }
     }
 
     /// People as an insert would take them: valid persons, distinct tags.
