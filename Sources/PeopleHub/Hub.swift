@@ -82,9 +82,9 @@ public final class Hub: @unchecked Sendable {
         var waiting: [any ClientConnection] = []
         /// HTTP requests waiting for the room; a room the store does not have is created only for a hello.
         var requests: [(RoomOutcome) -> Void] = []
-        /// What the room is created as when the store does not have it (an HTTP `PUT`); nil: only a
-        /// hello creates it, from the seed.
-        var creator: (() -> Room)?
+        /// What the room is created from when the store does not have it (an HTTP `PUT`'s import);
+        /// nil: only a hello creates it, from the seed.
+        var creator: RoomImport?
         /// An HTTP `PUT` whose body is being checked off the service thread: if the store does not have
         /// the room, the load waits for that check (`parked`) instead of creating the room from the
         /// seed for a hello that came meanwhile; the import decides what the room is made of.

@@ -47,7 +47,8 @@ package final class RoomDeletion: Sendable {
 /// room from what is durable): a later append must never land after a gap.
 package final class GroupCommitWriter: @unchecked Sendable {
     private let condition = NSCondition()
-    private var queue: [WriterWork] = []
+    /// Work handed over, in groups that go into one transaction whole (`submit(together:)`).
+    private var queue: [[WriterWork]] = []
     private var closed = false
     private var broken: [String: StoreError] = [:]
     private let finished = DispatchSemaphore(value: 0)
@@ -96,7 +97,25 @@ package final class GroupCommitWriter: @unchecked Sendable {
             whenDone(StoreError(.closed, "the store is closed"))
             return
         }
-        queue.append(work)
+        queue.append([work])
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Hands over `works` (appends and snapshots of one room) to be written in one transaction:
+    /// a batch never ends between them, so a crash leaves all or none of them (a room's creation with
+    /// its history). Refused as a whole when the room broke or the store is closed: every append's
+    /// completion gets the error.
+    package func submit(together works: [WriterWork]) {
+        guard !works.isEmpty else { return }
+        condition.lock()
+        let refusal = works.first.flatMap { broken[$0.room] } ?? (closed ? StoreError(.closed, "the store is closed") : nil)
+        if let refusal {
+            condition.unlock()
+            for case .append(_, _, let whenDurable) in works { whenDurable(refusal) }
+            return
+        }
+        queue.append(works)
         condition.signal()
         condition.unlock()
     }
@@ -195,9 +214,15 @@ package final class GroupCommitWriter: @unchecked Sendable {
                 finished.signal()
                 return
             }
-            let count = min(queue.count, maxBatch)
-            var batch = Array(queue.prefix(count))
-            queue.removeFirst(count)
+            // Whole groups, at least one, up to `maxBatch` pieces of work.
+            var groups = 1
+            var count = queue[0].count
+            while groups < queue.count && count + queue[groups].count <= maxBatch {
+                count += queue[groups].count
+                groups += 1
+            }
+            var batch = Array(queue.prefix(groups).joined())
+            queue.removeFirst(groups)
             // Appends and snapshots of a room that broke while they were queued fail without being
             // written: a snapshot (and its checkpoint) may include records that never became durable.
             var refused: [(WriterWork, StoreError)] = []

@@ -27,6 +27,13 @@ public final class InMemoryStore: PeopleStore {
         mutating func keep(_ new: [WebhookNotice]) {
             for notice in new where !notices.contains(notice) { notices.append(notice) }
         }
+
+        mutating func save(_ snapshot: RoomSnapshot, room: String, notices: [WebhookNotice]) {
+            rooms[room, default: Stored()].snapshot = snapshot
+            rooms[room]!.savedAt = Int64(Date().timeIntervalSince1970 * 1000)
+            rooms[room]!.checkpoints[snapshot.revision] = snapshot.checkpoint
+            keep(notices)
+        }
     }
 
     private let state = Mutex(State())
@@ -42,13 +49,16 @@ public final class InMemoryStore: PeopleStore {
     }
 
     public func save(_ snapshot: RoomSnapshot, room: String, notices: [WebhookNotice]) {
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        state.withLock { $0.save(snapshot, room: room, notices: notices) }
+    }
+
+    public func create(_ snapshot: RoomSnapshot, notices: [WebhookNotice], entries: [JournalEntry], room: String,
+                       whenDurable: @escaping @Sendable (StoreError?) -> Void) -> AppendOutcome {
         state.withLock {
-            $0.rooms[room, default: Stored()].snapshot = snapshot
-            $0.rooms[room]!.savedAt = now
-            $0.rooms[room]!.checkpoints[snapshot.revision] = snapshot.checkpoint
-            $0.keep(notices)
+            $0.save(snapshot, room: room, notices: notices)
+            $0.rooms[room]!.journal.append(contentsOf: entries)
         }
+        return .durable
     }
 
     public func load(room: String) throws(StoreError) -> StoredRoom? {

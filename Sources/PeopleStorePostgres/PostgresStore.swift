@@ -246,6 +246,13 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         writer.submit(.snapshot(room: room, snapshot, notices: notices))
     }
 
+    public func create(_ snapshot: RoomSnapshot, notices: [WebhookNotice], entries: [JournalEntry], room: String,
+                       whenDurable: @escaping @Sendable (StoreError?) -> Void) -> AppendOutcome {
+        writer.submit(together: [.snapshot(room: room, snapshot, notices: notices),
+                                 .append(room: room, entries: entries, whenDurable: whenDurable)])
+        return .pending
+    }
+
     /// One commit for the batch: every record in one `INSERT … SELECT FROM unnest(…)`, then the
     /// snapshots (a snapshot never replaces a newer one), each with its checkpoint. A deletion splits the batch: what came before
     /// it is written, then deleted with the room, then what came after is written, all in one commit.

@@ -152,6 +152,13 @@ public final class SQLiteStore: PeopleStore {
         writer.submit(.snapshot(room: room, snapshot, notices: notices))
     }
 
+    public func create(_ snapshot: RoomSnapshot, notices: [WebhookNotice], entries: [JournalEntry], room: String,
+                       whenDurable: @escaping @Sendable (StoreError?) -> Void) -> AppendOutcome {
+        writer.submit(together: [.snapshot(room: room, snapshot, notices: notices),
+                                 .append(room: room, entries: entries, whenDurable: whenDurable)])
+        return .pending
+    }
+
     /// Milliseconds since the epoch (a snapshot's save time).
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 

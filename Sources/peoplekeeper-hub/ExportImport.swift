@@ -88,14 +88,15 @@ struct ImportCommand: AsyncParsableCommand {
         } catch let exit as ExitCode { throw exit } catch {
             throw StoreAccess.fail(74, "import", "\(error)")
         }
-        // The new room's first snapshot, its history, then the room's snapshot at its head (so loading it
-        // replays nothing) and the people every storage.snapshotEvery revisions (so a restore or ?at=
-        // far back reads little), as a hub that made the same revisions one by one would have kept.
-        store.save(Room(name: name, seed: imported.initial, policy: settings.roomPolicy).snapshot(), room: name)
+        // The new room's first snapshot and its history in one commit (a crash leaves all or none), then
+        // the room's snapshot at its head (so loading it replays nothing) and the people every
+        // storage.snapshotEvery revisions (so a restore or ?at= far back reads little), as a hub that
+        // made the same revisions one by one would have kept.
         let room = imported.built
         let done = DispatchSemaphore(value: 0)
         let failure = LockedBox<StoreError?>(nil)
-        if store.append(imported.entries, room: name, whenDurable: { error in failure.set(error); done.signal() }) == .durable {
+        if store.create(imported.startingSnapshot, notices: [], entries: imported.entries, room: name,
+                        whenDurable: { error in failure.set(error); done.signal() }) == .durable {
             done.signal()
         }
         done.wait()

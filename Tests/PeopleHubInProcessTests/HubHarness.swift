@@ -132,16 +132,47 @@ final class ScriptedStore: PeopleStore, @unchecked Sendable {
 
     func append(_ entries: [JournalEntry], room: String,
                 whenDurable: @escaping @Sendable (StoreError?) -> Void) -> AppendOutcome {
-        _ = inner.append(entries, room: room) { _ in }
+        // As the durable stores: kept only once durable (after a failure, nothing held is kept).
+        let inner = inner
         return lock.withLock {
-            guard holding else { return .durable }
-            waiting.append(whenDurable)
+            guard holding else {
+                _ = inner.append(entries, room: room) { _ in }
+                return .durable
+            }
+            waiting.append { error in
+                if error == nil { _ = inner.append(entries, room: room) { _ in } }
+                whenDurable(error)
+            }
             return .pending
         }
     }
 
     func save(_ snapshot: RoomSnapshot, room: String, notices: [WebhookNotice]) {
         inner.save(snapshot, room: room, notices: notices)
+    }
+
+    /// Rooms created with a history (`create`), in order.
+    var created: [String] { lock.withLock { creations } }
+    private var creations: [String] = []
+
+    /// As the durable stores: all or nothing. While holding, the room is kept only when `release`
+    /// makes it durable (a failure leaves no trace of it).
+    func create(_ snapshot: RoomSnapshot, notices: [WebhookNotice], entries: [JournalEntry], room: String,
+                whenDurable: @escaping @Sendable (StoreError?) -> Void) -> AppendOutcome {
+        let inner = inner
+        let keep: @Sendable () -> Void = { _ = inner.create(snapshot, notices: notices, entries: entries, room: room) { _ in } }
+        return lock.withLock {
+            creations.append(room)
+            guard holding else {
+                keep()
+                return .durable
+            }
+            waiting.append { error in
+                if error == nil { keep() }
+                whenDurable(error)
+            }
+            return .pending
+        }
     }
 
     func load(room: String) throws(StoreError) -> StoredRoom? {

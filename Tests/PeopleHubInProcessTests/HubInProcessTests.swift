@@ -312,6 +312,30 @@ struct HubInProcessTests {
         #expect(joined.welcome?.rev == 5)
     }
 
+    @Test("an import's room and history are one commit: when it fails, no room is left at revision 0, and the PUT can be made again")
+    func importIsOneCommit() async throws {
+        let h = HubHarness()
+        let (body, final) = Self.export(revisions: 5)
+        h.store.hold()
+        let put = h.start("PUT", "/v1/rooms/whole", body: body)
+        let member = try #require(h.connect("/v1/rooms/whole"))
+        h.hello(member, as: "bob")
+        await h.settle()
+        #expect(h.store.created == ["whole"], "the first snapshot and the history go to the store together")
+        #expect(put.response == nil && member.welcome == nil, "nothing is answered before the commit")
+        h.store.release(error: StoreError(.io, "the disk is full"))
+        await h.settle()
+        #expect(put.response?.status == 503)
+        #expect(member.welcome == nil)
+        #expect(try h.store.inner.load(room: "whole") == nil, "no room at revision 0 without its history")
+        #expect(await h.http("GET", "/v1/rooms/whole")?.status == 404)
+        let again = await h.http("PUT", "/v1/rooms/whole", body: body)
+        #expect(again?.status == 201, "\(String(decoding: again?.body ?? [], as: UTF8.self))")
+        let stored = try #require(try h.store.inner.load(room: "whole"))
+        let room = try Room(restoring: stored, policy: h.hub.configuration.roomPolicy)
+        #expect(room.revision == 5 && Array(room.model.people.elements) == final)
+    }
+
     @Test("an import racing a hello: the hello waits and joins the imported room whole, at its head")
     func importRacingAHello() async throws {
         let h = HubHarness { $0.snapshotEvery = 2 }
@@ -393,6 +417,10 @@ final class LeasedElsewhere: PeopleStore, RoomLeases, @unchecked Sendable {
     }
     func save(_ snapshot: RoomSnapshot, room: String, notices: [WebhookNotice]) {
         inner.save(snapshot, room: room, notices: notices)
+    }
+    func create(_ snapshot: RoomSnapshot, notices: [WebhookNotice], entries: [JournalEntry], room: String,
+                whenDurable: @escaping @Sendable (StoreError?) -> Void) -> AppendOutcome {
+        inner.create(snapshot, notices: notices, entries: entries, room: room, whenDurable: whenDurable)
     }
     func load(room: String) throws(StoreError) -> StoredRoom? { try inner.load(room: room) }
     func revisions(room: String, after: Int, through: Int) throws(StoreError) -> [Revision] { [] }

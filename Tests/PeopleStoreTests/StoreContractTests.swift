@@ -95,6 +95,19 @@ func appendAndWait(_ store: any PeopleStore, _ entries: [JournalEntry], room: St
     if let error = result.withLock({ $0 }) ?? nil { throw error }
 }
 
+/// Creates a room with its history and waits for the commit (or takes `.durable` at once).
+func createAndWait(_ store: any PeopleStore, _ snapshot: RoomSnapshot, _ entries: [JournalEntry], room: String) throws {
+    let result = Mutex<StoreError??>(nil)
+    let done = DispatchSemaphore(value: 0)
+    let outcome = store.create(snapshot, notices: [], entries: entries, room: room) { error in
+        result.withLock { $0 = .some(error) }
+        done.signal()
+    }
+    if outcome == .durable { return }
+    #expect(done.wait(timeout: .now() + 30) == .success, "create never completed")
+    if let error = result.withLock({ $0 }) ?? nil { throw error }
+}
+
 extension StoreContract {
     /// Runs a contract test off the cooperative pool (its store calls wait for commits: `blocking`).
     func run(_ test: @escaping (StoreContract) throws -> Void) async throws {
@@ -453,6 +466,30 @@ struct StoreContract {
         #expect(try store.webhookBacklog(endpoint: e1).map(\.room) == [born, gone])
     }
 
+    /// A room created with its history (an import) is one commit: all of it, or (when the history
+    /// cannot be written) no room at all, which can then be created again.
+    func createWithHistory() throws {
+        let store = try open()
+        defer { store.close() }
+        var driver = RoomDriver(name: "\(prefix)created")
+        let first = driver.room.snapshot()
+        driver.play(rounds: 6)
+        try createAndWait(store, first, driver.entries, room: "\(prefix)created")
+        let stored = try #require(try store.load(room: "\(prefix)created"))
+        #expect(durableState(try Room(restoring: stored, policy: driver.room.policy)) == durableState(driver.room))
+
+        guard durable else { return }
+        // Two records at one position: the history cannot be written, and neither is the room.
+        let failed = #expect(throws: StoreError.self) {
+            try createAndWait(store, first, [driver.entries[0], driver.entries[0]], room: "\(prefix)half")
+        }
+        #expect(failed?.kind == .conflict)
+        #expect(try store.load(room: "\(prefix)half") == nil)
+        #expect(try store.listRooms(after: nil, prefix: "\(prefix)half", limit: 10).isEmpty)
+        try createAndWait(store, first, driver.entries, room: "\(prefix)half")
+        #expect(try store.load(room: "\(prefix)half") != nil)
+    }
+
     /// An append that cannot be made durable is reported, and the room takes no later append until it
     /// is loaded again: a journal never has a gap.
     func failedAppendBreaksTheRoom() throws {
@@ -503,6 +540,7 @@ struct InMemoryStoreContractTests {
     @Test func webhookBacklog() async throws { try await contract.run { try $0.webhookBacklog() } }
     @Test func keptCheckpoints() async throws { try await contract.run { try $0.keptCheckpoints() } }
     @Test func checkpoints() async throws { try await contract.run { try $0.checkpoints() } }
+    @Test func createWithHistory() async throws { try await contract.run { try $0.createWithHistory() } }
 }
 
 @Suite("Store contract: SQLite")
@@ -526,6 +564,7 @@ struct SQLiteStoreContractTests {
     @Test func webhookBacklog() async throws { try await contract.run { try $0.webhookBacklog() } }
     @Test func keptCheckpoints() async throws { try await contract.run { try $0.keptCheckpoints() } }
     @Test func checkpoints() async throws { try await contract.run { try $0.checkpoints() } }
+    @Test func createWithHistory() async throws { try await contract.run { try $0.createWithHistory() } }
     @Test func failedAppendBreaksTheRoom() async throws { try await contract.run { try $0.failedAppendBreaksTheRoom() } }
 
     @Test("the file is in WAL mode with synchronous FULL on the writer, and an online backup holds every room")
@@ -583,6 +622,7 @@ struct PostgresStoreContractTests {
     @Test func webhookBacklog() async throws { try await contract.run { try $0.webhookBacklog() } }
     @Test func keptCheckpoints() async throws { try await contract.run { try $0.keptCheckpoints() } }
     @Test func checkpoints() async throws { try await contract.run { try $0.checkpoints() } }
+    @Test func createWithHistory() async throws { try await contract.run { try $0.createWithHistory() } }
     @Test func failedAppendBreaksTheRoom() async throws { try await contract.run { try $0.failedAppendBreaksTheRoom() } }
 
     @Test("a room is leased to one node at a time; the others are told its URL; a dead node's rooms are free at once")

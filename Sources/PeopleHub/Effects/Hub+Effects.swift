@@ -44,7 +44,8 @@ extension Hub {
 
     /// Hands `entries` to the store in one append; what the room sends after them waits until they
     /// are durable (a barrier), and the change feed and webhooks hear of their revisions then.
-    func persist(_ entries: [JournalEntry], in host: RoomHost) {
+    /// `creating`: a new room's first snapshot and its webhook notices, in the same commit as `entries`.
+    func persist(_ entries: [JournalEntry], in host: RoomHost, creating: (RoomSnapshot, [WebhookNotice])? = nil) {
         guard !entries.isEmpty else { return }
         for entry in entries {
             if let revision = entry.record.revision { metrics.revisions[revision.kind]?.increment() }
@@ -55,12 +56,17 @@ extension Hub {
         let handed = DispatchTime.now().uptimeNanoseconds
         let box = UncheckedSendable(host)
         let rev = entries.last(where: { $0.record.revision != nil })?.record.revision?.number
-        let outcome = store.append(entries, room: host.room.name) { [weak self] error in
+        let whenDurable: @Sendable (StoreError?) -> Void = { [weak self] error in
             self?.back(box) { hub, box in
                 hub.metrics.durableWait.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - handed))
                 hub.durable(barrier: barrier, host: box.value, error: error)
                 if error == nil, let rev, !box.value.broken { hub.revisionsDurable(box.value, through: rev) }
             }
+        }
+        let outcome = if let (snapshot, notices) = creating {
+            store.create(snapshot, notices: notices, entries: entries, room: host.room.name, whenDurable: whenDurable)
+        } else {
+            store.append(entries, room: host.room.name, whenDurable: whenDurable)
         }
         if outcome == .pending {
             host.hold(behind: barrier)

@@ -170,9 +170,9 @@ extension Hub {
     }
 
     /// Creates the room with the import's people (and its history): 409 `room-exists` if the store has
-    /// it; 201 once everything is durable. The room built off the service thread takes the new room's
-    /// place, its history in one append, its checkpoints after; hellos that waited for the room join
-    /// it after that (`loaded` runs the creator's request first).
+    /// it; 201 once everything is durable. The room built off the service thread is the new room
+    /// (`loaded` makes it, its first snapshot and history in one commit, before hellos that waited
+    /// join it); its checkpoints are kept after.
     private func create(_ imported: RoomImport, call: HTTPCall) {
         let name = imported.room
         let exists = Self.roomExists(name)
@@ -184,13 +184,6 @@ extension Hub {
                         throw HTTPFailure.unavailable("room \(name) was deleted while it was created; try again")
                     }
                     let answer = HTTPResponse.json(.object(["room": .string(name), "rev": .int(imported.built.revision)]), status: 201)
-                    // The creator's request runs before anyone joins (`loaded`): the room is as it was made.
-                    guard host.room.revision == 0, host.room.journalPosition == 0, host.connections.isEmpty else {
-                        throw HTTPFailure.unavailable("room \(name) changed while it was created; try again")
-                    }
-                    host.room = imported.built
-                    persist(imported.entries, in: host)
-                    if host.room.revision - host.snapshotRevision >= configuration.snapshotEvery { saveSnapshotIfChanged(host) }
                     afterDurable(of: name, call: call, answer, then: keepCheckpoints(of: imported))
                     return nil
                 case .loaded: throw exists
@@ -199,19 +192,19 @@ extension Hub {
                 }
             }
         }
-        let policy = configuration.roomPolicy
-        let build = { Room(name: name, seed: imported.initial, policy: policy) }
         switch rooms[name] {
         case .loaded?:
             call.exchange.respond(exists.response(json: true))
         case .loading(let load)?:
             guard load.creator == nil else { return call.exchange.respond(exists.response(json: true)) }
-            load.creator = build
-            load.requests.insert(done, at: 0)  // the creator's request first (`loaded`)
+            load.creator = imported
+            // Answered first: it came before the requests that waited during its check (a `DELETE`
+            // among them then deletes the imported room, not a room still being made).
+            load.requests.insert(done, at: 0)
         case nil:
             guard roomCount < configuration.limits.maxRooms else { return done(.full) }
             let load = RoomLoad()
-            load.creator = build
+            load.creator = imported
             load.requests.append(done)
             rooms[name] = .loading(load)
             startLoading(name)

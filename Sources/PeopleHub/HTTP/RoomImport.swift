@@ -78,6 +78,10 @@ public struct RoomImport: Sendable {
         self.checkpoints = checkpoints
     }
 
+    /// The room's first snapshot: `initial` at revision 0, before any imported revision (it and
+    /// `entries` are created in one commit, `PeopleStore.create`).
+    public var startingSnapshot: RoomSnapshot { Room(name: room, seed: initial, policy: built.policy).snapshot() }
+
     /// Keeps `checkpoints` in `store`, once the room and its imported revisions are there. Blocks.
     public func keepCheckpoints(in store: any PeopleStore) throws(StoreError) {
         for checkpoint in checkpoints { try store.keepCheckpoint(checkpoint, room: room) }

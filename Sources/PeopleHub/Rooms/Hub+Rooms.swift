@@ -136,13 +136,23 @@ extension Hub {
             return
         case .success(nil):
             metrics.roomLoads[.created]?.increment()
-            // A new room: its first snapshot (the seed) is stored before anything journalled after it.
-            host = RoomHost(room: load.creator?() ?? Room(name: name, seed: configuration.seed, policy: configuration.roomPolicy))
-            // `room.created` is kept with that snapshot, in the same commit, so no crash can lose it.
+            // A new room: its first snapshot (the seed, or an import's people) is stored before anything
+            // journalled after it, with `room.created` in the same commit, so no crash can lose it.
             let time = clock
-            store.save(host.room.snapshot(), room: name, notices: webhooks?.notices(roomCreated: name, time: time) ?? [])
+            let notices = webhooks?.notices(roomCreated: name, time: time) ?? []
+            if let imported = load.creator, !imported.entries.isEmpty {
+                // An import with a history: the room is made whole before anyone joins it, and its
+                // first snapshot and history are one commit (never found at revision 0 after a crash).
+                host = RoomHost(room: Room(name: name, seed: imported.initial, policy: configuration.roomPolicy))
+                host.room = imported.built
+                webhooks?.roomCreated(room: name, time: time)
+                persist(imported.entries, in: host, creating: (imported.startingSnapshot, notices))
+            } else {
+                host = RoomHost(room: load.creator?.built ?? Room(name: name, seed: configuration.seed, policy: configuration.roomPolicy))
+                store.save(host.room.snapshot(), room: name, notices: notices)
+                webhooks?.roomCreated(room: name, time: time)
+            }
             created = true
-            webhooks?.roomCreated(room: name, time: time)
             logger.info("room created", metadata: ["room": "\(name)"])
         case .failure(let error):
             metrics.roomLoads[.failed]?.increment()
@@ -158,19 +168,13 @@ extension Hub {
             return
         }
         rooms[name] = .loaded(host)
-        var requests = load.requests[...]
-        if created, load.creator != nil, let creator = requests.popFirst() {
-            // An import (its request is the first): it goes in before the hellos that waited join, so
-            // they join it whole, at its head, their welcomes held until it is durable — not at revision
-            // 0 with every imported revision sent after, one message each.
-            creator(.created(host))
-        }
+        if host.room.revision - host.snapshotRevision >= configuration.snapshotEvery { saveSnapshotIfChanged(host) }
         for connection in load.waiting where !connection.isClosing {
             guard let client = connection.context as? Client else { continue }
             join(connection, client: client, host: host)
         }
         if host.connections.isEmpty && host.catchingUp == 0 { host.idleSince = clock }
-        for request in requests { request(created ? .created(host) : .loaded(host)) }
+        for request in load.requests { request(created ? .created(host) : .loaded(host)) }
     }
 
     /// Joins an opening connection to its loaded room; a `since` older than memory (or whose time

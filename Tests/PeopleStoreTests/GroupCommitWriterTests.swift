@@ -1,0 +1,64 @@
+import Foundation
+import PeopleCore
+@testable import PeopleStore
+import Synchronization
+import Testing
+
+@Suite("The group-commit writer")
+struct GroupCommitWriterTests {
+    /// What each commit was handed: per batch, the kind of each piece of work and its room.
+    final class Commits: Sendable {
+        let batches = Mutex<[[String]]>([])
+        func record(_ batch: [WriterWork]) {
+            batches.withLock {
+                $0.append(batch.map { work in
+                    switch work {
+                    case .append(let room, let entries, _): "append \(room) \(entries.count)"
+                    case .snapshot(let room, _, _): "snapshot \(room)"
+                    case .delete(let room, _, _, _): "delete \(room)"
+                    case .probe: "probe"
+                    }
+                })
+            }
+        }
+    }
+
+    @Test("work handed over together is never split between transactions, whatever maxBatch is")
+    func togetherIsOneTransaction() throws {
+        let commits = Commits()
+        let gate = DispatchSemaphore(value: 0)
+        let writer = GroupCommitWriter(name: "test-writer", kind: "test", maxBatch: 2, commit: { batch in
+            commits.record(batch)
+            if batch.first?.room == "first" { gate.wait() }  // keeps the writer busy while the rest queue
+        }, onSnapshotFailure: { _, _ in })
+        let done = DispatchSemaphore(value: 0)
+        let entry = JournalEntry(position: 1, record: .forgotten(session: "nobody"))
+        writer.submit(.append(room: "first", entries: [entry], whenDurable: { _ in done.signal() }))
+        while commits.batches.withLock({ $0.isEmpty }) { Thread.sleep(forTimeInterval: 0.001) }
+        // Queued while the first commit runs: one piece of work, then a room created with its history.
+        writer.submit(.append(room: "other", entries: [entry], whenDurable: { _ in done.signal() }))
+        writer.submit(together: [.snapshot(room: "new", Room(name: "new").snapshot(), notices: []),
+                                 .append(room: "new", entries: [entry, entry], whenDurable: { _ in done.signal() })])
+        gate.signal()
+        for _ in 0..<3 { #expect(done.wait(timeout: .now() + 10) == .success) }
+        writer.close()
+        // Two pieces fit maxBatch, but not three: the group goes whole into the next transaction
+        // (before, the snapshot went with `other` and the history into a transaction of its own).
+        #expect(commits.batches.withLock { $0 } == [["append first 1"], ["append other 1"],
+                                                      ["snapshot new", "append new 2"]])
+    }
+
+    @Test("a group bigger than maxBatch is still one transaction")
+    func bigGroup() throws {
+        let commits = Commits()
+        let writer = GroupCommitWriter(name: "test-writer", kind: "test", maxBatch: 1, commit: { commits.record($0) },
+                                       onSnapshotFailure: { _, _ in })
+        let done = DispatchSemaphore(value: 0)
+        let entry = JournalEntry(position: 1, record: .forgotten(session: "nobody"))
+        writer.submit(together: [.snapshot(room: "big", Room(name: "big").snapshot(), notices: []),
+                                 .append(room: "big", entries: [entry], whenDurable: { _ in done.signal() })])
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        writer.close()
+        #expect(commits.batches.withLock { $0 } == [["snapshot big", "append big 1"]])
+    }
+}
