@@ -101,6 +101,18 @@ struct HubInProcessTests {
         #expect(bob.errors.map(\.code) == [.roomFull, .roomFull])
     }
 
+    @Test("at limits.maxRooms an HTTP request for a room the store does not have is 404, for one it has 503 room-full")
+    func roomFullOverHTTP() async throws {
+        let h = HubHarness { $0.limits.maxRooms = 1 }
+        _ = try await h.joined("ann", room: "one")
+        h.store.save(Room(name: "stored").snapshot(), room: "stored")
+        #expect(await h.http("GET", "/v1/rooms/nothing")?.status == 404)
+        #expect(await h.http("GET", "/v1/rooms/stor")?.status == 404, "a prefix of a stored room's name is not that room")
+        #expect(await h.http("GET", "/v1/rooms/nothing/log")?.json?["error"]?["code"] == .string("no-room"))
+        let full = await h.http("GET", "/v1/rooms/stored")
+        #expect(full?.status == 503 && full?.json?["error"]?["code"] == .string("room-full"))
+    }
+
     @Test("a room that cannot be loaded: server-error, then close 1011; the next hello tries again")
     func loadFailure() async throws {
         let store = ScriptedStore()

@@ -40,11 +40,23 @@ extension Hub {
         case .loading(let load)?:
             load.requests.append(then)
         case nil:
-            guard roomCount < configuration.limits.maxRooms else { return then(.full) }
+            guard roomCount < configuration.limits.maxRooms else { return whenFull(name, then) }
             let load = RoomLoad()
             load.requests.append(then)
             rooms[name] = .loading(load)
             startLoading(name)
+        }
+    }
+
+    /// At `limits.maxRooms` no other room can be loaded (`full`), but a room the store does not have
+    /// is still `absent` (404 over HTTP, not 503): one cheap store read tells, off the service thread.
+    /// A read that fails answers `full`.
+    private func whenFull(_ name: String, _ then: @escaping (RoomOutcome) -> Void) {
+        let store = store
+        let box = UncheckedSendable(then)
+        runtime.background { [weak self] in
+            let stored = try? store.listRooms(after: nil, prefix: name, limit: 1).first?.name == name
+            self?.back(box) { _, box in box.value(stored == false ? .absent : .full) }
         }
     }
 
