@@ -371,8 +371,8 @@ extension HTTPResponse {
 extension HubHarness {
     /// Starts an HTTP request; the exchange gets its answer as the hub's work settles.
     func start(_ method: String, _ path: String, query: [String: String] = [:], body: String = "",
-               token: String? = nil, peer: String = "127.0.0.1") -> FakeExchange {
-        var headers: [String: String] = [:]
+               token: String? = nil, peer: String = "127.0.0.1", headers: [String: String] = [:]) -> FakeExchange {
+        var headers = headers
         if let token { headers["authorization"] = "Bearer " + token }
         let request = HTTPRequest(method: method, path: path,
                                   query: query.sorted { $0.key < $1.key }.map { .init(name: $0.key, value: $0.value) },

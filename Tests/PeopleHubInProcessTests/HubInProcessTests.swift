@@ -174,6 +174,38 @@ struct HubInProcessTests {
         #expect(ann.acks().map(\.rev) == [1] && bob.ops().map(\.rev) == [1])
     }
 
+    @Test("an HTTP read of a revision that is not durable yet waits for it, as broadcasts do; a store failure answers 503")
+    func readsWaitForDurability() async throws {
+        let h = HubHarness()
+        let ann = try await h.joined("ann")
+        h.store.hold()
+        await h.send(.submit(seq: 1, base: 0, [Self.set(1, glasses: false)]), on: ann)
+        let now = h.start("GET", "/v1/rooms/r")
+        let at = h.start("GET", "/v1/rooms/r", query: ["at": "1"])
+        let csv = h.start("GET", "/v1/rooms/r/export", headers: ["accept": "text/csv"])
+        let json = h.start("GET", "/v1/rooms/r/export")
+        let before = await h.http("GET", "/v1/rooms/r", query: ["at": "0"])
+        await h.settle()
+        #expect(before?.json?["rev"] == .int(0), "a durable revision is answered at once")
+        #expect(now.response == nil && at.response == nil && csv.response == nil && json.response == nil,
+                "revision 1 is not durable: nobody is shown it yet")
+        h.store.release()
+        await h.settle()
+        #expect(ann.acks().map(\.rev) == [1])
+        #expect(now.response?.json?["rev"] == .int(1) && at.response?.json?["rev"] == .int(1))
+        #expect(csv.response?.status == 200 && json.response?.json?["rev"] == .int(1))
+
+        // Revision 2 never becomes durable: the reader is told, and never shown it.
+        h.store.hold()
+        await h.send(.submit(seq: 2, base: 1, [Self.set(1, glasses: true)]), on: ann)
+        let lost = h.start("GET", "/v1/rooms/r")
+        await h.settle()
+        h.store.release(error: StoreError(.io, "disk full"))
+        await h.settle()
+        #expect(lost.response?.status == 503)
+        #expect(await h.http("GET", "/v1/rooms/r")?.json?["rev"] == .int(1))
+    }
+
     @Test("a store failure drops the room: held sends are never sent, connections close 1011, the room reloads")
     func storeFailure() async throws {
         let h = HubHarness()
@@ -394,6 +426,29 @@ struct HubInProcessTests {
         #expect(waiting.welcome?.rev == 0)
         #expect(try #require(h.hub.host("held2")).room.model == PeopleModel.tutorialSeed)
         #expect(h.start("PUT", "/v1/rooms/held2", body: body).response?.json?["error"]?["message"] == .string("room held2 exists; DELETE it first"))
+    }
+
+    @Test("a PUT that comes while the room is deleted takes the name: a hello after the deletion waits for the import")
+    func importDuringADelete() async throws {
+        let h = HubHarness()
+        await h.disconnect(try await h.joined("ann", room: "gone"))
+        h.background.hold()
+        let deleted = h.start("DELETE", "/v1/rooms/gone")
+        let (body, final) = Self.export(revisions: 3)
+        let put = h.start("PUT", "/v1/rooms/gone", body: body)
+        await h.settle()
+        #expect(h.background.next())  // the deletion, first
+        await h.settle()
+        #expect(deleted.response?.status == 204)
+        // Before, the name was free again here: this hello's store read, ending before the import's
+        // check, made the room from the seed, and the PUT was 409.
+        let member = try #require(h.connect("/v1/rooms/gone"))
+        h.hello(member, as: "bob")
+        await h.settle()
+        while h.background.next(newestFirst: true) { await h.settle() }
+        #expect(put.response?.status == 201, "\(String(decoding: put.response?.body ?? [], as: UTF8.self))")
+        #expect(member.welcome?.rev == 3 && member.ops().isEmpty)
+        #expect(Array(try #require(h.hub.host("gone")).room.model.people.elements) == final)
     }
 
     @Test("the router: literals, parameters, a final *, HEAD on a GET route, and 405 for another method")

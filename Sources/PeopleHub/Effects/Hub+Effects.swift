@@ -124,9 +124,25 @@ extension Hub {
             drop(host, code: 1011, reason: "store failed")
             return
         }
-        for (encoded, connections) in host.release(barrier) {
-            for connection in connections { connection.send(encoded) }
+        for item in host.release(barrier) {
+            switch item {
+            case .send(let encoded, let connections): for connection in connections { connection.send(encoded) }
+            case .answer(let exchange, let response): exchange.respond(response)
+            case .barrier: break
+            }
         }
+    }
+
+    /// Answers an HTTP read that shows revision `rev` of the room: at once when it is durable, else
+    /// once it is, in order with the room's held sends, as the WebSocket's broadcasts wait — a reader
+    /// never sees a revision that a crash could take back. Returns the response to give now, or nil.
+    func answerDurable(_ call: HTTPCall, _ response: HTTPResponse, showing rev: Int, in host: RoomHost) -> HTTPResponse? {
+        guard rev > host.durableRevision else { return response }
+        guard !host.broken, self.host(host.room.name) === host else {
+            return HTTPFailure.unavailable("room \(host.room.name) is being reloaded; try again").response(json: true)
+        }
+        host.held.append(.answer(call.exchange, response))
+        return nil
     }
 
     /// Reads revisions older than the room's memory from the store (off the service thread) for a

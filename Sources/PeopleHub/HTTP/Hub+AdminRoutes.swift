@@ -37,7 +37,7 @@ extension Hub {
             let history = ["true", "1", "yes"].contains(call.request.query("history")?.lowercased() ?? "")
             return try api(call) { [unowned self] caller throws in
                 try inRoom(call, caller, need: .admin) { [unowned self] host throws in
-                    if csv { return RoomExport.csv(host.room.model) }
+                    if csv { return answerDurable(call, RoomExport.csv(host.room.model), showing: host.room.revision, in: host) }
                     return try export(host, history: history, call: call)
                 }
             }
@@ -246,7 +246,7 @@ extension Hub {
     private func delete(_ host: RoomHost, call: HTTPCall) {
         let name = host.room.name
         host.broken = true
-        host.held.removeAll()
+        for exchange in host.discardHeld() { exchange.respond(HTTPFailure.noRoom(name).response(json: true)) }
         for connection in host.connections.values { connection.close(code: 1000, reason: "room deleted") }
         for waiter in host.feedWaiters { waiter.call.exchange.respond(HTTPFailure.noRoom(name).response(json: true)) }
         host.feedWaiters.removeAll()
@@ -264,7 +264,9 @@ extension Hub {
                 if let leases = hub.leases { hub.leaseCalls.async { leases.release(room: name) } }
                 if case .loading(let load)? = hub.rooms[name], load === placeholder {
                     hub.rooms[name] = nil
-                    if !load.waiting.isEmpty || !load.requests.isEmpty {
+                    // Hellos and requests that waited load the room anew; so does an import whose
+                    // body is being checked (the name stays taken for it: a hello meanwhile waits).
+                    if !load.waiting.isEmpty || !load.requests.isEmpty || load.importing {
                         hub.rooms[name] = .loading(load)
                         hub.startLoading(name)
                     }
@@ -291,9 +293,9 @@ extension Hub {
         let room = host.room
         guard history else {
             guard let json = room.export(history: false, older: []) else { throw HTTPFailure.unavailable("try again") }
-            return .json(json)
+            return answerDurable(call, .json(json), showing: room.revision, in: host)
         }
-        let (store, work) = (store, UncheckedSendable(call))
+        let (store, work) = (store, UncheckedSendable((call, host)))
         runtime.background { [weak self] in
             let result = Result { () throws -> HTTPResponse in
                 let older = room.oldestKeptBase == 0 ? []
@@ -303,7 +305,10 @@ extension Hub {
                 }
                 return .json(json)
             }
-            self?.back(work) { hub, work in hub.answer(work.value) { try result.get() } }
+            self?.back(work) { hub, work in
+                let (call, host) = work.value
+                hub.answer(call) { hub.answerDurable(call, try result.get(), showing: room.revision, in: host) }
+            }
         }
         return nil
     }

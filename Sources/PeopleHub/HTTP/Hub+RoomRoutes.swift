@@ -57,18 +57,19 @@ extension Hub {
     private func state(_ call: HTTPCall, _ host: RoomHost) throws -> HTTPResponse? {
         let room = host.room
         guard let at = try call.integer("at") else {
-            return .json(.object(["rev": .int(room.revision), "people": .array(room.model.people.map(\.json))]))
+            let now = HTTPResponse.json(.object(["rev": .int(room.revision), "people": .array(room.model.people.map(\.json))]))
+            return answerDurable(call, now, showing: room.revision, in: host)
         }
         guard at >= 0, at <= room.revision else {
             throw HTTPFailure.badMessage("at must be a revision of the room: 0 to \(room.revision)")
         }
         let people: (PeopleModel) -> HTTPResponse = { .json(.object(["rev": .int(at), "people": .array($0.people.map(\.json))])) }
-        if let model = room.people(at: at) { return people(model) }
+        if let model = room.people(at: at) { return answerDurable(call, people(model), showing: at, in: host) }
         readOlder(host, after: at, through: room.oldestKeptBase, modelAt: at, call: call) { hub, older throws in
             guard let model = host.room.people(at: at, older: older.revisions, checkpoint: older.checkpoint) else {
                 throw HTTPFailure.unavailable("revision \(at) cannot be rebuilt from the store; try again")
             }
-            return people(model)
+            return people(model)  // below memory: durable
         }
         return nil
     }

@@ -258,7 +258,9 @@ extension Hub {
     /// hello loads it again (from what is durable).
     func drop(_ host: RoomHost, code: UInt16, reason: String) {
         host.broken = true
-        host.held.removeAll()
+        for exchange in host.discardHeld() {
+            exchange.respond(HTTPFailure.unavailable("the room stopped: \(reason); try again").response(json: true))
+        }
         if self.host(host.room.name) === host { rooms[host.room.name] = nil }
         for connection in host.connections.values { connection.close(code: code, reason: reason) }
     }

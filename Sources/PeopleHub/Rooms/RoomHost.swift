@@ -40,6 +40,9 @@ final class RoomHost {
     enum Held {
         case barrier(Int, durable: Bool)
         case send(OutboundMessage, to: [any ClientConnection])
+        /// An HTTP read's answer, made when it was asked, given once the revision it shows is durable
+        /// (`Hub.answerDurable`).
+        case answer(any HTTPExchange, HTTPResponse)
     }
 
     init(room: Room) {
@@ -63,21 +66,27 @@ final class RoomHost {
         held.append(.barrier(barrier, durable: false))
     }
 
-    /// Marks a barrier durable and returns the sends now free to go, in order.
-    func release(_ barrier: Int) -> [(OutboundMessage, [any ClientConnection])] {
+    /// Marks a barrier durable and returns the sends and answers now free to go, in order.
+    func release(_ barrier: Int) -> [Held] {
         for index in held.indices {
             if case .barrier(barrier, _) = held[index] { held[index] = .barrier(barrier, durable: true) }
         }
-        var ready: [(OutboundMessage, [any ClientConnection])] = []
+        var ready: [Held] = []
         while let first = held.first {
-            switch first {
-            case .barrier(_, let durable):
+            if case .barrier(_, let durable) = first {
                 guard durable else { return ready }
-            case .send(let encoded, let connections):
-                ready.append((encoded, connections))
+            } else {
+                ready.append(first)
             }
             held.removeFirst()
         }
         return ready
+    }
+
+    /// Forgets everything held (the room stops: what it waited for may never be durable) and returns
+    /// the HTTP requests whose answers were held, for the caller to tell why.
+    func discardHeld() -> [any HTTPExchange] {
+        defer { held.removeAll() }
+        return held.compactMap { if case .answer(let exchange, _) = $0 { exchange } else { nil } }
     }
 }
