@@ -140,6 +140,12 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
     private var mayStop = false
     /// While draining: this context has no connection left.
     private let emptied = Stopped()
+    /// While draining: HTTP requests still being read or answered no longer hold the drain up (set
+    /// `httpDrainSeconds` after it began).
+    private var httpDrainOver = false
+    /// How long a drain waits for HTTP requests already taken (a write waiting for its commit, an
+    /// import being checked) to be answered and their answers written.
+    public static let httpDrainSeconds = 10
     /// HTTP requests whose body is being read, exchanges waiting for their answer (by id, and the id
     /// of each connection's), and answers being written.
     private var reading: [OpaquePointer: BodyRead] = [:]
@@ -294,6 +300,17 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             }
             if posted { running.append(context) }
         }
+        // HTTP requests already taken are answered first, for a while: an acknowledged write or an
+        // import is not cut off without its answer.
+        let draining = running
+        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(Self.httpDrainSeconds)) {
+            for context in draining {
+                context.perform { [context] in
+                    context.httpDrainOver = true
+                    context.serviceTick()
+                }
+            }
+        }
         for context in running { await context.emptied.wait() }
         // Posted after everything the contexts handed each other while closing: heard first.
         for context in running {
@@ -314,6 +331,7 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
 
     override func serviceTick() {
         guard draining, connections.isEmpty else { return }
+        guard httpDrainOver || (reading.isEmpty && waiting.isEmpty && pendingHTTP.isEmpty) else { return }
         emptied.signal()
         if mayStop { stopRequested = true }
     }
