@@ -77,11 +77,27 @@ public final class Hub: @unchecked Sendable {
         case loaded(RoomHost)
     }
 
-    /// The connections whose hello waits for their room to come from the store.
+    /// The hellos and HTTP requests that wait for their room to come from the store.
     final class RoomLoad {
-        var waiting: [any ClientConnection] = []
-        /// HTTP requests waiting for the room; a room the store does not have is created only for a hello.
-        var requests: [(RoomOutcome) -> Void] = []
+        /// In the order they came: `loaded` answers them in that order, so a `DELETE` runs after the
+        /// hellos and requests that came before it, and those after it wait for what comes next.
+        private(set) var waiters: [Waiter] = []
+        /// Where an import's request goes among `waiters` once its body is checked: after those that
+        /// came before its `PUT`.
+        var importAt = 0
+
+        enum Waiter {
+            case hello(any ClientConnection)
+            /// An HTTP request; a room the store does not have is created only for a hello.
+            case request((RoomOutcome) -> Void)
+        }
+
+        var waiting: [any ClientConnection] { waiters.compactMap { if case .hello(let c) = $0 { c } else { nil } } }
+        var requests: [(RoomOutcome) -> Void] { waiters.compactMap { if case .request(let r) = $0 { r } else { nil } } }
+        func wait(_ connection: any ClientConnection) { waiters.append(.hello(connection)) }
+        func add(_ request: @escaping (RoomOutcome) -> Void, at index: Int? = nil) {
+            waiters.insert(.request(request), at: min(index ?? waiters.count, waiters.count))
+        }
         /// What the room is created from when the store does not have it (an HTTP `PUT`'s import);
         /// nil: only a hello creates it, from the seed.
         var creator: RoomImport?

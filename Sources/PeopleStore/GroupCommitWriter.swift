@@ -9,6 +9,9 @@ package enum WriterWork: Sendable {
     case append(room: String, entries: [JournalEntry], whenDurable: @Sendable (StoreError?) -> Void)
     /// The snapshot, and webhook notices to keep in the same commit (a room's creation).
     case snapshot(room: String, RoomSnapshot, notices: [WebhookNotice])
+    /// Checkpoints of a room's past (an import's), kept in the commit of its creation; one the store
+    /// has at a revision stays as it is.
+    case checkpoints(room: String, [Checkpoint])
     /// Delete the room (journal, snapshot, webhook cursors) and keep `notices` in the same commit; the
     /// commit sets `found` to whether it existed, and `whenDone` is called once the deletion is
     /// committed (or with the error).
@@ -19,7 +22,7 @@ package enum WriterWork: Sendable {
 
     package var room: String {
         switch self {
-        case .append(let room, _, _), .snapshot(let room, _, _), .delete(let room, _, _, _): room
+        case .append(let room, _, _), .snapshot(let room, _, _), .checkpoints(let room, _), .delete(let room, _, _, _): room
         case .probe: ""
         }
     }
@@ -238,7 +241,7 @@ package final class GroupCommitWriter: @unchecked Sendable {
                 switch work {
                 case .append(_, _, let whenDurable): whenDurable(error)
                 case .snapshot(let room, _, _): onSnapshotFailure(room, error)
-                case .delete, .probe: break
+                case .checkpoints, .delete, .probe: break
                 }
             }
 
@@ -256,6 +259,7 @@ package final class GroupCommitWriter: @unchecked Sendable {
                 switch work {
                 case .append(_, _, let whenDurable): whenDurable(failure)
                 case .snapshot(let room, _, _): if let failure { onSnapshotFailure(room, failure) }
+                case .checkpoints: break
                 case .delete(_, _, _, let whenDone): whenDone(failure)
                 case .probe(let whenDone): whenDone(failure)
                 }

@@ -52,11 +52,15 @@ public final class InMemoryStore: PeopleStore {
         state.withLock { $0.save(snapshot, room: room, notices: notices) }
     }
 
-    public func create(_ snapshot: RoomSnapshot, notices: [WebhookNotice], entries: [JournalEntry], room: String,
+    public func create(_ snapshot: RoomSnapshot, notices: [WebhookNotice], entries: [JournalEntry],
+                       checkpoints: [Checkpoint], room: String,
                        whenDurable: @escaping @Sendable (StoreError?) -> Void) -> AppendOutcome {
         state.withLock {
             $0.save(snapshot, room: room, notices: notices)
             $0.rooms[room]!.journal.append(contentsOf: entries)
+            for past in checkpoints where $0.rooms[room]!.checkpoints[past.revision] == nil {
+                $0.rooms[room]!.checkpoints[past.revision] = past
+            }
         }
         return .durable
     }

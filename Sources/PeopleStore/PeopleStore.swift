@@ -28,10 +28,12 @@ public protocol PeopleStore: Sendable {
     func save(_ snapshot: RoomSnapshot, room: String, notices: [WebhookNotice])
 
     /// Creates the room with a history, all in one commit: `snapshot` (its first, position 0) with
-    /// `notices` as `save` keeps them, then `entries` as `append` makes them durable. A crash or a
-    /// failure leaves all of it or none (an import's room is never found at revision 0 without the
-    /// history it came with). The result and `whenDurable` are `append`'s.
-    func create(_ snapshot: RoomSnapshot, notices: [WebhookNotice], entries: [JournalEntry], room: String,
+    /// `notices` as `save` keeps them, `entries` as `append` makes them durable, and `checkpoints` of
+    /// that history as `keepCheckpoint` keeps them. A crash or a failure leaves all of it or none (an
+    /// import's room is never found at revision 0 without the history it came with, nor with some of
+    /// its checkpoints). The result and `whenDurable` are `append`'s.
+    func create(_ snapshot: RoomSnapshot, notices: [WebhookNotice], entries: [JournalEntry],
+                checkpoints: [Checkpoint], room: String,
                 whenDurable: @escaping @Sendable (StoreError?) -> Void) -> AppendOutcome
 
     /// The room as stored (latest snapshot, its window, the journal after it), or nil if it was never

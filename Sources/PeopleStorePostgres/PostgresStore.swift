@@ -246,9 +246,11 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         writer.submit(.snapshot(room: room, snapshot, notices: notices))
     }
 
-    public func create(_ snapshot: RoomSnapshot, notices: [WebhookNotice], entries: [JournalEntry], room: String,
+    public func create(_ snapshot: RoomSnapshot, notices: [WebhookNotice], entries: [JournalEntry],
+                       checkpoints: [Checkpoint], room: String,
                        whenDurable: @escaping @Sendable (StoreError?) -> Void) -> AppendOutcome {
         writer.submit(together: [.snapshot(room: room, snapshot, notices: notices),
+                                 .checkpoints(room: room, checkpoints),
                                  .append(room: room, entries: entries, whenDurable: whenDurable)])
         return .pending
     }
@@ -265,6 +267,8 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             case .snapshot(let room, let snapshot, let notices):
                 segments[segments.count - 1].snapshots.append((room, snapshot))
                 segments[segments.count - 1].notices += notices
+            case .checkpoints(let room, let checkpoints):
+                segments[segments.count - 1].checkpoints += checkpoints.map { (room, $0) }
             case .delete(let room, let found, let notices, _):
                 segments[segments.count - 1].deletion = (room, found, notices)
                 segments.append(CommitSegment())
@@ -274,7 +278,8 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         }
         try lock.withLock {
             let connection = try writerLocked()
-            if segments.count == 1 && segments[0].snapshots.isEmpty && segments[0].notices.isEmpty {
+            if segments.count == 1 && segments[0].snapshots.isEmpty && segments[0].checkpoints.isEmpty
+                && segments[0].notices.isEmpty {
                 // One statement: its own commit (a probe alone: a round trip on the writer connection).
                 _ = try run(segments[0].rows.isEmpty ? "SELECT 1" : segments[0].rows.insert, on: connection)
                 return
@@ -294,6 +299,8 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     private struct CommitSegment {
         var rows = JournalRows()
         var snapshots: [(String, RoomSnapshot)] = []
+        /// Checkpoints of a created room's past (an import's); one the store has stays.
+        var checkpoints: [(String, Checkpoint)] = []
         /// Webhook notices kept with the snapshots (a room's creation).
         var notices: [WebhookNotice] = []
         /// The deletion, and the notices kept with it.
@@ -352,6 +359,12 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             _ = try run("""
                 INSERT INTO checkpoints (room, revision, people) VALUES (\(room), \(snapshot.revision), \(checkpoint))
                 ON CONFLICT (room, revision) DO UPDATE SET people = EXCLUDED.people
+                """, on: connection)
+        }
+        for (room, past) in segment.checkpoints {
+            _ = try run("""
+                INSERT INTO checkpoints (room, revision, people) VALUES (\(room), \(past.revision), \(past.peopleText))
+                ON CONFLICT (room, revision) DO NOTHING
                 """, on: connection)
         }
         try keep(segment.notices, on: connection)

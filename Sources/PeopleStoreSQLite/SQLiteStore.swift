@@ -152,9 +152,11 @@ public final class SQLiteStore: PeopleStore {
         writer.submit(.snapshot(room: room, snapshot, notices: notices))
     }
 
-    public func create(_ snapshot: RoomSnapshot, notices: [WebhookNotice], entries: [JournalEntry], room: String,
+    public func create(_ snapshot: RoomSnapshot, notices: [WebhookNotice], entries: [JournalEntry],
+                       checkpoints: [Checkpoint], room: String,
                        whenDurable: @escaping @Sendable (StoreError?) -> Void) -> AppendOutcome {
         writer.submit(together: [.snapshot(room: room, snapshot, notices: notices),
+                                 .checkpoints(room: room, checkpoints),
                                  .append(room: room, entries: entries, whenDurable: whenDurable)])
         return .pending
     }
@@ -176,6 +178,9 @@ public final class SQLiteStore: PeopleStore {
                 """)
             let checkpoint = try db.cachedStatement(sql: """
                 INSERT OR REPLACE INTO checkpoints (room, revision, people) VALUES (?, ?, ?)
+                """)
+            let kept = try db.cachedStatement(sql: """
+                INSERT OR IGNORE INTO checkpoints (room, revision, people) VALUES (?, ?, ?)
                 """)
             let notice = try db.cachedStatement(sql: """
                 INSERT OR IGNORE INTO webhook_notices (endpoint, room, event, at) VALUES (?, ?, ?, ?)
@@ -199,6 +204,8 @@ public final class SQLiteStore: PeopleStore {
                                                      StoredRoomSummary.people(inSnapshot: json), now])
                     try checkpoint.execute(arguments: [room, s.revision, Checkpoint.peopleText(inSnapshot: json)])
                     try keep(notices)
+                case .checkpoints(let room, let checkpoints):
+                    for past in checkpoints { try kept.execute(arguments: [room, past.revision, past.peopleText]) }
                 case .delete(let room, let found, let notices, _):
                     try db.execute(sql: "DELETE FROM journal WHERE room = ?", arguments: [room])
                     var existed = db.changesCount > 0

@@ -88,25 +88,21 @@ struct ImportCommand: AsyncParsableCommand {
         } catch let exit as ExitCode { throw exit } catch {
             throw StoreAccess.fail(74, "import", "\(error)")
         }
-        // The new room's first snapshot and its history in one commit (a crash leaves all or none), then
-        // the room's snapshot at its head (so loading it replays nothing) and the people every
-        // storage.snapshotEvery revisions (so a restore or ?at= far back reads little), as a hub that
+        // The new room's first snapshot, its history and the people every storage.snapshotEvery
+        // revisions (so a restore or ?at= far back reads little) in one commit (a crash leaves all or
+        // none), then the room's snapshot at its head (so loading it replays nothing), as a hub that
         // made the same revisions one by one would have kept.
         let room = imported.built
         let done = DispatchSemaphore(value: 0)
         let failure = LockedBox<StoreError?>(nil)
-        if store.create(imported.startingSnapshot, notices: [], entries: imported.entries, room: name,
+        if store.create(imported.startingSnapshot, notices: [], entries: imported.entries,
+                        checkpoints: imported.checkpoints, room: name,
                         whenDurable: { error in failure.set(error); done.signal() }) == .durable {
             done.signal()
         }
         done.wait()
         if let error = failure.get() { throw StoreAccess.fail(74, "import", "the store failed: \(error)") }
         if room.revision > 0 { store.save(room.snapshot(), room: name) }
-        do {
-            try imported.keepCheckpoints(in: store)
-        } catch {
-            throw StoreAccess.fail(74, "import", "the store failed: \(error)")
-        }
         print("imported room \(name): \(room.model.people.count) people, revision \(room.revision)")
     }
 }

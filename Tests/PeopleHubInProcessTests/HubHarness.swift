@@ -157,10 +157,13 @@ final class ScriptedStore: PeopleStore, @unchecked Sendable {
 
     /// As the durable stores: all or nothing. While holding, the room is kept only when `release`
     /// makes it durable (a failure leaves no trace of it).
-    func create(_ snapshot: RoomSnapshot, notices: [WebhookNotice], entries: [JournalEntry], room: String,
+    func create(_ snapshot: RoomSnapshot, notices: [WebhookNotice], entries: [JournalEntry],
+                checkpoints: [Checkpoint], room: String,
                 whenDurable: @escaping @Sendable (StoreError?) -> Void) -> AppendOutcome {
         let inner = inner
-        let keep: @Sendable () -> Void = { _ = inner.create(snapshot, notices: notices, entries: entries, room: room) { _ in } }
+        let keep: @Sendable () -> Void = {
+            _ = inner.create(snapshot, notices: notices, entries: entries, checkpoints: checkpoints, room: room) { _ in }
+        }
         return lock.withLock {
             creations.append(room)
             guard holding else {

@@ -101,7 +101,7 @@ struct HubInProcessTests {
         #expect(bob.errors.map(\.code) == [.roomFull, .roomFull])
     }
 
-    @Test("at limits.maxRooms an HTTP request for a room the store does not have is 404, for one it has 503 room-full")
+    @Test("at limits.maxRooms an HTTP request for a room the store does not have is 404, for one it has 503 room-full; DELETE still works")
     func roomFullOverHTTP() async throws {
         let h = HubHarness { $0.limits.maxRooms = 1 }
         _ = try await h.joined("ann", room: "one")
@@ -111,6 +111,11 @@ struct HubInProcessTests {
         #expect(await h.http("GET", "/v1/rooms/nothing/log")?.json?["error"]?["code"] == .string("no-room"))
         let full = await h.http("GET", "/v1/rooms/stored")
         #expect(full?.status == 503 && full?.json?["error"]?["code"] == .string("room-full"))
+        // An admin can still delete a room that is not loaded (it is not loaded to be deleted).
+        #expect(await h.http("DELETE", "/v1/rooms/stored")?.status == 204)
+        #expect(try h.store.inner.load(room: "stored") == nil)
+        #expect(await h.http("GET", "/v1/rooms/stored")?.status == 404)
+        #expect(await h.http("DELETE", "/v1/rooms/stored")?.json?["error"]?["code"] == .string("no-room"))
     }
 
     @Test("a room that cannot be loaded: server-error, then close 1011; the next hello tries again")
@@ -451,6 +456,29 @@ struct HubInProcessTests {
         #expect(Array(try #require(h.hub.host("gone")).room.model.people.elements) == final)
     }
 
+    @Test("a DELETE of a room that must first be loaded goes in the order things came: a PUT, a hello and a GET after it see what comes after",
+          arguments: [false, true])
+    func deleteOfAStoredRoomInOrder(newestFirst: Bool) async throws {
+        let h = HubHarness()
+        h.store.save(Room(name: "kept").snapshot(), room: "kept")  // in the store, not loaded
+        h.background.hold()
+        let deleted = h.start("DELETE", "/v1/rooms/kept")           // loads the room first
+        let (body, final) = Self.export(revisions: 4)
+        let put = h.start("PUT", "/v1/rooms/kept", body: body)
+        let member = try #require(h.connect("/v1/rooms/kept"))
+        h.hello(member, as: "bob")
+        let read = h.start("GET", "/v1/rooms/kept")
+        await h.settle()
+        while h.background.next(newestFirst: newestFirst) { await h.settle() }
+        // Before: the PUT was 409 (it went ahead of the DELETE, or found the room still there), the
+        // hello joined the room being deleted and was closed with 1000, and the GET was 503.
+        #expect(deleted.response?.status == 204)
+        #expect(put.response?.status == 201, "\(String(decoding: put.response?.body ?? [], as: UTF8.self))")
+        #expect(member.closeCode == nil && member.welcome?.rev == 4)
+        #expect(read.response?.json?["rev"] == .int(4))
+        #expect(Array(try #require(h.hub.host("kept")).room.model.people.elements) == final)
+    }
+
     @Test("the router: literals, parameters, a final *, HEAD on a GET route, and 405 for another method")
     func router() {
         var router = HTTPRouter()
@@ -485,9 +513,11 @@ final class LeasedElsewhere: PeopleStore, RoomLeases, @unchecked Sendable {
     func save(_ snapshot: RoomSnapshot, room: String, notices: [WebhookNotice]) {
         inner.save(snapshot, room: room, notices: notices)
     }
-    func create(_ snapshot: RoomSnapshot, notices: [WebhookNotice], entries: [JournalEntry], room: String,
+    func create(_ snapshot: RoomSnapshot, notices: [WebhookNotice], entries: [JournalEntry],
+                checkpoints: [Checkpoint], room: String,
                 whenDurable: @escaping @Sendable (StoreError?) -> Void) -> AppendOutcome {
-        inner.create(snapshot, notices: notices, entries: entries, room: room, whenDurable: whenDurable)
+        inner.create(snapshot, notices: notices, entries: entries, checkpoints: checkpoints, room: room,
+                     whenDurable: whenDurable)
     }
     func load(room: String) throws(StoreError) -> StoredRoom? { try inner.load(room: room) }
     func revisions(room: String, after: Int, through: Int) throws(StoreError) -> [Revision] { [] }

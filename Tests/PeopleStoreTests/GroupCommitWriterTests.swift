@@ -15,6 +15,7 @@ struct GroupCommitWriterTests {
                     switch work {
                     case .append(let room, let entries, _): "append \(room) \(entries.count)"
                     case .snapshot(let room, _, _): "snapshot \(room)"
+                    case .checkpoints(let room, let kept): "checkpoints \(room) \(kept.count)"
                     case .delete(let room, _, _, _): "delete \(room)"
                     case .probe: "probe"
                     }

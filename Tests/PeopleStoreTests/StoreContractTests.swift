@@ -96,10 +96,11 @@ func appendAndWait(_ store: any PeopleStore, _ entries: [JournalEntry], room: St
 }
 
 /// Creates a room with its history and waits for the commit (or takes `.durable` at once).
-func createAndWait(_ store: any PeopleStore, _ snapshot: RoomSnapshot, _ entries: [JournalEntry], room: String) throws {
+func createAndWait(_ store: any PeopleStore, _ snapshot: RoomSnapshot, _ entries: [JournalEntry],
+                   checkpoints: [Checkpoint] = [], room: String) throws {
     let result = Mutex<StoreError??>(nil)
     let done = DispatchSemaphore(value: 0)
-    let outcome = store.create(snapshot, notices: [], entries: entries, room: room) { error in
+    let outcome = store.create(snapshot, notices: [], entries: entries, checkpoints: checkpoints, room: room) { error in
         result.withLock { $0 = .some(error) }
         done.signal()
     }
@@ -466,25 +467,31 @@ struct StoreContract {
         #expect(try store.webhookBacklog(endpoint: e1).map(\.room) == [born, gone])
     }
 
-    /// A room created with its history (an import) is one commit: all of it, or (when the history
-    /// cannot be written) no room at all, which can then be created again.
+    /// A room created with its history (an import) is one commit: all of it (its checkpoints too), or
+    /// (when the history cannot be written) no room at all, which can then be created again.
     func createWithHistory() throws {
         let store = try open()
         defer { store.close() }
         var driver = RoomDriver(name: "\(prefix)created")
         let first = driver.room.snapshot()
-        driver.play(rounds: 6)
-        try createAndWait(store, first, driver.entries, room: "\(prefix)created")
+        driver.play(rounds: 2)
+        let past = Checkpoint(revision: driver.room.revision, people: driver.room.model)
+        driver.play(rounds: 4)
+        #expect(past.revision > 0 && past.revision < driver.room.revision && past.people != driver.room.model)
+        try createAndWait(store, first, driver.entries, checkpoints: [past], room: "\(prefix)created")
         let stored = try #require(try store.load(room: "\(prefix)created"))
         #expect(durableState(try Room(restoring: stored, policy: driver.room.policy)) == durableState(driver.room))
+        #expect(try store.checkpoint(room: "\(prefix)created", atOrBelow: driver.room.revision) == past)
+        #expect(try store.checkpoint(room: "\(prefix)created", atOrBelow: past.revision - 1)?.revision == 0)
 
         guard durable else { return }
         // Two records at one position: the history cannot be written, and neither is the room.
         let failed = #expect(throws: StoreError.self) {
-            try createAndWait(store, first, [driver.entries[0], driver.entries[0]], room: "\(prefix)half")
+            try createAndWait(store, first, [driver.entries[0], driver.entries[0]], checkpoints: [past], room: "\(prefix)half")
         }
         #expect(failed?.kind == .conflict)
         #expect(try store.load(room: "\(prefix)half") == nil)
+        #expect(try store.checkpoint(room: "\(prefix)half", atOrBelow: past.revision) == nil)
         #expect(try store.listRooms(after: nil, prefix: "\(prefix)half", limit: 10).isEmpty)
         try createAndWait(store, first, driver.entries, room: "\(prefix)half")
         #expect(try store.load(room: "\(prefix)half") != nil)

@@ -44,8 +44,10 @@ extension Hub {
 
     /// Hands `entries` to the store in one append; what the room sends after them waits until they
     /// are durable (a barrier), and the change feed and webhooks hear of their revisions then.
-    /// `creating`: a new room's first snapshot and its webhook notices, in the same commit as `entries`.
-    func persist(_ entries: [JournalEntry], in host: RoomHost, creating: (RoomSnapshot, [WebhookNotice])? = nil) {
+    /// `creating`: a new room's first snapshot, its webhook notices and checkpoints of its history, in
+    /// the same commit as `entries` (`PeopleStore.create`).
+    func persist(_ entries: [JournalEntry], in host: RoomHost,
+                 creating: (snapshot: RoomSnapshot, notices: [WebhookNotice], checkpoints: [Checkpoint])? = nil) {
         guard !entries.isEmpty else { return }
         for entry in entries {
             if let revision = entry.record.revision { metrics.revisions[revision.kind]?.increment() }
@@ -63,8 +65,9 @@ extension Hub {
                 if error == nil, let rev, !box.value.broken { hub.revisionsDurable(box.value, through: rev) }
             }
         }
-        let outcome = if let (snapshot, notices) = creating {
-            store.create(snapshot, notices: notices, entries: entries, room: host.room.name, whenDurable: whenDurable)
+        let outcome = if let creating {
+            store.create(creating.snapshot, notices: creating.notices, entries: entries, checkpoints: creating.checkpoints,
+                         room: host.room.name, whenDurable: whenDurable)
         } else {
             store.append(entries, room: host.room.name, whenDurable: whenDurable)
         }

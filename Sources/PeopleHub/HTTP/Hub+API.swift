@@ -125,6 +125,11 @@ extension Hub {
             answer(call) { () throws -> HTTPResponse? in
                 switch outcome {
                 case .loaded(let host), .created(let host):
+                    if host.broken && self.host(name) !== host {
+                        // A request ahead of this one deleted the room (or the store failed): ask again,
+                        // after that (a deleted room is then absent).
+                        return try inRoom(call, caller, need: need, body)
+                    }
                     guard !host.broken else { throw HTTPFailure.unavailable("room \(name) is being reloaded; try again") }
                     if host.connections.isEmpty { host.idleSince = clock }
                     return try body(host)

@@ -26,7 +26,15 @@ extension Hub {
         }
         routes.add("DELETE", "/v1/rooms/:room") { [unowned self] call throws in
             try api(call) { [unowned self] caller throws in
-                try inRoom(call, caller, need: .admin) { [unowned self] host throws in
+                let room = try roomName(call)
+                if rooms[room] == nil && leases == nil {
+                    // Not in memory (and no other node may serve it): deleted in the store, not loaded
+                    // first (a long history took a second to load), also at `limits.maxRooms`.
+                    try caller.check(.admin, room: room)
+                    deleteFromStore(room, call: call, ifStored: true)
+                    return nil
+                }
+                return try inRoom(call, caller, need: .admin) { [unowned self] host throws in
                     delete(host, call: call)
                     return nil
                 }
@@ -122,6 +130,7 @@ extension Hub {
         case .loading(let load)?:
             guard load.creator == nil, !load.importing else { return call.exchange.respond(busy.response(json: true)) }
             load.importing = true
+            load.importAt = load.waiters.count
         case nil:
             if roomCount < configuration.limits.maxRooms {  // else `create` answers that the hub is full
                 let load = RoomLoad()
@@ -158,21 +167,14 @@ extension Hub {
         }
     }
 
-    /// What to do once an import is durable: keep its checkpoints (nil when it has none).
-    private func keepCheckpoints(of imported: RoomImport) -> (@Sendable () throws -> Void)? {
-        guard !imported.checkpoints.isEmpty else { return nil }
-        let store = store
-        return { try imported.keepCheckpoints(in: store) }
-    }
-
     static func roomExists(_ room: String) -> HTTPFailure {
         HTTPFailure(status: 409, code: "room-exists", message: "room \(room) exists; DELETE it first")
     }
 
     /// Creates the room with the import's people (and its history): 409 `room-exists` if the store has
     /// it; 201 once everything is durable. The room built off the service thread is the new room
-    /// (`loaded` makes it, its first snapshot and history in one commit, before hellos that waited
-    /// join it); its checkpoints are kept after.
+    /// (`loaded` makes it, its first snapshot, history and checkpoints in one commit, before hellos
+    /// that waited join it).
     private func create(_ imported: RoomImport, call: HTTPCall) {
         let name = imported.room
         let exists = Self.roomExists(name)
@@ -184,7 +186,11 @@ extension Hub {
                         throw HTTPFailure.unavailable("room \(name) was deleted while it was created; try again")
                     }
                     let answer = HTTPResponse.json(.object(["room": .string(name), "rev": .int(imported.built.revision)]), status: 201)
-                    afterDurable(of: name, call: call, answer, then: keepCheckpoints(of: imported))
+                    afterDurable(of: name, call: call, answer)
+                    return nil
+                case .loaded(let host) where host.broken && self.host(name) !== host:
+                    // A `DELETE` that came before this `PUT` took the room away: make it once that is done.
+                    create(imported, call: call)
                     return nil
                 case .loaded: throw exists
                 case .absent: throw HTTPFailure.unavailable("room \(name) could not be created; try again")
@@ -198,42 +204,28 @@ extension Hub {
         case .loading(let load)?:
             guard load.creator == nil else { return call.exchange.respond(exists.response(json: true)) }
             load.creator = imported
-            // Answered first: it came before the requests that waited during its check (a `DELETE`
-            // among them then deletes the imported room, not a room still being made).
-            load.requests.insert(done, at: 0)
+            // After what came before the `PUT`, before what came during its check (a `DELETE` then
+            // deletes the imported room, not a room still being made).
+            load.add(done, at: load.importAt)
         case nil:
             guard roomCount < configuration.limits.maxRooms else { return done(.full) }
             let load = RoomLoad()
             load.creator = imported
-            load.requests.append(done)
+            load.add(done)
             rooms[name] = .loading(load)
             startLoading(name)
         }
     }
 
     /// Answers `call` with `response` once everything handed to the store for `room` so far is durable
-    /// (and `then`, blocking work run off the service thread after that, is done: a failure of it is
-    /// logged, the answer is the same).
-    func afterDurable(of room: String, call: HTTPCall, _ response: HTTPResponse,
-                      then: (@Sendable () throws -> Void)? = nil) {
+    /// (503 if that failed).
+    func afterDurable(of room: String, call: HTTPCall, _ response: HTTPResponse) {
         let box = UncheckedSendable((call.exchange, response))
         let answer: @Sendable (StoreError?) -> Void = { [weak self] error in
-            let finish: @Sendable () -> Void = { [weak self] in
-                self?.back(box) { _, box in
-                    let (exchange, response) = box.value
-                    exchange.respond(error == nil ? response
-                        : HTTPFailure.unavailable("the store failed: \(error!)").response(json: true))
-                }
-            }
-            guard error == nil, let then, let self else {
-                finish()
-                return
-            }
-            runtime.background { [weak self] in
-                do { try then() } catch {
-                    self?.logger.warning("after a durable write", metadata: ["room": "\(room)", "error": "\(error)"])
-                }
-                finish()
+            self?.back(box) { _, box in
+                let (exchange, response) = box.value
+                exchange.respond(error == nil ? response
+                    : HTTPFailure.unavailable("the store failed: \(error!)").response(json: true))
             }
         }
         if store.append([], room: room, whenDurable: answer) == .durable { answer(nil) }
@@ -250,6 +242,13 @@ extension Hub {
         for connection in host.connections.values { connection.close(code: 1000, reason: "room deleted") }
         for waiter in host.feedWaiters { waiter.call.exchange.respond(HTTPFailure.noRoom(name).response(json: true)) }
         host.feedWaiters.removeAll()
+        deleteFromStore(name, call: call, ifStored: false)
+    }
+
+    /// Deletes the room from the store (off the service thread) while a placeholder load holds its name:
+    /// hellos and requests meanwhile wait, then load what is there after. `ifStored`: the room is not in
+    /// memory, so the store is asked first whether it has it (404 if not, and no `room.deleted`).
+    private func deleteFromStore(_ name: String, call: HTTPCall, ifStored: Bool) {
         let placeholder = RoomLoad()
         rooms[name] = .loading(placeholder)
         let store = store
@@ -258,7 +257,11 @@ extension Hub {
         let time = clock
         let notices = webhooks?.notices(roomDeleted: name, time: time) ?? []
         runtime.background { [weak self] in
-            let result = Result { () throws(StoreError) in try store.deleteRoom(name, notices: notices) }
+            let result = Result { () throws(StoreError) -> Bool in
+                if ifStored, try store.listRooms(after: nil, prefix: name, limit: 1).first?.name != name { return false }
+                _ = try store.deleteRoom(name, notices: notices)
+                return true
+            }
             self?.back(box) { hub, box in
                 let (exchange, placeholder) = box.value
                 if let leases = hub.leases { hub.leaseCalls.async { leases.release(room: name) } }
@@ -266,13 +269,15 @@ extension Hub {
                     hub.rooms[name] = nil
                     // Hellos and requests that waited load the room anew; so does an import whose
                     // body is being checked (the name stays taken for it: a hello meanwhile waits).
-                    if !load.waiting.isEmpty || !load.requests.isEmpty || load.importing {
+                    if !load.waiters.isEmpty || load.importing {
                         hub.rooms[name] = .loading(load)
                         hub.startLoading(name)
                     }
                 }
                 switch result {
-                case .success:
+                case .success(false):
+                    exchange.respond(HTTPFailure.noRoom(name).response(json: true))
+                case .success(true):
                     hub.logger.info("room deleted", metadata: ["room": "\(name)"])
                     hub.webhooks?.roomDeleted(room: name, time: time)
                     exchange.respond(HTTPResponse(status: 204, body: []))

@@ -82,11 +82,6 @@ public struct RoomImport: Sendable {
     /// `entries` are created in one commit, `PeopleStore.create`).
     public var startingSnapshot: RoomSnapshot { Room(name: room, seed: initial, policy: built.policy).snapshot() }
 
-    /// Keeps `checkpoints` in `store`, once the room and its imported revisions are there. Blocks.
-    public func keepCheckpoints(in store: any PeopleStore) throws(StoreError) {
-        for checkpoint in checkpoints { try store.keepCheckpoint(checkpoint, room: room) }
-    }
-
     /// People as an insert would take them: valid persons, distinct tags.
     private static func people(_ json: JSON?, field: String) throws -> PeopleModel {
         guard case .array(let items)? = json else { throw HTTPFailure.badMessage("\(field) (an array of people) is required") }

@@ -15,7 +15,7 @@ extension Hub {
         case .loaded(let host)?:
             join(connection, client: client, host: host)
         case .loading(let load)?:
-            load.waiting.append(connection)
+            load.wait(connection)
         case nil:
             guard roomCount < configuration.limits.maxRooms else {
                 let error = ProtocolError(.roomFull,
@@ -24,7 +24,7 @@ extension Hub {
                 return
             }
             let load = RoomLoad()
-            load.waiting.append(connection)
+            load.wait(connection)
             rooms[name] = .loading(load)
             startLoading(name)
         }
@@ -38,11 +38,11 @@ extension Hub {
         case .loaded(let host)?:
             then(.loaded(host))
         case .loading(let load)?:
-            load.requests.append(then)
+            load.add(then)
         case nil:
             guard roomCount < configuration.limits.maxRooms else { return whenFull(name, then) }
             let load = RoomLoad()
-            load.requests.append(then)
+            load.add(then)
             rooms[name] = .loading(load)
             startLoading(name)
         }
@@ -154,11 +154,12 @@ extension Hub {
             let notices = webhooks?.notices(roomCreated: name, time: time) ?? []
             if let imported = load.creator, !imported.entries.isEmpty {
                 // An import with a history: the room is made whole before anyone joins it, and its
-                // first snapshot and history are one commit (never found at revision 0 after a crash).
+                // first snapshot, history and checkpoints are one commit (never found at revision 0, or
+                // with some of its checkpoints, after a crash).
                 host = RoomHost(room: Room(name: name, seed: imported.initial, policy: configuration.roomPolicy))
                 host.room = imported.built
                 webhooks?.roomCreated(room: name, time: time)
-                persist(imported.entries, in: host, creating: (imported.startingSnapshot, notices))
+                persist(imported.entries, in: host, creating: (imported.startingSnapshot, notices, imported.checkpoints))
             } else {
                 host = RoomHost(room: load.creator?.built ?? Room(name: name, seed: configuration.seed, policy: configuration.roomPolicy))
                 store.save(host.room.snapshot(), room: name, notices: notices)
@@ -181,12 +182,25 @@ extension Hub {
         }
         rooms[name] = .loaded(host)
         if host.room.revision - host.snapshotRevision >= configuration.snapshotEvery { saveSnapshotIfChanged(host) }
-        for connection in load.waiting where !connection.isClosing {
-            guard let client = connection.context as? Client else { continue }
-            join(connection, client: client, host: host)
+        // In the order they came: a `DELETE` among the requests takes the room away from those after it.
+        for waiter in load.waiters {
+            switch waiter {
+            case .hello(let connection):
+                guard !connection.isClosing, let client = connection.context as? Client else { continue }
+                if host.broken {
+                    openRoom(for: connection, client: client)  // waits for what comes after the deletion
+                } else {
+                    join(connection, client: client, host: host)
+                }
+            case .request(let request):
+                request(created ? .created(host) : .loaded(host))
+            }
         }
-        if host.connections.isEmpty && host.catchingUp == 0 { host.idleSince = clock }
-        for request in load.requests { request(created ? .created(host) : .loaded(host)) }
+        if !host.broken && host.connections.isEmpty && host.catchingUp == 0 { host.idleSince = clock }
+        if load.importing, case .loading(let next)? = rooms[name], next !== load {
+            // A `DELETE` took the room away while an import's body is checked: the name stays taken.
+            next.importing = true
+        }
     }
 
     /// Joins an opening connection to its loaded room; a `since` older than memory (or whose time
