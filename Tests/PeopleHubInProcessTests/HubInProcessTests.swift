@@ -385,6 +385,43 @@ struct HubInProcessTests {
         #expect(room.revision == 5 && Array(room.model.people.elements) == final)
     }
 
+    /// What the hub tells the webhooks, in order.
+    final class WebhookCalls: HubWebhooks, @unchecked Sendable {
+        var calls: [String] = []
+        func revisionsDurable(room: String, after: Int, through: Int, revisions: [Revision]) {
+            calls.append("revisions \(room) \(after + 1)-\(through)")
+        }
+        func notices(roomCreated room: String, time: Int64) -> [WebhookNotice] { [] }
+        func notices(roomDeleted room: String, time: Int64) -> [WebhookNotice] { [] }
+        func roomCreated(room: String, time: Int64) { calls.append("created \(room)") }
+        func roomDeleted(room: String, time: Int64) { calls.append("deleted \(room)") }
+        func status() -> JSON { .null }
+        func reenable(url: String) -> Bool { false }
+    }
+
+    @Test("the webhooks hear of an imported room once its commit is durable, before its revisions; of a failed one, never")
+    func importTellsTheWebhooksWhenDurable() async throws {
+        let h = HubHarness()
+        let webhooks = WebhookCalls()
+        h.hub.webhooks = webhooks
+        let (body, _) = Self.export(revisions: 3)
+        h.store.hold()
+        let failed = h.start("PUT", "/v1/rooms/told", body: body)
+        await h.settle()
+        #expect(webhooks.calls.isEmpty, "nothing is told before the commit")
+        h.store.release(error: StoreError(.io, "the disk is full"))
+        await h.settle()
+        #expect(failed.response?.status == 503)
+        #expect(webhooks.calls.isEmpty, "no room.created for a room that was never made")
+        h.store.hold()
+        let made = h.start("PUT", "/v1/rooms/told", body: body)
+        await h.settle()
+        h.store.release()
+        await h.settle()
+        #expect(made.response?.status == 201)
+        #expect(webhooks.calls == ["created told", "revisions told 1-3"])
+    }
+
     @Test("an import racing a hello: the hello waits and joins the imported room whole, at its head")
     func importRacingAHello() async throws {
         let h = HubHarness { $0.snapshotEvery = 2 }

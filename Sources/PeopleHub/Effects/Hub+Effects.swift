@@ -42,12 +42,20 @@ extension Hub {
         if host.room.revision - host.snapshotRevision >= configuration.snapshotEvery { saveSnapshotIfChanged(host) }
     }
 
+    /// A new room's first commit with a history (an import's, `persist(_:in:creating:)`): its first
+    /// snapshot, and the webhook notices and checkpoints kept with it.
+    struct RoomCreation {
+        var snapshot: RoomSnapshot
+        var notices: [WebhookNotice]
+        var checkpoints: [Checkpoint]
+        /// When it was made: the webhooks hear of `room.created` once it is durable, before its revisions.
+        var time: Int64
+    }
+
     /// Hands `entries` to the store in one append; what the room sends after them waits until they
     /// are durable (a barrier), and the change feed and webhooks hear of their revisions then.
-    /// `creating`: a new room's first snapshot, its webhook notices and checkpoints of its history, in
-    /// the same commit as `entries` (`PeopleStore.create`).
-    func persist(_ entries: [JournalEntry], in host: RoomHost,
-                 creating: (snapshot: RoomSnapshot, notices: [WebhookNotice], checkpoints: [Checkpoint])? = nil) {
+    /// `creating`: the room is new, and made in the same commit (`PeopleStore.create`).
+    func persist(_ entries: [JournalEntry], in host: RoomHost, creating: RoomCreation? = nil) {
         guard !entries.isEmpty else { return }
         for entry in entries {
             if let revision = entry.record.revision { metrics.revisions[revision.kind]?.increment() }
@@ -58,11 +66,14 @@ extension Hub {
         let handed = DispatchTime.now().uptimeNanoseconds
         let box = UncheckedSendable(host)
         let rev = entries.last(where: { $0.record.revision != nil })?.record.revision?.number
+        let (name, bornAt) = (host.room.name, creating?.time)
         let whenDurable: @Sendable (StoreError?) -> Void = { [weak self] error in
             self?.back(box) { hub, box in
                 hub.metrics.durableWait.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - handed))
                 hub.durable(barrier: barrier, host: box.value, error: error)
-                if error == nil, let rev, !box.value.broken { hub.revisionsDurable(box.value, through: rev) }
+                guard error == nil, !box.value.broken else { return }
+                if let bornAt { hub.webhooks?.roomCreated(room: name, time: bornAt) }
+                if let rev { hub.revisionsDurable(box.value, through: rev) }
             }
         }
         let outcome = if let creating {
@@ -73,9 +84,10 @@ extension Hub {
         }
         if outcome == .pending {
             host.hold(behind: barrier)
-        } else if let rev {
-            revisionsDurable(host, through: rev)
+            return
         }
+        if let bornAt { webhooks?.roomCreated(room: name, time: bornAt) }
+        if let rev { revisionsDurable(host, through: rev) }
     }
 
     /// Sends the room's presence list soon: once per service pass at most, and at most once per

@@ -155,11 +155,12 @@ extension Hub {
             if let imported = load.creator, !imported.entries.isEmpty {
                 // An import with a history: the room is made whole before anyone joins it, and its
                 // first snapshot, history and checkpoints are one commit (never found at revision 0, or
-                // with some of its checkpoints, after a crash).
+                // with some of its checkpoints, after a crash); the webhooks hear of it once it is durable
+                // (a commit that fails leaves no room to tell of).
                 host = RoomHost(room: Room(name: name, seed: imported.initial, policy: configuration.roomPolicy))
                 host.room = imported.built
-                webhooks?.roomCreated(room: name, time: time)
-                persist(imported.entries, in: host, creating: (imported.startingSnapshot, notices, imported.checkpoints))
+                persist(imported.entries, in: host, creating: RoomCreation(
+                    snapshot: imported.startingSnapshot, notices: notices, checkpoints: imported.checkpoints, time: time))
             } else {
                 host = RoomHost(room: load.creator?.built ?? Room(name: name, seed: configuration.seed, policy: configuration.roomPolicy))
                 store.save(host.room.snapshot(), room: name, notices: notices)
