@@ -4,7 +4,8 @@
 
 For each REVISIONS: an export (the tutorial's three people, every revision a rename) is `PUT` as a new
 room while two probes ask, one request at a time, for `/healthz` and for another room's state; printed:
-the PUT's time, the probes' slowest answer and count during it, `GET ?at=` half-way into the
+the PUT's time, the probes' slowest answer and count during it (and a third probe's: writes to the
+other room, each answered once its commit is durable, so it feels the import's own commit), `GET ?at=` half-way into the
 imported history (checkpoints make it read at most storage.snapshotEvery revisions), and the export
 of the room with its history, probed the same way. Run it against a
 hub with one service thread, so that the probes share the import's thread. Standard library only.
@@ -42,19 +43,36 @@ def main() -> None:
     port, out, counts = int(sys.argv[1]), sys.argv[2], [int(n) for n in sys.argv[3:]]
     setup = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
     other = f"probe-{int(time.time())}"
-    status, _ = request(setup, "PUT", f"/v1/rooms/{other}", json.dumps({"people": []}).encode())
+    person = {"tag": 1, "name": "w0", "hairColor": "black", "hairLength": "short", "eyeColor": "brown",
+              "glasses": False, "facialHair": [], "likes": [], "dislikes": []}
+    status, _ = request(setup, "PUT", f"/v1/rooms/{other}", json.dumps({"people": [person]}).encode())
     assert status == 201, status
+    writes = {"rev": 0, "n": 0}
+
+    def write(conn: http.client.HTTPConnection) -> None:
+        """One rename in the other room (answered once durable); 20 ms apart, under the rate limit."""
+        writes["n"] += 1
+        body = json.dumps({"base": writes["rev"], "key": f"w{writes['n']}",
+                           "ops": [{"op": "set", "tag": 1, "field": "name", "value": f"w{writes['n']}"}]}).encode()
+        status, answer = request(conn, "POST", f"/v1/rooms/{other}/batches?user=probe", body)
+        assert status == 200, (status, answer[:200])
+        writes["rev"] = json.loads(answer)["rev"]
+        time.sleep(0.018)
     results = []
 
     def probed(method: str, path: str, body: bytes | None = None) -> tuple[int, bytes, float, dict]:
         """One request on `setup` while two probes ask for /healthz and the other room meanwhile."""
         stop = threading.Event()
-        probes = {"/healthz": [], f"/v1/rooms/{other}": []}
+        probes = {"/healthz": [], f"/v1/rooms/{other}": [], "writes": []}
 
         def probe(target: str) -> None:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
             while not stop.is_set():
                 start = time.perf_counter()
+                if target == "writes":
+                    write(conn)
+                    probes[target].append(time.perf_counter() - start - 0.018)
+                    continue
                 request(conn, "GET", target)
                 probes[target].append(time.perf_counter() - start)
                 time.sleep(0.002)
