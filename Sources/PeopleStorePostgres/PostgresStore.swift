@@ -243,15 +243,18 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     }
 
     public func save(_ snapshot: RoomSnapshot, room: String, notices: [WebhookNotice]) {
-        writer.submit(.snapshot(room: room, snapshot, notices: notices))
+        if snapshot.position == 0 {
+            writer.saveFirst(snapshot, room: room, notices: notices)
+        } else {
+            writer.submit(.snapshot(room: room, snapshot, notices: notices))
+        }
     }
 
     public func create(_ snapshot: RoomSnapshot, notices: [WebhookNotice], entries: [JournalEntry],
                        checkpoints: [Checkpoint], room: String,
                        whenDurable: @escaping @Sendable (StoreError?) -> Void) -> AppendOutcome {
-        writer.submit(together: [.snapshot(room: room, snapshot, notices: notices),
-                                 .checkpoints(room: room, checkpoints),
-                                 .append(room: room, entries: entries, whenDurable: whenDurable)])
+        writer.create(room: room, snapshot, notices: notices, entries: entries, checkpoints: checkpoints,
+                      whenDurable: whenDurable)
         return .pending
     }
 
@@ -269,6 +272,9 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                 segments[segments.count - 1].notices += notices
             case .checkpoints(let room, let checkpoints):
                 segments[segments.count - 1].checkpoints += checkpoints.map { (room, $0) }
+            case .clear(let room):
+                // Before anything that follows it: a segment of its own starts with it.
+                segments.append(CommitSegment(clearing: room))
             case .delete(let room, let found, let notices, _):
                 segments[segments.count - 1].deletion = (room, found, notices)
                 segments.append(CommitSegment())
@@ -297,6 +303,8 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
 
     /// Appends and snapshots up to a deletion (or the end of a batch), then that deletion.
     private struct CommitSegment {
+        /// A room whose leftover rows go first (`WriterWork.clear`).
+        var clearing: String?
         var rows = JournalRows()
         var snapshots: [(String, RoomSnapshot)] = []
         /// Checkpoints of a created room's past (an import's); one the store has stays.
@@ -341,6 +349,11 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
 
     /// Writes one segment inside the batch's transaction. Call with `lock` held.
     private func write(_ segment: CommitSegment, on connection: PostgresConnection) throws {
+        if let room = segment.clearing {
+            _ = try run("""
+                WITH j AS (DELETE FROM journal WHERE room = \(room)) DELETE FROM checkpoints WHERE room = \(room)
+                """, on: connection)
+        }
         if !segment.rows.isEmpty { _ = try run(segment.rows.insert, on: connection) }
         let now = Int(Date().timeIntervalSince1970 * 1000)
         for (room, snapshot) in segment.snapshots {

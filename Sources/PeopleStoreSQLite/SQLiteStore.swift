@@ -149,15 +149,18 @@ public final class SQLiteStore: PeopleStore {
     }
 
     public func save(_ snapshot: RoomSnapshot, room: String, notices: [WebhookNotice]) {
-        writer.submit(.snapshot(room: room, snapshot, notices: notices))
+        if snapshot.position == 0 {
+            writer.saveFirst(snapshot, room: room, notices: notices)
+        } else {
+            writer.submit(.snapshot(room: room, snapshot, notices: notices))
+        }
     }
 
     public func create(_ snapshot: RoomSnapshot, notices: [WebhookNotice], entries: [JournalEntry],
                        checkpoints: [Checkpoint], room: String,
                        whenDurable: @escaping @Sendable (StoreError?) -> Void) -> AppendOutcome {
-        writer.submit(together: [.snapshot(room: room, snapshot, notices: notices),
-                                 .checkpoints(room: room, checkpoints),
-                                 .append(room: room, entries: entries, whenDurable: whenDurable)])
+        writer.create(room: room, snapshot, notices: notices, entries: entries, checkpoints: checkpoints,
+                      whenDurable: whenDurable)
         return .pending
     }
 
@@ -206,6 +209,9 @@ public final class SQLiteStore: PeopleStore {
                     try keep(notices)
                 case .checkpoints(let room, let checkpoints):
                     for past in checkpoints { try kept.execute(arguments: [room, past.revision, past.peopleText]) }
+                case .clear(let room):
+                    try db.execute(sql: "DELETE FROM journal WHERE room = ?", arguments: [room])
+                    try db.execute(sql: "DELETE FROM checkpoints WHERE room = ?", arguments: [room])
                 case .delete(let room, let found, let notices, _):
                     try db.execute(sql: "DELETE FROM journal WHERE room = ?", arguments: [room])
                     var existed = db.changesCount > 0

@@ -89,8 +89,8 @@ struct ImportCommand: AsyncParsableCommand {
             throw StoreAccess.fail(74, "import", "\(error)")
         }
         // The new room's first snapshot, its history and the people every storage.snapshotEvery
-        // revisions (so a restore or ?at= far back reads little) in one commit (a crash leaves all or
-        // none), then the room's snapshot at its head (so loading it replays nothing), as a hub that
+        // revisions (so a restore or ?at= far back reads little), all or nothing (PeopleStore.create),
+        // then the room's snapshot at its head (so loading it replays nothing), as a hub that
         // made the same revisions one by one would have kept.
         let room = imported.built
         let done = DispatchSemaphore(value: 0)

@@ -497,6 +497,30 @@ struct StoreContract {
         #expect(try store.load(room: "\(prefix)half") != nil)
     }
 
+    /// What a creation interrupted between its chunks leaves (journal rows of a room with no snapshot)
+    /// is not a room, and goes when the room is created: from the seed or with a history.
+    func leftoversOfAnInterruptedCreation() throws {
+        guard durable else { return }
+        let store = try open()
+        defer { store.close() }
+        var driver = RoomDriver(name: "\(prefix)leftover")
+        let first = driver.room.snapshot()
+        driver.play(rounds: 3)
+        for name in ["\(prefix)leftover", "\(prefix)leftover2"] {
+            try appendAndWait(store, driver.entries, room: name)  // a first chunk, then a crash
+            #expect(try store.load(room: name) == nil)
+            #expect(try store.listRooms(after: nil, prefix: name, limit: 10).map(\.name) == [])
+        }
+        store.save(first, room: "\(prefix)leftover")  // a hello makes the room from the seed
+        try appendAndWait(store, [], room: "\(prefix)leftover")
+        let seeded = try #require(try store.load(room: "\(prefix)leftover"))
+        #expect(seeded.tail.isEmpty && seeded.window.isEmpty)
+        #expect(try store.revisions(room: "\(prefix)leftover", after: 0, through: 100).isEmpty)
+        try createAndWait(store, first, driver.entries, room: "\(prefix)leftover2")  // an import
+        let imported = try #require(try store.load(room: "\(prefix)leftover2"))
+        #expect(durableState(try Room(restoring: imported, policy: driver.room.policy)) == durableState(driver.room))
+    }
+
     /// An append that cannot be made durable is reported, and the room takes no later append until it
     /// is loaded again: a journal never has a gap.
     func failedAppendBreaksTheRoom() throws {
@@ -548,6 +572,7 @@ struct InMemoryStoreContractTests {
     @Test func keptCheckpoints() async throws { try await contract.run { try $0.keptCheckpoints() } }
     @Test func checkpoints() async throws { try await contract.run { try $0.checkpoints() } }
     @Test func createWithHistory() async throws { try await contract.run { try $0.createWithHistory() } }
+    @Test func leftoversOfAnInterruptedCreation() async throws { try await contract.run { try $0.leftoversOfAnInterruptedCreation() } }
 }
 
 @Suite("Store contract: SQLite")
@@ -572,6 +597,7 @@ struct SQLiteStoreContractTests {
     @Test func keptCheckpoints() async throws { try await contract.run { try $0.keptCheckpoints() } }
     @Test func checkpoints() async throws { try await contract.run { try $0.checkpoints() } }
     @Test func createWithHistory() async throws { try await contract.run { try $0.createWithHistory() } }
+    @Test func leftoversOfAnInterruptedCreation() async throws { try await contract.run { try $0.leftoversOfAnInterruptedCreation() } }
     @Test func failedAppendBreaksTheRoom() async throws { try await contract.run { try $0.failedAppendBreaksTheRoom() } }
 
     @Test("the file is in WAL mode with synchronous FULL on the writer, and an online backup holds every room")
@@ -630,6 +656,7 @@ struct PostgresStoreContractTests {
     @Test func keptCheckpoints() async throws { try await contract.run { try $0.keptCheckpoints() } }
     @Test func checkpoints() async throws { try await contract.run { try $0.checkpoints() } }
     @Test func createWithHistory() async throws { try await contract.run { try $0.createWithHistory() } }
+    @Test func leftoversOfAnInterruptedCreation() async throws { try await contract.run { try $0.leftoversOfAnInterruptedCreation() } }
     @Test func failedAppendBreaksTheRoom() async throws { try await contract.run { try $0.failedAppendBreaksTheRoom() } }
 
     @Test("a room is leased to one node at a time; the others are told its URL; a dead node's rooms are free at once")

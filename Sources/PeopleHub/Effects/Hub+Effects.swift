@@ -42,7 +42,7 @@ extension Hub {
         if host.room.revision - host.snapshotRevision >= configuration.snapshotEvery { saveSnapshotIfChanged(host) }
     }
 
-    /// A new room's first commit with a history (an import's, `persist(_:in:creating:)`): its first
+    /// A new room's creation with a history (an import's, `persist(_:in:creating:)`): its first
     /// snapshot, and the webhook notices and checkpoints kept with it.
     struct RoomCreation {
         var snapshot: RoomSnapshot
@@ -54,7 +54,7 @@ extension Hub {
 
     /// Hands `entries` to the store in one append; what the room sends after them waits until they
     /// are durable (a barrier), and the change feed and webhooks hear of their revisions then.
-    /// `creating`: the room is new, and made in the same commit (`PeopleStore.create`).
+    /// `creating`: the room is new, and made with `entries`, all or nothing (`PeopleStore.create`).
     func persist(_ entries: [JournalEntry], in host: RoomHost, creating: RoomCreation? = nil) {
         guard !entries.isEmpty else { return }
         for entry in entries {

@@ -173,7 +173,7 @@ extension Hub {
 
     /// Creates the room with the import's people (and its history): 409 `room-exists` if the store has
     /// it; 201 once everything is durable. The room built off the service thread is the new room
-    /// (`loaded` makes it, its first snapshot, history and checkpoints in one commit, before hellos
+    /// (`loaded` makes it, its first snapshot, history and checkpoints all or nothing, before hellos
     /// that waited join it).
     private func create(_ imported: RoomImport, call: HTTPCall) {
         let name = imported.room

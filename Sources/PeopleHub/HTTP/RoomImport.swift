@@ -79,7 +79,7 @@ public struct RoomImport: Sendable {
     }
 
     /// The room's first snapshot: `initial` at revision 0, before any imported revision (it and
-    /// `entries` are created in one commit, `PeopleStore.create`).
+    /// `entries` are created all or nothing, `PeopleStore.create`).
     public var startingSnapshot: RoomSnapshot { Room(name: room, seed: initial, policy: built.policy).snapshot() }
 
     /// People as an insert would take them: valid persons, distinct tags.

@@ -154,9 +154,9 @@ extension Hub {
             let notices = webhooks?.notices(roomCreated: name, time: time) ?? []
             if let imported = load.creator, !imported.entries.isEmpty {
                 // An import with a history: the room is made whole before anyone joins it, and its
-                // first snapshot, history and checkpoints are one commit (never found at revision 0, or
-                // with some of its checkpoints, after a crash); the webhooks hear of it once it is durable
-                // (a commit that fails leaves no room to tell of).
+                // first snapshot, history and checkpoints are written all or nothing (never found at
+                // revision 0, or with some of its checkpoints, after a crash); the webhooks hear of it
+                // once it is durable (a write that fails leaves no room to tell of).
                 host = RoomHost(room: Room(name: name, seed: imported.initial, policy: configuration.roomPolicy))
                 host.room = imported.built
                 persist(imported.entries, in: host, creating: RoomCreation(
