@@ -12,9 +12,6 @@ package enum WriterWork: Sendable {
     /// Checkpoints of a room's past (an import's), kept in the commit of its creation; one the store
     /// has at a revision stays as it is.
     case checkpoints(room: String, [Checkpoint])
-    /// Forget what a creation that never finished left of a room that has no snapshot (journal rows
-    /// and checkpoints): it goes before a room's first snapshot, or its first chunk (`create`).
-    case clear(room: String)
     /// Delete the room (journal, snapshot, webhook cursors) and keep `notices` in the same commit; the
     /// commit sets `found` to whether it existed, and `whenDone` is called once the deletion is
     /// committed (or with the error).
@@ -25,8 +22,7 @@ package enum WriterWork: Sendable {
 
     package var room: String {
         switch self {
-        case .append(let room, _, _), .snapshot(let room, _, _), .checkpoints(let room, _), .clear(let room),
-             .delete(let room, _, _, _): room
+        case .append(let room, _, _), .snapshot(let room, _, _), .checkpoints(let room, _), .delete(let room, _, _, _): room
         case .probe: ""
         }
     }
@@ -97,11 +93,6 @@ package final class GroupCommitWriter: @unchecked Sendable {
     package func submit(together works: [WriterWork]) {
         guard !works.isEmpty else { return }
         condition.lock()
-        if let room = works.first?.room, creating[room] != nil {
-            creating[room]!.append(works)  // after the room's creation (`create`)
-            condition.unlock()
-            return
-        }
         let refusal = enqueue(works)
         condition.unlock()
         if let refusal { fail(works, refusal) }
@@ -114,7 +105,7 @@ package final class GroupCommitWriter: @unchecked Sendable {
             switch works[0] {
             case .append(let room, _, _): if let error = broken[room] ?? closedError { return error }
             case .delete, .probe: if let closedError { return closedError }
-            case .snapshot, .checkpoints, .clear: break
+            case .snapshot, .checkpoints: break
             }
         } else if let error = works.first.flatMap({ broken[$0.room] }) ?? closedError {
             return error
@@ -131,105 +122,19 @@ package final class GroupCommitWriter: @unchecked Sendable {
             case .append(_, _, let whenDurable): whenDurable(error)
             case .snapshot(let room, _, _): onSnapshotFailure(room, error)
             case .delete(_, _, _, let whenDone), .probe(let whenDone): whenDone(error)
-            case .checkpoints, .clear: break
+            case .checkpoints: break
             }
         }
     }
 
-    /// A room's first snapshot: after what an interrupted creation of it left is cleared.
-    package func saveFirst(_ snapshot: RoomSnapshot, room: String, notices: [WebhookNotice]) {
-        submit(together: [.clear(room: room), .snapshot(room: room, snapshot, notices: notices)])
-    }
-
-    // MARK: A room created with a long history
-
-    /// Rooms whose creation is being written a chunk at a time (`create`): what is handed over for them
-    /// meanwhile waits here, in order, and is queued right after the creation's last chunk.
-    private var creating: [String: [[WriterWork]]] = [:]
-
-    /// A creation written in chunks. Each chunk is copied out of `entries` when it is handed over (on
-    /// the writer's thread but the first): the caller's thread (a hub's service thread) does not copy
-    /// the whole history.
-    private final class Creation: @unchecked Sendable {
-        let room: String
-        let entries: [JournalEntry]
-        /// The chunks before the last: `chunk` records each, from the start of `entries`.
-        let chunks: Int
-        let chunk: Int
-        /// The last chunk with the room's first snapshot, its checkpoints and notices.
-        let last: [WriterWork]
-        let whenDurable: @Sendable (StoreError?) -> Void
-
-        init(room: String, entries: [JournalEntry], chunks: Int, chunk: Int, last: [WriterWork],
-             whenDurable: @escaping @Sendable (StoreError?) -> Void) {
-            (self.room, self.entries, self.chunks, self.chunk) = (room, entries, chunks, chunk)
-            (self.last, self.whenDurable) = (last, whenDurable)
-        }
-
-        func entries(ofChunk index: Int) -> [JournalEntry] { Array(entries[index * chunk ..< (index + 1) * chunk]) }
-    }
-
-    /// `PeopleStore.create` for a durable store. A history of more than `chunk` records is written a
-    /// chunk per transaction, each handed over once the one before is durable, so that other rooms'
-    /// commits go between them instead of waiting behind one long one (a 100,000-revision import held
-    /// them for about 0.85 s). The first clears what an interrupted creation left; the last holds the
-    /// room's first snapshot (which makes the room exist: nothing reads a room's rows before it), its
-    /// checkpoints and notices. What is handed over for the room meanwhile waits until the last chunk
-    /// is queued. A crash or a failure in between leaves rows of a room that does not exist, cleared
-    /// when it is created again; a failure is `whenDurable`'s.
+    /// `PeopleStore.create` for a durable store: the room's first snapshot, its checkpoints and its
+    /// history in one transaction. (Writing a long history a chunk per transaction, so that other
+    /// rooms' commits go between, was tried and taken back: another process creating the same room
+    /// meanwhile, the `import` command beside a hub, could mix its rows with these. STATUS.md.)
     package func create(room: String, _ snapshot: RoomSnapshot, notices: [WebhookNotice], entries: [JournalEntry],
-                        checkpoints: [Checkpoint], chunk: Int = 2_000,
-                        whenDurable: @escaping @Sendable (StoreError?) -> Void) {
-        let size = max(1, chunk)
-        let chunks = (entries.count - 1) / size  // before the last, which has 1 to `size` records (or none)
-        let last: [WriterWork] = [.snapshot(room: room, snapshot, notices: notices), .checkpoints(room: room, checkpoints),
-                                  .append(room: room, entries: Array(entries[(chunks * size)...]), whenDurable: whenDurable)]
-        condition.lock()
-        guard chunks > 0, creating[room] == nil else {
-            condition.unlock()
-            return submit(together: [.clear(room: room)] + last)
-        }
-        creating[room] = []
-        condition.unlock()
-        write(chunk: 0, of: Creation(room: room, entries: entries, chunks: chunks, chunk: size, last: last,
-                                     whenDurable: whenDurable))
-    }
-
-    /// Hands over chunk `index` of `creation` (the last with what waited for it, after the others).
-    private func write(chunk index: Int, of creation: Creation) {
-        guard index < creation.chunks else {
-            // The last chunk, then what was handed over meanwhile, in order.
-            condition.lock()
-            let waiting = creating.removeValue(forKey: creation.room) ?? []
-            var refused: [([WriterWork], StoreError)] = []
-            for group in [creation.last] + waiting {
-                if let error = enqueue(group) { refused.append((group, error)) }
-            }
-            condition.unlock()
-            for (group, error) in refused { fail(group, error) }
-            return
-        }
-        let append = WriterWork.append(room: creation.room, entries: creation.entries(ofChunk: index)) { [self] error in
-            if let error { abandon(creation, error) } else { write(chunk: index + 1, of: creation) }
-        }
-        condition.lock()
-        let refusal = enqueue(index == 0 ? [.clear(room: creation.room), append] : [append])
-        condition.unlock()
-        if let refusal { abandon(creation, refusal) }
-    }
-
-    /// A chunk was not written: the creation fails, and what waited for it is handed over as usual
-    /// (the room is broken now: its appends are refused, a deletion goes through).
-    private func abandon(_ creation: Creation, _ error: StoreError) {
-        condition.lock()
-        let waiting = creating.removeValue(forKey: creation.room) ?? []
-        var refused: [([WriterWork], StoreError)] = []
-        for group in waiting {
-            if let refusal = enqueue(group) { refused.append((group, refusal)) }
-        }
-        condition.unlock()
-        creation.whenDurable(error)
-        for (group, refusal) in refused { fail(group, refusal) }
+                        checkpoints: [Checkpoint], whenDurable: @escaping @Sendable (StoreError?) -> Void) {
+        submit(together: [.snapshot(room: room, snapshot, notices: notices), .checkpoints(room: room, checkpoints),
+                          .append(room: room, entries: entries, whenDurable: whenDurable)])
     }
 
     /// The error of the last commit, unless one has succeeded since.
@@ -309,7 +214,7 @@ package final class GroupCommitWriter: @unchecked Sendable {
         guard let error = attempt(batch) else { return [:] }
         var rooms: [String] = []
         for work in batch where !rooms.contains(work.room) { rooms.append(work.room) }
-        guard rooms.count > 1 else { return [rooms[0]: error] }
+        guard rooms.count > 1 else { return rooms.first.map { [$0: error] } ?? [:] }
         var failures: [String: StoreError] = [:]
         for room in rooms {
             if let error = attempt(batch.filter { $0.room == room }) { failures[room] = error }
@@ -350,10 +255,13 @@ package final class GroupCommitWriter: @unchecked Sendable {
                 switch work {
                 case .append(_, _, let whenDurable): whenDurable(error)
                 case .snapshot(let room, _, _): onSnapshotFailure(room, error)
-                case .checkpoints, .clear, .delete, .probe: break
+                case .checkpoints, .delete, .probe: break
                 }
             }
 
+            // Every piece was refused (its room broke): nothing to commit. (An empty transaction that
+            // failed, the file locked by another process, had no room to blame: the hub crashed.)
+            if batch.isEmpty { continue }
             let started = DispatchTime.now().uptimeNanoseconds
             let failures = commitIsolatingFailures(batch)
             commitDuration.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - started))
@@ -368,7 +276,7 @@ package final class GroupCommitWriter: @unchecked Sendable {
                 switch work {
                 case .append(_, _, let whenDurable): whenDurable(failure)
                 case .snapshot(let room, _, _): if let failure { onSnapshotFailure(room, failure) }
-                case .checkpoints, .clear: break
+                case .checkpoints: break
                 case .delete(_, _, _, let whenDone): whenDone(failure)
                 case .probe(let whenDone): whenDone(failure)
                 }

@@ -27,13 +27,11 @@ public protocol PeopleStore: Sendable {
     /// `room.created` for each webhook endpoint that wants it) are kept in the same commit.
     func save(_ snapshot: RoomSnapshot, room: String, notices: [WebhookNotice])
 
-    /// Creates the room with a history: `snapshot` (its first, position 0) with `notices` as `save`
-    /// keeps them, `entries` as `append` makes them durable, and `checkpoints` of that history as
-    /// `keepCheckpoint` keeps them. A crash or a failure leaves all of it or none (an import's room is
-    /// never found at revision 0 without the history it came with, nor with some of its checkpoints):
-    /// the durable stores write a long history a chunk per commit with the snapshot, which makes the
-    /// room exist, in the last, and clear what an interrupted creation left when a room is created
-    /// (`GroupCommitWriter.create`). The result and `whenDurable` are `append`'s.
+    /// Creates the room with a history, all in one commit: `snapshot` (its first, position 0) with
+    /// `notices` as `save` keeps them, `entries` as `append` makes them durable, and `checkpoints` of
+    /// that history as `keepCheckpoint` keeps them. A crash or a failure leaves all of it or none (an
+    /// import's room is never found at revision 0 without the history it came with, nor with some of
+    /// its checkpoints). The result and `whenDurable` are `append`'s.
     func create(_ snapshot: RoomSnapshot, notices: [WebhookNotice], entries: [JournalEntry],
                 checkpoints: [Checkpoint], room: String,
                 whenDurable: @escaping @Sendable (StoreError?) -> Void) -> AppendOutcome

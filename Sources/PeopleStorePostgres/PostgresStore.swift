@@ -243,11 +243,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     }
 
     public func save(_ snapshot: RoomSnapshot, room: String, notices: [WebhookNotice]) {
-        if snapshot.position == 0 {
-            writer.saveFirst(snapshot, room: room, notices: notices)
-        } else {
-            writer.submit(.snapshot(room: room, snapshot, notices: notices))
-        }
+        writer.submit(.snapshot(room: room, snapshot, notices: notices))
     }
 
     public func create(_ snapshot: RoomSnapshot, notices: [WebhookNotice], entries: [JournalEntry],
@@ -272,9 +268,6 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                 segments[segments.count - 1].notices += notices
             case .checkpoints(let room, let checkpoints):
                 segments[segments.count - 1].checkpoints += checkpoints.map { (room, $0) }
-            case .clear(let room):
-                // Before anything that follows it: a segment of its own starts with it.
-                segments.append(CommitSegment(clearing: room))
             case .delete(let room, let found, let notices, _):
                 segments[segments.count - 1].deletion = (room, found, notices)
                 segments.append(CommitSegment())
@@ -303,8 +296,6 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
 
     /// Appends and snapshots up to a deletion (or the end of a batch), then that deletion.
     private struct CommitSegment {
-        /// A room whose leftover rows go first (`WriterWork.clear`).
-        var clearing: String?
         var rows = JournalRows()
         var snapshots: [(String, RoomSnapshot)] = []
         /// Checkpoints of a created room's past (an import's); one the store has stays.
@@ -349,25 +340,29 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
 
     /// Writes one segment inside the batch's transaction. Call with `lock` held.
     private func write(_ segment: CommitSegment, on connection: PostgresConnection) throws {
-        if let room = segment.clearing {
-            _ = try run("""
-                WITH j AS (DELETE FROM journal WHERE room = \(room)) DELETE FROM checkpoints WHERE room = \(room)
-                """, on: connection)
-        }
         if !segment.rows.isEmpty { _ = try run(segment.rows.insert, on: connection) }
         let now = Int(Date().timeIntervalSince1970 * 1000)
         for (room, snapshot) in segment.snapshots {
             let json = snapshot.json
             let state = String(decoding: json.bytes, as: UTF8.self)
             let people = StoredRoomSummary.people(inSnapshot: json)
-            _ = try run("""
-                INSERT INTO snapshots (room, position, revision, floor, state, people, saved_at)
-                VALUES (\(room), \(snapshot.position), \(snapshot.revision), \(snapshot.floor), \(state), \(people), \(now))
-                ON CONFLICT (room) DO UPDATE SET position = EXCLUDED.position, revision = EXCLUDED.revision,
-                    floor = EXCLUDED.floor, state = EXCLUDED.state, people = EXCLUDED.people,
-                    saved_at = EXCLUDED.saved_at
-                WHERE snapshots.position <= EXCLUDED.position
-                """, on: connection)
+            if snapshot.position == 0 {
+                // A room's first snapshot creates it, and fails if the room exists (another process
+                // made it meanwhile): it is never replaced.
+                _ = try run("""
+                    INSERT INTO snapshots (room, position, revision, floor, state, people, saved_at)
+                    VALUES (\(room), 0, \(snapshot.revision), \(snapshot.floor), \(state), \(people), \(now))
+                    """, on: connection)
+            } else {
+                _ = try run("""
+                    INSERT INTO snapshots (room, position, revision, floor, state, people, saved_at)
+                    VALUES (\(room), \(snapshot.position), \(snapshot.revision), \(snapshot.floor), \(state), \(people), \(now))
+                    ON CONFLICT (room) DO UPDATE SET position = EXCLUDED.position, revision = EXCLUDED.revision,
+                        floor = EXCLUDED.floor, state = EXCLUDED.state, people = EXCLUDED.people,
+                        saved_at = EXCLUDED.saved_at
+                    WHERE snapshots.position <= EXCLUDED.position
+                    """, on: connection)
+            }
             let checkpoint = Checkpoint.peopleText(inSnapshot: json)
             _ = try run("""
                 INSERT INTO checkpoints (room, revision, people) VALUES (\(room), \(snapshot.revision), \(checkpoint))

@@ -39,6 +39,10 @@ public final class SQLiteStore: PeopleStore {
         do {
             var configuration = Configuration()
             configuration.label = "peoplekeeper"
+            // Another process writing the file (the `import` and `checkpoints` commands beside a hub)
+            // holds its write lock for a while: wait for it, as documented, instead of failing the
+            // commit (which drops every room in it) with "database is locked".
+            configuration.busyMode = .timeout(Self.busyTimeout)
             configuration.prepareDatabase { db in
                 try db.execute(sql: "PRAGMA synchronous = FULL")
                 // Checkpoint every 16 MiB of WAL instead of SQLite's 4 MiB: 64 rooms writing at once dirty
@@ -149,11 +153,7 @@ public final class SQLiteStore: PeopleStore {
     }
 
     public func save(_ snapshot: RoomSnapshot, room: String, notices: [WebhookNotice]) {
-        if snapshot.position == 0 {
-            writer.saveFirst(snapshot, room: room, notices: notices)
-        } else {
-            writer.submit(.snapshot(room: room, snapshot, notices: notices))
-        }
+        writer.submit(.snapshot(room: room, snapshot, notices: notices))
     }
 
     public func create(_ snapshot: RoomSnapshot, notices: [WebhookNotice], entries: [JournalEntry],
@@ -179,6 +179,12 @@ public final class SQLiteStore: PeopleStore {
                 INSERT OR REPLACE INTO snapshots (room, position, revision, floor, state, people, saved_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?)
                 """)
+            // A room's first snapshot (position 0) creates it, and fails if the room exists: another
+            // process (the import command beside a hub) made it meanwhile; it is never replaced.
+            let first = try db.cachedStatement(sql: """
+                INSERT INTO snapshots (room, position, revision, floor, state, people, saved_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """)
             let checkpoint = try db.cachedStatement(sql: """
                 INSERT OR REPLACE INTO checkpoints (room, revision, people) VALUES (?, ?, ?)
                 """)
@@ -202,16 +208,13 @@ public final class SQLiteStore: PeopleStore {
                     }
                 case .snapshot(let room, let s, let notices):
                     let json = s.json
-                    try snapshot.execute(arguments: [room, s.position, s.revision, s.floor,
+                    try (s.position == 0 ? first : snapshot).execute(arguments: [room, s.position, s.revision, s.floor,
                                                      String(decoding: json.bytes, as: UTF8.self),
                                                      StoredRoomSummary.people(inSnapshot: json), now])
                     try checkpoint.execute(arguments: [room, s.revision, Checkpoint.peopleText(inSnapshot: json)])
                     try keep(notices)
                 case .checkpoints(let room, let checkpoints):
                     for past in checkpoints { try kept.execute(arguments: [room, past.revision, past.peopleText]) }
-                case .clear(let room):
-                    try db.execute(sql: "DELETE FROM journal WHERE room = ?", arguments: [room])
-                    try db.execute(sql: "DELETE FROM checkpoints WHERE room = ?", arguments: [room])
                 case .delete(let room, let found, let notices, _):
                     try db.execute(sql: "DELETE FROM journal WHERE room = ?", arguments: [room])
                     var existed = db.changesCount > 0
@@ -225,6 +228,20 @@ public final class SQLiteStore: PeopleStore {
                     break  // the transaction itself is the test
                 }
             }
+        }
+    }
+
+    /// How long a write waits for another process's write lock on the file, in seconds.
+    static let busyTimeout: TimeInterval = 30
+
+    /// Holds the file's write lock for `seconds` from this store's own connection, as another process
+    /// writing the file would (for tests).
+    func holdWriteLock(seconds: Double, taken: () -> Void) throws {
+        try pool.barrierWriteWithoutTransaction { db in
+            try db.execute(sql: "BEGIN IMMEDIATE")
+            taken()
+            Thread.sleep(forTimeInterval: seconds)
+            try db.execute(sql: "COMMIT")
         }
     }
 

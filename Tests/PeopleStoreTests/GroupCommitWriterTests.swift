@@ -16,7 +16,6 @@ struct GroupCommitWriterTests {
                     case .append(let room, let entries, _): "append \(room) \(entries.count)"
                     case .snapshot(let room, _, _): "snapshot \(room)"
                     case .checkpoints(let room, let kept): "checkpoints \(room) \(kept.count)"
-                    case .clear(let room): "clear \(room)"
                     case .delete(let room, _, _, _): "delete \(room)"
                     case .probe: "probe"
                     }
@@ -54,66 +53,27 @@ struct GroupCommitWriterTests {
         (1...count).map { JournalEntry(position: $0, record: .forgotten(session: "s\($0)")) }
     }
 
-    @Test("a long creation goes a chunk per transaction, other rooms' work between them, the room's own after the last")
-    func chunkedCreation() throws {
-        let commits = Commits()
-        let gate = DispatchSemaphore(value: 0)
-        let writer = GroupCommitWriter(name: "test-writer", kind: "test", commit: { batch in
-            commits.record(batch)
-            if case .clear? = batch.first { gate.wait() }  // the first chunk: the test queues more meanwhile
-        }, onSnapshotFailure: { _, _ in })
-        let outcomes = Mutex<[String]>([])
+    @Test("a batch whose every piece was refused (its room broke) is not committed: an empty commit that failed crashed the writer")
+    func allRefused() throws {
+        // Every commit fails, as when another process holds the SQLite file's write lock.
+        let refused = DispatchSemaphore(value: 0)
+        let writer = GroupCommitWriter(name: "test-writer", kind: "test", commit: { _ in
+            throw StoreError(.unavailable, "database is locked")
+        }, onSnapshotFailure: { _, _ in refused.signal() })
         let done = DispatchSemaphore(value: 0)
-        func note(_ what: String) -> @Sendable (StoreError?) -> Void {
-            { error in
-                outcomes.withLock { $0.append(error == nil ? what : "\(what) failed") }
-                done.signal()
-            }
-        }
-        writer.create(room: "big", Room(name: "big").snapshot(), notices: [], entries: Self.entries(5), checkpoints: [],
-                      chunk: 2, whenDurable: note("created"))
-        while commits.batches.withLock({ $0.isEmpty }) { Thread.sleep(forTimeInterval: 0.001) }
-        writer.submit(.append(room: "other", entries: Self.entries(1), whenDurable: note("other")))
-        let later = JournalEntry(position: 6, record: .forgotten(session: "later"))
-        writer.submit(.append(room: "big", entries: [later], whenDurable: note("big later")))
-        gate.signal()
-        for _ in 0..<3 { #expect(done.wait(timeout: .now() + 10) == .success) }
-        writer.close()
-        #expect(commits.batches.withLock { $0 } == [
-            ["clear big", "append big 2"],
-            ["append other 1", "append big 2"],  // another room's commit before the rest of the creation
-            ["snapshot big", "checkpoints big 0", "append big 1", "append big 1"],  // the room exists; then its own
-        ])
-        #expect(outcomes.withLock { $0 } == ["other", "created", "big later"])
-    }
-
-    @Test("a chunk that fails fails the creation: no snapshot is written, and the room's later appends are refused")
-    func chunkedCreationFails() throws {
-        let commits = Commits()
-        let writer = GroupCommitWriter(name: "test-writer", kind: "test", commit: { batch in
-            commits.record(batch)
-            if batch.count == 1, case .append("big", let entries, _) = batch[0], entries.first?.position == 3 {
-                throw StoreError(.conflict, "the second chunk collides")
-            }
-        }, onSnapshotFailure: { _, _ in })
-        let failure = Mutex<StoreError?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        writer.create(room: "big", Room(name: "big").snapshot(), notices: [], entries: Self.entries(5), checkpoints: [],
-                      chunk: 2) { error in
-            failure.withLock { $0 = error }
+        writer.submit(.append(room: "x", entries: Self.entries(1), whenDurable: { _ in done.signal() }))
+        #expect(done.wait(timeout: .now() + 10) == .success)  // the room is broken now
+        // A snapshot of it is refused when its batch is made, which leaves the batch empty.
+        writer.submit(.snapshot(room: "x", Room(name: "x").snapshot(), notices: []))
+        #expect(refused.wait(timeout: .now() + 10) == .success)
+        let probed = Mutex<StoreError?>(nil)
+        writer.submit(.probe(whenDone: { error in
+            probed.withLock { $0 = error }
             done.signal()
-        }
-        #expect(done.wait(timeout: .now() + 10) == .success)
-        #expect(failure.withLock { $0 }?.kind == .conflict)
-        let refused = Mutex<StoreError?>(nil)
-        writer.submit(.append(room: "big", entries: Self.entries(1)) { error in
-            refused.withLock { $0 = error }
-            done.signal()
-        })
-        #expect(done.wait(timeout: .now() + 10) == .success)
-        #expect(refused.withLock { $0 }?.kind == .conflict)
+        }))
+        #expect(done.wait(timeout: .now() + 10) == .success, "the writer still runs")
+        #expect(probed.withLock { $0 }?.kind == .unavailable)
         writer.close()
-        #expect(commits.batches.withLock { $0 } == [["clear big", "append big 2"], ["append big 2"]])
     }
 
     @Test("a group bigger than maxBatch is still one transaction")

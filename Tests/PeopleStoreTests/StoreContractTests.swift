@@ -497,28 +497,17 @@ struct StoreContract {
         #expect(try store.load(room: "\(prefix)half") != nil)
     }
 
-    /// What a creation interrupted between its chunks leaves (journal rows of a room with no snapshot)
-    /// is not a room, and goes when the room is created: from the seed or with a history.
-    func leftoversOfAnInterruptedCreation() throws {
+    /// A room's first snapshot never replaces a room that exists: another process (the import command
+    /// beside a hub) may make the same room meanwhile, and the later of the two fails.
+    func firstSnapshotNeverReplaces() throws {
         guard durable else { return }
         let store = try open()
         defer { store.close() }
-        var driver = RoomDriver(name: "\(prefix)leftover")
-        let first = driver.room.snapshot()
-        driver.play(rounds: 3)
-        for name in ["\(prefix)leftover", "\(prefix)leftover2"] {
-            try appendAndWait(store, driver.entries, room: name)  // a first chunk, then a crash
-            #expect(try store.load(room: name) == nil)
-            #expect(try store.listRooms(after: nil, prefix: name, limit: 10).map(\.name) == [])
-        }
-        store.save(first, room: "\(prefix)leftover")  // a hello makes the room from the seed
-        try appendAndWait(store, [], room: "\(prefix)leftover")
-        let seeded = try #require(try store.load(room: "\(prefix)leftover"))
-        #expect(seeded.tail.isEmpty && seeded.window.isEmpty)
-        #expect(try store.revisions(room: "\(prefix)leftover", after: 0, through: 100).isEmpty)
-        try createAndWait(store, first, driver.entries, room: "\(prefix)leftover2")  // an import
-        let imported = try #require(try store.load(room: "\(prefix)leftover2"))
-        #expect(durableState(try Room(restoring: imported, policy: driver.room.policy)) == durableState(driver.room))
+        let made = try seededRoom(store, "\(prefix)made-twice", rounds: 3)
+        store.save(Room(name: "\(prefix)made-twice", seed: PeopleModel()).snapshot(), room: "\(prefix)made-twice")
+        try? appendAndWait(store, [], room: "\(prefix)made-twice")  // after the second creation's commit
+        let stored = try #require(try store.load(room: "\(prefix)made-twice"))
+        #expect(durableState(try Room(restoring: stored, policy: made.room.policy)) == durableState(made.room))
     }
 
     /// An append that cannot be made durable is reported, and the room takes no later append until it
@@ -572,7 +561,7 @@ struct InMemoryStoreContractTests {
     @Test func keptCheckpoints() async throws { try await contract.run { try $0.keptCheckpoints() } }
     @Test func checkpoints() async throws { try await contract.run { try $0.checkpoints() } }
     @Test func createWithHistory() async throws { try await contract.run { try $0.createWithHistory() } }
-    @Test func leftoversOfAnInterruptedCreation() async throws { try await contract.run { try $0.leftoversOfAnInterruptedCreation() } }
+    @Test func firstSnapshotNeverReplaces() async throws { try await contract.run { try $0.firstSnapshotNeverReplaces() } }
 }
 
 @Suite("Store contract: SQLite")
@@ -597,8 +586,26 @@ struct SQLiteStoreContractTests {
     @Test func keptCheckpoints() async throws { try await contract.run { try $0.keptCheckpoints() } }
     @Test func checkpoints() async throws { try await contract.run { try $0.checkpoints() } }
     @Test func createWithHistory() async throws { try await contract.run { try $0.createWithHistory() } }
-    @Test func leftoversOfAnInterruptedCreation() async throws { try await contract.run { try $0.leftoversOfAnInterruptedCreation() } }
+    @Test func firstSnapshotNeverReplaces() async throws { try await contract.run { try $0.firstSnapshotNeverReplaces() } }
     @Test func failedAppendBreaksTheRoom() async throws { try await contract.run { try $0.failedAppendBreaksTheRoom() } }
+
+    @Test("a commit waits for another process's write lock on the file instead of failing (the import command beside a hub)")
+    func waitsForAnotherWriter() async throws {
+        let directory = self.directory
+        try await blocking {
+            let hub = try SQLiteStore(path: directory + "/shared.sqlite", logger: storeLogger)
+            defer { hub.close() }
+            let other = try SQLiteStore(path: directory + "/shared.sqlite", logger: storeLogger)
+            defer { other.close() }
+            let held = DispatchSemaphore(value: 0)
+            let holder = Thread { try? other.holdWriteLock(seconds: 0.5) { held.signal() } }
+            holder.start()
+            held.wait()  // the lock is taken
+            let driver = try seededRoom(hub, "waited", rounds: 2)  // before: "database is locked"
+            let stored = try #require(try hub.load(room: "waited"))
+            #expect(try Room(restoring: stored, policy: RoomPolicy()).model == driver.room.model)
+        }
+    }
 
     @Test("the file is in WAL mode with synchronous FULL on the writer, and an online backup holds every room")
     func walAndBackup() async throws {
@@ -656,7 +663,7 @@ struct PostgresStoreContractTests {
     @Test func keptCheckpoints() async throws { try await contract.run { try $0.keptCheckpoints() } }
     @Test func checkpoints() async throws { try await contract.run { try $0.checkpoints() } }
     @Test func createWithHistory() async throws { try await contract.run { try $0.createWithHistory() } }
-    @Test func leftoversOfAnInterruptedCreation() async throws { try await contract.run { try $0.leftoversOfAnInterruptedCreation() } }
+    @Test func firstSnapshotNeverReplaces() async throws { try await contract.run { try $0.firstSnapshotNeverReplaces() } }
     @Test func failedAppendBreaksTheRoom() async throws { try await contract.run { try $0.failedAppendBreaksTheRoom() } }
 
     @Test("a room is leased to one node at a time; the others are told its URL; a dead node's rooms are free at once")
