@@ -127,6 +127,11 @@ extension PeopleStore {
         }
     }
 
+    /// Whether the store has the room (a snapshot of it): one `listRooms` read, no load. Blocks.
+    public func hasRoom(_ room: String) throws(StoreError) -> Bool {
+        try listRooms(after: nil, prefix: room, limit: 1).first?.name == room
+    }
+
     /// A snapshot with no webhook notices.
     public func save(_ snapshot: RoomSnapshot, room: String) { save(snapshot, room: room, notices: []) }
 

@@ -258,7 +258,7 @@ extension Hub {
         let notices = webhooks?.notices(roomDeleted: name, time: time) ?? []
         runtime.background { [weak self] in
             let result = Result { () throws(StoreError) -> Bool in
-                if ifStored, try store.listRooms(after: nil, prefix: name, limit: 1).first?.name != name { return false }
+                if ifStored, try !store.hasRoom(name) { return false }
                 _ = try store.deleteRoom(name, notices: notices)
                 return true
             }

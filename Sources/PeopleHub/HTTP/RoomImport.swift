@@ -1,5 +1,4 @@
 import PeopleCore
-import PeopleStore
 import WebSocketTransport
 
 /// A `PUT /v1/rooms/ROOM` body, checked before anything is created: `{"people":[…]}` makes a room at

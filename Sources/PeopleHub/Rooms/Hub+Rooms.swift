@@ -55,7 +55,7 @@ extension Hub {
         let store = store
         let box = UncheckedSendable(then)
         runtime.background { [weak self] in
-            let stored = try? store.listRooms(after: nil, prefix: name, limit: 1).first?.name == name
+            let stored = try? store.hasRoom(name)
             self?.back(box) { _, box in box.value(stored == false ? .absent : .full) }
         }
     }
@@ -157,10 +157,11 @@ extension Hub {
                 // first snapshot, history and checkpoints are written all or nothing (never found at
                 // revision 0, or with some of its checkpoints, after a crash); the webhooks hear of it
                 // once it is durable (a write that fails leaves no room to tell of).
-                host = RoomHost(room: Room(name: name, seed: imported.initial, policy: configuration.roomPolicy))
+                let start = Room(name: name, seed: imported.initial, policy: configuration.roomPolicy)
+                host = RoomHost(room: start)
                 host.room = imported.built
                 persist(imported.entries, in: host, creating: RoomCreation(
-                    snapshot: imported.startingSnapshot, notices: notices, checkpoints: imported.checkpoints, time: time))
+                    snapshot: start.snapshot(), notices: notices, checkpoints: imported.checkpoints, time: time))
             } else {
                 host = RoomHost(room: load.creator?.built ?? Room(name: name, seed: configuration.seed, policy: configuration.roomPolicy))
                 store.save(host.room.snapshot(), room: name, notices: notices)
