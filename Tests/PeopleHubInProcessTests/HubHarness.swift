@@ -260,7 +260,10 @@ final class HubHarness {
     /// The store, when it is the scripted one (the default).
     var store: ScriptedStore { anyStore as! ScriptedStore }
 
-    init(configure: (inout HubConfiguration) -> Void = { _ in }, store: any PeopleStore = ScriptedStore()) {
+    /// `sessions`: the first letters of the session ids it makes (hubs sharing a store need their own,
+    /// as real ones have random ids).
+    init(configure: (inout HubConfiguration) -> Void = { _ in }, store: any PeopleStore = ScriptedStore(),
+         sessions: String = "s") {
         var configuration = HubConfiguration(seed: PeopleModel.tutorialSeed)
         configure(&configuration)
         anyStore = store
@@ -269,7 +272,7 @@ final class HubHarness {
         let background = background
         let runtime = HubRuntime(
             clock: { clock.milliseconds },
-            makeSessionID: { "s" + String(ids.withLock { $0 += 1; return $0 }) },
+            makeSessionID: { sessions + String(ids.withLock { $0 += 1; return $0 }) },
             background: { background.run($0) },
             after: { _, work in work() })
         hub = Hub(configuration: configuration, store: store,

@@ -385,6 +385,35 @@ struct HubInProcessTests {
         #expect(room.revision == 5 && Array(room.model.people.elements) == final)
     }
 
+    @Test("a room loaded with snapshotEvery revisions or more after its stored snapshot gets a snapshot at once; fewer are left to the usual rule")
+    func loadSavesALaggingSnapshot() async throws {
+        // A first hub that never snapshots writes 12 revisions after the room's first snapshot (as an
+        // `import` command stopped before its last snapshot, or a hub killed, leaves a room).
+        let store = ScriptedStore()
+        let first = HubHarness(configure: { $0.snapshotEvery = 1_000 }, store: store)
+        let ann = try await first.joined("ann")
+        for k in 1...12 { await first.send(.submit(seq: k, base: k - 1, [.set(1, .name("Bob \(k)"))]), on: ann) }
+        let journal = try #require(try store.inner.load(room: "r")).tail.compactMap(\.record.revision).count
+        #expect(journal == 12)
+
+        // A hub whose rule is every 20: 12 behind is left alone, and replayed at the next load.
+        let lenient = HubHarness(configure: { $0.snapshotEvery = 20 }, store: store, sessions: "b")
+        _ = try await lenient.joined("bob")
+        #expect(try #require(try store.inner.load(room: "r")).tail.compactMap(\.record.revision).count == 12)
+
+        // Every 10: the load saves the room's snapshot at its head, so the next load replays nothing.
+        let strict = HubHarness(configure: { $0.snapshotEvery = 10 }, store: store, sessions: "c")
+        let carl = try await strict.joined("carl")
+        #expect(carl.welcome?.rev == 12)
+        let stored = try #require(try store.inner.load(room: "r"))
+        #expect(stored.tail.compactMap(\.record.revision).isEmpty, "\(stored.tail.count) entries still to replay")
+        let room = try Room(restoring: stored, policy: strict.hub.configuration.roomPolicy)
+        #expect(room.revision == 12 && room.model == strict.hub.host("r")!.room.model)
+        // And the usual rule counts from that snapshot: 10 more revisions make the next one.
+        for k in 1...10 { await strict.send(.submit(seq: k, base: 11 + k, [.set(2, .name("Sam \(k)"))]), on: carl) }
+        #expect(try #require(try store.inner.load(room: "r")).tail.compactMap(\.record.revision).isEmpty)
+    }
+
     /// What the hub tells the webhooks, in order.
     final class WebhookCalls: HubWebhooks, @unchecked Sendable {
         var calls: [String] = []

@@ -72,7 +72,7 @@ extension Hub {
                 hub.metrics.durableWait.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - handed))
                 hub.durable(barrier: barrier, host: box.value, error: error)
                 guard error == nil, !box.value.broken else { return }
-                if let bornAt { hub.webhooks?.roomCreated(room: name, time: bornAt) }
+                if let bornAt { hub.created(name, revisions: rev ?? 0, time: bornAt) }
                 if let rev { hub.revisionsDurable(box.value, through: rev) }
             }
         }
@@ -86,8 +86,15 @@ extension Hub {
             host.hold(behind: barrier)
             return
         }
-        if let bornAt { webhooks?.roomCreated(room: name, time: bornAt) }
+        if let bornAt { created(name, revisions: rev ?? 0, time: bornAt) }
         if let rev { revisionsDurable(host, through: rev) }
+    }
+
+    /// A room made with a history is durable: logged, and the webhooks hear of it (before its
+    /// revisions). One whose commit failed is neither (the failure is logged as the store's).
+    private func created(_ name: String, revisions: Int, time: Int64) {
+        logger.info("room created", metadata: ["room": "\(name)", "rev": "\(revisions)"])
+        webhooks?.roomCreated(room: name, time: time)
     }
 
     /// Sends the room's presence list soon: once per service pass at most, and at most once per

@@ -67,9 +67,9 @@ extension Hub {
         let policy = configuration.roomPolicy
         let load: @Sendable () -> Void = { [weak self] in
             let started = DispatchTime.now().uptimeNanoseconds
-            let result: Result<Room?, StoreError>
+            let result: Result<RestoredRoom?, StoreError>
             do {
-                result = .success(try store.load(room: name).map { try Room(restoring: $0, policy: policy) })
+                result = .success(try store.load(room: name).map { try RestoredRoom($0, policy: policy) })
             } catch let error as StoreError {
                 result = .failure(error)
             } catch {
@@ -88,7 +88,7 @@ extension Hub {
                     background(load)
                 }
             } catch {
-                let failure = Result<Room?, StoreError>.failure(error as? StoreError ?? StoreError(.lease, "\(error)"))
+                let failure = Result<RestoredRoom?, StoreError>.failure(error as? StoreError ?? StoreError(.lease, "\(error)"))
                 self?.back(failure) { hub, failure in hub.loaded(name, failure, seconds: 0) }
             }
         }
@@ -96,7 +96,7 @@ extension Hub {
 
     /// Takes the room's lease; returns the owner's URL if another node has it. A lease held by a node
     /// that has not said where it is yet (it is taking the room over) is asked again for a while.
-    private static func takeLease(_ leases: any RoomLeases, room: String) throws(StoreError) -> String? {
+    static func takeLease(_ leases: any RoomLeases, room: String) throws(StoreError) -> String? {
         for _ in 0..<25 {
             switch try leases.acquire(room: room) {
             case .acquired: return nil
@@ -122,7 +122,7 @@ extension Hub {
         for request in load.requests { request(.elsewhere(url)) }
     }
 
-    func loaded(_ name: String, _ result: Result<Room?, StoreError>, seconds: Double) {
+    func loaded(_ name: String, _ result: Result<RestoredRoom?, StoreError>, seconds: Double) {
         guard case .loading(let load)? = rooms[name] else { return }
         let host: RoomHost
         var created = false
@@ -131,10 +131,16 @@ extension Hub {
             // An import's body is still being checked: it, not the seed, makes the room (`importChecked`).
             load.parked = true
             return
-        case .success(let room?):
+        case .success(let restored?):
+            let room = restored.room
             metrics.roomLoads[.loaded]?.increment()
             metrics.roomLoadDuration.recordSeconds(seconds)
             host = RoomHost(room: room)
+            // Where the stored snapshot stands: a journal of `snapshotEvery` revisions or more after it
+            // (an `import` command stopped before its last snapshot, a hub killed often) gets a new
+            // snapshot below, instead of being replayed again at every load.
+            host.snapshotRevision = restored.snapshotRevision
+            host.snapshotPosition = restored.snapshotPosition
             // The node that loads a room delivers its webhooks (cluster mode): a backlog resumes here.
             webhooks?.revisionsDurable(room: name, after: room.revision, through: room.revision, revisions: [])
             logger.info("room loaded", metadata: [
@@ -166,9 +172,9 @@ extension Hub {
                 host = RoomHost(room: load.creator?.built ?? Room(name: name, seed: configuration.seed, policy: configuration.roomPolicy))
                 store.save(host.room.snapshot(), room: name, notices: notices)
                 webhooks?.roomCreated(room: name, time: time)
+                logger.info("room created", metadata: ["room": "\(name)"])
             }
             created = true
-            logger.info("room created", metadata: ["room": "\(name)"])
         case .failure(let error):
             metrics.roomLoads[.failed]?.increment()
             rooms[name] = nil

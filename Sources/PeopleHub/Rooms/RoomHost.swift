@@ -90,3 +90,18 @@ final class RoomHost {
         return held.compactMap { if case .answer(let exchange, _) = $0 { exchange } else { nil } }
     }
 }
+
+/// A room rebuilt from what the store holds, and the revision and journal position of the stored
+/// snapshot it was rebuilt from (the journal after it was replayed). Built off the service thread.
+struct RestoredRoom: Sendable {
+    var room: Room
+    var snapshotRevision: Int
+    var snapshotPosition: Int
+
+    init(_ stored: StoredRoom, policy: RoomPolicy) throws(RestoreError) {
+        room = try Room(restoring: stored, policy: policy)
+        let replayed = stored.tail.reduce(0) { $0 + ($1.record.revision == nil ? 0 : 1) }
+        snapshotRevision = room.revision - replayed
+        snapshotPosition = stored.tail.first.map { $0.position - 1 } ?? room.journalPosition
+    }
+}
