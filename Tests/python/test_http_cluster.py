@@ -64,6 +64,37 @@ def test_a_room_owned_by_another_node_is_redirected_with_307(hub_factory, pg_ser
     assert status == 307 and urlsplit(headers["location"]).port == b.port, (status, headers, body)
 
 
+def test_delete_of_a_stored_room_no_node_holds_needs_no_room_slot(hub_factory, pg_server, room):
+    """A DELETE of a room no node has in memory takes the room's lease and deletes it in the store
+    without loading it, so a node at limits.maxRooms can still do it (it was 503 room-full); a room
+    another node holds is sent there (307)."""
+    def node(node_id, **limits):
+        config = {"storage": {"kind": "postgres", "postgresURL": pg_server.url}, "cluster": {"nodeId": node_id}}
+        if limits:
+            config["limits"] = limits
+        return config
+
+    held, stored, busy = room[:50] + "-held", room[:50] + "-stored", room[:50] + "-busy"
+    a = hub_factory(node("a"))
+    c = hub_factory(node("c"))
+    assert raw(a.port, "PUT", f"/v1/rooms/{held}", {"people": []})[0] == 201
+    assert raw(c.port, "PUT", f"/v1/rooms/{stored}", {"people": []})[0] == 201
+    assert c.terminate() == 0                      # drained: the room is stored, and nobody holds it
+
+    b = hub_factory(node("b", maxRooms=1))
+    b.join(busy, "bob")                            # b's one room
+    status, headers, body = raw(b.port, "DELETE", f"/v1/rooms/{held}")
+    assert status == 307 and urlsplit(headers["location"]).port == a.port, (status, headers, body)
+    status, _, body = raw(b.port, "DELETE", f"/v1/rooms/{stored}")
+    assert status == 204, (status, body)
+    status, _, body = raw(a.port, "GET", f"/v1/rooms/{stored}")
+    assert status == 404 and json.loads(body)["error"]["code"] == "no-room", (status, body)
+    status, _, body = raw(b.port, "DELETE", f"/v1/rooms/{stored}")
+    assert status == 404, (status, body)
+    # The lease was given back: node a can make a room of that name again.
+    assert raw(a.port, "PUT", f"/v1/rooms/{stored}", {"people": []})[0] == 201
+
+
 def test_http_requests_are_counted_by_route_and_status_in_metrics(hub_factory, room):
     """`peoplekeeper_http_requests_total{route,status}` and `peoplekeeper_http_request_duration_seconds`
     (docs/CONFIG.md, Metrics): a room read, a write, a missing room and an unknown path, each counted

@@ -27,9 +27,9 @@ extension Hub {
         routes.add("DELETE", "/v1/rooms/:room") { [unowned self] call throws in
             try api(call) { [unowned self] caller throws in
                 let room = try roomName(call)
-                if rooms[room] == nil && leases == nil {
-                    // Not in memory (and no other node may serve it): deleted in the store, not loaded
-                    // first (a long history took a second to load), also at `limits.maxRooms`.
+                if rooms[room] == nil {
+                    // Not in memory: deleted in the store, not loaded first (a long history took a
+                    // second to load), also at `limits.maxRooms`; in cluster mode under its lease.
                     try caller.check(.admin, room: room)
                     deleteFromStore(room, call: call, ifStored: true)
                     return nil
@@ -247,45 +247,67 @@ extension Hub {
 
     /// Deletes the room from the store (off the service thread) while a placeholder load holds its name:
     /// hellos and requests meanwhile wait, then load what is there after. `ifStored`: the room is not in
-    /// memory, so the store is asked first whether it has it (404 if not, and no `room.deleted`).
+    /// memory, so the store is asked first whether it has it (404 if not, and no `room.deleted`); in
+    /// cluster mode this node takes its lease first, so no node loads it meanwhile, and a room another
+    /// node holds is sent there (307), as any request for it is.
     private func deleteFromStore(_ name: String, call: HTTPCall, ifStored: Bool) {
         let placeholder = RoomLoad()
         rooms[name] = .loading(placeholder)
         let store = store
-        let box = UncheckedSendable((call.exchange, placeholder))
+        let box = UncheckedSendable((call, placeholder))
         // `room.deleted` is kept with the deletion, in the same commit, so no crash can lose it.
         let time = clock
         let notices = webhooks?.notices(roomDeleted: name, time: time) ?? []
-        runtime.background { [weak self] in
+        let deletion: @Sendable () -> Void = { [weak self] in
             let result = Result { () throws(StoreError) -> Bool in
                 if ifStored, try !store.hasRoom(name) { return false }
                 _ = try store.deleteRoom(name, notices: notices)
                 return true
             }
             self?.back(box) { hub, box in
-                let (exchange, placeholder) = box.value
+                let (call, placeholder) = box.value
                 if let leases = hub.leases { hub.leaseCalls.async { leases.release(room: name) } }
-                if case .loading(let load)? = hub.rooms[name], load === placeholder {
-                    hub.rooms[name] = nil
-                    // Hellos and requests that waited load the room anew; so does an import whose
-                    // body is being checked (the name stays taken for it: a hello meanwhile waits).
-                    if !load.waiters.isEmpty || load.importing {
-                        hub.rooms[name] = .loading(load)
-                        hub.startLoading(name)
-                    }
-                }
+                hub.deletionEnded(name, placeholder)
                 switch result {
                 case .success(false):
-                    exchange.respond(HTTPFailure.noRoom(name).response(json: true))
+                    call.exchange.respond(HTTPFailure.noRoom(name).response(json: true))
                 case .success(true):
                     hub.logger.info("room deleted", metadata: ["room": "\(name)"])
                     hub.webhooks?.roomDeleted(room: name, time: time)
-                    exchange.respond(HTTPResponse(status: 204, body: []))
+                    call.exchange.respond(HTTPResponse(status: 204, body: []))
                 case .failure(let error):
-                    exchange.respond(HTTPFailure.unavailable("the store could not delete room \(name): \(error)")
+                    call.exchange.respond(HTTPFailure.unavailable("the store could not delete room \(name): \(error)")
                         .response(json: true))
                 }
             }
+        }
+        guard ifStored, let leases else { return runtime.background(deletion) }
+        let background = runtime.background
+        leaseCalls.async { [weak self] in
+            let failure: HTTPFailure
+            do {
+                guard let owner = try Self.takeLease(leases, room: name) else { return background(deletion) }
+                failure = Self.redirect(box.value.0, roomURL: owner + RoomName.pathPrefix + name, room: name)
+            } catch {
+                failure = .unavailable("room \(name) cannot be deleted here: \(error)")
+            }
+            self?.back(box) { hub, box in
+                let (call, placeholder) = box.value
+                hub.deletionEnded(name, placeholder)
+                call.exchange.respond(failure.response(json: true))
+            }
+        }
+    }
+
+    /// A deletion's placeholder gives the name back: hellos and requests that waited load the room
+    /// anew; so does an import whose body is being checked (the name stays taken for it: a hello
+    /// meanwhile waits).
+    private func deletionEnded(_ name: String, _ placeholder: RoomLoad) {
+        guard case .loading(let load)? = rooms[name], load === placeholder else { return }
+        rooms[name] = nil
+        if !load.waiters.isEmpty || load.importing {
+            rooms[name] = .loading(load)
+            startLoading(name)
         }
     }
 
