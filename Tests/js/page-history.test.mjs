@@ -9,7 +9,7 @@ import { Timeline, START } from '../../Web/js/timeline.js';
 import { Attribution } from '../../Web/js/attribution.js';
 import {
   relativeTime, opsLabel, actionText, touchedPeople, touchedText, writerText, restoreQuestion, changesSince,
-  alreadyRestoredText,
+  alreadyRestoredText, restoreOfflineText,
 } from '../../Web/js/history-text.js';
 import { RestoreCheck, readRoomAt } from '../../Web/js/restore-check.js';
 import { PeopleModel } from '../../Web/js/core/model.js';
@@ -370,6 +370,10 @@ test('a restore to how the room already is is no question: the past state is rea
     "The room already looks like it did right after bob's Change Hair Color (just now): restoring it would change nothing.");
   assert.equal(alreadyRestoredText(START, 0),
     'The room already looks like it did when it started: restoring it would change nothing.');
+  assert.equal(restoreOfflineText(entry(4, 'bob'), 1_000_000 + 7),
+    "The hub can't be reached, so the room can't be restored to how it was right after bob's Change Hair Color "
+    + '(just now) now: what that would take back can only be counted once the hub is back. Try again then.');
+  assert.ok(!hasWireWords(restoreOfflineText(START, 0)));
 });
 
 test('skip notices of a selective undo and of a restore read like the others', () => {

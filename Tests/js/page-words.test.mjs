@@ -48,6 +48,16 @@ test('a skipped undo with nothing done says so first; a partial one says what wa
     "Nothing was undone: your change to Ann's hair color was overwritten by bob.");
   assert.equal(reportsText([report], nameOf, { kind: 'undo', changed: true }),
     "Undone, except: your change to Ann's hair color was overwritten by bob.");
+  // With the label of the step done (the hub's answer's): an undo whose newest step had nothing left
+  // goes on to the one before it (undo.cascade), so the notice names what was done.
+  assert.equal(reportsText([report], nameOf, { kind: 'undo', changed: true, label: 'Change Eye Color' }),
+    "Undid Change Eye Color. Skipped: your change to Ann's hair color was overwritten by bob.");
+  assert.equal(reportsText([report], nameOf, { kind: 'redo', changed: true, label: 'Toggle Glasses' }),
+    "Redid Toggle Glasses. Skipped: your change to Ann's hair color was overwritten by bob.");
+  assert.equal(reportsText([report], nameOf, { kind: 'undo', changed: false, label: 'Change Hair Color' }),
+    "Nothing was undone: your change to Ann's hair color was overwritten by bob.");
+  assert.equal(reportsText([report], nameOf, { kind: 'edit', changed: true, label: 'Change Hair Color' }),
+    "Part of your change was not made: your change to Ann's hair color was overwritten by bob.");
   assert.equal(reportsText([report], nameOf, { kind: 'redo', changed: false }),
     "Nothing was redone: your change to Ann's hair color was overwritten by bob.");
   const two = [report, { reason: 'targetRemoved', tag: 3, by: 'carol' }, report];

@@ -264,6 +264,35 @@ def test_a_change_in_one_browser_appears_live_in_the_other(hub, room, browsers):
         p.wait_for(lambda x: (x.peoplekeeper() or {}).get("revision") == 1, "window.peoplekeeper.revision == 1")
 
 
+def test_an_undo_that_goes_on_to_an_older_step_names_the_step_it_undid(hub, room, browsers):
+    """undo.cascade: ann changes Ann's hair (r1), then toggles Sam's glasses (r2); a teammate
+    overwrites the glasses (r3). ann's Undo names the glasses toggle, which has nothing left to take
+    back, so the hub goes on to the hair change and undoes that. #notice says what was undone and what
+    was skipped: "Undid Change Hair Color. Skipped: your change to Sam's glasses was overwritten by bob."
+    Before the fix it said "Undone, except: …", which read as the glasses step partly undone."""
+    obs = observe(hub, room)
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.select(1)
+    a.choose("hairColor", "red")
+    wait_model(obs, lambda p: field_of(p, 1, "hairColor") == "red", "Ann red (ann, r1)")
+    a.select(3)
+    assert a.toggle("#glasses") is False
+    wait_model(obs, lambda p: field_of(p, 3, "glasses") is False, "Sam without glasses (ann, r2)")
+    hair = [m for m in obs.log if m["type"] == "ops" and m["rev"] == 1][-1].get("label")
+    glasses = last_label(obs, "ann")
+    bob = hub.join(room, "bob")
+    bob.edit([{"op": "set", "tag": 3, "field": "glasses", "value": True}], label="Toggle Glasses")
+    wait_model(obs, lambda p: field_of(p, 3, "glasses") is True and obs.rev == 3, "Sam's glasses on again (bob, r3)")
+    a.wait_for(undo_text_is(f"Undo {glasses}"), f'#undo offering "Undo {glasses}"')
+
+    a.click("#undo")
+    said = f"Undid {hair}. Skipped: your change to Sam's glasses was overwritten by bob."
+    a.wait_for(lambda p: p.text("#notice") == said, f"#notice saying {said!r}")
+    people = wait_model(obs, lambda p: field_of(p, 1, "hairColor") == "brown", "Ann's hair back (the older step undone)")
+    assert field_of(people, 3, "glasses") is True, f"bob's glasses kept: {by_tag(people, 3)}"
+
+
 def test_undo_of_a_field_a_teammate_overwrote_is_skipped_with_a_notice_and_the_next_undo_works(hub, room, browsers):
     """ann changes Ann's hairColor (brown → red), bob overwrites it (red → blonde). ann presses Ctrl+Z
     (focus on the page, not in the name field): #notice names bob and says overwritten, both pages and
@@ -1497,6 +1526,55 @@ def test_restore_to_a_revision_the_room_already_looks_like_offers_no_restore(hub
     assert asked["already"] is None and asked["restore"] is True and asked["close"] == "Keep as it is", asked
     assert "takes back the 1 change made since" in asked["text"], asked
     a.click("#cancel-restore")
+
+
+def test_no_restore_is_offered_or_queued_while_the_hub_is_unreachable(hub_factory, room, browsers):
+    """A restore is worked out by the hub when it gets there, so one queued offline would take back
+    whatever teammates sent meanwhile, which the question never counted. ann changes Ann's hair (r1)
+    and glasses (r2) and opens "Restore to here" on r1 (takes back 1 change); the hub is killed while
+    the question is open: it now says the hub is unreachable, offers no Restore, only Close, and the
+    same on a question opened offline. After the restart a teammate's change is kept: no restore was
+    queued. Before the fix: Restore stayed offered, was queued, and took back bob's change made meanwhile."""
+    hub, a = ann_on_a_sqlite_hub(hub_factory, room, browsers)
+    a.choose("hairColor", "red")
+    assert a.toggle("#glasses") is True
+    a.wait_for(history_is([2, 1, 0]), "ann's panel with revisions 2, 1 and the start")
+    dialog = ("const d = document.getElementById('restore-dialog'); return {open: d.open, count: d.getAttribute('data-count'),"
+              " offline: d.getAttribute('data-offline'), restore: !document.getElementById('confirm-restore').hidden,"
+              " close: document.getElementById('cancel-restore').textContent.trim(),"
+              " title: document.getElementById('restore-title').textContent.trim(),"
+              " text: document.getElementById('restore-text').textContent.trim()};")
+    a.click(a.history_row(1) + " button.restore-here")
+    asked = a.wait_for(lambda p: (lambda d: d if d["open"] and d["count"] == "1" else None)(p.js(dialog)),
+                       "the usual question on revision 1")
+    assert asked["restore"] is True and asked["offline"] is None, asked
+
+    kill_hub_under(hub, a)
+    said = a.wait_for(lambda p: (lambda d: d if d["offline"] == "true" else None)(p.js(dialog)),
+                      "the open question saying the hub is unreachable")
+    assert (said["open"], said["restore"], said["close"], said["title"], said["count"]) == \
+        (True, False, "Close", "The hub is unreachable", "0"), said
+    assert "can't be reached" in said["text"] and "Try again" in said["text"], said
+    a.screenshot("1-restore-offline")
+    a.click("#cancel-restore")
+    a.wait_for(lambda p: not p.js(dialog)["open"], "the question closed")
+    a.click(a.history_row(1) + " button.restore-here")
+    again = a.wait_for(lambda p: (lambda d: d if d["open"] else None)(p.js(dialog)), "the question opened offline")
+    assert again["offline"] == "true" and again["restore"] is False, again
+    # Enter on the dialog (its default action) restores nothing either.
+    a.js("document.getElementById('confirm-restore').click();")
+    a.wait_for(lambda p: not p.js(dialog)["open"], "the question closed")
+    assert not (a.text("#waiting") or ""), "nothing queued"
+
+    hub.restart(same_port=True)
+    a.wait_for(lambda p: p.summary()["connection"] == "online", "ann online again", timeout=RECONNECT_WAIT)
+    obs = observe(hub, room)
+    bob = hub.join(room, "bob")
+    bob.edit([{"op": "set", "tag": 2, "field": "glasses", "value": True}], label="Toggle Glasses")
+    people = wait_model(obs, lambda p: field_of(p, 2, "glasses") is True, "bob's change")
+    time.sleep(1.0)
+    assert obs.rev == 3 and field_of(obs.people, 2, "glasses") is True and field_of(obs.people, 1, "glasses") is True, \
+        f"no restore went out: rev {obs.rev}, {obs.people}"
 
 
 def test_the_room_as_it_started_is_the_last_row_and_can_be_restored_to(hub, room, browsers):

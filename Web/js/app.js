@@ -36,7 +36,7 @@ import { actionLabels, presenceWords, roleWords } from './words.js';
 import { Timeline } from './timeline.js';
 import { Attribution } from './attribution.js';
 import { HistoryPanel } from './history-panel.js';
-import { touchedPeople, writerText, restoreQuestion, alreadyRestoredText } from './history-text.js';
+import { touchedPeople, writerText, restoreQuestion, alreadyRestoredText, restoreOfflineText } from './history-text.js';
 import { RestoreCheck, readRoomAt } from './restore-check.js';
 import { undoOffer } from './core/undo-offer.js';
 import { insert, remove, move, diffTag } from './core/diff.js';
@@ -278,26 +278,34 @@ class App {
     $('restore-dialog').showModal();
   }
 
-  /** The question, with the count as it is now (revisions that come while it is open are counted). */
+  /**
+   * The question, with the count as it is now (revisions that come while it is open are counted).
+   * While the hub is unreachable no restore is offered: the hub works a restore out when it gets
+   * there, so one queued now would take back teammates' changes sent meanwhile, uncounted.
+   */
   renderRestoreQuestion() {
     const entry = this.pendingRestore;
     if (!entry || !this.live) return;
     const now = Date.now();
-    const already = this.restoreCheck.verdict(entry.rev, this.live.sync.view) === 'same';
-    const q = already ? { count: 0, text: alreadyRestoredText(entry, now) }
-      : restoreQuestion(entry, this.live.sync.revision, now);
-    setText($('restore-title'), already ? 'Nothing to restore' : 'Restore an earlier version?');
+    const offline = this.live.link !== 'online';
+    const already = !offline && this.restoreCheck.verdict(entry.rev, this.live.sync.view) === 'same';
+    const q = offline ? { count: 0, text: restoreOfflineText(entry, now) }
+      : already ? { count: 0, text: alreadyRestoredText(entry, now) }
+        : restoreQuestion(entry, this.live.sync.revision, now);
+    setText($('restore-title'), offline ? 'The hub is unreachable'
+      : already ? 'Nothing to restore' : 'Restore an earlier version?');
     setText($('restore-text'), q.text);
     setAttr($('restore-dialog'), 'data-count', q.count);
     setAttr($('restore-dialog'), 'data-rev', entry.rev);
     setAttr($('restore-dialog'), 'data-already', already ? 'true' : null);
-    $('confirm-restore').hidden = already;
-    setText($('cancel-restore'), already ? 'Close' : 'Keep as it is');
+    setAttr($('restore-dialog'), 'data-offline', offline ? 'true' : null);
+    $('confirm-restore').hidden = already || offline;
+    setText($('cancel-restore'), already || offline ? 'Close' : 'Keep as it is');
   }
 
   confirmRestore() {
     const entry = this.pendingRestore;
-    const changes = entry != null && this.live != null
+    const changes = entry != null && this.live != null && this.live.link === 'online'
       && this.restoreCheck.verdict(entry.rev, this.live.sync.view) !== 'same';
     $('restore-dialog').close();
     if (changes && this.acting()) this.live.restore(entry.rev);
@@ -385,7 +393,7 @@ class App {
           break;
         case 'skipped':
           this.notice(reportsText(n.reports, this.namesBefore(n),
-            { kind: n.kind, changed: n.changed, ...this.reportOptions() }));
+            { kind: n.kind, changed: n.changed, label: n.label, ...this.reportOptions() }));
           break;
         case 'reset':
           this.notice(resetText(n.kept, n.notSent));
@@ -490,6 +498,8 @@ class App {
 
   renderHeader() {
     const live = this.live;
+    // The restore question changes with the connection (none is offered while it is down).
+    if ($('restore-dialog').open) this.renderRestoreQuestion();
     const status = connectionStatus(live.connection, Date.now());
     const connection = $('connection');
     setAttr(connection, 'data-state', status.state);

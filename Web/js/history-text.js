@@ -152,6 +152,16 @@ export function restoreQuestion(entry, head, now, locale = undefined) {
 }
 
 /**
+ * What the restore question says instead while the hub is unreachable: a restore is worked out by the
+ * hub when it gets there, so it is neither counted nor sent (queued, it would take back whatever
+ * teammates send meanwhile, which nobody was asked about).
+ */
+export function restoreOfflineText(entry, now, locale = undefined) {
+  return `The hub can't be reached, so the room can't be restored to how it was ${restorePoint(entry, now, locale)} `
+    + 'now: what that would take back can only be counted once the hub is back. Try again then.';
+}
+
+/**
  * What the restore question says instead when the room already is as it was then (a restore would
  * change nothing, so none is offered): "The room already looks like it did right after bob's Change
  * Hair Color (2 min ago): restoring it would change nothing."

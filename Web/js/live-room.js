@@ -8,9 +8,10 @@
 // node it names cannot be reached, the next attempt goes back to the address the page started with.
 //
 // `onUpdate(notices)` is called after every change (notices may be empty). A notice is one of:
-//   {type:'skipped', reports, people, kind, changed}  parts of this user's request skipped; `people`
-//                                      is the view before, to name them; `kind` 'edit' | 'undo' |
-//                                      'redo'; `changed` whether any of the request was done
+//   {type:'skipped', reports, people, kind, changed, label?}  parts of this user's request skipped;
+//                                      `people` is the view before, to name them; `kind` 'edit' |
+//                                      'undo' | 'redo'; `changed` whether any of the request was done;
+//                                      `label` the step an undo / redo did (the hub's answer's)
 //   {type:'remote', rev, author, kind, label?, diffs, people}  a teammate's (or another tab's)
 //                                      revision; `people` is the view before it
 //   {type:'mine', kind, diffs}         this user's own change: an edit as made, an undo / redo as the
@@ -401,7 +402,8 @@ export class LiveRoom {
           if (dropped && message.type === 'ack') break;
           const kind = message.type === 'undone' ? 'undo' : message.type === 'redone' ? 'redo' : 'edit';
           const changed = message.rev != null && (message.ops?.length ?? 0) > 0;
-          notices.push({ type: 'skipped', reports: event.reports, people: before, kind, changed, ...entry });
+          const label = kind !== 'edit' && message.label != null ? { label: message.label } : {};
+          notices.push({ type: 'skipped', reports: event.reports, people: before, kind, changed, ...label, ...entry });
           break;
         }
         case 'history':

@@ -68,17 +68,24 @@ function reportClause(report, nameOf, options = {}) {
 /**
  * The notice for the parts of one request of this user's that were skipped. `kind` is what the
  * request was ('undo', 'redo' or 'edit'; a selective undo is an 'undo'); `changed` whether any of it
- * was done; `me` and `byRestore` as for reportSentence. When nothing was done, the notice says so
- * first: "Nothing was undone: your change to Ann's hair color was overwritten by bob." An edit that
- * raced a teammate's restore: "Your change was not made: Kim was deleted by dana's restore."
+ * was done; `label` the label of the step an undo or redo did (the hub's answer's); `me` and
+ * `byRestore` as for reportSentence. When nothing was done, the notice says so first: "Nothing was
+ * undone: your change to Ann's hair color was overwritten by bob." When something was, it names what:
+ * "Undid Change Hair Length. Skipped: your change to Sam's glasses was overwritten by bob." — an undo
+ * whose newest step had nothing left to take back goes on to the one before it (undo.cascade), so the
+ * step done need not be the one the Undo button named. An edit that raced a teammate's restore: "Your
+ * change was not made: Kim was deleted by dana's restore."
  */
-export function reportsText(reports, nameOf, { kind = 'edit', changed = true, me = null, byRestore } = {}) {
+export function reportsText(reports, nameOf, { kind = 'edit', changed = true, label = null, me = null, byRestore } = {}) {
   const clauses = [];
   for (const r of reports) {
     const c = reportClause(r, nameOf, { me, byRestore });
     if (!clauses.includes(c)) clauses.push(c);
   }
   const body = clauses.join('; ');
+  if (changed && label && (kind === 'undo' || kind === 'redo')) {
+    return `${kind === 'undo' ? 'Undid' : 'Redid'} ${label}. Skipped: ${body}.`;
+  }
   const lead = {
     undo: changed ? 'Undone, except' : 'Nothing was undone',
     redo: changed ? 'Redone, except' : 'Nothing was redone',
