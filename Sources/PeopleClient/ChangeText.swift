@@ -53,7 +53,10 @@ extension Diff {
 extension Revision.Summary {
     /// A teammate's revision as one sentence naming whom it touched, with the people as they were
     /// before it: "carol changed Sam's glasses", "bob added Kim", "bob undid Toggle Glasses for Sam".
-    public func sentence(people: PeopleModel) -> String {
+    /// One by `me` (this user, from another window, a script or the HTTP API) reads "you (elsewhere)
+    /// changed Sam's glasses".
+    public func sentence(people: PeopleModel, me: String? = nil) -> String {
+        let author = me != nil && self.author == me ? "you (elsewhere)" : self.author
         func distinct(_ words: [String]) -> [String] { words.reduce(into: []) { if !$0.contains($1) { $0.append($1) } } }
         func list(_ words: [String]) -> String {
             words.count <= 2 ? words.joined(separator: " and ")

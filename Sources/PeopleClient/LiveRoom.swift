@@ -38,6 +38,10 @@ public final class LiveRoom: @unchecked Sendable {
         /// An undo pressed for a queued edit (`label`) went with it, unsent: the edit changed nothing or
         /// no longer applied, for these reasons (sentences: the hub's reports, or what the client saw).
         case undoDropped(label: String?, why: [String])
+        /// This user's undo (or redo) made a revision, undoing (redoing) the step `label`: with
+        /// `undo.cascade`, an undo whose newest step had nothing left goes on to the one before, so
+        /// the step done may not be the one offered (a `skipped` notice of the same answer follows).
+        case stepDone(redo: Bool, label: String?)
         /// The hub answered this user's restore to `rev`: `made` is the revision it made, nil when the
         /// room already looked as it did at `rev`.
         case restored(rev: Int, made: Int?)
@@ -195,6 +199,11 @@ public final class LiveRoom: @unchecked Sendable {
         let pendingBefore = sync.pendingCount
         let (outgoing, events) = sync.receive(message)
         var notices: [Notice] = []
+        switch message {
+        case .undone(let r) where r.rev != nil: notices.append(.stepDone(redo: false, label: r.label))
+        case .redone(let r) where r.rev != nil: notices.append(.stepDone(redo: true, label: r.label))
+        default: break
+        }
         var droppedUndos: [(label: String?, ops: [Diff])] = []
         var welcomed = false
         var reset = false

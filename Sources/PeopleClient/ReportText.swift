@@ -3,10 +3,10 @@ import PeopleCore
 extension Array where Element == SkipReport {
     /// Each report's sentence (`SkipReport.sentence`), once each, in order: several parts of one change
     /// often give the same sentence.
-    public func sentences(people: PeopleModel) -> [String] {
+    public func sentences(people: PeopleModel, known: [Tag: String] = [:], me: String? = nil) -> [String] {
         var sentences: [String] = []
         for report in self {
-            let sentence = report.sentence(people: people)
+            let sentence = report.sentence(people: people, known: known, me: me)
             if !sentences.contains(sentence) { sentences.append(sentence) }
         }
         return sentences
@@ -15,9 +15,11 @@ extension Array where Element == SkipReport {
 
 extension SkipReport {
     /// The report as a sentence for a person reading a screen, naming people by name where `people`
-    /// still has them, fields in words: "your change to Bob's hair color was overwritten by bob".
-    public func sentence(people: PeopleModel) -> String {
-        let who = people.called(tag)
+    /// still has them (else by the name `known` remembers, else by tag), fields in words: "your change
+    /// to Bob's hair color was overwritten by bob". `me`: the reader, whose own later change (a
+    /// selective undo is guarded by those too) reads "you changed Bob's hair color again since".
+    public func sentence(people: PeopleModel, known: [Tag: String] = [:], me: String? = nil) -> String {
+        let who = people[tag].flatMap { $0.name.isEmpty ? nil : $0.name } ?? known[tag] ?? "tag \(tag)"
         let what: String
         if let style {
             what = "\(who)'s facial hair (\(style.rawValue))"
@@ -28,12 +30,16 @@ extension SkipReport {
         } else {
             what = who
         }
+        let mine = self.by != nil && self.by == me
         let by = self.by.map { " by \($0)" } ?? ""
         switch reason {
-        case .overwritten: return field == nil && style == nil && topic == nil
-            ? "\(who) was already back\(by)" : "your change to \(what) was overwritten\(by)"
-        case .targetRemoved: return "\(who) was removed\(by)"
-        case .editedByOthers: return "\(who) was edited\(by) since you added them"
+        case .overwritten:
+            if field == nil && style == nil && topic == nil {
+                return "\(who) was already back" + (mine ? " (you put them back)" : by)
+            }
+            return mine ? "you changed \(what) again since" : "your change to \(what) was overwritten\(by)"
+        case .targetRemoved: return mine ? "you deleted \(who) since" : "\(who) was removed\(by)"
+        case .editedByOthers: return mine ? "you edited \(who) since adding them" : "\(who) was edited\(by) since you added them"
         case .invariant: return "your change to \(what) no longer fits (the name would be too long)"
         case .expired: return "your change to \(who) is too old to undo"
         }

@@ -116,6 +116,9 @@ extension Screen {
     /// The confirmation's question, on the status line while it is asked.
     var restoreQuestion: Report? {
         guard case .confirmRestore(let rev) = mode else { return nil }
+        guard room.link == .online else {
+            return Report(text: "the hub is unreachable: no restore now (y restores nothing; any key closes)", warning: true)
+        }
         let count = changesSince(rev)
         let which = count == 1 ? "the change since (rev \(rev + 1))" : "the \(count) changes since (revs \(rev + 1)–\(rev + count))"
         return Report(text: "restore the room to rev \(rev)? It takes back \(which)", warning: true)

@@ -9,7 +9,15 @@ extension Screen {
             mode = .normal
         case .confirmRestore(let rev):
             mode = .normal
-            if key == .char("y") || key == .char("Y") { restore(to: rev) }
+            guard key == .char("y") || key == .char("Y") else { break }
+            // Asked online, answered after the hub went away: a queued restore would take back what
+            // teammates send meanwhile, which the question never counted.
+            if room.link == .online {
+                restore(to: rev)
+            } else {
+                say("the hub became unreachable: nothing restored (what it would take back can only be counted "
+                    + "once it is back); press R again then", warning: true)
+            }
         case .confirmDelete(let tag):
             mode = .normal
             if key == .char("y") || key == .char("Y") {

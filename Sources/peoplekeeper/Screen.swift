@@ -49,6 +49,8 @@ final class Screen: @unchecked Sendable {
     var historyRev: Int?
     /// What the latest action (the user's or a teammate's) led to; nil after the user's next action.
     var report: Report?
+    /// The name of everyone this screen has shown or the history rows inserted, by tag (`remember`).
+    var knownNames: [Tag: String] = [:]
     var onQuit: (() -> Void)?
 
     init(room: LiveRoom, terminal: Terminal, queue: DispatchQueue) {
@@ -75,15 +77,22 @@ final class Screen: @unchecked Sendable {
     func update(_ notices: [LiveRoom.Notice]) {
         // Said with the "sent" line when both come with one answer (the undo went with the last edit).
         var dropped: String?
+        // The step an undo or redo did, said with its skips when the same answer has some.
+        var done: String?
         for notice in notices {
             switch notice {
+            case .stepDone(let redo, let label):
+                done = "\(redo ? "redid" : "undid") \(label ?? "a change")"
+                report = Report(text: done!, warning: false)
             case .skipped(let reports, let before):
-                report = Report(text: reports.sentences(people: before).map { $0 + " — skipped" }.joined(separator: "; "),
+                let skipped = reports.sentences(people: before, known: knownNames, me: room.sync.user)
+                report = Report(text: done.map { "\($0); skipped: " + skipped.joined(separator: "; ") }
+                                    ?? skipped.map { $0 + " — skipped" }.joined(separator: "; "),
                                 warning: true)
             case .error(let error):
                 report = Report(text: "the hub refused: \(error.terminalWords) (\(error.code.rawValue))", warning: true)
             case .remote(let summary, let before):
-                report = Report(text: summary.sentence(people: before), warning: false)
+                report = Report(text: summary.sentence(people: before, me: room.sync.user), warning: false)
             case .offline:
                 // The connection's note (from the link) takes the line until the hub is back.
                 report = nil
@@ -118,8 +127,16 @@ final class Screen: @unchecked Sendable {
                 report = Report(text: dropped.map { sent + "; " + $0 } ?? sent, warning: false)
             }
         }
+        remember()
         settle()
         render()
+    }
+
+    /// Keeps the name of everyone the screen has shown, or whom the history rows at hand inserted, so
+    /// that a report about someone deleted since names them ("Zed was removed by bob", not "tag 8104").
+    private func remember() {
+        for person in room.sync.view.people where !person.name.isEmpty { knownNames[person.tag] = person.name }
+        for (tag, name) in room.reader.rows.insertedNames where room.sync.view[tag] == nil { knownNames[tag] = name }
     }
 
     /// What the status line says about the connection, straight from the link: nothing while online.

@@ -112,6 +112,13 @@ test("a teammate's change names the person it touched", () => {
   assert.equal(remoteText({ author: 'bob', kind: 'edit', label: 'Change Likes', diffs: [
     { op: 'preference', tag: 1, topic: 'art', value: 'like' }, { op: 'set', tag: 1, field: 'glasses', value: true }] },
   same, same), 'bob changed Ann (Change Likes)');
+  // This user's own change made elsewhere (another tab, a script over HTTP) is not a teammate's.
+  assert.equal(remoteText({ author: 'bob', kind: 'edit', label: 'Sync from CRM', diffs: [
+    { op: 'set', tag: 3, field: 'eyeColor', value: 'blue' }, { op: 'set', tag: 3, field: 'glasses', value: true }] },
+  same, same, 'bob'), 'you (elsewhere) changed Sam (Sync from CRM)');
+  assert.equal(remoteText({ author: 'bob', kind: 'edit', label: 'Sync from CRM', diffs: [
+    { op: 'set', tag: 3, field: 'eyeColor', value: 'blue' }, { op: 'set', tag: 3, field: 'glasses', value: true }] },
+  same, same, 'ann'), 'bob changed Sam (Sync from CRM)');
   assert.equal(remoteText({ author: 'bob', kind: 'edit', diffs: [{ op: 'remove', tag: 3 }] }, same, () => null),
     'bob: Sam was deleted');
 });

@@ -1363,6 +1363,93 @@ def test_R_restores_to_the_selected_row_after_a_confirmation_that_counts_the_cha
     ann.wait_for(history_shows([5, 4, 3, 2, 1, 0], selected=1))
 
 
+def test_a_restore_answered_after_the_hub_went_away_restores_nothing(hub_factory, screens):
+    """ann asks R on rev 1 while online (`It takes back the change since`); the hub is killed before she
+    answers: the question says the hub is unreachable, and y restores nothing (queued, the restore
+    would take back whatever teammates send meanwhile, which the question never counted). After the
+    restart a teammate's change is kept and no restore was made.
+    Before the fix: y queued the restore, which took back bob's change when the hub was back."""
+    hub = hub_factory({"storage": {"kind": "embedded", "path": "{workdir}/data/pk.sqlite"}})
+    room = "team-r"
+    obs = observe(hub, room)
+    ann = screens(hub, room, "ann")
+    assert pk(hub, room, "carol", "set", "2", "hairColor", "white").returncode == 0
+    assert pk(hub, room, "carol", "set", "2", "hairColor", "red").returncode == 0
+    wait_model(obs, lambda p: obs.rev == 2, "carol's two revisions")
+    ann.keys("h").wait_for(history_shows([2, 1, 0]))
+    ann.keys("j").wait_for(history_shows([2, 1, 0], selected=1))
+    ann.keys("R").wait_for(status_has("It takes back the change since"))
+    hub.kill()
+    ann.wait_for(all_of(title_has("○ offline"), status_has("the hub is unreachable: no restore now")))
+    text = ann.keys("y").wait_for(status_has("nothing restored"))
+    assert "waiting" not in title(text), text
+
+    hub.restart(same_port=True)
+    ann.wait_for(title_has("● online"), timeout=15)
+    obs = observe(hub, room)
+    assert pk(hub, room, "bob", "set", "1", "glasses", "on").returncode == 0
+    wait_model(obs, lambda p: field_of(p, 1, "glasses") is True, "bob's change (rev 3)")
+    time.sleep(1.0)
+    assert obs.rev == 3 and field_of(obs.people, 1, "glasses") is True and field_of(obs.people, 2, "hairColor") == "red", \
+        f"no restore went out: rev {obs.rev}, {obs.people}"
+
+
+def test_an_undo_that_goes_on_to_an_older_step_says_which_step_it_undid(hub, room, screens):
+    """undo.cascade: ann changes Sam's eye color (rev 1), then toggles his glasses (rev 2); bob toggles
+    them back (rev 3). ann's u (the key line offers Toggle Glasses) finds nothing left of that step and
+    goes on to the eye color: the status line says both — `undid Change Eye Color; skipped: your change
+    to Sam's glasses was overwritten by bob`.
+    Before the fix it said only `… overwritten by bob — skipped`, hiding what was undone."""
+    obs = observe(hub, room)
+    ann = screens(hub, room, "ann")
+    ann.keys("j", "j").wait_for(selection_is("Sam"))
+    choose(to_row(ann, "eyeColor"), 1)
+    wait_model(obs, lambda p: obs.rev == 1, "ann's eye color (rev 1)")
+    ann.keys(*(["j"] * (ROWS.index("glasses") - ROWS.index("eyeColor"))), "Enter")
+    wait_model(obs, lambda p: field_of(p, 3, "glasses") is False, "ann's glasses toggle (rev 2)")
+    eyes = [m for m in obs.log if m["type"] == "ops" and m["rev"] == 1][-1]
+    assert pk(hub, room, "bob", "set", "3", "glasses", "on").returncode == 0
+    ann.wait_for(all_of(rev_is(3), _pred(lambda t: "u Undo Toggle Glasses" in footer(t)["undo"],
+                                         "ann's undo line offers Toggle Glasses")))
+    ann.keys("u")
+    text = ann.wait_for(status_has("skipped"))
+    assert status(text) == f"undid {eyes['label']}; skipped: your change to Sam's glasses was overwritten by bob", text
+    people = wait_model(obs, lambda p: obs.rev == 4, "ann's undo (rev 4)")
+    assert field_of(people, 3, "eyeColor") == field_of(SEED, 3, "eyeColor") and field_of(people, 3, "glasses") is True, \
+        by_tag(people, 3)
+
+
+def test_a_selective_undo_s_report_names_a_deleted_person_and_says_you_for_your_own_change(hub, room, screens):
+    """ann adds Zed (rev 1) and bob deletes him (rev 2); ann sets Joan's hair white (rev 3) then red (rev
+    4). In ann's history view, Enter on rev 1 says `Zed was removed by bob — skipped` (not `tag N`: the
+    screen remembers the names it showed), and Enter on rev 3 says `you changed Joan's hair color again
+    since — skipped` (not `overwritten by ann`), as the web page says it; her own changes made from the
+    command line read `you (elsewhere) changed …`.
+    Before the fix: `tag 8104 was removed by bob`, `… overwritten by ann`, `ann changed …`."""
+    obs = observe(hub, room)
+    ann = screens(hub, room, "ann")
+    ann.keys("a").wait_for(_pred(lambda t: footer(t)["keys"].strip().startswith("new person's name"), "the add key help"))
+    ann.type("Zed")
+    ann.wait_for(_pred(lambda t: any(left.startswith("+ Zed") for left, _ in body(t)), "the `+ Zed` line"))
+    ann.keys("Enter")
+    wait_model(obs, lambda p: any(x["name"] == "Zed" for x in p), "Zed added (rev 1)")
+    zed = next(x["tag"] for x in obs.people if x["name"] == "Zed")
+    assert pk(hub, room, "bob", "remove", str(zed)).returncode == 0
+    wait_model(obs, lambda p: obs.rev == 2, "Zed deleted by bob (rev 2)")
+    assert pk(hub, room, "ann", "set", "2", "hairColor", "white").returncode == 0
+    assert pk(hub, room, "ann", "set", "2", "hairColor", "red").returncode == 0
+    wait_model(obs, lambda p: obs.rev == 4, "ann's two changes to Joan (revs 3, 4)")
+    # Her own changes from elsewhere (the command line here) are not a teammate's.
+    ann.wait_for(all_of(rev_is(4), status_is("you (elsewhere) changed Joan's hair color")))
+
+    ann.keys("h").wait_for(history_shows([4, 3, 2, 1, 0]))
+    ann.keys("j", "j", "j").wait_for(history_shows([4, 3, 2, 1, 0], selected=1))
+    ann.keys("Enter").wait_for(status_is("Zed was removed by bob — skipped"))
+    ann.keys("k", "k").wait_for(history_shows([4, 3, 2, 1, 0], selected=3))
+    ann.keys("Enter").wait_for(status_is("you changed Joan's hair color again since — skipped"))
+    obs.expect_nothing("ops")
+
+
 def test_a_viewer_may_look_at_the_history_but_not_undo_or_restore(hub_factory, room, screens, tmp_path):
     """val, a viewer: `h` shows the timeline (ann's revision), the key line offers neither Enter undo nor R
     restore, and R or Enter send nothing: the status line says view only."""

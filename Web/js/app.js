@@ -379,7 +379,7 @@ class App {
         case 'remote': {
           this.highlights.add(n.diffs, n.author);
           const after = (tag) => this.live.sync.view.get(tag)?.name ?? null;
-          this.activity(remoteText(n, this.namesBefore(n), after));
+          this.activity(remoteText(n, this.namesBefore(n), after, this.live.sync.user));
           for (const d of n.diffs) {
             if (d.tag !== this.selectedTag) continue;
             if (d.op === 'text') { nameEdits = d.edits; nameTouched += 1; }

@@ -169,7 +169,9 @@ export function changeClause(diff, before, after) {
  * "carol: Sam no longer wears glasses", "bob undid a change: Ann's hair color is now brown". Several
  * diffs on one person: "carol changed Sam (Change Likes)"; on several: "carol changed 3 people".
  */
-export function remoteText({ author, kind, label, diffs = [] }, before, after) {
+export function remoteText({ author: writer, kind, label, diffs = [] }, before, after, me = null) {
+  // This user's own change from elsewhere (another tab, the terminal, a script over HTTP).
+  const author = me != null && writer === me ? 'you (elsewhere)' : writer;
   if (kind === 'restore') return `${author} restored an earlier version${label ? ` (${label})` : ''}`;
   const lead = kind === 'undo' ? `${author} undid a change` : kind === 'redo' ? `${author} redid a change` : author;
   // A name typed letter by letter arrives as several text diffs on one person: one clause.
