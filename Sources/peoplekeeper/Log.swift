@@ -50,7 +50,9 @@ struct Log: AsyncParsableCommand {
                  e.author, e.kind.rawValue, e.label ?? "", e.peopleWords(now: people, known: known), e.entry.map(String.init) ?? ""]
             }))
             if page.more, let oldest = page.entries.last {
-                print("older revisions: peoplekeeper log --before \(oldest.rev)\(tag.map { " --tag \($0)" } ?? "")")
+                // The way on keeps the filter and the page size.
+                let size = limit == ClientMessage.LogRequest.defaultLimit ? "" : " --limit \(limit)"
+                print("older revisions: peoplekeeper log --before \(oldest.rev)\(tag.map { " --tag \($0)" } ?? "")\(size)")
             }
         }
     }

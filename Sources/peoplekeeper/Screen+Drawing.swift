@@ -7,8 +7,11 @@ extension Screen {
         terminal.colors ? "\u{1B}[\(codes)m\(text)\u{1B}[0m" : text
     }
 
-    /// Pads or cuts `text` (which may hold style codes) to `width` visible characters.
+    /// Pads or cuts `text` (which may hold style codes) to `width` visible characters; a cut one ends
+    /// with `…`, so a line cut short never reads as whole ("glasses of", "Kim" for "Kim (gone)").
     func fit(_ text: String, _ width: Int) -> String {
+        let cut = visibleCount(text) > width
+        let room = cut ? width - 1 : width
         var visible = 0
         var out = ""
         var inEscape = false
@@ -19,8 +22,12 @@ extension Screen {
                 if c == "m" { inEscape = false }
                 continue
             }
-            guard visible < width else { continue }
+            guard visible < room else { continue }
             out.append(c)
+            visible += 1
+        }
+        if cut && width > 0 {
+            out.append("…")
             visible += 1
         }
         return out + String(repeating: " ", count: max(0, width - visible)) + (terminal.colors ? "\u{1B}[0m" : "")

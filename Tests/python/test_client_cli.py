@@ -1090,7 +1090,7 @@ def test_log_pages_back_with_before_and_limit_and_keeps_one_person_with_tag(hub,
     assert [e["rev"] for e in doc["entries"]] == [5, 4] and doc["more"] is True, describe(r)
     r = pk(hub, room, "ann", "log", "--limit", "2")
     assert_status(r, 0)
-    rows = plain_table(r, LOG_COLUMNS, footer="older revisions: peoplekeeper log --before 4")
+    rows = plain_table(r, LOG_COLUMNS, footer="older revisions: peoplekeeper log --before 4 --limit 2")
     assert [row["REV"] for row in rows] == ["5", "4"], describe(r)
     r, doc = pk(hub, room, "ann", "log", "--before", "4", "--limit", "2", json=True)
     assert [e["rev"] for e in doc["entries"]] == [3, 2] and doc["more"] is True, describe(r)
@@ -1103,10 +1103,10 @@ def test_log_pages_back_with_before_and_limit_and_keeps_one_person_with_tag(hub,
     r, doc = pk(hub, room, "ann", "log", "--tag", "2", json=True)
     assert_status(r, 0)
     assert [e["rev"] for e in doc["entries"]] == [5, 2], describe(r)
-    # The way on keeps the filter.
+    # The way on keeps the filter and the page size.
     r = pk(hub, room, "ann", "log", "--tag", "2", "--limit", "1")
     assert_status(r, 0)
-    rows = plain_table(r, LOG_COLUMNS, footer="older revisions: peoplekeeper log --before 5 --tag 2")
+    rows = plain_table(r, LOG_COLUMNS, footer="older revisions: peoplekeeper log --before 5 --tag 2 --limit 1")
     assert [row["REV"] for row in rows] == ["5"], describe(r)
     assert wire_entries(doc) == obs.timeline(tag=2)["entries"]
 

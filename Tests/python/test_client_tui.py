@@ -748,6 +748,9 @@ def test_waiting_count_is_visible_offline_on_80_columns(hub_factory, screens):
     to_row(s, "glasses").keys("Enter").wait_for(shows("Ann", glasses="on"))
     text = s.wait_for(title_has("1 change waiting"), timeout=5)
     assert "offline" in title(text)
+    # The unreachable note is longer than the line: cut, it ends with `…` (it read "… when i" before).
+    line = status(text)
+    assert line.startswith("the hub is unreachable") and line.endswith("…") and len(line) <= 79, repr(line)
 
 
 def test_presence_follows_the_selection_after_add_and_delete(hub, room, screens):
