@@ -6,6 +6,12 @@ extension ServerMessage.LogEntry {
         ops.reduce(into: []) { tags, diff in if !tags.contains(diff.tag) { tags.append(diff.tag) } }
     }
 
+    /// Its label, or for one that came without, what it did (`[Diff].actionLabel`; a restore:
+    /// "Restore an Earlier Version"), as the web page names it.
+    public var actionLabel: String {
+        label ?? (kind == .restore ? "Restore an Earlier Version" : ops.actionLabel)
+    }
+
     /// A person this revision touched, by their name now; someone no longer in the room by the name an
     /// insert gave them (in `known`: what the rows at hand inserted), else by their tag, marked
     /// `(gone)`: `Kim (gone)`, `tag 7 (gone)`.

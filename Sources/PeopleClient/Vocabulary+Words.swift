@@ -20,6 +20,42 @@ extension Field {
     public var words: String { label.lowercased() }
 }
 
+extension Field {
+    /// The action name of a change to it, as the clients label their own edits (what Undo offers):
+    /// "Change Hair Color", "Toggle Glasses".
+    public var actionLabel: String {
+        switch self {
+        case .name: "Change Name"
+        case .hairColor: "Change Hair Color"
+        case .hairLength: "Change Hair Length"
+        case .eyeColor: "Change Eye Color"
+        case .glasses: "Toggle Glasses"
+        }
+    }
+}
+
+extension Array where Element == Diff {
+    /// What a revision that came without a label did, named as the clients name their own edits of one
+    /// kind ("Change Hair Length", "Add Person"), else "Several Changes" ("No Change" for none): the
+    /// web page's `opsLabel` (history-text.js), so a script's unlabelled batch reads the same on both.
+    public var actionLabel: String {
+        guard !isEmpty else { return "No Change" }
+        var kinds: Set<String> = []
+        for diff in self {
+            switch diff {
+            case .set(_, let value): kinds.insert(value.field.actionLabel)
+            case .text: kinds.insert(Field.name.actionLabel)
+            case .facialHair: kinds.insert("Change Facial Hair")
+            case .preference: kinds.insert("Change Likes")
+            case .insert: kinds.insert("Add Person")
+            case .remove: kinds.insert("Delete Person")
+            case .move: kinds.insert("Move Person")
+            }
+        }
+        return kinds.count == 1 ? kinds.first! : "Several Changes"
+    }
+}
+
 extension FacialHairStyle {
     /// "Facial hair: beard".
     public var label: String { "Facial hair: \(rawValue)" }

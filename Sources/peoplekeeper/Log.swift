@@ -47,7 +47,7 @@ struct Log: AsyncParsableCommand {
             let known = page.entries.insertedNames
             print(table([["REV", "WHEN", "AT", "WHO", "KIND", "LABEL", "PEOPLE", "ENTRY"]] + page.entries.map { e in
                 [String(e.rev), e.time.map { TimeWords.ago($0, now: now) } ?? "-", e.time.map { TimeWords.exact($0) } ?? "-",
-                 e.author, e.kind.rawValue, e.label ?? "", e.peopleWords(now: people, known: known), e.entry.map(String.init) ?? ""]
+                 e.author, e.kind.rawValue, e.actionLabel, e.peopleWords(now: people, known: known), e.entry.map(String.init) ?? ""]
             }))
             if page.more, let oldest = page.entries.last {
                 // The way on keeps the filter and the page size.

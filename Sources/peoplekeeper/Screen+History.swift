@@ -188,9 +188,10 @@ extension Screen {
         return lines
     }
 
-    /// What the row's action is called: its label, with Undo / Redo before an undone or redone one.
+    /// What the row's action is called: its label (one that came without is named from its changes,
+    /// as on the web page), with Undo / Redo before an undone or redone one.
     private func action(_ e: ServerMessage.LogEntry) -> String {
-        let label = e.label ?? e.kind.rawValue
+        let label = e.actionLabel
         switch e.kind {
         case .undo: return "Undo \(label)"
         case .redo: return "Redo \(label)"

@@ -46,13 +46,5 @@ enum Words {
     }
 
     /// The action name of a set on `field` (what undo buttons show).
-    static func label(_ field: Field) -> String {
-        switch field {
-        case .name: "Change Name"
-        case .hairColor: "Change Hair Color"
-        case .hairLength: "Change Hair Length"
-        case .eyeColor: "Change Eye Color"
-        case .glasses: "Toggle Glasses"
-        }
-    }
+    static func label(_ field: Field) -> String { field.actionLabel }
 }

@@ -1073,6 +1073,18 @@ def test_log_lists_the_timeline_newest_first_and_marks_your_undoable_entries(hub
     assert [(row["PEOPLE"], row["ENTRY"]) for row in rows] == [("Joan", ""), ("Ann", "2"), ("Ann", "1")], describe(r)
     assert_unchanged(hub, room, obs, 3, "log")
 
+    # A revision that came without a label (a script's batch) is named from what it did, as the web
+    # page and the screen name it; --json keeps the wire's (none).
+    dana = hub.join(room, "dana")
+    dana.edit([{"op": "set", "tag": 3, "field": "hairLength", "value": "long"}])
+    revision(obs, 4)
+    r = pk(hub, room, "ann", "log", "--limit", "1")
+    assert_status(r, 0)
+    rows = plain_table(r, LOG_COLUMNS, footer="older revisions: peoplekeeper log --before 4 --limit 1")
+    assert (rows[0]["REV"], rows[0]["LABEL"]) == ("4", "Change Hair Length"), describe(r)
+    r, doc = pk(hub, room, "ann", "log", "--limit", "1", json=True)
+    assert "label" not in doc["entries"][0] or doc["entries"][0]["label"] is None, describe(r)
+
 
 def test_log_pages_back_with_before_and_limit_and_keeps_one_person_with_tag(hub, room):
     """Five revisions by carl. `log --limit 2` gives 5, 4 and says how to go on (`older revisions:
