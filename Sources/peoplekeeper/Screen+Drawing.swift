@@ -205,6 +205,9 @@ extension Screen {
         // Who last wrote each part, once the hub has said (asked when the selection changes and after
         // each revision touching this person).
         let record = room.reader.watched == person.tag ? room.reader.attribution : nil
+        // A value the hub has not confirmed yet is this user's own, waiting to be sent or answered: the
+        // hub's last writer of that field is not who the screen shows.
+        let confirmed = room.sync.confirmed[person.tag]
         let now = Date()
         var out: [String] = [style("\(person.name)", "1") + "  tag \(person.tag)", record.map { style(addedLine($0, now: now), "2") } ?? ""]
         let first = max(0, min(row - (height - 2) / 2, Row.all.count - (height - 2)))
@@ -227,13 +230,17 @@ extension Screen {
                 text += String(repeating: " ", count: max(2, 34 - visibleCount(text)))
                 let writer = r.writer(in: record)
                 let room = width - 2 - visibleCount(text)
-                let words = writer.words(now: now)
-                text += style(words.count <= room ? words : writer.words(now: now, ago: false), "2")
+                let waiting = confirmed.map { r.value(of: $0) != r.value(of: person) } ?? true
+                let words = waiting ? Self.waitingWriter : writer.words(now: now)
+                text += style(words.count <= room || waiting ? words : writer.words(now: now, ago: false), "2")
             }
             out.append(inDetails && i == row ? style("▶ " + text, "7") : "  " + text)
         }
         return (out + Array(repeating: "", count: height)).prefix(height).map { String($0) }
     }
+
+    /// The writer shown for a value of this user's the hub has not confirmed yet.
+    static let waitingWriter = "you · waiting"
 
     /// Who added the person (and moved them last, if someone did since), under their name.
     private func addedLine(_ record: PersonBlame, now: Date) -> String {

@@ -662,6 +662,9 @@ def test_offline_edits_wait_and_reach_the_hub_when_it_is_back(hub_factory, scree
     ann.keys("j", "j", "j", "Enter")
     text = ann.wait_for(all_of(shows("Ann", hairColor="blonde", glasses="on"), title_has("2 changes waiting")))
     assert "● online" not in title(text), text
+    # The values shown are ann's, not yet the hub's: their writer says so (not the seed's).
+    assert (details(text)["writers"]["hairColor"], details(text)["writers"]["glasses"], details(text)["writers"]["eyeColor"]) \
+        == ("you · waiting", "you · waiting", "(seed)"), text
 
     hub.restart(same_port=True)
     text = ann.wait_for(all_of(title_has("● online"), title_lacks("waiting")), timeout=15)
@@ -678,7 +681,7 @@ def test_offline_edits_wait_and_reach_the_hub_when_it_is_back(hub_factory, scree
     ann.keys("u").wait_for(shows("Ann", hairColor="blonde", glasses="off"))
     people = wait_model(obs, lambda p: field_of(p, 1, "glasses") is False, "Ann's glasses undone after the reconnect")
     assert field_of(people, 1, "hairColor") == "blonde", by_tag(people, 1)
-    ann.wait_for(all_of(title_has("● online"), title_lacks("waiting")))
+    ann.wait_for(all_of(title_has("● online"), title_lacks("waiting"), writer_is("hairColor", rf"ann · {RECENT}")))
 
 
 @pytest.mark.parametrize("key", ["q", "C-c"])
