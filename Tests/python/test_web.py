@@ -500,6 +500,9 @@ def test_offline_edits_wait_and_reach_the_hub_when_it_is_back(hub_factory, room,
     a.wait_for(lambda p: (p.text("#waiting") or "") == "2", "#waiting saying 2 (two changes made offline)")
     s = a.summary()
     assert s["connection"] != "online" and s["hairColor"] == "red" and s["glasses"] is True, s
+    # The values shown are ann's, not yet the hub's: their writer says so, not the seed's.
+    assert [(a.writer(k) or {}).get("text") for k in ("hairColor", "glasses", "eyeColor")] == \
+        ["you · waiting", "you · waiting", "from the start"], [a.writer(k) for k in ("hairColor", "glasses", "eyeColor")]
     # Undo is offered offline too: it waits behind the queued edits and undoes the last one.
     offline_undo = a.button("#undo")
     assert offline_undo and offline_undo["disabled"] is False and "glasses" in offline_undo["text"].lower(), \

@@ -48,6 +48,19 @@ const ACTIVITY_MS = 8000;
 const CLOCK_MS = 15000;
 const $ = (id) => document.getElementById(id);
 
+
+/** The value of one part of a person (a writer's key: a field, `facialHair-STYLE`, `topic-TOPIC`), to
+ * compare two copies of them; undefined for someone absent. */
+function partOf(person, key) {
+  if (!person) return undefined;
+  if (key.startsWith('facialHair-')) return (person.facialHair ?? []).includes(key.slice('facialHair-'.length));
+  if (key.startsWith('topic-')) {
+    const topic = key.slice('topic-'.length);
+    return (person.likes ?? []).includes(topic) ? 'like' : (person.dislikes ?? []).includes(topic) ? 'dislike' : 'none';
+  }
+  return person[key];
+}
+
 class App {
   constructor() {
     this.live = null;
@@ -601,9 +614,16 @@ class App {
   renderWriters() {
     const a = this.attribution;
     const now = Date.now();
+    const shown = this.live?.sync.view.get(this.selectedTag);
+    const confirmed = this.live?.sync.confirmed.get(this.selectedTag);
     this.editor.renderWriters((key) => {
       const w = a.writer(key);
       if (!w) return null;
+      // A value of this user's the hub has not confirmed yet (made offline, or on its way): the hub's
+      // last writer of it is not who the page shows.
+      if (shown && key !== 'created' && key !== 'position' && partOf(shown, key) !== partOf(confirmed, key)) {
+        return { text: 'you · waiting', title: 'Your change, not yet confirmed by the hub', user: this.live.sync.user };
+      }
       const words = writerText(w, now);
       if (key === 'position') words.moved = w.rev !== a.writer('created')?.rev;
       return words;
