@@ -36,7 +36,7 @@ struct Backup: AsyncParsableCommand {
         guard settings.storageKind == .embedded else {
             FileHandle.standardError.write(Data("""
                 peoplekeeper-hub backup: storage.kind is \(settings.storageKind.rawValue); this command copies the \
-                embedded SQLite store. For PostgreSQL use pg_dump (docs/OPERATIONS.md).
+                embedded SQLite store\(settings.storageKind == .memory ? " (a memory store keeps nothing to copy)" : "; for PostgreSQL use pg_dump") (docs/OPERATIONS.md).
 
                 """.utf8))
             throw ExitCode(64)  // EX_USAGE

@@ -52,7 +52,7 @@ struct HistoryCommand: AsyncParsableCommand {
         if json {
             for r in revisions {
                 print(JSON.object([
-                    "rev": .int(r.number), "at": .string(when(r)), "author": .string(r.author),
+                    "rev": .int(r.number), "time": .int(Int(r.timestamp)), "at": .string(when(r)), "author": .string(r.author),
                     "kind": .string(r.kind.rawValue), "label": r.label.map(JSON.string), "ops": .array(r.diffs.map(\.json)),
                 ]).text)
             }

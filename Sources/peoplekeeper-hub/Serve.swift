@@ -284,7 +284,10 @@ extension HubSettings {
             }
             secret = Array(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).utf8)
         } else {
-            throw ConfigProblem(key: "auth.mode", problem: "token needs a secret: set PEOPLEKEEPER_AUTH_SECRET or auth.secretFile")
+            throw ConfigProblem(key: authMode == .token ? "auth.mode" : "auth.secretFile",
+                                problem: authMode == .token ? "token needs a secret: set PEOPLEKEEPER_AUTH_SECRET or auth.secretFile"
+                                    : "a token is signed with the hub's secret, and this config names none (auth.mode is "
+                                        + "\(authMode.rawValue)): set PEOPLEKEEPER_AUTH_SECRET or auth.secretFile")
         }
         do { return try await TokenAuthority(secret: secret) } catch {
             throw ConfigProblem(key: environment["PEOPLEKEEPER_AUTH_SECRET"] != nil ? "PEOPLEKEEPER_AUTH_SECRET" : "auth.secretFile",

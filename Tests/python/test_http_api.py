@@ -592,8 +592,8 @@ def test_the_change_feed_from_zero_equals_the_journal(hub_factory, room, clients
     rows = journal(hub, room)
     assert [r["rev"] for r in rows] == list(range(1, head + 1)), rows
     for row, rev in zip(rows, feed):
-        assert (row["author"], row["kind"], row.get("label"), row["ops"]) == \
-               (rev["author"], rev["kind"], rev.get("label"), rev["ops"]), f"journal {row} vs feed {rev}"
+        assert (row["author"], row["kind"], row.get("label"), row["ops"], row["time"]) == \
+               (rev["author"], rev["kind"], rev.get("label"), rev["ops"], rev["time"]), f"journal {row} vs feed {rev}"
     tail = expect(carl.feed(room, head), 200)
     assert tail["revisions"] == [] and tail["head"] == head, tail
 

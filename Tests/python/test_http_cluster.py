@@ -13,6 +13,7 @@ import subprocess
 import time
 from urllib.parse import urlsplit
 
+from pkclient import HubClient
 from pkhttp import HubHTTP
 
 
@@ -27,12 +28,17 @@ def raw(port: int, method: str, path: str, body: dict | None = None) -> tuple[in
         conn.close()
 
 
-def test_a_room_owned_by_another_node_is_redirected_with_307(hub_factory, pg_server, room):
-    def node(node_id):
-        return {"storage": {"kind": "postgres", "postgresURL": pg_server.url}, "cluster": {"nodeId": node_id}}
+def cluster_node(pg_server, node_id: str, **limits) -> dict:
+    """The config of a cluster node on `pg_server`, with these `limits` if any."""
+    config = {"storage": {"kind": "postgres", "postgresURL": pg_server.url}, "cluster": {"nodeId": node_id}}
+    if limits:
+        config["limits"] = limits
+    return config
 
-    a = hub_factory(node("a"))
-    b = hub_factory(node("b"))
+
+def test_a_room_owned_by_another_node_is_redirected_with_307(hub_factory, pg_server, room):
+    a = hub_factory(cluster_node(pg_server, "a"))
+    b = hub_factory(cluster_node(pg_server, "b"))
     ann = a.join(room, "ann")                      # A loads the room and holds its lease
     path = f"/v1/rooms/{room}/batches?user=bob"
     status, headers, body = raw(b.port, "POST", path,
@@ -68,20 +74,14 @@ def test_delete_of_a_stored_room_no_node_holds_needs_no_room_slot(hub_factory, p
     """A DELETE of a room no node has in memory takes the room's lease and deletes it in the store
     without loading it, so a node at limits.maxRooms can still do it (it was 503 room-full); a room
     another node holds is sent there (307)."""
-    def node(node_id, **limits):
-        config = {"storage": {"kind": "postgres", "postgresURL": pg_server.url}, "cluster": {"nodeId": node_id}}
-        if limits:
-            config["limits"] = limits
-        return config
-
     held, stored, busy = room[:50] + "-held", room[:50] + "-stored", room[:50] + "-busy"
-    a = hub_factory(node("a"))
-    c = hub_factory(node("c"))
+    a = hub_factory(cluster_node(pg_server, "a"))
+    c = hub_factory(cluster_node(pg_server, "c"))
     assert raw(a.port, "PUT", f"/v1/rooms/{held}", {"people": []})[0] == 201
     assert raw(c.port, "PUT", f"/v1/rooms/{stored}", {"people": []})[0] == 201
     assert c.terminate() == 0                      # drained: the room is stored, and nobody holds it
 
-    b = hub_factory(node("b", maxRooms=1))
+    b = hub_factory(cluster_node(pg_server, "b", maxRooms=1))
     b.join(busy, "bob")                            # b's one room
     status, headers, body = raw(b.port, "DELETE", f"/v1/rooms/{held}")
     assert status == 307 and urlsplit(headers["location"]).port == a.port, (status, headers, body)
@@ -93,6 +93,44 @@ def test_delete_of_a_stored_room_no_node_holds_needs_no_room_slot(hub_factory, p
     assert status == 404, (status, body)
     # The lease was given back: node a can make a room of that name again.
     assert raw(a.port, "PUT", f"/v1/rooms/{stored}", {"people": []})[0] == 201
+
+
+def test_a_node_at_max_rooms_still_sends_a_room_another_node_serves_there(hub_factory, pg_server, room):
+    """Node a holds its limits.maxRooms (1) rooms; node b serves room `g`. At a, a hello for `g` is
+    redirected to b and an HTTP request for it is 307 to b, as below the limit (it was room-full /
+    503: a full node cannot load the room, but it need not); a room nobody serves is still
+    room-full (hello) and an absent one 404 (HTTP)."""
+    busy, served, stored = room[:50] + "-busy", room[:50] + "-g", room[:50] + "-stored"
+    a = hub_factory(cluster_node(pg_server, "a", maxRooms=1))
+    b = hub_factory(cluster_node(pg_server, "b"))
+    a.join(busy, "ann")                            # a is full
+    b.join(served, "bob")                          # b serves g
+    assert raw(b.port, "PUT", f"/v1/rooms/{stored}", {"people": []})[0] == 201
+
+    c = HubClient(a.url(served), name="carl-probe")
+    try:
+        c.hello("carl", expect_welcome=False)
+        m = c.take("redirect", timeout=5, allow_error=True)
+        assert m == {"type": "redirect", "url": b.url(served)}, m
+        assert c.wait_closed(timeout=5) == 1000
+    finally:
+        c.close()
+    status, headers, body = raw(a.port, "GET", f"/v1/rooms/{served}")
+    assert status == 307 and urlsplit(headers["location"]).port == b.port, (status, headers, body)
+
+    status, _, body = raw(a.port, "GET", f"/v1/rooms/{room[:50]}-absent")
+    assert status == 404, (status, body)
+    # Once nobody serves the stored room (b drained), it is a's to load, and a is full.
+    assert b.terminate() == 0
+    status, _, body = raw(a.port, "GET", f"/v1/rooms/{stored}")
+    assert status == 503 and json.loads(body)["error"]["code"] == "room-full", (status, body)
+    d = HubClient(a.url(stored), name="dana-probe")
+    try:
+        d.hello("dana", expect_welcome=False)
+        e = d.take("error", timeout=5)
+        assert e["code"] == "room-full", e
+    finally:
+        d.close()
 
 
 def test_http_requests_are_counted_by_route_and_status_in_metrics(hub_factory, room):
@@ -159,10 +197,11 @@ def test_postgres_frees_a_silent_node_s_rooms_within_cluster_lease_timeout(hub_f
     hub.join(room, "ann").close()                      # the lease is taken on the writer connection
     ports = _hub_ports_to(hub.proc.pid, pg_server.port)
     assert ports, "the hub has no connection to PostgreSQL that ss can see"
-    # A socket with data just sent shows its retransmit timer instead: look again until one is idle.
+    # A socket with data just sent shows its retransmit timer instead (and the hub's other connections
+    # the server's default keepalive): look again until the lease connection is idle.
     deadline = time.monotonic() + 5
     timers = _keepalive_timers(pg_server.port, ports)
-    while not timers and time.monotonic() < deadline:
+    while (not timers or min(timers.values()) > 6.0) and time.monotonic() < deadline:
         time.sleep(0.2)
         timers = _keepalive_timers(pg_server.port, ports)
     seen = subprocess.run(["ss", "-tnoH", "state", "established", f"( sport = :{pg_server.port} )"],

@@ -17,12 +17,7 @@ extension Hub {
         case .loading(let load)?:
             load.wait(connection)
         case nil:
-            guard roomCount < configuration.limits.maxRooms else {
-                let error = ProtocolError(.roomFull,
-                    "the hub holds at most \(configuration.limits.maxRooms) rooms (limits.maxRooms)")
-                if let refusal = client.machine.refused(error) { send(.error(refusal), to: connection) }
-                return
-            }
+            guard roomCount < configuration.limits.maxRooms else { return refuseFull(connection, client: client) }
             let load = RoomLoad()
             load.wait(connection)
             rooms[name] = .loading(load)
@@ -48,15 +43,57 @@ extension Hub {
         }
     }
 
+    /// At `limits.maxRooms` no other room can be loaded here: the hello is refused `room-full`, unless
+    /// (cluster mode) another node serves the room, where it is sent as below the limit.
+    private func refuseFull(_ connection: any ClientConnection, client: Client) {
+        let name = client.machine.room.rawValue
+        let refuse = { [unowned self] in
+            let error = ProtocolError(.roomFull, "the hub holds at most \(configuration.limits.maxRooms) rooms (limits.maxRooms)")
+            if let refusal = client.machine.refused(error) { send(.error(refusal), to: connection) }
+        }
+        guard leases != nil else { return refuse() }
+        servedElsewhere(name) { [unowned self] url in
+            guard connection.context === client, !connection.isClosing else { return }
+            guard let url, client.machine.redirected() else { return refuse() }
+            metrics.roomLoads[.redirected]?.increment()
+            send(.redirect(url: url), to: connection)
+            connection.close(code: 1000, reason: "redirect")
+        }
+    }
+
     /// At `limits.maxRooms` no other room can be loaded (`full`), but a room the store does not have
-    /// is still `absent` (404 over HTTP, not 503): one cheap store read tells, off the service thread.
-    /// A read that fails answers `full`.
+    /// is still `absent` (404 over HTTP, not 503): one cheap store read tells, off the service thread;
+    /// and in cluster mode a room another node serves is `elsewhere` (307), as below the limit. A read
+    /// that fails answers `full`.
     private func whenFull(_ name: String, _ then: @escaping (RoomOutcome) -> Void) {
         let store = store
         let box = UncheckedSendable(then)
-        runtime.background { [weak self] in
+        let absentOrFull: @Sendable () -> Void = { [weak self] in
             let stored = try? store.hasRoom(name)
             self?.back(box) { _, box in box.value(stored == false ? .absent : .full) }
+        }
+        guard leases != nil else { return runtime.background(absentOrFull) }
+        let background = runtime.background
+        servedElsewhere(name) { url in
+            guard let url else { return background(absentOrFull) }
+            box.value(.elsewhere(url))
+        }
+    }
+
+    /// Cluster mode, for a room this node cannot load (it is full): the room's URL at the node that
+    /// holds its lease, or nil if none does. Asked by taking the lease and giving it straight back (on
+    /// the lease queue); the answer comes on the service thread.
+    private func servedElsewhere(_ name: String, _ then: @escaping (String?) -> Void) {
+        guard let leases else { return then(nil) }
+        let box = UncheckedSendable(then)
+        leaseCalls.async { [weak self] in
+            var url: String?
+            switch try? leases.acquire(room: name) {
+            case .ownedBy(_, let base)?: url = base + RoomName.pathPrefix + name
+            case .acquired?: leases.release(room: name)
+            case .busy?, nil: break
+            }
+            self?.back(box) { _, box in box.value(url) }
         }
     }
 
