@@ -371,8 +371,8 @@ test('a restore to how the room already is is no question: the past state is rea
   assert.equal(alreadyRestoredText(START, 0),
     'The room already looks like it did when it started: restoring it would change nothing.');
   assert.equal(restoreOfflineText(entry(4, 'bob'), 1_000_000 + 7),
-    "The hub can't be reached, so the room can't be restored to how it was right after bob's Change Hair Color "
-    + '(just now) now: what that would take back can only be counted once the hub is back. Try again then.');
+    "The hub can't be reached right now, so the room can't be restored to how it was right after bob's Change Hair "
+    + 'Color (just now): what that would take back can only be counted once the hub is back. Try again then.');
   assert.ok(!hasWireWords(restoreOfflineText(START, 0)));
 });
 

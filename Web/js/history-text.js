@@ -157,8 +157,8 @@ export function restoreQuestion(entry, head, now, locale = undefined) {
  * teammates send meanwhile, which nobody was asked about).
  */
 export function restoreOfflineText(entry, now, locale = undefined) {
-  return `The hub can't be reached, so the room can't be restored to how it was ${restorePoint(entry, now, locale)} `
-    + 'now: what that would take back can only be counted once the hub is back. Try again then.';
+  return `The hub can't be reached right now, so the room can't be restored to how it was ${restorePoint(entry, now, locale)}: `
+    + 'what that would take back can only be counted once the hub is back. Try again then.';
 }
 
 /**
