@@ -33,6 +33,9 @@ struct DeliveryLane: Sendable {
     /// Revisions read from the store and not yet delivered: `cursor + 1`, `+ 2`, … in order.
     private(set) var buffer: [Revision] = []
     private(set) var generation = 0
+    /// When the room was made, if it was made while this process runs: its revisions (an import's
+    /// keep their original times) were committed no earlier (the lag metric counts from then).
+    private(set) var bornAt: Int64?
     /// Failures in a row of the item at the front, and when the first of them was.
     private(set) var failures = 0
     private(set) var failingSince: Int64?
@@ -167,8 +170,9 @@ struct DeliveryLane: Sendable {
     }
 
     /// The room was created: every revision from the first is delivered, after `notice` if any.
-    mutating func created(_ notice: RoomNotice?) {
+    mutating func created(_ notice: RoomNotice?, at time: Int64? = nil) {
         beginGeneration()
+        bornAt = time
         reset = .zero
         cursor = 0
         head = 0
@@ -178,6 +182,7 @@ struct DeliveryLane: Sendable {
     /// The room was deleted: nothing more of it is delivered but `notice`, and its cursor goes.
     mutating func deleted(_ notice: RoomNotice?) {
         beginGeneration()
+        bornAt = nil
         reset = .forget
         cursor = nil
         head = 0

@@ -148,7 +148,7 @@ public final class WebhookDispatcher: Sendable {
     /// `room` was created at `time` (milliseconds since the epoch): endpoints that want `room.created`
     /// are told, and every matching endpoint delivers the room's revisions from the first. Never blocks.
     public func roomCreated(room: String, time: Int64) {
-        roomEvent(.roomCreated, room: room, time: time) { lane, notice in lane.created(notice) }
+        roomEvent(.roomCreated, room: room, time: time) { lane, notice in lane.created(notice, at: time) }
     }
 
     /// `room` was deleted at `time`: endpoints that want `room.deleted` are told; the room's
@@ -335,14 +335,20 @@ public final class WebhookDispatcher: Sendable {
                                         timeout: policy.timeout)
         if Task.isCancelled { return }
         let time = now()
-        if outcome == .ok { metrics.lag(milliseconds: time - payload.time) }
+        if outcome == .ok {
+            // From the commit: an imported revision keeps its original time, but was committed when
+            // its room was made (the lane knows when, for a room made while this hub runs).
+            let committed = max(payload.time, state.withLock { $0.lanes[key]?.bornAt } ?? 0)
+            metrics.lag(milliseconds: time - committed)
+        }
         metrics.count(outcome)
         if outcome == .ok {
             state.withLock { state in
                 update(key, in: &state) { $0.delivered(item, generation: generation) }
                 state.endpoints[key.endpoint].delivered += 1
                 state.endpoints[key.endpoint].lastSuccess = time
-                state.endpoints[key.endpoint].lastError = nil
+                // The error stays while another room of this endpoint still retries (it says why).
+                if state.endpoints[key.endpoint].retrying == 0 { state.endpoints[key.endpoint].lastError = nil }
             }
             return
         }

@@ -98,6 +98,51 @@ struct WebhookDispatcherTests {
         await dispatcher.shutdown()
     }
 
+    @Test("the lag counts from the commit: revisions with older times (an import's) in a room made now are not years late")
+    func lagCountsFromTheRoomsCreation() async throws {
+        let receiver = try Receiver { _, _ in .status(204) }
+        defer { receiver.stop() }
+        let metrics = TestMetrics()
+        let store = InMemoryStore()
+        // Revision times of 2023, as an import of an old export keeps them; the room is made now.
+        var feed = try await RoomFeed.start(store, name: "imp", clock: 1_700_000_000_000)
+        let dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver, events: [.revision])], store: store, logger: testLogger,
+                                           policy: quick, metricsFactory: metrics)
+        dispatcher.start()
+        dispatcher.roomCreated(room: "imp", time: Int64(Date().timeIntervalSince1970 * 1000))
+        announce(dispatcher, "imp", try await feed.edit(4))
+        let dimensions = [("endpoint", receiver.url)]
+        #expect(await eventually { ((try? metrics.expectTimer("peoplekeeper_webhook_lag_seconds", dimensions))?.values.count ?? 0) == 4 })
+        let lags = try metrics.expectTimer("peoplekeeper_webhook_lag_seconds", dimensions).values
+        #expect(lags.allSatisfy { $0 < 60 * 1_000_000_000 }, "lags in ns: \(lags)")
+        await dispatcher.shutdown()
+    }
+
+    @Test("the last error stays in the status while a room still retries, whatever other rooms deliver")
+    func lastErrorStaysWhileRetrying() async throws {
+        let receiver = try Receiver { request, _ in request.json["room"] == .string("bad") ? .status(500) : .status(204) }
+        defer { receiver.stop() }
+        let store = InMemoryStore()
+        var bad = try await RoomFeed.start(store, name: "bad")
+        var good = try await RoomFeed.start(store, name: "good")
+        var policy = quick
+        policy.backoffStart = 5_000   // one failure, then a long wait: the room stays retrying
+        policy.backoffMax = 5_000
+        let dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver, events: [.revision])], store: store, logger: testLogger,
+                                           policy: policy)
+        dispatcher.start()
+        dispatcher.roomCreated(room: "bad", time: 1)
+        dispatcher.roomCreated(room: "good", time: 1)
+        announce(dispatcher, "bad", try await bad.edit(1))
+        #expect(await eventually { dispatcher.status().first?.state == .retrying })
+        announce(dispatcher, "good", try await good.edit(2))
+        #expect(await receiver.wait { deliveredRevisions($0, room: "good").count >= 2 })
+        #expect(await eventually { dispatcher.status().first?.delivered == 2 })
+        let status = try #require(dispatcher.status().first)
+        #expect(status.state == .retrying && status.lastError?.contains("bad:1:") == true, "\(status)")
+        await dispatcher.shutdown()
+    }
+
     @Test("a receiver that hangs past the timeout is retried")
     func hangingReceiverIsRetried() async throws {
         let receiver = try Receiver { _, count in count == 0 ? .hang : .status(200) }
