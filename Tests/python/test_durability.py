@@ -1031,7 +1031,8 @@ def run_backup(config_path, destination) -> subprocess.CompletedProcess:
 def test_backup_while_the_hub_runs_restores_every_acked_revision(hub_factory, rooms, tmp_path):
     """`peoplekeeper-hub backup FILE` copies the live SQLite store (the hub keeps committing); a hub
     started on the copy serves each room at the revision it had, with its people and undo stacks. The
-    command refuses to overwrite a file (exit 74) and says to use pg_dump for PostgreSQL (exit 64)."""
+    command refuses to overwrite a file (exit 74), says to use pg_dump for PostgreSQL and that a memory
+    store has nothing to copy (exit 64)."""
     hub = hub_factory({"storage": {"kind": "embedded", "path": "{workdir}/data/pk.sqlite"}})
     first, second = rooms("-1"), rooms("-2")
     a = hub.join(first, "A")
@@ -1051,6 +1052,10 @@ def test_backup_while_the_hub_runs_restores_every_acked_revision(hub_factory, ro
     memory = tmp_path / "memory.yaml"
     memory.write_text("storage:\n  kind: memory\n")
     wrong = run_backup(memory, tmp_path / "other.sqlite")
+    assert wrong.returncode == 64 and "a memory store keeps nothing to copy" in wrong.stderr, (wrong.returncode, wrong.stderr)
+    postgres = tmp_path / "postgres.yaml"
+    postgres.write_text("storage:\n  kind: postgres\n  postgresURL: postgres://nobody@127.0.0.1:1/none\n")
+    wrong = run_backup(postgres, tmp_path / "other.sqlite")
     assert wrong.returncode == 64 and "pg_dump" in wrong.stderr, (wrong.returncode, wrong.stderr)
 
     restored = hub_factory({"storage": {"kind": "embedded", "path": str(copy_path)}})
