@@ -112,14 +112,31 @@ extension StackCommand {
             try await session.settle(timeout: options.timeout)  // the history frame that follows
             switch reply {
             case .undone(let result) where Self.verb == "undo", .redone(let result) where Self.verb == "redo":
-                try report(result, before: before, session: session)
+                try report(result, before: before, known: try await names(of: result.skipped, absentFrom: before, session: session),
+                           session: session)
             default:
                 throw Failure.badReply(reply)
             }
         }
     }
 
-    private func report(_ result: ServerMessage.UndoResult, before: PeopleModel, session: RoomSession) throws {
+    /// The names of the people the skip reports are about who were no longer in the room, from the
+    /// inserts of their latest revisions (one `log` question each), so a line says `Zed was removed by
+    /// bob`, not `tag 2204 …`. Plain output only; a question that fails names nobody.
+    private func names(of reports: [SkipReport], absentFrom people: PeopleModel, session: RoomSession) async throws -> [Tag: String] {
+        guard !options.json else { return [:] }
+        var known: [Tag: String] = [:]
+        for tag in Set(reports.map(\.tag)) where people[tag] == nil {
+            let reply = try? await session.request(timeout: options.timeout) { seq in
+                .log(.init(seq: seq, before: nil, limit: ClientMessage.LogRequest.limits.upperBound, tag: tag))
+            }
+            if case .log(let page)? = reply, let name = page.entries.insertedNames[tag] { known[tag] = name }
+        }
+        return known
+    }
+
+    private func report(_ result: ServerMessage.UndoResult, before: PeopleModel, known: [Tag: String],
+                        session: RoomSession) throws {
         let past = Self.verb == "undo" ? "undid" : "redid"
         if options.json {
             var members: [JSON.Member] = [
@@ -140,7 +157,7 @@ extension StackCommand {
             } else {
                 print("nothing \(past == "undid" ? "undone" : "redone")\(which): every part was skipped")
             }
-            for report in result.skipped { print("skipped: \(report.sentence(people: before))") }
+            for report in result.skipped { print("skipped: \(report.sentence(people: before, known: known))") }
         }
         if result.rev == nil { throw ExitCode(1) }
     }

@@ -1192,6 +1192,25 @@ def test_undo_entry_not_on_your_stack_is_65_and_an_overwritten_one_is_skipped(hu
     assert_unchanged(hub, room, obs, 2, "refused selective undos")
 
 
+def test_undo_entry_of_a_person_deleted_since_names_them(hub, room):
+    """ann adds Zed (rev 1); bob deletes him (rev 2). ann's `undo --entry 1` is skipped, and the line
+    names Zed (read from the room's log: he is no longer in the room), not his tag:
+    `skipped: Zed was removed by bob`. Before: `skipped: tag N was removed by bob`."""
+    obs = observe(hub, room)
+    assert_status(pk(hub, room, "ann", "add", "--name", "Zed"), 0)
+    revision(obs, 1)
+    zed = next(p["tag"] for p in obs.people if p["name"] == "Zed")
+    bob = hub.join(room, "bob")
+    bob.sync(1)
+    bob.edit([{"op": "remove", "tag": zed}], label="Delete Person")                       # rev 2
+    revision(obs, 2)
+    r = pk(hub, room, "ann", "undo", "--entry", "1")
+    assert_status(r, 1)
+    assert r.stdout.splitlines() == ["nothing undone (entry 1): every part was skipped",
+                                     "skipped: Zed was removed by bob"], describe(r)
+    assert_unchanged(hub, room, obs, 2, "a selective undo of an add whose person was deleted")
+
+
 def test_restore_makes_the_room_what_it_was_and_undo_takes_it_back(hub, room):
     """H5. ann removes Joan (rev 1), bob renames Sam Samuel (rev 2), carl adds Kim (rev 3). dana's
     `restore 0` (no question asked) makes rev 4, a restore by dana labelled `Restore to revision 0`, and
