@@ -34,25 +34,30 @@ extension Field {
     }
 }
 
-extension Array where Element == Diff {
-    /// What a revision that came without a label did, named as the clients name their own edits of one
-    /// kind ("Change Hair Length", "Add Person"), else "Several Changes" ("No Change" for none): the
-    /// web page's `opsLabel` (history-text.js), so a script's unlabelled batch reads the same on both.
+extension Diff {
+    /// The action name of this kind of edit, as the clients label their own edits (what Undo offers):
+    /// "Change Hair Length", "Add Person".
     public var actionLabel: String {
-        guard !isEmpty else { return "No Change" }
-        var kinds: Set<String> = []
-        for diff in self {
-            switch diff {
-            case .set(_, let value): kinds.insert(value.field.actionLabel)
-            case .text: kinds.insert(Field.name.actionLabel)
-            case .facialHair: kinds.insert("Change Facial Hair")
-            case .preference: kinds.insert("Change Likes")
-            case .insert: kinds.insert("Add Person")
-            case .remove: kinds.insert("Delete Person")
-            case .move: kinds.insert("Move Person")
-            }
+        switch self {
+        case .set(_, let value): value.field.actionLabel
+        case .text: Field.name.actionLabel
+        case .facialHair: "Change Facial Hair"
+        case .preference: "Change Likes"
+        case .insert: "Add Person"
+        case .remove: "Delete Person"
+        case .move: "Move Person"
         }
-        return kinds.count == 1 ? kinds.first! : "Several Changes"
+    }
+}
+
+extension Array where Element == Diff {
+    /// What a batch did, named as the clients name their own edits of one kind ("Change Hair Length",
+    /// "Add Person"), else "Several Changes" ("No Change" for none): the label the clients give their
+    /// own batches, and the web page's `opsLabel` (history-text.js), so a script's unlabelled batch
+    /// reads the same on both.
+    public var actionLabel: String {
+        let kinds = Set(map(\.actionLabel))
+        return kinds.count == 1 ? kinds.first! : isEmpty ? "No Change" : "Several Changes"
     }
 }
 

@@ -3,14 +3,14 @@ import Foundation
 import PeopleClient
 import PeopleCore
 
-/// Sends one batch and prints what the hub made of it: `done` (what was changed) at the revision, or
-/// `no change`, and a line per part the hub turned into a no-op.
-func submit(_ diffs: [Diff], label: String, in session: RoomSession, options: CommonOptions,
+/// Sends one batch, labelled with its action name (`actionLabel`), and prints what the hub made of it:
+/// `done` (what was changed) at the revision, or `no change`, and a line per part the hub turned into a no-op.
+func submit(_ diffs: [Diff], in session: RoomSession, options: CommonOptions,
             done: String, extra: [(String, JSON)] = []) async throws {
     let base = session.revision
     let before = session.people
     let reply = try await session.request(timeout: options.timeout) { seq in
-        .submit(.init(seq: seq, base: base, ops: diffs, label: label))
+        .submit(.init(seq: seq, base: base, ops: diffs, label: diffs.actionLabel))
     }
     guard case .ack(let ack) = reply else { throw Failure.badReply(reply) }
     if options.json {
@@ -53,7 +53,7 @@ struct Add: AsyncParsableCommand {
                 let tag = session.welcome.tags.from
                 let person = Person(tag: tag, name: name, hairColor: hair, hairLength: length, eyeColor: eyes, glasses: glasses)
                 let index = at.map { max(0, $0) } ?? session.people.count
-                try await submit([.insert(person, at: index)], label: "Add Person", in: session, options: options,
+                try await submit([.insert(person, at: index)], in: session, options: options,
                                  done: "added \(name) as tag \(tag)",
                                  extra: [("tag", .int(tag)), ("person", person.json)])
             }
@@ -85,7 +85,7 @@ struct SetField: AsyncParsableCommand {
             let value = try Words.fieldValue(field, self.value)
             try await run { session in
                 let person = try run.person(tag, in: session)
-                try await submit([.set(tag, value)], label: Words.label(field), in: session, options: options,
+                try await submit([.set(tag, value)], in: session, options: options,
                                  done: "set " + Diff.set(person.tag, value).phrase(people: session.people))
             }
         } catch let failure as Failure { try run.fail(failure) }
@@ -123,7 +123,7 @@ extension OpinionCommand {
                 case .dislike: "\(person.name) dislikes \(topic.rawValue)"
                 case .none: "\(person.name) is neutral on \(topic.rawValue)"
                 }
-                try await submit([.preference(tag, topic, Self.opinion)], label: "Change Likes", in: session,
+                try await submit([.preference(tag, topic, Self.opinion)], in: session,
                                  options: options, done: done)
             }
         } catch let failure as Failure { try run.fail(failure) }
@@ -176,7 +176,7 @@ struct FacialHair: AsyncParsableCommand {
             let present = try Words.bool(state, what: "the state")
             try await run { session in
                 let person = try run.person(tag, in: session)
-                try await submit([.facialHair(tag, style, present: present)], label: "Change Facial Hair", in: session,
+                try await submit([.facialHair(tag, style, present: present)], in: session,
                                  options: options, done: "\(present ? "gave" : "took") \(person.name) \(present ? "a" : "their") \(style.rawValue)\(present ? "" : " off")")
             }
         } catch let failure as Failure { try run.fail(failure) }
@@ -196,7 +196,7 @@ struct Move: AsyncParsableCommand {
         try await run { session in
             let person = try run.person(tag, in: session)
             let to = min(max(0, index), session.people.count - 1)
-            try await submit([.move(tag, to: to)], label: "Move Person", in: session, options: options,
+            try await submit([.move(tag, to: to)], in: session, options: options,
                              done: "moved \(person.name) to position \(to)")
         }
     }
@@ -213,7 +213,7 @@ struct Remove: AsyncParsableCommand {
         let run = Run(options: options)
         try await run { session in
             let person = try run.person(tag, in: session)
-            try await submit([.remove(tag)], label: "Delete Person", in: session, options: options,
+            try await submit([.remove(tag)], in: session, options: options,
                              done: "removed \(person.name) (tag \(tag))")
         }
     }

@@ -21,7 +21,7 @@ extension Screen {
         case .confirmDelete(let tag):
             mode = .normal
             if key == .char("y") || key == .char("Y") {
-                perform([.remove(tag)], label: "Delete Person")
+                perform([.remove(tag)])
             }
         case .adding(let name):
             switch key {
@@ -104,9 +104,9 @@ extension Screen {
         if current.choices != nil { return mode = .choosing(current, index: current.choiceIndex(of: person)) }
         switch current {
         case .field(.name): mode = .editingName(cursor: person.name.unicodeScalars.count)
-        case .field(.glasses): perform([.set(tag, .glasses(!person.glasses))], label: "Toggle Glasses")
+        case .field(.glasses): perform([.set(tag, .glasses(!person.glasses))])
         case .facialHair(let style):
-            perform([.facialHair(tag, style, present: !person.facialHair.contains(style))], label: "Change Facial Hair")
+            perform([.facialHair(tag, style, present: !person.facialHair.contains(style))])
         case .field, .topic: break
         }
     }
@@ -130,8 +130,8 @@ extension Screen {
     }
 
     private func pick(_ row: Row, _ index: Int) {
-        guard let person = selected, let (diff, label) = row.change(to: index, of: person) else { return }
-        perform([diff], label: label)
+        guard let person = selected, let diff = row.change(to: index, of: person) else { return }
+        perform([diff])
     }
 
     /// Typing in a name: each character (and each deletion) is one `text` edit, all coalesced into
@@ -140,7 +140,7 @@ extension Screen {
         guard let person = selected else { mode = .normal; return }
         let length = person.name.unicodeScalars.count
         func text(_ components: [TextOperation.Component]) {
-            perform([.text(person.tag, TextOperation(components))], label: "Change Name", coalesce: "name:\(person.tag)")
+            perform([.text(person.tag, TextOperation(components))], coalesce: "name:\(person.tag)")
         }
         switch key {
         case .enter, .escape: mode = .normal
@@ -169,7 +169,7 @@ extension Screen {
             return say("no tags left for new people until the hub is reachable again", warning: true)
         }
         let at = selectedIndex.map { $0 + 1 } ?? 0
-        perform([.insert(Person(tag: tag, name: trimmed), at: at)], label: "Add Person")
+        perform([.insert(Person(tag: tag, name: trimmed), at: at)])
         selectedTag = tag
     }
 
@@ -177,13 +177,14 @@ extension Screen {
         guard let index = selectedIndex, let person = selected else { return }
         let to = index + delta
         guard to >= 0, to < people.count else { return }
-        perform([.move(person.tag, to: to)], label: "Move Person", coalesce: "move:\(person.tag)")
+        perform([.move(person.tag, to: to)], coalesce: "move:\(person.tag)")
     }
 
-    /// Every edit goes through here: the report of the action before goes with it.
-    private func perform(_ diffs: [Diff], label: String, coalesce: String? = nil) {
+    /// Every edit goes through here, labelled with its action name (`actionLabel`, what Undo offers):
+    /// the report of the action before goes with it.
+    private func perform(_ diffs: [Diff], coalesce: String? = nil) {
         report = nil
-        do { try room.edit(diffs, label: label, coalesce: coalesce) } catch {
+        do { try room.edit(diffs, label: diffs.actionLabel, coalesce: coalesce) } catch {
             say("not applied: \(error)", warning: true)
         }
     }

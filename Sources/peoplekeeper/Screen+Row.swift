@@ -72,16 +72,16 @@ extension Screen {
             }
         }
 
-        /// The edit that sets choice `index` on `person`, with its action name; nil when that is the
-        /// value already (choosing it again changes nothing and sends nothing).
-        func change(to index: Int, of person: Person) -> (Diff, label: String)? {
+        /// The edit that sets choice `index` on `person`; nil when that is the value already (choosing
+        /// it again changes nothing and sends nothing).
+        func change(to index: Int, of person: Person) -> Diff? {
             guard index != choiceIndex(of: person) else { return nil }
             let tag = person.tag
             switch self {
-            case .field(.hairColor): return (.set(tag, .hairColor(HairColor.allCases[index])), "Change Hair Color")
-            case .field(.hairLength): return (.set(tag, .hairLength(HairLength.allCases[index])), "Change Hair Length")
-            case .field(.eyeColor): return (.set(tag, .eyeColor(EyeColor.allCases[index])), "Change Eye Color")
-            case .topic(let topic): return (.preference(tag, topic, Self.opinions[index]), "Change Likes")
+            case .field(.hairColor): return .set(tag, .hairColor(HairColor.allCases[index]))
+            case .field(.hairLength): return .set(tag, .hairLength(HairLength.allCases[index]))
+            case .field(.eyeColor): return .set(tag, .eyeColor(EyeColor.allCases[index]))
+            case .topic(let topic): return .preference(tag, topic, Self.opinions[index])
             case .field, .facialHair: return nil
             }
         }

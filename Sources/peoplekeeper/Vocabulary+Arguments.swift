@@ -44,7 +44,4 @@ enum Words {
         case .glasses: return .glasses(try bool(word, what: "glasses"))
         }
     }
-
-    /// The action name of a set on `field` (what undo buttons show).
-    static func label(_ field: Field) -> String { field.actionLabel }
 }
