@@ -246,12 +246,41 @@ final class TestBackground: Sendable {
     }
 }
 
+/// What a hub logged, every level: each line's message and metadata.
+final class LogRecorder: Sendable {
+    struct Line: Sendable {
+        var level: Logger.Level
+        var message: String
+        var metadata: [String: String]
+    }
+
+    private let recorded = Mutex<[Line]>([])
+    var lines: [Line] { recorded.withLock { $0 } }
+
+    struct Handler: LogHandler {
+        let recorder: LogRecorder
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
+                 file: String, function: String, line: UInt) {
+            let all = self.metadata.merging(metadata ?? [:]) { $1 }.mapValues { "\($0)" }
+            recorder.recorded.withLock { $0.append(Line(level: level, message: "\(message)", metadata: all)) }
+        }
+    }
+}
+
 /// A hub in-process: fake connections, the test's service thread and clock, background work run at
 /// once on the calling thread (its answer queued for the service thread, like the real thing) unless
-/// the test holds it (`background.hold()`) to step it.
+/// the test holds it (`background.hold()`) to step it. What it logs is in `logs`.
 final class HubHarness {
     let hub: Hub
     let service = TestServiceThread()
+    let logs = LogRecorder()
     let clock = TestClock()
     let background = TestBackground()
     let anyStore: any PeopleStore
@@ -276,7 +305,7 @@ final class HubHarness {
             background: { background.run($0) },
             after: { _, work in work() })
         hub = Hub(configuration: configuration, store: store,
-                  logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), runtime: runtime)
+                  logger: Logger(label: "test", factory: { [logs] _ in LogRecorder.Handler(recorder: logs) }), runtime: runtime)
         hub.attach(service: service)
     }
 

@@ -310,6 +310,21 @@ struct HubInProcessTests {
         await h.settle { ann.closeCode != nil }
         guard case .redirect(let url)? = ann.replies.first else { Issue.record("\(ann.sent)"); return }
         #expect(url == "ws://owner:9000/v1/rooms/far" && ann.closeCode == 1000)
+        #expect(h.logs.lines.filter { $0.message == "redirect" }.map(\.metadata) == [["room": "far", "url": url]])
+    }
+
+    @Test("cluster mode: an HTTP request for a room leased by another node is 307 there, logged with that Location")
+    func httpRedirect() async throws {
+        for full in [false, true] {
+            let store = LeasedElsewhere()
+            let h = HubHarness(configure: { $0.limits.maxRooms = full ? 0 : 10 }, store: store)
+            let response = await h.http("GET", "/v1/rooms/far", query: ["at": "2"])
+            #expect(response?.status == 307, "full: \(full)")
+            let location = response?.headers.first { $0.name == "Location" }?.value
+            #expect(location == "http://owner:9000/v1/rooms/far?at=2", "full: \(full)")
+            #expect(h.logs.lines.filter { $0.message == "redirect" }.map(\.metadata) == [["room": "far", "location": location ?? "-"]],
+                    "full: \(full)")
+        }
     }
 
     // MARK: HTTP

@@ -148,7 +148,9 @@ extension Hub {
     func notServedHere(_ outcome: RoomOutcome, _ call: HTTPCall, room: String) -> HTTPFailure {
         switch outcome {
         case .elsewhere(let url):
-            return Self.redirect(call, roomURL: url, room: room)
+            let failure = Self.redirect(call, roomURL: url, room: room)
+            logger.debug("redirect", metadata: ["room": "\(room)", "location": "\(failure.headers.first?.value ?? "")"])
+            return failure
         case .failed(let problem):
             return .unavailable("room \(room) cannot be loaded: \(problem)")
         case .full:

@@ -54,11 +54,17 @@ extension Hub {
         guard leases != nil else { return refuse() }
         servedElsewhere(name) { [unowned self] url in
             guard connection.context === client, !connection.isClosing else { return }
-            guard let url, client.machine.redirected() else { return refuse() }
-            metrics.roomLoads[.redirected]?.increment()
-            send(.redirect(url: url), to: connection)
-            connection.close(code: 1000, reason: "redirect")
+            guard let url else { return refuse() }
+            sendElsewhere(connection, client: client, url: url)
         }
+    }
+
+    /// Sends a hello to the node that serves its room: `redirect` with the room's URL there, then a close (1000).
+    private func sendElsewhere(_ connection: any ClientConnection, client: Client, url: String) {
+        guard client.machine.redirected() else { return }
+        logger.debug("redirect", metadata: ["room": "\(client.machine.room.rawValue)", "url": "\(url)"])
+        send(.redirect(url: url), to: connection)
+        connection.close(code: 1000, reason: "redirect")
     }
 
     /// At `limits.maxRooms` no other room can be loaded (`full`), but a room the store does not have
@@ -82,7 +88,7 @@ extension Hub {
 
     /// Cluster mode, for a room this node cannot load (it is full): the room's URL at the node that
     /// holds its lease, or nil if none does. Asked by taking the lease and giving it straight back (on
-    /// the lease queue); the answer comes on the service thread.
+    /// the lease queue); the answer comes on the service thread (a URL counted as a `redirected` load).
     private func servedElsewhere(_ name: String, _ then: @escaping (String?) -> Void) {
         guard let leases else { return then(nil) }
         let box = UncheckedSendable(then)
@@ -93,7 +99,10 @@ extension Hub {
             case .acquired?: leases.release(room: name)
             case .busy?, nil: break
             }
-            self?.back(box) { _, box in box.value(url) }
+            self?.back(box) { hub, box in
+                if url != nil { hub.metrics.roomLoads[.redirected]?.increment() }
+                box.value(url)
+            }
         }
     }
 
@@ -144,17 +153,16 @@ extension Hub {
         throw StoreError(.lease, "room \(room) is held by a node that does not say where it is")
     }
 
-    /// The room is served by another node: every hello waiting for it is sent there.
+    /// The room is served by another node: every hello waiting for it is sent there, every HTTP
+    /// request answered `307` (`notServedHere`).
     private func redirect(_ name: String, to base: String) {
         guard case .loading(let load)? = rooms[name] else { return }
         rooms[name] = nil
         let url = base + RoomName.pathPrefix + name
-        logger.debug("redirect", metadata: ["room": "\(name)", "url": "\(url)"])
         metrics.roomLoads[.redirected]?.increment()
         for connection in load.waiting {
-            guard let client = connection.context as? Client, client.machine.redirected() else { continue }
-            send(.redirect(url: url), to: connection)
-            connection.close(code: 1000, reason: "redirect")
+            guard let client = connection.context as? Client else { continue }
+            sendElsewhere(connection, client: client, url: url)
         }
         for request in load.requests { request(.elsewhere(url)) }
     }
