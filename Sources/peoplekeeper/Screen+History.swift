@@ -150,8 +150,11 @@ extension Screen {
     /// selection, and at the bottom what the selected revision did, with its exact time.
     func historyPane(width: Int, height: Int) -> [String] {
         let reader = room.reader
-        var out = [style("History of room \(room.room)", "1") + " · newest first"
-                   + (isViewer ? "" : " · ↶ yours to undo")]
+        // Rows read before the hub went away stay, said to be as last read (they come again when it is back).
+        let away = if case .offline = room.link { true } else { false }
+        var out = [style("History of room \(room.room)", "1")
+                   + (away && reader.loaded ? " · as last read: the hub is unreachable"
+                                             : " · newest first" + (isViewer ? "" : " · ↶ yours to undo"))]
         guard reader.loaded else {
             let waiting: String = switch room.link {
             case .offline(_, let why): "(the hub is unreachable: \(why); the history comes when it is back)"

@@ -83,6 +83,23 @@ struct HistoryReaderTests {
         #expect(reader.rows.isEmpty && !reader.loaded)
     }
 
+    @Test("a timeline closed and opened again keeps the rows it read (shown while the hub is away) and reads them again")
+    func reopenKeepsRows() {
+        var reader = HistoryReader()
+        _ = reader.open()
+        _ = reader.answered(.log(before: nil, limit: 50), with: Self.page([3, 2, 1], more: false))
+        reader.close()
+        #expect(reader.revised([.set(1, .glasses(true))]).isEmpty)
+        #expect(reader.open() == [.log(before: nil, limit: 50)])
+        #expect(reader.rows.map(\.rev) == [3, 2, 1] && reader.loaded)
+        _ = reader.answered(.log(before: nil, limit: 50), with: Self.page([4, 3, 2, 1], more: false))
+        #expect(reader.rows.map(\.rev) == [4, 3, 2, 1])
+        // A new connection to a hub that may have gone back: nothing read before is kept.
+        reader.close()
+        _ = reader.reconnected(watchedPresent: false, reset: true)
+        #expect(reader.rows.isEmpty && !reader.loaded)
+    }
+
     @Test("the watched person is asked about once, again after a revision touching them, not after others")
     func watchAsksAndRefreshes() {
         var reader = HistoryReader()

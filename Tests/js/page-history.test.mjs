@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { Timeline, START } from '../../Web/js/timeline.js';
 import { Attribution } from '../../Web/js/attribution.js';
 import {
-  relativeTime, opsLabel, actionText, touchedPeople, touchedText, writerText, restoreQuestion, changesSince,
+  relativeTime, opsLabel, actionText, historyStatusText, touchedPeople, touchedText, writerText, restoreQuestion, changesSince,
   alreadyRestoredText, restoreOfflineText,
 } from '../../Web/js/history-text.js';
 import { RestoreCheck, readRoomAt } from '../../Web/js/restore-check.js';
@@ -492,4 +492,14 @@ test('a selective undo goes in turn with its entry; its answer names the entry, 
   assert.deepEqual(notices[notices.length - 1], { type: 'error', code: 'no-entry', message: "entry 2 is not on ann's undo stack" });
   socket.hear({ type: 'history', canUndo: false, canRedo: true, redoLabel: 'Change Hair Color' });
   assert.equal(notices[notices.length - 1].type, 'history');
+});
+
+test('the panel says why it has no rows: loading, the hub unreachable before the first page, or no changes yet', () => {
+  assert.equal(historyStatusText({ loaded: false, count: 0, unreachable: false }), 'Loading…');
+  assert.equal(historyStatusText({ loaded: false, count: 0, unreachable: true }),
+    'The hub is unreachable: the history shows when it is back.');
+  assert.equal(historyStatusText({ loaded: true, count: 0, unreachable: false }), 'No changes yet.');
+  // Rows loaded stay while the hub is away: they say it all.
+  assert.equal(historyStatusText({ loaded: true, count: 3, unreachable: true }), '');
+  assert.equal(historyStatusText({ loaded: true, count: 3, unreachable: false }), '');
 });

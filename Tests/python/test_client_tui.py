@@ -1240,6 +1240,34 @@ def test_the_history_view_lists_the_timeline_newest_first_with_your_rows_marked(
     obs.expect_nothing("ops")
 
 
+def test_the_history_view_opened_while_the_hub_is_away_shows_the_rows_as_last_read(hub_factory, screens):
+    """ann changes Ann's hair (rev 1) and looks at the history (1, 0), then goes back to the people. The
+    hub is killed: `h` again shows the same rows, its title saying they are as last read and the hub
+    unreachable (before: no rows at all until the hub was back). The hub restarts and bob's change
+    (rev 2) comes: the view reads the timeline again, newest first, with 2 on top."""
+    hub = hub_factory({"storage": {"kind": "embedded", "path": "{workdir}/data/pk.sqlite"}})
+    room = "team-h"
+    ann = screens(hub, room, "ann")
+    choose(to_row(ann, "hairColor"), 1).wait_for(shows("Ann", hairColor="blonde"))
+    ann.keys("h").wait_for(all_of(history_shows([1, 0]),
+                                  _pred(lambda t: "newest first" in history(t)["title"], "the usual title")))
+    ann.keys("Escape").wait_for(_pred(lambda t: history(t) is None, "the people again"))
+
+    hub.kill()
+    ann.wait_for(title_has("○ offline"))
+    text = ann.keys("h").wait_for(all_of(
+        history_shows([1, 0]),
+        _pred(lambda t: "as last read: the hub is unreachable" in history(t)["title"], "the title saying so")))
+    assert history(text)["rows"][0]["ACTION"] == "Change Hair Color", text
+
+    hub.restart(same_port=True)
+    ann.wait_for(title_has("● online"), timeout=15)
+    bob = hub.join(room, "bob")
+    bob.edit([{"op": "set", "tag": 2, "field": "glasses", "value": True}], label="Toggle Glasses")
+    ann.wait_for(all_of(history_shows([2, 1, 0]),
+                        _pred(lambda t: "newest first" in history(t)["title"], "the usual title again")))
+
+
 def test_the_history_view_loads_older_pages_as_it_scrolls(hub, room, screens):
     """60 revisions (carol's). ann's `h` shows the newest page (60 down to 11) and `↓ older revisions`;
     End goes to the oldest row loaded, which loads the next page: revisions 10 to 1 and the room as it

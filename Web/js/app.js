@@ -606,6 +606,7 @@ class App {
       touched: (entry) => touchedPeople(entry.ops, (tag) => view.get(tag)?.name ?? null, nameKnown),
       head: live.sync.revision,
       now: Date.now(),
+      unreachable: connectionStatus(live.connection, Date.now()).down,
     });
     if ($('restore-dialog').open) this.renderRestoreQuestion();
   }

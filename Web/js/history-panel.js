@@ -11,7 +11,7 @@
 // viewer (`editable` false) gets no buttons. No word here is a wire name (history-text.js words it).
 
 import { h, setAttr, setText } from './dom.js';
-import { actionText, relativeTime, exactTime, touchedText } from './history-text.js';
+import { actionText, relativeTime, exactTime, touchedText, historyStatusText } from './history-text.js';
 
 /** Pixels from the bottom of the list at which the next older page is asked for. */
 const NEAR_END = 120;
@@ -54,7 +54,8 @@ export class HistoryPanel {
 
   /**
    * Draws the timeline. `view`: {entries, loaded, more, loadingOlder, editable, undoable(entry),
-   * touched(entry) → [{tag, name, gone}], head (the room's revision), now (ms)}.
+   * touched(entry) → [{tag, name, gone}], head (the room's revision), now (ms), unreachable (the
+   * hub is down: rows not loaded yet come when it is back)}.
    */
   render(view) {
     this.state = view;
@@ -80,7 +81,7 @@ export class HistoryPanel {
     if (focused && focused !== document.activeElement && this.list.contains(focused)) {
       focused.focus({ preventScroll: true });
     }
-    setText(this.status, !loaded ? 'Loading…' : entries.length === 0 ? 'No changes yet.' : '');
+    setText(this.status, historyStatusText({ loaded, count: entries.length, unreachable: view.unreachable }));
     this.status.hidden = loaded && entries.length > 0;
     this.list.hidden = entries.length === 0;
     this.more.hidden = !more;

@@ -133,6 +133,15 @@ export function writerText(w, now, locale = undefined) {
 }
 
 /** How many changes a restore to revision `rev` takes back: every revision after it, by anyone. */
+/**
+ * What the history panel says above its rows, or '' when the rows say it all: the first page is read
+ * from the hub, so while the hub is unreachable and none has come, the panel says when it will.
+ */
+export function historyStatusText({ loaded, count, unreachable }) {
+  if (!loaded) return unreachable ? 'The hub is unreachable: the history shows when it is back.' : 'Loading…';
+  return count === 0 ? 'No changes yet.' : '';
+}
+
 export function changesSince(rev, head) { return Math.max(0, head - rev); }
 
 /**

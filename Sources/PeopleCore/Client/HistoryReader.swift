@@ -33,7 +33,8 @@ public struct HistoryReader: Sendable {
     public private(set) var rows: [ServerMessage.LogEntry] = []
     /// Whether the hub has older rows than the last one loaded.
     public private(set) var more = false
-    /// Whether the first page has arrived since the timeline was opened.
+    /// Whether a first page has arrived (on this connection; a closed timeline keeps what it read, so
+    /// reopened while the hub is unreachable it still shows the rows as last read).
     public private(set) var loaded = false
     /// The `log` question out, if any.
     private(set) var asking: Question?
@@ -56,18 +57,13 @@ public struct HistoryReader: Sendable {
     /// The timeline is shown: its newest page is asked for.
     public mutating func open() -> [Question] {
         isOpen = true
-        rows = []
-        more = false
-        loaded = false
         return refresh()
     }
 
-    /// The timeline is no longer shown: its rows go (a late answer is ignored).
+    /// The timeline is no longer shown: its rows stay as last read (a late answer is ignored; the next
+    /// `open` reads them again).
     public mutating func close() {
         isOpen = false
-        rows = []
-        more = false
-        loaded = false
         stale = false
     }
 
