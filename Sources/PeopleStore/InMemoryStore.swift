@@ -109,16 +109,28 @@ public final class InMemoryStore: PeopleStore {
 
     public func deleteRoom(_ room: String, notices: [WebhookNotice]) throws(StoreError) -> Bool {
         state.withLock { state in
+            var kept: [WebhookNotice] = []
+            for notice in notices {
+                guard notice.isOwedRequest else { kept.append(notice); continue }
+                guard let cursor = state.cursors[notice.endpoint]?[room] else { continue }
+                for entry in state.rooms[room]?.journal ?? [] {
+                    guard let revision = entry.record.revision, revision.number > cursor else { continue }
+                    kept.append(WebhookNotice(endpoint: notice.endpoint, room: room, event: notice.event,
+                                              time: notice.time, revision: revision))
+                }
+            }
             for endpoint in state.cursors.keys { state.cursors[endpoint]![room] = nil }
-            state.keep(notices)
+            state.keep(kept)
             return state.rooms.removeValue(forKey: room) != nil
         }
     }
 
     public func webhookNotices(endpoint: String) throws(StoreError) -> [WebhookNotice] {
         state.withLock { state in
-            state.notices.filter { $0.endpoint == endpoint }.enumerated()
+            let mine = state.notices.filter { $0.endpoint == endpoint }
+            let events = mine.enumerated().filter { $0.element.revision == nil }
                 .sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
+            return WebhookNotice.ordered(events: events, owed: mine.filter { $0.revision != nil })
         }
     }
 

@@ -67,7 +67,9 @@ public protocol PeopleStore: Sendable {
     /// append still on its way cannot bring the room back. Returns false if there was no such room. Afterwards `load`
     /// answers nil, and a later first snapshot creates the room anew. Blocks until done. `notices`
     /// (`room.deleted` for the endpoints that want it) are kept in the same commit, and the room's
-    /// notices not yet delivered stay.
+    /// notices not yet delivered stay. An `owed` notice among them (`WebhookNotice.owed`) keeps, in the
+    /// same commit, the room's revisions after its endpoint's cursor (none without a cursor), as notices
+    /// of event `revision` at the deletion's time: what the endpoint had not been sent still reaches it.
     func deleteRoom(_ room: String, notices: [WebhookNotice]) throws(StoreError) -> Bool
 
     /// The webhook cursors of one endpoint (an id the webhook dispatcher derives, its URL): room → the
@@ -81,8 +83,8 @@ public protocol PeopleStore: Sendable {
     /// Forgets the cursor of `endpoint` for `room` (nothing if there is none).
     func removeWebhookCursor(endpoint: String, room: String) throws(StoreError)
 
-    /// The room events `endpoint` has not been told of yet, oldest first (by time; at the same time,
-    /// in the order they were kept).
+    /// The room events `endpoint` has not been told of yet, oldest first (by time; at the same time, a
+    /// deleted room's owed revisions first, by number, then the events in the order they were kept).
     func webhookNotices(endpoint: String) throws(StoreError) -> [WebhookNotice]
 
     /// Forgets a notice once delivered (nothing if it is not there).
@@ -139,21 +141,49 @@ extension PeopleStore {
     public func deleteRoom(_ room: String) throws(StoreError) -> Bool { try deleteRoom(room, notices: []) }
 }
 
-/// A room event (`room.created`, `room.deleted`) a webhook endpoint has yet to be told of. The hub has
-/// it kept in the same commit as the creation or deletion, and the webhook dispatcher removes it once
-/// delivered, so a crash in between repeats it (same `id`), never loses it (the product contract's
-/// HTTP API §3: nothing kept in memory only).
+/// A room event (`room.created`, `room.deleted`) a webhook endpoint has yet to be told of, or a
+/// revision of a deleted room it had not been sent. The hub has it kept in the same commit as the
+/// creation or deletion, and the webhook dispatcher removes it once delivered, so a crash in between
+/// repeats it (same `id`), never loses it (the product contract's HTTP API §3: nothing kept in memory
+/// only, nothing lost).
 public struct WebhookNotice: Sendable, Hashable {
     /// The endpoint's id (its URL).
     public var endpoint: String
     public var room: String
-    /// `room.created` or `room.deleted`.
+    /// `room.created`, `room.deleted`, or `revision` (`revision` holds it).
     public var event: String
-    /// When it happened (milliseconds since the epoch): part of the delivery's id.
+    /// When it happened (milliseconds since the epoch): part of a room event's delivery id. For a
+    /// revision, when its room was deleted (its own time is in it).
     public var time: Int64
+    /// The revision, for event `revision` as the store hands it back (nil in an `owed` request).
+    public var revision: Revision?
 
-    public init(endpoint: String, room: String, event: String, time: Int64) {
-        (self.endpoint, self.room, self.event, self.time) = (endpoint, room, event, time)
+    public init(endpoint: String, room: String, event: String, time: Int64, revision: Revision? = nil) {
+        (self.endpoint, self.room, self.event, self.time, self.revision) = (endpoint, room, event, time, revision)
+    }
+
+    /// The event of a deleted room's revision kept for an endpoint.
+    public static let revisionEvent = "revision"
+
+    /// For `deleteRoom`: keep the revisions of `room` after `endpoint`'s cursor, at `deletedAt`.
+    public static func owed(endpoint: String, room: String, deletedAt: Int64) -> WebhookNotice {
+        WebhookNotice(endpoint: endpoint, room: room, event: revisionEvent, time: deletedAt)
+    }
+
+    /// Whether this is an `owed` request (a revision event without its revision).
+    public var isOwedRequest: Bool { event == Self.revisionEvent && revision == nil }
+
+    /// Room events (in the order kept) and owed revisions merged as `webhookNotices` hands them back:
+    /// by time; at the same time the revisions first, by number.
+    public static func ordered(events: [WebhookNotice], owed: [WebhookNotice]) -> [WebhookNotice] {
+        let owed = owed.sorted { ($0.time, $0.revision?.number ?? 0) < ($1.time, $1.revision?.number ?? 0) }
+        var merged: [WebhookNotice] = []
+        var next = owed.startIndex
+        for event in events {
+            while next < owed.endIndex, owed[next].time <= event.time { merged.append(owed[next]); next += 1 }
+            merged.append(event)
+        }
+        return merged + owed[next...]
     }
 }
 
@@ -164,7 +194,7 @@ public struct WebhookBacklog: Sendable, Hashable {
     public var cursor: Int?
     /// The room's head revision (nil: the room is not in the store: deleted).
     public var head: Int?
-    /// Whether a room event is kept for the endpoint.
+    /// Whether a room event (or a deleted room's revision) is kept for the endpoint.
     public var noticed: Bool
 
     public init(room: String, cursor: Int?, head: Int?, noticed: Bool) {

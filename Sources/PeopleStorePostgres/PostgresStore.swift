@@ -232,6 +232,13 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             id bigserial PRIMARY KEY, endpoint text NOT NULL, room text NOT NULL, event text NOT NULL,
             at bigint NOT NULL, UNIQUE (endpoint, room, event, at))
         """,
+        // The revisions of a deleted room that an endpoint had not been sent, copied from the journal
+        // by the deletion (a journal row as it was), delivered before the room's `room.deleted`.
+        """
+        CREATE TABLE IF NOT EXISTS webhook_owed (
+            endpoint text NOT NULL, room text NOT NULL, deleted_at bigint NOT NULL, revision bigint NOT NULL,
+            position bigint NOT NULL, record text NOT NULL, PRIMARY KEY (endpoint, room, deleted_at, revision))
+        """,
     ]
 
     // MARK: Writing
@@ -377,6 +384,16 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         }
         try keep(segment.notices, on: connection)
         if let (room, found, notices) = segment.deletion {
+            for owed in notices where owed.isOwedRequest {
+                // No cursor: the subquery is NULL and no row compares above it.
+                _ = try run("""
+                    INSERT INTO webhook_owed (endpoint, room, deleted_at, revision, position, record)
+                    SELECT \(owed.endpoint), room, \(Int(owed.time)), revision, position, record FROM journal
+                    WHERE room = \(room) AND revision > (SELECT rev FROM webhook_cursors
+                                                         WHERE endpoint = \(owed.endpoint) AND room = \(room))
+                    ON CONFLICT DO NOTHING
+                    """, on: connection)
+            }
             let existed = try run("""
                 WITH j AS (DELETE FROM journal WHERE room = \(room) RETURNING 1),
                      s AS (DELETE FROM snapshots WHERE room = \(room) RETURNING 1),
@@ -390,7 +407,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     }
 
     private func keep(_ notices: [WebhookNotice], on connection: PostgresConnection) throws {
-        for notice in notices {
+        for notice in notices where !notice.isOwedRequest {
             _ = try run("""
                 INSERT INTO webhook_notices (endpoint, room, event, at)
                 VALUES (\(notice.endpoint), \(notice.room), \(notice.event), \(Int(notice.time))) ON CONFLICT DO NOTHING
@@ -499,13 +516,15 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             return try withReader { connection in
                 try run("""
                     WITH rooms AS (SELECT room FROM webhook_cursors WHERE endpoint = \(endpoint)
-                                   UNION SELECT room FROM webhook_notices WHERE endpoint = \(endpoint))
+                                   UNION SELECT room FROM webhook_notices WHERE endpoint = \(endpoint)
+                                   UNION SELECT room FROM webhook_owed WHERE endpoint = \(endpoint))
                     SELECT r.room,
                            (SELECT c.rev FROM webhook_cursors c WHERE c.endpoint = \(endpoint) AND c.room = r.room),
                            (SELECT j.revision FROM journal j WHERE j.room = r.room AND j.revision IS NOT NULL
                             ORDER BY j.revision DESC LIMIT 1),
                            EXISTS (SELECT 1 FROM snapshots s WHERE s.room = r.room),
                            EXISTS (SELECT 1 FROM webhook_notices n WHERE n.endpoint = \(endpoint) AND n.room = r.room)
+                           OR EXISTS (SELECT 1 FROM webhook_owed o WHERE o.endpoint = \(endpoint) AND o.room = r.room)
                     FROM rooms r ORDER BY r.room COLLATE "C"
                     """, on: connection).rows.compactMap { row in
                     let (room, cursor, head, present, noticed) = try row.decode((String, Int?, Int?, Bool, Bool).self)
@@ -543,11 +562,20 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     public func webhookNotices(endpoint: String) throws(StoreError) -> [WebhookNotice] {
         do {
             return try withReader { connection in
-                try run("SELECT room, event, at FROM webhook_notices WHERE endpoint = \(endpoint) ORDER BY at, id",
-                        on: connection).rows.map { row in
+                let events = try run("SELECT room, event, at FROM webhook_notices WHERE endpoint = \(endpoint) ORDER BY at, id",
+                                     on: connection).rows.map { row in
                     let (room, event, at) = try row.decode((String, String, Int).self)
                     return WebhookNotice(endpoint: endpoint, room: room, event: event, time: Int64(at))
                 }
+                let owed = try run("""
+                    SELECT room, deleted_at, record FROM webhook_owed WHERE endpoint = \(endpoint) ORDER BY deleted_at, revision
+                    """, on: connection).rows.compactMap { row -> WebhookNotice? in
+                    let (room, deletedAt, record) = try row.decode((String, Int, String).self)
+                    guard let revision = try RoomRecord(json: JSON.parse(record)).revision else { return nil }
+                    return WebhookNotice(endpoint: endpoint, room: room, event: WebhookNotice.revisionEvent,
+                                         time: Int64(deletedAt), revision: revision)
+                }
+                return WebhookNotice.ordered(events: events, owed: owed)
             }
         } catch {
             throw Self.storeError(error, "cannot read the webhook notices of \(endpoint): \(Self.describe(error))")
@@ -557,10 +585,17 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     public func removeWebhookNotice(_ notice: WebhookNotice) throws(StoreError) {
         do {
             try withReader { connection in
-                _ = try run("""
-                    DELETE FROM webhook_notices WHERE endpoint = \(notice.endpoint) AND room = \(notice.room)
-                    AND event = \(notice.event) AND at = \(Int(notice.time))
-                    """, on: connection)
+                if let revision = notice.revision {
+                    _ = try run("""
+                        DELETE FROM webhook_owed WHERE endpoint = \(notice.endpoint) AND room = \(notice.room)
+                        AND deleted_at = \(Int(notice.time)) AND revision = \(revision.number)
+                        """, on: connection)
+                } else {
+                    _ = try run("""
+                        DELETE FROM webhook_notices WHERE endpoint = \(notice.endpoint) AND room = \(notice.room)
+                        AND event = \(notice.event) AND at = \(Int(notice.time))
+                        """, on: connection)
+                }
             }
         } catch {
             throw Self.storeError(error, "cannot remove a webhook notice of \(notice.endpoint) for \(notice.room): \(Self.describe(error))")

@@ -143,6 +143,21 @@ public final class SQLiteStore: PeopleStore {
                 );
                 """)
         }
+        // The revisions of a deleted room that an endpoint had not been sent, copied from the journal
+        // by the deletion (a journal row as it was), delivered before the room's `room.deleted`.
+        migrator.registerMigration("v5: webhook revisions owed") { db in
+            try db.execute(sql: """
+                CREATE TABLE webhook_owed (
+                    endpoint TEXT NOT NULL,
+                    room TEXT NOT NULL,
+                    deleted_at INTEGER NOT NULL,
+                    revision INTEGER NOT NULL,
+                    position INTEGER NOT NULL,
+                    record TEXT NOT NULL,
+                    PRIMARY KEY (endpoint, room, deleted_at, revision)
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 
@@ -195,7 +210,9 @@ public final class SQLiteStore: PeopleStore {
                 INSERT OR IGNORE INTO webhook_notices (endpoint, room, event, at) VALUES (?, ?, ?, ?)
                 """)
             func keep(_ notices: [WebhookNotice]) throws {
-                for kept in notices { try notice.execute(arguments: [kept.endpoint, kept.room, kept.event, kept.time]) }
+                for kept in notices where !kept.isOwedRequest {
+                    try notice.execute(arguments: [kept.endpoint, kept.room, kept.event, kept.time])
+                }
             }
             let now = Self.now()
             for work in batch {
@@ -216,6 +233,14 @@ public final class SQLiteStore: PeopleStore {
                 case .checkpoints(let room, let checkpoints):
                     for past in checkpoints { try kept.execute(arguments: [room, past.revision, past.peopleText]) }
                 case .delete(let room, let found, let notices, _):
+                    for owed in notices where owed.isOwedRequest {
+                        // No cursor: the subquery is NULL and no row compares above it.
+                        try db.execute(sql: """
+                            INSERT OR IGNORE INTO webhook_owed (endpoint, room, deleted_at, revision, position, record)
+                            SELECT ?1, room, ?2, revision, position, record FROM journal
+                            WHERE room = ?3 AND revision > (SELECT rev FROM webhook_cursors WHERE endpoint = ?1 AND room = ?3)
+                            """, arguments: [owed.endpoint, owed.time, room])
+                    }
                     try db.execute(sql: "DELETE FROM journal WHERE room = ?", arguments: [room])
                     var existed = db.changesCount > 0
                     try db.execute(sql: "DELETE FROM snapshots WHERE room = ?", arguments: [room])
@@ -358,10 +383,21 @@ public final class SQLiteStore: PeopleStore {
     public func webhookNotices(endpoint: String) throws(StoreError) -> [WebhookNotice] {
         do {
             return try pool.read { db in
-                try Row.fetchAll(db, sql: "SELECT room, event, at FROM webhook_notices WHERE endpoint = ? ORDER BY at, rowid",
-                                 arguments: [endpoint]).map { row in
+                let events = try Row.fetchAll(db, sql: "SELECT room, event, at FROM webhook_notices WHERE endpoint = ? ORDER BY at, rowid",
+                                              arguments: [endpoint]).map { row in
                     WebhookNotice(endpoint: endpoint, room: row["room"], event: row["event"], time: row["at"])
                 }
+                var owed: [WebhookNotice] = []
+                let rows = try Row.fetchCursor(db, sql: """
+                    SELECT room, deleted_at, position, record FROM webhook_owed WHERE endpoint = ? ORDER BY deleted_at, revision
+                    """, arguments: [endpoint])
+                while let row = try rows.next() {
+                    let text: String = row["record"]
+                    guard let revision = try RoomRecord(json: JSON.parse(text)).revision else { continue }
+                    owed.append(WebhookNotice(endpoint: endpoint, room: row["room"], event: WebhookNotice.revisionEvent,
+                                              time: row["deleted_at"], revision: revision))
+                }
+                return WebhookNotice.ordered(events: events, owed: owed)
             }
         } catch {
             throw Self.storeError(error, "cannot read the webhook notices of \(endpoint): \(error)")
@@ -371,8 +407,13 @@ public final class SQLiteStore: PeopleStore {
     public func removeWebhookNotice(_ notice: WebhookNotice) throws(StoreError) {
         do {
             try pool.write { db in
-                try db.execute(sql: "DELETE FROM webhook_notices WHERE endpoint = ? AND room = ? AND event = ? AND at = ?",
-                               arguments: [notice.endpoint, notice.room, notice.event, notice.time])
+                if let revision = notice.revision {
+                    try db.execute(sql: "DELETE FROM webhook_owed WHERE endpoint = ? AND room = ? AND deleted_at = ? AND revision = ?",
+                                   arguments: [notice.endpoint, notice.room, notice.time, revision.number])
+                } else {
+                    try db.execute(sql: "DELETE FROM webhook_notices WHERE endpoint = ? AND room = ? AND event = ? AND at = ?",
+                                   arguments: [notice.endpoint, notice.room, notice.event, notice.time])
+                }
             }
         } catch {
             throw Self.storeError(error, "cannot remove a webhook notice of \(notice.endpoint) for \(notice.room): \(error)")
@@ -386,13 +427,15 @@ public final class SQLiteStore: PeopleStore {
             return try pool.read { db in
                 try Row.fetchAll(db, sql: """
                     WITH rooms AS (SELECT room FROM webhook_cursors WHERE endpoint = ?1
-                                   UNION SELECT room FROM webhook_notices WHERE endpoint = ?1)
+                                   UNION SELECT room FROM webhook_notices WHERE endpoint = ?1
+                                   UNION SELECT room FROM webhook_owed WHERE endpoint = ?1)
                     SELECT r.room,
                            (SELECT c.rev FROM webhook_cursors c WHERE c.endpoint = ?1 AND c.room = r.room) AS cursor,
                            (SELECT j.revision FROM journal j WHERE j.room = r.room AND j.revision IS NOT NULL
                             ORDER BY j.revision DESC LIMIT 1) AS head,
                            EXISTS (SELECT 1 FROM snapshots s WHERE s.room = r.room) AS present,
-                           EXISTS (SELECT 1 FROM webhook_notices n WHERE n.endpoint = ?1 AND n.room = r.room) AS noticed
+                           (EXISTS (SELECT 1 FROM webhook_notices n WHERE n.endpoint = ?1 AND n.room = r.room)
+                            OR EXISTS (SELECT 1 FROM webhook_owed o WHERE o.endpoint = ?1 AND o.room = r.room)) AS noticed
                     FROM rooms r ORDER BY r.room
                     """, arguments: [endpoint]).compactMap { row in
                     let present: Bool = row["present"]

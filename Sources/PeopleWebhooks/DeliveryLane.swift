@@ -1,4 +1,5 @@
 import PeopleCore
+import PeopleStore
 
 /// One endpoint's deliveries for one room: a pure state machine (no I/O, time and randomness passed
 /// in) that the dispatcher's lane task asks for its next step and tells what came of it.
@@ -26,8 +27,11 @@ struct DeliveryLane: Sendable {
     private(set) var unwritten: Int?
     private(set) var deliveredSinceWrite = 0
     private(set) var lastWrite: Int64?
-    /// Room events to deliver before any revision.
+    /// Room events (and a deleted room's owed revisions) to deliver before any revision.
     private(set) var notices: [RoomNotice] = []
+    /// The room was deleted at this time and the store kept the revisions this endpoint had not been
+    /// sent: read them (`loadOwed`) before delivering anything else.
+    private(set) var owedAt: Int64?
     /// Room events delivered whose record the store still keeps: removed before anything else.
     private(set) var forgetting: [RoomNotice] = []
     /// Revisions read from the store and not yet delivered: `cursor + 1`, `+ 2`, … in order.
@@ -62,6 +66,9 @@ struct DeliveryLane: Sendable {
         case resetCursor(CursorReset)
         /// Remove the delivered notice's record from the store, then `forgot(_:)`.
         case forgetNotice(RoomNotice)
+        /// Read the revisions the store kept for this endpoint when the room was deleted at this time,
+        /// then `owedLoaded(_:deletedAt:)`.
+        case loadOwed(deletedAt: Int64)
         /// Write this cursor, then `wrote(_:)`.
         case writeCursor(Int)
         /// Read revisions `after + 1 ... through`, then `read(_:after:through:generation:)`.
@@ -81,14 +88,14 @@ struct DeliveryLane: Sendable {
     /// Everything known delivered and written: no room event, no reset, no failure, the cursor in the
     /// store at the head.
     var isIdle: Bool {
-        reset == nil && forgetting.isEmpty && notices.isEmpty && unwritten == nil && buffer.isEmpty && failures == 0
-            && (cursor.map { $0 >= head } ?? (startAt == nil))
+        reset == nil && forgetting.isEmpty && notices.isEmpty && owedAt == nil && unwritten == nil && buffer.isEmpty
+            && failures == 0 && (cursor.map { $0 >= head } ?? (startAt == nil))
     }
 
     /// Nothing known and nothing to do (a deleted room whose cursor is gone): the lane can be dropped.
     var isEmpty: Bool {
         cursor == nil && startAt == nil && head == 0 && reset == nil && unwritten == nil && notices.isEmpty
-            && forgetting.isEmpty && failures == 0
+            && owedAt == nil && forgetting.isEmpty && failures == 0
     }
 
     /// The next step at `now`. A delivered cursor is written once `cursorBatch` deliveries or
@@ -110,6 +117,7 @@ struct DeliveryLane: Sendable {
         if endpointFailing { return stop() }
         if let reset { return .resetCursor(reset) }
         if let done = forgetting.first { return .forgetNotice(done) }
+        if let owedAt { return .loadOwed(deletedAt: owedAt) }
         if let notice = notices.first { return .post(.notice(notice), generation: generation) }
         if cursor == nil {
             guard startAt != nil else { return stop() }
@@ -165,8 +173,21 @@ struct DeliveryLane: Sendable {
     /// did); one whose latest is its deletion has nothing more to deliver.
     mutating func restored(_ kept: [RoomNotice]) {
         let new = kept.filter { !notices.contains($0) && !forgetting.contains($0) }
-        notices = (new + notices).sorted { $0.time < $1.time }
-        if notices.last?.event == .roomCreated, cursor == nil { startAt = 0 }
+        // By time; at the same time a deleted room's revisions first, by number (then as they came).
+        notices = (new + notices).enumerated().sorted { a, b in
+            let (x, y) = (a.element, b.element)
+            return (x.time, x.revision == nil ? 1 : 0, x.revision?.number ?? 0, a.offset)
+                < (y.time, y.revision == nil ? 1 : 0, y.revision?.number ?? 0, b.offset)
+        }.map(\.element)
+        if notices.last(where: { $0.revision == nil })?.event == .roomCreated, cursor == nil { startAt = 0 }
+    }
+
+    /// The revisions the store kept when the room was deleted at `deletedAt` (this endpoint's, every
+    /// deletion's: those of an earlier one not yet delivered are already here and are not repeated).
+    mutating func owedLoaded(_ kept: [RoomNotice], deletedAt: Int64) {
+        guard owedAt == deletedAt else { return }
+        owedAt = nil
+        restored(kept)
     }
 
     /// The room was created: every revision from the first is delivered, after `notice` if any.
@@ -179,13 +200,15 @@ struct DeliveryLane: Sendable {
         if let notice { notices.append(notice) }
     }
 
-    /// The room was deleted: nothing more of it is delivered but `notice`, and its cursor goes.
-    mutating func deleted(_ notice: RoomNotice?) {
+    /// The room was deleted at `time`: nothing more of it is delivered but the revisions the store
+    /// kept for this endpoint (`owed`: it wants the room's revisions), then `notice`; its cursor goes.
+    mutating func deleted(_ notice: RoomNotice?, owed: Bool = false, at time: Int64 = 0) {
         beginGeneration()
         bornAt = nil
         reset = .forget
         cursor = nil
         head = 0
+        if owed { owedAt = time }
         if let notice { notices.append(notice) }
     }
 
@@ -287,12 +310,22 @@ struct DeliveryLane: Sendable {
     }
 }
 
-/// A room event waiting to be delivered.
+/// A room event waiting to be delivered, or a revision of a deleted room that the store kept for the
+/// endpoint (`revision`; delivered as any revision, with its own id).
 struct RoomNotice: Sendable, Hashable {
     var event: WebhookEvent
     /// When it happened (milliseconds since the epoch): part of its id, so a room created again gets
-    /// new ids.
+    /// new ids. For a kept revision, when its room was deleted.
     var time: Int64
+    var revision: Revision?
+}
+
+extension RoomNotice {
+    /// A notice as the store kept it (nil for an event this build does not know).
+    init?(kept: WebhookNotice) {
+        guard let event = WebhookEvent(rawValue: kept.event) else { return nil }
+        self.init(event: event, time: kept.time, revision: kept.revision)
+    }
 }
 
 /// One thing a lane POSTs.

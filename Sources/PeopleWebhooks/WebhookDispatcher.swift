@@ -139,32 +139,38 @@ public final class WebhookDispatcher: Sendable {
 
     /// The notices the store keeps with a room event, one per endpoint that wants `event` for `room`
     /// (the hub passes them to `save` or `deleteRoom`, then calls `roomCreated` / `roomDeleted` with
-    /// the same `time`).
+    /// the same `time`). A deletion's come after an `owed` one per endpoint that wants the room's
+    /// revisions: the store keeps those it had not been sent, delivered before its `room.deleted`.
     public func notices(_ event: WebhookEvent, room: String, time: Int64) -> [WebhookNotice] {
-        endpoints.filter { $0.wants(event, of: room) }
+        let owed = event != .roomDeleted ? [] : endpoints.filter { $0.wants(.revision, of: room) }
+            .map { WebhookNotice.owed(endpoint: $0.url, room: room, deletedAt: time) }
+        return owed + endpoints.filter { $0.wants(event, of: room) }
             .map { WebhookNotice(endpoint: $0.url, room: room, event: event.rawValue, time: time) }
     }
 
     /// `room` was created at `time` (milliseconds since the epoch): endpoints that want `room.created`
     /// are told, and every matching endpoint delivers the room's revisions from the first. Never blocks.
     public func roomCreated(room: String, time: Int64) {
-        roomEvent(.roomCreated, room: room, time: time) { lane, notice in lane.created(notice, at: time) }
+        roomEvent(.roomCreated, room: room, time: time) { lane, notice, _ in lane.created(notice, at: time) }
     }
 
-    /// `room` was deleted at `time`: endpoints that want `room.deleted` are told; the room's
-    /// undelivered revisions are dropped (they are gone) and its cursors removed. Never blocks.
+    /// `room` was deleted at `time`: the revisions an endpoint had not been sent (which the store kept
+    /// with the deletion, `notices`) are delivered, then `room.deleted` to the endpoints that want it;
+    /// the room's cursors go. Never blocks.
     public func roomDeleted(room: String, time: Int64) {
-        roomEvent(.roomDeleted, room: room, time: time) { lane, notice in lane.deleted(notice) }
+        roomEvent(.roomDeleted, room: room, time: time) { lane, notice, endpoint in
+            lane.deleted(notice, owed: endpoint.wants(.revision, of: room), at: time)
+        }
     }
 
     private func roomEvent(_ event: WebhookEvent, room: String, time: Int64,
-                           _ apply: (inout DeliveryLane, RoomNotice?) -> Void) {
+                           _ apply: (inout DeliveryLane, RoomNotice?, WebhookEndpoint) -> Void) {
         let indices = endpoints.indices.filter { endpoints[$0].rooms.contains { $0.matches(room) } }
         state.withLock { state in
             state.recent[room] = nil
             for index in indices {
                 let notice = endpoints[index].events.contains(event) ? RoomNotice(event: event, time: time) : nil
-                update(LaneKey(endpoint: index, room: room), in: &state) { apply(&$0, notice) }
+                update(LaneKey(endpoint: index, room: room), in: &state) { apply(&$0, notice, endpoints[index]) }
             }
         }
     }
@@ -292,12 +298,19 @@ public final class WebhookDispatcher: Sendable {
                 }) != nil else { continue }
                 withLane(key) { lane in lane.didReset(reset) }
             case .forgetNotice(let notice):
-                let kept = WebhookNotice(endpoint: endpoint.url, room: room, event: notice.event.rawValue, time: notice.time)
+                let kept = WebhookNotice(endpoint: endpoint.url, room: room, event: notice.event.rawValue, time: notice.time,
+                                         revision: notice.revision)
                 guard await storeCall("remove a delivered webhook notice", lane, { store in
                     try store.removeWebhookNotice(kept)
                     return true
                 }) != nil else { continue }
                 withLane(key) { lane in lane.forgot(notice) }
+            case .loadOwed(let deletedAt):
+                guard let kept = await storeCall("read the webhook notices", lane, { store in
+                    try store.webhookNotices(endpoint: endpoint.url)
+                }) else { continue }
+                let owed = kept.filter { $0.room == room && $0.revision != nil }.compactMap(RoomNotice.init(kept:))
+                withLane(key) { lane in lane.owedLoaded(owed, deletedAt: deletedAt) }
             case .writeCursor(let rev):
                 guard await storeCall("write the webhook cursor", lane, { store in
                     try store.setWebhookCursor(endpoint: endpoint.url, room: room, rev: rev)
@@ -505,8 +518,8 @@ public final class WebhookDispatcher: Sendable {
             guard let kept = await storeCall("read the webhook notices", ["url": "\(url)"], { try $0.webhookNotices(endpoint: url) })
             else { return }
             for notice in kept {
-                guard let event = WebhookEvent(rawValue: notice.event) else { continue }
-                notices[notice.room, default: []].append(RoomNotice(event: event, time: notice.time))
+                guard let found = RoomNotice(kept: notice) else { continue }
+                notices[notice.room, default: []].append(found)
             }
         }
         for found in backlog {
@@ -533,7 +546,7 @@ public final class WebhookDispatcher: Sendable {
     private func resume() async {
         // Endpoint → room → notices kept and not delivered.
         var kept: [Int: [String: [RoomNotice]]] = [:]
-        for index in endpoints.indices where endpoints[index].events.contains(where: { $0 != .revision }) {
+        for index in endpoints.indices {
             let url = endpoints[index].url
             while kept[index] == nil {
                 if state.withLock({ $0.stopped }) { return }
@@ -541,8 +554,8 @@ public final class WebhookDispatcher: Sendable {
                 else { continue }
                 var byRoom: [String: [RoomNotice]] = [:]
                 for notice in notices {
-                    guard let event = WebhookEvent(rawValue: notice.event) else { continue }
-                    byRoom[notice.room, default: []].append(RoomNotice(event: event, time: notice.time))
+                    guard let found = RoomNotice(kept: notice) else { continue }
+                    byRoom[notice.room, default: []].append(found)
                 }
                 kept[index] = byRoom
             }

@@ -16,16 +16,25 @@ struct WebhookPayload: Sendable {
     init(room: String, item: LaneItem) {
         switch item {
         case .revision(let revision):
-            id = "\(room):\(revision.number):\(revision.timestamp)"
-            time = revision.timestamp
-            body = JSON.object([.init("id", .string(id)), .init("event", .string(WebhookEvent.revision.rawValue)),
-                                .init("room", .string(room))] + revision.feedMembers).bytes
+            self.init(room: room, revision: revision)
         case .notice(let notice):
-            id = "\(room):\(notice.event.rawValue):\(notice.time)"
-            time = notice.time
-            body = JSON.object([.init("id", .string(id)), .init("event", .string(notice.event.rawValue)),
-                                .init("room", .string(room)), .init("time", .int(Int(notice.time)))]).bytes
+            // A deleted room's revision kept for the endpoint goes as it would have: same body, same id.
+            if let revision = notice.revision { self.init(room: room, revision: revision) } else { self.init(room: room, event: notice) }
         }
+    }
+
+    private init(room: String, revision: Revision) {
+        id = "\(room):\(revision.number):\(revision.timestamp)"
+        time = revision.timestamp
+        body = JSON.object([.init("id", .string(id)), .init("event", .string(WebhookEvent.revision.rawValue)),
+                            .init("room", .string(room))] + revision.feedMembers).bytes
+    }
+
+    private init(room: String, event notice: RoomNotice) {
+        id = "\(room):\(notice.event.rawValue):\(notice.time)"
+        time = notice.time
+        body = JSON.object([.init("id", .string(id)), .init("event", .string(notice.event.rawValue)),
+                            .init("room", .string(room)), .init("time", .int(Int(notice.time)))]).bytes
     }
 
     /// The `PeopleKeeper-Signature` header's value for a POST at `unixSeconds`:

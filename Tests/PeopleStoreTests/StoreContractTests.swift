@@ -407,6 +407,53 @@ struct StoreContract {
         #expect(try reopened.webhookNotices(endpoint: e1) == [deleted])
     }
 
+    /// A deletion with `owed` requests keeps, in its commit, each endpoint's revisions after its cursor
+    /// (none for an endpoint without one), as `revision` notices at the deletion's time that come back
+    /// before the `room.deleted` kept with them, in revision order; they count as the endpoint's backlog,
+    /// outlive the store being reopened and a room made again under the name, and go one by one.
+    func webhookRevisionsOwed() throws {
+        let store = try open()
+        let (e1, e2, e3) = ("\(prefix)https://one.example/owed", "\(prefix)https://two.example/owed",
+                            "\(prefix)https://three.example/owed")
+        let name = "\(prefix)owed"
+        var driver = RoomDriver(name: name)
+        store.save(driver.room.snapshot(), room: name)
+        driver.play(rounds: 2)
+        try appendAndWait(store, driver.entries, room: name)
+        let revisions = try store.revisions(room: name, after: 0, through: driver.room.revision)
+        let head = driver.room.revision
+        #expect(head >= 4 && revisions.map(\.number) == Array(1...head))
+        try store.setWebhookCursor(endpoint: e1, room: name, rev: 2)
+        try store.setWebhookCursor(endpoint: e2, room: name, rev: head)
+        let deleted = WebhookNotice(endpoint: e1, room: name, event: "room.deleted", time: 3_000)
+        #expect(try store.deleteRoom(name, notices: [WebhookNotice.owed(endpoint: e1, room: name, deletedAt: 3_000),
+                                                     WebhookNotice.owed(endpoint: e2, room: name, deletedAt: 3_000),
+                                                     WebhookNotice.owed(endpoint: e3, room: name, deletedAt: 3_000),
+                                                     deleted]))
+        let owed = revisions.dropFirst(2).map {
+            WebhookNotice(endpoint: e1, room: name, event: "revision", time: 3_000, revision: $0)
+        }
+        #expect(try store.webhookNotices(endpoint: e1) == owed + [deleted])
+        #expect(try store.webhookNotices(endpoint: e2).isEmpty)
+        #expect(try store.webhookNotices(endpoint: e3).isEmpty)
+        #expect(try store.webhookBacklog(endpoint: e1) == [WebhookBacklog(room: name, cursor: nil, head: nil, noticed: true)])
+        // The name is used again: the old room's notices stay, the new room's come after them.
+        store.save(RoomDriver(name: name).room.snapshot(), room: name,
+                   notices: [WebhookNotice(endpoint: e1, room: name, event: "room.created", time: 4_000)])
+        store.close()
+
+        let reopened = try open()
+        defer { reopened.close() }
+        let created = WebhookNotice(endpoint: e1, room: name, event: "room.created", time: 4_000)
+        #expect(try reopened.webhookNotices(endpoint: e1) == owed + [deleted, created])
+        try reopened.removeWebhookNotice(owed[0])
+        try reopened.removeWebhookNotice(owed[0])
+        #expect(try reopened.webhookNotices(endpoint: e1) == Array(owed.dropFirst()) + [deleted, created])
+        for notice in owed.dropFirst() + [deleted, created] { try reopened.removeWebhookNotice(notice) }
+        #expect(try reopened.webhookNotices(endpoint: e1).isEmpty)
+        #expect(try reopened.webhookBacklog(endpoint: e1).isEmpty)
+    }
+
     /// A checkpoint kept on its own (the backfill of an old room) is read back like a snapshot's; one
     /// the store has at that revision stays; a room the store does not have gets none.
     func keptCheckpoints() throws {
@@ -557,6 +604,7 @@ struct InMemoryStoreContractTests {
     @Test func deleteAfterPendingAppend() async throws { try await contract.run { try $0.deleteAfterPendingAppend() } }
     @Test func webhookCursorsPersist() async throws { try await contract.run { try $0.webhookCursorsPersist() } }
     @Test func webhookNoticesKept() async throws { try await contract.run { try $0.webhookNoticesKept() } }
+    @Test func webhookRevisionsOwed() async throws { try await contract.run { try $0.webhookRevisionsOwed() } }
     @Test func webhookBacklog() async throws { try await contract.run { try $0.webhookBacklog() } }
     @Test func keptCheckpoints() async throws { try await contract.run { try $0.keptCheckpoints() } }
     @Test func checkpoints() async throws { try await contract.run { try $0.checkpoints() } }
@@ -582,6 +630,7 @@ struct SQLiteStoreContractTests {
     @Test func deleteAfterPendingAppend() async throws { try await contract.run { try $0.deleteAfterPendingAppend() } }
     @Test func webhookCursorsPersist() async throws { try await contract.run { try $0.webhookCursorsPersist() } }
     @Test func webhookNoticesKept() async throws { try await contract.run { try $0.webhookNoticesKept() } }
+    @Test func webhookRevisionsOwed() async throws { try await contract.run { try $0.webhookRevisionsOwed() } }
     @Test func webhookBacklog() async throws { try await contract.run { try $0.webhookBacklog() } }
     @Test func keptCheckpoints() async throws { try await contract.run { try $0.keptCheckpoints() } }
     @Test func checkpoints() async throws { try await contract.run { try $0.checkpoints() } }
@@ -659,6 +708,7 @@ struct PostgresStoreContractTests {
     @Test func deleteAfterPendingAppend() async throws { try await contract.run { try $0.deleteAfterPendingAppend() } }
     @Test func webhookCursorsPersist() async throws { try await contract.run { try $0.webhookCursorsPersist() } }
     @Test func webhookNoticesKept() async throws { try await contract.run { try $0.webhookNoticesKept() } }
+    @Test func webhookRevisionsOwed() async throws { try await contract.run { try $0.webhookRevisionsOwed() } }
     @Test func webhookBacklog() async throws { try await contract.run { try $0.webhookBacklog() } }
     @Test func keptCheckpoints() async throws { try await contract.run { try $0.keptCheckpoints() } }
     @Test func checkpoints() async throws { try await contract.run { try $0.checkpoints() } }

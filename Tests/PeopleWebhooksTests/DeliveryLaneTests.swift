@@ -72,6 +72,39 @@ struct DeliveryLaneTests {
         #expect(lane.isEmpty)
     }
 
+    @Test("a room deleted while revisions waited: the lane reads what the store kept for it before anything else, delivers it in order, then room.deleted, then the room made again")
+    func deletionDeliversWhatWasOwed() {
+        var lane = DeliveryLane()
+        lane.resume(head: 2, stored: 2)
+        lane.revisionDurable(4)
+        func step() -> DeliveryLane.Step { lane.next(endpointFailing: false, chunk: 10) }
+        guard case .read(after: 2, through: 4, let old) = step() else { Issue.record("expected a read of 3 and 4"); return }
+        let deleted = RoomNotice(event: .roomDeleted, time: 2_000), created = RoomNotice(event: .roomCreated, time: 3_000)
+        lane.deleted(deleted, owed: true, at: 2_000)
+        lane.created(created, at: 3_000)
+        // The read of the old life returns late: dropped.
+        #expect(lane.read([revision(3), revision(4)], after: 2, through: 4, generation: old).isEmpty)
+        guard case .resetCursor(.zero) = step() else { Issue.record("expected the new life's cursor reset"); return }
+        lane.didReset(.zero)
+        guard case .loadOwed(deletedAt: 2_000) = step() else { Issue.record("expected the owed revisions read first"); return }
+        let owed = [4, 3].map { RoomNotice(event: .revision, time: 2_000, revision: revision($0)) }
+        lane.owedLoaded(owed, deletedAt: 2_000)
+        lane.owedLoaded(owed, deletedAt: 2_000)        // told twice: kept once
+        var posted: [String] = []
+        loop: while true {
+            switch step() {
+            case .post(.notice(let notice), let generation):
+                posted.append(notice.revision.map { "\($0.number)" } ?? notice.event.rawValue)
+                lane.delivered(.notice(notice), generation: generation)
+            case .forgetNotice(let notice): lane.forgot(notice)
+            case .writeCursor(let rev): lane.wrote(rev)
+            case .read, .stop: break loop
+            default: Issue.record("unexpected step"); return
+            }
+        }
+        #expect(posted == ["3", "4", "room.deleted", "room.created"])
+    }
+
     @Test("the cursor is written after cursorBatch deliveries or cursorInterval ms, not after each; the rest waits for the next write")
     func cursorWritesAreBatched() {
         var lane = DeliveryLane()

@@ -6,6 +6,7 @@ import PeopleStore
 import PeopleStoreSQLite
 import PeopleTestSupport
 import PeopleWebhooks
+import Synchronization
 import Testing
 
 let testLogger = Logger(label: "peoplekeeper.webhook-tests")
@@ -279,6 +280,63 @@ struct WebhookDispatcherTests {
         #expect(Set(requests.map(\.id)).count == 6)
         #expect(requests[3].json["time"] == .int(2_000))
         #expect(requests[3].json["room"] == .string("r"))
+        await dispatcher.shutdown()
+    }
+
+    @Test("a room deleted while its endpoint failed: the revisions it had not been sent come before room.deleted, in order, and after a restart too")
+    func deletionKeepsWhatWasNotSent() async throws {
+        let down = Mutex(false)
+        let receiver = try Receiver { _, _ in down.withLock { $0 } ? .status(500) : .status(204) }
+        defer { receiver.stop() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pk-hooks-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try SQLiteStore(path: directory + "/store.sqlite", logger: testLogger)
+        defer { store.close() }
+        /// What the receiver got of `room` after dropping repeats by id: (event, rev).
+        func received(_ room: String) -> [String] {
+            var seen: Set<String> = []
+            return receiver.delivered.filter { $0.json["room"] == .string(room) && seen.insert($0.id).inserted }
+                .map { $0.event == "revision" ? "\($0.rev ?? -1)" : $0.event }
+        }
+        func failed(_ room: String) -> Int { receiver.requests.filter { !$0.delivered && $0.json["room"] == .string(room) }.count }
+        var dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver)], store: store, logger: testLogger, policy: quick)
+        dispatcher.start()
+        /// Makes `room` at `time`, sees `sent` revisions delivered, then `owed` more while the receiver
+        /// answers 500, and deletes the room in the store at `time + 1_000` (the dispatcher is told only
+        /// if `tell`). The receiver stays down.
+        func deleteWhileFailing(_ room: String, at time: Int64, sent: Int, owed: Int, tell: Bool) async throws {
+            var feed = try await RoomFeed.start(store, name: room, notices: dispatcher.notices(.roomCreated, room: room, time: time))
+            dispatcher.roomCreated(room: room, time: time)
+            announce(dispatcher, room, try await feed.edit(sent))
+            #expect(await receiver.wait { _ in received(room).count == sent + 1 })
+            down.withLock { $0 = true }
+            announce(dispatcher, room, try await feed.edit(owed))
+            #expect(await receiver.wait { _ in failed(room) >= 1 })
+            let deletion = dispatcher.notices(.roomDeleted, room: room, time: time + 1_000)
+            #expect(try await blocking { try store.deleteRoom(room, notices: deletion) })
+            if tell { dispatcher.roomDeleted(room: room, time: time + 1_000) }
+        }
+
+        // In one life of the dispatcher: "r" made again under its name after the deletion.
+        try await deleteWhileFailing("r", at: 1_000, sent: 2, owed: 4, tell: true)
+        var again = try await RoomFeed.start(store, name: "r", clock: 1_800_000_000_000,
+                                             notices: dispatcher.notices(.roomCreated, room: "r", time: 3_000))
+        dispatcher.roomCreated(room: "r", time: 3_000)
+        announce(dispatcher, "r", try await again.edit(1))
+        down.withLock { $0 = false }
+        let expected = ["room.created", "1", "2", "3", "4", "5", "6", "room.deleted", "room.created", "1"]
+        #expect(await receiver.wait { _ in received("r").count >= expected.count })
+        #expect(received("r") == expected)
+
+        // Across a restart: "s" deleted while failing, the dispatcher stopped before it was told.
+        try await deleteWhileFailing("s", at: 4_000, sent: 1, owed: 3, tell: false)
+        await dispatcher.shutdown()
+        down.withLock { $0 = false }
+        dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver)], store: store, logger: testLogger, policy: quick)
+        dispatcher.start()
+        #expect(await receiver.wait { _ in received("s").count >= 6 })
+        #expect(received("s") == ["room.created", "1", "2", "3", "4", "room.deleted"])
+        #expect(await eventually { (try? store.webhookNotices(endpoint: receiver.url))?.isEmpty == true })
         await dispatcher.shutdown()
     }
 

@@ -300,6 +300,17 @@ def compress(revs: list) -> str:
     return ",".join(out) or "none"
 
 
+def room_events(receiver: Receiver, room: str) -> list[tuple]:
+    """What `room`'s deliveries said, (event, rev), in the order answered 2xx, after dropping repeats by id."""
+    seen, out = set(), []
+    for a in sorted((a for a in receiver.snapshot() if a.counted and isinstance(a.doc, dict)
+                     and a.doc.get("room") == room), key=lambda a: a.t_answer):
+        if a.doc.get("id") not in seen:
+            seen.add(a.doc.get("id"))
+            out.append((a.doc.get("event"), a.doc.get("rev")))
+    return out
+
+
 def webhook_states(hub) -> list[dict]:
     return expect(HubHTTP(hub.port).webhooks(), 200, "GET /v1/webhooks")["webhooks"]
 
@@ -619,13 +630,7 @@ def test_room_events_outlive_a_crash_before_their_delivery(hub_factory, receiver
     hub.restart()
 
     def events(room):
-        seen, out = set(), []
-        for a in sorted((a for a in receiver.snapshot() if a.counted and isinstance(a.doc, dict)
-                         and a.doc.get("room") == room), key=lambda a: a.t_answer):
-            if a.doc.get("id") not in seen:
-                seen.add(a.doc.get("id"))
-                out.append((a.doc.get("event"), a.doc.get("rev")))
-        return out
+        return room_events(receiver, room)
 
     want_live = [("room.created", None), ("revision", 1), ("revision", 2), ("revision", 3)]
     want_gone = [("room.created", None), ("room.deleted", None)]
@@ -634,6 +639,44 @@ def test_room_events_outlive_a_crash_before_their_delivery(hub_factory, receiver
     assert not receiver.problems(), receiver.problems()
     time.sleep(0.5)
     assert events(live) == want_live and events(gone) == want_gone, (events(live), events(gone))
+    state = {h["url"]: h for h in webhook_states(hub)}[receiver.url("/hook")]
+    assert state["backlog"] == 0, state
+
+
+def test_a_room_deleted_while_its_endpoint_failed_still_sends_what_it_owed_then_room_deleted(
+        hub_factory, receiver_factory, tmp_path, room):
+    """HTTP.md §3, "at least once, nothing lost". ann's two edits are delivered; then /hook answers 500
+    while she makes three more, and an admin deletes the room. A hello makes the room again and ann
+    edits it once. When /hook answers 200 again it gets, after dedup by id and in order: room.created,
+    revisions 1 to 5, room.deleted, room.created, and the new room's revision 1 (before: the three
+    revisions it had not been sent were dropped with the room)."""
+    receiver, secrets = receiver_factory("/hook")
+    hooks = webhook_config(tmp_path, receiver, secrets, [
+        {"path": "/hook", "rooms": ["*"], "events": ["revision", "room.created", "room.deleted"]}])
+    hub = hub_factory({**SQLITE, "webhooks": hooks})
+
+    def events():
+        return room_events(receiver, room)
+
+    ann = hub.join(room, "ann")
+    for value in (True, False):
+        ann.edit([set_op(1, "glasses", value)])
+    wait_for(lambda: len(events()) == 3, 20, lambda: f"the first two revisions: {events()}")
+    receiver.behaviour["/hook"] = "fail"
+    for value in (True, False, True):
+        ann.edit([set_op(2, "glasses", value)])
+    wait_for(lambda: any(a.answer == 500 for a in receiver.snapshot()), 20, lambda: "a failed delivery")
+    ann.close()
+    r = HubHTTP(hub.port).remove_room(room)
+    assert r.status == 204, r
+    again = hub.join(room, "ann")
+    again.edit([set_op(3, "glasses", False)])       # the seed's Sam wears glasses
+    receiver.behaviour["/hook"] = "ok"
+
+    want = ([("room.created", None)] + [("revision", n) for n in range(1, 6)]
+            + [("room.deleted", None), ("room.created", None), ("revision", 1)])
+    wait_for(lambda: events() == want, 30, lambda: f"got {events()}")
+    assert not receiver.problems(), receiver.problems()
     state = {h["url"]: h for h in webhook_states(hub)}[receiver.url("/hook")]
     assert state["backlog"] == 0, state
 
