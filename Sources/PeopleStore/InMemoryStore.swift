@@ -127,11 +127,22 @@ public final class InMemoryStore: PeopleStore {
 
     public func webhookNotices(endpoint: String) throws(StoreError) -> [WebhookNotice] {
         state.withLock { state in
-            let mine = state.notices.filter { $0.endpoint == endpoint }
-            let events = mine.enumerated().filter { $0.element.revision == nil }
+            state.notices.filter { $0.endpoint == endpoint && $0.revision == nil }.enumerated()
                 .sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
-            return WebhookNotice.ordered(events: events, owed: mine.filter { $0.revision != nil })
         }
+    }
+
+    public func owedRevisions(endpoint: String, room: String, after: OwedPosition?, limit: Int) throws(StoreError) -> [WebhookNotice] {
+        state.withLock { state in
+            Array(state.notices.filter { notice in
+                guard notice.endpoint == endpoint, notice.room == room, let position = notice.owedPosition else { return false }
+                return after.map { position > $0 } ?? true
+            }.sorted { $0.owedPosition! < $1.owedPosition! }.prefix(max(limit, 0)))
+        }
+    }
+
+    public func roomsOwed(endpoint: String) throws(StoreError) -> Set<String> {
+        state.withLock { state in Set(state.notices.filter { $0.endpoint == endpoint && $0.revision != nil }.map(\.room)) }
     }
 
     public func removeWebhookNotice(_ notice: WebhookNotice) throws(StoreError) {

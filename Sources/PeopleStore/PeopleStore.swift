@@ -83,11 +83,19 @@ public protocol PeopleStore: Sendable {
     /// Forgets the cursor of `endpoint` for `room` (nothing if there is none).
     func removeWebhookCursor(endpoint: String, room: String) throws(StoreError)
 
-    /// The room events `endpoint` has not been told of yet, oldest first (by time; at the same time, a
-    /// deleted room's owed revisions first, by number, then the events in the order they were kept).
+    /// The room events `endpoint` has not been told of yet, oldest first (by time; at the same time, in
+    /// the order they were kept). Not the revisions owed (`owedRevisions`).
     func webhookNotices(endpoint: String) throws(StoreError) -> [WebhookNotice]
 
-    /// Forgets a notice once delivered (nothing if it is not there).
+    /// The revisions of deleted rooms named `room` that `endpoint` is owed (kept by `deleteRoom`), after
+    /// `after` (nil: from the first), in (deletion time, revision) order, at most `limit`: notices of
+    /// event `revision` with the revision.
+    func owedRevisions(endpoint: String, room: String, after: OwedPosition?, limit: Int) throws(StoreError) -> [WebhookNotice]
+
+    /// The rooms where `endpoint` is owed revisions of a deleted room.
+    func roomsOwed(endpoint: String) throws(StoreError) -> Set<String>
+
+    /// Forgets a notice (a room event, or an owed revision) once delivered (nothing if it is not there).
     func removeWebhookNotice(_ notice: WebhookNotice) throws(StoreError)
 
     /// The rooms where `endpoint` has something left to deliver: its cursor below the room's head, or
@@ -104,11 +112,11 @@ public protocol PeopleStore: Sendable {
 }
 
 extension PeopleStore {
-    /// From `webhookCursors`, `webhookNotices` and `listRooms` (every room, a page at a time): for the
-    /// in-memory store and stand-ins; the durable stores answer with one query.
+    /// From `webhookCursors`, `webhookNotices`, `roomsOwed` and `listRooms` (every room, a page at a
+    /// time): for the in-memory store and stand-ins; the durable stores answer with one query.
     public func webhookBacklog(endpoint: String) throws(StoreError) -> [WebhookBacklog] {
         let cursors = try webhookCursors(endpoint: endpoint)
-        let noticed = Set(try webhookNotices(endpoint: endpoint).map(\.room))
+        let noticed = Set(try webhookNotices(endpoint: endpoint).map(\.room)).union(try roomsOwed(endpoint: endpoint))
         var heads: [String: Int] = [:]
         for summary in try everyRoom() { heads[summary.name] = summary.rev }
         return Set(cursors.keys).union(noticed).sorted().compactMap { room in
@@ -173,18 +181,18 @@ public struct WebhookNotice: Sendable, Hashable {
     /// Whether this is an `owed` request (a revision event without its revision).
     public var isOwedRequest: Bool { event == Self.revisionEvent && revision == nil }
 
-    /// Room events (in the order kept) and owed revisions merged as `webhookNotices` hands them back:
-    /// by time; at the same time the revisions first, by number.
-    public static func ordered(events: [WebhookNotice], owed: [WebhookNotice]) -> [WebhookNotice] {
-        let owed = owed.sorted { ($0.time, $0.revision?.number ?? 0) < ($1.time, $1.revision?.number ?? 0) }
-        var merged: [WebhookNotice] = []
-        var next = owed.startIndex
-        for event in events {
-            while next < owed.endIndex, owed[next].time <= event.time { merged.append(owed[next]); next += 1 }
-            merged.append(event)
-        }
-        return merged + owed[next...]
-    }
+    /// Where an owed revision stands in `owedRevisions`' order (nil for a room event).
+    public var owedPosition: OwedPosition? { revision.map { OwedPosition(time: time, rev: $0.number) } }
+}
+
+/// An owed revision's place: its room's deletion time, then its number.
+public struct OwedPosition: Sendable, Hashable, Comparable {
+    public var time: Int64
+    public var rev: Int
+
+    public init(time: Int64, rev: Int) { (self.time, self.rev) = (time, rev) }
+
+    public static func < (a: OwedPosition, b: OwedPosition) -> Bool { (a.time, a.rev) < (b.time, b.rev) }
 }
 
 /// A room where a webhook endpoint has something left to deliver (`webhookBacklog`).

@@ -562,23 +562,44 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     public func webhookNotices(endpoint: String) throws(StoreError) -> [WebhookNotice] {
         do {
             return try withReader { connection in
-                let events = try run("SELECT room, event, at FROM webhook_notices WHERE endpoint = \(endpoint) ORDER BY at, id",
-                                     on: connection).rows.map { row in
+                try run("SELECT room, event, at FROM webhook_notices WHERE endpoint = \(endpoint) ORDER BY at, id",
+                        on: connection).rows.map { row in
                     let (room, event, at) = try row.decode((String, String, Int).self)
                     return WebhookNotice(endpoint: endpoint, room: room, event: event, time: Int64(at))
                 }
-                let owed = try run("""
-                    SELECT room, deleted_at, record FROM webhook_owed WHERE endpoint = \(endpoint) ORDER BY deleted_at, revision
+            }
+        } catch {
+            throw Self.storeError(error, "cannot read the webhook notices of \(endpoint): \(Self.describe(error))")
+        }
+    }
+
+    public func owedRevisions(endpoint: String, room: String, after: OwedPosition?, limit: Int) throws(StoreError) -> [WebhookNotice] {
+        do {
+            return try withReader { connection in
+                let (time, rev) = after.map { (Int($0.time), $0.rev) } ?? (Int.min, Int.min)
+                return try run("""
+                    SELECT deleted_at, record FROM webhook_owed WHERE endpoint = \(endpoint) AND room = \(room)
+                    AND (deleted_at, revision) > (\(time), \(rev)) ORDER BY deleted_at, revision LIMIT \(max(limit, 0))
                     """, on: connection).rows.compactMap { row -> WebhookNotice? in
-                    let (room, deletedAt, record) = try row.decode((String, Int, String).self)
+                    let (deletedAt, record) = try row.decode((Int, String).self)
                     guard let revision = try RoomRecord(json: JSON.parse(record)).revision else { return nil }
                     return WebhookNotice(endpoint: endpoint, room: room, event: WebhookNotice.revisionEvent,
                                          time: Int64(deletedAt), revision: revision)
                 }
-                return WebhookNotice.ordered(events: events, owed: owed)
             }
         } catch {
-            throw Self.storeError(error, "cannot read the webhook notices of \(endpoint): \(Self.describe(error))")
+            throw Self.storeError(error, "cannot read the revisions owed to \(endpoint) of \(room): \(Self.describe(error))")
+        }
+    }
+
+    public func roomsOwed(endpoint: String) throws(StoreError) -> Set<String> {
+        do {
+            return try withReader { connection in
+                Set(try run("SELECT DISTINCT room FROM webhook_owed WHERE endpoint = \(endpoint)", on: connection).rows
+                    .map { try $0.decode(String.self) })
+            }
+        } catch {
+            throw Self.storeError(error, "cannot read the rooms owed to \(endpoint): \(Self.describe(error))")
         }
     }
 

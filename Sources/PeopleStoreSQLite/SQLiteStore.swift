@@ -383,24 +383,45 @@ public final class SQLiteStore: PeopleStore {
     public func webhookNotices(endpoint: String) throws(StoreError) -> [WebhookNotice] {
         do {
             return try pool.read { db in
-                let events = try Row.fetchAll(db, sql: "SELECT room, event, at FROM webhook_notices WHERE endpoint = ? ORDER BY at, rowid",
-                                              arguments: [endpoint]).map { row in
+                try Row.fetchAll(db, sql: "SELECT room, event, at FROM webhook_notices WHERE endpoint = ? ORDER BY at, rowid",
+                                 arguments: [endpoint]).map { row in
                     WebhookNotice(endpoint: endpoint, room: row["room"], event: row["event"], time: row["at"])
                 }
-                var owed: [WebhookNotice] = []
-                let rows = try Row.fetchCursor(db, sql: """
-                    SELECT room, deleted_at, position, record FROM webhook_owed WHERE endpoint = ? ORDER BY deleted_at, revision
-                    """, arguments: [endpoint])
-                while let row = try rows.next() {
-                    let text: String = row["record"]
-                    guard let revision = try RoomRecord(json: JSON.parse(text)).revision else { continue }
-                    owed.append(WebhookNotice(endpoint: endpoint, room: row["room"], event: WebhookNotice.revisionEvent,
-                                              time: row["deleted_at"], revision: revision))
-                }
-                return WebhookNotice.ordered(events: events, owed: owed)
             }
         } catch {
             throw Self.storeError(error, "cannot read the webhook notices of \(endpoint): \(error)")
+        }
+    }
+
+    public func owedRevisions(endpoint: String, room: String, after: OwedPosition?, limit: Int) throws(StoreError) -> [WebhookNotice] {
+        do {
+            return try pool.read { db in
+                let (time, rev) = after.map { ($0.time, $0.rev) } ?? (Int64.min, Int.min)
+                var owed: [WebhookNotice] = []
+                let rows = try Row.fetchCursor(db, sql: """
+                    SELECT deleted_at, record FROM webhook_owed WHERE endpoint = ? AND room = ? AND (deleted_at, revision) > (?, ?)
+                    ORDER BY deleted_at, revision LIMIT ?
+                    """, arguments: [endpoint, room, time, rev, max(limit, 0)])
+                while let row = try rows.next() {
+                    let text: String = row["record"]
+                    guard let revision = try RoomRecord(json: JSON.parse(text)).revision else { continue }
+                    owed.append(WebhookNotice(endpoint: endpoint, room: room, event: WebhookNotice.revisionEvent,
+                                              time: row["deleted_at"], revision: revision))
+                }
+                return owed
+            }
+        } catch {
+            throw Self.storeError(error, "cannot read the revisions owed to \(endpoint) of \(room): \(error)")
+        }
+    }
+
+    public func roomsOwed(endpoint: String) throws(StoreError) -> Set<String> {
+        do {
+            return try pool.read { db in
+                Set(try String.fetchAll(db, sql: "SELECT DISTINCT room FROM webhook_owed WHERE endpoint = ?", arguments: [endpoint]))
+            }
+        } catch {
+            throw Self.storeError(error, "cannot read the rooms owed to \(endpoint): \(error)")
         }
     }
 

@@ -27,11 +27,14 @@ struct DeliveryLane: Sendable {
     private(set) var unwritten: Int?
     private(set) var deliveredSinceWrite = 0
     private(set) var lastWrite: Int64?
-    /// Room events (and a deleted room's owed revisions) to deliver before any revision.
+    /// Room events, and deleted rooms' owed revisions read so far, to deliver before any revision.
     private(set) var notices: [RoomNotice] = []
-    /// The room was deleted at this time and the store kept the revisions this endpoint had not been
-    /// sent: read them (`loadOwed`) before delivering anything else.
-    private(set) var owedAt: Int64?
+    /// The store may hold revisions of a deleted room under this name that this endpoint was owed and
+    /// the lane has not read yet: they are read a chunk at a time (`loadOwed`), after `owedRead`, and
+    /// no room event goes before the unread ones that precede it.
+    private(set) var owedPending = false
+    /// The last owed revision read.
+    private(set) var owedRead: OwedPosition?
     /// Room events delivered whose record the store still keeps: removed before anything else.
     private(set) var forgetting: [RoomNotice] = []
     /// Revisions read from the store and not yet delivered: `cursor + 1`, `+ 2`, … in order.
@@ -66,9 +69,9 @@ struct DeliveryLane: Sendable {
         case resetCursor(CursorReset)
         /// Remove the delivered notice's record from the store, then `forgot(_:)`.
         case forgetNotice(RoomNotice)
-        /// Read the revisions the store kept for this endpoint when the room was deleted at this time,
-        /// then `owedLoaded(_:deletedAt:)`.
-        case loadOwed(deletedAt: Int64)
+        /// Read at most `limit` revisions the store keeps for this endpoint of deleted rooms under this
+        /// name, after `after`, then `owedLoaded(_:after:limit:)`.
+        case loadOwed(after: OwedPosition?, limit: Int)
         /// Write this cursor, then `wrote(_:)`.
         case writeCursor(Int)
         /// Read revisions `after + 1 ... through`, then `read(_:after:through:generation:)`.
@@ -88,14 +91,14 @@ struct DeliveryLane: Sendable {
     /// Everything known delivered and written: no room event, no reset, no failure, the cursor in the
     /// store at the head.
     var isIdle: Bool {
-        reset == nil && forgetting.isEmpty && notices.isEmpty && owedAt == nil && unwritten == nil && buffer.isEmpty
+        reset == nil && forgetting.isEmpty && notices.isEmpty && !owedPending && unwritten == nil && buffer.isEmpty
             && failures == 0 && (cursor.map { $0 >= head } ?? (startAt == nil))
     }
 
     /// Nothing known and nothing to do (a deleted room whose cursor is gone): the lane can be dropped.
     var isEmpty: Bool {
         cursor == nil && startAt == nil && head == 0 && reset == nil && unwritten == nil && notices.isEmpty
-            && owedAt == nil && forgetting.isEmpty && failures == 0
+            && !owedPending && forgetting.isEmpty && failures == 0
     }
 
     /// The next step at `now`. A delivered cursor is written once `cursorBatch` deliveries or
@@ -117,7 +120,8 @@ struct DeliveryLane: Sendable {
         if endpointFailing { return stop() }
         if let reset { return .resetCursor(reset) }
         if let done = forgetting.first { return .forgetNotice(done) }
-        if let owedAt { return .loadOwed(deletedAt: owedAt) }
+        // An owed revision read is the earliest left; a room event may have unread ones before it.
+        if owedPending, notices.first?.revision == nil { return .loadOwed(after: owedRead, limit: max(chunk, 1)) }
         if let notice = notices.first { return .post(.notice(notice), generation: generation) }
         if cursor == nil {
             guard startAt != nil else { return stop() }
@@ -182,12 +186,18 @@ struct DeliveryLane: Sendable {
         if notices.last(where: { $0.revision == nil })?.event == .roomCreated, cursor == nil { startAt = 0 }
     }
 
-    /// The revisions the store kept when the room was deleted at `deletedAt` (this endpoint's, every
-    /// deletion's: those of an earlier one not yet delivered are already here and are not repeated).
-    mutating func owedLoaded(_ kept: [RoomNotice], deletedAt: Int64) {
-        guard owedAt == deletedAt else { return }
-        owedAt = nil
+    /// The store may keep revisions owed to this endpoint of a deleted room under this name (the
+    /// dispatcher's start, a scan): they are read before any room event they precede.
+    mutating func mayBeOwed() {
+        owedPending = true
+    }
+
+    /// Owed revisions read after `after` (a chunk of at most `limit`): fewer than `limit` means none is left.
+    mutating func owedLoaded(_ kept: [RoomNotice], after: OwedPosition?, limit: Int) {
+        guard owedPending, after == owedRead else { return }
         restored(kept)
+        if let last = kept.last?.owedPosition { owedRead = last }
+        if kept.count < max(limit, 1) { owedPending = false }
     }
 
     /// The room was created: every revision from the first is delivered, after `notice` if any.
@@ -200,15 +210,15 @@ struct DeliveryLane: Sendable {
         if let notice { notices.append(notice) }
     }
 
-    /// The room was deleted at `time`: nothing more of it is delivered but the revisions the store
-    /// kept for this endpoint (`owed`: it wants the room's revisions), then `notice`; its cursor goes.
-    mutating func deleted(_ notice: RoomNotice?, owed: Bool = false, at time: Int64 = 0) {
+    /// The room was deleted: nothing more of it is delivered but the revisions the store kept for this
+    /// endpoint (`owed`: it wants the room's revisions), then `notice`; its cursor goes.
+    mutating func deleted(_ notice: RoomNotice?, owed: Bool = false) {
         beginGeneration()
         bornAt = nil
         reset = .forget
         cursor = nil
         head = 0
-        if owed { owedAt = time }
+        if owed { owedPending = true }
         if let notice { notices.append(notice) }
     }
 
@@ -318,6 +328,9 @@ struct RoomNotice: Sendable, Hashable {
     /// new ids. For a kept revision, when its room was deleted.
     var time: Int64
     var revision: Revision?
+
+    /// Where an owed revision stands among those the store keeps (nil for a room event).
+    var owedPosition: OwedPosition? { revision.map { OwedPosition(time: time, rev: $0.number) } }
 }
 
 extension RoomNotice {

@@ -159,7 +159,7 @@ public final class WebhookDispatcher: Sendable {
     /// the room's cursors go. Never blocks.
     public func roomDeleted(room: String, time: Int64) {
         roomEvent(.roomDeleted, room: room, time: time) { lane, notice, endpoint in
-            lane.deleted(notice, owed: endpoint.wants(.revision, of: room), at: time)
+            lane.deleted(notice, owed: endpoint.wants(.revision, of: room))
         }
     }
 
@@ -305,12 +305,11 @@ public final class WebhookDispatcher: Sendable {
                     return true
                 }) != nil else { continue }
                 withLane(key) { lane in lane.forgot(notice) }
-            case .loadOwed(let deletedAt):
-                guard let kept = await storeCall("read the webhook notices", lane, { store in
-                    try store.webhookNotices(endpoint: endpoint.url)
+            case .loadOwed(let after, let limit):
+                guard let kept = await storeCall("read the revisions owed", lane, { store in
+                    try store.owedRevisions(endpoint: endpoint.url, room: room, after: after, limit: limit)
                 }) else { continue }
-                let owed = kept.filter { $0.room == room && $0.revision != nil }.compactMap(RoomNotice.init(kept:))
-                withLane(key) { lane in lane.owedLoaded(owed, deletedAt: deletedAt) }
+                withLane(key) { lane in lane.owedLoaded(kept.compactMap(RoomNotice.init(kept:)), after: after, limit: limit) }
             case .writeCursor(let rev):
                 guard await storeCall("write the webhook cursor", lane, { store in
                     try store.setWebhookCursor(endpoint: endpoint.url, room: room, rev: rev)
@@ -526,12 +525,14 @@ public final class WebhookDispatcher: Sendable {
             let key = LaneKey(endpoint: index, room: found.room)
             let kept = notices[found.room] ?? []
             let head = endpoint.wants(.revision, of: found.room) ? found.head : nil
-            guard head != nil || !kept.isEmpty, state.withLock({ !$0.stopped && $0.lanes[key] == nil }) else { continue }
+            guard head != nil || found.noticed, state.withLock({ !$0.stopped && $0.lanes[key] == nil }) else { continue }
             // Held first, so that a room another node delivers costs no lane (nor a backlog shown) here.
             guard await claim(found.room) == true else { continue }
             state.withLock { state in
                 guard !state.stopped, state.lanes[key] == nil else { return }
                 update(key, in: &state) { lane in
+                    // Noticed: room events, or revisions of a deleted room owed (read by the lane).
+                    if found.noticed { lane.mayBeOwed() }
                     if !kept.isEmpty { lane.restored(kept) }
                     if let head { lane.resume(head: head, stored: found.cursor) }
                 }
@@ -541,23 +542,26 @@ public final class WebhookDispatcher: Sendable {
 
     // MARK: Start
 
-    /// Reads every endpoint's cursors and kept notices, then the store's rooms a page at a time, and
-    /// gives each lane its cursor, head and notices; then the notices of rooms no longer in the store.
+    /// Reads every endpoint's cursors, kept notices and rooms owed revisions, then the store's rooms a
+    /// page at a time, and gives each lane its cursor, head and notices; then the lanes of rooms no
+    /// longer in the store that have notices or owed revisions.
     private func resume() async {
-        // Endpoint → room → notices kept and not delivered.
+        // Endpoint → room → notices kept and not delivered; endpoint → rooms with revisions owed.
         var kept: [Int: [String: [RoomNotice]]] = [:]
+        var owed: [Int: Set<String>] = [:]
         for index in endpoints.indices {
             let url = endpoints[index].url
-            while kept[index] == nil {
+            while kept[index] == nil || owed[index] == nil {
                 if state.withLock({ $0.stopped }) { return }
-                guard let notices = await storeCall("read the webhook notices", ["url": "\(url)"], { try $0.webhookNotices(endpoint: url) })
+                guard let notices = await storeCall("read the webhook notices", ["url": "\(url)"], { try $0.webhookNotices(endpoint: url) }),
+                      let rooms = await storeCall("read the rooms owed", ["url": "\(url)"], { try $0.roomsOwed(endpoint: url) })
                 else { continue }
                 var byRoom: [String: [RoomNotice]] = [:]
                 for notice in notices {
                     guard let found = RoomNotice(kept: notice) else { continue }
                     byRoom[notice.room, default: []].append(found)
                 }
-                kept[index] = byRoom
+                (kept[index], owed[index]) = (byRoom, rooms)
             }
         }
         var stored: Set<String> = []
@@ -581,10 +585,12 @@ public final class WebhookDispatcher: Sendable {
                 for summary in page {
                     for index in endpoints.indices {
                         let notices = kept[index]?[summary.name] ?? []
+                        let isOwed = owed[index]?.contains(summary.name) == true
                         let wantsRevisions = endpoints[index].wants(.revision, of: summary.name)
-                        guard wantsRevisions || !notices.isEmpty else { continue }
+                        guard wantsRevisions || !notices.isEmpty || isOwed else { continue }
                         let cursor = cursors[index]?[summary.name]
                         update(LaneKey(endpoint: index, room: summary.name), in: &state) {
+                            if isOwed { $0.mayBeOwed() }
                             if !notices.isEmpty { $0.restored(notices) }
                             if wantsRevisions { $0.resume(head: summary.rev, stored: cursor) }
                         }
@@ -594,11 +600,15 @@ public final class WebhookDispatcher: Sendable {
             guard page.count == pageSize, let last = page.last else { break }
             after = last.name
         }
-        // Rooms deleted (their notices outlive them).
+        // Rooms deleted (their notices and owed revisions outlive them).
         state.withLock { state in
-            for (index, rooms) in kept {
-                for (room, notices) in rooms where !stored.contains(room) {
-                    update(LaneKey(endpoint: index, room: room), in: &state) { $0.restored(notices) }
+            for index in endpoints.indices {
+                let rooms = Set(kept[index]?.keys ?? [:].keys).union(owed[index] ?? [])
+                for room in rooms where !stored.contains(room) {
+                    update(LaneKey(endpoint: index, room: room), in: &state) { lane in
+                        if owed[index]?.contains(room) == true { lane.mayBeOwed() }
+                        if let notices = kept[index]?[room] { lane.restored(notices) }
+                    }
                 }
             }
         }

@@ -207,6 +207,10 @@ final class ScriptedStore: PeopleStore, @unchecked Sendable {
         try inner.deleteRoom(room, notices: notices)
     }
     func webhookNotices(endpoint: String) throws(StoreError) -> [WebhookNotice] { try inner.webhookNotices(endpoint: endpoint) }
+    func owedRevisions(endpoint: String, room: String, after: OwedPosition?, limit: Int) throws(StoreError) -> [WebhookNotice] {
+        try inner.owedRevisions(endpoint: endpoint, room: room, after: after, limit: limit)
+    }
+    func roomsOwed(endpoint: String) throws(StoreError) -> Set<String> { try inner.roomsOwed(endpoint: endpoint) }
     func removeWebhookNotice(_ notice: WebhookNotice) throws(StoreError) { try inner.removeWebhookNotice(notice) }
     func webhookCursors(endpoint: String) throws(StoreError) -> [String: Int] { try inner.webhookCursors(endpoint: endpoint) }
     func setWebhookCursor(endpoint: String, room: String, rev: Int) throws(StoreError) {

@@ -408,9 +408,9 @@ struct StoreContract {
     }
 
     /// A deletion with `owed` requests keeps, in its commit, each endpoint's revisions after its cursor
-    /// (none for an endpoint without one), as `revision` notices at the deletion's time that come back
-    /// before the `room.deleted` kept with them, in revision order; they count as the endpoint's backlog,
-    /// outlive the store being reopened and a room made again under the name, and go one by one.
+    /// (none for an endpoint without one), read back a page at a time in (deletion time, revision)
+    /// order beside the room's events; they count as the endpoint's backlog, outlive the store being
+    /// reopened and a room made again under the name, and go one by one.
     func webhookRevisionsOwed() throws {
         let store = try open()
         let (e1, e2, e3) = ("\(prefix)https://one.example/owed", "\(prefix)https://two.example/owed",
@@ -433,25 +433,32 @@ struct StoreContract {
         let owed = revisions.dropFirst(2).map {
             WebhookNotice(endpoint: e1, room: name, event: "revision", time: 3_000, revision: $0)
         }
-        #expect(try store.webhookNotices(endpoint: e1) == owed + [deleted])
-        #expect(try store.webhookNotices(endpoint: e2).isEmpty)
-        #expect(try store.webhookNotices(endpoint: e3).isEmpty)
+        #expect(try store.webhookNotices(endpoint: e1) == [deleted])
+        #expect(try store.owedRevisions(endpoint: e1, room: name, after: nil, limit: 1_000) == owed)
+        #expect(try store.owedRevisions(endpoint: e1, room: name, after: nil, limit: 2) == Array(owed.prefix(2)))
+        #expect(try store.owedRevisions(endpoint: e1, room: name, after: owed[1].owedPosition, limit: 1_000) == Array(owed.dropFirst(2)))
+        #expect(try store.owedRevisions(endpoint: e1, room: "\(prefix)other", after: nil, limit: 1_000).isEmpty)
+        #expect(try store.roomsOwed(endpoint: e1) == [name])
+        for other in [e2, e3] {
+            #expect(try store.owedRevisions(endpoint: other, room: name, after: nil, limit: 1_000).isEmpty)
+            #expect(try store.roomsOwed(endpoint: other).isEmpty)
+        }
         #expect(try store.webhookBacklog(endpoint: e1) == [WebhookBacklog(room: name, cursor: nil, head: nil, noticed: true)])
-        // The name is used again: the old room's notices stay, the new room's come after them.
-        store.save(RoomDriver(name: name).room.snapshot(), room: name,
-                   notices: [WebhookNotice(endpoint: e1, room: name, event: "room.created", time: 4_000)])
+        // The name is used again: the old room's owed revisions stay.
+        store.save(RoomDriver(name: name).room.snapshot(), room: name)
         store.close()
 
         let reopened = try open()
         defer { reopened.close() }
-        let created = WebhookNotice(endpoint: e1, room: name, event: "room.created", time: 4_000)
-        #expect(try reopened.webhookNotices(endpoint: e1) == owed + [deleted, created])
+        #expect(try reopened.owedRevisions(endpoint: e1, room: name, after: nil, limit: 1_000) == owed)
         try reopened.removeWebhookNotice(owed[0])
         try reopened.removeWebhookNotice(owed[0])
-        #expect(try reopened.webhookNotices(endpoint: e1) == Array(owed.dropFirst()) + [deleted, created])
-        for notice in owed.dropFirst() + [deleted, created] { try reopened.removeWebhookNotice(notice) }
-        #expect(try reopened.webhookNotices(endpoint: e1).isEmpty)
-        #expect(try reopened.webhookBacklog(endpoint: e1).isEmpty)
+        #expect(try reopened.owedRevisions(endpoint: e1, room: name, after: nil, limit: 1_000) == Array(owed.dropFirst()))
+        #expect(try reopened.webhookNotices(endpoint: e1) == [deleted])
+        for notice in owed.dropFirst() + [deleted] { try reopened.removeWebhookNotice(notice) }
+        #expect(try reopened.owedRevisions(endpoint: e1, room: name, after: nil, limit: 1_000).isEmpty)
+        #expect(try reopened.roomsOwed(endpoint: e1).isEmpty)
+        #expect(try reopened.webhookBacklog(endpoint: e1).filter { $0.room == name && $0.noticed }.isEmpty)
     }
 
     /// A checkpoint kept on its own (the backfill of an old room) is read back like a snapshot's; one

@@ -1,4 +1,5 @@
 import PeopleCore
+import PeopleStore
 @testable import PeopleWebhooks
 import Testing
 
@@ -72,27 +73,30 @@ struct DeliveryLaneTests {
         #expect(lane.isEmpty)
     }
 
-    @Test("a room deleted while revisions waited: the lane reads what the store kept for it before anything else, delivers it in order, then room.deleted, then the room made again")
+    @Test("a room deleted while revisions waited: the lane reads what the store kept for it a chunk at a time, before anything else, delivers it in order, then room.deleted, then the room made again")
     func deletionDeliversWhatWasOwed() {
         var lane = DeliveryLane()
         lane.resume(head: 2, stored: 2)
-        lane.revisionDurable(4)
-        func step() -> DeliveryLane.Step { lane.next(endpointFailing: false, chunk: 10) }
+        lane.revisionDurable(5)
+        func step() -> DeliveryLane.Step { lane.next(endpointFailing: false, chunk: 2) }
         guard case .read(after: 2, through: 4, let old) = step() else { Issue.record("expected a read of 3 and 4"); return }
         let deleted = RoomNotice(event: .roomDeleted, time: 2_000), created = RoomNotice(event: .roomCreated, time: 3_000)
-        lane.deleted(deleted, owed: true, at: 2_000)
+        lane.deleted(deleted, owed: true)
         lane.created(created, at: 3_000)
         // The read of the old life returns late: dropped.
         #expect(lane.read([revision(3), revision(4)], after: 2, through: 4, generation: old).isEmpty)
         guard case .resetCursor(.zero) = step() else { Issue.record("expected the new life's cursor reset"); return }
         lane.didReset(.zero)
-        guard case .loadOwed(deletedAt: 2_000) = step() else { Issue.record("expected the owed revisions read first"); return }
-        let owed = [4, 3].map { RoomNotice(event: .revision, time: 2_000, revision: revision($0)) }
-        lane.owedLoaded(owed, deletedAt: 2_000)
-        lane.owedLoaded(owed, deletedAt: 2_000)        // told twice: kept once
-        var posted: [String] = []
+        // What the store keeps for the endpoint: revisions 3 to 5 of the deleted room, read 2 at a time.
+        let owed = [3, 4, 5].map { RoomNotice(event: .revision, time: 2_000, revision: revision($0)) }
+        var posted: [String] = [], reads: [OwedPosition?] = []
         loop: while true {
             switch step() {
+            case .loadOwed(let after, let limit):
+                reads.append(after)
+                let page = Array(owed.filter { after == nil || $0.owedPosition! > after! }.prefix(limit))
+                lane.owedLoaded(page, after: after, limit: limit)
+                lane.owedLoaded(page, after: after, limit: limit)    // told twice: kept once
             case .post(.notice(let notice), let generation):
                 posted.append(notice.revision.map { "\($0.number)" } ?? notice.event.rawValue)
                 lane.delivered(.notice(notice), generation: generation)
@@ -102,7 +106,9 @@ struct DeliveryLaneTests {
             default: Issue.record("unexpected step"); return
             }
         }
-        #expect(posted == ["3", "4", "room.deleted", "room.created"])
+        #expect(posted == ["3", "4", "5", "room.deleted", "room.created"])
+        #expect(reads == [nil, OwedPosition(time: 2_000, rev: 4)])
+        #expect(!lane.owedPending)
     }
 
     @Test("the cursor is written after cursorBatch deliveries or cursorInterval ms, not after each; the rest waits for the next write")
