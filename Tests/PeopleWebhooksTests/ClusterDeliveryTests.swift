@@ -106,6 +106,27 @@ struct ClusterDeliveryTests {
         #expect(receiver.requests.count == 4)
     }
 
+    @Test("a room deleted with revisions owed and no node left to deliver them: a scan takes its name and delivers them in order, then room.deleted")
+    func owedRevisionsOfADeletedRoomAreTakenOver() async throws {
+        let receiver = try Receiver()
+        defer { receiver.stop() }
+        let store = InMemoryStore(), table = LeaseTable()
+        var feed = try await RoomFeed.start(store, name: "r")
+        _ = try await feed.edit(5)
+        try store.setWebhookCursor(endpoint: receiver.url, room: "r", rev: 2)
+        // Node a deleted the room (what it owed kept in the same commit) and died before delivering.
+        #expect(try store.deleteRoom("r", notices: [WebhookNotice.owed(endpoint: receiver.url, room: "r", deletedAt: 9_000),
+                                                    WebhookNotice(endpoint: receiver.url, room: "r", event: "room.deleted", time: 9_000)]))
+        let b = WebhookDispatcher(endpoints: [endpoint(receiver)], store: store, logger: testLogger, policy: policy,
+                                  leases: table.node("b"))
+        b.start()
+        #expect(await receiver.wait { $0.filter(\.delivered).count >= 4 })
+        #expect(receiver.delivered.map { $0.rev.map(String.init) ?? $0.event } == ["3", "4", "5", "room.deleted"])
+        #expect(await eventually { (try? store.roomsOwed(endpoint: receiver.url))?.isEmpty == true })
+        #expect(await eventually { table.holder(of: "r") == nil })
+        await b.shutdown()
+    }
+
     @Test("a room whose deliveries are not done keeps its lease after the hub lets it go, so no other node can take it; it is let go once they are")
     func backlogKeepsTheLease() async throws {
         let down = Mutex(true)
