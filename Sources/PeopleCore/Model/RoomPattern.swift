@@ -5,6 +5,9 @@ public struct RoomPattern: Hashable, Sendable {
 
     public init(_ text: String) { self.text = text }
 
+    /// What every name it matches starts with: the text before its first `*` or `?`.
+    public var literalPrefix: String { String(text.prefix { $0 != "*" && $0 != "?" }) }
+
     public func matches(_ room: String) -> Bool {
         let p = Array(text), r = Array(room)
         var pi = 0, ri = 0, star: Int?, mark = 0

@@ -11,6 +11,9 @@ extension Room {
             let reply = ServerMessage.error(.init(seq: submit.seq, error))
             return (reply, nil, .none, [.send(reply, to: [id])])
         }
+        if submit.base < 0 {
+            return fail(ProtocolError(.badMessage, "base \(submit.base) is not a revision (0 or more)"))
+        }
         if submit.base > history.head {
             return fail(ProtocolError(.badMessage, "base \(submit.base) is newer than revision \(history.head)"))
         }

@@ -249,7 +249,10 @@ extension JSON {
         case .null, .loneSurrogate: out.append(contentsOf: "null".utf8)
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
         case .int(let n): out.append(contentsOf: String(n).utf8)
-        case .double(let d): out.append(contentsOf: (d.isFinite ? String(d) : "null").utf8)
+        // A number too big for a double was read as an infinity: written back as one that still is,
+        // so a value passed on (the HTTP API's bodies through the WebSocket decoder) is refused where
+        // it would be, not read as an absent field.
+        case .double(let d): out.append(contentsOf: (d.isFinite ? String(d) : d.isNaN ? "null" : d < 0 ? "-1e999" : "1e999").utf8)
         case .string(let s): Self.writeString(s, to: &out)
         case .array(let elements):
             out.append(UInt8(ascii: "["))

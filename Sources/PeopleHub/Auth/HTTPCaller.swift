@@ -39,9 +39,16 @@ struct HTTPCaller {
     /// Whether a room shows in the caller's admin listing.
     func sees(_ room: String) -> Bool { rooms?.contains { $0.matches(room) } ?? true }
 
-    /// The user a write is made as: the token's, or in open mode the query's or the body's `user`.
+    /// The user a write is made as: the token's, or in open mode the query's or the body's `user`. A
+    /// body's `user` that names someone else is refused rather than ignored (a script that meant to
+    /// write as that user would otherwise write as the caller without knowing).
     func writer(body: JSON?) throws -> String {
-        if let user { return user }
+        if let user {
+            if case .string(let named)? = body?["user"], named != user {
+                throw HTTPFailure.badMessage("the body's user (\(named)) is not the caller (\(user)): leave it out, or call as \(named)")
+            }
+            return user
+        }
         if case .string(let name)? = body?["user"], (try? UserName(name)) != nil { return name }
         throw HTTPFailure.badMessage("say who is writing: a user query argument or body field (open mode)")
     }

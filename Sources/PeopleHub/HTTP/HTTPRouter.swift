@@ -108,6 +108,17 @@ struct HTTPCall {
 
     /// A query argument as a whole number, nil when absent; not a number (or outside `range`) is
     /// `bad-message`.
+    /// A yes-or-no query argument: `true` / `1` or `false` / `0` (nil when absent); anything else is
+    /// `bad-message`, as for a number.
+    func boolean(_ name: String) throws -> Bool? {
+        guard let text = request.query(name) else { return nil }
+        switch text.lowercased() {
+        case "true", "1": return true
+        case "false", "0": return false
+        default: throw HTTPFailure.badMessage("query argument \(name) must be true or false (got \(text))")
+        }
+    }
+
     func integer(_ name: String, in range: ClosedRange<Int> = Int.min...Int.max) throws -> Int? {
         guard let text = request.query(name) else { return nil }
         guard let value = Int(text), range.contains(value) else {

@@ -42,7 +42,7 @@ extension Hub {
         }
         routes.add("GET", "/v1/rooms/:room/export") { [unowned self] call throws in
             let csv = call.request.headers["accept"]?.lowercased().contains("text/csv") ?? false
-            let history = ["true", "1", "yes"].contains(call.request.query("history")?.lowercased() ?? "")
+            let history = try call.boolean("history") ?? false
             return try api(call) { [unowned self] caller throws in
                 try inRoom(call, caller, need: .admin) { [unowned self] host throws in
                     if csv { return answerDurable(call, RoomExport.csv(host.room.model), showing: host.room.revision, in: host) }
@@ -69,18 +69,23 @@ extension Hub {
 
     // MARK: List
 
-    /// A page of the store's rooms (in name order), with what memory knows better for loaded ones.
+    /// A page of the store's rooms (in name order) that the caller may see, with what memory knows
+    /// better for loaded ones; `next` only when more of them follow. Off the service thread, the store
+    /// is read a page at a time past the rooms the caller's patterns leave out (a single pattern narrows
+    /// the read to its literal prefix).
     private func listRooms(_ call: HTTPCall, _ caller: HTTPCaller, after: String?, prefix: String?, limit: Int) {
         let store = store
         let box = UncheckedSendable(call)
+        let patterns = caller.rooms
         runtime.background { [weak self] in
-            let page = Result { () throws(StoreError) in try store.listRooms(after: after, prefix: prefix, limit: limit + 1) }
+            let page = Result { () throws(StoreError) -> (rooms: [StoredRoomSummary], more: Bool) in
+                try Self.visibleRooms(in: store, patterns: patterns, after: after, prefix: prefix, limit: limit)
+            }
             self?.back(box) { hub, box in
-                guard case .success(let rooms) = page else {
+                guard case .success(let (shown, more)) = page else {
                     return box.value.exchange.respond(
                         HTTPFailure.unavailable("the store cannot list rooms; try again").response(json: true))
                 }
-                let shown = rooms.prefix(limit).filter { caller.sees($0.name) }
                 // Loaded rooms: what their owners (on their own threads) know better than the store.
                 hub.ask(owners: shown.map(\.name), { owner, name in owner.loadedSummary(name) }) { hub, loaded in
                     hub.answer(box.value) { () throws -> HTTPResponse? in
@@ -92,11 +97,35 @@ extension Hub {
                                 "updated": .int(Int(live?.updated ?? stored.updated))])
                         }
                         var members: [JSON.Member] = [.init("rooms", .array(entries))]
-                        if rooms.count > limit, let last = rooms.prefix(limit).last { members.append(.init("next", .string(last.name))) }
+                        if more, let last = shown.last { members.append(.init("next", .string(last.name))) }
                         return .json(.object(members))
                     }
                 }
             }
+        }
+    }
+
+    /// Up to `limit` rooms after `after` (with `prefix`) that `patterns` match (nil: every room), and
+    /// whether another follows. Blocks on the store.
+    static func visibleRooms(in store: any PeopleStore, patterns: [RoomPattern]?, after: String?, prefix: String?,
+                             limit: Int) throws(StoreError) -> (rooms: [StoredRoomSummary], more: Bool) {
+        var prefix = prefix ?? ""
+        if let patterns, patterns.count == 1 {
+            // Every room the one pattern matches starts with its literal prefix.
+            let literal = patterns[0].literalPrefix
+            if literal.hasPrefix(prefix) { prefix = literal } else if !prefix.hasPrefix(literal) { return ([], false) }
+        }
+        let pageSize = max(limit + 1, 200)
+        var shown: [StoredRoomSummary] = []
+        var cursor = after
+        while true {
+            let page = try store.listRooms(after: cursor, prefix: prefix.isEmpty ? nil : prefix, limit: pageSize)
+            for room in page where patterns?.contains(where: { $0.matches(room.name) }) ?? true {
+                if shown.count == limit { return (shown, true) }
+                shown.append(room)
+            }
+            guard page.count == pageSize, let last = page.last else { return (shown, false) }
+            cursor = last.name
         }
     }
 

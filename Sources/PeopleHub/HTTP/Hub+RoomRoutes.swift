@@ -108,6 +108,9 @@ extension Hub {
         throws -> HTTPResponse?
     {
         let body = try Self.bodyObject(call)
+        if call.request.body.isEmpty {
+            throw HTTPFailure.badMessage("the request has no body: send a JSON object with at least key (1 to 128 characters)")
+        }
         let key = try Self.key(body)
         let message = try parse(body)
         return try api(call) { [unowned self] caller throws in
@@ -212,11 +215,11 @@ extension Hub {
         guard after <= head else {
             // With afterTime the reader says it had revision `after`: the room went back, as for a
             // hello whose since is above the head.
-            if afterTime != nil { throw Self.wentBack(after: after) }
+            if afterTime != nil { throw Self.wentBack(after: after, why: "this room has no revision \(after) (its last is \(head))") }
             throw HTTPFailure.badMessage("after \(after) is beyond the room's last revision \(head)")
         }
         if let afterTime {
-            if after == 0 { throw Self.wentBack(after: after) }
+            if after == 0 { throw Self.wentBack(after: after, why: "revision 0 (the room as it began) has no time to match afterTime") }
             if after > host.room.oldestKeptBase {
                 guard host.room.revision(after)?.timestamp == afterTime else { throw Self.wentBack(after: after) }
             } else {
@@ -258,10 +261,12 @@ extension Hub {
         return nil
     }
 
-    /// 409 `reset`: the reader's revision `after` is not the room's (the room went back).
-    static func wentBack(after: Int) -> HTTPFailure {
-        HTTPFailure(status: 409, code: "reset",
-                    message: "revision \(after) of this room has another time than afterTime: the room went back (restored from an older backup, or created again); read it again from after=0")
+    /// 409 `reset`: the reader's revision `after` is not the room's (the room went back); `why` says
+    /// what did not match.
+    static func wentBack(after: Int, why: String? = nil) -> HTTPFailure {
+        let what = why ?? "revision \(after) of this room has another time than afterTime"
+        return HTTPFailure(status: 409, code: "reset",
+                           message: "\(what): the room went back (restored from an older backup, or created again); read it again from after=0 without afterTime")
     }
 
     static func feedPage(_ revisions: [Revision], head: Int) -> HTTPResponse {
