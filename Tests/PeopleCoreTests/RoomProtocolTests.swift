@@ -41,6 +41,36 @@ struct RoomProtocolTests {
         #expect(e.code == .badMessage)
     }
 
+    @Test("a request that cannot be read: a seq answered before is answered again first; a bad op uses up its seq, a bad envelope does not")
+    func unreadableRequests() {
+        var h = Harness()
+        let a = h.sessions["A"]!
+        func reply(_ actions: [RoomAction]) -> ServerMessage? { Self.sends(actions).first?.0 }
+        let acked = h.send(.submit(.init(seq: 1, base: 0, ops: [.set(1, .hairColor(.red))])), from: "A")
+        // The resend of seq 1, whatever it says now (a label that is not a string, say): its reply again.
+        #expect(reply(h.room.receiveUnreadable(seq: 1, error: ProtocolError(.badMessage, "`label` must be a string"), from: a)) == acked)
+        // A bad op (the envelope well formed) is answered invalid-op and uses up its seq: a resend with
+        // a good batch gets that answer again, and nothing is applied.
+        let refused = reply(h.room.receiveUnreadable(seq: 2, error: ProtocolError(.invalidOp, "unknown op 'x'"), from: a))
+        guard case .error(let error)? = refused else { Issue.record("expected an error"); return }
+        #expect(error.code == .invalidOp && error.seq == 2)
+        let revision = h.revision
+        #expect(h.send(.submit(.init(seq: 2, base: 1, ops: [.set(1, .glasses(true))])), from: "A") == refused)
+        #expect(h.revision == revision)
+        // A bad envelope uses up nothing: the seq is still free.
+        let envelope = reply(h.room.receiveUnreadable(seq: 3, error: ProtocolError(.badMessage, "`base` is missing"), from: a))
+        guard case .error(let bad)? = envelope else { Issue.record("expected an error"); return }
+        #expect(bad.code == .badMessage && bad.seq == 3)
+        guard case .ack? = h.send(.submit(.init(seq: 3, base: 1, ops: [.set(1, .glasses(true))])), from: "A") else {
+            Issue.record("seq 3 was still free"); return
+        }
+        // A seq below the last one, never seen: bad-message, whatever was wrong with the frame.
+        guard case .error(let low)? = reply(h.room.receiveUnreadable(seq: 0, error: ProtocolError(.invalidOp, "x"), from: a)) else {
+            Issue.record("expected an error"); return
+        }
+        #expect(low.code == .badMessage && low.message.contains("not above"))
+    }
+
     @Test("undo, redo and submit share one seq counter and their replies are all replayed")
     func undoRepliesReplayed() {
         var h = Harness()

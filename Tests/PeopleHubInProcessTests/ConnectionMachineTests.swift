@@ -161,16 +161,20 @@ struct ConnectionMachineTests {
 
     // MARK: joined
 
-    @Test("joined: binary is bad-message, bad JSON is bad-json, a bad envelope keeps its seq, bad ops are invalid-op")
+    @Test("joined: binary is bad-message, bad JSON is bad-json; a sequenced request that cannot be read goes to the room with its seq and error (it answers resent seqs first), any other keeps its seq")
     func joinedParseOrder() {
         var m = Self.machine()
         Self.joined(&m)
         check(Self.refusal(m.receive(.init(bytes: [0], binary: true), now: 0))?.0 == .badMessage)
         check(Self.refusal(m.receive(Self.text("{"), now: 0))?.0 == .badJSON)
-        let envelope = Self.refusal(m.receive(Self.text(#"{"type":"submit","seq":3,"ops":[]}"#), now: 0))
-        #expect(envelope?.0 == .badMessage && envelope?.seq == 3)
-        let op = Self.refusal(m.receive(Self.text(#"{"type":"submit","seq":4,"base":0,"ops":[{"op":"x","tag":1}]}"#), now: 0))
-        #expect(op?.0 == .invalidOp && op?.seq == 4 && op?.close == false)
+        guard case .deliverUnreadable(3, let envelope, "s1") = m.receive(Self.text(#"{"type":"submit","seq":3,"ops":[]}"#), now: 0)
+        else { Issue.record("a bad envelope with a seq goes to the room"); return }
+        #expect(envelope.code == .badMessage)
+        guard case .deliverUnreadable(4, let op, "s1") = m.receive(Self.text(#"{"type":"submit","seq":4,"base":0,"ops":[{"op":"x","tag":1}]}"#), now: 0)
+        else { Issue.record("a bad op goes to the room"); return }
+        #expect(op.code == .invalidOp)
+        let log = Self.refusal(m.receive(Self.text(#"{"type":"nope","seq":5}"#), now: 0))
+        #expect(log?.0 == .badMessage && log?.seq == 5 && log?.close == false, "\(String(describing: log))")
         guard case .deliver(.submit(let submit), "s1") = m.receive(Self.submit, now: 0) else {
             Issue.record("a good submit goes to the room")
             return

@@ -256,6 +256,26 @@ public struct Room: Sendable {
         }
     }
 
+    /// A sequenced request (`submit`, `undo`, `redo`, `restore`) whose frame carried `seq` but could not
+    /// be read (`error`). The seq rules come first, as for any request: a seq already answered gets its
+    /// reply again (the resend of a request that was answered, whatever it says now), one not above the
+    /// last is `bad-message`. Then the error: one inside `ops` (`invalid-op`: the envelope was well
+    /// formed) is the room's refusal of the request and uses up the seq, as an op the room refuses does
+    /// (a viewer's is `forbidden`, as any edit of theirs); a malformed envelope (`bad-message`) uses up
+    /// nothing.
+    public mutating func receiveUnreadable(seq: Int, error: ProtocolError, from id: SessionID) -> [RoomAction] {
+        guard let session = sessions[id], session.connected else { return [] }
+        if let reply = session.replies[seq] { return [.send(reply, to: [id])] }
+        guard error.code == .invalidOp, seq > session.lastSeq else {
+            let refusal = seq > session.lastSeq ? error : ProtocolError(.badMessage, "seq \(seq) is not above the last seq \(session.lastSeq)")
+            return [.send(.error(.init(seq: seq, refusal)), to: [id])]
+        }
+        return sequenced(seq, from: id) { _ in
+            let reply = ServerMessage.error(.init(seq: seq, error))
+            return (reply, nil, .none, [.send(reply, to: [id])])
+        }
+    }
+
     /// What handling a sequenced request decided: the reply, the revision (if any), the effect on the
     /// user's stacks, and the sends (reply, broadcast, history), which wait for the journal record.
     typealias Handled = (reply: ServerMessage, revision: Revision?, effect: RoomRecord.StackEffect, sends: [RoomAction])

@@ -83,6 +83,9 @@ struct ConnectionMachine {
         case wait
         /// Hand the message to the room.
         case deliver(ClientMessage, session: SessionID)
+        /// A sequenced request (`submit`, `undo`, `redo`, `restore`) that could not be read: the room
+        /// answers it (`Room.receiveUnreadable`: a seq already answered is answered again first).
+        case deliverUnreadable(seq: Int, ProtocolError, session: SessionID)
     }
 
     /// A frame arrived: the rate limit first, then PROTOCOL.md's parse order for the state.
@@ -165,6 +168,9 @@ struct ConnectionMachine {
         do {
             return .deliver(try ClientMessage(json: json), session: session)
         } catch {
+            if let seq = Self.seq(of: json), Self.sequenced.contains(ClientMessage.messageType(of: json) ?? "") {
+                return .deliverUnreadable(seq: seq, error, session: session)
+            }
             return refuse(error, seq: Self.seq(of: json))
         }
     }
@@ -289,6 +295,9 @@ struct ConnectionMachine {
         state = .closed
         return .close(code: 1008, reason: reason)
     }
+
+    /// The requests whose replies the room keeps by seq.
+    static let sequenced: Set<String> = ["submit", "undo", "redo", "restore"]
 
     static func seq(of json: JSON) -> Int? {
         if case .int(let seq)? = json["seq"] { seq } else { nil }

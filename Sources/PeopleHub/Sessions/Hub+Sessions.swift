@@ -105,6 +105,9 @@ extension Hub {
             openRoom(for: connection, client: client)
         case .deliver(let message, let session):
             deliver(message, from: session, room: client.machine.room.rawValue)
+        case .deliverUnreadable(let seq, let error, let session):
+            guard let host = host(client.machine.room.rawValue) else { return }
+            perform(host.room.receiveUnreadable(seq: seq, error: error, from: session), in: host)
         }
     }
 
