@@ -107,12 +107,12 @@ extension FuzzHarness {
 }
 
 extension JSON {
-    /// The value as its encoding says it: what has no JSON text (a lone surrogate, a non-finite
-    /// number) is written as null.
+    /// The value as its encoding says it: what has no JSON text (a lone surrogate, NaN) is written as
+    /// null; an infinity (a number too big for a double) as one that reads back as the same infinity.
     var asWritten: JSON {
         switch self {
         case .loneSurrogate: .null
-        case .double(let d) where !d.isFinite: .null
+        case .double(let d) where d.isNaN: .null
         case .array(let elements): .array(elements.map(\.asWritten))
         case .object(let members): .object(members.map { Member($0.key, $0.value.asWritten) })
         default: self
