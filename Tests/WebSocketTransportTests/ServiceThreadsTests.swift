@@ -183,13 +183,18 @@ struct ServiceThreadsTests {
         for id in serverThreads { #expect(Self.leftUserSpace(id)) }
     }
 
-    /// Whether the thread `id` of this process runs no more code of ours: it is gone from /proc, or
-    /// it has let go of the address space (its status shows no memory: the kernel finishes its exit,
-    /// which a joiner does not wait for and a loaded machine can leave for a moment; a fresh-clone
-    /// run saw its /proc entry there right after the join).
+    /// Whether the thread `id` of this process runs no more code of ours: it is gone from /proc, or the
+    /// kernel is ending it (`PF_EXITING` in its flags). A join returns when the kernel wakes the joiner
+    /// in the middle of the thread's exit, so its /proc entry can still be there for a moment (a
+    /// fresh-clone run saw it); a thread still in user space, never joined, is not exiting.
     static func leftUserSpace(_ id: Int32) -> Bool {
-        guard let status = try? String(contentsOfFile: "/proc/self/task/\(id)/status", encoding: .utf8) else { return true }
-        return !status.contains("VmRSS:")
+        guard let stat = try? String(contentsOfFile: "/proc/self/task/\(id)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return true }
+        // After "pid (comm)": state ppid pgrp session tty_nr tpgid flags …
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 6, let flags = UInt64(fields[6]) else { return true }
+        let exiting: UInt64 = 0x4  // PF_EXITING
+        return flags & exiting != 0
     }
 
     @Test("a slow consumer served by another thread is closed with 1008 and reported to the delegate")
