@@ -122,7 +122,8 @@ struct HTTPAPITests {
         let store = InMemoryStore()
         for name in ["a-1", "team-1", "team-2", "team-3", "zeta"] { store.save(Room(name: name).snapshot(), room: name) }
         func names(_ patterns: [String]?, after: String? = nil, prefix: String? = nil, limit: Int) throws -> ([String], Bool) {
-            let page = try Hub.visibleRooms(in: store, patterns: patterns?.map(RoomPattern.init), after: after, prefix: prefix, limit: limit)
+            let admin = HTTPCaller(user: "root", role: .admin, rooms: patterns?.map(RoomPattern.init))
+            let page = try Hub.visibleRooms(in: store, to: admin, after: after, prefix: prefix, limit: limit)
             return (page.rooms.map(\.name), page.more)
         }
         #expect(try names(["team-*"], limit: 2) == (["team-1", "team-2"], true))

@@ -265,15 +265,25 @@ public struct Room: Sendable {
     /// nothing.
     public mutating func receiveUnreadable(seq: Int, error: ProtocolError, from id: SessionID) -> [RoomAction] {
         guard let session = sessions[id], session.connected else { return [] }
-        if let reply = session.replies[seq] { return [.send(reply, to: [id])] }
-        guard error.code == .invalidOp, seq > session.lastSeq else {
-            let refusal = seq > session.lastSeq ? error : ProtocolError(.badMessage, "seq \(seq) is not above the last seq \(session.lastSeq)")
-            return [.send(.error(.init(seq: seq, refusal)), to: [id])]
+        guard error.code == .invalidOp else {
+            return seqRules(seq, from: id) ?? [.send(.error(.init(seq: seq, error)), to: [id])]
         }
         return sequenced(seq, from: id) { _ in
             let reply = ServerMessage.error(.init(seq: seq, error))
             return (reply, nil, .none, [.send(reply, to: [id])])
         }
+    }
+
+    /// The seq rules' answer, if they decide: a known seq's reply replayed verbatim, or `bad-message`
+    /// for a seq not above the last one; nil for a new seq.
+    func seqRules(_ seq: Int, from id: SessionID) -> [RoomAction]? {
+        if let reply = sessions[id]!.replies[seq] { return [.send(reply, to: [id])] }
+        let lastSeq = sessions[id]!.lastSeq
+        guard seq > lastSeq else {
+            let error = ProtocolError(.badMessage, "seq \(seq) is not above the last seq \(lastSeq)")
+            return [.send(.error(.init(seq: seq, error)), to: [id])]
+        }
+        return nil
     }
 
     /// What handling a sequenced request decided: the reply, the revision (if any), the effect on the
@@ -286,12 +296,7 @@ public struct Room: Sendable {
     mutating func sequenced(
         _ seq: Int, from id: SessionID, key: String? = nil, now: Int64 = 0, _ handle: (inout Room) -> Handled
     ) -> [RoomAction] {
-        if let reply = sessions[id]!.replies[seq] { return [.send(reply, to: [id])] }
-        let lastSeq = sessions[id]!.lastSeq
-        guard seq > lastSeq else {
-            let error = ProtocolError(.badMessage, "seq \(seq) is not above the last seq \(lastSeq)")
-            return [.send(.error(.init(seq: seq, error)), to: [id])]
-        }
+        if let decided = seqRules(seq, from: id) { return decided }
         sessions[id]!.lastSeq = seq
         if sessions[id]!.role == .viewer {
             let reply = ServerMessage.error(.init(seq: seq, ProtocolError(.forbidden, "viewers cannot edit")))

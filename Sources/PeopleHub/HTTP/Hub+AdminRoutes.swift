@@ -76,10 +76,9 @@ extension Hub {
     private func listRooms(_ call: HTTPCall, _ caller: HTTPCaller, after: String?, prefix: String?, limit: Int) {
         let store = store
         let box = UncheckedSendable(call)
-        let patterns = caller.rooms
         runtime.background { [weak self] in
             let page = Result { () throws(StoreError) -> (rooms: [StoredRoomSummary], more: Bool) in
-                try Self.visibleRooms(in: store, patterns: patterns, after: after, prefix: prefix, limit: limit)
+                try Self.visibleRooms(in: store, to: caller, after: after, prefix: prefix, limit: limit)
             }
             self?.back(box) { hub, box in
                 guard case .success(let (shown, more)) = page else {
@@ -105,12 +104,12 @@ extension Hub {
         }
     }
 
-    /// Up to `limit` rooms after `after` (with `prefix`) that `patterns` match (nil: every room), and
-    /// whether another follows. Blocks on the store.
-    static func visibleRooms(in store: any PeopleStore, patterns: [RoomPattern]?, after: String?, prefix: String?,
+    /// Up to `limit` rooms after `after` (with `prefix`) that `caller` sees, and whether another
+    /// follows. Blocks on the store.
+    static func visibleRooms(in store: any PeopleStore, to caller: HTTPCaller, after: String?, prefix: String?,
                              limit: Int) throws(StoreError) -> (rooms: [StoredRoomSummary], more: Bool) {
         var prefix = prefix ?? ""
-        if let patterns, patterns.count == 1 {
+        if let patterns = caller.rooms, patterns.count == 1 {
             // Every room the one pattern matches starts with its literal prefix.
             let literal = patterns[0].literalPrefix
             if literal.hasPrefix(prefix) { prefix = literal } else if !prefix.hasPrefix(literal) { return ([], false) }
@@ -120,7 +119,7 @@ extension Hub {
         var cursor = after
         while true {
             let page = try store.listRooms(after: cursor, prefix: prefix.isEmpty ? nil : prefix, limit: pageSize)
-            for room in page where patterns?.contains(where: { $0.matches(room.name) }) ?? true {
+            for room in page where caller.sees(room.name) {
                 if shown.count == limit { return (shown, true) }
                 shown.append(room)
             }
