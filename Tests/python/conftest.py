@@ -174,8 +174,9 @@ class Hub:
         c.hello(user, **hello)
         return c
 
-    def http(self, method: str, path: str, headers: dict | None = None) -> tuple[int, dict, bytes]:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+    def http(self, method: str, path: str, headers: dict | None = None, *,
+             timeout: float = 5) -> tuple[int, dict, bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         try:
             conn.request(method, path, headers=headers or {})
             r = conn.getresponse()

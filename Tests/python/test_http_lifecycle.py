@@ -217,7 +217,8 @@ def test_sigterm_answers_http_requests_already_taken(hub_factory, room):
     assert json.loads(answer["body"]) == {"room": room, "rev": count}
     assert h.terminate() == 0
     h.restart()
-    status, _, text = h.http("GET", f"/v1/rooms/{room}")
+    # The first read loads the room (its snapshot and the history memory keeps): seconds on a busy machine.
+    status, _, text = h.http("GET", f"/v1/rooms/{room}", timeout=30)
     assert status == 200 and json.loads(text)["rev"] == count
 
 
