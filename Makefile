@@ -50,7 +50,8 @@ PYTHON_PACKAGES := websockets==17.4 pytest==9.2.0 pytest-xdist==3.8.0 selenium==
 # `make test` runs the Python suite in two pytest processes, one test file to a process at a time
 # (`--dist loadfile`, so a file's hubs, browser and PostgreSQL start once): its tests mostly wait on hubs,
 # browsers and sockets, so two take about 8 minutes here where one took about 14. The longest files go
-# first, so that no long one starts last. Three processes overload a 2-core machine (timeouts).
+# first, in this order (`--no-loadscope-reorder`: xdist would order files by their number of tests), so
+# that no long one starts last. Three processes overload a 2-core machine (timeouts).
 PYTEST_WORKERS ?= 2
 PYTHON_LONG_FIRST := test_web test_soak test_openapi test_hostile test_webhooks test_durability
 
@@ -140,7 +141,7 @@ test: deps venv
 	PEOPLEKEEPER_TRANSPORT_SERVICE_THREADS=1 swift test --skip-build --parallel 2>&1
 	PEOPLEKEEPER_TRANSPORT_SERVICE_THREADS=2 PEOPLEKEEPER_HUB_BIN=$(CURDIR)/.build/debug/peoplekeeper-hub \
 	  PEOPLEKEEPER_CLIENT_BIN=$(CURDIR)/.build/debug/peoplekeeper $(VENV)/bin/python -m pytest -q \
-	  -n $(PYTEST_WORKERS) --dist loadfile $(PYTHON_LONG_FIRST:%=Tests/python/%.py) Tests/python
+	  -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTHON_LONG_FIRST:%=Tests/python/%.py) Tests/python
 	@if [ -n "$(firstword $(JS_TEST_FILES))" ]; then \
 	  echo "node --test $(JS_TESTS_DIR)/"; \
 	  node --test $(JS_TESTS_DIR)/; \

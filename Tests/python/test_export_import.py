@@ -13,6 +13,7 @@ import io
 import json
 import sqlite3
 import subprocess
+import time
 
 from conftest import HUB_BIN, REPO
 from pkhttp import HubHTTP
@@ -114,6 +115,12 @@ def test_checkpoints_are_built_for_rooms_stored_before_hubs_kept_them(hub_factor
     hub.join(c, "ann").close()
     for i in range(20):
         http.edit(c, [{"op": "set", "tag": 1 + i % 3, "field": "name", "value": f"Name {i}"}])
+    # The hub saves revision 20's snapshot (and checkpoint) after the edit's answer: wait for it, so
+    # that it is not written after the deletion below (then the command found it, and kept 4).
+    deadline = time.monotonic() + 10
+    while 20 not in kept(c) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert 20 in kept(c), kept(c).keys()
     with sqlite3.connect(db) as conn:
         conn.execute("DELETE FROM checkpoints WHERE room = ?", (c,))
     done = command(hub, "checkpoints", c)
