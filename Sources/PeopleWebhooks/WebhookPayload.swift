@@ -6,7 +6,9 @@ import PeopleCore
 /// The body of an item is the same on every attempt, and so is its `id` (unique per endpoint and
 /// event; it repeats only on a retry, so receivers can drop duplicates): a revision's id is
 /// `ROOM:REV:TIME`, a room event's `ROOM:EVENT:TIME`. The time is in both so a room deleted and
-/// created again under the same name gets new ids.
+/// created again under the same name gets new ids. An imported revision keeps its exported time, so
+/// its id also says when the import made it, `ROOM:REV:TIME:import:AT`: importing one export again
+/// (after a deletion, or on another hub with the same receiver) makes new ids, not retries.
 struct WebhookPayload: Sendable {
     let id: String
     let body: [UInt8]
@@ -24,7 +26,7 @@ struct WebhookPayload: Sendable {
     }
 
     private init(room: String, revision: Revision) {
-        id = "\(room):\(revision.number):\(revision.timestamp)"
+        id = "\(room):\(revision.number):\(revision.timestamp)" + (revision.importedAt.map { ":import:\($0)" } ?? "")
         time = revision.timestamp
         body = JSON.object([.init("id", .string(id)), .init("event", .string(WebhookEvent.revision.rawValue)),
                             .init("room", .string(room))] + revision.feedMembers).bytes

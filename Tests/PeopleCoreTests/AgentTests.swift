@@ -126,13 +126,22 @@ struct AgentTests {
         guard let export = source.room.export(history: true, older: []), case .array(let revisions)? = export["revisions"],
               case .array(let initial)? = export["initial"] else { Issue.record("no export"); return }
         var j = Journalled(Room(name: "copy", seed: PeopleModel(people: try initial.map { try Person(json: $0) })))
-        for revision in revisions { _ = j.take(try j.room.importRevision(Room.ExportedRevision(json: revision))) }
+        for revision in revisions {
+            _ = j.take(try j.room.importRevision(Room.ExportedRevision(json: revision), importedAt: 5_000))
+        }
         #expect(j.room.model == source.room.model)
         #expect(j.room.export(history: true, older: [])?["revisions"] == export["revisions"])
         #expect(j.room.stacks(of: "ann").undo.isEmpty)
+        // Each imported revision says when the import made it (the exported ones said nothing), and
+        // keeps it through the journal: a restart tells two imports of one export apart as well.
+        #expect(source.room.revisions(after: 0, through: 2).map(\.importedAt) == [nil, nil])
+        #expect(j.room.revisions(after: 0, through: 2).map(\.importedAt) == [5_000, 5_000])
         let restored = try j.restored(from: j.snapshots[0])
         #expect(DurableState(restored) == DurableState(j.room))
+        #expect(restored.revisions(after: 0, through: 2).map(\.importedAt) == [5_000, 5_000])
         var bad = Room(name: "bad", seed: PeopleModel())
-        #expect(throws: InvalidOp.self) { try bad.importRevision(author: "ann", kind: .edit, label: nil, time: 1, ops: [.remove(7)]) }
+        #expect(throws: InvalidOp.self) {
+            try bad.importRevision(author: "ann", kind: .edit, label: nil, time: 1, ops: [.remove(7)], importedAt: 5_000)
+        }
     }
 }

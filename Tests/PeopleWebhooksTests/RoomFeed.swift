@@ -59,6 +59,30 @@ struct RoomFeed {
         return revisions
     }
 
+    /// `importNow` off the cooperative pool.
+    mutating func imports(_ count: Int, at importedAt: Int64) async throws -> [Int] {
+        let (revisions, imported) = try await blocking { [self] in
+            var copy = self
+            return (try copy.importNow(count, at: importedAt), copy)
+        }
+        self = imported
+        return revisions
+    }
+
+    /// `count` revisions brought in as an import made at `importedAt` would (by bob, with the times of
+    /// an old export: the same revisions whenever they are imported), durable on return; their numbers.
+    mutating func importNow(_ count: Int, at importedAt: Int64) throws -> [Int] {
+        var revisions: [Int] = []
+        for index in 1...count {
+            let actions = try room.importRevision(author: "bob", kind: .edit, label: "Imported \(index)",
+                                                  time: 1_600_000_000_000 + Int64(index),
+                                                  ops: [.set(2, .name("Imported \(index)"))], importedAt: importedAt)
+            try append(actions)
+            revisions.append(room.revision)
+        }
+        return revisions
+    }
+
     private mutating func append(_ actions: [RoomAction]) throws {
         let entries = actions.compactMap { action -> JournalEntry? in
             if case .persist(let entry) = action { entry } else { nil }

@@ -283,6 +283,41 @@ struct WebhookDispatcherTests {
         await dispatcher.shutdown()
     }
 
+    @Test("an export imported again after a deletion is delivered again, under new ids: the same revisions, not retries")
+    func importedAgainGetsNewIDs() async throws {
+        let receiver = try Receiver()
+        defer { receiver.stop() }
+        let store = InMemoryStore()
+        let dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver)], store: store, logger: testLogger, policy: quick)
+        dispatcher.start()
+        var first = try await RoomFeed.start(store, name: "imp")
+        dispatcher.roomCreated(room: "imp", time: 10_000)
+        announce(dispatcher, "imp", try await first.imports(2, at: 10_000))
+        #expect(await receiver.wait { deliveredRevisions($0, room: "imp").count >= 2 })
+        #expect(try store.deleteRoom("imp"))
+        dispatcher.roomDeleted(room: "imp", time: 15_000)
+        var again = try await RoomFeed.start(store, name: "imp")
+        dispatcher.roomCreated(room: "imp", time: 20_000)
+        announce(dispatcher, "imp", try await again.imports(2, at: 20_000))
+        #expect(await receiver.wait { $0.filter(\.delivered).count >= 7 })
+        let requests = receiver.requests
+        #expect(requests.map(\.event) == ["room.created", "revision", "revision", "room.deleted", "room.created", "revision"]
+                    + ["revision"])
+        let revisions = requests.filter { $0.event == "revision" }
+        try #require(revisions.count == 4)
+        // Both imports delivered the same revisions (number, time, author, diffs) ...
+        let bodies = revisions.map { request -> [JSON.Member] in
+            guard case .object(let members) = request.json else { return [] }
+            return members.filter { $0.key != "id" }
+        }
+        #expect(bodies[0] == bodies[2] && bodies[1] == bodies[3])
+        // ... each under an id a receiver that remembers the first import does not drop.
+        #expect(revisions.map(\.id) == ["imp:1:1600000000001:import:10000", "imp:2:1600000000002:import:10000",
+                                         "imp:1:1600000000001:import:20000", "imp:2:1600000000002:import:20000"])
+        #expect(Set(requests.map(\.id)).count == 7)
+        await dispatcher.shutdown()
+    }
+
     @Test("a room deleted while its endpoint failed: the revisions it had not been sent come before room.deleted, in order, and after a restart too")
     func deletionKeepsWhatWasNotSent() async throws {
         let down = Mutex(false)

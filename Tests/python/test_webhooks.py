@@ -681,6 +681,37 @@ def test_a_room_deleted_while_its_endpoint_failed_still_sends_what_it_owed_then_
     assert state["backlog"] == 0, state
 
 
+def test_an_export_imported_again_after_a_deletion_is_delivered_again_under_new_ids(
+        hub_factory, receiver_factory, tmp_path, room):
+    """HTTP.md §3: `id` "repeats only on a retry". An admin imports an export with three revisions,
+    deletes the room and imports the same export again (undoing an accidental deletion, say). A
+    receiver that drops repeats by id gets the three revisions twice, the same bodies but for `id`,
+    with room.created / room.deleted between (before: the second import's revisions had the first's
+    ids, ROOM:REV:TIME with the export's times, and such a receiver dropped them)."""
+    receiver, secrets = receiver_factory("/hook")
+    hooks = webhook_config(tmp_path, receiver, secrets, [
+        {"path": "/hook", "rooms": ["*"], "events": ["revision", "room.created", "room.deleted"]}])
+    hub = hub_factory({**SQLITE, "webhooks": hooks})
+    admin = HubHTTP(hub.port)
+    initial = [person(1, "Ada")]
+    revisions = [{"rev": rev, "time": 1_700_000_000_000 + rev, "author": "ann", "kind": "edit",
+                  "ops": [set_op(1, "name", f"Ada {rev}")]} for rev in range(1, 4)]
+    export = {"people": [dict(initial[0], name="Ada 3")], "initial": initial, "revisions": revisions}
+    expect(admin.create(room, export), 201, "the import")
+    wait_for(lambda: len(receiver.delivered("/hook", room)) == 3, 30,
+             lambda: f"{room_events(receiver, room)}")
+    assert admin.remove_room(room).status == 204
+    expect(admin.create(room, export), 201, "the import again")
+    want = ([("room.created", None)] + [("revision", n) for n in (1, 2, 3)] + [("room.deleted", None)]
+            + [("room.created", None)] + [("revision", n) for n in (1, 2, 3)])
+    wait_for(lambda: room_events(receiver, room) == want, 30, lambda: f"got {room_events(receiver, room)}")
+    delivered = receiver.delivered("/hook", room)
+    assert [{k: v for k, v in d.items() if k != "id"} for d in delivered[:3]] == \
+        [{k: v for k, v in d.items() if k != "id"} for d in delivered[3:]], delivered
+    assert [d["time"] for d in delivered[:3]] == [r["time"] for r in revisions], delivered
+    assert not receiver.problems(), receiver.problems()
+
+
 def test_an_admin_re_enables_an_endpoint_by_its_url(hub_factory, receiver_factory, tmp_path, room):
     """POST /v1/webhooks/enable: 404 for a URL no endpoint has, 400 without one, 200 with every endpoint's
     state for a configured one (the dispatcher's re-enable itself: PeopleWebhooksTests)."""

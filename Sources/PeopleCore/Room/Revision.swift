@@ -25,10 +25,16 @@ public struct Revision: Hashable, Sendable {
     /// For an undo or redo: for each applied diff, the diff it reverts (nil for an edit). Rebasing
     /// cancels such a pair when nothing on the same name lies between them, so undoⁿ redoⁿ is exact.
     public let inverts: [DiffRef?]
+    /// For a revision brought in by an import: when the import made it (ms since the epoch; its
+    /// `timestamp` is the exported one). Two imports of one export make revisions with the same
+    /// number and time; this tells them apart (a webhook's `id`). Nil for a revision made here.
+    public let importedAt: Int64?
 
     public init(number: Int, author: String, kind: RevisionKind, label: String?, applied: [AppliedDiff],
-                timestamp: Int64, session: SessionID? = nil, seq: Int? = nil, inverts: [DiffRef?]? = nil) {
+                timestamp: Int64, session: SessionID? = nil, seq: Int? = nil, inverts: [DiffRef?]? = nil,
+                importedAt: Int64? = nil) {
         self.inverts = inverts ?? Array(repeating: nil, count: applied.count)
+        self.importedAt = importedAt
         self.number = number
         self.author = author
         self.kind = kind

@@ -27,19 +27,21 @@ extension Room {
         }
     }
 
-    /// Applies an exported revision as the next one (`rev` must be the next number).
-    public mutating func importRevision(_ revision: ExportedRevision) throws(InvalidOp) -> [RoomAction] {
+    /// Applies an exported revision as the next one (`rev` must be the next number); `importedAt` is
+    /// when the import runs (ms since the epoch, `Revision.importedAt`).
+    public mutating func importRevision(_ revision: ExportedRevision, importedAt: Int64) throws(InvalidOp) -> [RoomAction] {
         guard revision.rev == history.head + 1 else {
             throw InvalidOp("revision \(revision.rev) does not follow \(history.head): every revision, in order")
         }
         return try importRevision(author: revision.author, kind: revision.kind, label: revision.label,
-                                  time: revision.time, ops: revision.ops)
+                                  time: revision.time, ops: revision.ops, importedAt: importedAt)
     }
 
     /// Applies one exported revision as the next one. The diffs must apply as they are (an export's
-    /// revisions do, in order, from its `initial` people); times never go back.
+    /// revisions do, in order, from its `initial` people); times never go back. The revision keeps
+    /// `importedAt`, so that one export imported twice makes revisions a receiver can tell apart.
     public mutating func importRevision(author: String, kind: RevisionKind, label: String?, time: Int64,
-                                        ops: [Diff]) throws(InvalidOp) -> [RoomAction] {
+                                        ops: [Diff], importedAt: Int64) throws(InvalidOp) -> [RoomAction] {
         guard (try? UserName(author)) != nil else { throw InvalidOp("revision \(history.head + 1): author must be 1 to 64 bytes") }
         for case .insert(let person, _) in ops where Self.tagPlaceholders.contains(person.tag) {
             throw InvalidOp("revision \(history.head + 1): tag \(person.tag) is too large (tags are below \(Self.tagPlaceholders.lowerBound))")
@@ -51,7 +53,7 @@ extension Room {
         }
         model = copy
         let revision = Revision(number: history.head + 1, author: author, kind: kind, label: label, applied: result.applied,
-                                timestamp: max(time, headTime ?? time))
+                                timestamp: max(time, headTime ?? time), importedAt: importedAt)
         record(revision)
         return [journal(.imported(revision)), .send(revision.opsMessage(), to: connectedSessions)]
     }

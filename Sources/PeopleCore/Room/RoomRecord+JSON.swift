@@ -14,6 +14,7 @@ extension Revision {
                 ref.map { .array([.int($0.revision), .int($0.index)]) } ?? .null
             })))
         }
+        if let importedAt { members.append(.init("imported", .int(Int(importedAt)))) }
         return .object(members)
     }
 
@@ -37,7 +38,7 @@ extension Revision {
         }
         self.init(number: try f.int("rev"), author: try f.string("author"), kind: kind, label: try f.optionalString("label"),
                   applied: applied, timestamp: Int64(try f.int("ts")), session: try f.optionalString("session"),
-                  seq: try f.optionalInt("seq"), inverts: inverts)
+                  seq: try f.optionalInt("seq"), inverts: inverts, importedAt: try f.optionalInt("imported").map(Int64.init))
     }
 }
 

@@ -61,7 +61,7 @@ public struct RoomImport: Sendable {
         entries.reserveCapacity(parsed.count)
         for (index, revision) in parsed.enumerated() {
             do {
-                for case .persist(let entry) in try room.importRevision(revision) { entries.append(entry) }
+                for case .persist(let entry) in try room.importRevision(revision, importedAt: now) { entries.append(entry) }
             } catch {
                 throw HTTPFailure(ProtocolError(.invalidOp, "revisions[\(index)]: \(error.reason)"))
             }
@@ -135,8 +135,10 @@ public enum RoomExport {
         return "'" + field
     }
 
+    /// Quoted when it holds a `,`, a `"` or a line break. Looked for among the scalars: a `\r\n` is
+    /// one `Character` in Swift, equal to neither `"\r"` nor `"\n"`, and left unquoted it ended the row.
     private static func quoted(_ field: String) -> String {
-        guard field.contains(where: { $0 == "," || $0 == "\"" || $0 == "\r" || $0 == "\n" }) else { return field }
+        guard field.unicodeScalars.contains(where: { ",\"\r\n".unicodeScalars.contains($0) }) else { return field }
         return "\"" + field.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 }
