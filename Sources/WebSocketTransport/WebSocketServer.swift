@@ -380,6 +380,12 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         case LWS_CALLBACK_FILTER_NETWORK_CONNECTION:
             return draining ? -1 : 0
 
+        case LWS_CALLBACK_RAW_ADOPT, LWS_CALLBACK_RAW_RX:
+            // lws turns a `CONNECT` request into a raw socket for this protocol, with no timeout: it
+            // sat open forever, outside `limits.maxConnections`. This server speaks HTTP and
+            // WebSocket only: such a connection is closed at once.
+            return -1
+
         case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
             guard !draining, let delegate else {
                 return refuseUpgrade(wsi, UpgradeRefusal(status: 503, reason: "the server is shutting down"))
@@ -435,7 +441,10 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             return 0
 
         case LWS_CALLBACK_HTTP:
-            let path = input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? "/"
+            let path = input.map { pointer in
+                let bytes = pointer.assumingMemoryBound(to: UInt8.self)
+                return Array(UnsafeBufferPointer(start: bytes, count: strlen(pointer.assumingMemoryBound(to: CChar.self))))
+            } ?? Array("/".utf8)
             return startHTTP(wsi: wsi, path: path)
 
         case LWS_CALLBACK_HTTP_BODY:
@@ -553,7 +562,7 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
     /// that is not one plain number (or is given twice) would let the body be read as another request,
     /// so both are answered at once and the connection closed (411 `length-required`, 400
     /// `bad-message`).
-    private func startHTTP(wsi: OpaquePointer, path: String) -> Int32 {
+    private func startHTTP(wsi: OpaquePointer, path pathBytes: [UInt8]) -> Int32 {
         let method: String = Self.methods.first(where: { lws_hdr_total_length(wsi, $0.0) > 0 }).map { $0.1 } ?? "GET"
         if lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) > 0 {
             return answerAndClose(wsi, status: 411, contentType: "application/json", body: Self.errorBody(
@@ -569,9 +578,14 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             }
             declared = length
         }
+        let arguments = queryArguments(wsi)
+        if let problem = ([pathBytes] + arguments).lazy.compactMap(Self.targetProblem).first {
+            return answerAndClose(wsi, status: 400, contentType: "application/json", body: Self.errorBody("bad-message", problem))
+        }
+        let path = String(decoding: pathBytes, as: UTF8.self)
         var headers: [String: String] = [:]
         for (token, name) in Self.headerTokens { if let value = header(wsi, token) { headers[name] = value } }
-        let request = HTTPRequest(method: method, path: path, query: queryItems(wsi), headers: headers,
+        let request = HTTPRequest(method: method, path: path, query: arguments.map(Self.queryItem), headers: headers,
                                   peer: peerAddress(wsi))
         if declared > configuration.limits.maxMessageBytes {
             return respond(wsi: wsi, Self.tooLarge(configuration.limits.maxMessageBytes))
@@ -599,20 +613,41 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         Array("{\"error\":{\"code\":\"\(code)\",\"message\":\"\(message)\"}}".utf8)
     }
 
-    private func queryItems(_ wsi: OpaquePointer) -> [HTTPRequest.QueryItem] {
-        var items: [HTTPRequest.QueryItem] = []
+    /// The query's arguments (`name=value`), percent-decoded by lws, as bytes.
+    private func queryArguments(_ wsi: OpaquePointer) -> [[UInt8]] {
+        var arguments: [[UInt8]] = []
         var index: Int32 = 0
         while true {
             let length = Int(lws_hdr_fragment_length(wsi, WSI_TOKEN_HTTP_URI_ARGS, index))
             guard length > 0 else { break }
             var buffer = [CChar](repeating: 0, count: length + 1)
             guard lws_hdr_copy_fragment(wsi, &buffer, Int32(buffer.count), WSI_TOKEN_HTTP_URI_ARGS, index) >= 0 else { break }
-            let text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            let parts = text.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            items.append(.init(name: String(parts[0]), value: parts.count > 1 ? String(parts[1]) : ""))
+            arguments.append(buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) })
             index += 1
         }
-        return items
+        return arguments
+    }
+
+    /// One query argument (checked by `targetProblem`) as a name and a value (`""` when it has no `=`).
+    static func queryItem(_ argument: [UInt8]) -> HTTPRequest.QueryItem {
+        let text = String(decoding: argument, as: UTF8.self)
+        let parts = text.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+        return .init(name: String(parts[0]), value: parts.count > 1 ? String(parts[1]) : "")
+    }
+
+    /// Why the decoded bytes of a request's path or of one query argument are refused (`400
+    /// bad-message`), or nil: a control character (`%01`-`%1F`, `%7F`), or bytes that are not UTF-8,
+    /// which a lossy reading would turn into U+FFFD (so that `?user=%FF` and `?user=%FE` were one
+    /// user). lws itself ends the request line at a decoded `%0A` or `%0D` and drops `%00`
+    /// (docs/SECURITY.md); what it hands over is checked here.
+    static func targetProblem(_ bytes: [UInt8]) -> String? {
+        if bytes.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
+            return "the request's path or query holds a control character (an escape from %01 to %1F, or %7F)"
+        }
+        if String(validating: bytes, as: UTF8.self) == nil {
+            return "the request's path or query is not UTF-8 once its %-escapes are decoded"
+        }
+        return nil
     }
 
     /// Hands a whole request to the delegate; what it leaves is a file under the web root, or 404.
@@ -643,10 +678,17 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             waitingOn[wsi] = nil
         }
         if ["GET", "HEAD"].contains(request.method), let file = staticFile(for: request.path) {
-            let result = lws_serve_http_file(wsi, file.path, file.mime, nil, 0)
+            let result = Self.staticFileHeaders.withCString { headers in
+                lws_serve_http_file(wsi, file.path, file.mime, headers, Int32(Self.staticFileHeaders.utf8.count))
+            }
             if result < 0 { return -1 }
             if result > 0 { return lws_http_transaction_completed(wsi) != 0 ? -1 : 0 }
             return 0
+        }
+        if request.path == "/v1" || request.path.hasPrefix("/v1/") {
+            // The API's errors are JSON, a path no route has included.
+            return respond(wsi: wsi, HTTPResponse(status: 404, contentType: "application/json",
+                                                  body: Self.errorBody("not-found", "no route has this path")))
         }
         return respond(wsi: wsi, HTTPResponse(status: 404, text: "not found\n"))
     }
@@ -673,6 +715,17 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         if let id = waitingOn.removeValue(forKey: wsi) { waiting.removeValue(forKey: id)?.exchange.clientGone() }
     }
 
+    /// On every answer the server writes (the API's, `/healthz`, `/metrics`, errors): none is to be
+    /// kept by a cache (they are per caller and per moment), nor read as another type than it says.
+    static let answerHeaders: [HTTPResponse.Header] = [
+        .init("cache-control", "no-store"), .init("x-content-type-options", "nosniff"),
+    ]
+
+    /// On the web client's files: not read as another type, and the page is not to be framed by
+    /// another site (clickjacking its edit controls).
+    static let staticFileHeaders = "x-content-type-options: nosniff\r\nx-frame-options: DENY\r\n"
+        + "content-security-policy: frame-ancestors 'none'\r\n"
+
     /// Writes the pending answer's head, then as much of its body as the socket takes (16 KiB pieces);
     /// the rest goes on the next WRITEABLE. After the last piece the connection waits for the next
     /// request (keep-alive), or closes when the answer says so.
@@ -689,7 +742,7 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
                                                lws_filepos_t(response.body.count), &position, end) != 0 {
                     return true
                 }
-                for header in response.headers {
+                for header in response.headers + Self.answerHeaders {
                     let name = Array((header.name + ":").utf8), value = Array(header.value.utf8)
                     if lws_add_http_header_by_name(wsi, name + [0], value, Int32(value.count), &position, end) != 0 {
                         return true

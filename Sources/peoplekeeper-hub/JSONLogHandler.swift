@@ -3,7 +3,7 @@ import Logging
 import PeopleCore
 
 /// Writes one JSON object per log record to stderr: `ts`, `level`, `label`, `msg`, then the metadata.
-/// For log collectors; `logging.format: text` uses swift-log's stream handler instead.
+/// For log collectors; `logging.format: text` is `TextLogHandler` (swift-log's stream handler, escaped).
 struct JSONLogHandler: LogHandler {
     var metadata: Logger.Metadata = [:]
     var logLevel: Logger.Level

@@ -70,11 +70,7 @@ struct Serve: AsyncParsableCommand {
         let level = settings.logLevel
         switch settings.logFormat {
         case .text:
-            LoggingSystem.bootstrap { label in
-                var handler = StreamLogHandler.standardError(label: label)
-                handler.logLevel = level
-                return handler
-            }
+            LoggingSystem.bootstrap { TextLogHandler(label: $0, level: level) }
         case .json:
             LoggingSystem.bootstrap { JSONLogHandler(label: $0, level: level) }
         }
@@ -189,7 +185,11 @@ struct Serve: AsyncParsableCommand {
 }
 
 /// Runs the server inside swift-service-lifecycle: starts it, waits for graceful shutdown, drains.
-struct HubService: Service {
+/// Its description is its name only: the service group logs its services at `debug`, and the default
+/// description showed every setting, `storage.postgresURL`'s password included.
+struct HubService: Service, CustomStringConvertible {
+    var description: String { "HubService" }
+
     let hub: HubGroup
     let server: WebSocketServer
     let store: any PeopleStore

@@ -974,20 +974,84 @@ def test_export_as_csv(hub, room, clients):
 def test_csv_cells_a_spreadsheet_would_evaluate_are_written_as_text(hub, room, clients):
     """A name is anyone's text: one starting with `=`, `+`, `-` or `@` would be a formula to the
     spreadsheet an admin opens the export in (OWASP "CSV injection"), so the CSV writes it with a `'`
-    in front (`peoplekeeper-hub export --csv` writes the same text); the JSON export keeps it exactly."""
+    in front (`peoplekeeper-hub export --csv` writes the same text); the JSON export keeps it exactly.
+    A name with a line break is one quoted cell: from a security review (session 19), a `\r\n` in a name
+    was left unquoted, ended the row, and the next row started with a live `=1+1`."""
     admin = clients(hub)
-    names_ = ['=HYPERLINK("http://x.invalid","open")', "+44 20 7946 0000", "-2+3", "@SUM(A1)", "a=b", "Bo"]
+    names_ = ['=HYPERLINK("http://x.invalid","open")', "+44 20 7946 0000", "-2+3", "@SUM(A1)", "\r\n=1",
+              "a=b", "Bo", "Bob\r\n=1+1", "a\r\nb", "c\nd"]
     people = [person(i + 1, n) for i, n in enumerate(names_)]
     expect(admin.create(room, {"people": people}), 201)
     rows = list(csv.reader(io.StringIO(admin.export(room, csv=True).text, newline="")))
+    assert len(rows) == 1 + len(names_) and all(len(row) == len(CSV_HEADER) for row in rows), rows
     assert [dict(zip(CSV_HEADER, row))["name"] for row in rows[1:]] == \
-        ["'" + n for n in names_[:4]] + names_[4:], rows
+        ["'" + n for n in names_[:5]] + names_[5:], rows
     assert [p["name"] for p in expect(admin.export(room), 200)["people"]] == names_
 
 
 # ----------------------------------------------------------------------------------------------------
 # Errors and statuses
 # ----------------------------------------------------------------------------------------------------
+
+def test_answers_are_not_cached_or_sniffed_the_page_is_not_framed_and_api_404s_are_json(hub, room, clients):
+    """From a security review (session 19): the API's answers (per caller, per moment) carried no
+    `Cache-Control: no-store`, the page could be framed by another site (clickjacking its edit
+    controls in open mode), and `GET /v1` was a plain-text 404 where every API error is JSON."""
+    observe(hub, room)
+    reader = clients(hub)
+    for path in [HubHTTP.room_path(room), HubHTTP.room_path(room, "log"), "/healthz", "/v1/rooms/none/nothing"]:
+        r = reader.get(path)
+        assert r.headers.get("cache-control") == "no-store" and r.headers.get("x-content-type-options") == "nosniff", r.headers
+    page = reader.get("/")
+    assert page.status == 200 and page.headers.get("x-frame-options") == "DENY", page.headers
+    assert "frame-ancestors 'none'" in page.headers.get("content-security-policy", ""), page.headers
+    assert page.headers.get("x-content-type-options") == "nosniff", page.headers
+    for path in ["/v1", "/v1/", "/v1/nothing/here"]:
+        expect_error(reader.get(path), 404, "not-found", path)
+
+
+def test_a_connect_request_is_closed_at_once(hub):
+    """From a security review (session 19): lws turns `CONNECT` into a raw socket with no timeout, and
+    such connections sat open for as long as the caller liked (8 outlived `limits.maxConnections: 5`
+    for over a minute): a way to run the hub out of file descriptors without a token. The hub now
+    closes it at once, bytes after it or not, and goes on answering."""
+    import socket
+    for extra in (b"", b"SSH-2.0-probe\r\n"):
+        with socket.create_connection(("127.0.0.1", hub.port), timeout=5) as s:
+            s.sendall(b"CONNECT 127.0.0.1:22 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" + extra)
+            t0 = time.monotonic()
+            try:
+                got = s.recv(4096)
+            except TimeoutError:
+                raise AssertionError("a CONNECT request was still open after 5 s") from None
+            assert got == b"" and time.monotonic() - t0 < 5, got
+    status, _, body = hub.http("GET", "/healthz")
+    assert status == 200, body
+
+
+def test_a_target_with_control_characters_or_bytes_that_are_not_utf8_is_400(hub, room, clients):
+    """From a security review (session 19): `?user=%FF` wrote as user "\ufffd" (the bytes were read
+    lossily, so `%FF` and `%FE` were one user), and a tab in a query value was taken as it came. A
+    path or query argument whose decoded bytes hold a control character or are not UTF-8 is now `400
+    bad-message`, and nothing is applied. (lws itself ends the request line at a decoded `%0A` /
+    `%0D`: SECURITY.md.)"""
+    obs = observe(hub, room)
+    ann = clients(hub, user="ann")
+    batch = json.dumps({"base": 0, "key": new_key(), "ops": [set_op(1, "glasses", True)]})
+    path = HubHTTP.room_path(room, "batches")
+    for what, target in [("a user that is not UTF-8", f"{path}?user=%FF"),
+                         ("a user with a control character", f"{path}?user=a%01b"),
+                         ("a tab in a value", f"{path}?user=ann&key=a%09b"),
+                         ("a DEL in the path", f"/v1/rooms/a%7Fb/batches?user=ann"),
+                         ("a path that is not UTF-8", f"/v1/rooms/%C3%28/batches?user=ann")]:
+        r = ann.post(target, batch, user=None)
+        expect_error(r, 400, "bad-message", what)
+        assert "control character" in r.text or "not UTF-8" in r.text, (what, r.text)
+    expect_error(ann.get(f"{HubHTTP.room_path(room, 'log')}?limit=1%090", user=None), 400, "bad-message", "a tab in limit")
+    assert expect(ann.state(room), 200, "the room")["rev"] == 0
+    # Letters beyond ASCII, percent-encoded as UTF-8, are still names.
+    expect(ann.post(f"{path}?user=%C3%A9l%C3%A9onore", batch, user=None), 200, "a UTF-8 user")
+
 
 def test_errors_have_their_statuses_and_apply_nothing(hub, room, clients):
     """400 bad-json / bad-message, 422 invalid-op, 413 too-large (a body over limits.maxMessageBytes,
@@ -1315,7 +1379,8 @@ def test_head_answers_what_get_would_without_the_body(hub, room, clients):
         assert status == 200, f"HEAD {path}: {head}"
         assert int(headers["content-length"]) == len(got.body), f"HEAD {path}: {headers} against GET's {len(got.body)} bytes"
         assert headers["content-type"] == got.headers["content-type"]
-        assert after == b"HTTP/1.1 200 OK\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: 3\r\n\r\nok\n", \
+        assert after == (b"HTTP/1.1 200 OK\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: 3\r\n"
+                         b"cache-control: no-store\r\nx-content-type-options: nosniff\r\n\r\nok\n"), \
             f"after HEAD {path} (whose answer had {rest[:100]!r} after its head) the next request got {after[:300]!r}"
     refused = reader.request("DELETE", "/healthz")
     assert refused.status == 405, refused

@@ -29,8 +29,9 @@ def b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
-def token(user: str, rooms: list[str], role: str = "editor", ttl: int = 3600, secret: str = SECRET) -> str:
-    header = b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+def token(user: str, rooms: list[str], role: str = "editor", ttl: int = 3600, secret: str = SECRET,
+          header: dict | None = None) -> str:
+    header = b64(json.dumps({"alg": "HS256", "typ": "JWT"} if header is None else header).encode())
     payload = b64(json.dumps({"sub": user, "rooms": rooms, "role": role, "exp": int(time.time()) + ttl}).encode())
     signature = hmac.new(secret.encode(), f"{header}.{payload}".encode(), hashlib.sha256).digest()
     return f"{header}.{payload}.{b64(signature)}"
@@ -88,6 +89,74 @@ def test_missing_wrong_expired_and_tampered_tokens_are_refused_with_1008(auth_hu
     assert first["type"] == "welcome" and first["rev"] == 0, first
     assert auth_hub.metrics().count("peoplekeeper_refused_tokens_total 6") == 1, \
         [line for line in auth_hub.metrics().splitlines() if "refused_tokens" in line]
+
+
+def test_a_token_is_refused_without_alg_hs256_or_with_crit_and_its_user_must_match_byte_for_byte(auth_hub, room):
+    """From a security review (session 19), each signed with the right secret: a header naming no
+    `alg`, and one with `crit` (extensions this hub does not know; RFC 7515 says refuse), were taken;
+    a token for "josé" (NFC) let a hello say "jose\u0301" (NFD: Swift's `==` is canonical
+    equivalence), and the room recorded bytes the token never named."""
+    refused(auth_hub, room, "ann", token("ann", [room], header={"typ": "JWT"}), "names no alg")
+    refused(auth_hub, room, "ann", token("ann", [room], header={"alg": "HS256", "crit": ["exp"]}), "crit")
+    nfc, nfd = "jos\u00e9", "jose\u0301"
+    refused(auth_hub, room, nfd, token(nfc, [room]), "the token is for")
+    c, first = hello(auth_hub, room, nfc, token(nfc, [room]))
+    assert first["type"] == "welcome", first
+    c.close()
+
+
+def test_over_http_a_body_user_must_be_the_token_s_byte_for_byte_and_the_webhooks_state_needs_every_room(
+        auth_hub, room):
+    """From a security review (session 19): in token mode a body `user` that was not a string (`5`)
+    was ignored, and one that was the token's name in another Unicode normalization passed; both are
+    400 now, as a body naming someone else was. An admin whose token names some rooms read every
+    room's webhook backlog and errors (`GET /v1/webhooks`) and could re-enable an endpoint for all of
+    them: both need an admin for every room now."""
+    from pkhttp import HubHTTP
+    nfc, nfd = "jos\u00e9", "jose\u0301"
+    c, first = hello(auth_hub, room, nfc, token(nfc, [room]))    # makes the room (HTTP writes do not)
+    assert first["type"] == "welcome", first
+    c.close()
+    jose = HubHTTP(auth_hub.port, token=token(nfc, [room]))
+    path = HubHTTP.room_path(room, "batches")
+    glasses = [{"op": "set", "tag": 1, "field": "glasses", "value": True}]
+    for n, (body_user, why) in enumerate([(5, "must be a string"), (nfd, "is not the caller"), ("bob", "is not the caller")]):
+        r = jose.post(path, {"base": 0, "key": f"k{n}", "user": body_user, "ops": glasses})
+        assert r.status == 400 and r.error_code() == "bad-message" and why in r.text, (body_user, r)
+    r = jose.post(path, {"base": 0, "key": "k-ok", "user": nfc, "ops": glasses})
+    assert r.status == 200, r
+    some = HubHTTP(auth_hub.port, token=token("root", [room, "team-*"], role="admin"))
+    every = HubHTTP(auth_hub.port, token=token("root", ["team-*", "*"], role="admin"))
+    r = some.get("/v1/webhooks")
+    assert r.status == 403 and r.error_code() == "forbidden" and "every room" in r.text, r
+    r = some.post("/v1/webhooks/enable", {"url": "http://127.0.0.1:9/none"})
+    assert r.status == 403 and r.error_code() == "forbidden", r
+    r = every.get("/v1/webhooks")
+    assert r.status == 200 and r.json == {"webhooks": []}, r
+
+
+def test_nobody_can_write_a_line_of_their_own_into_the_hub_s_text_log(hub_factory, tmp_path, room):
+    """From a security review (session 19): a hello's `user` (and a token's `sub`) is anyone's text,
+    and the text log wrote it as it came, so a newline in it started a line the hub never wrote (at
+    the default level, for anyone holding a token; at `debug`, for anyone). Control characters are
+    written escaped now: each record stays one line."""
+    secret_file = tmp_path / "secret"
+    secret_file.write_text(SECRET + "\n")
+    hub = hub_factory({"auth": {"mode": "token", "secretFile": str(secret_file)}, "logging": {"level": "debug"}})
+    forged = "2026-11-29T09:00:00+0000 critical peoplekeeper.hub: FAKE-LINE"
+    refused(hub, room, "x\n" + forged, token("ann", [room]), "the token is for ann")
+    refused(hub, room, "y\r\n" + forged, None, "needs an access token")
+    c, first = hello(hub, room, "a\nb\u2028c", token("a\nb\u2028c", [room]))
+    assert first["type"] == "welcome", first
+    c.close()
+    deadline = time.monotonic() + 10
+    while "a\\nb\\u{2028}c" not in hub.stderr() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    log = hub.stderr()
+    lines = log.splitlines()
+    assert not [line for line in lines if line.startswith(forged) or line.startswith("b")], log[-3000:]
+    assert "x\\n" + forged in log, log[-3000:]
+    assert "a\\nb\\u{2028}c" in log, log[-3000:]
 
 
 def test_a_room_outside_the_token_s_patterns_is_refused(auth_hub, rooms):

@@ -39,13 +39,23 @@ struct HTTPCaller {
     /// Whether a room shows in the caller's admin listing.
     func sees(_ room: String) -> Bool { rooms?.contains { $0.matches(room) } ?? true }
 
+    /// Whether the caller's patterns match every room (open mode, or a pattern made of `*` only): the
+    /// webhooks' state, whose backlog and errors are of every room an endpoint serves, needs it.
+    var seesEveryRoom: Bool { rooms?.contains { !$0.text.isEmpty && $0.text.allSatisfy { $0 == "*" } } ?? true }
+
     /// The user a write is made as: the token's, or in open mode the query's or the body's `user`. A
     /// body's `user` that names someone else is refused rather than ignored (a script that meant to
     /// write as that user would otherwise write as the caller without knowing).
     func writer(body: JSON?) throws -> String {
         if let user {
-            if case .string(let named)? = body?["user"], named != user {
+            switch body?["user"] {
+            case nil, .null?: break
+            // Byte for byte (Swift's `==` would let another normalization of the name through).
+            case .string(let named)? where named.utf8.elementsEqual(user.utf8): break
+            case .string(let named)?:
                 throw HTTPFailure.badMessage("the body's user (\(named)) is not the caller (\(user)): leave it out, or call as \(named)")
+            case let other?:
+                throw HTTPFailure.badMessage("the body's user must be a string (the caller's name), not \(other)")
             }
             return user
         }

@@ -59,7 +59,9 @@ public final class TokenAuthority: Sendable {
         case .success(let verified): claims = verified
         case .failure(let failure): return .failure(failure)
         }
-        guard claims.sub.value == user else {
+        // Byte for byte: Swift's `==` is canonical equivalence, so a token for "josé" (NFC) let a hello
+        // say "jose\u{301}" (NFD), and the room recorded bytes the token never named.
+        guard claims.sub.value.utf8.elementsEqual(user.utf8) else {
             return .failure(AuthFailure("the token is for \(claims.sub.value), not \(user)"))
         }
         guard claims.rooms.contains(where: { Self.matches($0, room) }) else {
@@ -70,9 +72,18 @@ public final class TokenAuthority: Sendable {
 
     /// What a token says, if it is valid (signature, format, expiry, role).
     public func verify(_ token: String) async -> Result<AccessClaims, AuthFailure> {
-        // HS256 only, as the header says too (the key checks the signature whatever the header claims).
-        if let alg = Self.algorithm(of: token), alg != "HS256" {
-            return .failure(AuthFailure("the token's header says alg \(alg); this hub takes HS256 only"))
+        // HS256 only, as the header must say too (the key checks the signature whatever the header
+        // claims); a header with `crit` names extensions this hub does not know (RFC 7515 4.1.11).
+        if let header = Self.header(of: token) {
+            guard let alg = header["alg"] as? String else {
+                return .failure(AuthFailure("the token's header names no alg; this hub takes HS256 only"))
+            }
+            guard alg == "HS256" else {
+                return .failure(AuthFailure("the token's header says alg \(alg); this hub takes HS256 only"))
+            }
+            guard header["crit"] == nil else {
+                return .failure(AuthFailure("the token's header has crit: this hub knows no JWS extensions"))
+            }
         }
         do {
             return .success(try await keys.verify(token, as: AccessClaims.self))
@@ -85,14 +96,14 @@ public final class TokenAuthority: Sendable {
         }
     }
 
-    /// The `alg` a token's header names (nil: no readable header).
-    static func algorithm(of token: String) -> String? {
+    /// A token's header as a JSON object (nil: none readable; the signature check then refuses it).
+    static func header(of token: String) -> [String: Any]? {
         guard let header = token.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false).first else { return nil }
         var base64 = header.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
         guard let data = Data(base64Encoded: base64),
               let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
-        return object["alg"] as? String
+        return object
     }
 
     /// A token for `user` in the rooms matching `rooms`, as `role`, valid for `ttl` seconds (at most:

@@ -53,6 +53,7 @@ extension Hub {
         routes.add("GET", "/v1/webhooks") { [unowned self] call throws in
             try api(call) { [unowned self] caller throws in
                 guard caller.role.allows(.admin) else { throw HTTPFailure.forbidden("the webhooks' state needs an admin") }
+                guard caller.seesEveryRoom else { throw Self.webhooksNeedEveryRoom }
                 return .json(webhooks?.status() ?? .object(["webhooks": .array([])]))
             }
         }
@@ -61,11 +62,17 @@ extension Hub {
             guard case .string(let url)? = body["url"] else { throw HTTPFailure.badMessage("url (an endpoint's URL) is required") }
             return try api(call) { [unowned self] caller throws in
                 guard caller.role.allows(.admin) else { throw HTTPFailure.forbidden("re-enabling a webhook needs an admin") }
+                guard caller.seesEveryRoom else { throw Self.webhooksNeedEveryRoom }
                 guard webhooks?.reenable(url: url) == true else { throw HTTPFailure.notFound("no webhook endpoint has the URL \(url)") }
                 return .json(webhooks?.status() ?? .object(["webhooks": .array([])]))
             }
         }
     }
+
+    /// An endpoint's state (its backlog, its last error) covers every room it serves, and re-enabling
+    /// it resumes them all: an admin whose token names some rooms only gets neither.
+    static let webhooksNeedEveryRoom = HTTPFailure.forbidden(
+        "the webhooks' state covers every room: it needs an admin token for rooms [\"*\"]")
 
     // MARK: List
 
