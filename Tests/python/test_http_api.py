@@ -415,6 +415,8 @@ def test_websocket_edits_are_undone_over_http_by_scope_and_by_entry(hub, room, c
     broadcast(obs, 5)
 
     expect_error(ann.undo(room, entry=2), 404, "no-entry", "an entry already undone")
+    for never in (0, -1):       # ids are revision numbers from 1: these never were (docs/HTTP.md, pinned)
+        expect_error(ann.undo(room, entry=never), 404, "no-entry", f"entry {never}")
     expect_error(bob.undo(room, entry=1), 404, "no-entry", "bob undoing ann's entry")
     expect_error(ann.undo(room, entry=1, scope=1), 400, "bad-message", "entry with scope")
     expect_error(ann.post(HubHTTP.room_path(room, "redo"), {"key": new_key(), "entry": 1}), 400, "bad-message",
