@@ -96,11 +96,16 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         public var serviceThreads: Int
         /// How each service thread waits for its sockets (`.poll` also where libev's cannot be had).
         public var eventLoop: LWSEventLoop
+        /// How long an HTTP request's body may take to arrive after its head: a body that is still
+        /// coming then (a few bytes now and then, each in time for lws's 5-second pause limit) is
+        /// cut off, its connection closed unanswered. 1 MiB in 30 s is 35 KB/s.
+        public var bodySeconds: Double
 
         public init(host: String = "127.0.0.1", port: Int = 8080, webRoot: String? = nil,
                     limits: WebSocketLimits = WebSocketLimits(), permessageDeflate: Bool = false,
                     pingIntervalSeconds: Int = 30, tlsCertFile: String? = nil, tlsKeyFile: String? = nil,
-                    serviceThreads: Int = 1, eventLoop: LWSEventLoop = .epoll) {
+                    serviceThreads: Int = 1, eventLoop: LWSEventLoop = .epoll, bodySeconds: Double = 30) {
+            self.bodySeconds = bodySeconds
             self.serviceThreads = max(1, serviceThreads)
             self.eventLoop = eventLoop
             self.tlsCertFile = tlsCertFile
@@ -449,6 +454,10 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
 
         case LWS_CALLBACK_HTTP_BODY:
             guard var read = reading[wsi] else { return 0 }
+            if ContinuousClock.now >= read.deadline {
+                reading[wsi] = nil
+                return -1  // a body trickling past the deadline: the connection is closed unanswered
+            }
             if read.request.body.count + length > configuration.limits.maxMessageBytes {
                 reading[wsi] = nil
                 return respond(wsi: wsi, Self.tooLarge(configuration.limits.maxMessageBytes))
@@ -525,6 +534,8 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
     /// A request whose body is being read.
     private struct BodyRead {
         var request: HTTPRequest
+        /// When the body must be in (`Configuration.bodySeconds` after the head).
+        let deadline: ContinuousClock.Instant
     }
 
     /// An answer being written: the head first, then the body in pieces while the socket takes them.
@@ -591,7 +602,7 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             return respond(wsi: wsi, Self.tooLarge(configuration.limits.maxMessageBytes))
         }
         if declared > 0 {
-            reading[wsi] = BodyRead(request: request)
+            reading[wsi] = BodyRead(request: request, deadline: .now + .milliseconds(Int(configuration.bodySeconds * 1000)))
             return 0
         }
         if !hasLength, !["GET", "HEAD", "OPTIONS", "DELETE"].contains(method) {

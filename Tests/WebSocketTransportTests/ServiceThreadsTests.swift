@@ -264,6 +264,23 @@ struct ServiceThreadsTests {
         await server.drain()
     }
 
+    @Test("a request body that trickles past bodySeconds is cut off; one in time is answered")
+    func bodyDeadline() async throws {
+        let relay = Relay()
+        let server = WebSocketServer(configuration: .init(port: 0, pingIntervalSeconds: 0, bodySeconds: 1), delegate: relay)
+        let port = try server.start()
+        // In time: the whole body at once.
+        let answered = try await blocking { try rawPOST(port: port, path: "/api/x", body: Array(repeating: 120, count: 40),
+                                                        pause: 0) }
+        #expect(answered.text.hasPrefix("HTTP/1.1 200"), "\(answered.text)")
+        // A byte every 200 ms (each well inside lws's 5-second pause): 40 bytes would take 8 s.
+        let trickled = try await blocking { try rawPOST(port: port, path: "/api/x", body: Array(repeating: 120, count: 40),
+                                                        pause: 0.2) }
+        #expect(trickled.text.isEmpty, "answered: \(trickled.text)")
+        #expect(trickled.seconds < 4, "closed after \(trickled.seconds) s")
+        await server.drain()
+    }
+
     @Test("a port something already listens on is refused, with one service thread and with several")
     func portInUse() async throws {
         let relay = Relay()
@@ -526,6 +543,45 @@ private func until(_ what: String, _ condition: @escaping () -> Bool) async thro
         try await Task.sleep(for: .milliseconds(10))
     }
     throw TransportTestError("timed out waiting for: \(what)")
+}
+
+/// One HTTP/1.1 POST over a plain socket, its body sent a byte every `pause` seconds (all at once for
+/// 0), stopping early once the server closes; what came back (empty if nothing) and when it ended.
+private func rawPOST(port: Int, path: String, body: [UInt8], pause: Double) throws -> (text: String, seconds: Double) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw TransportTestError("socket") }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else { throw TransportTestError("connect") }
+    var ignore = sigaction()
+    ignore.__sigaction_handler.sa_handler = SIG_IGN
+    sigaction(SIGPIPE, &ignore, nil)
+    let start = ContinuousClock.now
+    let head = Array("POST \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\nContent-Length: \(body.count)\r\n\r\n".utf8)
+    _ = head.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    if pause == 0 {
+        _ = body.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    } else {
+        for byte in body {
+            Thread.sleep(forTimeInterval: pause)
+            if [byte].withUnsafeBytes({ write(fd, $0.baseAddress, 1) }) != 1 { break }
+        }
+    }
+    var answer: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if n <= 0 { break }
+        answer += buffer[0..<n]
+    }
+    let elapsed = start.duration(to: .now)
+    return (String(decoding: answer, as: UTF8.self), Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
 }
 
 /// One HTTP/1.1 GET over a plain socket (Connection: close); the whole answer as text.
