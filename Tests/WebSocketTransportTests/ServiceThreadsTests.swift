@@ -545,12 +545,10 @@ private func until(_ what: String, _ condition: @escaping () -> Bool) async thro
     throw TransportTestError("timed out waiting for: \(what)")
 }
 
-/// One HTTP/1.1 POST over a plain socket, its body sent a byte every `pause` seconds (all at once for
-/// 0), stopping early once the server closes; what came back (empty if nothing) and when it ended.
-private func rawPOST(port: Int, path: String, body: [UInt8], pause: Double) throws -> (text: String, seconds: Double) {
+/// A TCP socket connected to 127.0.0.1:`port`.
+private func connectedSocket(port: Int) throws -> Int32 {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw TransportTestError("socket") }
-    defer { close(fd) }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -558,7 +556,18 @@ private func rawPOST(port: Int, path: String, body: [UInt8], pause: Double) thro
     let connected = withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
     }
-    guard connected == 0 else { throw TransportTestError("connect") }
+    guard connected == 0 else {
+        close(fd)
+        throw TransportTestError("connect")
+    }
+    return fd
+}
+
+/// One HTTP/1.1 POST over a plain socket, its body sent a byte every `pause` seconds (all at once for
+/// 0), stopping early once the server closes; what came back (empty if nothing) and when it ended.
+private func rawPOST(port: Int, path: String, body: [UInt8], pause: Double) throws -> (text: String, seconds: Double) {
+    let fd = try connectedSocket(port: port)
+    defer { close(fd) }
     var ignore = sigaction()
     ignore.__sigaction_handler.sa_handler = SIG_IGN
     sigaction(SIGPIPE, &ignore, nil)
@@ -586,17 +595,8 @@ private func rawPOST(port: Int, path: String, body: [UInt8], pause: Double) thro
 
 /// One HTTP/1.1 GET over a plain socket (Connection: close); the whole answer as text.
 private func rawGET(port: Int, path: String) throws -> String {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw TransportTestError("socket") }
+    let fd = try connectedSocket(port: port)
     defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = in_port_t(UInt16(port).bigEndian)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    }
-    guard connected == 0 else { throw TransportTestError("connect") }
     let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n".utf8)
     _ = request.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
     var answer: [UInt8] = []
