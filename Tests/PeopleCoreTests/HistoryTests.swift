@@ -189,7 +189,7 @@ struct HistoryTests {
     }
 
     @Test("restore's moves: the longest run already in order stays, ties keep earlier people")
-    func fewestMoves() {
+    func fewestMoves() throws {
         #expect(Room.longestIncreasingRun([1, 3, 0, 2]) == [0, 1])
         #expect(Room.longestIncreasingRun([2, 0, 1]) == [1, 2])
         #expect(Room.longestIncreasingRun([]) == [])
@@ -199,7 +199,7 @@ struct HistoryTests {
         let batch = Room.restoreBatch(from: current, to: target)
         #expect(batch.count == 2, "\(batch)")
         var model = current
-        try? model.apply(batch: batch)
+        _ = try model.apply(batch: batch)
         #expect(model == target)
     }
 

@@ -270,10 +270,9 @@ final class LogRecorder: Sendable {
             set { metadata[key] = newValue }
         }
 
-        func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
-                 file: String, function: String, line: UInt) {
-            let all = self.metadata.merging(metadata ?? [:]) { $1 }.mapValues { "\($0)" }
-            recorder.recorded.withLock { $0.append(Line(level: level, message: "\(message)", metadata: all)) }
+        func log(event: LogEvent) {
+            let all = metadata.merging(event.metadata ?? [:]) { $1 }.mapValues { "\($0)" }
+            recorder.recorded.withLock { $0.append(Line(level: event.level, message: "\(event.message)", metadata: all)) }
         }
     }
 }
