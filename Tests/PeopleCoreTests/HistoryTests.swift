@@ -201,6 +201,11 @@ struct HistoryTests {
         var model = current
         _ = try model.apply(batch: batch)
         #expect(model == target)
+        // Equally long runs: the one with the people earliest in the room now stays (SEMANTICS.md
+        // decision 18): [2, 1, 3] to [1, 2, 3] keeps 2 and 3 and moves 1 to the front.
+        let tie = Room.restoreBatch(from: PeopleModel(people: [people[1], people[0], people[2]]),
+                                    to: PeopleModel(people: Array(people[0...2])))
+        #expect(tie == [.move(1, to: 0)], "\(tie)")
     }
 
     // MARK: H7, H8: timeline and attribution
