@@ -228,7 +228,11 @@ struct HubService: Service, CustomStringConvertible {
         try? await gracefulShutdown()
         logger.info("shutdown requested")
         await hub.drain()
+        // The deliverer writes the cursors of what it delivered last, then the store closes (it was
+        // closed by the drain before, so those writes failed, one backoff each, and a restart sent
+        // those revisions again).
         await webhooks?.shutdown()
+        store.close()
         logger.info("stopped")
     }
 }

@@ -712,6 +712,34 @@ def test_an_export_imported_again_after_a_deletion_is_delivered_again_under_new_
     assert not receiver.problems(), receiver.problems()
 
 
+def test_a_clean_stop_writes_the_last_cursors_so_a_restart_repeats_nothing(hub_factory, receiver_factory, tmp_path, rooms):
+    """From a code review (session 19): SIGTERM closed the store at the end of the drain, and only then
+    did the webhook deliverer write the cursors of what it had delivered last (a lane writes its cursor
+    every 100 deliveries or 250 ms): each write failed, logged, and waited a second, and after the
+    restart those revisions were sent again. Five rooms' revisions are delivered, the hub is stopped at
+    once, and restarted: no warning, no repeat."""
+    receiver, secrets = receiver_factory("/hook")
+    hooks = webhook_config(tmp_path, receiver, secrets, [{"path": "/hook", "rooms": ["*"], "events": ["revision"]}])
+    hub = hub_factory({**SQLITE, "webhooks": hooks})
+    names = [rooms(f"-{n}") for n in range(5)]
+    writers = [hub.join(name, "ann") for name in names]
+    for i in range(6):
+        for w in writers:
+            w.edit([set_op(1 + i % 3, "name", f"Name {i}")])
+    for w in writers:
+        w.close()
+    wait_for(lambda: all(len(receiver.delivered("/hook", name)) == 6 for name in names), 30,
+             lambda: {name: len(receiver.delivered("/hook", name)) for name in names})
+    assert hub.terminate() == 0
+    assert "cannot write the webhook cursor" not in hub.stderr(), hub.stderr()[-3000:]
+    hub.restart()
+    time.sleep(2)                    # what a restart would send again, it sends within this
+    posts = collections.Counter(a.doc.get("id") for a in receiver.snapshot()
+                                if a.counted and isinstance(a.doc, dict) and a.doc.get("room") in names)
+    assert sum(posts.values()) == 30 and set(posts.values()) == {1}, \
+        [(i, n) for i, n in posts.items() if n > 1]
+
+
 def test_an_admin_re_enables_an_endpoint_by_its_url(hub_factory, receiver_factory, tmp_path, room):
     """POST /v1/webhooks/enable: 404 for a URL no endpoint has, 400 without one, 200 with every endpoint's
     state for a configured one (the dispatcher's re-enable itself: PeopleWebhooksTests)."""

@@ -62,13 +62,14 @@ public final class HubGroup: WebSocketServerDelegate, @unchecked Sendable {
     }
 
     /// Stops taking messages on every thread, lets the server close every connection with 1001 and stop,
-    /// then stores a snapshot of every room changed since its last one and waits for the store.
+    /// then hands the store a snapshot of every room changed since its last one. The store stays open:
+    /// the caller closes it (which waits for those writes) once nothing else writes to it, the webhook
+    /// deliverer's last cursors included.
     public func drain() async {
         guard let server else { return }
         for hub in hubs { hub.beginDrain() }
         await server.drain(code: 1001, reason: "hub shutting down")
         for hub in hubs { hub.finishDrain() }
-        store.close()
     }
 
     // MARK: Which thread owns what
