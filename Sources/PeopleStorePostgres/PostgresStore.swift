@@ -5,6 +5,7 @@ import NIOPosix
 import PeopleCore
 import PeopleStore
 import PostgresNIO
+import Synchronization
 
 /// The cluster store: PostgreSQL, shared by several hub nodes, each room owned by one node at a time.
 ///
@@ -44,7 +45,8 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     private let readersLock = NSLock()
     private var writer: GroupCommitWriter!
     private var leasesLostHandlers: [@Sendable () -> Void] = []
-    private var nextConnectionID = 0
+    /// Connection ids for postgres-nio's logs (connections are opened with and without `lock`).
+    private let connectionIDs = Atomic<Int>(0)
     /// Seconds after which PostgreSQL gives up on this node's writer connection once it stops
     /// answering (its leases then free).
     private let leaseTimeout: Int
@@ -97,16 +99,16 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     // MARK: Connections
 
     private func connect() throws -> PostgresConnection {
-        nextConnectionID += 1
+        let id = connectionIDs.add(1, ordering: .relaxed).newValue
         do {
             return try PostgresConnection.connect(on: group.next(), configuration: configuration,
-                                                  id: nextConnectionID, logger: logger).wait()
+                                                  id: id, logger: logger).wait()
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "28000" {
             // 28000: pg_hba.conf has no entry for this connection (here: over TLS). libpq's prefer
             // then tries without TLS.
             guard let plain = plainFallback else { throw error }
             let connection = try PostgresConnection.connect(on: group.next(), configuration: plain,
-                                                            id: nextConnectionID, logger: logger).wait()
+                                                            id: id, logger: logger).wait()
             logger.warning("PostgreSQL refused this user over TLS (pg_hba.conf); connected in plain text, as sslmode prefer allows")
             return connection
         }
@@ -131,10 +133,20 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         return connection
     }
 
+    /// Runs `body` on a pooled connection (not the writer's: reads, and writes that need no group
+    /// commit). A connection whose `body` threw is closed, not pooled again (it may be mid-statement;
+    /// before, it was neither, and each failing call leaked one server connection). Connecting does
+    /// not hold `lock`, so a slow connect never holds up commits and lease calls.
     private func withReader<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         let reused = readersLock.withLock { readers.popLast() }
-        let connection = try reused.flatMap { $0.isClosed ? nil : $0 } ?? lock.withLock { try connect() }
-        let result = try body(connection)
+        let connection = try reused.flatMap { $0.isClosed ? nil : $0 } ?? connect()
+        let result: T
+        do {
+            result = try body(connection)
+        } catch {
+            if !connection.isClosed { _ = try? (connection.close() as EventLoopFuture<Void>).wait() }
+            throw error
+        }
         let kept = readersLock.withLock { () -> Bool in
             guard readers.count < 4 else { return false }
             readers.append(connection)
@@ -480,7 +492,8 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                     LEFT JOIN LATERAL (SELECT j.revision, j.at FROM journal j
                                        WHERE j.room = s.room AND j.revision IS NOT NULL
                                        ORDER BY j.revision DESC LIMIT 1) h ON true
-                    WHERE s.room COLLATE "C" > \(after) AND starts_with(s.room, \(prefix))
+                    WHERE s.room COLLATE "C" > \(after) AND s.room COLLATE "C" >= \(prefix)
+                      AND starts_with(s.room, \(prefix))
                     ORDER BY s.room COLLATE "C" LIMIT \(limit)
                     """, on: connection).rows.map { row in
                     let (name, people, saved, head, at) = try row.decode((String, Int?, Int?, Int?, Int?).self)

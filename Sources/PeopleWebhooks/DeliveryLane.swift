@@ -117,8 +117,10 @@ struct DeliveryLane: Sendable {
     }
 
     private mutating func step(endpointFailing: Bool, chunk: Int, now: Int64, cursorBatch: Int, cursorInterval: Int64) -> Step {
-        if endpointFailing { return stop() }
+        // A cursor to reset is a store write, not a POST: it goes even while the endpoint fails, so a
+        // room made meanwhile has its cursor before a deletion looks for what the endpoint is owed.
         if let reset { return .resetCursor(reset) }
+        if endpointFailing { return stop() }
         if let done = forgetting.first { return .forgetNotice(done) }
         // An owed revision read is the earliest left; a room event may have unread ones before it.
         if owedPending, notices.first?.revision == nil { return .loadOwed(after: owedRead, limit: max(chunk, 1)) }
@@ -288,8 +290,10 @@ struct DeliveryLane: Sendable {
     /// The front item was answered with a 2xx.
     mutating func delivered(_ item: LaneItem, generation: Int) {
         switch item {
-        case .notice:
-            if !notices.isEmpty { forgetting.append(notices.removeFirst()) }
+        case .notice(let sent):
+            // The event that was sent, wherever it is now: `restored` may have put an older one in
+            // front of it while it was being posted.
+            if let index = notices.firstIndex(of: sent) { forgetting.append(notices.remove(at: index)) }
         case .revision(let revision):
             guard generation == self.generation, buffer.first?.number == revision.number else { return }
             buffer.removeFirst()

@@ -55,6 +55,36 @@ struct DeliveryLaneTests {
         guard case .read(after: 0, through: 2, _) = step() else { Issue.record("expected revisions from the first"); return }
     }
 
+    @Test("from a code review: a room made while its endpoint fails still gets its cursor at 0 (a deletion then knows what is owed); a delivered event is the one sent, though an older one came in front")
+    func resetWhileFailingAndTheEventSent() {
+        var lane = DeliveryLane()
+        let created = RoomNotice(event: .roomCreated, time: 1_000)
+        lane.created(created)
+        guard case .resetCursor(.zero) = lane.next(endpointFailing: true, chunk: 10) else {
+            Issue.record("expected the cursor reset even while failing"); return
+        }
+        lane.didReset(.zero)
+        guard case .stop = lane.next(endpointFailing: true, chunk: 10) else { Issue.record("expected nothing posted while failing"); return }
+
+        var other = DeliveryLane()
+        let deleted = RoomNotice(event: .roomDeleted, time: 2_000), kept = RoomNotice(event: .roomCreated, time: 500)
+        other.deleted(deleted)
+        guard case .resetCursor(.forget) = other.next(endpointFailing: false, chunk: 10) else { Issue.record("expected forget"); return }
+        other.didReset(.forget)
+        guard case .post(.notice(deleted), let generation) = other.next(endpointFailing: false, chunk: 10) else {
+            Issue.record("expected room.deleted posted"); return
+        }
+        other.restored([kept])                        // the store's older event, found while room.deleted was out
+        other.delivered(.notice(deleted), generation: generation)
+        guard case .forgetNotice(deleted) = other.next(endpointFailing: false, chunk: 10) else {
+            Issue.record("expected room.deleted forgotten, not the older event"); return
+        }
+        other.forgot(deleted)
+        guard case .post(.notice(kept), _) = other.next(endpointFailing: false, chunk: 10) else {
+            Issue.record("expected the older event still to be posted"); return
+        }
+    }
+
     @Test("a deleted room's kept notices are delivered and removed, and nothing else: no cursor is written for it")
     func keptNoticesOfADeletedRoom() {
         var lane = DeliveryLane()
