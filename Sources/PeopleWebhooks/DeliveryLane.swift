@@ -152,8 +152,11 @@ struct DeliveryLane: Sendable {
     // MARK: Events from the hub
 
     /// A revision of the room is durable.
-    mutating func revisionDurable(_ rev: Int) {
-        if cursor == nil && startAt == nil { startAt = rev - 1 }
+    mutating func revisionDurable(_ rev: Int, after: Int? = nil) {
+        // Revisions `after`+1 ... `rev` became durable together (one revision by default): a lane that
+        // has no cursor yet starts before the first of them (at room load, `after` is the head: the
+        // lane starts there, as an endpoint without a stored cursor does).
+        if cursor == nil && startAt == nil { startAt = min(after ?? rev - 1, rev) }
         head = max(head, rev)
     }
 

@@ -127,13 +127,14 @@ public final class WebhookDispatcher: Sendable {
     /// A revision of `room` is durable. Called from the hub's service thread for every one, in order:
     /// records it and wakes the room's lanes; never blocks. `revisions` (the durable ones up to `rev`,
     /// oldest first, as the hub has them) are kept as a copy of the store's latest, so lanes that keep
-    /// up need not read the store; anything else is read from it.
-    public func revisionDurable(room: String, rev: Int, revisions: [Revision] = []) {
+    /// up need not read the store; anything else is read from it. `after`: the revisions after it
+    /// through `rev` became durable together (default `rev` - 1); a lane with no cursor starts there.
+    public func revisionDurable(room: String, rev: Int, after: Int? = nil, revisions: [Revision] = []) {
         let wanting = endpointIndices(wanting: .revision, of: room)
         guard !wanting.isEmpty else { return }
         state.withLock { state in
             if !revisions.isEmpty { state.recent[room, default: RecentRevisions()].add(revisions) }
-            for index in wanting { update(LaneKey(endpoint: index, room: room), in: &state) { $0.revisionDurable(rev) } }
+            for index in wanting { update(LaneKey(endpoint: index, room: room), in: &state) { $0.revisionDurable(rev, after: after) } }
         }
     }
 

@@ -665,7 +665,10 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
     /// On another context than the request's home, a request the delegate claims is handed to the
     /// home thread (and answered from there through the exchange); the rest is served here.
     private func dispatch(wsi: OpaquePointer, _ request: HTTPRequest) -> Int32 {
-        guard let delegate else { return respond(wsi: wsi, HTTPResponse(status: 503, text: "stopping\n")) }
+        // A HEAD's answer is the head alone, its errors too (a body after it would be read as the
+        // start of the next answer on the connection).
+        let headOnly = request.method == "HEAD"
+        guard let delegate else { return respond(wsi: wsi, HTTPResponse(status: 503, text: "stopping\n"), headOnly: headOnly) }
         let home = home(forPath: request.path)
         if home === self || delegate.claims(request) {
             nextExchange += 1
@@ -699,9 +702,9 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         if request.path == "/v1" || request.path.hasPrefix("/v1/") {
             // The API's errors are JSON, a path no route has included.
             return respond(wsi: wsi, HTTPResponse(status: 404, contentType: "application/json",
-                                                  body: Self.errorBody("not-found", "no route has this path")))
+                                                  body: Self.errorBody("not-found", "no route has this path")), headOnly: headOnly)
         }
-        return respond(wsi: wsi, HTTPResponse(status: 404, text: "not found\n"))
+        return respond(wsi: wsi, HTTPResponse(status: 404, text: "not found\n"), headOnly: headOnly)
     }
 
     /// An exchange's answer (service thread): written when the socket can take it.

@@ -79,7 +79,7 @@ final class DispatcherWebhooks: HubWebhooks {
     init(_ dispatcher: WebhookDispatcher) { self.dispatcher = dispatcher }
 
     func revisionsDurable(room: String, after: Int, through: Int, revisions: [Revision]) {
-        dispatcher.revisionDurable(room: room, rev: through, revisions: revisions)
+        dispatcher.revisionDurable(room: room, rev: through, after: after, revisions: revisions)
     }
     func notices(roomCreated room: String, time: Int64) -> [WebhookNotice] {
         dispatcher.notices(.roomCreated, room: room, time: time)

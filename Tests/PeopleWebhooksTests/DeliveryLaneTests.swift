@@ -85,6 +85,20 @@ struct DeliveryLaneTests {
         }
     }
 
+    @Test("from a code review: a lane with no cursor starts before the first of the revisions made durable together, and at the head when a load says nothing is new")
+    func startsAtTheBatch() {
+        var batch = DeliveryLane()
+        batch.revisionDurable(8, after: 5)            // one commit of revisions 6, 7 and 8
+        guard case .loadCursor = batch.next(endpointFailing: false, chunk: 10) else { Issue.record("expected loadCursor"); return }
+        batch.loaded(nil)
+        guard case .writeCursor(5) = batch.next(endpointFailing: false, chunk: 10) else { Issue.record("expected the start at 5"); return }
+        var loaded = DeliveryLane()
+        loaded.revisionDurable(8, after: 8)           // the room loaded at 8: nothing new
+        guard case .loadCursor = loaded.next(endpointFailing: false, chunk: 10) else { Issue.record("expected loadCursor"); return }
+        loaded.loaded(nil)
+        guard case .writeCursor(8) = loaded.next(endpointFailing: false, chunk: 10) else { Issue.record("expected the start at the head"); return }
+    }
+
     @Test("a deleted room's kept notices are delivered and removed, and nothing else: no cursor is written for it")
     func keptNoticesOfADeletedRoom() {
         var lane = DeliveryLane()

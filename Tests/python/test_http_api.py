@@ -1387,6 +1387,12 @@ def test_head_answers_what_get_would_without_the_body(hub, room, clients):
     refused = reader.request("DELETE", "/healthz")
     assert refused.status == 405, refused
     assert set(refused.headers["allow"].split(", ")) == {"GET", "HEAD"}
+    # A path nothing serves: the 404's head alone, then the next request's answer (from a code review,
+    # session 19: the 404's body followed, and was read as the start of the next answer).
+    for path in ["/nothing-here", "/v1/nothing"]:
+        (status, _, rest), after = _head_then_get(hub.port, path)
+        assert status == 404 and rest == b"", (path, rest)
+        assert after.startswith(b"HTTP/1.1 200 OK\r\n") and after.endswith(b"\r\n\r\nok\n"), (path, after[:300])
 
 
 def test_a_token_with_hundreds_of_room_patterns_fits_in_a_request(token_hub, room, clients):

@@ -269,8 +269,17 @@ extension Hub {
         let store = store
         let name = host.room.name
         let box = UncheckedSendable((connection, client, host))
+        let logger = logger
         runtime.background { [weak self] in
-            let earlier = (try? store.revisions(room: name, after: read.after, through: read.through)) ?? []
+            let earlier: [Revision]
+            do {
+                earlier = try store.revisions(room: name, after: read.after, through: read.through)
+            } catch {
+                // Joined without them: a full welcome (its `reset` cannot be decided). Said, not swallowed.
+                logger.error("cannot read the revisions a joining client's since needs; it gets the whole room",
+                             metadata: ["room": "\(name)", "error": "\(error)"])
+                earlier = []
+            }
             self?.back(box) { hub, box in
                 let (connection, client, host) = box.value
                 host.catchingUp -= 1
