@@ -36,11 +36,6 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 # client's browser tests (selenium, headless).
 APT_PACKAGES := libwebsockets-dev pkg-config libsqlite3-dev postgresql-15 tmux chromium chromium-driver
 
-# Every debug build of the Makefile: without indexing-while-building (SwiftPM's default writes an index
-# store for editors, about 100 MB, as it compiles: work no target here uses). One set of flags for all
-# targets, so `make run` after `make test` builds nothing again.
-SWIFT_BUILD := swift build --disable-index-store
-
 # `make venv` runs `python3 -m venv`, which on Debian needs python3-venv (ensurepip); `deps` installs it
 # when the python3 on PATH cannot import ensurepip (a python3 that can, from pyenv say, needs nothing).
 VENV_PACKAGE := python3-venv
@@ -131,18 +126,18 @@ $(VENV)/.installed: Makefile
 	@touch $@
 
 build: deps
-	$(SWIFT_BUILD) --build-tests
+	swift build --build-tests
 
 # The terminal client alone (debug build), e.g. for the README's tour of it.
 client: deps
-	$(SWIFT_BUILD) --product peoplekeeper
+	swift build --product peoplekeeper
 	@echo "client: the terminal client is .build/debug/peoplekeeper"
 
 test: deps venv
 	@if [ -z "$(firstword $(JS_TEST_FILES))" ]; then \
 	  echo "test: no JS tests under $(JS_TESTS_DIR)/ yet; node --test is skipped"; \
 	fi
-	$(SWIFT_BUILD) --build-tests
+	swift build --build-tests
 	PEOPLEKEEPER_TRANSPORT_SERVICE_THREADS=1 swift test --skip-build --parallel 2>&1
 	PEOPLEKEEPER_TRANSPORT_SERVICE_THREADS=2 PEOPLEKEEPER_HUB_BIN=$(CURDIR)/.build/debug/peoplekeeper-hub \
 	  PEOPLEKEEPER_CLIENT_BIN=$(CURDIR)/.build/debug/peoplekeeper $(VENV)/bin/python -m pytest -q \
@@ -171,7 +166,7 @@ bench: deps venv
 # libwebsockets 4.1.6, which answers the first of several pending pings only: they are listed as known
 # failures (still printed) so that any other failure fails the target. docs/SECURITY.md has the results.
 conformance: deps
-	$(SWIFT_BUILD) --product peoplekeeper-hub
+	swift build --product peoplekeeper-hub
 	AUTOBAHN_KNOWN_FAILURES="2.10 2.11" scripts/conformance.sh
 
 # Fuzzing (issue 7; not part of `make test`): scripts/fuzz.sh builds peoplekeeper-fuzz with -sanitize=fuzzer in
@@ -190,7 +185,7 @@ fuzz: deps
 DIFF_SEEDS ?= 300
 DIFF_HISTORY ?= 1
 differential: deps venv
-	$(SWIFT_BUILD) --product peoplekeeper-hub
+	swift build --product peoplekeeper-hub
 	PEOPLEKEEPER_DIFF_HISTORY=$(DIFF_HISTORY) PEOPLEKEEPER_DIFF_SEEDS=$(DIFF_SEEDS) \
 	  PEOPLEKEEPER_HUB_BIN=$(CURDIR)/.build/debug/peoplekeeper-hub \
 	  $(VENV)/bin/python -m pytest -q Tests/python/test_differential.py
@@ -205,13 +200,13 @@ docker-test: deps docker-deps venv
 
 # The soak (issue 7): `make test` runs it for 2 minutes; this runs it for 30.
 soak: deps venv
-	$(SWIFT_BUILD) --product peoplekeeper-hub
-	$(SWIFT_BUILD) --product peoplekeeper
+	swift build --product peoplekeeper-hub
+	swift build --product peoplekeeper
 	PEOPLEKEEPER_SOAK_SECONDS=1800 PEOPLEKEEPER_TRANSPORT_SERVICE_THREADS=2 PEOPLEKEEPER_HUB_BIN=$(CURDIR)/.build/debug/peoplekeeper-hub \
 	  PEOPLEKEEPER_CLIENT_BIN=$(CURDIR)/.build/debug/peoplekeeper $(VENV)/bin/python -m pytest -q -s Tests/python/test_soak.py
 
 run: deps
-	$(SWIFT_BUILD) --product peoplekeeper-hub
+	swift build --product peoplekeeper-hub
 	exec .build/debug/peoplekeeper-hub --config Config/peoplekeeper.yaml
 
 clean:
