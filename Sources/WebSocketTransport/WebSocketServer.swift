@@ -446,10 +446,9 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             return 0
 
         case LWS_CALLBACK_HTTP:
-            let path = input.map { pointer in
-                let bytes = pointer.assumingMemoryBound(to: UInt8.self)
-                return Array(UnsafeBufferPointer(start: bytes, count: strlen(pointer.assumingMemoryBound(to: CChar.self))))
-            } ?? Array("/".utf8)
+            // The path's bytes as lws decoded them (checked in startHTTP before they become a String).
+            let path = input.map { Array(UnsafeRawBufferPointer(start: $0, count: strlen($0.assumingMemoryBound(to: CChar.self)))) }
+                ?? Array("/".utf8)
             return startHTTP(wsi: wsi, path: path)
 
         case LWS_CALLBACK_HTTP_BODY:

@@ -582,15 +582,9 @@ private func rawPOST(port: Int, path: String, body: [UInt8], pause: Double) thro
             if [byte].withUnsafeBytes({ write(fd, $0.baseAddress, 1) }) != 1 { break }
         }
     }
-    var answer: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    while true {
-        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        if n <= 0 { break }
-        answer += buffer[0..<n]
-    }
+    let answer = readAnswer(fd)
     let elapsed = start.duration(to: .now)
-    return (String(decoding: answer, as: UTF8.self), Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+    return (answer, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
 }
 
 /// One HTTP/1.1 GET over a plain socket (Connection: close); the whole answer as text.
@@ -599,6 +593,12 @@ private func rawGET(port: Int, path: String) throws -> String {
     defer { close(fd) }
     let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n".utf8)
     _ = request.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    return readAnswer(fd)
+}
+
+/// What the server sends on `fd` until it closes, or until the declared body of its answer is in (a
+/// keep-alive answer would not end the stream); empty if it closed without a word.
+private func readAnswer(_ fd: Int32) -> String {
     var answer: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 4096)
     while true {
