@@ -89,6 +89,8 @@ final class HubProcess: @unchecked Sendable {
             process.terminate()
             process.waitUntilExit()
             Thread.sleep(forTimeInterval: 0.1)
+            // A hub that never started leaves nothing behind (a test may expect this failure).
+            if !keepsDirectory { try? FileManager.default.removeItem(at: self.directory) }
             throw HubTestError("the hub did not print its port; stdout: \(text); stderr: \(stderrText())")
         }
         self.port = port
@@ -128,6 +130,17 @@ final class HubProcess: @unchecked Sendable {
 
     /// What the hub wrote to stderr so far.
     func stderrText() -> String { sink.text }
+
+    /// Whether the hub writes `text` to stderr within `timeout` seconds: its lines reach this process
+    /// through a pipe, maybe after a client has seen what followed them (a close, say).
+    func stderrWillContain(_ text: String, timeout: Double = 10) async -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !sink.text.contains(text) {
+            guard Date() < deadline else { return false }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return true
+    }
 
     deinit {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }

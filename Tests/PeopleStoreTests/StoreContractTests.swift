@@ -620,8 +620,10 @@ struct InMemoryStoreContractTests {
 }
 
 @Suite("Store contract: SQLite")
-struct SQLiteStoreContractTests {
+final class SQLiteStoreContractTests: Sendable {
+    // A class so that each test's directory goes away with its instance.
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pk-sqlite-\(UUID().uuidString)").path
+    deinit { try? FileManager.default.removeItem(atPath: directory) }
     var contract: StoreContract {
         let path = directory + "/data/peoplekeeper.sqlite"
         return StoreContract(open: { try SQLiteStore(path: path, logger: storeLogger) }, durable: true)
