@@ -41,8 +41,10 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     private var writerConnection: PostgresConnection?
     /// Rooms whose lease this node holds, and what on the node needs each (`LeaseHolder`).
     private var owned: [String: Set<LeaseHolder>] = [:]
-    private var readers: [PostgresConnection] = []
-    private let readersLock = NSLock()
+    /// Up to four idle connections for reads and for writes that wait for no group commit
+    /// (`withPooledConnection`); guarded by `poolLock`.
+    private var pool: [PostgresConnection] = []
+    private let poolLock = NSLock()
     private var writer: GroupCommitWriter!
     private var leasesLostHandlers: [@Sendable () -> Void] = []
     /// Connection ids for postgres-nio's logs (connections are opened with and without `lock`).
@@ -137,8 +139,8 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     /// commit). A connection whose `body` threw is closed, not pooled again (it may be mid-statement;
     /// before, it was neither, and each failing call leaked one server connection). Connecting does
     /// not hold `lock`, so a slow connect never holds up commits and lease calls.
-    private func withReader<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
-        let reused = readersLock.withLock { readers.popLast() }
+    private func withPooledConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        let reused = poolLock.withLock { pool.popLast() }
         let connection = try reused.flatMap { $0.isClosed ? nil : $0 } ?? connect()
         let result: T
         do {
@@ -147,9 +149,9 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             if !connection.isClosed { _ = try? (connection.close() as EventLoopFuture<Void>).wait() }
             throw error
         }
-        let kept = readersLock.withLock { () -> Bool in
-            guard readers.count < 4 else { return false }
-            readers.append(connection)
+        let kept = poolLock.withLock { () -> Bool in
+            guard pool.count < 4 else { return false }
+            pool.append(connection)
             return true
         }
         if !kept { _ = try? (connection.close() as EventLoopFuture<Void>).wait() }
@@ -432,7 +434,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     public func load(room: String) throws(StoreError) -> StoredRoom? {
         let stored: StoredRoom?
         do {
-            stored = try withReader { connection -> StoredRoom? in
+            stored = try withPooledConnection { connection -> StoredRoom? in
                 let rows = try run("SELECT position, revision, floor, state FROM snapshots WHERE room = \(room)", on: connection)
                 guard let row = rows.rows.first else { return nil }
                 let (position, revision, floor, state) = try row.decode((Int, Int, Int, String).self)
@@ -454,7 +456,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
 
     public func revisions(room: String, after: Int, through: Int) throws(StoreError) -> [Revision] {
         do {
-            return try withReader { connection in
+            return try withPooledConnection { connection in
                 try records(run("""
                     SELECT position, record FROM journal WHERE room = \(room) AND revision > \(after)
                     AND revision <= \(through) ORDER BY revision
@@ -467,7 +469,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
 
     public func checkpoint(room: String, atOrBelow rev: Int) throws(StoreError) -> Checkpoint? {
         do {
-            return try withReader { connection -> Checkpoint? in
+            return try withPooledConnection { connection -> Checkpoint? in
                 guard let row = try run("""
                     SELECT revision, people FROM checkpoints WHERE room = \(room) AND revision <= \(rev)
                     ORDER BY revision DESC LIMIT 1
@@ -485,7 +487,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     public func listRooms(after: String?, prefix: String?, limit: Int) throws(StoreError) -> [StoredRoomSummary] {
         let after = after ?? "", prefix = prefix ?? "", limit = max(limit, 0)
         do {
-            return try withReader { connection in
+            return try withPooledConnection { connection in
                 try run("""
                     SELECT s.room, s.people, s.saved_at, h.revision, h.at
                     FROM snapshots s
@@ -506,11 +508,11 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         }
     }
 
-    /// On a reader connection, for a room the store has.
+    /// On a pooled connection, for a room the store has.
     public func keepCheckpoint(_ checkpoint: Checkpoint, room: String) throws(StoreError) {
         let people = checkpoint.peopleText
         do {
-            _ = try withReader { connection in
+            _ = try withPooledConnection { connection in
                 try run("""
                     INSERT INTO checkpoints (room, revision, people)
                     SELECT \(room), \(checkpoint.revision), \(people) WHERE EXISTS (SELECT 1 FROM snapshots WHERE room = \(room))
@@ -526,7 +528,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     /// revision index; the pending ones kept.
     public func webhookBacklog(endpoint: String) throws(StoreError) -> [WebhookBacklog] {
         do {
-            return try withReader { connection in
+            return try withPooledConnection { connection in
                 try run("""
                     WITH rooms AS (SELECT room FROM webhook_cursors WHERE endpoint = \(endpoint)
                                    UNION SELECT room FROM webhook_notices WHERE endpoint = \(endpoint)
@@ -552,7 +554,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
 
     public func webhookCursors(endpoint: String) throws(StoreError) -> [String: Int] {
         do {
-            return try withReader { connection in
+            return try withPooledConnection { connection in
                 var cursors: [String: Int] = [:]
                 for row in try run("SELECT room, rev FROM webhook_cursors WHERE endpoint = \(endpoint)", on: connection).rows {
                     let (room, rev) = try row.decode((String, Int).self)
@@ -574,7 +576,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
 
     public func webhookNotices(endpoint: String) throws(StoreError) -> [WebhookNotice] {
         do {
-            return try withReader { connection in
+            return try withPooledConnection { connection in
                 try run("SELECT room, event, at FROM webhook_notices WHERE endpoint = \(endpoint) ORDER BY at, id",
                         on: connection).rows.map { row in
                     let (room, event, at) = try row.decode((String, String, Int).self)
@@ -588,7 +590,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
 
     public func owedRevisions(endpoint: String, room: String, after: OwedPosition?, limit: Int) throws(StoreError) -> [WebhookNotice] {
         do {
-            return try withReader { connection in
+            return try withPooledConnection { connection in
                 let (time, rev) = after.map { (Int($0.time), $0.rev) } ?? (Int.min, Int.min)
                 return try run("""
                     SELECT deleted_at, record FROM webhook_owed WHERE endpoint = \(endpoint) AND room = \(room)
@@ -607,7 +609,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
 
     public func roomsOwed(endpoint: String) throws(StoreError) -> Set<String> {
         do {
-            return try withReader { connection in
+            return try withPooledConnection { connection in
                 Set(try run("SELECT DISTINCT room FROM webhook_owed WHERE endpoint = \(endpoint)", on: connection).rows
                     .map { try $0.decode(String.self) })
             }
@@ -618,7 +620,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
 
     public func removeWebhookNotice(_ notice: WebhookNotice) throws(StoreError) {
         do {
-            try withReader { connection in
+            try withPooledConnection { connection in
                 if let revision = notice.revision {
                     _ = try run("""
                         DELETE FROM webhook_owed WHERE endpoint = \(notice.endpoint) AND room = \(notice.room)
@@ -639,7 +641,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     /// On a pooled connection in autocommit, not the writer's: a cursor waits for no group commit.
     public func setWebhookCursor(endpoint: String, room: String, rev: Int) throws(StoreError) {
         do {
-            try withReader { connection in
+            try withPooledConnection { connection in
                 _ = try run("""
                     INSERT INTO webhook_cursors (endpoint, room, rev) VALUES (\(endpoint), \(room), \(rev))
                     ON CONFLICT (endpoint, room) DO UPDATE SET rev = greatest(webhook_cursors.rev, EXCLUDED.rev)
@@ -652,7 +654,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
 
     public func removeWebhookCursor(endpoint: String, room: String) throws(StoreError) {
         do {
-            try withReader { connection in
+            try withPooledConnection { connection in
                 _ = try run("DELETE FROM webhook_cursors WHERE endpoint = \(endpoint) AND room = \(room)", on: connection)
             }
         } catch {
@@ -781,9 +783,9 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             _ = try? (writerConnection?.close() as EventLoopFuture<Void>?)?.wait()
             writerConnection = nil
         }
-        readersLock.withLock {
-            for connection in readers { _ = try? (connection.close() as EventLoopFuture<Void>).wait() }
-            readers = []
+        poolLock.withLock {
+            for connection in pool { _ = try? (connection.close() as EventLoopFuture<Void>).wait() }
+            pool = []
         }
         try? group.syncShutdownGracefully()
     }
