@@ -8,7 +8,7 @@ struct Open: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "The interactive screen: edit a room live, with your own undo.",
         discussion: """
-            Keys: ↑↓ or j k move, Tab / → / ← switch between the list and the details, Enter edits the \
+            Keys: ↑↓ or j k move (PgUp / PgDn a page, Home / End or g / G to the first / last), Tab / → / ← switch between the list and the details, Enter edits the \
             field (typing a name sends each character; on a color, a length or a topic a chooser: ← → \
             then Enter sets the value in one change, Esc leaves it; glasses and facial hair turn on / \
             off), a adds, d deletes (asks), m moves, u / r undo / redo your newest change, U / R your \

@@ -254,7 +254,7 @@ extension Screen {
     /// the body of a 24-line one).
     static let help = [
         "Keys",
-        "↑↓ j k   move",
+        "↑↓ jk PgUp/PgDn g/G move",
         "Tab → ←  list / details",
         "Enter    on a field: type",
         "         the name, choose",

@@ -39,6 +39,10 @@ extension Screen {
             switch key {
             case .up, .char("k"): move(by: -1)
             case .down, .char("j"): move(by: 1)
+            case .pageUp: move(by: -listPage)
+            case .pageDown: move(by: listPage)
+            case .home, .char("g"): move(by: -people.count)
+            case .end, .char("G"): move(by: people.count)
             case .enter, .escape, .char("m"): mode = .normal
             default: break
             }
@@ -59,6 +63,11 @@ extension Screen {
         case .char("?"): mode = .help
         case .up, .char("k"): step(-1)
         case .down, .char("j"): step(1)
+        // A big room: a page, or the first / last person, at once (in the details: the first / last row).
+        case .pageUp: step(-listPage)
+        case .pageDown: step(listPage)
+        case .home, .char("g"): step(-max(people.count, Row.all.count))
+        case .end, .char("G"): step(max(people.count, Row.all.count))
         case .tab: inDetails.toggle()
         case .right, .char("l"): if selected != nil { inDetails = true }
         case .left, .escape: inDetails = false
@@ -173,12 +182,17 @@ extension Screen {
         selectedTag = tag
     }
 
+    /// Moves the selected person `delta` places, stopping at either end (a page or Home / End moves
+    /// as far as it can in one edit).
     private func move(by delta: Int) {
         guard let index = selectedIndex, let person = selected else { return }
-        let to = index + delta
-        guard to >= 0, to < people.count else { return }
+        let to = min(max(0, index + delta), people.count - 1)
+        guard to != index else { return }
         perform([.move(person.tag, to: to)], coalesce: "move:\(person.tag)")
     }
+
+    /// People per PgUp / PgDn: the list's height on this terminal.
+    private var listPage: Int { max(1, terminal.size.rows - 6) }
 
     /// Every edit goes through here, labelled with its action name (`actionLabel`, what Undo offers):
     /// the report of the action before goes with it.

@@ -1533,3 +1533,33 @@ def test_the_details_show_who_last_changed_each_field_live(hub, room, screens):
     ann.keys("Escape", "j").wait_for(all_of(shows("Joan"), writer_is("hairColor", r"\(seed\)")))
     ann.keys("k").wait_for(all_of(shows("Ann"), writer_is("hairColor", rf"bob · {RECENT}"),
                                   writer_is("eyeColor", rf"ann · {RECENT}")))
+
+
+def test_page_keys_and_home_end_reach_the_ends_of_a_big_list_and_move_a_person_there_in_one_edit(hub, room, screens):
+    """A room of 60 people (the 3 of the seed and 57 a teammate added): G (End) selects the last,
+    g (Home) the first again, PgDn a page further down; m then End moves the selected person to the
+    bottom in one edit (one revision), Home back to the top. (Before session 20 only ↑ ↓ moved: 59
+    presses to reach the last person, one revision per place moved.)"""
+    obs = observe(hub, room)
+    bob = hub.join(room, "bob")
+    first = bob.tag_block[0]
+    ops = [{"op": "insert", "at": 3 + i, "person": {"tag": first + i, "name": f"P{i:02d}", "hairColor": "brown",
+            "hairLength": "short", "eyeColor": "brown", "glasses": False, "facialHair": [], "likes": [],
+            "dislikes": []}} for i in range(57)]
+    bob.edit(ops, label="Add Person")
+    wait_model(obs, lambda p: len(p) == 60, "60 people in the room")
+    ann = screens(hub, room, "ann")
+    ann.keys("G").wait_for(selection_is("P56"), what="the last person selected by G")
+    ann.keys("g").wait_for(selection_is("Ann"), what="the first person selected by g")
+    ann.keys("End").wait_for(selection_is("P56"), what="the last person selected by End")
+    ann.keys("Home").wait_for(selection_is("Ann"), what="the first person selected by Home")
+    ann.keys("PageDown")
+    ann.wait_for(lambda t: selected_name(t) not in (None, "Ann", "Joan"), what="a page further down after PgDn")
+    ann.keys("Home").wait_for(selection_is("Ann"))
+    rev = obs.rev
+    ann.keys("m", "End", "Enter")
+    people = wait_model(obs, lambda p: p[-1]["name"] == "Ann", "Ann moved to the bottom")
+    assert obs.rev == rev + 1, f"one edit for the whole move, the room went from {rev} to {obs.rev}"
+    ann.keys("m", "Home", "Enter")
+    wait_model(obs, lambda p: p[0]["name"] == "Ann", "Ann moved back to the top")
+    bob.close()
