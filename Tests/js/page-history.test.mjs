@@ -61,6 +61,27 @@ test('the timeline reads the newest page first, then older pages as the user rea
   assert.equal(t.nextRequest(), null);
 });
 
+test('live revisions do not pile up: past maxRows the oldest rows go, and come back when the user scrolls to them', () => {
+  const t = new Timeline({ pageSize: 3, maxRows: 4 });
+  t.sent(1, t.nextRequest());
+  t.answered(1, page(3, 1, false));
+  assert.deepEqual(t.rows.map((e) => e.rev), [3, 2, 1, 0], 'the whole room, and how it started');
+  for (let rev = 4; rev <= 9; rev += 1) t.revision(entry(rev));
+  assert.deepEqual(t.entries.map((e) => e.rev), [9, 8, 7, 6], 'four rows kept, newest first');
+  assert.equal(t.more, true, 'the dropped rows can be loaded again');
+  t.loadOlder();
+  const older = t.nextRequest();
+  assert.deepEqual(older, { kind: 'older', before: 6, limit: 3 });
+  t.sent(2, older);
+  t.answered(2, page(5, 3, true));
+  assert.deepEqual(t.entries.map((e) => e.rev), [9, 8, 7, 6, 5, 4, 3]);
+  t.revision(entry(10));
+  assert.deepEqual(t.entries.map((e) => e.rev), [10, 9, 8, 7, 6, 5, 4],
+    'as many rows as the user scrolled down to are kept');
+  t.reset();
+  assert.equal(t.keep, 4, 'a new connection starts from maxRows again');
+});
+
 test('live revisions join at the top; a gap reads the timeline again', () => {
   const t = new Timeline({ pageSize: 3 });
   t.revision(entry(1));

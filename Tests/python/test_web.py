@@ -1701,3 +1701,65 @@ def test_a_viewer_sees_the_history_and_who_changed_what_but_no_undo_this_or_rest
                    "val's editor naming ann beside Ann's hair color")
     assert w["text"] == "ann · just now", w
     v.screenshot("1-viewer-history")
+
+
+# -- session 20: a keyboard and screen-reader pass -----------------------------------------------------
+
+ACTIVE = """const e = document.activeElement;
+    return !e || e === document.body ? 'body' : (e.id ? '#' + e.id : e.className || e.tagName.toLowerCase());"""
+
+
+def test_a_teammate_deleting_the_person_you_type_into_sends_focus_to_the_list_not_to_the_next_person(hub, room, browsers):
+    """ann types into Joan's name; bob deletes Joan. ann's next keys must not land on the person shown
+    next (Sam): focus goes to the list, on the selected row, and the notice says bob deleted Joan. The
+    room: Sam's name unchanged. (Before: the editor showed Sam under ann's caret, and "ly" renamed him.)"""
+    obs = observe(hub, room)
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.select(2)
+    a.js("document.getElementById('name').focus();")
+    a.keys(Keys.END, "ie")
+    wait_model(obs, lambda p: field_of(p, 2, "name") == "Joanie", "Joan renamed Joanie as ann types")
+    bob = hub.join(room, "bob")
+    bob.edit([{"op": "remove", "tag": 2}], label="Delete Person")
+    a.wait_for(lambda p: p.selected_tag() == 3, "Sam selected once Joan is gone")
+    a.wait_for(lambda p: p.js("return !!document.activeElement.closest('#people li[data-tag=\"3\"]');"),
+               "the focus on Sam's row in the list, not in the editor")
+    a.wait_for(lambda p: "bob deleted Joanie" in (p.text("#notice") or ""), "#notice saying bob deleted Joanie")
+    a.keys("ly")
+    time.sleep(0.5)  # what the keys would have done has had time to reach the hub
+    rev, people = room_state(hub, room)
+    assert field_of(people, 3, "name") == "Sam", f"ann's keys changed Sam: {by_tag(people, 3)}"
+    bob.close()
+
+
+def test_a_control_that_disables_itself_hands_focus_on_and_teammates_changes_are_announced(hub, room, browsers):
+    """After joining, focus is on the selected row (not the page's body). ann undoes with #undo until it
+    disables: focus moves to #redo, not to the body. bob's changes reach #teammates (a polite live
+    region): the first at once, a burst as one summary, not a text per change."""
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.wait_for(lambda p: p.js("return !!document.activeElement.closest('#people li[data-tag]');"),
+               "the focus on the selected row once the room shows")
+    a.select(1)
+    a.toggle("#glasses")
+    a.wait_for(lambda p: (p.button("#undo") or {}).get("disabled") is False, "#undo enabled")
+    a.js("document.getElementById('undo').focus();")
+    a.keys(Keys.ENTER)
+    a.wait_for(lambda p: (p.button("#undo") or {}).get("disabled") is True, "#undo disabled: nothing left to undo")
+    assert a.js(ACTIVE) == "#redo", f"focus after the last undo: {a.js(ACTIVE)} (expected #redo)"
+
+    live = a.js("return document.getElementById('teammates')?.getAttribute('aria-live');")
+    assert live == "polite", f"#teammates must be a polite live region: {live!r}"
+    a.js("""window.pkSaid = []; new MutationObserver(() => window.pkSaid.push(
+              document.getElementById('teammates').textContent)).observe(
+              document.getElementById('teammates'), {childList: true, characterData: true, subtree: true});""")
+    bob = hub.join(room, "bob")
+    for i in range(6):
+        bob.edit([{"op": "set", "tag": 3, "field": "glasses", "value": i % 2 == 0}], label="Toggle Glasses")
+    a.wait_for(lambda p: any("bob" in t for t in p.js("return window.pkSaid;")), "bob's change said in #teammates")
+    a.wait_for(lambda p: any("changes by teammates" in t for t in p.js("return window.pkSaid;")),
+               "the rest of the burst said as one summary", timeout=8)
+    said = a.js("return window.pkSaid;")
+    assert len(said) <= 3, f"six changes said one by one: {said}"
+    bob.close()

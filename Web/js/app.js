@@ -44,6 +44,8 @@ import { setAttr, setText } from './dom.js';
 
 /** How long a teammate's latest change stays in the activity line (it is not a notice of yours). */
 const ACTIVITY_MS = 8000;
+/** At most one announcement of teammates' changes to screen readers per this many ms. */
+const ANNOUNCE_MS = 3000;
 /** How often relative times ("2 min ago") are redrawn. */
 const CLOCK_MS = 15000;
 const $ = (id) => document.getElementById(id);
@@ -70,6 +72,10 @@ class App {
     this.highlights = new Highlights();
     /** Names of everyone seen, to name people in reports after they are gone. */
     this.knownNames = new Map();
+    /** Tags a teammate removed since the last render, and by whom (to say so when it was the selected person). */
+    this.removedBy = new Map();
+    /** Teammates' changes not yet said to screen readers: {text, count}, or null. */
+    this.unannounced = null;
     this.timers = {};
     this.pendingDelete = null;
     this.lastDown = false;
@@ -312,8 +318,12 @@ class App {
     setAttr($('restore-dialog'), 'data-rev', entry.rev);
     setAttr($('restore-dialog'), 'data-already', already ? 'true' : null);
     setAttr($('restore-dialog'), 'data-offline', offline ? 'true' : null);
+    const hadFocus = document.activeElement === $('confirm-restore');
     $('confirm-restore').hidden = already || offline;
     setText($('cancel-restore'), already || offline ? 'Close' : 'Keep as it is');
+    // The question changed under the user (a teammate's change, the connection): focus stays in the
+    // dialog, and the new words are read out (#restore-text is a live region).
+    if (hadFocus && $('confirm-restore').hidden) $('cancel-restore').focus();
   }
 
   confirmRestore() {
@@ -381,6 +391,26 @@ class App {
     setAttr($('activity'), 'title', text || null);
     clearTimeout(this.timers.activity);
     this.timers.activity = setTimeout(() => setText($('activity'), ''), ACTIVITY_MS);
+    this.announceActivity(text);
+  }
+
+  /**
+   * Teammates' changes, said to screen readers (#teammates, a polite live region) without flooding
+   * them: the first at once, then at most one every ANNOUNCE_MS, naming how many came meanwhile.
+   */
+  announceActivity(text) {
+    if (!text) return;
+    if (this.timers.announce) {
+      this.unannounced = { text, count: (this.unannounced?.count ?? 0) + 1 };
+      return;
+    }
+    setText($('teammates'), text);
+    this.timers.announce = setTimeout(() => {
+      this.timers.announce = null;
+      const left = this.unannounced;
+      this.unannounced = null;
+      if (left) this.announceActivity(left.count > 1 ? `${left.count} changes by teammates; the last: ${left.text}` : left.text);
+    }, ANNOUNCE_MS);
   }
 
   /** What the room said since the last render, then the render. */
@@ -391,6 +421,7 @@ class App {
       switch (n.type) {
         case 'remote': {
           this.highlights.add(n.diffs, n.author);
+          for (const d of n.diffs) if (d.op === 'remove') this.removedBy.set(d.tag, n.author);
           const after = (tag) => this.live.sync.view.get(tag)?.name ?? null;
           this.activity(remoteText(n, this.namesBefore(n), after, this.live.sync.user));
           for (const d of n.diffs) {
@@ -474,23 +505,43 @@ class App {
       this.tokens.keep(this.request.user, this.request.room, this.request.token);
       this.tokenKept = true;
     }
+    const focused = document.activeElement;
+    let focusList = false;
     if (live.everWelcomed && $('room').hidden) {
       this.join.hide();
       $('room').hidden = false;
       document.title = `${this.roomName} — PeopleKeeper`;
-      this.list.focusSelected();
+      focusList = true;  // once the rows are drawn
     }
     const view = live.sync.view;
     if (this.selectedTag == null || !view.contains(this.selectedTag)) {
       // The selected person is gone: stay at the same place in the list.
+      const gone = this.selectedTag;
       this.selectedTag = view.count ? view.people[Math.min(this.lastIndex, view.count - 1)].tag : null;
+      // Removed while the user was on them (typing in the editor, on their row): what they type next
+      // must not land on the next person, so focus goes to the list, and the page says why.
+      if (gone != null && ($('detail').contains(focused) || $('people').contains(focused))) {
+        focusList = true;
+        const by = this.removedBy.get(gone);
+        if (by != null) {
+          const next = this.selectedTag != null ? view.get(this.selectedTag).name : null;
+          this.notice(`${by} deleted ${this.knownNames.get(gone) ?? 'the person you were on'}.`
+            + (next != null ? ` ${next} is selected now.` : ''));
+        }
+      }
     }
+    this.removedBy.clear();
     if (this.selectedTag != null) this.lastIndex = view.indexOf(this.selectedTag);
     for (const p of view.people) this.knownNames.set(p.tag, p.name);
 
     const me = live.sync.user;
-    const viewersOf = (tag) => [...new Set(live.sync.presence
-      .filter((e) => e.viewing === tag && e.user !== me).map((e) => e.user))];
+    const viewing = new Map();  // tag → the other users looking at it, each once
+    for (const e of live.sync.presence) {
+      if (e.viewing == null || e.user === me) continue;
+      if (!viewing.has(e.viewing)) viewing.set(e.viewing, []);
+      if (!viewing.get(e.viewing).includes(e.user)) viewing.get(e.viewing).push(e.user);
+    }
+    const viewersOf = (tag) => viewing.get(tag) ?? [];
     const editable = this.editable;
     this.list.render(view.people, this.selectedTag, viewersOf, (tag) => this.highlights.mark(`row:${tag}`), editable);
     const person = this.selectedTag != null ? view.get(this.selectedTag) : null;
@@ -503,10 +554,35 @@ class App {
     this.askReads();
     this.focusedField = this.editor.focusedField;
     this.tellPresence();
+    if (focusList) this.list.focusSelected();
+    else this.keepFocus(focused);
 
     clearTimeout(this.timers.highlight);
     const next = this.highlights.nextExpiry();
     if (next != null) this.timers.highlight = setTimeout(() => this.render(), next + 20);
+  }
+
+  /**
+   * A control that had focus before a render and lost it in the render (disabled, hidden or removed:
+   * Undo at the end of the stack, "move up" at the top, "Undo this" once used) hands it to its
+   * neighbour, so the keyboard user is not sent back to the top of the page.
+   */
+  keepFocus(was) {
+    const now = document.activeElement;
+    if (!was || was === document.body) return;
+    if (now && now !== document.body && now !== was) return;  // the focus is elsewhere on purpose
+    // (A button disabled while focused keeps `activeElement` until the browser's next focus fix-up.)
+    const usable = (el) => el != null && el.isConnected && !el.disabled && el.closest('[hidden]') == null;
+    if (usable(was)) {
+      if (now !== was) was.focus({ preventScroll: true });
+      return;
+    }
+    const candidates = was.id === 'undo' ? ['redo'] : was.id === 'redo' ? ['undo'] : [];
+    for (const id of candidates) if (usable($(id))) { $(id).focus(); return; }
+    const entry = was.closest?.('#history li');
+    if (entry && usable(entry.querySelector('.restore-here'))) { entry.querySelector('.restore-here').focus(); return; }
+    if ($('history').contains(was) && usable($('history-list'))) { $('history-list').focus(); return; }
+    this.list.focusSelected();
   }
 
   renderHeader() {
@@ -584,6 +660,7 @@ class App {
     if (!live) return;
     const t = this.timeline;
     const view = live.sync.view;
+    const current = new Map(view.people.map((p) => [p.tag, p.name]));  // by tag: one lookup per row
     // Names of people gone, from this page's memory, else from the inserts the timeline shows.
     let inserted = null;
     const nameKnown = (tag) => {
@@ -603,7 +680,7 @@ class App {
       loadingOlder: t.loadingOlder,
       editable: this.editable,
       undoable: (entry) => t.undoable(entry),
-      touched: (entry) => touchedPeople(entry.ops, (tag) => view.get(tag)?.name ?? null, nameKnown),
+      touched: (entry) => touchedPeople(entry.ops, (tag) => current.get(tag) ?? null, nameKnown),
       head: live.sync.revision,
       now: Date.now(),
       unreachable: connectionStatus(live.connection, Date.now()).down,

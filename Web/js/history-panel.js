@@ -158,8 +158,8 @@ export class HistoryPanel {
     setAttr(row.undo, 'title', 'Takes back this change of yours, and nothing done after it');
     row.restore.hidden = !editable;
     row.restore.disabled = !editable || isHead;
-    setAttr(row.restore, 'aria-label', start ? 'Restore the room to how it was when it started'
-      : `Restore the room to how it was right after ${entry.author}'s ${what}`);
+    setAttr(row.restore, 'aria-label', start ? 'Restore to here: the room as it was when it started'
+      : `Restore to here: the room as it was right after ${entry.author}'s ${what}`);
     setAttr(row.restore, 'title', isHead ? 'This is how the room is now'
       : 'Makes the room as it was right after this change (asks first; you can undo it)');
     row.actions.hidden = !editable;

@@ -189,8 +189,9 @@ export class PersonEditor {
     setText(this.title, person.name);
     setText(this.description, titleCase(faceDescription(person)));
     setText(this.tagText, `tag ${person.tag}`);
-    setAttr(this.undoHere, 'aria-label', `Undo your newest change to ${person.name}`);
-    setAttr(this.redoHere, 'aria-label', `Redo your newest undone change to ${person.name}`);
+    // The visible words first, so that speech input ("click Undo on this person") finds the button.
+    setAttr(this.undoHere, 'aria-label', `Undo on this person: your newest change to ${person.name}`);
+    setAttr(this.redoHere, 'aria-label', `Redo on this person: your newest undone change to ${person.name}`);
     this.showName(person.name, switched ? null : nameEdits);
 
     for (const { field } of CHOICES) {

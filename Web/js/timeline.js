@@ -17,6 +17,10 @@
 // again, newest first, in pages of up to 200 (the protocol's largest), so every mark shown is the
 // hub's. `entryGone(id)` drops a mark at once when a selective undo of it is answered.
 //
+// Live revisions do not pile up: past `maxRows` (or as many as the user scrolled down to, when more),
+// each new one at the top drops the oldest row, which is loaded again if the user scrolls to it (a
+// page left open in a busy room otherwise drew and refreshed every revision it ever saw).
+//
 // One `log` request is in flight at a time (its answer is matched by seq; an answer to an older
 // connection's request is ignored). After a reconnect the page calls `reset()`: the timeline is read
 // again from the top. No DOM, no socket, no clock: node tests it as it is (Tests/js/page-history.test.mjs).
@@ -28,11 +32,14 @@ export const START = Object.freeze({ rev: 0, kind: 'start', author: null, ops: O
 export const PAGE_SIZE = 50;
 /** The largest page the protocol allows: a refresh reads the loaded rows in pages of this. */
 export const REFRESH_SIZE = 200;
+/** Rows kept as live revisions come, unless the user scrolled down to more. */
+export const MAX_ROWS = 200;
 
 export class Timeline {
-  constructor({ pageSize = PAGE_SIZE, refreshSize = REFRESH_SIZE } = {}) {
+  constructor({ pageSize = PAGE_SIZE, refreshSize = REFRESH_SIZE, maxRows = MAX_ROWS } = {}) {
     this.pageSize = pageSize;
     this.refreshSize = refreshSize;
+    this.maxRows = maxRows;
     this.reset();
   }
 
@@ -56,6 +63,8 @@ export class Timeline {
     this.undoing = new Set();
     /** A read was refused: nothing is asked until something changes (a revision, a reconnect). */
     this.paused = false;
+    /** Rows kept when live revisions come: `maxRows`, or as many as the user scrolled down to. */
+    this.keep = this.maxRows;
   }
 
   /** The newest revision loaded, or null. */
@@ -141,6 +150,10 @@ export class Timeline {
       this.exhausted = entry.rev <= 1;
     } else if (entry.rev === this.newest + 1) {
       this.entries = [entry, ...this.entries];
+      if (this.entries.length > this.keep && this.refreshBefore == null) {
+        this.entries = this.entries.slice(0, this.keep);
+        this.exhausted = false;
+      }
     } else if (entry.rev > this.newest) {
       this.wantRefresh = true;
     }
@@ -165,6 +178,7 @@ export class Timeline {
         break;
       case 'older':
         this.wantOlder = false;
+        this.keep = Math.max(this.keep, this.entries.length);
         if (lowest == null || lowest <= (this.oldest ?? lowest)) this.exhausted = !page.more;
         break;
       case 'refresh':
