@@ -11,7 +11,8 @@
 #                failover time, the load grids (peoplekeeper-bench load), 1 vs 2 service threads
 #                (big rooms, saturation, idle memory, hub vs relay), the HTTP API (batch vs submit round
 #                trips, webhook lag at 1,000 revisions/s, change-feed replay) and the hub vs pycrdt-websocket
-#                (a bench venv from PyPI in .build/bench-venv; plot in docs/images), release build
+#                (a bench venv from PyPI in .build/bench-venv; plot in docs/images), the web page in a
+#                1,000-person room with teammates editing (headless Chromium), release build
 #   make conformance  the Autobahn TestSuite (wstest, Python 2.7 via pyenv) against `peoplekeeper-hub
 #                echo`: cases 1-7, 9.1-9.4 and 12.1 (permessage-deflate); about 70 s; not part of make test
 #   make fuzz    the core's libFuzzer targets (decode, apply, sync), FUZZ_SECONDS each (default 120), release
@@ -175,6 +176,7 @@ bench: deps venv
 	scripts/bench-http.sh 3000 30 1000000
 	scripts/bench-venv.sh >/dev/null
 	scripts/bench-peers.sh
+	scripts/bench-web.sh 1000
 
 # Protocol conformance (issue 7; not part of `make test`): installs wstest into .build/autobahn/venv on
 # first use; reports in .build/autobahn/reports/. 2.10 and 2.11 (a burst of pings) fail inside

@@ -90,9 +90,12 @@ export class HistoryPanel {
     this.end.hidden = !(loaded && !more && entries.length > 0);
     setAttr(this.section, 'data-editable', editable ? null : 'false');
     setAttr(this.list, 'aria-busy', loaded && !loadingOlder ? null : 'true');
-    // A list too short to scroll cannot be scrolled to its end: load on.
-    if (more && !loadingOlder && entries.length > 0 && this.list.scrollHeight <= this.list.clientHeight + 1) {
-      queueMicrotask(() => this.actions.older());
+    // A list too short to scroll cannot be scrolled to its end: load on. Asking the list's height
+    // lays the page out, so once it scrolls with N rows it is not asked again while it has as many
+    // (in a big room that layout was most of every render).
+    if (more && !loadingOlder && entries.length > 0 && !(this.scrollsWith != null && entries.length >= this.scrollsWith)) {
+      if (this.list.scrollHeight <= this.list.clientHeight + 1) queueMicrotask(() => this.actions.older());
+      else this.scrollsWith = entries.length;
     }
   }
 

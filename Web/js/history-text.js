@@ -37,7 +37,17 @@ export function relativeTime(time, now, locale = undefined) {
 /** The exact time, as a tooltip shows it ("Nov 25, 2026, 2:05:03 PM" in en-US); '' without a time. */
 export function exactTime(time, locale = undefined) {
   if (time == null) return '';
-  return new Date(time).toLocaleString(locale, { dateStyle: 'medium', timeStyle: 'medium' });
+  return exactFormat(locale).format(new Date(time));
+}
+
+/** One formatter per locale: `toLocaleString` makes a new one per call (most of a render's time, once). */
+const exactFormats = new Map();
+function exactFormat(locale) {
+  const key = locale ?? '';
+  if (!exactFormats.has(key)) {
+    exactFormats.set(key, new Intl.DateTimeFormat(locale, { dateStyle: 'medium', timeStyle: 'medium' }));
+  }
+  return exactFormats.get(key);
 }
 
 /**
