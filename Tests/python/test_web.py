@@ -1763,3 +1763,34 @@ def test_a_control_that_disables_itself_hands_focus_on_and_teammates_changes_are
     said = a.js("return window.pkSaid;")
     assert len(said) <= 3, f"six changes said one by one: {said}"
     bob.close()
+
+
+def test_find_a_person_narrows_the_list_and_the_keyboard_goes_to_the_first_match(hub, room, browsers):
+    """Typing "jo" in #people-filter leaves Joan's row alone in the list and #people-found says
+    "1 of 3"; ↓ selects Joan and puts the focus on her row; ↑ / ↓ there stay among the rows shown.
+    Case and accents are ignored ("SÅM" finds Sam); a name nobody has says so; Esc clears it and every
+    row is back. The room is not touched. (Session 20: a 1,000-person room had no way to find anyone.)"""
+    obs = observe(hub, room)
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    shown = lambda p: p.js("""return [...document.querySelectorAll('#people li[data-tag]')]
+        .filter((li) => li.offsetParent !== null).map((li) => Number(li.dataset.tag));""")
+    a.js("document.getElementById('people-filter').focus();")
+    a.keys("jo")
+    a.wait_for(lambda p: shown(p) == [2], "only Joan's row shown")
+    assert a.text("#people-found") == "1 of 3", a.text("#people-found")
+    a.keys(Keys.ARROW_DOWN)
+    a.wait_for(lambda p: p.selected_tag() == 2, "Joan selected by ↓ from the search")
+    a.wait_for(lambda p: p.js("return !!document.activeElement.closest('#people li[data-tag=\"2\"]');"),
+               "the focus on Joan's row")
+    a.keys(Keys.ARROW_DOWN)
+    time.sleep(0.3)
+    assert a.selected_tag() == 2, "↓ on the only row shown stays there (Sam is not shown)"
+    a.js("const f = document.getElementById('people-filter'); f.focus(); f.select();")
+    a.keys("SÅM")
+    a.wait_for(lambda p: shown(p) == [3], "Sam found whatever the case and the accent")
+    a.keys(Keys.BACKSPACE, Keys.BACKSPACE, Keys.BACKSPACE, "zed")
+    a.wait_for(lambda p: shown(p) == [] and "Nobody" in (p.text("#people-found") or ""), "nobody called zed, said so")
+    a.keys(Keys.ESCAPE)
+    a.wait_for(lambda p: shown(p) == [1, 2, 3] and not p.text("#people-found"), "every row back after Esc")
+    assert obs.rev == 0, f"finding people changed the room: revision {obs.rev}"

@@ -137,6 +137,19 @@ class App {
 
   wire() {
     $('add-person').addEventListener('click', () => this.addPerson());
+    // "Find a person": the list narrows as you type; ↓ or Enter goes to the first match, Esc clears.
+    $('people-filter').addEventListener('input', () => this.render());
+    $('people-filter').addEventListener('keydown', (e) => {
+      if (e.key === 'ArrowDown' || e.key === 'Enter') {
+        const first = this.list.shownTags()[0];
+        if (first != null) this.select(first, true);
+        e.preventDefault();
+      } else if (e.key === 'Escape' && $('people-filter').value) {
+        $('people-filter').value = '';
+        this.render();
+        e.preventDefault();
+      }
+    });
     $('undo').addEventListener('click', () => this.undo());
     $('redo').addEventListener('click', () => this.redo());
     $('leave').addEventListener('click', () => this.leave());
@@ -196,6 +209,7 @@ class App {
   leave() {
     this.live?.stop();
     this.live = null;
+    $('people-filter').value = '';
     $('room').hidden = true;
     this.join.show();
   }
@@ -543,7 +557,12 @@ class App {
     }
     const viewersOf = (tag) => viewing.get(tag) ?? [];
     const editable = this.editable;
-    this.list.render(view.people, this.selectedTag, viewersOf, (tag) => this.highlights.mark(`row:${tag}`), editable);
+    const filter = $('people-filter').value;
+    this.list.render(view.people, this.selectedTag, viewersOf, (tag) => this.highlights.mark(`row:${tag}`), editable,
+      filter);
+    setText($('people-found'), !filter.trim() ? ''
+      : this.list.shown === 0 ? `Nobody's name has “${filter.trim()}”`
+        : `${this.list.shown} of ${view.count}`);
     const person = this.selectedTag != null ? view.get(this.selectedTag) : null;
     this.editor.render(person, (key) => this.highlights.mark(`${person.tag}:${key}`), nameEdits, editable);
     this.attribution.select(person ? person.tag : null);

@@ -33,8 +33,12 @@ export class PeopleList {
    * `changedBy(tag)` (the highlight of a teammate who just changed the row: {by, since, until}, or
    * null) and whether this user may edit.
    */
-  render(people, selected, viewersOf, changedBy, editable = true) {
+  render(people, selected, viewersOf, changedBy, editable = true, filter = '') {
     this.editable = editable;
+    // "Find a person": rows whose name does not hold what was typed are hidden (case and accents
+    // ignored); moves still count places in the whole list.
+    const needle = fold(filter.trim());
+    this.shown = 0;
     const tags = people.map((p) => p.tag);
     const present = new Set(tags);
     for (const [tag, row] of this.rows) {
@@ -50,6 +54,9 @@ export class PeopleList {
       // A render comes after every message: a row whose person (an immutable value), place at the
       // ends, selection, viewers and highlight are as last drawn is left alone (in a room of 1,000
       // people, refilling every row cost most of a render).
+      const shown = !needle || fold(person.name).includes(needle);
+      if (shown) this.shown += 1;
+      if (row.li.hidden === shown) row.li.hidden = !shown;
       const memo = {
         person, first: index === 0, last: index === people.length - 1, selected: person.tag === selected,
         viewers: viewers.join(', '), mark: mark ? `${mark.since}\n${mark.by}` : '', editable,
@@ -134,6 +141,9 @@ export class PeopleList {
     this.actions.move(tag, to);
   }
 
+  /** The tags of the rows shown (all, or those "Find a person" leaves), in list order. */
+  shownTags() { return this.order.filter((tag) => !this.rows.get(tag)?.li.hidden); }
+
   /** Puts focus on the selected row's button. */
   focusSelected() {
     const li = this.ul.querySelector('li[aria-selected="true"]');
@@ -144,9 +154,10 @@ export class PeopleList {
     const li = e.target.closest('li[data-tag]');
     if (!li || e.ctrlKey || e.metaKey) return;
     const tag = Number(li.dataset.tag);
-    const index = this.order.indexOf(tag);
+    const shown = this.shownTags();
+    const index = shown.indexOf(tag);
     const choose = (i) => {
-      const next = this.order[Math.max(0, Math.min(this.order.length - 1, i))];
+      const next = shown[Math.max(0, Math.min(shown.length - 1, i))];
       if (next != null) this.actions.select(next, { focus: true });
     };
     switch (e.key) {
@@ -157,7 +168,7 @@ export class PeopleList {
         if (e.altKey) this.step(tag, 1); else choose(index + 1);
         break;
       case 'Home': choose(0); break;
-      case 'End': choose(this.order.length - 1); break;
+      case 'End': choose(shown.length - 1); break;
       case 'Delete': if (this.editable) this.actions.remove(tag); break;
       default: return;
     }
@@ -196,4 +207,9 @@ export class PeopleList {
       this.actions.move(dragged, this.order.indexOf(tag));
     });
   }
+}
+
+/** A name or a search as "Find a person" compares them: lower case, without accents. */
+export function fold(text) {
+  return text.normalize('NFD').replace(/\p{M}/gu, '').toLowerCase();
 }
