@@ -11,7 +11,7 @@ struct Open: AsyncParsableCommand {
             Keys: ↑↓ or j k move (PgUp / PgDn a page, Home / End or g / G to the first / last), Tab / → / ← switch between the list and the details, Enter edits the \
             field (typing a name sends each character; on a color, a length or a topic a chooser: ← → \
             then Enter sets the value in one change, Esc leaves it; glasses and facial hair turn on / \
-            off), a adds, d deletes (asks), m moves, u / r undo / redo your newest change, U / R your \
+            off), / finds a person by name (n the next), a adds, d deletes (asks), m moves, u / r undo / redo your newest change, U / R your \
             newest change to the selected person, h the room's history (Enter undoes one of your own \
             changes there, R restores the room to a row after asking), ? help, q quits. The details show \
             who last changed each field, and when. A viewer's screen says view only and offers no edits \

@@ -144,10 +144,10 @@ extension Screen {
         case .normal where inDetails:
             let enter = Row.all[row].choices != nil ? "Enter choose" : Row.all[row] == .field(.name) ? "Enter type" : "Enter on/off"
             return KeyHints([("↑↓/jk move", 1), (enter, 1), ("Esc/← list", 2), ("a add", 3), ("d delete", 3),
-                             ("u/r undo/redo", 2), ("h history", 3), ("U/R this person", 4), ("? help", 0), ("q quit", 0)])
+                             ("u/r undo/redo", 2), ("h history", 3), ("/ find", 3), ("U/R this person", 4), ("? help", 0), ("q quit", 0)])
         case .normal:
             return KeyHints([("↑↓/jk move", 1), ("Tab/→ details", 1), ("a add", 2), ("d delete", 2), ("m move", 3),
-                             ("u/r undo/redo", 2), ("h history", 3), ("U/R this person", 4), ("? help", 0), ("q quit", 0)])
+                             ("u/r undo/redo", 2), ("h history", 3), ("/ find", 3), ("U/R this person", 4), ("? help", 0), ("q quit", 0)])
         case .confirmRestore(let rev):
             return KeyHints([("y restores the room to rev \(rev), any other key keeps it as it is", 0)])
         case .editingName: return KeyHints([("typing the name: ←→ move  Backspace/Delete  Enter or Esc when done", 0)])
@@ -156,6 +156,8 @@ extension Screen {
             let name = room.sync.view.called(tag)
             return KeyHints([("delete \(name)? y deletes \(name), any other key keeps them", 0)])
         case .moving: return KeyHints([("↑↓/jk move the person  Enter or Esc when done", 0)])
+        case .finding(let text, _):
+            return KeyHints([("find: \(text)▏  ↓ next  Enter stay  Esc back", 0)])
         case .choosing(let row, let index):
             let values = (row.choices ?? []).enumerated().map { $0.offset == index ? "[\($0.element)]" : $0.element }
             return KeyHints([("\(row.label):", 1), (values.joined(separator: " "), 0), ("←→ choose", 0),
@@ -261,9 +263,9 @@ extension Screen {
         "         a value (← →,",
         "         Enter), or turn",
         "         it on / off",
+        "/ n      find name / next",
         "a        add a person",
-        "d        delete (asks)",
-        "m        move the person",
+        "d m      delete, move",
         "u / r    undo / redo yours",
         "U / R    … this person's",
         "h        history: Enter",

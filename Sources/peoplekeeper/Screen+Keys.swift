@@ -48,6 +48,8 @@ extension Screen {
             }
         case .choosing(let row, let index):
             choose(key, row: row, index: index)
+        case .finding(let text, let from):
+            find(key, text: text, from: from)
         case .normal where showingHistory:
             historyKey(key)
         case .normal:
@@ -68,6 +70,8 @@ extension Screen {
         case .pageDown: step(listPage)
         case .home, .char("g"): step(-max(people.count, Row.all.count))
         case .end, .char("G"): step(max(people.count, Row.all.count))
+        case .char("/"): inDetails = false; mode = .finding(text: "", from: selectedTag)
+        case .char("n"): findNext(lastFind, after: selectedTag)
         case .tab: inDetails.toggle()
         case .right, .char("l"): if selected != nil { inDetails = true }
         case .left, .escape: inDetails = false
@@ -180,6 +184,53 @@ extension Screen {
         let at = selectedIndex.map { $0 + 1 } ?? 0
         perform([.insert(Person(tag: tag, name: trimmed), at: at)])
         selectedTag = tag
+    }
+
+    /// A key while finding a person: each character narrows the search and selects the first person
+    /// (from where the search began, round the list) whose name holds it, case and accents ignored;
+    /// ↓ the next one; Enter stays there; Esc goes back.
+    private func find(_ key: Key, text: String, from: Tag?) {
+        switch key {
+        case .enter:
+            mode = .normal
+            lastFind = text
+        case .escape:
+            mode = .normal
+            if let from, people.contains(where: { $0.tag == from }) { selectedTag = from }
+        case .down, .tab:
+            findNext(text, after: selectedTag)
+        case .backspace, .char:
+            let next: String
+            if case .char(let c) = key { next = text + String(c) } else { next = String(text.dropLast()) }
+            mode = .finding(text: next, from: from)
+            if next.isEmpty {
+                if let from { selectedTag = from }
+            } else {
+                findNext(next, after: from, including: true)
+            }
+        default: break
+        }
+    }
+
+    /// Selects the first person after `after` (or at it, `including`), round the list, whose name holds
+    /// `text`; says so when nobody's does.
+    func findNext(_ text: String, after: Tag?, including: Bool = false) {
+        guard !text.isEmpty, !people.isEmpty else { return }
+        let needle = Self.folded(text)
+        let start = after.flatMap { tag in people.firstIndex { $0.tag == tag } } ?? (including ? 0 : -1)
+        for step in (including ? 0 : 1)...people.count {
+            let person = people[((start + step) % people.count + people.count) % people.count]
+            if Self.folded(person.name).contains(needle) {
+                selectedTag = person.tag
+                return
+            }
+        }
+        say("nobody's name has “\(text)”", warning: true)
+    }
+
+    /// A name or a search as finding compares them: case and accents ignored.
+    static func folded(_ text: String) -> String {
+        text.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil)
     }
 
     /// Moves the selected person `delta` places, stopping at either end (a page or Home / End moves

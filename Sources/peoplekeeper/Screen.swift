@@ -17,6 +17,8 @@ final class Screen: @unchecked Sendable {
         case adding(name: String)
         case confirmDelete(Tag)
         case moving
+        /// "/": finding a person by name as `text` is typed; Esc goes back to `from`.
+        case finding(text: String, from: Tag?)
         /// Picking one value of `row` (the index into `row.choices`); Enter sets it, Esc leaves it.
         case choosing(Row, index: Int)
         /// In the history view: `y` restores the room to revision `rev`, any other key keeps it.
@@ -38,6 +40,8 @@ final class Screen: @unchecked Sendable {
     let queue: DispatchQueue
     var mode = Mode.normal
     var selectedTag: Tag?
+    /// The last text looked for with "/" (what `n` looks for next).
+    var lastFind = ""
     /// Where the selection was last seen: if that person goes, the selection stays at this place.
     var lastIndex = 0
     var inDetails = false

@@ -1563,3 +1563,27 @@ def test_page_keys_and_home_end_reach_the_ends_of_a_big_list_and_move_a_person_t
     ann.keys("m", "Home", "Enter")
     wait_model(obs, lambda p: p[0]["name"] == "Ann", "Ann moved back to the top")
     bob.close()
+
+
+def test_slash_finds_a_person_by_name_n_finds_the_next_and_esc_goes_back(hub, room, screens):
+    """A room of 60: "/" then "p4" selects P40 (the first name holding it after the selection, case
+    ignored), ↓ P41; Enter stays, and n finds P42; "/" then "zzz" says nobody's name has it and Esc
+    goes back to P42. Nothing is sent to the room. (Session 20: no way to find anyone in a big room.)"""
+    obs = observe(hub, room)
+    bob = hub.join(room, "bob")
+    first = bob.tag_block[0]
+    bob.edit([{"op": "insert", "at": 3 + i, "person": {"tag": first + i, "name": f"P{i:02d}", "hairColor": "brown",
+               "hairLength": "short", "eyeColor": "brown", "glasses": False, "facialHair": [], "likes": [],
+               "dislikes": []}} for i in range(57)], label="Add Person")
+    wait_model(obs, lambda p: len(p) == 60, "60 people in the room")
+    rev = obs.rev
+    ann = screens(hub, room, "ann")
+    ann.keys("/").type("p4")
+    ann.wait_for(selection_is("P40"), what="P40 selected by the search p4")
+    ann.keys("Down").wait_for(selection_is("P41"), what="P41 by ↓ while finding")
+    ann.keys("Enter", "n").wait_for(selection_is("P42"), what="P42 by n after Enter")
+    ann.keys("/").type("zzz")
+    ann.wait_for(status_has("nobody's name has"), what="the status saying nobody's name has zzz")
+    ann.keys("Escape").wait_for(selection_is("P42"), what="back on P42 after Esc")
+    assert obs.rev == rev, f"finding people changed the room: {rev} -> {obs.rev}"
+    bob.close()
