@@ -301,18 +301,26 @@ extension Hub {
             }
             self?.back(box) { hub, box in
                 let (call, placeholder) = box.value
-                if let leases = hub.leases { hub.leaseCalls.async { leases.release(room: name) } }
                 hub.deletionEnded(name, placeholder)
+                let response: HTTPResponse
                 switch result {
                 case .success(false):
-                    call.exchange.respond(HTTPFailure.noRoom(name).response(json: true))
+                    response = HTTPFailure.noRoom(name).response(json: true)
                 case .success(true):
                     hub.logger.info("room deleted", metadata: ["room": "\(name)"])
                     hub.webhooks?.roomDeleted(room: name, time: time)
-                    call.exchange.respond(HTTPResponse(status: 204, body: []))
+                    response = HTTPResponse(status: 204, body: [])
                 case .failure(let error):
-                    call.exchange.respond(HTTPFailure.unavailable("the store could not delete room \(name): \(error)")
-                        .response(json: true))
+                    response = HTTPFailure.unavailable("the store could not delete room \(name): \(error)")
+                        .response(json: true)
+                }
+                // In cluster mode the lease goes back before the answer, so what the caller does next,
+                // on any node, finds the room free (a GET at another node right after a 204 was sent here).
+                guard let leases = hub.leases else { return call.exchange.respond(response) }
+                let exchange = UncheckedSendable(call.exchange)
+                hub.leaseCalls.async { [weak hub] in
+                    leases.release(room: name)
+                    hub?.back(exchange) { _, exchange in exchange.value.respond(response) }
                 }
             }
         }

@@ -192,10 +192,19 @@ extension Hub {
                 "room": "\(name)", "rev": "\(room.revision)", "seconds": "\(String(format: "%.3f", seconds))",
             ])
         case .success(nil) where load.waiting.isEmpty && load.creator == nil:
-            // Only HTTP requests asked: they do not create rooms.
+            // Only HTTP requests asked: they do not create rooms. In cluster mode the lease goes back
+            // before they are answered, so what a caller does next, on any node, finds the room free
+            // (a DELETE sent to another node right after a 404 here was redirected here).
             rooms[name] = nil
-            if let leases { leaseCalls.async { leases.release(room: name) } }
-            for request in load.requests { request(.absent) }
+            guard let leases else {
+                for request in load.requests { request(.absent) }
+                return
+            }
+            let requests = UncheckedSendable(load.requests)  // service-thread closures, passed through
+            leaseCalls.async { [weak self] in
+                leases.release(room: name)
+                self?.back(requests) { _, requests in for request in requests.value { request(.absent) } }
+            }
             return
         case .success(nil):
             metrics.roomLoads[.created]?.increment()
