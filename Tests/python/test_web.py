@@ -1794,3 +1794,28 @@ def test_find_a_person_narrows_the_list_and_the_keyboard_goes_to_the_first_match
     a.keys(Keys.ESCAPE)
     a.wait_for(lambda p: shown(p) == [1, 2, 3] and not p.text("#people-found"), "every row back after Esc")
     assert obs.rev == 0, f"finding people changed the room: revision {obs.rev}"
+
+
+def test_the_people_grid_is_one_tab_stop_and_arrows_move_between_a_row_s_cells(hub, room, browsers):
+    """On the selected row (Joan, in the middle), → goes from her name to her move-up button, then
+    move-down, then delete, and ← back; Enter on move-down moves her (the room follows). Tab from the
+    name leaves the list at once (the row's buttons were tab stops of their own before session 20)."""
+    obs = observe(hub, room)
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.select(2)
+    a.js("""document.querySelector('#people li[data-tag="2"] .pick').focus();""")
+    cell = lambda p: p.js("""const e = document.activeElement; const li = e.closest('#people li[data-tag]');
+        return li ? li.dataset.tag + ':' + e.className.split(' ')[0] : (e.id || e.tagName);""")
+    stops = []
+    for key in (Keys.ARROW_RIGHT, Keys.ARROW_RIGHT, Keys.ARROW_RIGHT, Keys.ARROW_LEFT):
+        a.keys(key)
+        stops.append(cell(a))
+    assert stops == ["2:move-up", "2:move-down", "2:delete", "2:move-down"], stops
+    a.keys(Keys.ENTER)
+    wait_model(obs, lambda p: [x["tag"] for x in p] == [1, 3, 2], "Joan moved down by Enter on her move-down")
+    a.js("""document.querySelector('#people li[data-tag="2"] .pick').focus();""")
+    a.keys(Keys.TAB)
+    after = cell(a)
+    assert not after.startswith("2:") and not after.startswith("1:") and not after.startswith("3:"), \
+        f"Tab from the selected name stayed in the list: {after}"

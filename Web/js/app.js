@@ -638,7 +638,7 @@ class App {
     $('undo').hidden = !editable;
     $('redo').hidden = !editable;
     setText($('people-keys'), editable
-      ? '↑ ↓ to choose, Alt+↑ ↓ to move, Delete to remove. Drag to reorder.'
+      ? '↑ ↓ to choose, ← → to its buttons, Alt+↑ ↓ to move, Delete to remove. Drag to reorder.'
       : '↑ ↓ to choose. You can only view this room.');
 
     const pending = live.pending;

@@ -2,8 +2,9 @@
 // the row actions (move up / down, drag and drop, delete).
 //
 // Rows are kept by tag and changed in place, so a teammate's edit never takes focus away. The list
-// is an ARIA grid of one-row-per-person; the selected row carries `aria-selected="true"` and the only
-// tab stops (roving tabindex), so Tab goes list → editor and ↑ / ↓ move the selection. For a viewer
+// is an ARIA grid of one-row-per-person; the selected row carries `aria-selected="true"` and the
+// grid's one tab stop, its name (roving tabindex), so Tab goes list → editor, ↑ / ↓ move the
+// selection and ← / → move between the row's cells (its name, move up, move down, delete). For a viewer
 // (`editable` false) the move and delete buttons are not shown, rows cannot be dragged, and Delete and
 // Alt+↑ / ↓ do nothing: only choosing a person is left.
 
@@ -119,8 +120,9 @@ export class PeopleList {
     setAttr(row.viewers, 'title', viewers.length ? `Also looking: ${viewers.join(', ')}` : null);
     setAttr(row.li, 'aria-selected', selected ? 'true' : 'false');
     setAttr(row.pick, 'aria-current', selected ? 'true' : null);
-    const tabindex = selected ? '0' : '-1';
-    for (const b of [row.pick, row.up, row.down, row.del]) setAttr(b, 'tabindex', tabindex);
+    // One tab stop for the whole grid (the selected row's name); ← → move between its cells.
+    setAttr(row.pick, 'tabindex', selected ? '0' : '-1');
+    for (const b of [row.up, row.down, row.del]) setAttr(b, 'tabindex', '-1');
     setAttr(row.up, 'aria-label', `Move ${person.name} up`);
     setAttr(row.down, 'aria-label', `Move ${person.name} down`);
     setAttr(row.del, 'aria-label', `Delete ${person.name}`);
@@ -167,6 +169,16 @@ export class PeopleList {
       case 'ArrowDown':
         if (e.altKey) this.step(tag, 1); else choose(index + 1);
         break;
+      case 'ArrowLeft':
+      case 'ArrowRight': {
+        // The grid's cells: the name, then the move and delete buttons a user may press.
+        const row = this.rows.get(tag);
+        const cells = [row.pick, row.up, row.down, row.del].filter((b) => !b.disabled && b.closest('[hidden]') == null);
+        const at = cells.indexOf(document.activeElement);
+        const next = cells[Math.max(0, Math.min(cells.length - 1, (at < 0 ? 0 : at) + (e.key === 'ArrowRight' ? 1 : -1)))];
+        next?.focus();
+        break;
+      }
       case 'Home': choose(0); break;
       case 'End': choose(shown.length - 1); break;
       case 'Delete': if (this.editable) this.actions.remove(tag); break;
