@@ -316,12 +316,7 @@ extension Hub {
                 }
                 // In cluster mode the lease goes back before the answer, so what the caller does next,
                 // on any node, finds the room free (a GET at another node right after a 204 was sent here).
-                guard let leases = hub.leases else { return call.exchange.respond(response) }
-                let exchange = UncheckedSendable(call.exchange)
-                hub.leaseCalls.async { [weak hub] in
-                    leases.release(room: name)
-                    hub?.back(exchange) { _, exchange in exchange.value.respond(response) }
-                }
+                hub.releasingLease(of: name, then: call.exchange) { _, exchange in exchange.respond(response) }
             }
         }
         guard ifStored, let leases else { return runtime.background(deletion) }

@@ -196,14 +196,8 @@ extension Hub {
             // before they are answered, so what a caller does next, on any node, finds the room free
             // (a DELETE sent to another node right after a 404 here was redirected here).
             rooms[name] = nil
-            guard let leases else {
-                for request in load.requests { request(.absent) }
-                return
-            }
-            let requests = UncheckedSendable(load.requests)  // service-thread closures, passed through
-            leaseCalls.async { [weak self] in
-                leases.release(room: name)
-                self?.back(requests) { _, requests in for request in requests.value { request(.absent) } }
+            releasingLease(of: name, then: load.requests) { _, requests in
+                for request in requests { request(.absent) }
             }
             return
         case .success(nil):
@@ -262,6 +256,18 @@ extension Hub {
         if load.importing, case .loading(let next)? = rooms[name], next !== load {
             // A `DELETE` took the room away while an import's body is checked: the name stays taken.
             next.importing = true
+        }
+    }
+
+    /// Gives the room's lease back (cluster mode: on the lease queue), then runs `then` with `value` on
+    /// the service thread, so that an answer sent there lets the caller's next request, at any node,
+    /// find the room free; without leases, at once.
+    func releasingLease<Value>(of name: String, then value: Value, _ work: @escaping (Hub, Value) -> Void) {
+        guard let leases else { return work(self, value) }
+        let box = UncheckedSendable((value, work))  // service-thread values, passed through
+        leaseCalls.async { [weak self] in
+            leases.release(room: name)
+            self?.back(box) { hub, box in box.value.1(hub, box.value.0) }
         }
     }
 
