@@ -40,7 +40,7 @@ import { touchedPeople, writerText, restoreQuestion, alreadyRestoredText, restor
 import { RestoreCheck, readRoomAt } from './restore-check.js';
 import { undoOffer } from './core/undo-offer.js';
 import { insert, remove, move, diffTag } from './core/diff.js';
-import { setAttr, setText } from './dom.js';
+import { canFocus, setAttr, setText } from './dom.js';
 
 /** How long a teammate's latest change stays in the activity line (it is not a notice of yours). */
 const ACTIVITY_MS = 8000;
@@ -591,16 +591,15 @@ class App {
     if (!was || was === document.body) return;
     if (now && now !== document.body && now !== was) return;  // the focus is elsewhere on purpose
     // (A button disabled while focused keeps `activeElement` until the browser's next focus fix-up.)
-    const usable = (el) => el != null && el.isConnected && !el.disabled && el.closest('[hidden]') == null;
-    if (usable(was)) {
+    if (canFocus(was)) {
       if (now !== was) was.focus({ preventScroll: true });
       return;
     }
     const candidates = was.id === 'undo' ? ['redo'] : was.id === 'redo' ? ['undo'] : [];
-    for (const id of candidates) if (usable($(id))) { $(id).focus(); return; }
+    for (const id of candidates) if (canFocus($(id))) { $(id).focus(); return; }
     const entry = was.closest?.('#history li');
-    if (entry && usable(entry.querySelector('.restore-here'))) { entry.querySelector('.restore-here').focus(); return; }
-    if ($('history').contains(was) && usable($('history-list'))) { $('history-list').focus(); return; }
+    if (entry && canFocus(entry.querySelector('.restore-here'))) { entry.querySelector('.restore-here').focus(); return; }
+    if ($('history').contains(was) && canFocus($('history-list'))) { $('history-list').focus(); return; }
     this.list.focusSelected();
   }
 

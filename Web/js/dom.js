@@ -29,6 +29,11 @@ export function setAttr(el, name, value) {
   if (el.getAttribute(name) !== text) el.setAttribute(name, text);
 }
 
+/** Whether focus can go to `el` now: in the page, not disabled, not inside anything hidden. */
+export function canFocus(el) {
+  return el != null && el.isConnected && !el.disabled && el.closest('[hidden]') == null;
+}
+
 /** Sets an element's text, touching the DOM only on a change. */
 export function setText(el, text) {
   if (el.textContent !== text) el.textContent = text;

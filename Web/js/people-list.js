@@ -9,7 +9,7 @@
 // Alt+↑ / ↓ do nothing: only choosing a person is left.
 
 import { faceSVG, faceDescription } from './face.js';
-import { h, setAttr, setText, setChanged } from './dom.js';
+import { canFocus, h, setAttr, setText, setChanged } from './dom.js';
 
 const faceKey = (p) => `${p.hairColor}|${p.hairLength}|${p.eyeColor}|${p.glasses}|${p.facialHair.join(',')}`;
 
@@ -173,7 +173,7 @@ export class PeopleList {
       case 'ArrowRight': {
         // The grid's cells: the name, then the move and delete buttons a user may press.
         const row = this.rows.get(tag);
-        const cells = [row.pick, row.up, row.down, row.del].filter((b) => !b.disabled && b.closest('[hidden]') == null);
+        const cells = [row.pick, row.up, row.down, row.del].filter(canFocus);
         const at = cells.indexOf(document.activeElement);
         const next = cells[Math.max(0, Math.min(cells.length - 1, (at < 0 ? 0 : at) + (e.key === 'ArrowRight' ? 1 : -1)))];
         next?.focus();
