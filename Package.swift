@@ -146,6 +146,7 @@ let package = Package(
                 "PeopleCore",
                 "WebSocketTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "IdentifiedCollections", package: "swift-identified-collections"),
             ]
         ),
         .executableTarget(

@@ -1,4 +1,5 @@
 import Logging
+import PeopleCore
 
 /// `logging.format: text`: swift-log's stream handler, one record per line, with every control
 /// character of the message and the metadata written escaped (`\n`, `\r`, `\t`, `\u{1B}`, ...).
@@ -45,24 +46,8 @@ struct TextLogHandler: LogHandler {
     }
 
     /// `text` with each control character (Unicode's Cc, and the line and paragraph separators) as
-    /// an escape; unchanged, and not copied, when it has none.
+    /// an escape (`controlsEscaped`).
     static func escaped(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: needsEscape) else { return text }
-        var out = String.UnicodeScalarView()
-        for scalar in text.unicodeScalars {
-            guard needsEscape(scalar) else { out.append(scalar); continue }
-            let escape = switch scalar {
-            case "\n": "\\n"
-            case "\r": "\\r"
-            case "\t": "\\t"
-            default: "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
-            }
-            out.append(contentsOf: escape.unicodeScalars)
-        }
-        return String(out)
-    }
-
-    private static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.properties.generalCategory == .control || scalar == "\u{2028}" || scalar == "\u{2029}"
+        text.controlsEscaped
     }
 }

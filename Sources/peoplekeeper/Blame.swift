@@ -49,7 +49,7 @@ struct Blame: AsyncParsableCommand {
                 rows.append([topic.label, person.opinion(on: topic).words] + cells(record.writer(of: topic)))
             }
             let created = record.created
-            print(created.user == nil ? "\(person.name) (tag \(tag)): in the room from the start (seed, rev 0)"
+            say(created.user == nil ? "\(person.name) (tag \(tag)): in the room from the start (seed, rev 0)"
                   : "\(person.name) (tag \(tag)): added by \(created.who) at rev \(created.rev)\(created.time.map { ", " + TimeWords.ago($0, now: now) } ?? "")")
             print(table(rows))
         }

@@ -19,8 +19,8 @@ func submit(_ diffs: [Diff], in session: RoomSession, options: CommonOptions,
         members += [.init("ops", .array(ack.ops.map(\.json))), .init("noop", .array(ack.noop.map(\.json)))]
         print(JSON.object(members).text)
     } else {
-        print(ack.ops.isEmpty ? "no change (\(done) changes nothing at rev \(ack.rev))" : "\(done) at rev \(ack.rev)")
-        for report in ack.noop { print("skipped: \(report.sentence(people: before))") }
+        say(ack.ops.isEmpty ? "no change (\(done) changes nothing at rev \(ack.rev))" : "\(done) at rev \(ack.rev)")
+        for report in ack.noop { say("skipped: \(report.sentence(people: before))") }
     }
 }
 

@@ -41,7 +41,7 @@ struct Log: AsyncParsableCommand {
             if options.json { return print(json(page, people: people, session: session).text) }
             guard !page.entries.isEmpty else {
                 let scope = tag.map { " touched tag \($0)" } ?? ""
-                return print("no revisions\(scope)\(before.map { " below rev \($0)" } ?? "") in room \(session.room)")
+                return say("no revisions\(scope)\(before.map { " below rev \($0)" } ?? "") in room \(session.room)")
             }
             let now = Date()
             let known = page.entries.insertedNames
@@ -52,7 +52,7 @@ struct Log: AsyncParsableCommand {
             if page.more, let oldest = page.entries.last {
                 // The way on keeps the filter and the page size.
                 let size = limit == ClientMessage.LogRequest.defaultLimit ? "" : " --limit \(limit)"
-                print("older revisions: peoplekeeper log --before \(oldest.rev)\(tag.map { " --tag \($0)" } ?? "")\(size)")
+                say("older revisions: peoplekeeper log --before \(oldest.rev)\(tag.map { " --tag \($0)" } ?? "")\(size)")
             }
         }
     }

@@ -189,7 +189,7 @@ struct Run {
         if options.json {
             print(JSON.object(["error": JSON.object(["code": .string(failure.code), "message": .string(failure.message)])]).text)
         }
-        FileHandle.standardError.write(Data("peoplekeeper: \(failure.message)\n".utf8))
+        FileHandle.standardError.write(Data("peoplekeeper: \(TerminalText.escaped(failure.message))\n".utf8))
         throw ExitCode(failure.status)
     }
 

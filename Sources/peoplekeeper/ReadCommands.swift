@@ -3,16 +3,25 @@ import Foundation
 import PeopleClient
 import PeopleCore
 
-/// Columns padded to their widest cell, two spaces apart (no trailing spaces).
+/// Columns padded to their widest cell, two spaces apart (no trailing spaces). Widths are the
+/// terminal's columns (a CJK name takes two per character), and each cell is written with its control
+/// characters escaped (`TerminalText`): a line break or an escape sequence in a name stays in its cell.
 func table(_ rows: [[String]]) -> String {
+    let rows = rows.map { $0.map(TerminalText.escaped) }
     guard let columns = rows.map(\.count).max() else { return "" }
-    let widths = (0..<columns).map { c in rows.map { c < $0.count ? $0[c].count : 0 }.max() ?? 0 }
+    let widths = (0..<columns).map { c in rows.map { c < $0.count ? TerminalText.columns($0[c]) : 0 }.max() ?? 0 }
     return rows.map { row in
         let line = row.enumerated().map { c, cell in
-            c == row.count - 1 ? cell : cell.padding(toLength: widths[c], withPad: " ", startingAt: 0)
+            c == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[c] - TerminalText.columns(cell))
         }.joined(separator: "  ")
         return String(line.reversed().drop { $0 == " " }.reversed())
     }.joined(separator: "\n")
+}
+
+/// Prints one line of text made from the room's (names, user names, labels) with its control
+/// characters escaped, so that nothing in it is obeyed by the terminal.
+func say(_ line: String) {
+    print(TerminalText.escaped(line))
 }
 
 extension Person {
@@ -149,15 +158,15 @@ extension StackCommand {
         } else {
             let which = result.entry.map { " (entry \($0))" } ?? ""
             if let rev = result.rev {
-                print("\(past) \(result.label ?? "a change")\(which) at rev \(rev)")
+                say("\(past) \(result.label ?? "a change")\(which) at rev \(rev)")
             } else if let entry = result.entry, result.skipped.isEmpty {
-                print("nothing undone: entry \(entry) (\(result.label ?? "a change")) changes nothing now; it has left your undo stack")
+                say("nothing undone: entry \(entry) (\(result.label ?? "a change")) changes nothing now; it has left your undo stack")
             } else if result.skipped.isEmpty {
-                print("nothing to \(Self.verb)")
+                say("nothing to \(Self.verb)")
             } else {
-                print("nothing \(past == "undid" ? "undone" : "redone")\(which): every part was skipped")
+                say("nothing \(past == "undid" ? "undone" : "redone")\(which): every part was skipped")
             }
-            for report in result.skipped { print("skipped: \(report.sentence(people: before, known: known))") }
+            for report in result.skipped { say("skipped: \(report.sentence(people: before, known: known))") }
         }
         if result.rev == nil { throw ExitCode(1) }
     }
@@ -227,7 +236,7 @@ struct History: AsyncParsableCommand {
                 ]).text)
             } else {
                 let h = session.history
-                print("undo: \(h.undoLabel ?? "(nothing)")    redo: \(h.redoLabel ?? "(nothing)")")
+                say("undo: \(h.undoLabel ?? "(nothing)")    redo: \(h.redoLabel ?? "(nothing)")")
                 print(table([["REV", "AUTHOR", "KIND", "LABEL"]]
                             + revisions.map { [String($0.rev), $0.author, $0.kind.rawValue, $0.label ?? ""] }))
             }
@@ -266,7 +275,8 @@ struct Watch: AsyncParsableCommand {
     }
 }
 
-/// Writes a line to stdout at once (not buffered: `watch` output goes to pipes as it happens).
+/// Writes a line to stdout at once (not buffered: `watch` output goes to pipes as it happens), its
+/// control characters escaped (a JSON line has none).
 func emit(_ line: String) {
-    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    FileHandle.standardOutput.write(Data((TerminalText.escaped(line) + "\n").utf8))
 }

@@ -43,10 +43,10 @@ struct Restore: AsyncParsableCommand {
                 ]).text)
             } else if let done = result.rev {
                 let count = result.ops.count
-                print("restored the room to rev \(rev) at rev \(done) (\(result.label)): \(count) change\(count == 1 ? "" : "s")")
-                for diff in result.ops { print("  " + diff.phrase(people: before)) }
+                say("restored the room to rev \(rev) at rev \(done) (\(result.label)): \(count) change\(count == 1 ? "" : "s")")
+                for diff in result.ops { say("  " + diff.phrase(people: before)) }
             } else {
-                print("nothing to restore: the room is as it was at rev \(rev)")
+                say("nothing to restore: the room is as it was at rev \(rev)")
             }
             if result.rev == nil { throw ExitCode(1) }
         }

@@ -3,60 +3,95 @@ import PeopleClient
 import PeopleCore
 
 extension Screen {
+    /// Where `style` starts a style: the terminal's escape character itself is written only by `fit`,
+    /// which writes every control character of the text it is given escaped (`TerminalText`), so that
+    /// no escape sequence in a name, a user name or a label reaches the terminal. (A name holding this
+    /// private-use character followed by digits and `m` can at most colour its own line.)
+    static let styleMark: Character = "\u{E000}"
+
     func style(_ text: String, _ codes: String) -> String {
-        terminal.colors ? "\u{1B}[\(codes)m\(text)\u{1B}[0m" : text
+        terminal.colors ? "\(Self.styleMark)\(codes)m\(text)\(Self.styleMark)0m" : text
     }
 
-    /// Pads or cuts `text` (which may hold style codes) to `width` visible characters; a cut one ends
-    /// with `…`, so a line cut short never reads as whole ("glasses of", "Kim" for "Kim (gone)").
-    func fit(_ text: String, _ width: Int) -> String {
-        let cut = visibleCount(text) > width
-        let room = cut ? width - 1 : width
-        var visible = 0
-        var out = ""
-        var inEscape = false
-        for c in text {
-            if c == "\u{1B}" { inEscape = true }
-            if inEscape {
-                out.append(c)
-                if c == "m" { inEscape = false }
+    /// The pieces of a line: the text to show (control characters written escaped) and the styles.
+    private enum Piece {
+        case text(String, columns: Int)
+        case style(Substring)
+    }
+
+    private func pieces(_ line: String) -> [Piece] {
+        var out: [Piece] = []
+        var index = line.startIndex
+        while index < line.endIndex {
+            let character = line[index]
+            index = line.index(after: index)
+            if character == Self.styleMark,
+               let m = line[index...].firstIndex(where: { !($0.isASCII && ($0.isNumber || $0 == ";")) }),
+               line[m] == "m" {
+                out.append(.style(line[index..<m]))
+                index = line.index(after: m)
                 continue
             }
-            guard visible < room else { continue }
-            out.append(c)
-            visible += 1
+            let shown = TerminalText.escaped(String(character))
+            out.append(.text(shown, columns: TerminalText.columns(shown)))
+        }
+        return out
+    }
+
+    /// Pads or cuts `text` (which may hold styles) to `width` columns; a cut one ends with `…`, so a
+    /// line cut short never reads as whole ("glasses of", "Kim" for "Kim (gone)"). Columns are the
+    /// terminal's (a CJK name or an emoji takes two per character), and a character from the room
+    /// that is a control is written escaped.
+    func fit(_ text: String, _ width: Int) -> String {
+        let pieces = pieces(text)
+        let total = pieces.reduce(0) { if case .text(_, let columns) = $1 { $0 + columns } else { $0 } }
+        let cut = total > width
+        let room = cut ? width - 1 : width
+        var used = 0
+        var full = false
+        var out = ""
+        for piece in pieces {
+            switch piece {
+            case .style(let codes):
+                if terminal.colors { out += "\u{1B}[\(codes)m" }
+            case .text(let shown, let columns):
+                guard !full, used + columns <= room else { full = true; continue }
+                out += shown
+                used += columns
+            }
         }
         if cut && width > 0 {
             out.append("…")
-            visible += 1
+            used += 1
         }
-        return out + String(repeating: " ", count: max(0, width - visible)) + (terminal.colors ? "\u{1B}[0m" : "")
+        return out + String(repeating: " ", count: max(0, width - used)) + (terminal.colors ? "\u{1B}[0m" : "")
     }
 
-    /// How many characters of `text` show (style codes do not).
-    private func visibleCount(_ text: String) -> Int {
-        var inEscape = false
-        return text.reduce(0) { count, c in
-            if c == "\u{1B}" { inEscape = true }
-            if inEscape { if c == "m" { inEscape = false }; return count }
-            return count + 1
-        }
+    /// How many columns of `text` show (styles do not; an escaped control shows as its escape).
+    func visibleCount(_ text: String) -> Int {
+        pieces(text).reduce(0) { if case .text(_, let columns) = $1 { $0 + columns } else { $0 } }
     }
 
-    /// `text` broken into lines of at most `width` characters, at spaces where it can be.
+    /// `text` broken into lines of at most `width` columns, at spaces where it can be.
     private func wrap(_ text: String, _ width: Int) -> [String] {
         var lines: [String] = []
         var line = ""
-        for word in text.split(separator: " ") {
-            var word = String(word)
-            while word.count > width {
+        for word in TerminalText.escaped(text).split(separator: " ") {
+            var word = Substring(word)
+            while TerminalText.columns(word) > width {
                 if !line.isEmpty { lines.append(line); line = "" }
-                lines.append(String(word.prefix(width)))
-                word = String(word.dropFirst(width))
+                let head = TerminalText.prefix(word, columns: width).text
+                guard !head.isEmpty else { break }
+                lines.append(String(head))
+                word = word.dropFirst(head.count)
             }
-            if line.isEmpty { line = word } else if line.count + 1 + word.count <= width { line += " " + word } else {
+            if line.isEmpty {
+                line = String(word)
+            } else if TerminalText.columns(line) + 1 + TerminalText.columns(word) <= width {
+                line += " " + word
+            } else {
                 lines.append(line)
-                line = word
+                line = String(word)
             }
         }
         if !line.isEmpty { lines.append(line) }
@@ -83,7 +118,7 @@ extension Screen {
         let role = sync.session == nil ? "" : sync.role == .viewer ? " (viewer: view only)" : " (editor)"
         let about = " · room \(room.room) · you are \(sync.user)\(role) · rev \(sync.revision)"
         let product = " · PeopleKeeper"
-        let long = visibleCount(connection) + waiting.count + product.count + about.count < width
+        let long = visibleCount(connection + waiting + product + about) < width
         lines.append(fit(" " + connection + waiting + (long ? " · " + style("PeopleKeeper", "1") : "") + about, width))
         lines.append(String(repeating: "─", count: width))
 
@@ -113,7 +148,11 @@ extension Screen {
         let status = restoreQuestion ?? report ?? connectionNote
         lines.append(fit(" " + (status.map { $0.warning ? style($0.text, "33") : $0.text } ?? ""), width))
         lines.append(fit(style(" " + keyHints.line(width: width - 1), "2"), width))
-        terminal.write("\u{1B}[H" + lines.joined(separator: "\r\n"))
+        // Each line at its own row, with line wrapping off while drawing: a line the terminal draws
+        // wider than counted (a joined emoji some terminals show as its parts) loses its end, it does
+        // not wrap onto the next line and scroll the screen.
+        let rows = lines.enumerated().map { "\u{1B}[\($0.offset + 1);1H" + $0.element }
+        terminal.write("\u{1B}[?7l" + rows.joined() + "\u{1B}[?7h")
     }
 
     /// Undo and redo with the action names; while an edit is queued, the undo names it (an undo
@@ -151,7 +190,7 @@ extension Screen {
         case .confirmRestore(let rev):
             return KeyHints([("y restores the room to rev \(rev), any other key keeps it as it is", 0)])
         case .editingName: return KeyHints([("typing the name: ←→ move  Backspace/Delete  Enter or Esc when done", 0)])
-        case .adding: return KeyHints([("new person's name, then Enter (Esc: cancel)", 0)])
+        case .adding: return KeyHints([("new person's name: ←→ move  Backspace/Delete  Enter adds  Esc cancels", 0)])
         case .confirmDelete(let tag):
             let name = room.sync.view.called(tag)
             return KeyHints([("delete \(name)? y deletes \(name), any other key keeps them", 0)])
@@ -181,7 +220,12 @@ extension Screen {
             out.append(i == index && !inDetails ? style(text, "7") : text)
         }
         if people.isEmpty { out += emptyList(width: width) }
-        if case .adding(let name) = mode { out.append(style("+ \(name)▏", "1")) }
+        if case .adding(let name, let cursor) = mode {
+            let scalars = Array(name.unicodeScalars)
+            let head = String(String.UnicodeScalarView(scalars.prefix(cursor)))
+            let tail = String(String.UnicodeScalarView(scalars.dropFirst(cursor)))
+            out.append(style("+ \(head)▏\(tail)", "1"))
+        }
         if case .confirmDelete(let tag) = mode { out.append(style("delete \(room.sync.view.called(tag))? y/n", "31")) }
         return (out + Array(repeating: "", count: height)).prefix(height).map { String($0) }
     }
@@ -234,7 +278,7 @@ extension Screen {
                 let room = width - 2 - visibleCount(text)
                 let waiting = confirmed.map { r.value(of: $0) != r.value(of: person) } ?? true
                 let words = waiting ? Self.waitingWriter : writer.words(now: now)
-                text += style(words.count <= room || waiting ? words : writer.words(now: now, ago: false), "2")
+                text += style(visibleCount(words) <= room || waiting ? words : writer.words(now: now, ago: false), "2")
             }
             out.append(inDetails && i == row ? style("▶ " + text, "7") : "  " + text)
         }

@@ -141,7 +141,10 @@ extension Screen {
     private func historyLine(_ mark: String, _ cells: [String]) -> String {
         var line = mark
         for (cell, width) in zip(cells, Self.columns) {
-            line += cell.count < width ? cell.padding(toLength: width, withPad: " ", startingAt: 0) : String(cell.prefix(width - 2)) + "… "
+            // In columns (a CJK name takes two per character); a cut cell keeps a space before the next.
+            let cell = TerminalText.escaped(cell)
+            line += TerminalText.columns(cell) < width ? TerminalText.fit(cell, width: width)
+                : TerminalText.fit(cell, width: width - 1) + " "
         }
         return line + (cells.count > Self.columns.count ? cells[Self.columns.count] : "")
     }

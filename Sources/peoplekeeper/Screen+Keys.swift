@@ -23,16 +23,8 @@ extension Screen {
             if key == .char("y") || key == .char("Y") {
                 perform([.remove(tag)])
             }
-        case .adding(let name):
-            switch key {
-            case .enter:
-                mode = .normal
-                add(name: name)
-            case .escape: mode = .normal
-            case .backspace: mode = .adding(name: String(name.dropLast()))
-            case .char(let c): mode = .adding(name: name + String(c))
-            default: break
-            }
+        case .adding(let name, let cursor):
+            addKey(key, name: name, cursor: cursor)
         case .editingName(let cursor):
             editName(key, cursor: cursor)
         case .moving:
@@ -78,7 +70,7 @@ extension Screen {
         case .char("h"): openHistory()
         case .enter:
             if inDetails { editing { activate() } } else if selected != nil { inDetails = true }
-        case .char("a"): editing { mode = .adding(name: "") }
+        case .char("a"): editing { mode = .adding(name: "", cursor: 0) }
         case .char("d"): editing { if let person = selected { mode = .confirmDelete(person.tag) } }
         case .char("m"): editing { if selected != nil { mode = .moving } }
         case .char("u"): editing { room.undo() }
@@ -116,7 +108,9 @@ extension Screen {
         let current = Row.all[row]
         if current.choices != nil { return mode = .choosing(current, index: current.choiceIndex(of: person)) }
         switch current {
-        case .field(.name): mode = .editingName(cursor: person.name.unicodeScalars.count)
+        case .field(.name):
+            mode = .editingName(cursor: person.name.unicodeScalars.count)
+            caretName = person.name
         case .field(.glasses): perform([.set(tag, .glasses(!person.glasses))])
         case .facialHair(let style):
             perform([.facialHair(tag, style, present: !person.facialHair.contains(style))])
@@ -147,30 +141,69 @@ extension Screen {
         perform([diff])
     }
 
-    /// Typing in a name: each character (and each deletion) is one `text` edit, all coalesced into
-    /// one undo step by the key `name:TAG`.
+    /// Typing in a name: each character (and each deletion) is one `text` edit, coalesced into one
+    /// undo step by the key `name:TAG` while the keys come within the hub's `undo.coalesceMillis` of
+    /// each other. The caret moves and deletes a whole letter (grapheme cluster) at a time (`NameCaret`).
     private func editName(_ key: Key, cursor: Int) {
         guard let person = selected else { mode = .normal; return }
-        let length = person.name.unicodeScalars.count
-        func text(_ components: [TextOperation.Component]) {
+        let name = person.name
+        let length = name.unicodeScalars.count
+        func text(_ components: [TextOperation.Component], caret: Int) {
             perform([.text(person.tag, TextOperation(components))], coalesce: "name:\(person.tag)")
+            // Where this user's own edit leaves the caret (the name as shown now has it); a refused
+            // edit (a name over the limit) changed nothing, and the caret stays.
+            let now = selected?.name ?? name
+            mode = .editingName(cursor: now == name ? cursor : NameCaret.snapped(caret, in: now))
+            caretName = now
         }
         switch key {
         case .enter, .escape: mode = .normal
-        case .left: mode = .editingName(cursor: max(0, cursor - 1))
-        case .right: mode = .editingName(cursor: min(length, cursor + 1))
+        case .left: mode = .editingName(cursor: NameCaret.left(of: cursor, in: name))
+        case .right: mode = .editingName(cursor: NameCaret.right(of: cursor, in: name))
         case .home, .ctrl("a"): mode = .editingName(cursor: 0)
         case .end, .ctrl("e"): mode = .editingName(cursor: length)
         case .backspace:
             guard cursor > 0 else { return }
-            text((cursor > 1 ? [.retain(cursor - 1)] : []) + [.delete(1)])
-            mode = .editingName(cursor: cursor - 1)
+            let from = NameCaret.left(of: cursor, in: name)
+            text((from > 0 ? [.retain(from)] : []) + [.delete(cursor - from)], caret: from)
         case .delete:
             guard cursor < length else { return }
-            text((cursor > 0 ? [.retain(cursor)] : []) + [.delete(1)])
+            let to = NameCaret.right(of: cursor, in: name)
+            text((cursor > 0 ? [.retain(cursor)] : []) + [.delete(to - cursor)], caret: cursor)
         case .char(let c):
-            text((cursor > 0 ? [.retain(cursor)] : []) + [.insert(String(c))])
-            mode = .editingName(cursor: cursor + c.unicodeScalars.count)
+            text((cursor > 0 ? [.retain(cursor)] : []) + [.insert(String(c))], caret: cursor + c.unicodeScalars.count)
+        default: break
+        }
+    }
+
+    /// Typing the name of a person to add: the same caret as in a name (`NameCaret`), nothing sent
+    /// until Enter.
+    private func addKey(_ key: Key, name: String, cursor: Int) {
+        let scalars = Array(name.unicodeScalars)
+        func replaced(_ range: Range<Int>, with text: String) -> String {
+            var out = String.UnicodeScalarView(scalars[..<range.lowerBound])
+            out.append(contentsOf: text.unicodeScalars)
+            out.append(contentsOf: scalars[range.upperBound...])
+            return String(out)
+        }
+        switch key {
+        case .enter:
+            mode = .normal
+            add(name: name)
+        case .escape: mode = .normal
+        case .left: mode = .adding(name: name, cursor: NameCaret.left(of: cursor, in: name))
+        case .right: mode = .adding(name: name, cursor: NameCaret.right(of: cursor, in: name))
+        case .home, .ctrl("a"): mode = .adding(name: name, cursor: 0)
+        case .end, .ctrl("e"): mode = .adding(name: name, cursor: scalars.count)
+        case .backspace where cursor > 0:
+            let from = NameCaret.left(of: cursor, in: name)
+            let next = replaced(from..<cursor, with: "")
+            mode = .adding(name: next, cursor: NameCaret.snapped(from, in: next))
+        case .delete where cursor < scalars.count:
+            mode = .adding(name: replaced(cursor..<NameCaret.right(of: cursor, in: name), with: ""), cursor: cursor)
+        case .char(let c):
+            let next = replaced(cursor..<cursor, with: String(c))
+            mode = .adding(name: next, cursor: NameCaret.snapped(cursor + c.unicodeScalars.count, in: next))
         default: break
         }
     }
@@ -216,21 +249,16 @@ extension Screen {
     /// `text`; says so when nobody's does.
     func findNext(_ text: String, after: Tag?, including: Bool = false) {
         guard !text.isEmpty, !people.isEmpty else { return }
-        let needle = Self.folded(text)
+        let needle = SearchFold.folded(text)
         let start = after.flatMap { tag in people.firstIndex { $0.tag == tag } } ?? (including ? 0 : -1)
         for step in (including ? 0 : 1)...people.count {
             let person = people[((start + step) % people.count + people.count) % people.count]
-            if Self.folded(person.name).contains(needle) {
+            if SearchFold.folded(person.name).contains(needle) {
                 selectedTag = person.tag
                 return
             }
         }
         say("nobody's name has “\(text)”", warning: true)
-    }
-
-    /// A name or a search as finding compares them: case and accents ignored.
-    static func folded(_ text: String) -> String {
-        text.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil)
     }
 
     /// Moves the selected person `delta` places, stopping at either end (a page or Home / End moves

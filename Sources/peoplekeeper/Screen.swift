@@ -1,4 +1,5 @@
 import Foundation
+import IdentifiedCollections
 import PeopleClient
 import PeopleCore
 
@@ -13,8 +14,10 @@ import PeopleCore
 final class Screen: @unchecked Sendable {
     enum Mode: Equatable {
         case normal
+        /// Typing in the selected person's name, the caret at `cursor` (in scalars).
         case editingName(cursor: Int)
-        case adding(name: String)
+        /// Typing the name of a person to add, the caret at `cursor` (in scalars).
+        case adding(name: String, cursor: Int)
         case confirmDelete(Tag)
         case moving
         /// "/": finding a person by name as `text` is typed; Esc goes back to `from`.
@@ -45,6 +48,9 @@ final class Screen: @unchecked Sendable {
     /// Where the selection was last seen: if that person goes, the selection stays at this place.
     var lastIndex = 0
     var inDetails = false
+    /// The name as it was when the caret was last placed in it: a change since is a teammate's (or the
+    /// hub's answer reshaping this user's own), which moves the caret with the text (`settle`).
+    var caretName: String?
     var row = 0
     /// The history view (`h`) is shown instead of the list and the details.
     var showingHistory = false
@@ -63,7 +69,9 @@ final class Screen: @unchecked Sendable {
         self.queue = queue
     }
 
-    var people: [Person] { Array(room.sync.view.people) }
+    /// The room's people as this screen shows them (not copied: a room of a thousand is read often
+    /// per key).
+    var people: IdentifiedArrayOf<Person> { room.sync.view.people }
 
     var selectedIndex: Int? {
         guard !people.isEmpty else { return nil }
@@ -166,7 +174,10 @@ final class Screen: @unchecked Sendable {
         switch mode {
         case .editingName(let cursor):
             if let person = selected {
-                mode = .editingName(cursor: min(cursor, person.name.unicodeScalars.count))
+                let name = person.name
+                mode = .editingName(cursor: caretName.map { NameCaret.following(cursor, from: $0, to: name) }
+                                        ?? NameCaret.snapped(cursor, in: name))
+                caretName = name
             } else {
                 mode = .normal
             }

@@ -30,6 +30,7 @@ import shlex
 import shutil
 import subprocess
 import time
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -1587,3 +1588,96 @@ def test_slash_finds_a_person_by_name_n_finds_the_next_and_esc_goes_back(hub, ro
     ann.keys("Escape").wait_for(selection_is("P42"), what="back on P42 after Esc")
     assert obs.rev == rev, f"finding people changed the room: {rev} -> {obs.rev}"
     bob.close()
+
+
+# -- names in any script (session 21: an international-names pass) ----------------------------------------
+
+def columns(text: str) -> int:
+    """The columns a terminal gives `text`: two for an East Asian wide or fullwidth character, none for a
+    combining mark (enough for the CJK and accented names these tests use)."""
+    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def separator_columns(text: str) -> set[int]:
+    """The columns before the list / details separator ` │ ` on each body row (the list pane's width)."""
+    ls = screen_lines(text)
+    rules = _rules(text)
+    return {columns(line[:line.find(" │")]) for line in ls[rules[0] + 1:rules[-1]] if " │" in line}
+
+
+def test_a_name_s_escape_sequence_is_shown_not_obeyed(hub, room, screens):
+    """A name is stored as sent, control characters too (the product contract). One holding an escape
+    sequence and a line break was obeyed by every terminal showing it: the rest of the screen turned red
+    and the line break split the list. The screen shows them escaped, in their row, with the layout intact;
+    `peoplekeeper list` prints them escaped as well (one row, no escape character)."""
+    obs = observe(hub, room)
+    obs.edit([{"op": "set", "tag": 2, "field": "name", "value": "Joan\x1b[31mRED\nEve"}])
+    shown = "Joan\\u{1B}[31mRED\\nEve"
+    ann = screens(hub, room, "ann", color=True)
+    text = ann.wait_for(_pred(lambda t: names(t) == ["Ann", shown, "Sam"], "the name escaped in its row"))
+    assert title(text).startswith(" ● online") and len(_rules(text)) == 2, text
+    assert separator_columns(text) == {32}, text
+    coloured = ann.text(escapes=True)
+    assert not re.search(r"\x1b\[(?:[0-9;]*;)?31(?:;[0-9;]*)?m", coloured), \
+        f"nothing on an online screen is red unless the name's escape was obeyed:\n{coloured!r}"
+    ann.keys("j").wait_for(_pred(lambda t: details(t)["name"] == shown, "the escaped name in the details"))
+
+    listed = pk(hub, room, "ann", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert "\x1b" not in listed.stdout and shown in listed.stdout, listed.stdout
+    assert len(listed.stdout.strip().split("\n")) == 4, listed.stdout
+
+
+def test_wide_names_keep_the_screen_s_columns_on_80_by_24(hub, room, screens):
+    """CJK names take two columns a character: counted as one, every row holding one was padded past the
+    window, wrapped and scrolled the screen (the title and the rule gone, rows twice). On 80 x 24 the
+    title, both rules and the separator hold (in one column), a name too long for the list is cut at a
+    whole character, the details show the selected one; `list` lines its columns up by terminal columns."""
+    obs = observe(hub, room)
+    obs.edit([{"op": "set", "tag": 2, "field": "name", "value": "李小龙"}])
+    obs.edit([{"op": "set", "tag": 3, "field": "name", "value": "山田 太郎 (Yamada Tarō, 東京 office)"}])
+    s = screens.raw("ann80")
+    s.start(open_command(hub.port, room, "ann"), width=80, height=24)
+    text = s.wait_for(all_of(title_has("● online"), selection_is("Ann"),
+                             _pred(lambda t: "李小龙" in names(t), "李小龙 in the list")))
+    assert len(_rules(text)) == 2 and len(screen_lines(text)) >= 24, text
+    assert separator_columns(text) == {26}, text
+    assert all(columns(line) <= 80 for line in screen_lines(text)), text
+    cut = names(text)[2]
+    assert cut.startswith("山田 太郎") and cut.endswith("…") and columns(cut) <= 24, text
+    text = s.keys("j").wait_for(selection_is("李小龙"))
+    assert details(text)["name"] == "李小龙" and separator_columns(text) == {26}, text
+
+    listed = pk(hub, room, "ann", "list")
+    assert listed.returncode == 0, listed.stderr
+    rows = listed.stdout.rstrip("\n").split("\n")
+    hair = {columns(row[:row.index(word)]) for row, word in zip(rows, ["HAIR", "brown", "black", "blonde"])}
+    assert len(hair) == 1, f"the HAIR column starts at one column on every row:\n{listed.stdout}"
+
+
+def test_the_name_caret_moves_by_letter_and_follows_a_teammate_s_edit(hub, room, screens):
+    """The caret stayed at its offset when a teammate typed before it (so the next key landed inside their
+    text), and moved and deleted one code point at a time (half a flag, leaving a stray half in the name
+    for everyone). Now: bob's `xyz` before ann's caret moves it along; Left crosses a flag at once, and
+    Backspace takes the whole flag."""
+    obs = observe(hub, room)
+    ann = screens(hub, room, "ann")
+    ann.keys("j").wait_for(selection_is("Joan"))
+    ann.keys("Tab", "Enter").wait_for(_pred(lambda t: detail(t, "name") == "Joan▏", "typing at the end"))
+    ann.keys("Left", "Left").wait_for(_pred(lambda t: detail(t, "name") == "Jo▏an", "the caret in the middle"))
+    bob = hub.join(room, "bob")
+    bob.edit([{"op": "text", "tag": 2, "edits": [{"insert": "xyz"}]}])
+    ann.wait_for(_pred(lambda t: detail(t, "name") == "xyzJo▏an", "the caret moved along with bob's xyz"))
+    ann.type("Q")
+    wait_model(obs, lambda p: field_of(p, 2, "name") == "xyzJoQan", "ann's Q where her caret was")
+
+    bob.sync(obs.rev)  # bob's edit is made on the name with ann's Q (its span is checked at its base)
+    bob.edit([{"op": "text", "tag": 2, "edits": [{"retain": 8}, {"insert": " \U0001F1F3\U0001F1F4"}]}])
+    wait_model(obs, lambda p: field_of(p, 2, "name") == "xyzJoQan \U0001F1F3\U0001F1F4", "bob's flag")
+    ann.wait_for(_pred(lambda t: (detail(t, "name") or "").startswith("xyzJoQ▏an "), "ann's caret after her Q"))
+    ann.keys("End", "Left")
+    ann.type("Z")
+    wait_model(obs, lambda p: field_of(p, 2, "name") == "xyzJoQan Z\U0001F1F3\U0001F1F4",
+               "Z before the flag (one Left crossed both of its halves)")
+    ann.keys("End", "BSpace")
+    wait_model(obs, lambda p: field_of(p, 2, "name") == "xyzJoQan Z", "Backspace took the whole flag")
