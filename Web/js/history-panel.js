@@ -109,7 +109,7 @@ export class HistoryPanel {
 
   makeRow(rev) {
     const row = { entry: null };
-    row.who = h('span', { class: 'who' });
+    row.who = h('span', { class: 'who', dir: 'auto' });
     row.what = h('span', { class: 'what' });
     row.touched = h('span', { class: 'touched' });
     row.when = h('time', { class: 'when' });

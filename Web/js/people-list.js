@@ -84,7 +84,7 @@ export class PeopleList {
   makeRow(tag) {
     const row = {};
     row.face = h('span', { class: 'face' });
-    row.name = h('span', { class: 'name' });
+    row.name = h('span', { class: 'name', dir: 'auto' });  // a right-to-left name reads as one
     row.description = h('span', { class: 'sr-only' });
     row.pick = h('button', { type: 'button', class: 'pick', tabindex: '-1' }, row.face, row.name, row.description);
     row.viewers = h('span', { class: 'viewers', role: 'gridcell' });
@@ -221,7 +221,14 @@ export class PeopleList {
   }
 }
 
-/** A name or a search as "Find a person" compares them: lower case, without accents. */
+/**
+ * A name or a search as "Find a person" compares them: lower case, without accents, and the letters
+ * that carry their mark inside them (no decomposition takes it off) written as the letters people type
+ * for them: "oyvind" finds Øyvind, "lukasz" Łukasz, "strasse" Straße. The terminal client folds the
+ * same way (`SearchFold`).
+ */
 export function fold(text) {
-  return text.normalize('NFD').replace(/\p{M}/gu, '').toLowerCase();
+  return text.normalize('NFD').replace(/\p{M}/gu, '').toLowerCase().replace(/[øłđħıæœþßŧðŀ]/g, (c) => FOLDED[c]);
 }
+
+const FOLDED = { ø: 'o', ł: 'l', đ: 'd', ħ: 'h', ı: 'i', æ: 'ae', œ: 'oe', þ: 'th', ß: 'ss', ŧ: 't', ð: 'd', ŀ: 'l' };

@@ -71,7 +71,7 @@ export class PersonEditor {
     this.undoHere.addEventListener('click', () => this.person && this.actions.undoHere(this.person.tag));
     this.redoHere.addEventListener('click', () => this.person && this.actions.redoHere(this.person.tag));
 
-    this.name = h('input', { id: 'name', type: 'text', autocomplete: 'off', spellcheck: 'false',
+    this.name = h('input', { id: 'name', type: 'text', autocomplete: 'off', spellcheck: 'false', dir: 'auto',
       'data-presence': 'name', 'aria-describedby': 'name-help writer-name' });
     this.nameHelp = h('p', { id: 'name-help', class: 'help' }, 'Saved as you type.');
     const nameField = h('div', { class: 'field', 'data-field': 'name' },
