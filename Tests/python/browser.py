@@ -94,7 +94,11 @@ class Browser:
         self.base = base.rstrip("/")
         self.shots = shots
         self.prefix = prefix
-        self.profile = tempfile.mkdtemp(prefix="pk-chromium-")
+        # One directory for the profile and for Chromium's own temporary files (it leaves an
+        # org.chromium.Chromium.* directory in $TMPDIR when chromedriver ends it): `quit()` removes both.
+        self.home = tempfile.mkdtemp(prefix="pk-chromium-")
+        self.profile = os.path.join(self.home, "profile")
+        os.mkdir(os.path.join(self.home, "tmp"))
         opts = webdriver.ChromeOptions()
         opts.binary_location = CHROMIUM
         for arg in ("--headless=new", "--no-sandbox", f"--window-size={width},{height}",
@@ -105,9 +109,10 @@ class Browser:
             opts.add_argument(arg)
         opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
         try:
-            self.driver = webdriver.Chrome(options=opts, service=Service(CHROMEDRIVER))
+            service = Service(CHROMEDRIVER, env={**os.environ, "TMPDIR": os.path.join(self.home, "tmp")})
+            self.driver = webdriver.Chrome(options=opts, service=service)
         except WebDriverException:
-            shutil.rmtree(self.profile, ignore_errors=True)
+            shutil.rmtree(self.home, ignore_errors=True)
             raise
         self.driver.set_script_timeout(10)
         self._console: list[dict] = []
@@ -122,7 +127,7 @@ class Browser:
             self.driver.quit()
         except Exception:
             pass
-        shutil.rmtree(self.profile, ignore_errors=True)
+        shutil.rmtree(self.home, ignore_errors=True)
 
     def open(self, path: str) -> "Browser":
         self.driver.get(self.base + path)
