@@ -10,6 +10,12 @@ import WebSocketTransport
 /// rebased, when the connection is back (with `resume` and `since`, so the session and its seq
 /// replies carry over). Reconnects back off from 0.25 s to 5 s.
 ///
+/// It does not wait on a dead link: an attempt the hub does not answer (the WebSocket upgrade) within
+/// `connectSeconds` is given up, and on an open connection a `ping` goes after `heartbeatSeconds` of
+/// silence; when the next spell is silent too, the connection is given up (the web page's heartbeat).
+/// Either way the link goes offline, says why, and a new attempt follows (a network that stalls
+/// showed `● online` for minutes, or stayed `◌ connecting` for good).
+///
 /// It also drives a `HistoryReader` (the timeline and who wrote what of the selected person): the
 /// reader's questions are asked over the connection as `log` / `blame`, its answers handed back by seq.
 public final class LiveRoom: @unchecked Sendable {
@@ -58,6 +64,12 @@ public final class LiveRoom: @unchecked Sendable {
     /// The reader's questions out on this connection, by seq.
     private var questions: [Int: HistoryReader.Question] = [:]
     public private(set) var link: Link = .connecting
+    /// Seconds an attempt may take to be answered before it is given up and tried again.
+    public static let connectSeconds = 10.0
+    /// Seconds of silence after which a `ping` checks the connection; a second silent spell ends it.
+    public static let heartbeatSeconds = 20.0
+    /// Something came from the hub since the last heartbeat (the connection's open counts).
+    private var heard = false
     public let room: String
     private var url: String
     private let queue: DispatchQueue
@@ -183,8 +195,37 @@ public final class LiveRoom: @unchecked Sendable {
         let connection = Connection(room: self, generation: generation, first: first)
         self.connection = connection
         do { try client.connect(url: url, delegate: connection) } catch {
-            lost(generation: generation, why: "\(error)")
+            return lost(generation: generation, why: "\(error)")
         }
+        let attempt = generation
+        onUpdate?([])  // the screen says "connecting" (not "retry in 1 s") while it is
+        queue.asyncAfter(deadline: .now() + Self.connectSeconds) { [weak self] in
+            guard let self, self.generation == attempt, let connection = self.connection, !connection.isOpen else { return }
+            self.giveUp(generation: attempt, why: "the hub did not answer within \(Int(Self.connectSeconds)) s")
+        }
+    }
+
+    /// The connection's upgrade was answered: from now on, silence is watched.
+    fileprivate func opened(generation: Int) {
+        guard generation == self.generation, !stopped else { return }
+        heard = true
+        heartbeat(generation: generation)
+    }
+
+    private func heartbeat(generation: Int) {
+        queue.asyncAfter(deadline: .now() + Self.heartbeatSeconds) { [weak self] in
+            guard let self, self.generation == generation, let connection = self.connection, !self.stopped else { return }
+            guard self.heard else { return self.giveUp(generation: generation, why: "no answer from the hub") }
+            self.heard = false
+            connection.send([.ping(seq: nil)], via: self.client)
+            self.heartbeat(generation: generation)
+        }
+    }
+
+    /// Ends a connection that is not answering (its late events are ignored) and goes offline.
+    private func giveUp(generation: Int, why: String) {
+        connection?.close(via: client)
+        lost(generation: generation, why: why)
     }
 
     private func send(_ messages: [ClientMessage]) {
@@ -194,6 +235,7 @@ public final class LiveRoom: @unchecked Sendable {
 
     fileprivate func received(_ message: ServerMessage, generation: Int) {
         guard generation == self.generation, !stopped else { return }
+        heard = true
         let before = sync.view
         let revision = sync.revision
         let pendingBefore = sync.pendingCount
@@ -290,7 +332,8 @@ public final class LiveRoom: @unchecked Sendable {
     }
 
     fileprivate func lost(generation: Int, why: String) {
-        guard generation == self.generation, !stopped else { return }
+        // Once per connection: one given up may still report its close.
+        guard generation == self.generation, !stopped, connection != nil else { return }
         sync.disconnected()
         questions = [:]
         connection = nil
@@ -318,6 +361,9 @@ public final class LiveRoom: @unchecked Sendable {
         private let lock = NSLock()
         private var socket: WebSocketConnection?
         private var early: [OutboundMessage]
+        /// Closed by the room (given up, or stopped): if the upgrade is answered after all, the
+        /// connection is closed at once, its hello unsent.
+        private var abandoned = false
 
         init(room: LiveRoom, generation: Int, first: [ClientMessage]) {
             self.room = room
@@ -333,17 +379,23 @@ public final class LiveRoom: @unchecked Sendable {
             }
         }
 
+        var isOpen: Bool { lock.withLock { socket != nil } }
+
         func close(via client: WebSocketClient) {
+            lock.withLock { abandoned = true }
             client.perform { [self] in lock.withLock { socket }?.close(code: 1000) }
         }
 
         func didConnect(_ connection: WebSocketConnection) {
-            let early = lock.withLock {
+            let (early, abandoned) = lock.withLock {
                 socket = connection
                 defer { self.early = [] }
-                return self.early
+                return (self.early, self.abandoned)
             }
+            if abandoned { return connection.close(code: 1000) }
             for message in early { connection.send(message) }
+            guard let room else { return }
+            room.queue.async { [generation] in room.opened(generation: generation) }
         }
 
         func didReceive(_ connection: WebSocketConnection, message: [UInt8], binary: Bool) {

@@ -21,16 +21,19 @@ public final class WebSocketClient: LWSEndpoint, @unchecked Sendable {
     private let permessageDeflate: Bool
     private var delegates: [UInt64: WebSocketClientDelegate] = [:]
 
-    /// Starts the client's service thread.
-    ///
-    /// - Parameter caFile: PEM certificates to trust for `wss://` instead of the system's (a hub with
-    ///   a self-signed certificate: pass that certificate).
     /// Errors only: a refused or failed connection reaches the delegate as its `error` (lws would also
     /// print a warning on the user's terminal).
     override var lwsLogLevel: Int32 { 1 }  // LLL_ERR
 
+    /// Starts the client's service thread.
+    ///
+    /// - Parameter caFile: PEM certificates to trust for `wss://` instead of the system's (a hub with
+    ///   a self-signed certificate: pass that certificate).
+    /// - Parameter handshakeSeconds: how long an attempt may wait for the server (its TCP connect, its
+    ///   answer to the upgrade) before lws gives it up and the delegate hears `didClose`; 0: lws's own
+    ///   default (30 s here).
     public init(limits: WebSocketLimits = WebSocketLimits(), permessageDeflate: Bool = false,
-                caFile: String? = nil) throws {
+                caFile: String? = nil, handshakeSeconds: Int = 0) throws {
         self.limits = limits
         self.permessageDeflate = permessageDeflate
         super.init(protocolName: "peoplekeeper-client")
@@ -44,6 +47,7 @@ public final class WebSocketClient: LWSEndpoint, @unchecked Sendable {
             if permessageDeflate { info.extensions = UnsafePointer(makeExtensions()) }
             info.pt_serv_buf_size = 32 * 1024
             info.fd_limit_per_thread = 0
+            if handshakeSeconds > 0 { info.timeout_secs = UInt32(handshakeSeconds) }
         }, created: { _ in })
     }
 
@@ -124,6 +128,16 @@ public final class WebSocketClient: LWSEndpoint, @unchecked Sendable {
         case LWS_CALLBACK_CLIENT_CLOSED:
             if let connection = detach(wsi: wsi) {
                 delegates.removeValue(forKey: connection.id)?.didClose(connection, error: nil)
+            }
+            return 0
+
+        case LWS_CALLBACK_WSI_DESTROY:
+            // lws ends an attempt whose upgrade is never answered after its own timeout (30 s) without
+            // a CONNECTION_ERROR: the delegate would never hear of it (the terminal client stayed
+            // "connecting" for good, no longer retrying). Whatever ends a wsi, its delegate hears once.
+            if let connection = detach(wsi: wsi) {
+                delegates.removeValue(forKey: connection.id)?.didClose(
+                    connection, error: connection.wsi == nil ? "the hub did not answer the connection" : nil)
             }
             return 0
 

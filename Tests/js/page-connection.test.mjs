@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connectionStatus } from '../../Web/js/connection.js';
-import { LiveRoom } from '../../Web/js/live-room.js';
+import { LiveRoom, CONNECT_SECONDS, HEARTBEAT_SECONDS } from '../../Web/js/live-room.js';
 import { reportsText, droppedUndoText } from '../../Web/js/report-text.js';
 import { set } from '../../Web/js/core/diff.js';
 
@@ -263,4 +263,46 @@ test('a reset says how many queued changes still go and how many no longer apply
   second.hear({ ...welcome(0), reset: true }); // Joan's glasses are off there: the edit changes nothing
   assert.deepEqual(notices.filter((n) => n.type === 'reset'), [{ type: 'reset', kept: 0, notSent: 1 }]);
   assert.equal(second.sent.filter((m) => m.type === 'submit').length, 0);
+});
+
+test('an upgrade the hub never answers is given up after CONNECT_SECONDS and tried again (session 21)', () => {
+  // A network-failure pass: a link that swallowed the hub's answer left the page "Reconnecting…" for
+  // good (the browser's own wait for an upgrade has no end), the change made meanwhile never sent.
+  const { room, timers, status } = online();
+  FakeSocket.made[0].onclose({ code: 1006 });
+  room.edit([set(3, 'glasses', false)], { label: 'Toggle Glasses' });
+  timers.advance(250);
+  const stuck = FakeSocket.made[1];
+  assert.equal(room.link, 'connecting');
+  timers.advance(CONNECT_SECONDS * 1000 - 1);
+  assert.equal(room.link, 'connecting', 'not before its time');
+  timers.advance(1);
+  assert.ok(stuck.closed, 'the unanswered socket is closed');
+  assert.equal(room.link, 'offline');
+  assert.equal(status().title, `the hub did not answer within ${CONNECT_SECONDS} s`);
+  assert.match(status().detail, /Your change is kept/);
+  timers.advance(500);
+  const third = FakeSocket.made[2];
+  assert.ok(third && third !== stuck, 'a new attempt follows');
+  stuck.onopen?.(); // answered after all, too late: ignored
+  third.onopen();
+  third.hear(welcome());
+  assert.equal(room.link, 'online');
+  const submit = third.sent.find((m) => m.type === 'submit');
+  assert.deepEqual(submit.ops, [{ op: 'set', tag: 3, field: 'glasses', value: false }]);
+  assert.equal(stuck.sent.length, 0, 'nothing went on the socket given up');
+});
+
+test('a silent connection gets a ping after HEARTBEAT_SECONDS and is given up after a second silent spell', () => {
+  const { room, timers, socket, status } = online();
+  timers.advance(HEARTBEAT_SECONDS * 1000);
+  assert.deepEqual(socket.sent.at(-1), { type: 'ping' });
+  socket.hear({ type: 'pong' });
+  timers.advance(HEARTBEAT_SECONDS * 1000);
+  assert.equal(room.link, 'online', 'an answered ping keeps it');
+  assert.deepEqual(socket.sent.at(-1), { type: 'ping' });
+  timers.advance(HEARTBEAT_SECONDS * 1000);
+  assert.ok(socket.closed);
+  assert.equal(room.link, 'offline');
+  assert.equal(status().title, 'no answer from the hub');
 });

@@ -37,6 +37,7 @@ import pytest
 
 from conftest import SEED, room_state
 from pkclient import by_tag, norm, person, tags
+from stallproxy import StallProxy
 from test_trust import SECRET, token as make_token
 
 HERE = Path(__file__).resolve().parent
@@ -1681,3 +1682,34 @@ def test_the_name_caret_moves_by_letter_and_follows_a_teammate_s_edit(hub, room,
                "Z before the flag (one Left crossed both of its halves)")
     ann.keys("End", "BSpace")
     wait_model(obs, lambda p: field_of(p, 2, "name") == "xyzJoQan Z", "Backspace took the whole flag")
+
+
+# -- a network that goes silent (session 21: a network-failure pass) ----------------------------------------
+
+def test_a_silent_link_is_given_up_and_the_waiting_edit_is_sent_when_the_network_is_back(hub, room, screens):
+    """The link to the hub goes silent (a stalled network: nothing passes, nothing closes). The client used
+    to show `● online · 1 change waiting` until the hub's own timeout closed the connection, and then its
+    reconnect, unanswered, was given up by lws after 30 s with nobody told: `◌ connecting` for good, the edit
+    never sent. Now it pings after 20 s of silence and gives the connection up after 20 more, an
+    unanswered attempt after 10 s, and keeps trying: once the network passes bytes again, the edit is sent,
+    once."""
+    obs = observe(hub, room)
+    proxy = StallProxy(hub.port)
+    try:
+        s = screens.raw("ann")
+        s.start(open_command(proxy.port, room, "ann"))
+        s.wait_for(all_of(title_has("● online"), selection_is("Ann")))
+        proxy.stall()
+        to_row(s, "glasses").keys("Enter")
+        s.wait_for(title_has("1 change waiting"))
+        s.wait_for(status_has("no answer from the hub"), timeout=50)
+        attempts = proxy.accepted
+        s.wait_for(status_has("the hub did not answer within 10 s"), timeout=20)
+        assert proxy.accepted > attempts, "an attempt made while the network is silent"
+        proxy.resume()
+        s.wait_for(all_of(title_has("● online"), title_lacks("change waiting")), timeout=20)
+        wait_model(obs, lambda p: field_of(p, 1, "glasses") is True, "Ann's glasses on")
+        rev, people = room_state(hub, room)
+        assert rev == 1 and field_of(people, 1, "glasses") is True, (rev, by_tag(people, 1))
+    finally:
+        proxy.close()

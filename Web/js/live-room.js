@@ -60,7 +60,13 @@ import { makeReport, reportFor } from './core/undo.js';
 /** Ask for another tag block when fewer than this many are left. */
 const TAGS_LOW = 10;
 /** Seconds of silence after which an application-level ping checks the connection. */
-const HEARTBEAT_SECONDS = 20;
+export const HEARTBEAT_SECONDS = 20;
+/**
+ * Seconds a new socket may wait for the hub to answer its upgrade before it is given up and tried
+ * again (a link that swallowed the answer left the page "Reconnecting…" for good: the browser's own
+ * wait has no end). The terminal client waits as long (`LiveRoom.connectSeconds`).
+ */
+export const CONNECT_SECONDS = 10;
 const FIRST_BACKOFF = 0.25;
 const MAX_BACKOFF = 5;
 const MAX_REDIRECTS = 3;
@@ -313,6 +319,12 @@ export class LiveRoom {
       return;
     }
     this.socket = socket;
+    this.timers.clearTimeout(this.heartbeatTimer);
+    this.heartbeatTimer = this.timers.setTimeout(() => {
+      if (generation !== this.generation || this.socket !== socket) return;
+      this.why = `the hub did not answer within ${CONNECT_SECONDS} s`;
+      this.drop(1000);
+    }, CONNECT_SECONDS * 1000);
     socket.onopen = () => {
       if (generation !== this.generation) return;
       const hello = this.sync.connect({ client: this.client, token: this.token });

@@ -1,0 +1,106 @@
+"""A TCP proxy on loopback that can go silent: a network that stalls without closing anything.
+
+`StallProxy(target_port)` listens on 127.0.0.1 (`.port`) and passes bytes both ways to the target. After
+`stall()`, nothing passes any more on the connections open then (they stay open, silent, as over a dead
+Wi-Fi: neither side hears a close), and connections accepted while stalled are held open and never
+connected on (an upgrade that is never answered). `resume()` lets new connections through again; the
+ones that went silent stay silent. `close()` ends everything.
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+import threading
+
+
+class StallProxy:
+    def __init__(self, target_port: int):
+        self.target = ("127.0.0.1", target_port)
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(64)
+        self.port = self.listener.getsockname()[1]
+        self.lock = threading.Lock()
+        self.stalled = False
+        self.closed = False
+        self.accepted = 0
+        self.pairs: list[dict] = []   # {"sockets": [...], "silent": bool}
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def stall(self) -> None:
+        with self.lock:
+            self.stalled = True
+            for pair in self.pairs:
+                pair["silent"] = True
+
+    def resume(self) -> None:
+        with self.lock:
+            self.stalled = False
+
+    def close(self) -> None:
+        with self.lock:
+            self.closed = True
+            pairs, self.pairs = self.pairs, []
+        self.listener.close()
+        for pair in pairs:
+            for s in pair["sockets"]:
+                s.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            with self.lock:
+                self.accepted += 1
+                if self.closed:
+                    client.close()
+                    return
+                if self.stalled:
+                    self.pairs.append({"sockets": [client], "silent": True})
+                    continue
+            try:
+                upstream = socket.create_connection(self.target, timeout=5)
+            except OSError:
+                client.close()
+                continue
+            pair = {"sockets": [client, upstream], "silent": False}
+            with self.lock:
+                self.pairs.append(pair)
+            threading.Thread(target=self._pump, args=(pair,), daemon=True).start()
+
+    def _pump(self, pair: dict) -> None:
+        client, upstream = pair["sockets"]
+        other = {client: upstream, upstream: client}
+        while True:
+            with self.lock:
+                if self.closed:
+                    return
+                silent = pair["silent"]
+            if silent:
+                # Silent for good: read nothing (so no close is seen either), send nothing.
+                threading.Event().wait(0.2)
+                continue
+            try:
+                ready, _, _ = select.select([client, upstream], [], [], 0.1)
+                for s in ready:
+                    with self.lock:
+                        if pair["silent"]:
+                            break
+                    data = s.recv(65536)
+                    if not data:
+                        other[s].shutdown(socket.SHUT_WR)
+                        return self._finish(pair)
+                    other[s].sendall(data)
+            except OSError:
+                return self._finish(pair)
+
+    def _finish(self, pair: dict) -> None:
+        for s in pair["sockets"]:
+            try:
+                s.close()
+            except OSError:
+                pass
