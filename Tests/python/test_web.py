@@ -1819,3 +1819,85 @@ def test_the_people_grid_is_one_tab_stop_and_arrows_move_between_a_row_s_cells(h
     after = cell(a)
     assert not after.startswith("2:") and not after.startswith("1:") and not after.startswith("3:"), \
         f"Tab from the selected name stayed in the list: {after}"
+
+
+# -- a phone (session 21: a small-screen and touch pass) ----------------------------------------------------
+
+def _rect(p, css: str) -> dict | None:
+    return p.js("""const e = document.querySelector(arguments[0]); if (!e) return null;
+                   const r = e.getBoundingClientRect(); return {left: r.left, top: r.top, right: r.right, bottom: r.bottom,
+                   width: r.width, height: r.height};""", css)
+
+
+def test_a_phone_at_320_px_keeps_long_names_topics_and_notices_on_screen(hub, room, browsers):
+    """A small-screen pass found, at 320 px: a 45-letter name without a space made the page scroll sideways
+    and pushed the delete question's Delete button off the screen; the like / dislike buttons covered the
+    topics' names ("Weath…"); and the notice of a skipped "Undo this" went into the top bar, which
+    scrolls away on a phone, 1,500 px above the history where it was tapped (the button just vanished).
+    Now nothing reaches past 320 px, the Delete button is on screen, every topic's name shows whole, and
+    the notice shows at the bottom of the screen. A person tapped in the list is brought into view in the
+    editor, under the list on a phone."""
+    obs = observe(hub, room)
+    long_name = "Maximiliankonstantinwolfgangbartholomeus" + "Smith"
+    obs.edit([{"op": "set", "tag": 2, "field": "name", "value": long_name}])
+    # Enough people that the editor, under the list, starts below the screen.
+    obs.edit([{"op": "insert", "at": 3 + i, "person": {**SEED[0], "tag": obs.new_tag(), "name": f"Extra {i}"}}
+              for i in range(12)])
+    a = browsers(hub, "phone320", width=320, height=640)
+    a.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                             {"width": 320, "height": 640, "deviceScaleFactor": 2, "mobile": True})
+    a.open_room(room, "ann")
+    a.click(a.row(2))
+    a.wait_for(lambda p: p.selected_tag() == 2, "the long-named person selected")
+    a.wait_for(lambda p: (lambda r: r if r and abs(r["top"]) <= 2 else None)(_rect(p, "#detail")),
+               "the editor brought to the top of the screen after the tap")
+    wide = a.js("""return [document.documentElement.scrollWidth, innerWidth,
+                   [...document.querySelectorAll('body *')].filter((e) => e.getBoundingClientRect().right > innerWidth + 1
+                     && e.getClientRects().length).slice(0, 5).map((e) => e.id || e.className || e.tagName)];""")
+    assert wide[0] <= wide[1] == 320, f"nothing is wider than the phone: {wide}"
+    topics = a.js("""return [...document.querySelectorAll('#detail .topic')].map((t) => {
+                       const n = t.querySelector('.topic-name'), o = t.querySelector('.opinions');
+                       const a = n.getBoundingClientRect(), b = o.getBoundingClientRect();
+                       return {name: n.textContent, cut: n.scrollWidth > n.clientWidth + 1,
+                               covered: a.right > b.left + 1 && a.bottom > b.top + 1 && b.bottom > a.top + 1}; });""")
+    assert topics and not [t for t in topics if t["cut"] or t["covered"]], topics
+    a.screenshot("1-phone-long-name")
+
+    a.click(a.row(2) + " button.delete")
+    a.wait_for(lambda p: p.js("return document.getElementById('confirm-dialog').open"), "the delete question")
+    delete = _rect(a, "#confirm-delete")
+    assert delete["left"] >= 0 and delete["right"] <= 320, f"the Delete button on screen: {delete}"
+    a.screenshot("2-phone-delete-question")
+    a.click("#cancel-delete")
+
+    # ann's change, overwritten by bob: her "Undo this" (at the bottom, in the history) is skipped.
+    a.choose("hairColor", "red")
+    wait_model(obs, lambda p: field_of(p, 2, "hairColor") == "red", "Joan's hair red (ann)")
+    obs.edit([{"op": "set", "tag": 2, "field": "hairColor", "value": "white"}])
+    a.wait_for(lambda p: [r["rev"] for r in p.history_rows()][:2] == [4, 3], "bob's change in ann's history")
+    a.js("document.querySelector(arguments[0]).scrollIntoView({block: 'center'});", a.history_row(3))
+    a.click(a.history_row(3) + " button.undo-entry")
+    a.wait_for(lambda p: "Nothing was undone" in (p.text("#notice") or ""), "the skip notice")
+    notice = _rect(a, "#notice")
+    assert notice["top"] >= 0 and notice["bottom"] <= 640 and notice["height"] > 0, \
+        f"the notice is on screen where the user is: {notice}"
+    a.screenshot("3-phone-notice")
+    assert field_of(obs.people, 2, "hairColor") == "white"
+
+
+def test_a_phone_on_its_side_keeps_the_name_field_clear_of_the_top_bar(hub, room, browsers):
+    """At 740 × 360 (a phone on its side) the sticky top bar took a third of the height and covered the
+    name field being typed in (WCAG 2.4.11). On a window this short the bar scrolls away with the page:
+    the focused name field is wholly on screen and under nothing."""
+    a = browsers(hub, "landscape", width=740, height=360)
+    a.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                             {"width": 740, "height": 360, "deviceScaleFactor": 2, "mobile": True})
+    a.open_room(room, "ann")
+    a.select(2)
+    a.js("document.getElementById('name').focus();")
+    a.wait_for(lambda p: p.js("return document.activeElement && document.activeElement.id") == "name", "#name focused")
+    found = a.js("""const n = document.getElementById('name').getBoundingClientRect();
+                    const x = n.left + n.width / 2, y = n.top + n.height / 2;
+                    const hit = document.elementFromPoint(x, y);
+                    return {top: n.top, bottom: n.bottom, hit: hit && (hit.id || hit.className)};""")
+    assert found["top"] >= 0 and found["bottom"] <= 360 and found["hit"] == "name", found

@@ -63,6 +63,9 @@ function partOf(person, key) {
   return person[key];
 }
 
+/** The layout of one column (app.css: under 700 px), where the editor is under the list. */
+const ONE_COLUMN = window.matchMedia('(max-width: 700px)');
+
 class App {
   constructor() {
     this.live = null;
@@ -98,7 +101,12 @@ class App {
 
     this.join = new JoinScreen((request) => this.enter(request), this.tokens);
     this.list = new PeopleList($('people'), {
-      select: (tag, { focus }) => this.select(tag, focus),
+      select: (tag, { focus, tapped }) => {
+        this.select(tag, focus);
+        // One column (a phone): the editor is under the list, out of sight; a person tapped or clicked
+        // is shown there (arrow keys through the list stay in the list).
+        if (tapped && ONE_COLUMN.matches) $('detail').scrollIntoView({ block: 'start' });
+      },
       move: (tag, to) => this.movePerson(tag, to),
       remove: (tag) => this.askDelete(tag),
     });
@@ -123,6 +131,10 @@ class App {
       },
     });
     this.wire();
+    // The sticky top bar's height, for scrolling a focused control clear of it (app.css).
+    new ResizeObserver(([entry]) => {
+      document.documentElement.style.setProperty('--topbar-height', `${Math.ceil(entry.borderBoxSize[0].blockSize)}px`);
+    }).observe(document.querySelector('.topbar'));
     const self = this;
     Object.defineProperty(window, 'peoplekeeper', {
       configurable: true,

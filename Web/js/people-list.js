@@ -98,7 +98,7 @@ export class PeopleList {
       row.actions);
     row.li.addEventListener('click', (e) => {
       if (e.target.closest('.actions')) return;
-      this.actions.select(tag, { focus: true });
+      this.actions.select(tag, { focus: true, tapped: true });
     });
     row.up.addEventListener('click', () => this.step(tag, -1));
     row.down.addEventListener('click', () => this.step(tag, 1));
