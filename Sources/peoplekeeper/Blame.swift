@@ -29,7 +29,7 @@ struct Blame: AsyncParsableCommand {
             guard case .blame(let blame) = reply else { throw Failure.badReply(reply) }
             let record = blame.record
             if options.json {
-                return print(JSON.object([.init("tag", .int(tag)), .init("person", person.json)] + record.members).text)
+                return output(JSON.object([.init("tag", .int(tag)), .init("person", person.json)] + record.members).text)
             }
             let now = Date()
             func cells(_ writer: Writer) -> [String] {
@@ -51,7 +51,7 @@ struct Blame: AsyncParsableCommand {
             let created = record.created
             say(created.user == nil ? "\(person.name) (tag \(tag)): in the room from the start (seed, rev 0)"
                   : "\(person.name) (tag \(tag)): added by \(created.who) at rev \(created.rev)\(created.time.map { ", " + TimeWords.ago($0, now: now) } ?? "")")
-            print(table(rows))
+            output(table(rows))
         }
     }
 }

@@ -17,7 +17,7 @@ func submit(_ diffs: [Diff], in session: RoomSession, options: CommonOptions,
         var members: [JSON.Member] = [.init("rev", .int(ack.rev))]
         members += extra.map { JSON.Member($0.0, $0.1) }
         members += [.init("ops", .array(ack.ops.map(\.json))), .init("noop", .array(ack.noop.map(\.json)))]
-        print(JSON.object(members).text)
+        output(JSON.object(members).text)
     } else {
         say(ack.ops.isEmpty ? "no change (\(done) changes nothing at rev \(ack.rev))" : "\(done) at rev \(ack.rev)")
         for report in ack.noop { say("skipped: \(report.sentence(people: before))") }

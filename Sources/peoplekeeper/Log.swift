@@ -38,14 +38,14 @@ struct Log: AsyncParsableCommand {
             }
             guard case .log(let page) = reply else { throw Failure.badReply(reply) }
             let people = session.people
-            if options.json { return print(json(page, people: people, session: session).text) }
+            if options.json { return output(json(page, people: people, session: session).text) }
             guard !page.entries.isEmpty else {
                 let scope = tag.map { " touched tag \($0)" } ?? ""
                 return say("no revisions\(scope)\(before.map { " below rev \($0)" } ?? "") in room \(session.room)")
             }
             let now = Date()
             let known = page.entries.insertedNames
-            print(table([["REV", "WHEN", "AT", "WHO", "KIND", "LABEL", "PEOPLE", "ENTRY"]] + page.entries.map { e in
+            output(table([["REV", "WHEN", "AT", "WHO", "KIND", "LABEL", "PEOPLE", "ENTRY"]] + page.entries.map { e in
                 [String(e.rev), e.time.map { TimeWords.ago($0, now: now) } ?? "-", e.time.map { TimeWords.exact($0) } ?? "-",
                  e.author, e.kind.rawValue, e.actionLabel, e.peopleWords(now: people, known: known), e.entry.map(String.init) ?? ""]
             }))

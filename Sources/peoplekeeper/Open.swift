@@ -52,6 +52,17 @@ struct Open: AsyncParsableCommand {
         tick.schedule(deadline: .now() + 1, repeating: 1)
         tick.setEventHandler { if case .offline = live.link { screen.render() } else if screen.showsTimes { screen.render() } }
         signal(SIGWINCH, SIG_IGN)
+        // SIGTSTP from elsewhere (`kill -TSTP`) suspends as Ctrl-Z does: the terminal put back first.
+        let stop = DispatchSource.makeSignalSource(signal: SIGTSTP, queue: queue)
+        signal(SIGTSTP, SIG_IGN)
+        stop.setEventHandler { terminal.suspend { screen.render() } }
+        stop.resume()
+        let continued = DispatchSource.makeSignalSource(signal: SIGCONT, queue: queue)
+        continued.setEventHandler {
+            terminal.resumed()
+            screen.render()
+        }
+        continued.resume()
         queue.sync {
             terminal.enter()
             screen.onQuit = { quit.signal() }
@@ -72,11 +83,22 @@ struct Open: AsyncParsableCommand {
         queue.sync {
             resize.cancel()
             tick.cancel()
+            stop.cancel()
+            continued.cancel()
             terminal.restore()
         }
+        // An edit made just before quitting is usually on its way: its answer is waited for (up to 3 s)
+        // while the hub is reachable, so that `q` right after a change neither loses it nor says it
+        // did (it said "1 change(s) … are lost" of changes the hub had).
+        let deadline = Date().addingTimeInterval(3)
+        while Date() < deadline, queue.sync(execute: { live.sync.pendingCount > 0 && live.link == .online }) {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
         await live.stop()
-        if live.sync.pendingCount > 0 {
-            FileHandle.standardError.write(Data("peoplekeeper: \(live.sync.pendingCount) change(s) had not reached the hub and are lost\n".utf8))
+        let lost = live.sync.pendingCount
+        if lost > 0 {
+            FileHandle.standardError.write(Data("peoplekeeper: \(lost) change(s) had not reached the hub and are lost\n".utf8))
+            Foundation.exit(75)
         }
         Foundation.exit(0)
     }

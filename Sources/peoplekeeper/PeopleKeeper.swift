@@ -32,6 +32,7 @@ struct PeopleKeeper: AsyncParsableCommand {
 
     /// As ArgumentParser's, except that a usage error is one line on stderr, `peoplekeeper: …`, exit 64
     /// (help and version print as usual; a command's own failures have printed already).
+    /// With `--json`, stdout gets the usage error too, as it gets every other error (`fail`).
     static func main() async {
         do {
             var command = try parseAsRoot()
@@ -45,10 +46,21 @@ struct PeopleKeeper: AsyncParsableCommand {
             if status == .success || error is ExitCode { exit(withError: error) }
             let message = self.message(for: error).split(whereSeparator: \.isNewline)
                 .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: " ")
+            if CommandLine.arguments.dropFirst().contains("--json") {
+                output(JSON.object(["error": JSON.object(["code": .string("usage"), "message": .string(message)])]).text)
+            }
             FileHandle.standardError.write(Data("peoplekeeper: \(message)\n".utf8))
             Foundation.exit(status.rawValue)
         }
     }
+}
+
+/// `errno` of a failed write to stdout: quiet exit 0 for a broken pipe, else a message and exit 74.
+func outputFailed(_ error: Int32) -> Never {
+    if error == EPIPE { Foundation.exit(0) }
+    let why = String(cString: strerror(error))
+    FileHandle.standardError.write(Data("peoplekeeper: cannot write the output: \(why)\n".utf8))
+    Foundation.exit(74)
 }
 
 /// The options every scriptable command takes.
@@ -187,7 +199,7 @@ struct Run {
 
     func fail(_ failure: Failure) throws -> Never {
         if options.json {
-            print(JSON.object(["error": JSON.object(["code": .string(failure.code), "message": .string(failure.message)])]).text)
+            output(JSON.object(["error": JSON.object(["code": .string(failure.code), "message": .string(failure.message)])]).text)
         }
         FileHandle.standardError.write(Data("peoplekeeper: \(TerminalText.escaped(failure.message))\n".utf8))
         throw ExitCode(failure.status)

@@ -21,7 +21,7 @@ func table(_ rows: [[String]]) -> String {
 /// Prints one line of text made from the room's (names, user names, labels) with its control
 /// characters escaped, so that nothing in it is obeyed by the terminal.
 func say(_ line: String) {
-    print(TerminalText.escaped(line))
+    output(TerminalText.escaped(line))
 }
 
 extension Person {
@@ -44,12 +44,12 @@ struct List: AsyncParsableCommand {
         let run = Run(options: options)
         try await run { session in
             if options.json {
-                print(JSON.object([
+                output(JSON.object([
                     "room": .string(session.room), "rev": .int(session.revision),
                     "people": .array(session.people.people.map(\.json)),
                 ]).text)
             } else {
-                print(table([Person.header] + session.people.people.map(\.row)))
+                output(table([Person.header] + session.people.people.map(\.row)))
             }
         }
     }
@@ -66,9 +66,9 @@ struct Show: AsyncParsableCommand {
         let run = Run(options: options)
         try await run { session in
             let person = try run.person(tag, in: session)
-            if options.json { return print(person.json.text) }
+            if options.json { return output(person.json.text) }
             let row = person.row
-            print(table([
+            output(table([
                 ["tag:", row[0]], ["name:", row[1]], ["hairColor:", row[2]], ["hairLength:", row[3]],
                 ["eyeColor:", row[4]], ["glasses:", row[5]], ["facialHair:", row[6]], ["likes:", row[7]],
                 ["dislikes:", row[8]], ["position:", String(session.people.index(of: tag) ?? 0)],
@@ -154,7 +154,7 @@ extension StackCommand {
                 .init("history", historyJSON(session.history)),
             ]
             if let entry = result.entry { members.insert(.init("entry", .int(entry)), at: 2) }
-            print(JSON.object(members).text)
+            output(JSON.object(members).text)
         } else {
             let which = result.entry.map { " (entry \($0))" } ?? ""
             if let rev = result.rev {
@@ -227,7 +227,7 @@ struct History: AsyncParsableCommand {
         try await Run(options: options)(since: max(0, head - last)) { session in
             let revisions = session.revisions.filter { $0.rev > head - last && $0.rev <= max(head, session.welcome.rev) }
             if options.json {
-                print(JSON.object([
+                output(JSON.object([
                     "rev": .int(session.welcome.rev), "history": historyJSON(session.history),
                     "revisions": .array(revisions.map { o in
                         JSON.object(["rev": .int(o.rev), "author": .string(o.author), "kind": .string(o.kind.rawValue),
@@ -237,7 +237,7 @@ struct History: AsyncParsableCommand {
             } else {
                 let h = session.history
                 say("undo: \(h.undoLabel ?? "(nothing)")    redo: \(h.redoLabel ?? "(nothing)")")
-                print(table([["REV", "AUTHOR", "KIND", "LABEL"]]
+                output(table([["REV", "AUTHOR", "KIND", "LABEL"]]
                             + revisions.map { [String($0.rev), $0.author, $0.kind.rawValue, $0.label ?? ""] }))
             }
         }
@@ -261,7 +261,7 @@ struct Watch: AsyncParsableCommand {
         signal(SIGINT) { _ in _exit(0) }
         let run = Run(options: options)
         try await run { session in
-            if !options.json { emit("watching room \(session.room) at rev \(session.revision)") }
+            if !options.json { say("watching room \(session.room) at rev \(session.revision)") }
             var seen = 0
             while count.map({ seen < $0 }) ?? true {
                 let before = session.people
@@ -269,14 +269,25 @@ struct Watch: AsyncParsableCommand {
                     throw Failure(status: 69, code: "closed", message: "the hub closed the connection")
                 }
                 seen += 1
-                emit(options.json ? ServerMessage.ops(o).json.text : describe(o, before: before))
+                if options.json { output(ServerMessage.ops(o).json.text) } else { say(describe(o, before: before)) }
             }
         }
     }
 }
 
-/// Writes a line to stdout at once (not buffered: `watch` output goes to pipes as it happens), its
-/// control characters escaped (a JSON line has none).
-func emit(_ line: String) {
-    FileHandle.standardOutput.write(Data((TerminalText.escaped(line) + "\n").utf8))
+/// Writes `text` and a line break to stdout at once, unbuffered (`watch` output goes to pipes as it
+/// happens), nothing escaped (`say` escapes). A reader that went away (`| head -1`) ends the command
+/// quietly, exit 0; a write that fails otherwise (a full disk) is exit 74 (`outputFailed`): the first
+/// crashed `watch`, the second was a silent success of `list --json > /dev/full`.
+func output(_ text: String) {
+    let bytes = Array((text + "\n").utf8)
+    var offset = 0
+    while offset < bytes.count {
+        let written = bytes.withUnsafeBytes { Foundation.write(STDOUT_FILENO, $0.baseAddress! + offset, $0.count - offset) }
+        if written < 0 {
+            if errno == EINTR { continue }
+            outputFailed(errno)
+        }
+        offset += written
+    }
 }

@@ -37,7 +37,7 @@ struct Restore: AsyncParsableCommand {
             guard case .restored(let result) = reply else { throw Failure.badReply(reply) }
             try await session.settle(timeout: options.timeout)  // the history frame that follows
             if options.json {
-                print(JSON.object([
+                output(JSON.object([
                     "rev": result.rev.map(JSON.int) ?? .null, "to": .int(rev), "label": .string(result.label),
                     "ops": .array(result.ops.map(\.json)), "history": historyJSON(session.history),
                 ]).text)

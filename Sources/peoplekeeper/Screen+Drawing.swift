@@ -101,7 +101,7 @@ extension Screen {
     func render() {
         let (width, height) = terminal.size
         guard width >= 20, height >= 8 else {
-            return terminal.write("\u{1B}[H\u{1B}[2J" + "window too small")
+            return terminal.draw("\u{1B}[H\u{1B}[2J" + "window too small")
         }
         var lines: [String] = []
         let sync = room.sync
@@ -152,7 +152,7 @@ extension Screen {
         // wider than counted (a joined emoji some terminals show as its parts) loses its end, it does
         // not wrap onto the next line and scroll the screen.
         let rows = lines.enumerated().map { "\u{1B}[\($0.offset + 1);1H" + $0.element }
-        terminal.write("\u{1B}[?7l" + rows.joined() + "\u{1B}[?7h")
+        terminal.draw("\u{1B}[?7l" + rows.joined() + "\u{1B}[?7h")
     }
 
     /// Undo and redo with the action names; while an edit is queued, the undo names it (an undo
@@ -256,8 +256,10 @@ extension Screen {
         let confirmed = room.sync.confirmed[person.tag]
         let now = Date()
         var out: [String] = [style("\(person.name)", "1") + "  tag \(person.tag)", record.map { style(addedLine($0, now: now), "2") } ?? ""]
-        let first = max(0, min(row - (height - 2) / 2, Row.all.count - (height - 2)))
-        for (i, r) in Row.all.enumerated().dropFirst(first).prefix(height - 2) {
+        // The rows under the name and the line under it (none on a window of 8 lines: it crashed there).
+        let rows = max(0, height - 2)
+        let first = max(0, min(row - rows / 2, Row.all.count - rows))
+        for (i, r) in Row.all.enumerated().dropFirst(first).prefix(rows) {
             var value = r.value(of: person)
             if r == .field(.name), case .editingName(let cursor) = mode {
                 let scalars = Array(person.name.unicodeScalars)

@@ -189,7 +189,7 @@ extension Screen {
             out.append(i == index ? style(line, "7") : line)
         }
         if reader.more { out.append(style("  ↓ older revisions load as you scroll", "2")) }
-        var lines = Array((out + Array(repeating: "", count: height)).prefix(height - 1))
+        var lines = Array((out + Array(repeating: "", count: height)).prefix(max(0, height - 1)))
         lines.append(rows.indices.contains(index) ? selectedRevision(rows[index], people: named) : "")
         return lines
     }

@@ -4,6 +4,16 @@ import PeopleCore
 
 extension Screen {
     func handle(_ key: Key) {
+        switch key {
+        case .ctrl("c"):
+            onQuit?()  // from anywhere, as the help says (it did nothing while typing a name)
+            return
+        case .ctrl("z"):
+            return terminal.suspend { render() }
+        case .ignored:
+            return
+        default: break
+        }
         switch mode {
         case .help:
             mode = .normal
@@ -172,8 +182,29 @@ extension Screen {
             text((cursor > 0 ? [.retain(cursor)] : []) + [.delete(to - cursor)], caret: cursor)
         case .char(let c):
             text((cursor > 0 ? [.retain(cursor)] : []) + [.insert(String(c))], caret: cursor + c.unicodeScalars.count)
+        case .paste(let pasted):
+            let typed = Self.typed(pasted)
+            guard !typed.isEmpty else { return }
+            text((cursor > 0 ? [.retain(cursor)] : []) + [.insert(typed)], caret: cursor + typed.unicodeScalars.count)
         default: break
         }
+    }
+
+    /// Pasted text as it goes into a name: line breaks and tabs become spaces, other control characters
+    /// go (a name is typed on one line).
+    static func typed(_ pasted: String) -> String {
+        var out = String.UnicodeScalarView()
+        var lastWasBreak = false
+        for scalar in pasted.unicodeScalars {
+            let isBreak = scalar == "\n" || scalar == "\r" || scalar == "\t"
+            if isBreak {
+                if !lastWasBreak { out.append(" ") }
+            } else if scalar.properties.generalCategory != .control {
+                out.append(scalar)
+            }
+            lastWasBreak = isBreak
+        }
+        return String(out)
     }
 
     /// Typing the name of a person to add: the same caret as in a name (`NameCaret`), nothing sent
@@ -204,6 +235,10 @@ extension Screen {
         case .char(let c):
             let next = replaced(cursor..<cursor, with: String(c))
             mode = .adding(name: next, cursor: NameCaret.snapped(cursor + c.unicodeScalars.count, in: next))
+        case .paste(let pasted):
+            let typed = Self.typed(pasted)
+            let next = replaced(cursor..<cursor, with: typed)
+            mode = .adding(name: next, cursor: NameCaret.snapped(cursor + typed.unicodeScalars.count, in: next))
         default: break
         }
     }
@@ -232,9 +267,13 @@ extension Screen {
             if let from, people.contains(where: { $0.tag == from }) { selectedTag = from }
         case .down, .tab:
             findNext(text, after: selectedTag)
-        case .backspace, .char:
+        case .backspace, .char, .paste:
             let next: String
-            if case .char(let c) = key { next = text + String(c) } else { next = String(text.dropLast()) }
+            switch key {
+            case .char(let c): next = text + String(c)
+            case .paste(let pasted): next = text + Self.typed(pasted)
+            default: next = String(text.dropLast())
+            }
             mode = .finding(text: next, from: from)
             if next.isEmpty {
                 if let from { selectedTag = from }

@@ -11,6 +11,9 @@ struct TerminalTextTests {
         #expect(TerminalText.escaped("Ann\u{1B}[31mRED") == "Ann\\u{1B}[31mRED")
         #expect(TerminalText.escaped("Ann\nEve\r\t") == "Ann\\nEve\\r\\t")
         #expect(TerminalText.escaped("a\u{85}b\u{2028}c\u{2029}\u{7F}\u{9B}") == "a\\u{85}b\\u{2028}c\\u{2029}\\u{7F}\\u{9B}")
+        // A right-to-left override reversed the rest of a `list` row on a terminal that does bidi.
+        #expect(TerminalText.escaped("Ann\u{202E}tsil") == "Ann\\u{202E}tsil")
+        #expect(TerminalText.escaped("\u{2066}x\u{2069}") == "\\u{2066}x\\u{2069}")
         for plain in ["José", "Jose\u{301}", "李小龙", "👩🏽‍💻 Ada", "محمد", "a\u{200B}b", ""] {
             #expect(TerminalText.escaped(plain) == plain)
         }

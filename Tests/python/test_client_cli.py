@@ -1320,3 +1320,50 @@ def test_blame_names_who_last_changed_each_field_and_when(hub, room):
     r, doc = pk(hub, room, "carl", "blame", "99", json=True)
     assert_error(r, 65, doc)
     assert_unchanged(hub, room, obs, 2, "blame")
+
+
+# -- output that cannot be written (session 21: a terminal power-user pass) ---------------------------------
+
+def test_watch_ends_quietly_when_its_reader_goes_away(hub, room):
+    """`watch | head -1`: once `head` has its line and exits, watch's next write meets a broken pipe. It
+    crashed there (a fatal error and a crash report, exit 132); it ends quietly with 0, as any Unix tool."""
+    obs = observe(hub, room)
+    proc = start_watch(hub, room, "watcher")
+    try:
+        wait_until_present(obs, "watcher", proc)
+        proc.stdout.readline()            # "watching room …"
+        proc.stdout.close()               # the reader goes away
+        bob = hub.join(room, "bob")
+        bob.edit([set_op(2, "glasses", True)], label="Toggle Glasses")
+        bob.edit([set_op(3, "hairColor", "red")], label="Change Hair Color")
+        proc.wait(timeout=RUN_TIMEOUT)
+        err = proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0 and err == "", f"watch exited {proc.returncode}; stderr:\n{err}"
+
+
+def test_a_full_disk_is_an_error_not_a_silent_success(hub, room):
+    """`list --json > /dev/full` exited 0 with nothing written (a script would think it had the room), and
+    `watch > /dev/full` crashed: both are exit 74 with `cannot write the output` on stderr."""
+    require_client()
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([CLIENT_BIN, "list", "--json", "--url", hub_url(hub), "--room", room],
+                              stdout=full, stderr=subprocess.PIPE, text=True, timeout=RUN_TIMEOUT,
+                              stdin=subprocess.DEVNULL, env=client_env())
+    assert proc.returncode == 74 and "cannot write the output" in proc.stderr, (proc.returncode, proc.stderr)
+
+
+def test_a_usage_error_with_json_is_json_on_stdout_too(hub, room):
+    """CLIENT.md: with --json, stdout gets {"error": …} as well. Usage errors found by the argument parser
+    (a missing --room, a limit out of range, an unknown command) printed nothing on stdout."""
+    for args in (["list", "--json", "--url", hub_url(hub)],
+                 ["log", "--limit", "500", "--json", "--url", hub_url(hub), "--room", room],
+                 ["frobnicate", "--json"]):
+        proc = run_client(args, env={"PEOPLEKEEPER_ROOM": None})
+        assert proc.returncode == 64, (args, proc.returncode, proc.stderr)
+        doc = jsonlib.loads(proc.stdout)
+        assert doc["error"]["code"] == "usage" and doc["error"]["message"], (args, doc)
+        assert proc.stderr.startswith("peoplekeeper: "), (args, proc.stderr)

@@ -1713,3 +1713,80 @@ def test_a_silent_link_is_given_up_and_the_waiting_edit_is_sent_when_the_network
         assert rev == 1 and field_of(people, 1, "glasses") is True, (rev, by_tag(people, 1))
     finally:
         proxy.close()
+
+
+# -- a terminal power user (session 21) ----------------------------------------------------------------------
+
+def test_a_window_of_eight_lines_draws_without_crashing(hub, room, screens):
+    """A window exactly 8 lines tall crashed the screen ("Can't take a prefix of negative length") and left
+    the terminal raw; 7 says the window is too small and 9 worked. It draws the title, both rules and the
+    footer, and keeps working when made taller."""
+    s = screens.raw("ann8")
+    s.start(open_command(hub.port, room, "ann"), width=80, height=8)
+    text = s.wait_for(title_has("● online"))
+    s.keys("Tab", "j")
+    time.sleep(0.3)
+    text = s.wait_for(title_has("● online"))
+    assert len(_rules(text)) == 2, text
+    s.resize(80, 24)
+    s.wait_for(selection_is("Ann", "›"))
+
+
+def test_a_paste_is_typed_not_run_as_keys(hub, room, screens):
+    """Pasting "Sue⏎Andy" into the add prompt added Sue at the newline and ran "Andy" as keys: `d`, `y`
+    deleted her. The screen turns on bracketed paste: the paste is text (its line break a space), and
+    Enter adds "Sue Andy"; a paste in the list does nothing."""
+    obs = observe(hub, room)
+    ann = screens(hub, room, "ann")
+    ann.tmux("set-buffer", "-b", "p", "Sue\nAndy")
+    ann.keys("a").wait_for(_pred(lambda t: footer(t)["keys"].strip().startswith("new person's name"), "the add prompt"))
+    ann.tmux("paste-buffer", "-p", "-b", "p", "-t", "pk")
+    ann.wait_for(_pred(lambda t: "+ Sue Andy▏" in t, "the pasted name in the prompt, one line"))
+    ann.keys("Enter")
+    wait_model(obs, lambda p: "Sue Andy" in [x["name"] for x in p], "Sue Andy added")
+    ann.keys("Escape")
+    ann.tmux("paste-buffer", "-p", "-b", "p", "-t", "pk")  # in the list: nothing happens
+    time.sleep(0.5)
+    _, people = room_state(hub, room)
+    assert [p["name"] for p in people].count("Sue Andy") == 1 and len(people) == 4, people
+
+
+def test_ctrl_c_quits_while_typing_a_name(hub, room, screens):
+    """CLIENT.md: "q, Ctrl-C: quit". Ctrl-C did nothing while typing a name or choosing a value."""
+    ann = screens(hub, room, "ann")
+    ann.keys("Tab", "Enter").wait_for(_pred(lambda t: detail(t, "name") == "Ann▏", "typing the name"))
+    ann.keys("C-c").wait_for("EXIT=0")
+
+
+def test_quitting_right_after_an_edit_waits_for_it(hub, room, screens):
+    """`a`, `Kim`, Enter, `q` sent at once: the client said "1 change(s) had not reached the hub and are
+    lost" in half the runs while the hub had them, and a late frame was drawn over the shell. It waits
+    for the answer (up to 3 s) and exits 0 without that line; Kim is in the room."""
+    obs = observe(hub, room)
+    ann = screens(hub, room, "ann")
+    ann.keys("a", "K", "i", "m", "Enter", "q")
+    text = ann.wait_for("EXIT=0")
+    assert "are lost" not in text, text
+    wait_model(obs, lambda p: "Kim" in [x["name"] for x in p], "Kim added")
+
+
+def test_ctrl_z_suspends_with_the_terminal_put_back_and_fg_resumes(hub, room, screens):
+    """Ctrl-Z was ignored, and a SIGTSTP from elsewhere left the shell's prompt inside the screen; after
+    `fg` the keys were echoed and held until Enter. Now Ctrl-Z puts the terminal back and stops the
+    client (the shell says so), and `fg` redraws the screen and reads single keys again."""
+    s = screens.raw("shell")
+    s.start("env PS1='$ ' bash --norc --noprofile")
+    s.wait_for(_pred(lambda t: t.strip() == "$", "the shell's prompt"))
+    s.type(open_command(hub.port, room, "ann").removesuffix("; echo EXIT=$?"))
+    s.keys("Enter")
+    s.wait_for(all_of(title_has("● online"), selection_is("Ann")))
+    s.keys("C-z")
+    text = s.wait_for(_pred(lambda t: "Stopped" in t and t.rstrip().endswith("$"), "the shell's prompt after Ctrl-Z"))
+    assert "● online" not in text, f"the screen gave the terminal back:\n{text}"
+    s.type("fg")
+    s.keys("Enter")
+    s.wait_for(all_of(title_has("● online"), selection_is("Ann")))
+    s.keys("a").wait_for(_pred(lambda t: footer(t)["keys"].strip().startswith("new person's name"),
+                               "the add prompt after one key (single keys again)"))
+    s.keys("Escape", "q")
+    s.wait_for(_pred(lambda t: t.rstrip().endswith("$") and "● online" not in t, "the shell again after q"))

@@ -1,7 +1,9 @@
 extension String {
-    /// This text with each control character (Unicode's Cc: C0, DEL and C1; and the line and paragraph
-    /// separators) written as an escape: `\n`, `\r`, `\t`, else `\u{1B}`; itself, not copied, when it
-    /// has none. Escaping twice changes nothing more.
+    /// This text with each control character (Unicode's Cc: C0, DEL and C1; the line and paragraph
+    /// separators; and the bidirectional embeddings, overrides and isolates, U+202A–202E and
+    /// U+2066–2069, which reorder the rest of a line on a terminal that does bidirectional text)
+    /// written as an escape: `\n`, `\r`, `\t`, else `\u{1B}`; itself, not copied, when it has none.
+    /// Escaping twice changes nothing more.
     ///
     /// Names, user names and labels are stored as sent (the product contract lets them hold any text):
     /// what writes them where a control character would be obeyed (the hub's text log, a terminal)
@@ -24,5 +26,6 @@ extension String {
 
     private static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
         scalar.properties.generalCategory == .control || scalar == "\u{2028}" || scalar == "\u{2029}"
+            || (0x202A...0x202E).contains(scalar.value) || (0x2066...0x2069).contains(scalar.value)
     }
 }
