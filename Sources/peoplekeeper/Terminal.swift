@@ -173,16 +173,7 @@ struct KeyDecoder {
             if pending[1] == UInt8(ascii: "[") { return csi() }
             if pending[1] == UInt8(ascii: "O") {
                 guard pending.count > 2 else { return nil }
-                let key: Key = switch pending[2] {
-                case UInt8(ascii: "A"): .up
-                case UInt8(ascii: "B"): .down
-                case UInt8(ascii: "C"): .right
-                case UInt8(ascii: "D"): .left
-                case UInt8(ascii: "H"): .home
-                case UInt8(ascii: "F"): .end
-                default: .ignored  // F1–F4 and the keypad
-                }
-                return (key, 3)
+                return (Self.cursorKey(pending[2]) ?? .ignored, 3)  // else F1–F4 and the keypad
             }
             return (.escape, 1)
         case 0x0D, 0x0A: return (.enter, 1)
@@ -198,6 +189,19 @@ struct KeyDecoder {
         }
     }
 
+    /// The arrows, Home and End by the final byte of their sequence (`ESC [ A`, `ESC O H`, `ESC [ 1 ; 2 A`).
+    private static func cursorKey(_ final: UInt8) -> Key? {
+        switch final {
+        case UInt8(ascii: "A"): .up
+        case UInt8(ascii: "B"): .down
+        case UInt8(ascii: "C"): .right
+        case UInt8(ascii: "D"): .left
+        case UInt8(ascii: "H"): .home
+        case UInt8(ascii: "F"): .end
+        default: nil
+        }
+    }
+
     /// `ESC [`, parameters, intermediates and a final byte (ECMA-48); nil while incomplete. The start of
     /// a bracketed paste is `.paste("")` (`feed` then gathers it).
     private func csi() -> (Key, Int)? {
@@ -208,13 +212,8 @@ struct KeyDecoder {
         guard (0x40...0x7E).contains(final) else { return (.escape, 1) }  // not a sequence after all
         let parameters = String(decoding: pending[2..<i], as: UTF8.self)
         let first = parameters.split(separator: ";").first.map(String.init) ?? ""
+        if let key = Self.cursorKey(final) { return (key, i + 1) }
         let key: Key = switch final {
-        case UInt8(ascii: "A"): .up
-        case UInt8(ascii: "B"): .down
-        case UInt8(ascii: "C"): .right
-        case UInt8(ascii: "D"): .left
-        case UInt8(ascii: "H"): .home
-        case UInt8(ascii: "F"): .end
         case UInt8(ascii: "~"):
             switch first {
             case "3": .delete
