@@ -207,9 +207,27 @@ def test_sigterm_answers_http_requests_already_taken(hub_factory, room):
         except (OSError, http.client.HTTPException) as e:
             answer["error"] = repr(e)
 
+    def importing() -> bool:
+        """Whether the hub has taken the PUT: a read of the room then waits for the import (before, it
+        is answered 404 at once). A fixed half second was not always enough on a busy machine: the
+        SIGTERM came before the request was taken, and its 503 is right for a request not taken."""
+        conn = http.client.HTTPConnection("127.0.0.1", h.port, timeout=1.0)
+        try:
+            conn.request("GET", f"/v1/rooms/{room}", headers={"Host": "localhost"})
+            conn.getresponse().read()
+            return False
+        except TimeoutError:
+            return True
+        finally:
+            conn.close()
+
     worker = threading.Thread(target=put)
     worker.start()
-    time.sleep(0.5)                                   # the body is in; the import is being checked
+    deadline = time.monotonic() + 20
+    while not importing():
+        assert not answer, f"the import of {count} revisions was done before SIGTERM: {answer}"
+        assert time.monotonic() < deadline, "the hub never took the PUT"
+        time.sleep(0.05)
     assert not answer, f"the import of {count} revisions was done before SIGTERM: {answer}"
     h.proc.send_signal(signal.SIGTERM)
     worker.join(30)
