@@ -220,12 +220,7 @@ extension Screen {
             out.append(i == index && !inDetails ? style(text, "7") : text)
         }
         if people.isEmpty { out += emptyList(width: width) }
-        if case .adding(let name, let cursor) = mode {
-            let scalars = Array(name.unicodeScalars)
-            let head = String(String.UnicodeScalarView(scalars.prefix(cursor)))
-            let tail = String(String.UnicodeScalarView(scalars.dropFirst(cursor)))
-            out.append(style("+ \(head)▏\(tail)", "1"))
-        }
+        if case .adding(let name, let cursor) = mode { out.append(style("+ " + Self.withCaret(name, at: cursor), "1")) }
         if case .confirmDelete(let tag) = mode { out.append(style("delete \(room.sync.view.called(tag))? y/n", "31")) }
         return (out + Array(repeating: "", count: height)).prefix(height).map { String($0) }
     }
@@ -261,12 +256,7 @@ extension Screen {
         let first = max(0, min(row - rows / 2, Row.all.count - rows))
         for (i, r) in Row.all.enumerated().dropFirst(first).prefix(rows) {
             var value = r.value(of: person)
-            if r == .field(.name), case .editingName(let cursor) = mode {
-                let scalars = Array(person.name.unicodeScalars)
-                let head = String(String.UnicodeScalarView(scalars.prefix(cursor)))
-                let tail = String(String.UnicodeScalarView(scalars.dropFirst(cursor)))
-                value = head + "▏" + tail
-            }
+            if r == .field(.name), case .editingName(let cursor) = mode { value = Self.withCaret(person.name, at: cursor) }
             if case .choosing(let chosen, let index) = mode, chosen == r, let choices = r.choices {
                 value = style("‹ \(choices[index]) ›", "1")
             }
@@ -285,6 +275,13 @@ extension Screen {
             out.append(inDetails && i == row ? style("▶ " + text, "7") : "  " + text)
         }
         return (out + Array(repeating: "", count: height)).prefix(height).map { String($0) }
+    }
+
+    /// `text` with the caret (`▏`) at scalar offset `cursor`: a name being typed, or the add prompt's.
+    static func withCaret(_ text: String, at cursor: Int) -> String {
+        let scalars = Array(text.unicodeScalars)
+        return String(String.UnicodeScalarView(scalars.prefix(cursor))) + "▏"
+            + String(String.UnicodeScalarView(scalars.dropFirst(cursor)))
     }
 
     /// The writer shown for a value of this user's the hub has not confirmed yet.
