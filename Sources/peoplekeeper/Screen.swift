@@ -104,6 +104,9 @@ final class Screen: @unchecked Sendable {
             case .error(let error):
                 report = Report(text: "the hub refused: \(error.terminalWords) (\(error.code.rawValue))", warning: true)
             case .remote(let summary, let before):
+                // The room went back on the hub: that says more than a teammate's edit (the list shows
+                // theirs), so it keeps the line until this user's next action.
+                if let shown = report, shown.text.hasPrefix(Self.resetNote) { break }
                 report = Report(text: summary.sentence(people: before, me: room.sync.user), warning: false)
             case .offline:
                 // The connection's note (from the link) takes the line until the hub is back.
