@@ -4,6 +4,7 @@
 
 #include <libwebsockets.h>
 #include <ev.h>
+#include <stdlib.h>
 #include <sys/prctl.h>
 
 /// Headroom lws_write needs before every payload (LWS_PRE is a macro).
@@ -32,6 +33,35 @@ static inline void *pk_ev_loop_new(void) { return ev_loop_new(EVBACKEND_EPOLL | 
 /// One turn of the loop: waits for at least one event (or lws's timer), handles what is ready.
 static inline int pk_ev_run_once(void *loop) { return ev_run((struct ev_loop *)loop, EVRUN_ONCE); }
 static inline void pk_ev_loop_destroy(void *loop) { ev_loop_destroy((struct ev_loop *)loop); }
+
+// lws 4.1.6's libev glue arms one libev timer for its next scheduled event (a sul) and never
+// shortens it: `ev_timer_start` on an armed timer does nothing. So an event scheduled later for an
+// earlier time (a connection's deadline, a client's handshake timeout) waits for the armed one (lws's
+// 30-second housekeeping) unless other traffic wakes the loop first: a client's 1-second handshake
+// timeout fired after 30 s. A tick wakes lws through its cancel pipe every `seconds`; handling that
+// wake runs every event that is due. One wake a second per service thread.
+struct pk_ev_tick {
+    ev_timer timer;
+    struct lws_context *context;
+};
+static void pk_ev_tick_fired(struct ev_loop *loop, ev_timer *timer, int revents) {
+    (void)loop; (void)revents;
+    lws_cancel_service(((struct pk_ev_tick *)timer)->context);
+}
+static inline void *pk_ev_tick_start(void *loop, struct lws_context *context, double seconds) {
+    struct pk_ev_tick *tick = calloc(1, sizeof *tick);
+    if (!tick) return NULL;
+    tick->context = context;
+    ev_timer_init(&tick->timer, pk_ev_tick_fired, seconds, seconds);
+    ev_timer_start((struct ev_loop *)loop, &tick->timer);
+    return tick;
+}
+/// Stops and frees a tick (before its context is destroyed).
+static inline void pk_ev_tick_stop(void *loop, void *tick) {
+    if (!tick) return;
+    ev_timer_stop((struct ev_loop *)loop, &((struct pk_ev_tick *)tick)->timer);
+    free(tick);
+}
 
 /// Names the calling thread (15 bytes are kept) as `top -H` and `perf` show it; prctl is variadic.
 static inline void pk_set_thread_name(const char *name) { prctl(PR_SET_NAME, name, 0, 0, 0); }

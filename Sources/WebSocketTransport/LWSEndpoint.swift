@@ -191,6 +191,8 @@ public class LWSEndpoint: @unchecked Sendable {
             self.servedBy = loop == nil ? .poll : .epoll
             self.inbox.attach(LWSContextPointer(raw: context))
             created(context)
+            // lws's due events run within a second even on a quiet loop (shim.h `pk_ev_tick_start`).
+            let tick = loop.map { pk_ev_tick_start($0, context, 1.0) } ?? nil
             started.signal()
             while !self.stopRequested {
                 self.turn &+= 1
@@ -205,6 +207,7 @@ public class LWSEndpoint: @unchecked Sendable {
                 self.serviceTick()
                 self.flushWakes()
             }
+            if let loop { pk_ev_tick_stop(loop, tick) }
             for work in self.inbox.detach() { work() }
             self.flushWakes()
             lws_context_destroy(context)

@@ -31,7 +31,8 @@ public final class WebSocketClient: LWSEndpoint, @unchecked Sendable {
     ///   a self-signed certificate: pass that certificate).
     /// - Parameter handshakeSeconds: how long an attempt may wait for the server (its TCP connect, its
     ///   answer to the upgrade) before lws gives it up and the delegate hears `didClose`; 0: lws's own
-    ///   default (30 s here).
+    ///   default (5 s in libwebsockets 4.1; it seemed 30 until session 22, when lws's timers waited for
+    ///   its 30-second housekeeping: shim.h `pk_ev_tick_start`).
     public init(limits: WebSocketLimits = WebSocketLimits(), permessageDeflate: Bool = false,
                 caFile: String? = nil, handshakeSeconds: Int = 0) throws {
         self.limits = limits
@@ -132,7 +133,7 @@ public final class WebSocketClient: LWSEndpoint, @unchecked Sendable {
             return 0
 
         case LWS_CALLBACK_WSI_DESTROY:
-            // lws ends an attempt whose upgrade is never answered after its own timeout (30 s) without
+            // lws ends an attempt whose upgrade is never answered after its own timeout (`handshakeSeconds`) without
             // a CONNECTION_ERROR: the delegate would never hear of it (the terminal client stayed
             // "connecting" for good, no longer retrying). Whatever ends a wsi, its delegate hears once.
             if let connection = detach(wsi: wsi) {

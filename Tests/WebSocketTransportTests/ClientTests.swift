@@ -6,7 +6,7 @@ import WebSocketTransport
 /// The client role against a server that never answers.
 @Suite("client")
 struct ClientTests {
-    @Test("an upgrade the server never answers ends in didClose, with an error, when lws gives the attempt up")
+    @Test("an upgrade the server never answers ends in didClose, with an error, once handshakeSeconds have passed")
     func unansweredUpgrade() async throws {
         // A session 21 network-failure pass: lws ended such an attempt after its timeout without a
         // connection error, the delegate was never told, and the terminal client stayed "connecting" for
@@ -15,15 +15,22 @@ struct ClientTests {
         defer { listener.close() }
         let client = try WebSocketClient(handshakeSeconds: 1)
         let heard = Heard()
+        // The client's loop has armed lws's timer for its 30-second housekeeping by now: the attempt's
+        // 1-second timeout, scheduled after it, used to wait for it (shim.h `pk_ev_tick_start`).
+        try await Task.sleep(for: .milliseconds(300))
+        let start = Date()
         try client.connect(url: "ws://127.0.0.1:\(listener.port)/v1/rooms/r", delegate: heard)
-        // Alone this takes about a second. In the whole parallel `swift test` run the close has come only
-        // as the other suites end (about 90 s; not understood yet, docs/STATUS.md), so the wait is long
-        // and by the clock.
+        // The close comes about a second after the attempt, alone or in the whole parallel `swift test`
+        // run. There this task's next turn may wait a minute and more for a cooperative thread, both
+        // busy with CPU-bound tests (the convergence runs; seen with timestamps and a stack dump in
+        // session 22): so the wait is long and by the clock.
         let deadline = Date().addingTimeInterval(300)
         while heard.closed.withLock({ $0 }) == nil, Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
         let closed = heard.closed.withLock { $0 }
         #expect(closed != nil, "the delegate heard nothing within 300 s")
         #expect(closed?.error != nil)
+        // Heard on the service thread after `handshakeSeconds` (1), not lws's default 30 s.
+        if let at = closed?.at { #expect(at.timeIntervalSince(start) < 10, "closed after \(at.timeIntervalSince(start)) s") }
         #expect(heard.connected.withLock { $0 } == false)
         await client.shutdown()
     }
