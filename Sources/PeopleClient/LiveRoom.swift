@@ -96,7 +96,9 @@ public final class LiveRoom: @unchecked Sendable {
         self.url = HubConnection.roomURL(base: base, room: room)
         self.queue = queue
         self.sync = ClientSync(user: user)
-        self.client = try WebSocketClient(caFile: caFile)
+        // The attempt's own limit is `connectSeconds` (below, with its words); lws's (5 s by default,
+        // per phase) would end it first.
+        self.client = try WebSocketClient(caFile: caFile, handshakeSeconds: Int(Self.connectSeconds) + 5)
     }
 
     /// Starts connecting (queue only).

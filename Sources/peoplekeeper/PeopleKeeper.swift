@@ -178,7 +178,9 @@ struct Run {
     /// Joins the room, runs `body`, and turns failures into the documented exit statuses.
     func callAsFunction(since: Int? = nil, _ body: (RoomSession) async throws -> Void) async throws {
         let client: WebSocketClient
-        do { client = try WebSocketClient(caFile: options.trustedCAFile) } catch {
+        // `--timeout` bounds the join (RoomSession); lws's own limit (5 s by default) would cut a longer one.
+        let handshakeSeconds = Int(min(options.timeout, 86_400).rounded(.up)) + 1
+        do { client = try WebSocketClient(caFile: options.trustedCAFile, handshakeSeconds: handshakeSeconds) } catch {
             try fail(Failure(status: 69, code: "unreachable", message: "cannot start the WebSocket client: \(error)"))
         }
         var failure: Failure?

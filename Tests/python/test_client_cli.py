@@ -27,6 +27,7 @@ import pytest
 
 from conftest import HUB_BIN, SEED, room_state
 from pkclient import by_tag, norm, tags
+from stallproxy import StallProxy
 from test_trust import SECRET, token as make_token
 
 HERE = Path(__file__).resolve().parent
@@ -895,6 +896,22 @@ def test_hub_that_never_answers_times_out_with_69(room):
         elapsed = time.monotonic() - start
     assert_error(r, 69)
     assert 2.0 <= elapsed < 10, f"--timeout 3 should give up after about 3s, took {elapsed:.1f}s"
+
+
+def test_a_hub_slower_than_five_seconds_is_waited_for_within_the_timeout(hub, room):
+    """`--timeout 20` against a hub that answers the upgrade after 7 s (a proxy holds the connection):
+    `list` waits and succeeds. libwebsockets gives an attempt 5 s by default; its timers used to wait
+    for its 30-second housekeeping, so that limit went unseen until session 22 made them run on time."""
+    proxy = StallProxy(hub.port, delay=7)
+    try:
+        start = time.monotonic()
+        r = pk(None, room, "ann", "list", "--timeout", "20", url=f"ws://127.0.0.1:{proxy.port}", timeout=40)
+        elapsed = time.monotonic() - start
+    finally:
+        proxy.close()
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+    assert "Ann" in r.stdout, r.stdout
+    assert elapsed >= 6.5, f"the proxy held the connection 7 s, yet `list` took {elapsed:.1f}s"
 
 
 def test_a_hub_that_refuses_the_connection_says_why(hub_factory, room):
