@@ -4,7 +4,8 @@
 `stall()`, nothing passes any more on the connections open then (they stay open, silent, as over a dead
 Wi-Fi: neither side hears a close), and connections accepted while stalled are held open and never
 connected on (an upgrade that is never answered). `resume()` lets new connections through again; the
-ones that went silent stay silent. `close()` ends everything.
+ones that went silent stay silent. `close()` ends everything. `delay` (seconds) holds each new
+connection that long before connecting it on: a hub slow to answer the upgrade.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import threading
 
 
 class StallProxy:
-    def __init__(self, target_port: int):
+    def __init__(self, target_port: int, delay: float = 0.0):
         self.target = ("127.0.0.1", target_port)
+        self.delay = delay
         self.listener = socket.socket()
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.listener.bind(("127.0.0.1", 0))
@@ -62,19 +64,30 @@ class StallProxy:
                 if self.stalled:
                     self.pairs.append({"sockets": [client], "silent": True})
                     continue
-            try:
-                upstream = socket.create_connection(self.target, timeout=5)
-            except OSError:
-                client.close()
-                continue
-            pair = {"sockets": [client, upstream], "silent": False}
-            with self.lock:
-                self.pairs.append(pair)
-            threading.Thread(target=self._pump, args=(pair,), daemon=True).start()
+            threading.Thread(target=self._connect_on, args=(client,), daemon=True).start()
+
+    def _connect_on(self, client: socket.socket) -> None:
+        if self.delay:
+            threading.Event().wait(self.delay)
+        try:
+            upstream = socket.create_connection(self.target, timeout=5)
+        except OSError:
+            client.close()
+            return
+        pair = {"sockets": [client, upstream], "silent": False}
+        with self.lock:
+            self.pairs.append(pair)
+        self._pump(pair)
 
     def _pump(self, pair: dict) -> None:
         client, upstream = pair["sockets"]
         other = {client: upstream, upstream: client}
+        # poll, not select: a pytest worker that ran many tests before may hand out descriptors past
+        # select's 1024 (the whole suite's run failed so, session 22).
+        poller = select.poll()
+        for s in (client, upstream):
+            poller.register(s, select.POLLIN)
+        by_fd = {client.fileno(): client, upstream.fileno(): upstream}
         while True:
             with self.lock:
                 if self.closed:
@@ -85,7 +98,7 @@ class StallProxy:
                 threading.Event().wait(0.2)
                 continue
             try:
-                ready, _, _ = select.select([client, upstream], [], [], 0.1)
+                ready = [by_fd[fd] for fd, _ in poller.poll(100)]
                 for s in ready:
                     with self.lock:
                         if pair["silent"]:
