@@ -66,6 +66,21 @@ public enum TerminalText {
         return (text[..<end], used)
     }
 
+    /// The longest tail of `text` (whole characters) that takes at most `limit` columns.
+    public static func suffix(_ text: some StringProtocol, columns limit: Int) -> (text: Substring, columns: Int) {
+        let text = Substring(text)
+        var used = 0
+        var start = text.endIndex
+        while start > text.startIndex {
+            let previous = text.index(before: start)
+            let width = columns(of: text[previous])
+            guard used + width <= limit else { break }
+            used += width
+            start = previous
+        }
+        return (text[start...], used)
+    }
+
     /// `text` cut to `width` columns (its last column an ellipsis when it was longer) and padded with
     /// spaces to exactly `width`.
     public static func fit(_ text: some StringProtocol, width: Int) -> String {

@@ -189,11 +189,16 @@ extension Screen {
                              ("u/r undo/redo", 2), ("h history", 3), ("/ find", 3), ("U/R this person", 4), ("? help", 0), ("q quit", 0)])
         case .confirmRestore(let rev):
             return KeyHints([("y restores the room to rev \(rev), any other key keeps it as it is", 0)])
-        case .editingName: return KeyHints([("typing the name: ←→ move  Backspace/Delete  Enter or Esc when done", 0)])
-        case .adding: return KeyHints([("new person's name: ←→ move  Backspace/Delete  Enter adds  Esc cancels", 0)])
+        case .editingName:
+            return KeyHints([("typing the name:", 0), ("←→ move", 1), ("Backspace/Delete", 2), ("Enter or Esc when done", 0)])
+        case .adding:
+            return KeyHints([("new person's name:", 0), ("←→ move", 2), ("Backspace/Delete", 3), ("Enter adds", 0),
+                             ("Esc cancels", 1)])
         case .confirmDelete(let tag):
+            // A long name is cut here (the list pane's question has it too), never the keys.
             let name = room.sync.view.called(tag)
-            return KeyHints([("delete \(name)? y deletes \(name), any other key keeps them", 0)])
+            let shown = TerminalText.columns(name) <= 24 ? name : TerminalText.prefix(name, columns: 23).text + "…"
+            return KeyHints([("delete \(shown)?", 0), ("y deletes", 0), ("any other key keeps them", 1)])
         case .moving: return KeyHints([("↑↓/jk move the person  Enter or Esc when done", 0)])
         case .finding(let text, _):
             return KeyHints([("find: \(text)▏  ↓ next  Enter stay  Esc back", 0)])
@@ -210,9 +215,20 @@ extension Screen {
         if case .help = mode {
             return (Self.help + Array(repeating: "", count: height)).prefix(height).map { String($0) }
         }
+        // The add prompt and the delete question take the pane's last line: a full list hid them.
+        var prompt: String?
+        if case .adding(let name, let cursor) = mode {
+            prompt = style("+ " + Self.withCaret(name, at: cursor, columns: width - 2), "1")
+        }
+        if case .confirmDelete(let tag) = mode {
+            let name = room.sync.view.called(tag)
+            let shown = TerminalText.columns(name) <= width - 14 ? name : TerminalText.prefix(name, columns: max(1, width - 15)).text + "…"
+            prompt = style("delete \(shown)? y/n", "31")
+        }
+        let rows = prompt == nil ? height : max(0, height - 1)
         let index = selectedIndex ?? 0
-        let first = max(0, min(index - height / 2, people.count - height))
-        for (i, person) in people.enumerated().dropFirst(first).prefix(height) {
+        let first = max(0, min(index - rows / 2, people.count - rows))
+        for (i, person) in people.enumerated().dropFirst(first).prefix(rows) {
             let viewers = room.sync.presence.filter { $0.viewing == person.tag && $0.user != room.sync.user }.map(\.user)
             let marker = i == index ? (inDetails ? "›" : "▶") : " "
             var text = "\(marker) \(person.name)"
@@ -220,8 +236,8 @@ extension Screen {
             out.append(i == index && !inDetails ? style(text, "7") : text)
         }
         if people.isEmpty { out += emptyList(width: width) }
-        if case .adding(let name, let cursor) = mode { out.append(style("+ " + Self.withCaret(name, at: cursor), "1")) }
-        if case .confirmDelete(let tag) = mode { out.append(style("delete \(room.sync.view.called(tag))? y/n", "31")) }
+        out = Array(out.prefix(rows))
+        if let prompt { out.append(prompt) }
         return (out + Array(repeating: "", count: height)).prefix(height).map { String($0) }
     }
 
@@ -251,26 +267,36 @@ extension Screen {
         let confirmed = room.sync.confirmed[person.tag]
         let now = Date()
         var out: [String] = [style("\(person.name)", "1") + "  tag \(person.tag)", record.map { style(addedLine($0, now: now), "2") } ?? ""]
+        // Labels take 24 columns where that leaves a value and its writer room; on a narrow pane the
+        // short labels (`Mustache` for `Facial hair: mustache`) take 12, so values still show.
+        let wide = width - 2 - 24 >= 16
+        let labelWidth = wide ? 24 : 12
+        // The writer's column: after the longest value but a name (8 columns) and two spaces (one on
+        // a narrow pane).
+        let writerColumn = labelWidth + (wide ? 10 : 9)
         // The rows under the name and the line under it (none on a window of 8 lines: it crashed there).
         let rows = max(0, height - 2)
         let first = max(0, min(row - rows / 2, Row.all.count - rows))
         for (i, r) in Row.all.enumerated().dropFirst(first).prefix(rows) {
             var value = r.value(of: person)
-            if r == .field(.name), case .editingName(let cursor) = mode { value = Self.withCaret(person.name, at: cursor) }
+            if r == .field(.name), case .editingName(let cursor) = mode {
+                value = Self.withCaret(person.name, at: cursor, columns: width - 2 - labelWidth)
+            }
             if case .choosing(let chosen, let index) = mode, chosen == r, let choices = r.choices {
                 value = style("‹ \(choices[index]) ›", "1")
             }
-            let label = r.label
-            var text = label.padding(toLength: max(24, label.count + 1), withPad: " ", startingAt: 0) + value
-            if let record {
+            let label = wide ? r.label : r.shortLabel
+            var text = TerminalText.fit(label, width: labelWidth) + value
+            let typing = if case .editingName = mode, r == .field(.name) { true } else { false }
+            if let record, !typing {
                 // The writer in a column of its own (values are at most 8 characters but for names);
-                // on a narrow pane without "ago", then cut.
-                text += String(repeating: " ", count: max(2, 34 - visibleCount(text)))
+                // on a narrow pane without "ago", or shorter still; left out where even that is cut.
+                text += String(repeating: " ", count: max(2, writerColumn - visibleCount(text)))
                 let writer = r.writer(in: record)
                 let room = width - 2 - visibleCount(text)
                 let waiting = confirmed.map { r.value(of: $0) != r.value(of: person) } ?? true
-                let words = waiting ? Self.waitingWriter : writer.words(now: now)
-                text += style(visibleCount(words) <= room || waiting ? words : writer.words(now: now, ago: false), "2")
+                let forms = waiting ? [Self.waitingWriter, "waiting"] : [writer.words(now: now), writer.words(now: now, ago: false)]
+                if let words = forms.first(where: { visibleCount($0) <= room }) { text += style(words, "2") }
             }
             out.append(inDetails && i == row ? style("▶ " + text, "7") : "  " + text)
         }
@@ -278,10 +304,16 @@ extension Screen {
     }
 
     /// `text` with the caret (`▏`) at scalar offset `cursor`: a name being typed, or the add prompt's.
-    static func withCaret(_ text: String, at cursor: Int) -> String {
+    /// With `columns`, a name too long for them scrolls: cut in front (`…`) so that the caret and
+    /// what comes just before it show (what follows it is cut at the end, as any value).
+    static func withCaret(_ text: String, at cursor: Int, columns: Int = .max) -> String {
         let scalars = Array(text.unicodeScalars)
-        return String(String.UnicodeScalarView(scalars.prefix(cursor))) + "▏"
-            + String(String.UnicodeScalarView(scalars.dropFirst(cursor)))
+        let before = String(String.UnicodeScalarView(scalars.prefix(cursor)))
+        let after = String(String.UnicodeScalarView(scalars.dropFirst(cursor)))
+        // Room for the caret, and for the `…` that cuts the end when something follows.
+        let room = columns - 1 - (after.isEmpty ? 0 : 1)
+        guard columns >= 4, TerminalText.columns(before) > room else { return before + "▏" + after }
+        return "…" + TerminalText.suffix(before, columns: room - 1).text + "▏" + after
     }
 
     /// The writer shown for a value of this user's the hub has not confirmed yet.

@@ -32,6 +32,14 @@ extension Screen {
             }
         }
 
+        /// The label of a narrow pane (at most 11 columns).
+        var shortLabel: String {
+            switch self {
+            case .facialHair(let style): style.rawValue.prefix(1).uppercased() + style.rawValue.dropFirst()
+            default: label
+            }
+        }
+
         func value(of person: Person) -> String {
             switch self {
             case .field(let f): person.value(of: f).words

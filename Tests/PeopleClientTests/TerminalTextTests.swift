@@ -46,6 +46,12 @@ struct TerminalTextTests {
         #expect(TerminalText.prefix("👩🏽‍💻 Ada", columns: 1).text == "")
         #expect(TerminalText.prefix("👩🏽‍💻 Ada", columns: 2).text == "👩🏽‍💻")
         #expect(TerminalText.prefix("李小龙", columns: 5) == ("李小", 4))
+        // A tail, as a long name being typed shows before its caret.
+        #expect(TerminalText.suffix("Ada 👩🏽‍💻", columns: 1).text == "")
+        #expect(TerminalText.suffix("Ada 👩🏽‍💻", columns: 3) == (" 👩🏽‍💻", 3))
+        #expect(TerminalText.suffix("李小龙", columns: 5) == ("小龙", 4))
+        #expect(TerminalText.suffix("Jose\u{301}", columns: 1).text == "e\u{301}")
+        #expect(TerminalText.suffix("Ann", columns: 9) == ("Ann", 3))
         #expect(TerminalText.fit("李小龙", width: 6) == "李小龙")
         #expect(TerminalText.fit("李小龙", width: 8) == "李小龙  ")
         #expect(TerminalText.fit("李小龙", width: 5) == "李小…")

@@ -1795,3 +1795,46 @@ def test_ctrl_z_suspends_with_the_terminal_put_back_and_fg_resumes(hub, room, sc
                                "the add prompt after one key (single keys again)"))
     s.keys("Escape", "q")
     s.wait_for(_pred(lambda t: t.rstrip().endswith("$") and "● online" not in t, "the shell again after q"))
+
+
+def test_a_50_column_window_shows_values_a_long_name_s_caret_and_the_prompts(hub, room, screens):
+    """Left from the power-user pass: on 50 columns the details' labels took 24 columns and values showed as
+    two letters; a name longer than its field hid the caret while typing; the add prompt and the delete
+    question were drawn under the list, so a list filling the pane hid them; and the delete question, one
+    long hint, lost `y deletes` to a long name. Now the narrow pane uses short labels (`Mustache`), a
+    long name scrolls to keep the caret in view, the prompt takes the list's last line, and the key line
+    keeps `delete …?` and `y deletes` whatever the name."""
+    obs = observe(hub, room)
+    long_name = "Annabelle Wilhelmina Fitzgerald-Montgomery"
+    obs.edit([{"op": "set", "tag": 1, "field": "name", "value": long_name}])
+    obs.edit([{"op": "insert", "at": 3 + i, "person": person(obs.new_tag(), f"P{i:02}")} for i in range(25)])
+    s = screens.raw("ann50")
+    s.start(open_command(hub.port, room, "ann"), width=50, height=24)
+    s.wait_for(all_of(title_has("● online"), _pred(lambda t: "P24" in t or "P00" in t, "the list")))
+    rights = lambda t: [r for _, r in body(t)]
+    text = s.keys("Tab").wait_for(_pred(lambda t: any(r.strip().startswith("Mustache") for r in rights(t)),
+                                        "the short label Mustache"))
+    rows = {r[2:14].strip(): r[14:].strip() for r in rights(text) if r[:2] in ("▶ ", "  ") and len(r) > 14}
+    assert rows.get("Hair color", "").startswith("brown"), text
+    assert rows.get("Eye color", "").startswith("brown"), text
+    assert rows.get("Mustache", "").startswith("off"), text
+    # Typing at the end of the long name: the caret shows, the name cut in front.
+    text = s.keys("Enter").wait_for(_pred(lambda t: any("Montgomery▏" in r for r in rights(t)), "the caret after Montgomery"))
+    name_row = next(r for r in rights(text) if "▏" in r)
+    assert "…" in name_row and "Annabelle" not in name_row, text
+    assert all(columns(line) <= 50 for line in screen_lines(text)), text
+    text = s.keys("Home").wait_for(_pred(lambda t: any("▏Annabelle" in r for r in rights(t)), "the caret at the start"))
+    s.keys("Escape", "Escape")
+    # The add prompt with the list full (28 people, 16 rows).
+    text = s.keys("a").wait_for(_pred(lambda t: any(left.startswith("+ ▏") for left, _ in body(t)), "the add prompt"))
+    s.type("Zoe")
+    s.wait_for(_pred(lambda t: any(left.startswith("+ Zoe▏") for left, _ in body(t)), "Zoe in the add prompt"))
+    s.keys("Escape")
+    # The delete question of the long name: the key line keeps `y deletes`.
+    s.keys("Home").wait_for(_pred(lambda t: (selected_name(t) or "").startswith("Annabelle"),
+                                "the long name selected"))
+    text = s.keys("d").wait_for(_pred(lambda t: "y deletes" in footer(t)["keys"], "`y deletes` on the key line"))
+    assert "delete Annabelle" in footer(text)["keys"], text
+    assert any(left.startswith("delete Ann") and left.endswith("? y/n") for left, _ in body(text)), text
+    s.keys("y")
+    wait_model(obs, lambda p: all(x["name"] != long_name for x in p), "the long name deleted")
