@@ -123,7 +123,7 @@ extension Screen {
         lines.append(String(repeating: "─", count: width))
 
         let body = height - 7
-        if showingHistory && mode != .help {
+        if showingHistory && !isHelp {
             lines += historyPane(width: width, height: body).map { fit($0, width) }
         } else {
             let left = min(32, max(18, width / 3))
@@ -206,14 +206,17 @@ extension Screen {
             let values = (row.choices ?? []).enumerated().map { $0.offset == index ? "[\($0.element)]" : $0.element }
             return KeyHints([("\(row.label):", 1), (values.joined(separator: " "), 0), ("←→ choose", 0),
                              ("Enter set", 0), ("Esc cancel", 0)])
-        case .help: return KeyHints([("any key to close the help", 0)])
+        case .help(let first):
+            guard Self.help.count > helpRows else { return KeyHints([("any key to close the help", 0)]) }
+            let shown = "lines \(first + 1)–\(min(Self.help.count, first + helpRows)) of \(Self.help.count)"
+            return KeyHints([("help \(shown):", 1), ("↑↓ scroll", 0), ("any other key closes it", 0)])
         }
     }
 
     private func listPane(width: Int, height: Int) -> [String] {
         var out: [String] = []
-        if case .help = mode {
-            return (Self.help + Array(repeating: "", count: height)).prefix(height).map { String($0) }
+        if case .help(let first) = mode {
+            return (Self.help.dropFirst(first) + Array(repeating: "", count: height)).prefix(height).map { String($0) }
         }
         // The add prompt and the delete question take the pane's last line: a full list hid them.
         var prompt: String?
@@ -326,6 +329,10 @@ extension Screen {
         guard moved.rev != record.created.rev else { return added }
         return added + "; moved by \(moved.words(now: now))"
     }
+
+    /// The body's rows, where the help is shown (the window less the title, two rules and four lines
+    /// under them).
+    var helpRows: Int { max(1, terminal.size.rows - 7) }
 
     /// The help pane (lines of at most 25 characters: the list pane of an 80-column window; at most 17:
     /// the body of a 24-line one).

@@ -48,7 +48,7 @@ extension Screen {
         let page = max(1, terminal.size.rows - 10)
         switch key {
         case .char("q"), .ctrl("c"), .ctrl("d"): onQuit?()
-        case .char("?"): mode = .help
+        case .char("?"): mode = .help(first: 0)
         case .escape, .left, .char("h"): closeHistory()
         case .up, .char("k"): stepHistory(-1)
         case .down, .char("j"): stepHistory(1)

@@ -15,8 +15,17 @@ extension Screen {
         default: break
         }
         switch mode {
-        case .help:
-            mode = .normal
+        case .help(let first):
+            // ↑↓ (and j k, PgUp PgDn) scroll a help taller than the window; any other key closes it.
+            let last = max(0, Self.help.count - helpRows)
+            let step: Int? = switch key {
+            case .down, .char("j"): 1
+            case .up, .char("k"): -1
+            case .pageDown: helpRows
+            case .pageUp: -helpRows
+            default: nil
+            }
+            if let step, last > 0 { mode = .help(first: min(last, max(0, first + step))) } else { mode = .normal }
         case .confirmRestore(let rev):
             mode = .normal
             guard key == .char("y") || key == .char("Y") else { break }
@@ -64,7 +73,7 @@ extension Screen {
     private func normal(_ key: Key) {
         switch key {
         case .char("q"), .ctrl("c"), .ctrl("d"): onQuit?()
-        case .char("?"): mode = .help
+        case .char("?"): mode = .help(first: 0)
         case .up, .char("k"): step(-1)
         case .down, .char("j"): step(1)
         // A big room: a page, or the first / last person, at once (in the details: the first / last row).

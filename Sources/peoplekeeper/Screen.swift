@@ -26,8 +26,11 @@ final class Screen: @unchecked Sendable {
         case choosing(Row, index: Int)
         /// In the history view: `y` restores the room to revision `rev`, any other key keeps it.
         case confirmRestore(rev: Int)
-        case help
+        /// The help, from its line `first` (it scrolls on a window too short for all of it).
+        case help(first: Int)
     }
+
+    var isHelp: Bool { if case .help = mode { true } else { false } }
 
     /// One line for the status line.
     struct Report: Equatable {

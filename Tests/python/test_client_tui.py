@@ -1838,3 +1838,21 @@ def test_a_50_column_window_shows_values_a_long_name_s_caret_and_the_prompts(hub
     assert any(left.startswith("delete Ann") and left.endswith("? y/n") for left, _ in body(text)), text
     s.keys("y")
     wait_model(obs, lambda p: all(x["name"] != long_name for x in p), "the long name deleted")
+
+
+def test_the_help_scrolls_on_a_short_window(hub, room, screens):
+    """Left from the power-user pass: on a 12-line window the help showed its first five lines and no way to
+    the rest. Now ↑↓ scroll it (the key line says which lines show) and any other key closes it."""
+    s = screens.raw("ann12")
+    s.start(open_command(hub.port, room, "ann"), width=80, height=12)
+    s.wait_for(all_of(title_has("● online"), selection_is("Ann")))
+    lefts = lambda t: [left for left, _ in body(t)]
+    text = s.keys("?").wait_for(_pred(lambda t: "Keys" in lefts(t), "the help's first line"))
+    assert "↑↓ scroll" in footer(text)["keys"] and "lines 1–5 of" in footer(text)["keys"], text
+    assert not any(left.startswith("? help") for left in lefts(text)), text
+    text = s.keys(*(["j"] * 20)).wait_for(_pred(lambda t: any(left.startswith("? help") for left in lefts(t)),
+                                                 "the help's last line"))
+    assert "Keys" not in lefts(text), text
+    s.keys("k").wait_for(_pred(lambda t: not any(left.startswith("? help") for left in lefts(t)), "scrolled back one"))
+    s.keys("x").wait_for(selection_is("Ann"))
+    assert "Keys" not in lefts(s.text())
