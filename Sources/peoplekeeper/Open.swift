@@ -40,6 +40,11 @@ struct Open: AsyncParsableCommand {
         guard terminal.isInteractive else {
             throw ValidationError("open needs a terminal (stdin and stdout); for scripts use list, set, undo, watch…")
         }
+        // A terminal that cannot move its cursor (an editor's shell buffer, `TERM=dumb`) would show the
+        // screen's codes as text.
+        guard terminal.canDrawScreen else {
+            throw ValidationError("open needs a terminal that can draw a screen (TERM is \(terminal.name ?? "not set")); here use list, log, watch, set, undo…")
+        }
         let queue = DispatchQueue(label: "peoplekeeper.screen")
         let live = try LiveRoom(base: hubURL, room: roomName, user: userName, token: Defaults.token(token),
                                 caFile: Defaults.caFile(caFile), queue: queue)

@@ -28,6 +28,13 @@ final class Terminal: @unchecked Sendable {
 
     var isInteractive: Bool { isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1 }
 
+    /// `TERM`, as the environment has it.
+    var name: String? { ProcessInfo.processInfo.environment["TERM"] }
+
+    /// The terminal moves its cursor (the screen draws each line at its row): not a `dumb` one, nor one
+    /// with no `TERM` at all.
+    var canDrawScreen: Bool { !(name ?? "").isEmpty && name != "dumb" }
+
     /// Columns and rows (80 × 24 when the terminal does not say).
     var size: (columns: Int, rows: Int) {
         var window = winsize()

@@ -1856,3 +1856,14 @@ def test_the_help_scrolls_on_a_short_window(hub, room, screens):
     s.keys("k").wait_for(_pred(lambda t: not any(left.startswith("? help") for left in lefts(t)), "scrolled back one"))
     s.keys("x").wait_for(selection_is("Ann"))
     assert "Keys" not in lefts(s.text())
+
+
+def test_a_dumb_terminal_is_told_to_use_the_commands(hub, room, screens):
+    """Left from the power-user pass: with `TERM=dumb` (an editor's shell buffer) `open` wrote its screen
+    codes as text. It refuses with a usage error (64) that names the commands to use there."""
+    s = screens.raw("dumb")
+    s.start("TERM=dumb " + open_command(hub.port, room, "ann"))
+    text = s.wait_for("EXIT=")
+    assert "EXIT=64" in text, text
+    assert "open needs a terminal that can draw a screen (TERM is dumb)" in text, text
+    assert "\x1b" not in text and "─" not in text, text
