@@ -144,8 +144,8 @@ public final class LiveRoom: @unchecked Sendable {
 
     // MARK: History (queue only)
 
-    /// Shows the timeline: its newest page is asked for (`reader.rows`).
-    public func openTimeline() { ask(reader.open()) }
+    /// Shows the timeline, the room's or one `person`'s: its newest page is asked for (`reader.rows`).
+    public func openTimeline(person: Tag? = nil) { ask(reader.open(person: person)) }
 
     public func closeTimeline() { reader.close() }
 
@@ -162,7 +162,7 @@ public final class LiveRoom: @unchecked Sendable {
             // Not connected: the reader asks again when the connection is back (`reconnected`).
             guard link == .online, let (seq, message) = sync.ask({ seq in
                 switch question {
-                case .log(let before, let limit): .log(.init(seq: seq, before: before, limit: limit))
+                case .log(let before, let limit, let tag): .log(.init(seq: seq, before: before, limit: limit, tag: tag))
                 case .blame(let tag): .blame(.init(seq: seq, tag: tag))
                 }
             }) else { continue }

@@ -179,14 +179,14 @@ extension Screen {
                              ("u/r undo/redo", 2), ("? help", 0), ("q quit", 0)])
         case .normal where isViewer:
             return KeyHints([("view only", 0), ("↑↓/jk move", 1), (inDetails ? "Esc/← list" : "Tab/→ details", 1),
-                             ("h history", 2), ("? help", 0), ("q quit", 0)])
+                             ("h history", 2), ("H their history", 3), ("? help", 0), ("q quit", 0)])
         case .normal where inDetails:
             let enter = Row.all[row].choices != nil ? "Enter choose" : Row.all[row] == .field(.name) ? "Enter type" : "Enter on/off"
             return KeyHints([("↑↓/jk move", 1), (enter, 1), ("Esc/← list", 2), ("a add", 3), ("d delete", 3),
-                             ("u/r undo/redo", 2), ("h history", 3), ("/ find", 3), ("U/R this person", 4), ("? help", 0), ("q quit", 0)])
+                             ("u/r undo/redo", 2), ("h history", 3), ("/ find", 3), ("U/R this person", 4), ("H their history", 5), ("? help", 0), ("q quit", 0)])
         case .normal:
             return KeyHints([("↑↓/jk move", 1), ("Tab/→ details", 1), ("a add", 2), ("d delete", 2), ("m move", 3),
-                             ("u/r undo/redo", 2), ("h history", 3), ("/ find", 3), ("U/R this person", 4), ("? help", 0), ("q quit", 0)])
+                             ("u/r undo/redo", 2), ("h history", 3), ("/ find", 3), ("U/R this person", 4), ("H their history", 5), ("? help", 0), ("q quit", 0)])
         case .confirmRestore(let rev):
             return KeyHints([("y restores the room to rev \(rev), any other key keeps it as it is", 0)])
         case .editingName:
@@ -346,13 +346,13 @@ extension Screen {
         "         Enter), or turn",
         "         it on / off",
         "/ n      find name / next",
-        "a        add a person",
-        "d m      delete, move",
+        "a d m    add/delete/move",
         "u / r    undo / redo yours",
         "U / R    … this person's",
         "h        history: Enter",
         "         undoes yours, R",
         "         restores (asks)",
+        "H        … one person's",
         "? help   q quit",
     ]
 }

@@ -3,6 +3,7 @@ import PeopleClient
 import PeopleCore
 
 /// The history view (`h`): the room's timeline, newest first, in the rows `peoplekeeper log` prints,
+/// or (`H`) the selected person's: the revisions that named them (`log --tag`),
 /// with older pages loaded as the selection nears the end (`LiveRoom.reader`). Enter on one of this
 /// user's rows still on their undo stack (marked `↶`) undoes it selectively; `R` restores the room to
 /// the selected row after a confirmation that says how many changes it takes back; Esc or `h` goes
@@ -20,7 +21,8 @@ extension Screen {
     var historyRows: [HistoryRow] {
         let reader = room.reader
         var rows = reader.rows.map { HistoryRow(rev: $0.rev, entry: $0) }
-        if reader.loaded && !reader.more { rows.append(HistoryRow(rev: 0, entry: nil)) }
+        // The room as it began ends the room's timeline (R restores to it), not a person's.
+        if reader.loaded && !reader.more && reader.person == nil { rows.append(HistoryRow(rev: 0, entry: nil)) }
         return rows
     }
 
@@ -32,10 +34,11 @@ extension Screen {
         return rows.firstIndex { $0.rev <= rev } ?? rows.count - 1
     }
 
-    func openHistory() {
+    /// Opens the room's history, or with `person` that person's.
+    func openHistory(of person: Tag? = nil) {
         showingHistory = true
         historyRev = nil
-        room.openTimeline()
+        room.openTimeline(person: person)
     }
 
     func closeHistory() {
@@ -155,7 +158,10 @@ extension Screen {
         let reader = room.reader
         // Rows read before the hub went away stay, said to be as last read (they come again when it is back).
         let away = if case .offline = room.link { true } else { false }
-        var out = [style("History of room \(room.room)", "1")
+        let whose = reader.person.map { tag in
+            "History of " + (room.sync.view[tag]?.name ?? knownNames[tag] ?? "tag \(tag)") + " (tag \(tag)): the changes that named them"
+        } ?? "History of room \(room.room)"
+        var out = [style(whose, "1")
                    + (away && reader.loaded ? " · as last read: the hub is unreachable"
                                              : " · newest first" + (isViewer ? "" : " · ↶ yours to undo"))]
         guard reader.loaded else {
@@ -169,6 +175,7 @@ extension Screen {
         out.append(style(historyLine("  ", ["REV", "WHEN", "WHO", "ACTION", "UNDO", "PEOPLE"]), "2"))
         let rows = historyRows
         let index = historyIndex ?? 0
+        if rows.isEmpty { out += ["", "  (no changes have named this person yet)"] }
         let visible = max(1, height - 3 - (reader.more ? 1 : 0))
         let first = max(0, min(index - visible / 2, rows.count - visible))
         let now = Date()

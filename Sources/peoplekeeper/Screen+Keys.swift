@@ -87,6 +87,7 @@ extension Screen {
         case .right, .char("l"): if selected != nil { inDetails = true }
         case .left, .escape: inDetails = false
         case .char("h"): openHistory()
+        case .char("H"): if let person = selected { openHistory(of: person.tag) }
         case .enter:
             if inDetails { editing { activate() } } else if selected != nil { inDetails = true }
         case .char("a"): editing { mode = .adding(name: "", cursor: 0) }

@@ -35,6 +35,39 @@ struct HistoryReaderTests {
         #expect(reader.rows.count == 120 && !reader.more && reader.wantOlder().isEmpty)
     }
 
+    @Test("one person's timeline asks with their tag, and only a revision naming them refreshes it")
+    func onePersonsTimeline() {
+        var reader = HistoryReader()
+        #expect(reader.open(person: 1) == [.log(before: nil, limit: 50, tag: 1)])
+        _ = reader.answered(.log(before: nil, limit: 50, tag: 1), with: Self.page(stride(from: 90, to: 40, by: -1), more: true))
+        #expect(reader.loaded && reader.person == 1 && reader.rows.count == 50)
+        #expect(reader.wantOlder() == [.log(before: 41, limit: 50, tag: 1)])
+        _ = reader.answered(.log(before: 41, limit: 50, tag: 1), with: Self.page(stride(from: 40, to: 0, by: -1), more: false))
+        #expect(reader.revised([.set(2, .glasses(true))]).isEmpty, "a revision about someone else")
+        #expect(reader.revised([.set(2, .glasses(false)), .set(1, .glasses(true))]) == [.log(before: nil, limit: 90, tag: 1)])
+    }
+
+    @Test("opened for another person (or the room), the rows go and a late answer about the one before is not used")
+    func switchingWhoseTimeline() {
+        var reader = HistoryReader()
+        _ = reader.open(person: 1)
+        _ = reader.answered(.log(before: nil, limit: 50, tag: 1), with: Self.page([5, 3], more: false))
+        #expect(reader.rows.count == 2)
+        reader.close()
+        #expect(reader.open(person: 1) == [.log(before: nil, limit: 50, tag: 1)])
+        #expect(reader.rows.count == 2, "the same person's rows stay while they are read again")
+        // Someone else's while that question is out: their rows are asked for once it is answered.
+        #expect(reader.open(person: 2).isEmpty, "one question out at a time")
+        #expect(reader.rows.isEmpty && !reader.loaded)
+        let next = reader.answered(.log(before: nil, limit: 50, tag: 1), with: Self.page([5, 3], more: false))
+        #expect(reader.rows.isEmpty, "the answer about person 1 is not person 2's timeline")
+        #expect(next == [.log(before: nil, limit: 50, tag: 2)])
+        _ = reader.answered(.log(before: nil, limit: 50, tag: 2), with: Self.page([4], more: false))
+        #expect(reader.rows.map(\.rev) == [4] && reader.loaded)
+        #expect(reader.open() == [.log(before: nil, limit: 50)])
+        #expect(reader.person == nil && reader.rows.isEmpty)
+    }
+
     @Test("a revision refreshes the loaded rows in place, keeping the older ones when the page reaches them")
     func revisionRefreshesInPlace() {
         var reader = HistoryReader()

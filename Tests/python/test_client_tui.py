@@ -1121,7 +1121,7 @@ RECENT = r"(just now|\d+ s ago)"     # how long ago a revision made in a test wa
 
 
 def history(text: str) -> dict | None:
-    """The history view (`h`), or None when the screen shows the people: {"title", "rows": [{"selected":
+    """The history view (`h`, or a person's, `H`), or None when the screen shows the people: {"title", "rows": [{"selected":
     bool, REV, WHEN, WHO, ACTION, UNDO, PEOPLE}] as shown (newest first), "more": whether the `↓ older
     revisions` line shows, "bottom": the last line of the body (what the selected revision did)}."""
     ls = screen_lines(text)
@@ -1129,7 +1129,7 @@ def history(text: str) -> dict | None:
     if len(rules) < 2:
         return None
     lines = [line.rstrip() for line in ls[rules[0] + 1:rules[-1]]]
-    if not lines or not lines[0].startswith("History of room"):
+    if not lines or not lines[0].startswith("History of "):
         return None
     out = {"title": lines[0], "rows": [], "more": False, "bottom": lines[-1].strip()}
     if len(lines) < 2 or not lines[1].strip().startswith("REV"):
@@ -1867,3 +1867,24 @@ def test_a_dumb_terminal_is_told_to_use_the_commands(hub, room, screens):
     assert "EXIT=64" in text, text
     assert "open needs a terminal that can draw a screen (TERM is dumb)" in text, text
     assert "\x1b" not in text and "─" not in text, text
+
+
+def test_a_person_s_history_shows_the_changes_that_named_them_and_follows_the_room(hub, room, screens):
+    """Neither client offered the per-person history the hub has (`log` with `tag`). `H` on a person opens
+    theirs: only the revisions that named them, newest first, without the room's rev 0; a teammate's change
+    of someone else leaves it as it is, one of theirs appears; Esc goes back, and `h` is the room's again."""
+    obs = observe(hub, room)
+    obs.edit([set_op(2, "glasses", True)])           # rev 1: Joan
+    obs.edit([set_op(3, "hairColor", "red")])        # rev 2: Sam
+    obs.edit([set_op(2, "hairColor", "blonde")])     # rev 3: Joan
+    ann = screens(hub, room, "ann")
+    ann.keys("j").wait_for(selection_is("Joan"))
+    text = ann.keys("H").wait_for(history_shows([3, 1]))
+    assert history(text)["title"].startswith("History of Joan (tag 2)"), text
+    bob = hub.join(room, "bob")
+    bob.edit([set_op(3, "hairColor", "blonde")])     # rev 4: Sam
+    bob.edit([set_op(2, "eyeColor", "green")])       # rev 5: Joan
+    text = ann.wait_for(history_shows([5, 3, 1]))
+    assert history(text)["rows"][0]["WHO"] == "bob", text
+    ann.keys("Escape").wait_for(selection_is("Joan"))
+    ann.keys("h").wait_for(history_shows([5, 4, 3, 2, 1, 0]))

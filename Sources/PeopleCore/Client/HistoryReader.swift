@@ -11,6 +11,9 @@
 ///   place of the loaded rows down to the oldest it returns; if it does not reach the rows loaded before
 ///   (more than that many revisions since), the older rows go, and scrolling loads them again.
 /// - Older pages are asked for only below the oldest row loaded, so a late answer cannot leave a gap.
+/// - The timeline may be one person's (`open(person:)`: `log` with `tag`, the revisions that named
+///   them); a revision that does not name them leaves it as it is. Opened for someone else, the rows
+///   go, and an answer about the one before is not used.
 /// - The watched person is asked about when watching starts and after each revision that touches
 ///   them; only a person the hub has (`present`) is asked about, so a person still being added is asked
 ///   about once the revision that inserts them arrives. One `blame` question is out at a time.
@@ -18,8 +21,9 @@
 public struct HistoryReader: Sendable {
     /// What to ask the hub.
     public enum Question: Hashable, Sendable {
-        /// A page of the timeline: at most `limit` revisions below `before` (nil: the newest).
-        case log(before: Int?, limit: Int)
+        /// A page of the timeline: at most `limit` revisions below `before` (nil: the newest); with
+        /// `tag`, only those that named that person.
+        case log(before: Int?, limit: Int, tag: Tag? = nil)
         /// Who last wrote each part of the person `tag`.
         case blame(Tag)
     }
@@ -29,6 +33,8 @@ public struct HistoryReader: Sendable {
 
     /// Whether the timeline is wanted (shown) now.
     public private(set) var isOpen = false
+    /// Whose timeline it is: one person's (their tag), or the whole room's (nil).
+    public private(set) var person: Tag?
     /// The timeline's rows loaded so far, newest first.
     public private(set) var rows: [ServerMessage.LogEntry] = []
     /// Whether the hub has older rows than the last one loaded.
@@ -54,8 +60,15 @@ public struct HistoryReader: Sendable {
 
     // MARK: The timeline
 
-    /// The timeline is shown: its newest page is asked for.
-    public mutating func open() -> [Question] {
+    /// The timeline is shown, the whole room's or one `person`'s: its newest page is asked for. Rows
+    /// read for someone else go.
+    public mutating func open(person: Tag? = nil) -> [Question] {
+        if person != self.person {
+            self.person = person
+            rows = []
+            more = false
+            loaded = false
+        }
         isOpen = true
         return refresh()
     }
@@ -71,12 +84,13 @@ public struct HistoryReader: Sendable {
     /// question is out.
     public mutating func wantOlder() -> [Question] {
         guard isOpen, loaded, more, asking == nil, let oldest = rows.last else { return [] }
-        return ask(.log(before: oldest.rev, limit: Self.pageSize))
+        return ask(.log(before: oldest.rev, limit: Self.pageSize, tag: person))
     }
 
     /// A revision reached this client (anyone's, this user's answers too), with its diffs as applied.
     public mutating func revised(_ diffs: [Diff]) -> [Question] {
-        var questions = isOpen ? refresh() : []
+        let listed = person.map { tag in diffs.contains { $0.tag == tag } } ?? true
+        var questions = isOpen && listed ? refresh() : []
         if let tag = watched, diffs.contains(where: { $0.tag == tag }) { questions += askBlame(tag) }
         return questions
     }
@@ -93,7 +107,7 @@ public struct HistoryReader: Sendable {
             return []
         }
         let limit = min(ClientMessage.LogRequest.limits.upperBound, max(Self.pageSize, rows.count))
-        return ask(.log(before: nil, limit: limit))
+        return ask(.log(before: nil, limit: limit, tag: person))
     }
 
     private mutating func ask(_ question: Question) -> [Question] {
@@ -127,7 +141,8 @@ public struct HistoryReader: Sendable {
     public mutating func answered(_ question: Question, with page: ServerMessage.LogPage) -> [Question] {
         guard question == asking else { return [] }
         asking = nil
-        if isOpen, case .log(let before, _) = question {
+        // An answer about another timeline than the one shown now (opened for someone else since) is not used.
+        if isOpen, case .log(let before, _, let tag) = question, tag == person {
             if let before {
                 // An older page: it continues the rows only if they still end where it was asked.
                 if rows.last?.rev == before {
