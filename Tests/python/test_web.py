@@ -1670,6 +1670,46 @@ def test_the_editor_says_who_last_changed_each_field_and_follows_a_teammate_live
         assert f"revision {field['rev']}" in a.writer(key)["title"], (key, a.writer(key), field)
 
 
+def test_only_this_person_lists_the_changes_that_named_them_and_follows_the_selection(hub, room, browsers):
+    """The web page offered the room's history only, not a person's (`log` with `tag`). "Only Joan" in the
+    history panel's head lists the changes that named the selected person, newest first, without the
+    room's start; a teammate's change of someone else leaves it as it is, one of theirs appears at the
+    top; selecting another person lists theirs; pressed again, the room's history is back. "Undo this" works
+    on those rows as on the room's."""
+    obs = observe(hub, room)
+    obs.edit([{"op": "set", "tag": 2, "field": "glasses", "value": True}])         # rev 1: Joan
+    obs.edit([{"op": "set", "tag": 3, "field": "hairColor", "value": "red"}])      # rev 2: Sam
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.wait_for(history_is([2, 1, 0]), "the room's history")
+    a.select(2)
+    a.choose("hairColor", "blonde")                                                  # rev 3: Joan, ann's
+    wait_model(obs, lambda p: field_of(p, 2, "hairColor") == "blonde", "Joan blonde (ann's edit)")
+    only = a.must("#history-only")
+    assert only.text == "Only Joan" and only.get_attribute("aria-pressed") == "false", only.text
+    a.click(only)
+    rows = a.wait_for(history_is([3, 1]), "Joan's changes only: 3 and 1, no start row")
+    assert a.text("#history-title") == "History of Joan", a.text("#history-title")
+    assert a.must("#history-only").get_attribute("aria-pressed") == "true"
+    assert rows[0]["who"] == "ann" and rows[0]["undo"] is True, rows[0]
+    bob = hub.join(room, "bob")
+    bob.edit([{"op": "set", "tag": 3, "field": "hairColor", "value": "black"}])     # rev 4: Sam
+    bob.edit([{"op": "set", "tag": 2, "field": "eyeColor", "value": "green"}])      # rev 5: Joan
+    a.wait_for(history_is([5, 3, 1]), "bob's change of Joan on top; his change of Sam not listed")
+    a.wait_for(lambda p: p.q("#history-end").is_displayed(), "nothing older about Joan said")
+    assert "every change to Joan" in a.text("#history-end"), a.text("#history-end")
+    # Undo this on ann's row: a selective undo of her change to Joan's hair.
+    a.click(a.history_row(3) + " button.undo-entry")
+    wait_model(obs, lambda p: field_of(p, 2, "hairColor") != "blonde", "ann's blonde undone on its own")
+    a.wait_for(lambda p: (p.history_revs() or [0])[0] == 6, "the undo, which named Joan, on top")
+    a.select(3)
+    a.wait_for(history_is([4, 2]), "Sam's changes once Sam is selected")
+    assert a.text("#history-title") == "History of Sam"
+    a.click(a.must("#history-only"))
+    a.wait_for(history_is([6, 5, 4, 3, 2, 1, 0]), "the room's history again")
+    assert a.text("#history-title") == "History"
+
+
 def test_a_viewer_sees_the_history_and_who_changed_what_but_no_undo_this_or_restore(hub_factory, tmp_path, room, browsers):
     """On a token hub, ann (editor) makes two changes; val (viewer) sees both rows in her history panel,
     with who, what and whom, but no "Undo this" and no "Restore to here" (ann's page has them), and
@@ -1693,7 +1733,8 @@ def test_a_viewer_sees_the_history_and_who_changed_what_but_no_undo_this_or_rest
     assert [(r["who"], r["what"], r["touched"]) for r in vrows] == \
         [("ann", "Change Eye Color", "Joan"), ("ann", "Change Hair Color", "Ann"), ("", "The room as it started", "")], vrows
     assert all(r["undo"] is None and r["restore"] is None for r in vrows), f"a viewer is offered no Undo this / Restore: {vrows}"
-    buttons = v.js("""return [...document.querySelectorAll('#history button')].filter((e) => !e.hidden &&
+    # Buttons that would change the room (reading ones stay: "Only Ann" lists her changes, since session 22).
+    buttons = v.js("""return [...document.querySelectorAll('#history button:not(#history-only)')].filter((e) => !e.hidden &&
         e.getClientRects().length > 0 && !e.disabled).map((e) => e.className + ' ' + e.textContent.trim());""")
     assert not buttons, f"buttons in a viewer's history panel: {buttons}"
     v.select(1)

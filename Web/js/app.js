@@ -34,6 +34,7 @@ import { connectionStatus } from './connection.js';
 import { reportsText, remoteText, errorText, refusalText, droppedUndoText, resetText } from './report-text.js';
 import { actionLabels, presenceWords, roleWords } from './words.js';
 import { Timeline } from './timeline.js';
+import { PersonHistory } from './person-history.js';
 import { Attribution } from './attribution.js';
 import { HistoryPanel } from './history-panel.js';
 import { touchedPeople, writerText, restoreQuestion, alreadyRestoredText, restoreOfflineText } from './history-text.js';
@@ -87,6 +88,7 @@ class App {
     this.logKey = '';
     this.notices = new NoticeBoard();
     this.timeline = new Timeline();
+    this.personHistory = new PersonHistory();
     this.attribution = new Attribution();
     /** `${author}\n${tag}` → the kind of that author's latest revision touching that person (a skip
      *  report's `by` then reads "bob's restore" when it was one). */
@@ -120,14 +122,21 @@ class App {
         this.tellPresence();
       },
     });
+    /** The history panel lists the selected person's changes only (PersonHistory), not the room's. */
+    this.onlyPerson = false;
     this.history = new HistoryPanel($('history'), {
       undoEntry: (id) => this.undoEntry(id),
       restore: (entry) => this.askRestore(entry),
       older: () => {
-        if (this.timeline.wantOlder || !this.timeline.more) return; // asked already: it comes
-        this.timeline.loadOlder();
+        const shown = this.shownHistory();
+        if (shown.wantOlder || !shown.more) return; // asked already: it comes
+        shown.loadOlder();
         this.askReads();
         this.renderHistory();
+      },
+      onlyPerson: (only) => {
+        this.onlyPerson = only;
+        this.render();
       },
     });
     this.wire();
@@ -201,6 +210,7 @@ class App {
     this.renderNotices();
     this.knownNames.clear();
     this.timeline = new Timeline();
+    this.personHistory = new PersonHistory();
     this.attribution = new Attribution();
     this.lastKinds.clear();
     this.request = { room, user, token };
@@ -308,6 +318,7 @@ class App {
   undoEntry(id) {
     if (!this.acting()) return;
     this.timeline.undoSent(id);
+    this.personHistory.undoSent(id);
     this.live.undoEntry(id);
   }
 
@@ -477,26 +488,42 @@ class App {
           else this.notice(n.kind === 'undo' ? 'Nothing of yours to undo here.' : 'Nothing of yours to redo here.');
           break;
         case 'error':
-          if (n.code === 'no-entry') this.timeline.undoRefused();
+          if (n.code === 'no-entry') {
+            this.timeline.undoRefused();
+            this.personHistory.undoRefused();
+          }
           if (n.code !== 'stale-base') this.notice(errorText(n));
           break;
         case 'welcomed':
           // What was read before may be out of date (and answers to it will not come): read again.
           this.timeline.reset();
+          this.personHistory.reset();
           this.attribution.reset();
           break;
         case 'revision':
           for (const d of n.ops) this.lastKinds.set(`${n.author}\n${diffTag(d)}`, n.kind);
           this.timeline.revision(entryOf(n));
-          if (n.mine) this.timeline.stacksChanged();
+          this.personHistory.revision(entryOf(n));
+          if (n.mine) {
+            this.timeline.stacksChanged();
+            this.personHistory.stacksChanged();
+          }
           this.attribution.revision(n);
           break;
-        case 'history': this.timeline.stacksChanged(); break;
-        case 'entryUndone': this.timeline.entryGone(n.entry); break;
-        case 'log': this.timeline.answered(n.seq, n.page); break;
+        case 'history':
+          this.timeline.stacksChanged();
+          this.personHistory.stacksChanged();
+          break;
+        case 'entryUndone':
+          this.timeline.entryGone(n.entry);
+          this.personHistory.entryGone(n.entry);
+          break;
+        case 'log':
+          if (!this.timeline.answered(n.seq, n.page)) this.personHistory.answered(n.seq, n.page);
+          break;
         case 'blame': this.attribution.answered(n.seq, n.blame); break;
         case 'readFailed':
-          if (!this.timeline.failed(n.seq)) this.attribution.failed(n.seq);
+          if (!this.timeline.failed(n.seq) && !this.personHistory.failed(n.seq)) this.attribution.failed(n.seq);
           break;
         case 'fatal': {
           const { room, user, token } = this.request;
@@ -578,6 +605,7 @@ class App {
     const person = this.selectedTag != null ? view.get(this.selectedTag) : null;
     this.editor.render(person, (key) => this.highlights.mark(`${person.tag}:${key}`), nameEdits, editable);
     this.attribution.select(person ? person.tag : null);
+    this.personHistory.show(this.onlyPerson && person ? person.tag : null);
     this.renderWriters();
     this.renderHeader();
     this.renderPresence();
@@ -672,10 +700,11 @@ class App {
   askReads() {
     const live = this.live;
     if (!live || live.link !== 'online') return;
-    const request = this.timeline.nextRequest();
-    if (request) {
-      const seq = live.log({ before: request.before, limit: request.limit });
-      if (seq != null) this.timeline.sent(seq, request);
+    for (const history of [this.timeline, this.personHistory]) {
+      const request = history.nextRequest();
+      if (!request) continue;
+      const seq = live.log({ before: request.before, limit: request.limit, tag: request.tag });
+      if (seq != null) history.sent(seq, request);
     }
     const tag = this.attribution.nextRequest((t) => live.sync.confirmed.contains(t));
     if (tag != null) {
@@ -684,11 +713,16 @@ class App {
     }
   }
 
+  /** What the history panel lists: the selected person's changes ("Only …" pressed), or the room's. */
+  shownHistory() {
+    return this.onlyPerson && this.personHistory.tag != null ? this.personHistory : this.timeline;
+  }
+
   /** The history panel, from the timeline (names as they are now), and the restore question if open. */
   renderHistory() {
     const live = this.live;
     if (!live) return;
-    const t = this.timeline;
+    const t = this.shownHistory();
     const view = live.sync.view;
     const current = new Map(view.people.map((p) => [p.tag, p.name]));  // by tag: one lookup per row
     // Names of people gone, from this page's memory, else from the inserts the timeline shows.
@@ -714,6 +748,8 @@ class App {
       head: live.sync.revision,
       now: Date.now(),
       unreachable: connectionStatus(live.connection, Date.now()).down,
+      person: this.selectedTag != null ? (view.get(this.selectedTag)?.name ?? null) : null,
+      only: t === this.personHistory,
     });
     if ($('restore-dialog').open) this.renderRestoreQuestion();
   }

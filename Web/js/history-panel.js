@@ -6,7 +6,10 @@
 // the list (by scrolling, or "Show older changes") loads the next older page; a list too short to
 // scroll loads on until it scrolls or the room's first change is shown.
 //
-// State lives in the Timeline (timeline.js); this view only draws it. Rows are kept by revision and
+// "Only <name>" (a toggle in the panel's head) lists the selected person's changes instead: the
+// revisions that named them (person-history.js), without the room's revision 0.
+//
+// State lives in the Timeline (timeline.js) or the PersonHistory; this view only draws it. Rows are kept by revision and
 // changed in place, so a render after every message leaves focus and the scroll position alone. A
 // viewer (`editable` false) gets no buttons. No word here is a wire name (history-text.js words it).
 
@@ -19,7 +22,7 @@ const NEAR_END = 120;
 export class HistoryPanel {
   /**
    * @param {HTMLElement} section  `#history`
-   * @param {{undoEntry(id), restore(entry), older()}} actions
+   * @param {{undoEntry(id), restore(entry), older(), onlyPerson(only)}} actions
    */
   constructor(section, actions) {
     this.section = section;
@@ -36,6 +39,10 @@ export class HistoryPanel {
       tabindex: '0' });
     this.more = h('button', { id: 'history-more', type: 'button', class: 'quiet more' }, 'Show older changes');
     this.end = h('p', { id: 'history-end', class: 'help end' }, 'Nothing older: this is where the room began.');
+    this.title = h('h2', { id: 'history-title' }, 'History');
+    this.only = h('button', { id: 'history-only', type: 'button', class: 'quiet', 'aria-pressed': 'false',
+      title: "Lists only the changes to the person selected" }, 'Only this person');
+    this.only.addEventListener('click', () => this.actions.onlyPerson(this.only.getAttribute('aria-pressed') !== 'true'));
     this.list.addEventListener('scroll', () => this.scrolled());
     this.more.addEventListener('click', () => this.actions.older());
     this.list.addEventListener('click', (e) => {
@@ -48,18 +55,25 @@ export class HistoryPanel {
       if (button === row.restore) this.actions.restore(row.entry);
     });
     this.section.append(
-      h('div', { class: 'pane-head' }, h('h2', { id: 'history-title' }, 'History')),
+      h('div', { class: 'pane-head' }, this.title, this.only),
       this.status, this.list, this.more, this.end);
   }
 
   /**
    * Draws the timeline. `view`: {entries, loaded, more, loadingOlder, editable, undoable(entry),
    * touched(entry) → [{tag, name, gone}], head (the room's revision), now (ms), unreachable (the
-   * hub is down: rows not loaded yet come when it is back)}.
+   * hub is down: rows not loaded yet come when it is back), person (the selected person's name, or
+   * null), only (the list is that person's changes)}.
    */
   render(view) {
     this.state = view;
-    const { entries, loaded, more, loadingOlder, editable } = view;
+    const { entries, loaded, more, loadingOlder, editable, person, only } = view;
+    setText(this.title, only ? `History of ${person}` : 'History');
+    setAttr(this.title, 'dir', only ? 'auto' : null);
+    this.only.hidden = person == null;
+    setAttr(this.only, 'aria-pressed', only ? 'true' : 'false');
+    setText(this.only, person == null ? 'Only this person' : `Only ${person}`);
+    setText(this.end, only ? `Nothing older: that is every change to ${person}.` : 'Nothing older: this is where the room began.');
     const revs = new Set(entries.map((e) => e.rev));
     for (const [rev, row] of this.rows) {
       if (!revs.has(rev)) {
@@ -81,7 +95,8 @@ export class HistoryPanel {
     if (focused && focused !== document.activeElement && this.list.contains(focused)) {
       focused.focus({ preventScroll: true });
     }
-    setText(this.status, historyStatusText({ loaded, count: entries.length, unreachable: view.unreachable }));
+    setText(this.status, historyStatusText({ loaded, count: entries.length, unreachable: view.unreachable,
+      person: only ? person : null }));
     this.status.hidden = loaded && entries.length > 0;
     this.list.hidden = entries.length === 0;
     this.more.hidden = !more;

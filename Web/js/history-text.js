@@ -147,9 +147,10 @@ export function writerText(w, now, locale = undefined) {
  * What the history panel says above its rows, or '' when the rows say it all: the first page is read
  * from the hub, so while the hub is unreachable and none has come, the panel says when it will.
  */
-export function historyStatusText({ loaded, count, unreachable }) {
+export function historyStatusText({ loaded, count, unreachable, person = null }) {
   if (!loaded) return unreachable ? 'The hub is unreachable: the history shows when it is back.' : 'Loading…';
-  return count === 0 ? 'No changes yet.' : '';
+  if (count > 0) return '';
+  return person == null ? 'No changes yet.' : `No changes to ${person} yet: they were in the room from the start.`;
 }
 
 export function changesSince(rev, head) { return Math.max(0, head - rev); }

@@ -1,0 +1,149 @@
+// One person's history, as the history panel shows it with "Only this person" on (HISTORY.md §4:
+// `log` with `tag`): the revisions whose changes named them, newest first, a page at a time. The same
+// interface as the room's Timeline (timeline.js), so the panel draws either: the page sends what
+// `nextRequest()` returns, says so with `sent(seq, request)`, and hands each answer to `answered`.
+//
+// Unlike the room's timeline its rows are not consecutive revisions (others' changes fall between), so
+// there is no gap to find: a live revision that names the person goes on top, any other leaves the
+// rows alone. Its "Undo this" marks come as the room's do: a change of this user's stacks reads the
+// loaded rows again (the newest as many as are loaded, up to the protocol's 200 a page; older rows
+// loaded before stay below them). `show(tag)` picks the person; rows read for someone else go, and an
+// answer to a request about them is not used. No revision 0 row: the room as it began is the room's.
+// One `log` request at a time; `reset()` after a reconnect reads again from the top. No DOM, no
+// socket, no clock (Tests/js/person-history.test.mjs).
+
+import { diffTag } from './core/diff.js';
+import { PAGE_SIZE, REFRESH_SIZE } from './timeline.js';
+
+export class PersonHistory {
+  constructor({ pageSize = PAGE_SIZE, refreshSize = REFRESH_SIZE } = {}) {
+    this.pageSize = pageSize;
+    this.refreshSize = refreshSize;
+    /** The person whose history this is, or null (nothing is asked). */
+    this.tag = null;
+    this.reset();
+  }
+
+  /** Forgets the rows (a new connection, or another person): the next request reads the newest page. */
+  reset() {
+    /** Log entries {rev, time?, author, kind, label?, ops, entry?} that named `tag`, newest first. */
+    this.entries = [];
+    this.loaded = false;
+    /** Whether the oldest row loaded is the oldest that named them. */
+    this.exhausted = false;
+    /** The request in flight: {seq, kind: 'head' | 'older' | 'refresh', before?, limit, tag}, or null. */
+    this.inFlight = null;
+    this.wantOlder = false;
+    this.wantRefresh = false;
+    /** Entry ids with a selective undo on its way. */
+    this.undoing = new Set();
+    /** A read was refused: nothing is asked until something changes. */
+    this.paused = false;
+  }
+
+  /** Shows person `tag`'s history (null: nobody's). */
+  show(tag) {
+    if (tag === this.tag) return;
+    this.tag = tag;
+    this.reset();
+  }
+
+  get rows() { return this.entries; }
+  get newest() { return this.entries.length ? this.entries[0].rev : null; }
+  get oldest() { return this.entries.length ? this.entries[this.entries.length - 1].rev : null; }
+  get more() { return this.loaded && !this.exhausted; }
+  get loadingOlder() { return this.inFlight?.kind === 'older'; }
+  undoable(entry) { return entry.entry != null && !this.undoing.has(entry.entry); }
+
+  /** The next `log` request ({kind, before?, limit, tag}), or null. Changes nothing: call `sent`. */
+  nextRequest() {
+    if (this.tag == null || this.inFlight || this.paused) return null;
+    const tag = this.tag;
+    if (!this.loaded) return { kind: 'head', limit: this.pageSize, tag };
+    if (this.wantRefresh) {
+      return { kind: 'refresh', limit: Math.min(this.refreshSize, Math.max(this.pageSize, this.entries.length)), tag };
+    }
+    if (this.wantOlder && this.more) return { kind: 'older', before: this.oldest, limit: this.pageSize, tag };
+    return null;
+  }
+
+  sent(seq, request) {
+    this.inFlight = { seq, ...request };
+    if (request.kind === 'refresh') this.wantRefresh = false;
+  }
+
+  loadOlder() { if (this.more) this.wantOlder = true; }
+
+  stacksChanged() { if (this.loaded) this.wantRefresh = true; }
+
+  undoSent(id) { this.undoing.add(id); }
+
+  entryGone(id) {
+    this.undoing.delete(id);
+    this.entries = this.entries.map((e) => {
+      if (e.entry !== id) return e;
+      const { entry, ...rest } = e;
+      return rest;
+    });
+  }
+
+  undoRefused() {
+    this.undoing.clear();
+    this.stacksChanged();
+  }
+
+  /** A revision as it happened: on top when it names the person (and is newer than the rows). */
+  revision(entry) {
+    this.paused = false;
+    if (!this.loaded || this.tag == null) return;
+    if (!entry.ops.some((d) => diffTag(d) === this.tag)) return;
+    if (this.newest == null || entry.rev > this.newest) this.entries = [entry, ...this.entries];
+  }
+
+  /** A `log` answer to the request sent with `seq`; false when it answers no request of this one's. */
+  answered(seq, page) {
+    const request = this.inFlight;
+    if (!request || request.seq !== seq) return false;
+    this.inFlight = null;
+    if (request.tag !== this.tag) return true;
+    const got = page.entries ?? [];
+    switch (request.kind) {
+      case 'head':
+        this.entries = got;
+        this.loaded = true;
+        this.exhausted = !page.more;
+        break;
+      case 'refresh': {
+        // The newest rows again; the older ones loaded before continue them (every revision naming
+        // the person since was put on top as it came, so the page reaches them unless it is full).
+        const lowest = got.length ? got[got.length - 1].rev : null;
+        const older = page.more && lowest != null ? this.entries.filter((e) => e.rev < lowest) : [];
+        this.entries = [...got, ...older];
+        if (older.length === 0) this.exhausted = !page.more;
+        break;
+      }
+      case 'older':
+        this.wantOlder = false;
+        if (this.oldest === request.before) {
+          this.entries = [...this.entries, ...got.filter((e) => e.rev < request.before)];
+          this.exhausted = !page.more;
+        }
+        break;
+      default: break;
+    }
+    for (const id of [...this.undoing]) {
+      if (!this.entries.some((e) => e.entry === id)) this.undoing.delete(id);
+    }
+    return true;
+  }
+
+  /** The request `seq` was refused: asked again after the next revision or reconnect, not at once. */
+  failed(seq) {
+    if (this.inFlight?.seq !== seq) return false;
+    if (this.inFlight.kind === 'older') this.wantOlder = false;
+    if (this.inFlight.kind === 'refresh') this.wantRefresh = true;
+    this.inFlight = null;
+    this.paused = true;
+    return true;
+  }
+}
