@@ -13,56 +13,33 @@
 // socket, no clock (Tests/js/person-history.test.mjs).
 
 import { diffTag } from './core/diff.js';
+import { HistoryRows } from './history-rows.js';
 import { PAGE_SIZE, REFRESH_SIZE } from './timeline.js';
 
-export class PersonHistory {
+export class PersonHistory extends HistoryRows {
   constructor({ pageSize = PAGE_SIZE, refreshSize = REFRESH_SIZE } = {}) {
-    this.pageSize = pageSize;
-    this.refreshSize = refreshSize;
+    super({ pageSize, refreshSize });
     /** The person whose history this is, or null (nothing is asked). */
     this.tag = null;
     this.reset();
   }
 
-  /** Forgets the rows (a new connection, or another person): the next request reads the newest page. */
-  reset() {
-    /** Log entries {rev, time?, author, kind, label?, ops, entry?} that named `tag`, newest first. */
-    this.entries = [];
-    this.loaded = false;
-    /** Whether the oldest row loaded is the oldest that named them. */
-    this.exhausted = false;
-    /** The request in flight: {seq, kind: 'head' | 'older' | 'refresh', before?, limit, tag}, or null. */
-    this.inFlight = null;
-    this.wantOlder = false;
-    this.wantRefresh = false;
-    /** Entry ids with a selective undo on its way. */
-    this.undoing = new Set();
-    /** A read was refused: nothing is asked until something changes. */
-    this.paused = false;
-  }
-
-  /** Shows person `tag`'s history (null: nobody's). */
+  /** Shows person `tag`'s history (null: nobody's); rows read for someone else go. */
   show(tag) {
     if (tag === this.tag) return;
     this.tag = tag;
     this.reset();
   }
 
+  /** What the panel lists: the entries (the room's revision 0 is not one of a person's). */
   get rows() { return this.entries; }
-  get newest() { return this.entries.length ? this.entries[0].rev : null; }
-  get oldest() { return this.entries.length ? this.entries[this.entries.length - 1].rev : null; }
-  get more() { return this.loaded && !this.exhausted; }
-  get loadingOlder() { return this.inFlight?.kind === 'older'; }
-  undoable(entry) { return entry.entry != null && !this.undoing.has(entry.entry); }
 
   /** The next `log` request ({kind, before?, limit, tag}), or null. Changes nothing: call `sent`. */
   nextRequest() {
     if (this.tag == null || this.inFlight || this.paused) return null;
     const tag = this.tag;
     if (!this.loaded) return { kind: 'head', limit: this.pageSize, tag };
-    if (this.wantRefresh) {
-      return { kind: 'refresh', limit: Math.min(this.refreshSize, Math.max(this.pageSize, this.entries.length)), tag };
-    }
+    if (this.wantRefresh) return { kind: 'refresh', limit: this.clamp(this.entries.length), tag };
     if (this.wantOlder && this.more) return { kind: 'older', before: this.oldest, limit: this.pageSize, tag };
     return null;
   }
@@ -70,26 +47,6 @@ export class PersonHistory {
   sent(seq, request) {
     this.inFlight = { seq, ...request };
     if (request.kind === 'refresh') this.wantRefresh = false;
-  }
-
-  loadOlder() { if (this.more) this.wantOlder = true; }
-
-  stacksChanged() { if (this.loaded) this.wantRefresh = true; }
-
-  undoSent(id) { this.undoing.add(id); }
-
-  entryGone(id) {
-    this.undoing.delete(id);
-    this.entries = this.entries.map((e) => {
-      if (e.entry !== id) return e;
-      const { entry, ...rest } = e;
-      return rest;
-    });
-  }
-
-  undoRefused() {
-    this.undoing.clear();
-    this.stacksChanged();
   }
 
   /** A revision as it happened: on top when it names the person (and is newer than the rows). */
@@ -131,9 +88,7 @@ export class PersonHistory {
         break;
       default: break;
     }
-    for (const id of [...this.undoing]) {
-      if (!this.entries.some((e) => e.entry === id)) this.undoing.delete(id);
-    }
+    this.forgetUndoingGone();
     return true;
   }
 

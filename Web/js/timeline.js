@@ -23,7 +23,10 @@
 //
 // One `log` request is in flight at a time (its answer is matched by seq; an answer to an older
 // connection's request is ignored). After a reconnect the page calls `reset()`: the timeline is read
-// again from the top. No DOM, no socket, no clock: node tests it as it is (Tests/js/page-history.test.mjs).
+// again from the top. What it shares with one person's history (person-history.js) is in HistoryRows
+// (history-rows.js). No DOM, no socket, no clock: node tests it as it is (Tests/js/page-history.test.mjs).
+
+import { HistoryRows } from './history-rows.js';
 
 /** The row of revision 0, the room as it started: no author, no time, no changes. */
 export const START = Object.freeze({ rev: 0, kind: 'start', author: null, ops: Object.freeze([]) });
@@ -35,53 +38,26 @@ export const REFRESH_SIZE = 200;
 /** Rows kept as live revisions come, unless the user scrolled down to more. */
 export const MAX_ROWS = 200;
 
-export class Timeline {
+export class Timeline extends HistoryRows {
   constructor({ pageSize = PAGE_SIZE, refreshSize = REFRESH_SIZE, maxRows = MAX_ROWS } = {}) {
-    this.pageSize = pageSize;
-    this.refreshSize = refreshSize;
+    super({ pageSize, refreshSize });
     this.maxRows = maxRows;
     this.reset();
   }
 
   /** Forgets everything (a new connection): the next request reads the newest page again. */
   reset() {
-    /** Log entries {rev, time?, author, kind, label?, ops, entry?}, newest first, consecutive. */
-    this.entries = [];
-    /** Whether the first page has come. */
-    this.loaded = false;
-    /** Whether the oldest loaded entry is the room's first revision (no older page to load). */
-    this.exhausted = false;
-    /** The request in flight: {seq, kind: 'head' | 'older' | 'refresh', before?, limit}, or null. */
-    this.inFlight = null;
-    /** The user scrolled to the end: load the next older page. */
-    this.wantOlder = false;
-    /** This user's undo stack changed: read the loaded rows again. */
-    this.wantRefresh = false;
+    super.reset();
     /** A refresh in progress: the `before` of its next page (the rows below are still to be read). */
     this.refreshBefore = null;
-    /** Entry ids with a selective undo on its way (their "Undo this" waits). */
-    this.undoing = new Set();
-    /** A read was refused: nothing is asked until something changes (a revision, a reconnect). */
-    this.paused = false;
     /** Rows kept when live revisions come: `maxRows`, or as many as the user scrolled down to. */
     this.keep = this.maxRows;
   }
 
-  /** The newest revision loaded, or null. */
-  get newest() { return this.entries.length ? this.entries[0].rev : null; }
-  /** The oldest revision loaded, or null. */
-  get oldest() { return this.entries.length ? this.entries[this.entries.length - 1].rev : null; }
-  /** Whether older revisions than those loaded exist (unknown, so false, before the first page). */
-  get more() { return this.loaded && !this.exhausted; }
   /** What the panel lists: the entries, then `START` once they reach the room's first revision. */
   get rows() {
     return this.loaded && this.exhausted && this.oldest === 1 ? [...this.entries, START] : this.entries;
   }
-  /** Whether a page of older entries is being read. */
-  get loadingOlder() { return this.inFlight?.kind === 'older'; }
-
-  /** Whether this user may undo `entry` on its own now: it carries an id, and no undo of it is on its way. */
-  undoable(entry) { return entry.entry != null && !this.undoing.has(entry.entry); }
 
   // MARK: What to ask
 
@@ -101,39 +77,10 @@ export class Timeline {
     return null;
   }
 
-  clamp(rows) { return Math.min(this.refreshSize, Math.max(this.pageSize, rows)); }
-
   /** `request` (from nextRequest) went out with `seq`. */
   sent(seq, request) {
     this.inFlight = { seq, ...request };
     if (request.kind === 'refresh' && request.before == null) this.wantRefresh = false;
-  }
-
-  /** The user reached the end of the list: load the next older page (when there is one). */
-  loadOlder() { if (this.more) this.wantOlder = true; }
-
-  /** This user's undo stack changed (their own revision, a `history` frame): read the marks again. */
-  stacksChanged() {
-    if (this.loaded) this.wantRefresh = true;
-  }
-
-  /** A selective undo of entry `id` was sent: its "Undo this" waits for the answer. */
-  undoSent(id) { this.undoing.add(id); }
-
-  /** Entry `id` left this user's undo stack (a selective undo of it was answered). */
-  entryGone(id) {
-    this.undoing.delete(id);
-    this.entries = this.entries.map((e) => {
-      if (e.entry !== id) return e;
-      const { entry, ...rest } = e;
-      return rest;
-    });
-  }
-
-  /** A selective undo was refused (`no-entry`): nothing waits any more, and the marks are read again. */
-  undoRefused() {
-    this.undoing.clear();
-    this.stacksChanged();
   }
 
   // MARK: What came
@@ -218,8 +165,6 @@ export class Timeline {
     }
     if (end < sorted.length) this.exhausted = false;
     this.entries = sorted.slice(0, end);
-    for (const id of [...this.undoing]) {
-      if (!this.entries.some((e) => e.entry === id)) this.undoing.delete(id);
-    }
+    this.forgetUndoingGone();
   }
 }
