@@ -1710,6 +1710,27 @@ def test_only_this_person_lists_the_changes_that_named_them_and_follows_the_sele
     assert a.text("#history-title") == "History"
 
 
+def test_a_tap_on_a_history_row_s_time_shows_the_exact_time_in_its_place(hub, room, browsers):
+    """The exact time of a change was only in the time's tooltip, which a touch screen never shows (no
+    hover): a tap (a click) on the time shows it in place of "just now", with the year and the seconds,
+    and a second tap goes back."""
+    obs = observe(hub, room)
+    obs.edit([{"op": "set", "tag": 2, "field": "glasses", "value": True}])
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.wait_for(history_is([1, 0]), "the change in the history")
+    assert a.history_rows()[0]["when"] == "just now"
+    a.click(a.history_row(1) + " time.when")
+    row = a.wait_for(lambda p: (lambda r: r[0] if r and r[0]["when"] != "just now" else None)(p.history_rows()),
+                     "the exact time in place of just now")
+    acked = next(m for m in obs.log if m["type"] == "ack" and m.get("rev") == 1)
+    year = time.strftime("%Y", time.gmtime(acked["time"] / 1000))
+    assert year in row["when"] and re.search(r"\d:\d\d:\d\d", row["when"]), row
+    assert a.q(a.history_row(1) + " time.when").get_attribute("data-exact") == "true"
+    a.click(a.history_row(1) + " time.when")
+    a.wait_for(lambda p: (p.history_rows() or [{}])[0].get("when") == "just now", "back to just now")
+
+
 def test_a_viewer_sees_the_history_and_who_changed_what_but_no_undo_this_or_restore(hub_factory, tmp_path, room, browsers):
     """On a token hub, ann (editor) makes two changes; val (viewer) sees both rows in her history panel,
     with who, what and whom, but no "Undo this" and no "Restore to here" (ann's page has them), and

@@ -1,5 +1,6 @@
 // The history panel (HISTORY.md §6): the room's timeline, newest first, one row per revision: when
-// (relative, the exact time on hover), who, what ("Change Hair Color", "Undo Change Name", "Restore
+// (relative, the exact time on hover; a tap or click on it shows the exact time in its place, for
+// touch screens, which have no hover), who, what ("Change Hair Color", "Undo Change Name", "Restore
 // to revision 4"), the people it touched by their names now; "Undo this" on this user's rows that are
 // still on their undo stack, "Restore to here" on every row (the page asks first), the last one the
 // room as it started (revision 0, which the hub does not list: timeline.js adds it). Reaching the end of
@@ -29,6 +30,8 @@ export class HistoryPanel {
     this.actions = actions;
     /** rev → {li, who, what, touched, when, rev, undo, restore, entry} */
     this.rows = new Map();
+    /** Revisions whose row shows its exact time instead of "2 min ago" (tapped). */
+    this.exact = new Set();
     this.state = null;
     this.build();
   }
@@ -46,6 +49,8 @@ export class HistoryPanel {
     this.list.addEventListener('scroll', () => this.scrolled());
     this.more.addEventListener('click', () => this.actions.older());
     this.list.addEventListener('click', (e) => {
+      const when = e.target.closest('time.when');
+      if (when) return this.toggleExact(Number(when.closest('li[data-rev]').dataset.rev));
       const button = e.target.closest('button');
       const li = e.target.closest('li[data-rev]');
       if (!button || !li) return;
@@ -114,6 +119,15 @@ export class HistoryPanel {
     }
   }
 
+  /** A tap on a row's time: its exact time in place of the relative one, or back. */
+  toggleExact(rev) {
+    const row = this.rows.get(rev);
+    if (!row || row.entry?.time == null) return;
+    if (!this.exact.delete(rev)) this.exact.add(rev);
+    row.key = null;
+    this.fill(row, row.entry, this.state);
+  }
+
   /** The list was scrolled: near its end, the next older page is asked for. */
   scrolled() {
     const v = this.state;
@@ -142,7 +156,8 @@ export class HistoryPanel {
 
   fill(row, entry, { editable, undoable, touched, head, now }) {
     const whom = touchedText(touched(entry));
-    const ago = relativeTime(entry.time, now);
+    const exact = this.exact.has(entry.rev) && entry.time != null;
+    const ago = exact ? exactTime(entry.time) : relativeTime(entry.time, now);
     const isHead = entry.rev >= head;
     const canUndo = editable && entry.entry != null;
     const mayUndo = canUndo && undoable(entry);
@@ -165,7 +180,9 @@ export class HistoryPanel {
     setText(row.when, ago || 'earlier');
     row.when.hidden = start;
     setAttr(row.when, 'datetime', entry.time != null ? new Date(entry.time).toISOString() : null);
-    setAttr(row.when, 'title', entry.time != null ? exactTime(entry.time) : 'No time was kept for this change');
+    setAttr(row.when, 'title', entry.time == null ? 'No time was kept for this change'
+      : exact ? 'Tap for how long ago' : `${exactTime(entry.time)} (tap to show it here)`);
+    setAttr(row.when, 'data-exact', exact ? 'true' : null);
     setText(row.rev, `#${entry.rev}`);
     setAttr(row.rev, 'title', `Revision ${entry.rev}`);
 
