@@ -1891,6 +1891,32 @@ def _rect(p, css: str) -> dict | None:
                    width: r.width, height: r.height};""", css)
 
 
+def test_the_name_field_stays_put_while_teammates_change_the_person_being_typed_in(hub, room, browsers):
+    """A small-screen pass: while ann typed Joan's name, bob's glasses, facial hair and a move lengthened
+    the editor's header (the description wrapped, "moved by bob" came), and the name field jumped down
+    under her fingers (on a phone: the editor is narrow). The header's description and origin line keep
+    two lines each, always."""
+    obs = observe(hub, room)
+    a = browsers(hub, "ann", width=390, height=844)
+    a.open_room(room, "ann")
+    a.select(2)
+    name = a.must("#name")
+    a.click(name)
+    top = lambda: a.js("return document.querySelector('#name').getBoundingClientRect().top;")
+    before = top()
+    bob = hub.join(room, "bob")
+    bob.edit([{"op": "set", "tag": 2, "field": "glasses", "value": True}]
+             + [{"op": "facialHair", "tag": 2, "style": s, "present": True}
+                for s in ("mustache", "beard", "goatee", "sideburns", "stubble")])
+    bob.edit([{"op": "move", "tag": 2, "to": 0}])
+    a.wait_for(lambda p: "Stubble" in (p.text("#face-description") or "") or "stubble" in (p.text("#face-description") or ""),
+               "bob's facial hair in the description")
+    a.wait_for(lambda p: "moved by bob" in (p.text("#detail") or ""), "moved by bob under the name")
+    after = top()
+    assert abs(after - before) <= 1, f"the name field moved from {before} to {after} px"
+    assert a.js("return document.activeElement.id;") == "name"
+
+
 def test_a_phone_at_320_px_keeps_long_names_topics_and_notices_on_screen(hub, room, browsers):
     """A small-screen pass found, at 320 px: a 45-letter name without a space made the page scroll sideways
     and pushed the delete question's Delete button off the screen; the like / dislike buttons covered the

@@ -187,7 +187,9 @@ export class PersonEditor {
       this.faceKey = key;
     }
     setText(this.title, person.name);
-    setText(this.description, titleCase(faceDescription(person)));
+    const description = titleCase(faceDescription(person));
+    setText(this.description, description);
+    setAttr(this.description, 'title', description);  // cut after two lines (app.css)
     setText(this.tagText, `tag ${person.tag}`);
     // The visible words first, so that speech input ("click Undo on this person") finds the button.
     setAttr(this.undoHere, 'aria-label', `Undo on this person: your newest change to ${person.name}`);
