@@ -81,14 +81,20 @@ public enum TerminalText {
         return (text[start...], used)
     }
 
+    /// `text` cut to at most `width` columns, its last column an ellipsis when it was longer.
+    public static func cut(_ text: some StringProtocol, width: Int) -> (text: String, columns: Int) {
+        guard width > 0 else { return ("", 0) }
+        let total = columns(text)
+        if total <= width { return (String(text), total) }
+        let (head, used) = prefix(text, columns: width - 1)
+        return (String(head) + "…", used + 1)
+    }
+
     /// `text` cut to `width` columns (its last column an ellipsis when it was longer) and padded with
     /// spaces to exactly `width`.
     public static func fit(_ text: some StringProtocol, width: Int) -> String {
-        guard width > 0 else { return "" }
-        let total = columns(text)
-        if total <= width { return String(text) + String(repeating: " ", count: width - total) }
-        let (head, used) = prefix(text, columns: width - 1)
-        return String(head) + "…" + String(repeating: " ", count: width - 1 - used)
+        let (shown, used) = cut(text, width: width)
+        return shown + String(repeating: " ", count: max(0, width - used))
     }
 
     static func isWide(_ scalar: Unicode.Scalar) -> Bool {

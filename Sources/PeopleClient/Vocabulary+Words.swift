@@ -64,11 +64,18 @@ extension Array where Element == Diff {
 extension FacialHairStyle {
     /// "Facial hair: beard".
     public var label: String { "Facial hair: \(rawValue)" }
+    /// "Beard": the label where columns are few.
+    public var shortLabel: String { rawValue.capitalizedFirst }
 }
 
 extension Topic {
     /// "Sports".
-    public var label: String { rawValue.prefix(1).uppercased() + rawValue.dropFirst() }
+    public var label: String { rawValue.capitalizedFirst }
+}
+
+extension String {
+    /// The first letter upper-cased, the rest as it is ("sideburns" → "Sideburns").
+    fileprivate var capitalizedFirst: String { prefix(1).uppercased() + dropFirst() }
 }
 
 extension Opinion {

@@ -196,8 +196,7 @@ extension Screen {
                              ("Esc cancels", 1)])
         case .confirmDelete(let tag):
             // A long name is cut here (the list pane's question has it too), never the keys.
-            let name = room.sync.view.called(tag)
-            let shown = TerminalText.columns(name) <= 24 ? name : TerminalText.prefix(name, columns: 23).text + "…"
+            let shown = TerminalText.cut(room.sync.view.called(tag), width: 24).text
             return KeyHints([("delete \(shown)?", 0), ("y deletes", 0), ("any other key keeps them", 1)])
         case .moving: return KeyHints([("↑↓/jk move the person  Enter or Esc when done", 0)])
         case .finding(let text, _):
@@ -224,8 +223,7 @@ extension Screen {
             prompt = style("+ " + Self.withCaret(name, at: cursor, columns: width - 2), "1")
         }
         if case .confirmDelete(let tag) = mode {
-            let name = room.sync.view.called(tag)
-            let shown = TerminalText.columns(name) <= width - 14 ? name : TerminalText.prefix(name, columns: max(1, width - 15)).text + "…"
+            let shown = TerminalText.cut(room.sync.view.called(tag), width: max(2, width - 14)).text
             prompt = style("delete \(shown)? y/n", "31")
         }
         let rows = prompt == nil ? height : max(0, height - 1)

@@ -35,7 +35,7 @@ extension Screen {
         /// The label of a narrow pane (at most 11 columns).
         var shortLabel: String {
             switch self {
-            case .facialHair(let style): style.rawValue.prefix(1).uppercased() + style.rawValue.dropFirst()
+            case .facialHair(let style): style.shortLabel
             default: label
             }
         }
