@@ -62,7 +62,6 @@ export class PersonHistory extends HistoryRows {
     const request = this.inFlight;
     if (!request || request.seq !== seq) return false;
     this.inFlight = null;
-    if (request.tag !== this.tag) return true;
     const got = page.entries ?? [];
     switch (request.kind) {
       case 'head':
