@@ -33,6 +33,7 @@ public struct HubMetrics: Sendable {
     let roomUnloads = Counter(label: "peoplekeeper_room_unloads_total")
     let storeFailures = Counter(label: "peoplekeeper_store_failures_total")
     let refusedTokens = Counter(label: "peoplekeeper_refused_tokens_total")
+    let expiredSessions = Counter(label: "peoplekeeper_expired_sessions_total")
     let refusedOrigins = Counter(label: "peoplekeeper_refused_origins_total")
 
     /// How a room's load ended: read from the store, created (new), failed, or sent to its owner.

@@ -1,3 +1,4 @@
+import Foundation
 import PeopleCore
 @testable import PeopleHub
 import Testing
@@ -92,7 +93,7 @@ struct ConnectionMachineTests {
         var m = Self.machine(needsToken: true)
         _ = m.receive(withToken, now: 0)
         check(m.receive(Self.submit, now: 0) == .wait)
-        guard case .open(_, .viewer) = m.tokenChecked(.success(.viewer)) else { Issue.record("\(m.state)"); return }
+        guard case .open(_, .viewer) = m.tokenChecked(.success(TokenGrant(role: .viewer, expires: .distantFuture))) else { Issue.record("\(m.state)"); return }
         check(m.joined(session: "s1")?.count == 1, "the frame that waited comes back")
 
         var n = Self.machine(needsToken: true)
@@ -102,13 +103,13 @@ struct ConnectionMachineTests {
             return
         }
         #expect(error.code == .unauthorized && error.message == "expired")
-        check(n.tokenChecked(.success(.editor)) == .unexpected, "a second answer is a typed outcome")
+        check(n.tokenChecked(.success(TokenGrant(role: .editor, expires: .distantFuture))) == .unexpected, "a second answer is a typed outcome")
     }
 
     @Test("a token answer when none was asked for is unexpected")
     func unexpectedToken() {
         var m = Self.machine()
-        check(m.tokenChecked(.success(.editor)) == .unexpected)
+        check(m.tokenChecked(.success(TokenGrant(role: .editor, expires: .distantFuture))) == .unexpected)
         check(m.joined(session: "s") == nil, "joined before any hello")
         check(m.refused(ProtocolError(.roomFull, "x")) == nil)
         check(m.redirected() == false)
@@ -196,6 +197,49 @@ struct ConnectionMachineTests {
         check(r.receive(Self.submit, now: 0) == .ignore)
     }
 
+    // MARK: a token's end
+
+    static let helloWithToken = text(#"{"type":"hello","protocol":1,"user":"ann","token":"t"}"#)
+
+    /// A token-mode machine joined as `s1` with a token that expires at `expires` ms.
+    static func joinedWithToken(expires: Int64) -> M {
+        var m = machine(needsToken: true)
+        _ = m.receive(helloWithToken, now: 0)
+        _ = m.tokenChecked(.success(TokenGrant(role: .editor, expires: Date(timeIntervalSince1970: Double(expires) / 1000))))
+        _ = m.joined(session: "s1")
+        return m
+    }
+
+    @Test("a token's exp ends its session: the next frame, or the sweep's ask, is unauthorized and closes; the session leaves on close")
+    func tokenExpiry() {
+        var m = Self.joinedWithToken(expires: 60_000)
+        check(m.expired(now: 59_999) == nil, "valid until its exp")
+        guard case .deliver = m.receive(Self.submit, now: 59_999) else { Issue.record("before exp"); return }
+        guard case .expire(let error)? = m.expired(now: 60_000) else { Issue.record("\(m.state)"); return }
+        #expect(error.code == .unauthorized && error.seq == nil && error.message.contains("expired"))
+        check(m.expired(now: 70_000) == nil, "said once")
+        check(m.receive(Self.submit, now: 70_000) == .ignore)
+        check(m.closed() == "s1")
+
+        var f = Self.joinedWithToken(expires: 60_000)
+        guard case .expire = f.receive(Self.submit, now: 60_000) else { Issue.record("a frame at exp"); return }
+        check(f.closed() == "s1")
+
+        var o = Self.machine()
+        Self.joined(&o)
+        check(o.expired(now: .max) == nil, "open mode has no token to expire")
+    }
+
+    @Test("a hello sent back by room-full forgets the token it came with: the next hello's token counts")
+    func expiryForgottenOnRefusal() {
+        var m = Self.machine(needsToken: true)
+        _ = m.receive(Self.helloWithToken, now: 0)
+        _ = m.tokenChecked(.success(TokenGrant(role: .editor, expires: Date(timeIntervalSince1970: 1))))
+        _ = m.refused(ProtocolError(.roomFull, "full"))
+        check(m.expired(now: 5_000) == nil)
+        guard case .authorize = m.receive(Self.helloWithToken, now: 5_000) else { Issue.record("\(m.state)"); return }
+    }
+
     @Test("a frame over the size limit is too-large and leaves the connection open")
     func oversized() {
         var m = Self.machine()
@@ -229,6 +273,9 @@ struct ConnectionMachineTests {
         check(Self.refusal(m.receive(Self.submit, now: 900))?.0 == .rateLimited, "not a token yet")
         check(m.receive(Self.submit, now: 1001) != .close(code: 1008, reason: "rate limit"))
         check(m.receive(Self.submit, now: 1002) == .close(code: 1008, reason: "rate limit"))
+        check(m.receive(Self.submit, now: 1003) == .ignore)
+        check(m.closed() == "s1", "closed over its rate, the session still leaves the room when the close completes")
+        check(m.closed() == nil)
 
         var q = Self.machine(opsPerSecond: 1)
         Self.joined(&q)

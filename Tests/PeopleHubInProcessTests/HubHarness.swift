@@ -91,7 +91,9 @@ final class TestServiceThread: ServiceThread {
 
 /// A clock the test moves.
 final class TestClock: Sendable {
-    private let now = Mutex<Int64>(1_000_000)
+    private let now: Mutex<Int64>
+    /// `start`: milliseconds since 1970 (tests of tokens start at the real time, which jwt-kit reads).
+    init(start: Int64 = 1_000_000) { now = Mutex(start) }
     var milliseconds: Int64 { now.withLock { $0 } }
     func advance(by milliseconds: Int64) { now.withLock { $0 += milliseconds } }
 }
@@ -284,7 +286,7 @@ final class HubHarness {
     let hub: Hub
     let service = TestServiceThread()
     let logs = LogRecorder()
-    let clock = TestClock()
+    let clock: TestClock
     let background = TestBackground()
     let anyStore: any PeopleStore
     private var peers = 0
@@ -295,7 +297,8 @@ final class HubHarness {
     /// `sessions`: the first letters of the session ids it makes (hubs sharing a store need their own,
     /// as real ones have random ids).
     init(configure: (inout HubConfiguration) -> Void = { _ in }, store: any PeopleStore = ScriptedStore(),
-         sessions: String = "s") {
+         sessions: String = "s", clockStart: Int64 = 1_000_000) {
+        clock = TestClock(start: clockStart)
         var configuration = HubConfiguration(seed: PeopleModel.tutorialSeed)
         configure(&configuration)
         anyStore = store

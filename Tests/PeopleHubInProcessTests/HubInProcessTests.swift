@@ -244,6 +244,55 @@ struct HubInProcessTests {
         #expect(eve.errors.map(\.code) == [.unauthorized] && eve.closeCode == 1008)
     }
 
+    @Test("a session ends when its token expires: unauthorized, close 1008, it leaves the room; a new token resumes it")
+    func tokenExpiry() async throws {
+        let authority = try await TokenAuthority(secret: Array(repeating: UInt8(7), count: 32))
+        let h = HubHarness(configure: { $0.auth = authority }, clockStart: HubRuntime.systemMilliseconds())
+        let short = try await authority.mint(user: "ann", rooms: ["r"], role: .editor, ttl: 60)
+        let ann = try await h.joined("ann", token: short)
+        let session = try #require(ann.welcome?.session)
+        let bob = try await h.joined("bob", token: try await authority.mint(user: "bob", rooms: ["r"], role: .editor, ttl: 3600))
+        h.clock.advance(by: 30_000)
+        h.hub.sweep()
+        await h.send(.submit(seq: 1, base: 0, [Self.set(1, glasses: false)]), on: ann)
+        #expect(ann.acks().map(\.rev) == [1] && ann.closeCode == nil, "within its time the token counts")
+
+        h.clock.advance(by: 31_000)  // past exp (rounded down to a whole second when minted)
+        h.hub.sweep()
+        await h.settle()
+        #expect(ann.errors.map(\.code) == [.unauthorized] && ann.closeCode == 1008)
+        #expect(ann.errors.first?.message.contains("expired") == true)
+        #expect(bob.closeCode == nil, "a teammate's longer token goes on")
+        await h.disconnect(ann)
+        #expect(h.hub.host("r")?.connections.count == 1, "the expired session left the room")
+
+        // A new token resumes the session, nothing lost (the same token again is refused by its
+        // check at hello, which reads the real time: test_trust.py).
+        let fresh = try await authority.mint(user: "ann", rooms: ["r"], role: .editor, ttl: 600, now: Date(timeIntervalSince1970: Double(h.clock.milliseconds) / 1000))
+        let resumed = try await h.joined("ann", token: fresh, resume: session, since: 1)
+        #expect(resumed.welcome?.session == session && resumed.welcome?.rev == 1)
+    }
+
+    @Test("a connection closed over its rate leaves the room when the close completes")
+    func rateCloseLeaves() async throws {
+        let h = HubHarness { $0.limits.opsPerSecond = 2 }
+        let ann = try await h.joined("ann")
+        let bob = try await h.joined("bob")
+        for seq in 1...4 { await h.send(.undo(.init(seq: seq)), on: ann) }
+        h.clock.advance(by: 500)
+        for seq in 5...6 { await h.send(.undo(.init(seq: seq)), on: ann) }
+        h.clock.advance(by: 501)
+        for seq in 7...9 { await h.send(.undo(.init(seq: seq)), on: ann) }
+        #expect(ann.closeCode == 1008)
+        await h.disconnect(ann)
+        #expect(h.hub.host("r")?.connections.count == 1)
+        h.clock.advance(by: 2000)
+        h.hub.sweep()
+        await h.settle()
+        let present = bob.sent.compactMap { if case .presence(let list) = $0 { list.map(\.user) } else { nil } }.last
+        #expect(present == ["bob"], "ann is no longer shown as here")
+    }
+
     @Test("over the rate: rate-limited with the seq, then closed after a second")
     func rateLimits() async throws {
         let h = HubHarness { $0.limits.opsPerSecond = 2 }

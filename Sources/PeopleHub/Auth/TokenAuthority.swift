@@ -32,6 +32,18 @@ public struct AccessClaims: JWTPayload, Equatable {
     }
 }
 
+/// What a valid token grants for one room: the role, until when.
+public struct TokenGrant: Equatable, Sendable {
+    public var role: Role
+    /// The token's `exp`: a session it opened ends then (`ConnectionMachine.expired(now:)`).
+    public var expires: Date
+
+    public init(role: Role, expires: Date) {
+        self.role = role
+        self.expires = expires
+    }
+}
+
 /// Why a token was refused (the message goes into the `unauthorized` error).
 public struct AuthFailure: Error, CustomStringConvertible, Sendable {
     public var description: String
@@ -51,9 +63,9 @@ public final class TokenAuthority: Sendable {
         await keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
     }
 
-    /// The user and role a token grants in `room`, or why not: a bad signature or format, an expired
-    /// token, a room outside its patterns, or a user other than the one saying hello.
-    public func check(_ token: String, user: String, room: String) async -> Result<Role, AuthFailure> {
+    /// The role a token grants `user` in `room` and until when, or why not: a bad signature or format,
+    /// an expired token, a room outside its patterns, or a user other than the one saying hello.
+    public func check(_ token: String, user: String, room: String) async -> Result<TokenGrant, AuthFailure> {
         let claims: AccessClaims
         switch await verify(token) {
         case .success(let verified): claims = verified
@@ -67,7 +79,7 @@ public final class TokenAuthority: Sendable {
         guard claims.rooms.contains(where: { Self.matches($0, room) }) else {
             return .failure(AuthFailure("the token does not give access to room \(room)"))
         }
-        return .success(claims.accessRole.roomRole)
+        return .success(TokenGrant(role: claims.accessRole.roomRole, expires: claims.exp.value))
     }
 
     /// What a token says, if it is valid (signature, format, expiry, role).

@@ -21,6 +21,7 @@ extension Hub {
         storeHealth.sweeps += 1
         // One hub of a group checks the store (and answers `/healthz`, whose path is its).
         if index == 0, storeHealth.sweeps % StoreHealth.checkSeconds == 1 { checkStore() }
+        endExpiredSessions()
         let now = clock
         let limit = Int64(configuration.unloadAfterSeconds) * 1000
         for (name, slot) in rooms {

@@ -15,7 +15,12 @@ import PeopleCore
 ///                                   ▼                         ▼ failure             ▼ replaced
 ///                                closed ◀───────── a fatal error, a close ───── closed
 ///
-/// (`authorizing` is skipped when the hub needs no token.) Frames that arrive while authorizing,
+/// (`authorizing` is skipped when the hub needs no token.) A machine closed while joined (over its rate,
+/// its token expired) keeps the session in `closed(leaving:)` until the close completes, so it leaves the
+/// room then (before, it stayed in the room's connections and presence). A token's `exp` ends what it opened: at that
+/// time the next frame, or the hub's once-a-second sweep (`expired(now:)`), gets `unauthorized` and the
+/// connection closes (1008); the client says hello again with a new token (and may resume the session).
+/// Frames that arrive while authorizing,
 /// opening or fetching wait, in order, and are handed back when the room is joined or the history
 /// has been read (a `restore` or `log` reaching below the room's memory is answered before the
 /// session's next frame).
@@ -39,7 +44,9 @@ struct ConnectionMachine {
         case opening(Pending, role: Role)
         case joined(session: SessionID, user: UserName, role: Role)
         case fetching(session: SessionID, user: UserName, role: Role, waiting: [Frame])
-        case closed
+        /// Nothing more is read or sent; `leaving`: the session the connection carried, which leaves
+        /// the room when the close completes (`closed()`).
+        case closed(leaving: SessionID?)
     }
 
     /// Frames that may wait for a room before the connection is closed (1008).
@@ -49,6 +56,8 @@ struct ConnectionMachine {
     /// Whether a hello needs a token (`auth.mode: token`).
     let needsToken: Bool
     private(set) var state: State = .awaitingHello
+    /// When the token that opened the room expires (hub clock, milliseconds); nil without a token.
+    private(set) var tokenExpires: Int64?
     private var rate: RateGate
 
     init(room: RoomName, needsToken: Bool, opsPerSecond: Int, now: Int64) {
@@ -75,6 +84,8 @@ struct ConnectionMachine {
         case refuse(ServerMessage.ErrorMessage, close: Bool)
         /// Close the connection.
         case close(code: UInt16, reason: String)
+        /// The token that opened the room has expired: send this `unauthorized` and close (1008).
+        case expire(ServerMessage.ErrorMessage)
         /// Check the hello's token (off the service thread), then call `tokenChecked`.
         case authorize(token: String, ClientMessage.Hello)
         /// Find the room (load it if needed), then call `joined`, `refused`, `redirected` or `roomFailed`.
@@ -91,6 +102,7 @@ struct ConnectionMachine {
     /// A frame arrived: the rate limit first, then PROTOCOL.md's parse order for the state.
     mutating func receive(_ frame: Frame, now: Int64) -> FrameOutcome {
         if case .closed = state { return .ignore }
+        if let expiry = expired(now: now) { return expiry }
         if let refusal = admit(now: now, frame: frame.binary ? nil : frame.bytes) { return refusal }
         return dispatch(frame)
     }
@@ -129,6 +141,7 @@ struct ConnectionMachine {
     /// A frame over the size limit arrived (dropped unread): `too-large`, after the rate limit.
     mutating func receiveOversized(bytes: Int, limit: Int, now: Int64) -> FrameOutcome {
         if case .closed = state { return .ignore }
+        if let expiry = expired(now: now) { return expiry }
         if let refusal = admit(now: now, frame: nil) { return refusal }
         return refuse(ProtocolError(.tooLarge, "frame of \(bytes) bytes is over limits.maxMessageBytes (\(limit))"))
     }
@@ -205,12 +218,13 @@ struct ConnectionMachine {
         case unexpected
     }
 
-    mutating func tokenChecked(_ result: Result<Role, AuthFailure>) -> AuthOutcome {
+    mutating func tokenChecked(_ result: Result<TokenGrant, AuthFailure>) -> AuthOutcome {
         guard case .authorizing(let pending) = state else { return .unexpected }
         switch result {
-        case .success(let role):
-            state = .opening(pending, role: role)
-            return .open(pending.hello, role: role)
+        case .success(let grant):
+            tokenExpires = Int64((grant.expires.timeIntervalSince1970 * 1000).rounded(.down))
+            state = .opening(pending, role: grant.role)
+            return .open(pending.hello, role: grant.role)
         case .failure(let failure):
             guard case .refuse(let error, let close) = refuse(ProtocolError(.unauthorized, failure.description))
             else { return .unexpected }
@@ -236,20 +250,21 @@ struct ConnectionMachine {
     mutating func refused(_ error: ProtocolError) -> ServerMessage.ErrorMessage? {
         guard case .opening = state else { return nil }
         state = .awaitingHello
+        tokenExpires = nil  // the next hello brings its own token
         return .init(seq: nil, error)
     }
 
     /// The room lives on another node: send `redirect` and close (1000). False when not opening.
     mutating func redirected() -> Bool {
         guard case .opening = state else { return false }
-        state = .closed
+        state = .closed(leaving: nil)
         return true
     }
 
     /// The room cannot be loaded: `server-error`, then close (1011). Nil when not opening.
     mutating func roomFailed() -> ServerMessage.ErrorMessage? {
         guard case .opening = state else { return nil }
-        state = .closed
+        state = .closed(leaving: nil)
         return .init(seq: nil, ProtocolError(.serverError, "room \(room) cannot be loaded; try again later"))
     }
 
@@ -273,26 +288,42 @@ struct ConnectionMachine {
 
     // MARK: The end
 
+    /// The token that opened the room has expired by `now`: `unauthorized`, and the connection closes
+    /// (1008). Nil while it is valid, without a token, or before one was accepted. The hub asks once a
+    /// second for every joined connection; a frame asks first thing.
+    mutating func expired(now: Int64) -> FrameOutcome? {
+        guard let tokenExpires, now >= tokenExpires else { return nil }
+        switch state {
+        case .opening, .joined, .fetching:
+            state = .closed(leaving: session)
+            return .expire(.init(seq: nil, ProtocolError(.unauthorized,
+                "the access token has expired; connect again with a new token (the session can be resumed)")))
+        case .awaitingHello, .authorizing, .closed:
+            return nil
+        }
+    }
+
     /// The session resumed on another connection: this one stops speaking for it (and is closed, 1000).
     mutating func replaced() {
-        state = .closed
+        state = .closed(leaving: nil)
     }
 
     /// The connection closed: the session it carried leaves the room (nil if it carried none).
     mutating func closed() -> SessionID? {
-        defer { state = .closed }
+        defer { state = .closed(leaving: nil) }
+        if case .closed(let leaving) = state { return leaving }
         return session
     }
 
     // MARK: Helpers
 
     private mutating func refuse(_ error: ProtocolError, seq: Int? = nil) -> FrameOutcome {
-        if error.code.isFatal { state = .closed }
+        if error.code.isFatal { state = .closed(leaving: session) }
         return .refuse(.init(seq: seq, error), close: error.code.isFatal)
     }
 
     private mutating func closeAll(_ reason: String) -> FrameOutcome {
-        state = .closed
+        state = .closed(leaving: session)
         return .close(code: 1008, reason: reason)
     }
 

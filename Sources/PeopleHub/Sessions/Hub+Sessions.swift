@@ -92,6 +92,13 @@ extension Hub {
             if error.code == .unauthorized { metrics.refusedTokens.increment() }  // a hello without a token
             send(.error(error), to: connection)
             if close { connection.close(code: 1008, reason: error.code.rawValue) }
+        case .expire(let error):
+            metrics.expiredSessions.increment()
+            logger.info("session ended: its token expired", metadata: [
+                "room": "\(client.machine.room)", "session": "\(client.machine.session ?? "")", "peer": "\(connection.peer)",
+            ])
+            send(.error(error), to: connection)
+            connection.close(code: 1008, reason: error.code.rawValue)
         case .close(let code, let reason):
             if reason == "rate limit" {
                 logger.warning("closed a connection that stayed over its rate", metadata: ["peer": "\(connection.peer)"])
@@ -132,7 +139,7 @@ extension Hub {
 
     /// A hello's token was checked: it opens the room with the token's role, or is refused
     /// (`unauthorized`, then close 1008).
-    private func authorized(_ result: Result<Role, AuthFailure>, on connection: any ClientConnection, client: Client) {
+    private func authorized(_ result: Result<TokenGrant, AuthFailure>, on connection: any ClientConnection, client: Client) {
         guard connection.context === client, !connection.isClosing else { return }
         switch client.machine.tokenChecked(result) {
         case .open:
@@ -147,6 +154,22 @@ extension Hub {
         case .unexpected:
             break
         }
+    }
+
+    /// Ends the sessions whose token has expired (`auth.mode: token`; the once-a-second sweep): each is
+    /// told `unauthorized` and closed (1008). A connection still opening its room is told at its next
+    /// frame or once it has joined.
+    func endExpiredSessions() {
+        guard configuration.auth != nil else { return }
+        let now = clock
+        var ending: [(any ClientConnection, Client, ConnectionMachine.FrameOutcome)] = []
+        for case .loaded(let host) in rooms.values {
+            for connection in host.connections.values where !connection.isClosing {
+                guard let client = connection.context as? Client, let outcome = client.machine.expired(now: now) else { continue }
+                ending.append((connection, client, outcome))
+            }
+        }
+        for (connection, client, outcome) in ending { carryOut(outcome, on: connection, client: client) }
     }
 
     /// Hands a joined session's message to its room.
