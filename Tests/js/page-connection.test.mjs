@@ -306,3 +306,36 @@ test('a silent connection gets a ping after HEARTBEAT_SECONDS and is given up af
   assert.equal(room.link, 'offline');
   assert.equal(status().title, 'no answer from the hub');
 });
+
+test('a session ended for its expired token carries on with a new one: resumed, and what was not acknowledged is sent again', () => {
+  const { room, notices, socket } = online();
+  room.edit([set(1, 'hairColor', 'red')], { label: 'Change Hair Color' });
+  const submit = socket.sent.find((m) => m.type === 'submit');
+  socket.hear({ type: 'error', code: 'unauthorized', message: 'the access token has expired; connect again with a new token' });
+  socket.onclose?.({ code: 1008, reason: 'unauthorized' });
+  assert.deepEqual(notices.filter((n) => n.type === 'fatal').map((n) => n.code), ['unauthorized']);
+  assert.equal(room.link, 'offline');
+  assert.equal(room.pending, 1, 'the unanswered edit is kept');
+  assert.equal(FakeSocket.made.length, 1, 'no retry with the old token');
+
+  room.renew('new-token');
+  const again = FakeSocket.made[1];
+  again.onopen();
+  const hello = again.sent[0];
+  assert.equal(hello.token, 'new-token');
+  assert.equal(hello.resume, 's1');
+  assert.equal(hello.since, 0);
+  again.hear(welcome());
+  const resent = again.sent.find((m) => m.type === 'submit');
+  assert.deepEqual({ seq: resent.seq, ops: resent.ops }, { seq: submit.seq, ops: submit.ops });
+  again.hear({ type: 'ack', seq: resent.seq, rev: 1, ops: resent.ops });
+  assert.equal(room.pending, 0);
+  assert.equal(room.link, 'online');
+});
+
+test('renew does nothing while the room is running', () => {
+  const { room } = online();
+  room.renew('other');
+  assert.equal(FakeSocket.made.length, 1);
+  assert.notEqual(room.token, 'other');
+});

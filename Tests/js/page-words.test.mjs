@@ -141,6 +141,15 @@ test('refusals to let a user in are plain words that say what to do, never wire 
   assert.ok(!hasWireWords(refusalText({ code: 'room-full', message: 'the hub holds at most 1 rooms (limits.maxRooms)' })));
 });
 
+test('a token that expired in the room says the changes not sent yet wait for the new one', () => {
+  const expired = { code: 'unauthorized', message: 'the access token has expired; connect again with a new token' };
+  assert.match(refusalText(expired, { kept: 0 }), /^Your access token has expired\. .*carry on: nothing of yours is lost\.$/);
+  assert.match(refusalText(expired, { kept: 1 }), /your change not sent yet is kept and goes then\.$/);
+  assert.match(refusalText(expired, { kept: 3 }), /your 3 changes not sent yet are kept and go then\.$/);
+  assert.equal(refusalText(expired), 'Your access token has expired. Ask for a new one and paste it here.');
+  for (const kept of [0, 1, 3]) assert.ok(!hasWireWords(refusalText(expired, { kept })));
+});
+
 test('refusals of a change are plain words', () => {
   const messages = [
     ['room-full', 'the room holds at most 3 people; this batch would leave 4', 'Not saved: this room holds at most 3 people.'],

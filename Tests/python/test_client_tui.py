@@ -1019,6 +1019,18 @@ def test_a_hub_that_wants_a_token_says_how_to_give_one(hub_factory, room, screen
     assert "nobody yet" not in lefts, text
 
 
+def test_a_token_that_expires_in_the_room_says_so_and_how_to_carry_on(hub_factory, room, screens, tmp_path):
+    """Session 23: the hub ends a session at its token's exp. ann's screen, open with a token of a few
+    seconds, then says the token expired and how to give a new one, in the terminal's own terms."""
+    hub = token_hub(hub_factory, tmp_path)
+    ann = screens.raw("ann")
+    ann.start(open_command(hub.port, room, "ann", token=make_token("ann", [room], ttl=5)))
+    ann.wait_for(all_of(title_has("● online"), selection_is("Ann")))
+    text = ann.wait_for(title_has("✕ refused"), timeout=20)
+    assert "access token has expired" in text and "--token" in text, text
+    assert "the session can be resumed" not in text, f"the hub's own words for a client, not for a user:\n{text}"
+
+
 def test_on_80_by_24_the_key_line_keeps_help_and_quit(hub, room, screens):
     """Issue 17, item 4. On an 80 x 24 terminal the key line still ends with `? help` and `q quit`, in the
     list and in the details, and is no wider than the window."""

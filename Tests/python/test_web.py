@@ -1083,6 +1083,42 @@ def test_the_access_token_is_kept_for_the_session_and_asked_for_in_plain_words(h
         "a refused token is not kept"
 
 
+def test_an_expired_token_asks_for_a_new_one_and_the_room_carries_on(hub_factory, tmp_path, room, browsers):
+    """Session 23. The hub ends a session when its token expires. ann joins with a token of a few
+    seconds and changes Ann's hair: when the token expires, the join screen says so in plain words,
+    that nothing of hers is lost, and asks for a new token (the focus on the token field, the room and
+    her name still filled in). She pastes a new one and presses Join: the same room comes back, with
+    her change, and she goes on editing.
+    Before the fix: the hub let the session run past the token's exp (the page never asked)."""
+    hub = token_hub(hub_factory, tmp_path)
+    obs = hub.join(room, OBSERVER, token=jwt(OBSERVER, [room], "viewer"))
+    a = browsers(hub, "ann")
+    join_with_token(a, room, "ann", jwt("ann", [room], ttl=8))
+    a.select(1)
+    a.choose("hairColor", "red")
+    wait_model(obs, lambda people: by_tag(people, 1)["hairColor"] == "red", "ann's red hair at the hub")
+    a.wait_for(lambda p: p.q("#join").is_displayed() and re.search(r"expired", p.text("#join-error") or ""),
+               "the join screen saying the access token expired", timeout=20)
+    message = a.text("#join-error")
+    a.screenshot("1-token-expired")
+    assert not WIRE_WORDS.search(message), f"the join screen shows wire words: {message!r}"
+    assert re.search(r"carry on", message) and re.search(r"nothing of yours is lost", message), message
+    assert not a.q("#room").is_displayed()
+    assert a.js("return document.activeElement && document.activeElement.id;") == "join-token", a.describe()
+    assert (a.js("return document.getElementById('join-room').value;"),
+            a.js("return document.getElementById('join-user').value;")) == (room, "ann")
+
+    a.must("#join-token").send_keys(jwt("ann", [room]))
+    a.click("#join-submit")
+    a.wait_online()
+    assert a.q("#room").is_displayed() and not a.q("#join").is_displayed()
+    a.select(1)
+    assert a.toggle("#glasses") is True
+    wait_model(obs, lambda people: (by_tag(people, 1)["hairColor"], by_tag(people, 1)["glasses"]) == ("red", True),
+               "ann's change made after the new token, beside the one before")
+    a.wait_for(lambda p: not p.summary()["waiting"], "nothing waiting on ann's page")
+
+
 def test_a_highlight_names_the_latest_writer_and_fades(hub, browsers):
     """Issue 17, item 6. ann and bob look at Ann. ann picks red: bob's hair color field is highlighted
     by ann. bob then picks blonde: at once no highlight on bob's page names ann for Ann's hair color or

@@ -70,6 +70,8 @@ const ONE_COLUMN = window.matchMedia('(max-width: 700px)');
 class App {
   constructor() {
     this.live = null;
+    /** The room the hub ended for its token, waiting for a new one (the join screen asks). */
+    this.renewing = null;
     this.selectedTag = null;
     this.lastIndex = 0;
     this.focusedField = null;
@@ -202,6 +204,17 @@ class App {
   // MARK: Joining and leaving
 
   enter({ room, user, token }) {
+    if (this.renewing && this.renewing === this.live && room === this.request.room && user === this.request.user) {
+      // The same room and user after the hub ended the session for its token: the room, its unsent
+      // changes and its session carry on with the new token.
+      this.renewing = null;
+      this.request = { room, user, token };
+      this.tokenKept = false;
+      this.restoreCheck = new RestoreCheck(readRoomAt({ room, token }));
+      this.live.renew(token);
+      return;
+    }
+    this.renewing = null;
     this.live?.stop();
     this.selectedTag = null;
     this.lastIndex = 0;
@@ -223,7 +236,7 @@ class App {
     this.roomName = room;
     setText($('room-name'), room);
     setText($('me-name'), user);
-    live.onUpdate = (notices) => { if (this.live === live) this.update(notices); };
+    live.onUpdate = (notices) => { if (this.live === live && this.renewing !== live) this.update(notices); };
     live.start();
     this.tick();
   }
@@ -231,6 +244,7 @@ class App {
   leave() {
     this.live?.stop();
     this.live = null;
+    this.renewing = null;
     $('people-filter').value = '';
     $('room').hidden = true;
     this.join.show();
@@ -527,9 +541,16 @@ class App {
           break;
         case 'fatal': {
           const { room, user, token } = this.request;
-          this.live = null;
           $('room').hidden = true;
           if (n.code === 'unauthorized') this.tokens.forget(user, room, token);
+          if (n.code === 'unauthorized' && this.live.everWelcomed) {
+            // The session ended for its token (it expired): the room waits, with what it has not
+            // sent, for a new token (enter), and is drawn again once it has one.
+            this.renewing = this.live;
+            this.join.refused(refusalText(n, { kept: this.live.pending }), { askForToken: true });
+            return;
+          }
+          this.live = null;
           this.join.refused(refusalText(n), { askForToken: n.code === 'unauthorized' });
           return;
         }

@@ -30,7 +30,8 @@
 //                                      still apply; `notSent` others went unsent (edits that no longer
 //                                      apply, undos / redos / restores of the old history's steps)
 //   {type:'error', code, message}      the hub refused something
-//   {type:'fatal', code, message}      the hub refused the connection for good (no more retries)
+//   {type:'fatal', code, message}      the hub refused the connection for good (no more retries;
+//                                      after `unauthorized`, `renew(token)` carries on with a new token)
 // and, for the history panel and the person editor's writers (HISTORY.md §6):
 //   {type:'welcomed'}                  a welcome came (what was read before may be out of date)
 //   {type:'revision', rev, time?, author, kind, label?, ops, mine}  every revision the hub applied, as
@@ -187,6 +188,20 @@ export class LiveRoom {
     this.timers.clearTimeout(this.heartbeatTimer);
     this.drop(1000);
     this.link = 'offline';
+  }
+
+  /**
+   * Carries on after the hub ended the session for its token (`fatal` `unauthorized`: the token
+   * expired): connects again with `token`, resuming the session, and sends what the hub did not
+   * acknowledge. Nothing while the room is still running.
+   */
+  renew(token) {
+    if (!this.stopped) return;
+    this.token = token || undefined;
+    this.stopped = false;
+    this.why = null;
+    this.backoff = FIRST_BACKOFF;
+    this.connect();
   }
 
   /** Connects now if waiting to retry (the browser says the network is back). */

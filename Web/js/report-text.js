@@ -219,12 +219,18 @@ export function errorText({ code, message }) {
  * Why the hub would not let this user in ({code, message} of a fatal error), in words that say what
  * to do; the join screen shows it. `unauthorized` always reads as a question about the access token.
  */
-export function refusalText({ code, message = '' }) {
+export function refusalText({ code, message = '' }, { kept = null } = {}) {
   if (code === 'unauthorized') {
     if (/needs an access token/.test(message)) {
       return 'This room needs an access token. Paste the token you were given and press Join.';
     }
-    if (/expired/.test(message)) return 'Your access token has expired. Ask for a new one and paste it here.';
+    if (/expired/.test(message)) {
+      // `kept` (a number): the room was open, and waits for the new token with what it has not sent.
+      if (kept == null) return 'Your access token has expired. Ask for a new one and paste it here.';
+      const changes = kept === 0 ? 'nothing of yours is lost'
+        : `your ${kept === 1 ? 'change' : `${kept} changes`} not sent yet ${kept === 1 ? 'is' : 'are'} kept and ${kept === 1 ? 'goes' : 'go'} then`;
+      return `Your access token has expired. Ask for a new one, paste it here and press Join to carry on: ${changes}.`;
+    }
     const owner = /token is for (.+), not (.+)$/.exec(message);
     if (owner) {
       return `That access token is for ${owner[1]}, not ${owner[2]}. Join as ${owner[1]}, or paste ${owner[2]}'s own token.`;
