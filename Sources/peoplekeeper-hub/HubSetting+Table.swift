@@ -83,6 +83,10 @@ extension HubSetting {
                 "open: any user name, everyone an editor; token: every hello needs an access token"),
         .string("auth.secretFile", "",
                 "For auth.mode token: a file holding the secret (PEOPLEKEEPER_AUTH_SECRET wins)"),
+        .string("auth.issuer", "",
+                "For auth.mode token: when set, a token's iss must be this (peoplekeeper-hub token writes it)"),
+        .string("auth.audience", "",
+                "For auth.mode token: when set, a token's aud must name this (peoplekeeper-hub token writes it)"),
         .strings("auth.allowedOrigins", [],
                  "Origins (scheme://host[:port]) whose pages may connect besides the hub's own; * any"),
 

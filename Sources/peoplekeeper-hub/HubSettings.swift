@@ -51,6 +51,9 @@ struct HubSettings: Sendable {
     var postgresPasswordFile: String
     var authMode: AuthMode
     var authSecretFile: String
+    /// `auth.issuer`, `auth.audience`: checked in every token when set (empty: not checked).
+    var authIssuer: String
+    var authAudience: String
     var allowedOrigins: [String]
     var tlsCertFile: String
     var tlsKeyFile: String
@@ -105,6 +108,8 @@ struct HubSettings: Sendable {
         postgresPasswordFile = values.string("storage.postgresPasswordFile")
         authMode = values.choice("auth.mode")
         authSecretFile = values.string("auth.secretFile")
+        authIssuer = values.string("auth.issuer")
+        authAudience = values.string("auth.audience")
         allowedOrigins = values.strings("auth.allowedOrigins")
         tlsCertFile = values.string("tls.certFile")
         tlsKeyFile = values.string("tls.keyFile")

@@ -293,7 +293,7 @@ extension HubSettings {
                                     : "a token is signed with the hub's secret, and this config names none (auth.mode is "
                                         + "\(authMode.rawValue)): set PEOPLEKEEPER_AUTH_SECRET or auth.secretFile")
         }
-        do { return try await TokenAuthority(secret: secret) } catch {
+        do { return try await TokenAuthority(secret: secret, issuer: authIssuer, audience: authAudience) } catch {
             throw ConfigProblem(key: environment["PEOPLEKEEPER_AUTH_SECRET"] != nil ? "PEOPLEKEEPER_AUTH_SECRET" : "auth.secretFile",
                                 problem: error.description)
         }

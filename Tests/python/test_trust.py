@@ -536,3 +536,47 @@ def test_http_tokens_are_held_to_the_websocket_s_rules(auth_hub, room):
         status, text = get(tok)
         assert status == 401 and why in text, (what, status, text)
     assert get(signed({**claims, "nbf": int(time.time()) - 60}))[0] == 200
+
+
+def test_with_an_issuer_and_an_audience_set_a_token_must_name_both(hub_factory, tmp_path, room):
+    """Session 23: `auth.issuer` / `auth.audience`. Unset (every test above), `iss` and `aud` are not
+    read. Set, a token over WebSocket or HTTP must carry that `iss` and an `aud` naming the audience
+    (a string or a list), byte for byte; `peoplekeeper-hub token` writes both."""
+    secret_file = tmp_path / "secret"
+    secret_file.write_text(SECRET + "\n")
+    issuer, audience = "https://id.example", "peoplekeeper-staging"
+    config = tmp_path / "hub.yaml"
+    config.write_text(f"auth:\n  mode: token\n  secretFile: {secret_file}\n  issuer: {issuer}\n  audience: {audience}\n")
+    hub = hub_factory({"auth": {"mode": "token", "secretFile": str(secret_file), "issuer": issuer, "audience": audience}})
+
+    def signed(**extra) -> str:
+        head = b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+        body = b64(json.dumps({"sub": "ann", "rooms": [room], "role": "editor", "exp": int(time.time()) + 600,
+                               **extra}).encode())
+        return f"{head}.{body}.{b64(hmac.new(SECRET.encode(), f'{head}.{body}'.encode(), hashlib.sha256).digest())}"
+
+    refused(hub, room, "ann", signed(), "names no issuer")
+    refused(hub, room, "ann", signed(iss="https://other.example", aud=audience), "issuer (iss) is not")
+    refused(hub, room, "ann", signed(iss=issuer), "audience (aud)")
+    refused(hub, room, "ann", signed(iss=issuer, aud="peoplekeeper-production"), "audience (aud)")
+    refused(hub, room, "ann", signed(iss=issuer, aud=["PeopleKeeper-Staging"]), "audience (aud)")
+    for good in (signed(iss=issuer, aud=audience), signed(iss=issuer, aud=["another", audience])):
+        c, first = hello(hub, room, "ann", good)
+        assert first["type"] == "welcome", first
+        c.close()
+
+    def get(tok: str) -> tuple[int, str]:
+        return request_as(hub.port, "GET", f"/v1/rooms/{room}", b"", {"Authorization": f"Bearer {tok}"})
+    status, text = get(signed(iss=issuer))
+    assert status == 401 and "audience" in text, (status, text)
+    assert get(signed(iss=issuer, aud=audience))[0] == 200
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PEOPLEKEEPER_")}
+    r = subprocess.run([HUB_BIN, "token", "--config", str(config), "--user", "ann", "--room", room, "--ttl", "600"],
+                       capture_output=True, text=True, timeout=30, env=env)
+    assert r.returncode == 0, r.stderr
+    minted = r.stdout.strip()
+    payload = json.loads(base64.urlsafe_b64decode(minted.split(".")[1] + "=="))
+    assert payload["iss"] == issuer and audience in ([payload["aud"]] if isinstance(payload["aud"], str) else payload["aud"]), payload
+    c, first = hello(hub, room, "ann", minted)
+    assert first["type"] == "welcome", first

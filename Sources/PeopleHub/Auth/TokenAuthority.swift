@@ -4,7 +4,8 @@ import PeopleCore
 
 /// What an access token says: who (`sub`), until when (`exp`), which rooms (`rooms`: patterns where
 /// `*` matches any run of characters and `?` one), and as what (`role`: `viewer`, `editor`, or
-/// `admin`: an editor who may also use the HTTP API's admin routes).
+/// `admin`: an editor who may also use the HTTP API's admin routes). `iss` and `aud` count when the
+/// hub names its issuer and audience (`auth.issuer`, `auth.audience`).
 public struct AccessClaims: JWTPayload, Equatable {
     public var sub: SubjectClaim
     public var exp: ExpirationClaim
@@ -12,12 +13,19 @@ public struct AccessClaims: JWTPayload, Equatable {
     public var role: String
     /// Not valid before this time, when the issuer says so.
     public var nbf: NotBeforeClaim?
+    /// Who issued it (checked against `auth.issuer` when that is set).
+    public var iss: IssuerClaim?
+    /// Whom it is for: one name or several (RFC 7519; checked against `auth.audience` when set).
+    public var aud: AudienceClaim?
 
-    public init(user: String, rooms: [String], role: AccessRole, expires: Date) {
+    public init(user: String, rooms: [String], role: AccessRole, expires: Date, issuer: String? = nil,
+                audience: String? = nil) {
         sub = SubjectClaim(value: user)
         exp = ExpirationClaim(value: expires)
         self.rooms = rooms
         self.role = role.rawValue
+        iss = issuer.map { IssuerClaim(value: $0) }
+        aud = audience.map { AudienceClaim(value: [$0]) }
     }
 
     public var accessRole: AccessRole { AccessRole(rawValue: role) ?? .viewer }
@@ -53,12 +61,19 @@ public struct AuthFailure: Error, CustomStringConvertible, Sendable {
 /// Checks and mints HS256 access tokens with one shared secret (`auth.mode: token`).
 public final class TokenAuthority: Sendable {
     private let keys: JWTKeyCollection
+    /// When set, a token's `iss` must be this, and the tokens minted here say so.
+    public let issuer: String?
+    /// When set, a token's `aud` must name this, and the tokens minted here say so.
+    public let audience: String?
 
-    /// `secret`: at least 32 bytes (an HS256 key shorter than its hash is weak).
-    public init(secret: [UInt8]) async throws(AuthFailure) {
+    /// `secret`: at least 32 bytes (an HS256 key shorter than its hash is weak). `issuer`, `audience`:
+    /// nil or empty, not checked (any token signed with the secret counts).
+    public init(secret: [UInt8], issuer: String? = nil, audience: String? = nil) async throws(AuthFailure) {
         guard secret.count >= 32 else {
             throw AuthFailure("the token secret is \(secret.count) bytes; it must be at least 32")
         }
+        self.issuer = issuer?.isEmpty == false ? issuer : nil
+        self.audience = audience?.isEmpty == false ? audience : nil
         keys = JWTKeyCollection()
         await keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
     }
@@ -97,8 +112,9 @@ public final class TokenAuthority: Sendable {
                 return .failure(AuthFailure("the token's header has crit: this hub knows no JWS extensions"))
             }
         }
+        let claims: AccessClaims
         do {
-            return .success(try await keys.verify(token, as: AccessClaims.self))
+            claims = try await keys.verify(token, as: AccessClaims.self)
         } catch let error as JWTError where error.errorType == .claimVerificationFailure {
             return .failure(AuthFailure("the token has expired"))
         } catch let error as AuthFailure {
@@ -106,6 +122,15 @@ public final class TokenAuthority: Sendable {
         } catch {
             return .failure(AuthFailure("the token is not valid (bad signature or format)"))
         }
+        // Byte for byte, as `sub`: the issuer and the audience are names, not text to fold.
+        if let issuer, !(claims.iss.map { $0.value.utf8.elementsEqual(issuer.utf8) } ?? false) {
+            return .failure(AuthFailure(claims.iss == nil ? "the token names no issuer (iss); this hub takes tokens from \(issuer)"
+                                        : "the token's issuer (iss) is not \(issuer), the one this hub takes tokens from"))
+        }
+        if let audience, !(claims.aud?.value.contains { $0.utf8.elementsEqual(audience.utf8) } ?? false) {
+            return .failure(AuthFailure("the token is not for this hub: its audience (aud) does not name \(audience)"))
+        }
+        return .success(claims)
     }
 
     /// A token's header as a JSON object (nil: none readable; the signature check then refuses it).
@@ -122,7 +147,8 @@ public final class TokenAuthority: Sendable {
     /// `exp` is rounded down to a whole second, as other issuers write it).
     public func mint(user: String, rooms: [String], role: AccessRole, ttl: TimeInterval, now: Date = Date()) async throws -> String {
         let expires = Date(timeIntervalSince1970: now.addingTimeInterval(ttl).timeIntervalSince1970.rounded(.down))
-        return try await keys.sign(AccessClaims(user: user, rooms: rooms, role: role, expires: expires))
+        return try await keys.sign(AccessClaims(user: user, rooms: rooms, role: role, expires: expires,
+                                                issuer: issuer, audience: audience))
     }
 
     /// Whether `room` matches `pattern` (`RoomPattern`).
