@@ -11,6 +11,9 @@ public struct HubConfiguration: Sendable {
     public var limits: HubLimits
     /// Whether `/metrics` answers.
     public var metricsEnabled: Bool
+    /// When set, `/metrics` answers only a request with `Authorization: Bearer` and this token
+    /// (`metrics.tokenFile`); nil: anyone who reaches the port.
+    public var metricsToken: [UInt8]?
     /// A snapshot of a room is stored after this many revisions (restart replays at most about this
     /// many records per room).
     public var snapshotEvery: Int

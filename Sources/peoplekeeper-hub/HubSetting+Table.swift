@@ -62,6 +62,8 @@ extension HubSetting {
         .choice("logging.format", HubSettings.LogFormat.text, flag: "log-format",
                 "text (human) or json (one object per line); logs go to stderr"),
         .bool("metrics.enabled", true, "Serve Prometheus metrics at GET /metrics"),
+        .string("metrics.tokenFile", "",
+                "A file holding a token /metrics then asks for (Authorization: Bearer); empty: no token"),
 
         .choice("storage.kind", HubSettings.StorageKind.embedded, flag: "storage",
                 "embedded (SQLite), postgres (several hub nodes) or memory (nothing outlives the process)"),

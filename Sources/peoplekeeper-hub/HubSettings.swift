@@ -44,6 +44,8 @@ struct HubSettings: Sendable {
     var logLevel: Logger.Level
     var logFormat: LogFormat
     var metricsEnabled: Bool
+    /// `metrics.tokenFile`: empty, `/metrics` asks for no token.
+    var metricsTokenFile: String
     var storageKind: StorageKind
     var storagePath: String
     var snapshotEvery: Int
@@ -101,6 +103,7 @@ struct HubSettings: Sendable {
         logLevel = values.choice("logging.level")
         logFormat = values.choice("logging.format")
         metricsEnabled = values.bool("metrics.enabled")
+        metricsTokenFile = values.string("metrics.tokenFile")
         storageKind = values.choice("storage.kind")
         storagePath = values.string("storage.path")
         snapshotEvery = values.int("storage.snapshotEvery")

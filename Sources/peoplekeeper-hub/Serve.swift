@@ -140,6 +140,10 @@ struct Serve: AsyncParsableCommand {
             seed: seedModel, roomPolicy: settings.roomPolicy, limits: limits, metricsEnabled: settings.metricsEnabled,
             snapshotEvery: settings.snapshotEvery, unloadAfterSeconds: settings.unloadAfterSeconds, auth: auth)
         hubConfiguration.allowedOrigins = settings.allowedOrigins
+        do { hubConfiguration.metricsToken = try settings.metricsToken() } catch {
+            FileHandle.standardError.write(Data("peoplekeeper-hub: \(error)\n".utf8))
+            throw ExitCode(78)  // EX_CONFIG
+        }
         var renderMetrics: (@Sendable () -> String)?
         if settings.metricsEnabled { renderMetrics = { registry.emitToString() } }
         // One hub per service thread, each owning the rooms whose names hash to it.
@@ -276,6 +280,20 @@ extension HubSettings {
 }
 
 extension HubSettings {
+    /// The token `/metrics` asks for (`metrics.tokenFile`, trailing white space ignored): nil when no
+    /// file is named; a file that cannot be read, or holds fewer than 16 bytes, is a config problem.
+    func metricsToken() throws(ConfigProblem) -> [UInt8]? {
+        guard !metricsTokenFile.isEmpty else { return nil }
+        guard let data = FileManager.default.contents(atPath: metricsTokenFile) else {
+            throw ConfigProblem(key: "metrics.tokenFile", problem: "cannot read \(metricsTokenFile)")
+        }
+        let token = Array(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).utf8)
+        guard token.count >= 16 else {
+            throw ConfigProblem(key: "metrics.tokenFile", problem: "the token is \(token.count) bytes; it must be at least 16")
+        }
+        return token
+    }
+
     /// The token authority for `auth.mode: token`: the secret comes from `PEOPLEKEEPER_AUTH_SECRET` or
     /// from the file `auth.secretFile` (never from the YAML itself).
     func tokenAuthority(environment: [String: String]) async throws -> TokenAuthority {

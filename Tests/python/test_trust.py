@@ -264,6 +264,32 @@ def test_token_mode_without_a_secret_stops_the_hub_with_78(start_hub_raw, tmp_pa
     assert r.returncode == 78 and "at least 32" in r.stderr, (r.returncode, r.stderr)
 
 
+def test_with_metrics_token_file_set_metrics_asks_for_that_bearer_token(hub_factory, start_hub_raw, tmp_path):
+    """Session 23: /metrics answered anyone who reached the port (its webhook metrics are labelled by
+    endpoint URL, which can be a credential). With `metrics.tokenFile` it asks for that token, as
+    Prometheus sends it (`authorization: credentials_file`); /healthz still answers anyone."""
+    token_file = tmp_path / "metrics-token"
+    secret = "scrape-" + "x" * 24
+    token_file.write_text(secret + "\n")
+    hub = hub_factory({"metrics": {"tokenFile": str(token_file)}})
+    for headers in ({}, {"Authorization": "Bearer wrong-token-of-some-length"},
+                    {"Authorization": f"Bearer {secret}x"}, {"Authorization": f"Bearer {secret[:-1]}"},
+                    {"Authorization": f"Basic {secret}"}):
+        status, answer_headers, body = hub.http("GET", "/metrics", headers)
+        assert status == 401 and answer_headers.get("www-authenticate") == "Bearer", (headers, status, body)
+        assert b"peoplekeeper_" not in body and b"metrics.tokenFile" in body, body
+    status, _, body = hub.http("GET", "/metrics", {"Authorization": f"Bearer {secret}"})
+    assert status == 200 and b"peoplekeeper_connections" in body, (status, body[:200])
+    assert hub.http("GET", "/healthz")[0] == 200
+
+    short = tmp_path / "short"
+    short.write_text("short\n")
+    r = start_hub_raw(f"metrics:\n  tokenFile: {short}\n")
+    assert r.returncode == 78 and "metrics.tokenFile" in r.stderr and "at least 16" in r.stderr, (r.returncode, r.stderr)
+    r = start_hub_raw(f"metrics:\n  tokenFile: {tmp_path / 'missing'}\n")
+    assert r.returncode == 78 and "cannot read" in r.stderr, (r.returncode, r.stderr)
+
+
 # ----------------------------------------------------------------------------------------------------
 # Origins: a page of another site may not open a WebSocket to the hub
 # ----------------------------------------------------------------------------------------------------

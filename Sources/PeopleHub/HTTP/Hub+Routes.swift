@@ -18,11 +18,25 @@ extension Hub {
                 throw HTTPFailure.notFound("metrics are off (metrics.enabled)")
             }
             try refuseRebound(call)  // the metrics (room counts, webhook endpoints) are not for a rebound page
+            if let token = configuration.metricsToken { try Self.checkBearer(call, token: token) }
             return HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8",
                                 body: Array(renderMetrics().utf8))
         }
         addRoomRoutes()
         addAdminRoutes()
+    }
+
+    /// `/metrics` behind `metrics.tokenFile`: the request must say `Authorization: Bearer TOKEN`. The
+    /// comparison takes the same time wherever the bytes differ (no timing clue to the token).
+    static func checkBearer(_ call: HTTPCall, token: [UInt8]) throws {
+        let header = call.request.headers["authorization"] ?? ""
+        let given = header.lowercased().hasPrefix("bearer ")
+            ? Array(header.dropFirst(7).trimmingCharacters(in: .whitespaces).utf8) : []
+        var difference = UInt8(given.count == token.count ? 0 : 1)
+        for (index, byte) in token.enumerated() { difference |= byte ^ (index < given.count ? given[index] : ~byte) }
+        guard difference == 0 else {
+            throw HTTPFailure.unauthorized("send Authorization: Bearer with the token of metrics.tokenFile")
+        }
     }
 
     /// Whether `handle` takes a request: a route's pattern matches its path, or it is under `/v1/`.
