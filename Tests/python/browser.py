@@ -89,7 +89,7 @@ class Browser:
     screenshot file names; `base` is the hub's http://HOST:PORT."""
 
     def __init__(self, label: str, base: str, shots: Path, *, prefix: str = "", width: int = 1200,
-                 height: int = 900):
+                 height: int = 900, font_size: int | None = None):
         self.label = label
         self.base = base.rstrip("/")
         self.shots = shots
@@ -108,6 +108,10 @@ class Browser:
                     "--disable-backgrounding-occluded-windows", "--disable-crash-reporter", "--lang=en-US"):
             opts.add_argument(arg)
         opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        if font_size is not None:
+            # The reader's text size (Settings → Appearance → Font size; 16 px by default): text-only
+            # zoom, as a reader who needs bigger letters sets it once for every site.
+            opts.add_experimental_option("prefs", {"webkit.webprefs.default_font_size": font_size})
         try:
             service = Service(CHROMEDRIVER, env={**os.environ, "TMPDIR": os.path.join(self.home, "tmp")})
             self.driver = webdriver.Chrome(options=opts, service=service)

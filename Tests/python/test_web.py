@@ -2009,6 +2009,38 @@ def test_a_phone_at_320_px_keeps_long_names_topics_and_notices_on_screen(hub, ro
     assert field_of(obs.people, 2, "hairColor") == "white"
 
 
+def test_text_twice_the_usual_size_takes_one_column_and_nothing_scrolls_sideways(hub, room, browsers):
+    """Text-only zoom (WCAG 1.4.4): a reader who sets their browser's text size to 32 px (twice the
+    usual) at 1,200 px. The layout's breakpoints were in px, so the page kept its two columns for a
+    window of 1,200 px: the editor was squeezed to a few letters a line ("Joa / n", "Und / o on / this")
+    and the like / dislike buttons reached past the window (the page scrolled sideways). They are in
+    em now, read as the reader's text size: the page takes one column, the name field is as wide as the
+    editor, and nothing reaches past the window's right edge. At the usual size the same window keeps
+    its two columns."""
+    big = browsers(hub, "text32", width=1200, height=900, font_size=32)
+    big.open_room(room, "ann")
+    big.select(2)
+    big.screenshot("1-text-32px")
+    layout = big.js("""
+        const vw = document.documentElement.clientWidth;
+        const past = [...document.querySelectorAll('#room *')].filter((e) => e.getClientRects().length
+          && !e.classList.contains('sr-only') && e.getBoundingClientRect().right > vw + 1)
+          .slice(0, 5).map((e) => e.id || e.className || e.tagName);
+        return {vw, scroll: document.documentElement.scrollWidth, past,
+                font: getComputedStyle(document.getElementById('name')).fontSize,
+                columns: getComputedStyle(document.querySelector('.room-main')).gridTemplateColumns.split(' ').length,
+                name: document.getElementById('name').getBoundingClientRect().width};""")
+    assert layout["font"] == "32px", f"the reader's text size reaches the page: {layout}"
+    assert layout["scroll"] <= layout["vw"] and not layout["past"], f"nothing reaches past the window: {layout}"
+    assert layout["columns"] == 1, f"one column for text this big: {layout}"
+    assert layout["name"] >= 0.8 * layout["vw"], f"the editor has the window's width: {layout}"
+
+    usual = browsers(hub, "text16", width=1200, height=900)
+    usual.open_room(room, "bob")
+    columns = usual.js("return getComputedStyle(document.querySelector('.room-main')).gridTemplateColumns.split(' ').length;")
+    assert columns == 2, "at the usual text size 1,200 px keeps the list beside the editor"
+
+
 def test_a_phone_on_its_side_keeps_the_name_field_clear_of_the_top_bar(hub, room, browsers):
     """At 740 × 360 (a phone on its side) the sticky top bar took a third of the height and covered the
     name field being typed in (WCAG 2.4.11). On a window this short the bar scrolls away with the page:

@@ -64,8 +64,9 @@ function partOf(person, key) {
   return person[key];
 }
 
-/** The layout of one column (app.css: under 700 px), where the editor is under the list. */
-const ONE_COLUMN = window.matchMedia('(max-width: 700px)');
+/** The layout of one column (app.css: under 43.75em, 700 px at the usual text size), where the editor
+ * is under the list. */
+const ONE_COLUMN = window.matchMedia('(max-width: 43.75em)');
 
 class App {
   constructor() {
