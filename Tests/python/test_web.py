@@ -2009,6 +2009,54 @@ def test_a_phone_at_320_px_keeps_long_names_topics_and_notices_on_screen(hub, ro
     assert field_of(obs.people, 2, "hairColor") == "white"
 
 
+def test_place_in_the_list_moves_a_person_anywhere_in_one_step(hub, room, browsers):
+    """Session 23 (a phone pass left it: moving someone far by touch took a tap per place, as the list
+    cannot be dragged with a finger). The editor's "Place in the list" takes a number: Enter moves the
+    person there in one step; a number past the end means last. While ann types a number, bob's move
+    of someone else changes where her person is, but not what she is typing. Her moves of one person
+    in a row are one undo step, as with the arrow buttons."""
+    obs = observe(hub, room)
+    obs.edit([{"op": "insert", "at": 3 + i, "person": {**SEED[0], "tag": obs.new_tag(), "name": f"Extra {i}"}}
+              for i in range(12)])
+    last = obs.people[-1]["tag"]
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.select(last)
+    place = lambda p: p.js("return document.getElementById('place').value;")
+    assert place(a) == "15" and a.text("#place-count") == "of 15", (place(a), a.text("#place-count"))
+    a.screenshot("1-place-in-the-list")
+
+    field = a.must("#place")
+    a.click(field)
+    field.send_keys(Keys.CONTROL, "a")
+    field.send_keys("1", Keys.ENTER)
+    wait_model(obs, lambda people: people[0]["tag"] == last, "Extra 11 first, in one move")
+    a.wait_for(lambda p: place(p) == "1", "#place saying 1")
+
+    # Typing 9; meanwhile bob moves Sam to the top: ann's person is 2nd now, her 9 stays, and goes.
+    field.send_keys(Keys.CONTROL, "a")
+    field.send_keys("9")
+    sam = 3
+    obs.edit([{"op": "move", "tag": sam, "to": 0}])
+    a.wait_for(lambda p: p.js("return document.querySelector('#people li[data-tag]').getAttribute('data-tag');")
+               == str(sam), "bob's move on ann's page")
+    assert place(a) == "9", f"what ann is typing is left alone: {place(a)}"
+    field.send_keys(Keys.ENTER)
+    wait_model(obs, lambda people: [p["tag"] for p in people].index(last) == 8, "Extra 11 9th")
+
+    # Moves of one person in a row are one undo step, as with the arrow buttons: Undo takes her back.
+    a.click("#undo")
+    wait_model(obs, lambda people: people[-1]["tag"] == last, "one undo: Extra 11 last again")
+    a.wait_for(lambda p: place(p) == "15", "#place saying 15 after the undo")
+
+    a.select(1)
+    a.click(field)
+    field.send_keys(Keys.CONTROL, "a")
+    field.send_keys("99", Keys.ENTER)
+    wait_model(obs, lambda people: people[-1]["tag"] == 1, "a place past the end: Ann last")
+    a.wait_for(lambda p: place(p) == "15", "#place saying 15")
+
+
 def test_text_twice_the_usual_size_takes_one_column_and_nothing_scrolls_sideways(hub, room, browsers):
     """Text-only zoom (WCAG 1.4.4): a reader who sets their browser's text size to 32 px (twice the
     usual) at 1,200 px. The layout's breakpoints were in px, so the page kept its two columns for a

@@ -117,6 +117,7 @@ class App {
     });
     this.editor = new PersonEditor($('detail'), {
       edit: (diffs, options) => this.edit(diffs, options),
+      move: (tag, to) => this.movePerson(tag, to),
       notice: (text) => this.notice(text),
       undoHere: (tag) => this.undo(tag),
       redoHere: (tag) => this.redo(tag),
@@ -625,7 +626,8 @@ class App {
       : this.list.shown === 0 ? `Nobody's name has “${filter.trim()}”`
         : `${this.list.shown} of ${view.count}`);
     const person = this.selectedTag != null ? view.get(this.selectedTag) : null;
-    this.editor.render(person, (key) => this.highlights.mark(`${person.tag}:${key}`), nameEdits, editable);
+    this.editor.render(person, (key) => this.highlights.mark(`${person.tag}:${key}`), nameEdits, editable,
+      person ? { index: view.indexOf(person.tag), count: view.count } : null);
     this.attribution.select(person ? person.tag : null);
     this.personHistory.show(this.onlyPerson && person ? person.tag : null);
     this.renderWriters();

@@ -14,6 +14,10 @@
 // `renderWriters` from the hub's `blame` (kept live by the page); the exact time is its tooltip, and
 // each control is described by it (`aria-describedby`). The head says who added the person and who
 // last moved them in the list.
+//
+// "Place in the list" (`#place`) moves the person to any place at once: a number, taken on Enter or
+// when the field is left (a move far down the list was a tap per place on a touch screen, where the
+// list cannot be dragged). While the user types in it a teammate's move does not overwrite the number.
 
 import { faceSVG, faceDescription } from './face.js';
 import { h, setAttr, setText, setChanged } from './dom.js';
@@ -30,7 +34,7 @@ const OPINIONS = [['like', 'Like'], ['none', 'Neutral'], ['dislike', 'Dislike']]
 export class PersonEditor {
   /**
    * @param {HTMLElement} section  `#detail`
-   * @param {{edit(diffs, {label, coalesce}), notice(text), undoHere(tag), redoHere(tag), fieldFocused(field)}} actions
+   * @param {{edit(diffs, {label, coalesce}), move(tag, to), notice(text), undoHere(tag), redoHere(tag), fieldFocused(field)}} actions
    */
   constructor(section, actions) {
     this.section = section;
@@ -85,6 +89,21 @@ export class PersonEditor {
     this.name.addEventListener('keydown', (e) => {
       if (e.key === 'Escape' && this.nameDraft) this.nameBlurred();
     });
+
+    this.placeInput = h('input', { id: 'place', type: 'number', min: '1', step: '1', inputmode: 'numeric',
+      autocomplete: 'off', 'aria-describedby': 'place-count writer-position' });
+    this.placeCount = h('span', { id: 'place-count', class: 'help' });
+    /** Where the person is ({index, count}), as last shown. */
+    this.placeShown = null;
+    const placeField = h('div', { class: 'field place', 'data-field': 'position' },
+      h('label', { for: 'place' }, 'Place in the list'),
+      h('div', { class: 'place-row' }, this.placeInput, this.placeCount));
+    this.marks.set('position', [placeField]);
+    this.placeInput.addEventListener('change', () => this.placeChanged());
+    this.placeInput.addEventListener('keydown', (e) => {
+      if (e.key === 'Escape') this.showPlace(this.placeShown, { force: true });
+    });
+    this.placeInput.addEventListener('blur', () => this.showPlace(this.placeShown, { force: true }));
 
     this.selects = new Map();
     const choices = h('div', { class: 'choices' }, CHOICES.map(({ field, label, vocabulary, action }) => {
@@ -152,7 +171,7 @@ export class PersonEditor {
       h('div', { class: 'detail-head' }, this.face,
         h('div', { class: 'detail-title' }, this.title, this.description, this.tagLine,
           h('div', { class: 'scoped' }, this.undoHere, this.redoHere))),
-      nameField, choices, toggles, topics);
+      nameField, placeField, choices, toggles, topics);
     s.append(this.empty, this.form);
     s.addEventListener('focusin', (e) => this.actions.fieldFocused(e.target.dataset?.presence ?? null));
     s.addEventListener('focusout', (e) => {
@@ -171,7 +190,7 @@ export class PersonEditor {
    * field ({by, since, until}, or null), and whether this user may edit.
    * `nameEdits`: a teammate's text edits of this name in this update, when known (keeps the caret).
    */
-  render(person, changedBy, nameEdits, editable = true) {
+  render(person, changedBy, nameEdits, editable = true, place = null) {
     const switched = person?.tag !== this.person?.tag;
     this.person = person ?? null;
     if (this.editable !== editable) this.setEditable(editable);
@@ -195,6 +214,7 @@ export class PersonEditor {
     setAttr(this.undoHere, 'aria-label', `Undo on this person: your newest change to ${person.name}`);
     setAttr(this.redoHere, 'aria-label', `Redo on this person: your newest undone change to ${person.name}`);
     this.showName(person.name, switched ? null : nameEdits);
+    this.showPlace(place, { force: switched });
 
     for (const { field } of CHOICES) {
       const select = this.selects.get(field);
@@ -237,10 +257,44 @@ export class PersonEditor {
     }
   }
 
+  /**
+   * Shows where the person is (`place`: {index, count}) as "3" "of 40". While the user is typing a
+   * number (the field has focus and holds something other than what was shown) it is left alone,
+   * unless `force`.
+   */
+  showPlace(place, { force = false } = {}) {
+    const input = this.placeInput;
+    const typing = document.activeElement === input && this.placeShown
+      && input.value !== String(this.placeShown.index + 1);
+    this.placeShown = place;
+    if (!place) return;
+    setAttr(input, 'max', String(place.count));
+    setText(this.placeCount, `of ${place.count}`);
+    if (typing && !force) return;
+    if (input.value !== String(place.index + 1)) input.value = String(place.index + 1);
+  }
+
+  /** The user gave a place: the person goes there (a number past the end: last), or the field goes back. */
+  placeChanged() {
+    const place = this.placeShown;
+    const wanted = Number.parseInt(this.placeInput.value, 10);
+    if (!this.person || !place || !this.editable || !Number.isFinite(wanted)) {
+      this.showPlace(place, { force: true });
+      return;
+    }
+    const to = Math.min(Math.max(wanted, 1), place.count) - 1;
+    if (to === place.index) {
+      this.showPlace(place, { force: true });
+      return;
+    }
+    this.placeInput.value = String(to + 1);  // what was typed is taken (99 of 15 reads 15)
+    this.actions.move(this.person.tag, to);
+  }
+
   /** A viewer sees every value, and no control that would change one. */
   setEditable(editable) {
     this.editable = editable;
-    const controls = [this.name, ...this.selects.values(), ...this.checkboxes.values(),
+    const controls = [this.name, this.placeInput, ...this.selects.values(), ...this.checkboxes.values(),
       ...[...this.topicButtons.values()].flat()];
     for (const c of controls) c.disabled = !editable;
     this.undoHere.hidden = !editable;
