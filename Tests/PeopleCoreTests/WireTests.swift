@@ -39,6 +39,26 @@ struct WireTests {
         #expect(Self.code(frame) == expected, "\(frame)")
     }
 
+    @Test("a label, a coalesce key, a presence field and a hello's client take at most 200 bytes; 201 is bad-message naming the field")
+    func textLimits() {
+        let fits = String(repeating: "é", count: 100)  // 200 bytes
+        let over = fits + "x"
+        let frames: [(String, String) -> String] = [
+            { k, v in "{\"type\":\"submit\",\"seq\":1,\"base\":0,\"ops\":[],\"\(k)\":\"\(v)\"}" },
+            { k, v in "{\"type\":\"restore\",\"seq\":1,\"rev\":0,\"\(k)\":\"\(v)\"}" },
+            { k, v in "{\"type\":\"presence\",\"viewing\":1,\"\(k)\":\"\(v)\"}" },
+            { k, v in "{\"type\":\"hello\",\"protocol\":1,\"user\":\"a\",\"\(k)\":\"\(v)\"}" },
+        ]
+        for (frame, key) in [(frames[0], "label"), (frames[0], "coalesce"), (frames[1], "label"), (frames[2], "field"),
+                             (frames[3], "client")] {
+            #expect(Self.code(frame(key, fits)) == nil, "\(key) of 200 bytes")
+            guard case .failure(let error) = ClientMessage.decode(Array(frame(key, over).utf8)) else {
+                Issue.record("\(key) of 201 bytes was taken"); continue
+            }
+            #expect(error.code == .badMessage && error.message.contains("`\(key)` must be at most 200 bytes"), "\(error)")
+        }
+    }
+
     @Test("an integer written as 1.0 is read as 1 everywhere, `protocol` included")
     func integralDoubles() throws {
         let hello = try ClientMessage.decode(Array("{\"type\":\"hello\",\"protocol\":1.0,\"user\":\"a\",\"since\":4.0}".utf8)).get()

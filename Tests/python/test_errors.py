@@ -368,6 +368,28 @@ def test_name_of_exactly_200_bytes_is_accepted(hub, room):
     assert x.edit([set_op(2, "name", "x" * 200)])["rev"] == 2
 
 
+def test_labels_coalesce_keys_and_presence_fields_take_at_most_200_bytes(hub, room):
+    """Session 23: a label (kept in the journal and sent with every log page), a coalesce key and a
+    presence field (relayed to everyone) were taken up to the 1 MiB frame limit. Over 200 bytes they
+    are bad-message with the request's seq, nothing applied, the connection open; 200 bytes are taken."""
+    r = Room(hub, room)
+    x = hub.join(room, "X")
+    x.submit([set_op(1, "glasses", True)], seq=1, label="L" * 201)
+    err = assert_error(x, "bad-message", 1)
+    assert "label" in err["message"] and "200 bytes" in err["message"], err
+    x.submit([set_op(1, "glasses", True)], seq=2, coalesce="c" * 300)
+    assert "coalesce" in assert_error(x, "bad-message", 2)["message"]
+    x.send({"type": "restore", "seq": 3, "rev": 0, "label": "R" * 1000})
+    assert "label" in assert_error(x, "bad-message", 3)["message"]
+    x.send({"type": "presence", "viewing": 1, "field": "f" * 201})
+    assert "field" in assert_error(x, "bad-message")["message"]
+    x.expect_nothing("ack", barrier=True)
+    ack = x.edit([set_op(1, "glasses", True)], seq=4, label="\u00e9" * 100)  # 200 bytes
+    assert ack["rev"] == 1
+    assert x.timeline()["entries"][0]["label"] == "\u00e9" * 100
+    r.still_works(x)
+
+
 # -- stale-base ---------------------------------------------------------------------------------------
 
 def test_stale_base(hub_factory, room):

@@ -267,7 +267,9 @@ def test_an_idempotency_key_gets_the_first_answer_and_applies_once(hub, rooms, c
     base_body = {"base": 5, "ops": [set_op(1, "glasses", True)]}
     for what, body in [("no key", base_body), ("an empty key", dict(base_body, key="")),
                        ("a key of 129 characters", dict(base_body, key="k" * 129)),
-                       ("a key that is not a string", dict(base_body, key=129))]:
+                       ("a key that is not a string", dict(base_body, key=129)),
+                       ("a label of 201 bytes", dict(base_body, key=new_key(), label="L" * 201)),
+                       ("a coalesce key of 201 bytes", dict(base_body, key=new_key(), coalesce="c" * 201))]:
         expect_error(ann.post(path, body), 400, "bad-message", what)
     for what, path_, body in [("undo without a key", HubHTTP.room_path(room, "undo"), {}),
                               ("redo without a key", HubHTTP.room_path(room, "redo"), {}),

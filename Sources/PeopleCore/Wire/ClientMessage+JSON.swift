@@ -25,15 +25,16 @@ extension ClientMessage {
                 throw ProtocolError(.unsupportedProtocol, "protocol \(version) is not supported; this hub speaks 1")
             }
             self = .hello(Hello(protocolVersion: version, user: try f.string("user"),
-                                token: try f.optionalString("token"), client: try f.optionalString("client"),
+                                token: try f.optionalString("token"),
+                                client: try f.optionalString("client", maxBytes: ClientMessage.maxTextBytes),
                                 resume: try f.optionalString("resume"), since: try f.optionalInt("since"),
                                 sinceTime: try f.optionalTime("sinceTime")))
         case "submit":
             let seq = try f.int("seq")
             let base = try f.int("base")
             let ops = try f.array("ops")
-            let label = try f.optionalString("label")
-            let coalesce = try f.optionalString("coalesce")
+            let label = try f.optionalString("label", maxBytes: ClientMessage.maxTextBytes)
+            let coalesce = try f.optionalString("coalesce", maxBytes: ClientMessage.maxTextBytes)
             var diffs: [Diff] = []
             diffs.reserveCapacity(ops.count)
             for (index, op) in ops.enumerated() {
@@ -49,14 +50,14 @@ extension ClientMessage {
             if request.entry != nil, request.scope != nil { throw f.fail("undo takes `entry` or `scope`, not both") }
             self = type == "undo" ? .undo(request) : .redo(request)
         case "restore":
-            self = .restore(RestoreRequest(seq: try f.int("seq"), rev: try f.int("rev"), label: try f.optionalString("label")))
+            self = .restore(RestoreRequest(seq: try f.int("seq"), rev: try f.int("rev"), label: try f.optionalString("label", maxBytes: ClientMessage.maxTextBytes)))
         case "log":
             self = .log(LogRequest(seq: try f.optionalInt("seq"), before: try f.optionalInt("before"),
                                    limit: try f.optionalInt("limit") ?? LogRequest.defaultLimit, tag: try f.optionalInt("tag")))
         case "blame":
             self = .blame(BlameRequest(seq: try f.optionalInt("seq"), tag: try f.int("tag")))
         case "presence":
-            self = .presence(PresenceUpdate(viewing: try f.optionalInt("viewing"), field: try f.optionalString("field")))
+            self = .presence(PresenceUpdate(viewing: try f.optionalInt("viewing"), field: try f.optionalString("field", maxBytes: ClientMessage.maxTextBytes)))
         case "ping":
             self = .ping(seq: try f.optionalInt("seq"))
         case "tags":

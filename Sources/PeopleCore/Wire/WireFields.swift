@@ -40,6 +40,16 @@ struct WireFields {
         return value
     }
 
+    /// A string of at most `maxBytes` UTF-8 bytes (a label, a coalesce key, a presence field: kept in
+    /// the journal, in memory or sent to everyone, so a client cannot make them a megabyte each).
+    func optionalString(_ key: String, maxBytes: Int) throws(ProtocolError) -> String? {
+        guard let value = try optionalString(key) else { return nil }
+        guard value.utf8.count <= maxBytes else {
+            throw fail("`\(key)` must be at most \(maxBytes) bytes of UTF-8 (got \(value.utf8.count))")
+        }
+        return value
+    }
+
     func optionalString(_ key: String) throws(ProtocolError) -> String? {
         switch raw(key) {
         case nil: return nil
