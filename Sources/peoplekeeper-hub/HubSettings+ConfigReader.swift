@@ -106,11 +106,17 @@ extension HubSettings {
             guard case .mapping(let entries) = value else {
                 throw ConfigProblem(key: section, problem: "must be a mapping of keys")
             }
-            for (keyNode, _) in entries {
+            for (keyNode, valueNode) in entries {
                 let key = "\(section).\(keyNode.string ?? "\(keyNode)")"
                 guard known.contains(key) else {
                     let siblings = HubSetting.all.filter { $0.section == section }.map { String($0.key.dropFirst(section.count + 1)) }
                     throw ConfigProblem(key: key, problem: "unknown key (known in \(section): \(siblings.joined(separator: ", ")))")
+                }
+                // The reader spreads a mapping into keys of its own (metrics.tokenFile.path), so the key
+                // itself read as unset: `metrics.tokenFile: {path: …}` left /metrics open, and
+                // `auth.mode: {a: token}` ran in open mode (found by a tester).
+                if case .mapping = valueNode {
+                    throw ConfigProblem(key: key, problem: "must be a value, not a mapping of keys")
                 }
             }
         }

@@ -98,6 +98,13 @@ struct Serve: AsyncParsableCommand {
         factory.valueHistogramBuckets["peoplekeeper_store_commit_size"] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096]
         MetricsSystem.bootstrap(factory)
 
+        // Every file a setting names is read before anything is opened or said (a missing token file
+        // left a new SQLite file behind, and a store in use hid it under exit 1).
+        let metricsToken: [UInt8]?
+        do { metricsToken = try settings.metricsToken() } catch {
+            FileHandle.standardError.write(Data("peoplekeeper-hub: \(error)\n".utf8))
+            throw ExitCode(78)  // EX_CONFIG
+        }
         var auth: TokenAuthority?
         switch settings.authMode {
         case .token:
@@ -107,6 +114,9 @@ struct Serve: AsyncParsableCommand {
             }
             logger.info("auth.mode token: every hello needs an access token (peoplekeeper-hub token mints one)")
         case .open:
+            if !settings.authIssuer.isEmpty || !settings.authAudience.isEmpty {
+                logger.warning("auth.issuer and auth.audience are checked in token mode only; auth.mode is open")
+            }
             let loopback = ["127.0.0.1", "::1", "localhost"].contains(settings.host)
             if loopback {
                 logger.notice("auth.mode open: anyone who can reach \(settings.host) may join as any user; listening on loopback only")
@@ -140,10 +150,7 @@ struct Serve: AsyncParsableCommand {
             seed: seedModel, roomPolicy: settings.roomPolicy, limits: limits, metricsEnabled: settings.metricsEnabled,
             snapshotEvery: settings.snapshotEvery, unloadAfterSeconds: settings.unloadAfterSeconds, auth: auth)
         hubConfiguration.allowedOrigins = settings.allowedOrigins
-        do { hubConfiguration.metricsToken = try settings.metricsToken() } catch {
-            FileHandle.standardError.write(Data("peoplekeeper-hub: \(error)\n".utf8))
-            throw ExitCode(78)  // EX_CONFIG
-        }
+        hubConfiguration.metricsToken = metricsToken
         var renderMetrics: (@Sendable () -> String)?
         if settings.metricsEnabled { renderMetrics = { registry.emitToString() } }
         // One hub per service thread, each owning the rooms whose names hash to it.

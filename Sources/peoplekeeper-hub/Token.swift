@@ -28,8 +28,10 @@ struct Token: AsyncParsableCommand {
 
     /// Read as text, and whatever follows `--ttl` is its value (even `-5`, which ArgumentParser would
     /// otherwise take for an option and answer "Missing value"), so `validate` can say what is wrong.
-    @Option(parsing: .unconditional, help: ArgumentHelp("Seconds until it expires: a whole number above 0.", valueName: "seconds"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Seconds until it expires: a whole number from 1 to 3153600000 (a hundred years).", valueName: "seconds"))
     var ttl: String = "86400"
+
+    static let maxTTL = 3_153_600_000
 
     /// `ttl` as seconds, once `validate` has passed.
     var seconds: Int { Int(ttl)! }
@@ -38,6 +40,10 @@ struct Token: AsyncParsableCommand {
         guard AccessRole(rawValue: role) != nil else { throw ValidationError("--role is viewer, editor or admin") }
         guard let seconds = Int(ttl), seconds > 0 else {
             throw ValidationError("--ttl must be a whole number of seconds above 0 (got \(ttl))")
+        }
+        // A hundred years: past that `exp` no longer prints as a whole number of seconds.
+        guard seconds <= Self.maxTTL else {
+            throw ValidationError("--ttl must be at most \(Self.maxTTL) seconds, a hundred years (got \(ttl))")
         }
         guard !room.isEmpty else { throw ValidationError("give at least one --room") }
         do { _ = try UserName(user) } catch { throw ValidationError("--user: \(error)") }

@@ -230,6 +230,18 @@ struct ConnectionMachineTests {
         check(o.expired(now: .max) == nil, "open mode has no token to expire")
     }
 
+    @Test("an exp too far for the clock's milliseconds (1e300, a valid NumericDate) never expires and never traps")
+    func farExpiry() {
+        for seconds in [1e300, 9.3e15, Double(Int64.max), .infinity] {
+            var m = Self.machine(needsToken: true)
+            _ = m.receive(Self.helloWithToken, now: 0)
+            _ = m.tokenChecked(.success(TokenGrant(role: .editor, expires: Date(timeIntervalSince1970: seconds))))
+            _ = m.joined(session: "s1")
+            check(m.expired(now: .max - 1) == nil, "\(seconds)")
+        }
+        #expect(TokenGrant(role: .viewer, expires: Date(timeIntervalSince1970: -1e300)).expiresMilliseconds == .min)
+    }
+
     @Test("a hello sent back by room-full forgets the token it came with: the next hello's token counts")
     func expiryForgottenOnRefusal() {
         var m = Self.machine(needsToken: true)

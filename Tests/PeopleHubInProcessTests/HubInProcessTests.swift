@@ -273,6 +273,23 @@ struct HubInProcessTests {
         #expect(resumed.welcome?.session == session && resumed.welcome?.rev == 1)
     }
 
+    @Test("a token that expires while its room loads gets no welcome: unauthorized and close 1008 instead")
+    func tokenExpiresWhileOpening() async throws {
+        let authority = try await TokenAuthority(secret: Array(repeating: UInt8(7), count: 32))
+        let h = HubHarness(configure: { $0.auth = authority }, clockStart: HubRuntime.systemMilliseconds())
+        h.background.hold()
+        let ann = try #require(h.connect())
+        await h.send(.hello(.init(user: "ann", token: try await authority.mint(user: "ann", rooms: ["r"], role: .editor, ttl: 60))),
+                     on: ann)
+        await h.settle()
+        #expect(ann.welcome == nil, "the room's store read waits")
+        h.clock.advance(by: 61_000)
+        while h.background.next() { await h.settle() }
+        #expect(ann.welcome == nil && ann.errors.map(\.code) == [.unauthorized] && ann.closeCode == 1008)
+        await h.disconnect(ann)
+        #expect(h.hub.host("r")?.connections.isEmpty == true)
+    }
+
     @Test("a connection closed over its rate leaves the room when the close completes")
     func rateCloseLeaves() async throws {
         let h = HubHarness { $0.limits.opsPerSecond = 2 }

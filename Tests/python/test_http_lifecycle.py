@@ -252,13 +252,20 @@ def test_sigterm_answers_http_requests_already_taken(hub_factory, room):
     ("listen:\n  port: 70000\n", "port"),
     ("undo:\n  conflicts: sometimes\n", "conflicts"),
     ("logging:\n  level: loud\n", "level"),
+    # A mapping where a value goes was read as the key unset (found by a tester, session 23).
+    ("metrics:\n  tokenFile: {path: /x/token}\n", "metrics.tokenFile"),
+    ("auth:\n  mode: {a: token}\n", "auth.mode"),
+    ("limits:\n  maxRooms:\n    a: 5\n", "limits.maxRooms"),
 ], ids=["unknown-key", "unknown-section", "wrong-type-int", "wrong-type-bool", "negative",
-        "zero-bytes", "port-range", "bad-enum", "bad-log-level"])
+        "zero-bytes", "port-range", "bad-enum", "bad-log-level", "mapping-for-a-path", "mapping-for-a-choice",
+        "mapping-for-a-number"])
 def test_bad_config_exits_78_naming_the_key(start_hub_raw, yaml_text, key):
     r = start_hub_raw(yaml_text)
     assert r.returncode == 78, (r.returncode, r.stdout, r.stderr[-2000:])
     assert key in r.stderr, r.stderr[-2000:]
     assert "listening" not in r.stdout
+    if key.count(".") == 1:
+        assert "must be a value, not a mapping" in r.stderr, r.stderr[-2000:]
     if key == "bogus":
         # The sections a file may have, every one of them (webhooks, a list, among them).
         assert "unknown section (known: auth, cluster, limits, listen, logging, metrics, rooms, storage, tls, " \

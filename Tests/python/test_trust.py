@@ -193,6 +193,25 @@ def test_a_session_ends_when_its_token_expires_and_a_new_token_resumes_it(auth_h
     assert again.edit([{"op": "set", "tag": 1, "field": "glasses", "value": False}])["rev"] == ack["rev"] + 1
 
 
+def test_a_token_whose_exp_is_beyond_the_hub_s_clock_joins_and_the_hub_stays_up(auth_hub, room):
+    """Found by a tester (session 23): an `exp` of about 9.2e15 s or more (1e300 is a valid NumericDate)
+    stopped the hub (a Double too big for the clock's Int64 milliseconds), taking every room with it.
+    Such a token never expires now; the hub goes on."""
+    for exp in (10**17, 2**63 - 1, 1e300):
+        head = b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+        body = b64(json.dumps({"sub": "ann", "rooms": [room], "role": "editor", "exp": exp}).encode())
+        tok = f"{head}.{body}.{b64(hmac.new(SECRET.encode(), f'{head}.{body}'.encode(), hashlib.sha256).digest())}"
+        c, first = hello(auth_hub, room, "ann", tok)
+        assert first["type"] == "welcome", (exp, first)
+        c.close()
+    c, first = hello(auth_hub, room, "bob", token("bob", [room]))
+    assert first["type"] == "welcome" and c.edit([{"op": "set", "tag": 1, "field": "glasses", "value": True}])["rev"] == 1
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PEOPLEKEEPER_")}
+    r = subprocess.run([HUB_BIN, "token", "--user", "ann", "--room", room, "--ttl", "100000000000000000"],
+                       capture_output=True, text=True, timeout=30, env={**env, "PEOPLEKEEPER_AUTH_SECRET": SECRET})
+    assert r.returncode == 64 and "at most 3153600000" in r.stderr, (r.returncode, r.stderr)
+
+
 def test_a_viewer_sees_changes_and_presence_but_every_edit_undo_and_redo_is_forbidden(auth_hub, room):
     editor, first = hello(auth_hub, room, "ann", token("ann", [room]))
     assert first["type"] == "welcome"
@@ -286,8 +305,12 @@ def test_with_metrics_token_file_set_metrics_asks_for_that_bearer_token(hub_fact
     short.write_text("short\n")
     r = start_hub_raw(f"metrics:\n  tokenFile: {short}\n")
     assert r.returncode == 78 and "metrics.tokenFile" in r.stderr and "at least 16" in r.stderr, (r.returncode, r.stderr)
-    r = start_hub_raw(f"metrics:\n  tokenFile: {tmp_path / 'missing'}\n")
+    # Read before the store is opened: nothing is left behind, and one line says what is wrong.
+    data = tmp_path / "data"
+    r = start_hub_raw(f"metrics:\n  tokenFile: {tmp_path / 'missing'}\n"
+                      f"storage:\n  kind: embedded\n  path: {data / 'pk.sqlite'}\n")
     assert r.returncode == 78 and "cannot read" in r.stderr, (r.returncode, r.stderr)
+    assert not data.exists(), f"a config that stops the hub leaves no store: {list(data.iterdir())}"
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -50,6 +50,14 @@ public struct TokenGrant: Equatable, Sendable {
         self.role = role
         self.expires = expires
     }
+
+    /// `expires` in milliseconds since 1970 (the hub's clock), clamped: an `exp` of 1e300 is valid JSON
+    /// and a valid NumericDate, and converting it unclamped stopped the hub (found by a tester).
+    public var expiresMilliseconds: Int64 {
+        let ms = (expires.timeIntervalSince1970 * 1000).rounded(.down)
+        if ms.isNaN { return 0 }
+        return ms >= 9.2e18 ? .max : ms <= -9.2e18 ? .min : Int64(ms)
+    }
 }
 
 /// Why a token was refused (the message goes into the `unauthorized` error).
@@ -120,7 +128,7 @@ public final class TokenAuthority: Sendable {
         } catch let error as AuthFailure {
             return .failure(error)
         } catch {
-            return .failure(AuthFailure("the token is not valid (bad signature or format)"))
+            return .failure(AuthFailure("the token is not valid (bad signature, format, or a claim of the wrong type)"))
         }
         // Byte for byte, as `sub`: the issuer and the audience are names, not text to fold.
         if let issuer, !(claims.iss.map { $0.value.utf8.elementsEqual(issuer.utf8) } ?? false) {

@@ -312,6 +312,9 @@ extension Hub {
     }
 
     private func finishJoin(_ connection: any ClientConnection, client: Client, host: RoomHost, earlier: [Revision]) {
+        // A token that expired while its room loaded gets no welcome (a tester saw the whole room sent
+        // 2 s after exp, behind a big import).
+        if let expiry = client.machine.expired(now: clock) { return carryOut(expiry, on: connection, client: client) }
         guard let (hello, role) = client.machine.opening else { return }
         let (session, actions) = host.room.join(
             session: runtime.makeSessionID(), user: hello.user, role: role, client: hello.client,

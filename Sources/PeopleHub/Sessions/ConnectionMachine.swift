@@ -222,7 +222,7 @@ struct ConnectionMachine {
         guard case .authorizing(let pending) = state else { return .unexpected }
         switch result {
         case .success(let grant):
-            tokenExpires = Int64((grant.expires.timeIntervalSince1970 * 1000).rounded(.down))
+            tokenExpires = grant.expiresMilliseconds
             state = .opening(pending, role: grant.role)
             return .open(pending.hello, role: grant.role)
         case .failure(let failure):
