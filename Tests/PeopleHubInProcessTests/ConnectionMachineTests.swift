@@ -286,6 +286,12 @@ struct ConnectionMachineTests {
         check(m.receive(Self.submit, now: 1001) != .close(code: 1008, reason: "rate limit"))
         check(m.receive(Self.submit, now: 1002) == .close(code: 1008, reason: "rate limit"))
         check(m.receive(Self.submit, now: 1003) == .ignore)
+
+        // A second hello with another protocol, the one fatal refusal a joined session can get.
+        var p = Self.machine()
+        Self.joined(&p)
+        check(Self.refusal(p.receive(Self.text(#"{"type":"hello","protocol":2,"user":"ann"}"#), now: 0))?.close == true)
+        check(p.closed() == "s1", "its session leaves the room too")
         check(m.closed() == "s1", "closed over its rate, the session still leaves the room when the close completes")
         check(m.closed() == nil)
 
