@@ -78,15 +78,18 @@ public final class LiveRoom: @unchecked Sendable {
     private var generation = 0
     private var backoff = 0.25
     private var stopped = false
-    /// Why the hub refused this user, once it has (then it is not asked again).
+    /// Why the hub refused this user, once it has (then it is not asked again until `renew(token:)`).
     private var refusal: String?
+    /// The hub refused a token after this room had been open (it expired: the hub ends a session at
+    /// its token's `exp`): `renew(token:)` carries the session on, with what was not sent.
+    public private(set) var tokenEnded = false
     public var onUpdate: (([Notice]) -> Void)?
     /// What this user is looking at (sent with each new connection too).
     private var viewing: ClientMessage.PresenceUpdate?
     /// How many requests were waiting when the connection came back; `.sent` says so when they are done.
     private var resending = 0
 
-    private let token: String?
+    private var token: String?
 
     /// - Parameter caFile: certificates to trust for `wss://` instead of the system's.
     public init(base: String, room: String, user: String, token: String? = nil, caFile: String? = nil,
@@ -103,6 +106,17 @@ public final class LiveRoom: @unchecked Sendable {
 
     /// Starts connecting (queue only).
     public func start() { connect() }
+
+    /// After the hub refused the token (`link` is `.refused`): connects again with `token`, resuming the
+    /// session; what the hub had not acknowledged is sent again. Nothing while the link is not refused.
+    public func renew(token: String) {
+        guard case .refused = link else { return }
+        self.token = token
+        refusal = nil
+        tokenEnded = false
+        backoff = 0.25
+        connect()
+    }
 
     /// Closes the connection and stops reconnecting (call it off `queue`).
     public func stop() async {
@@ -275,7 +289,10 @@ public final class LiveRoom: @unchecked Sendable {
             case .skipped(let reports): notices.append(.skipped(reports, people: before))
             case .error(let error):
                 notices.append(.error(error))
-                if error.code == .unauthorized { refusal = error.terminalWords }
+                if error.code == .unauthorized {
+                    refusal = error.terminalWords
+                    tokenEnded = sync.session != nil  // welcomed before: the room is this user's to carry on
+                }
             case .redirect(let target):
                 url = target
                 connection?.close(via: client)

@@ -110,6 +110,7 @@ extension Screen {
         case .connecting: style("◌ connecting", "33")
         case .offline(let retryAt, _):
             style("○ offline, retry in \(max(0, Int(retryAt.timeIntervalSinceNow.rounded(.up)))) s", "31")
+        case .refused where room.tokenEnded: style("✕ token refused: t for a new one", "31")
         case .refused(let why): style("✕ refused: \(why)", "31")
         }
         // The connection and the waiting count first; the product's name goes when the line is too
@@ -169,6 +170,12 @@ extension Screen {
     /// The keys of the mode, ranked so that `? help` and `q quit` always fit (KeyHints).
     var keyHints: KeyHints {
         switch mode {
+        case .normal where room.tokenEnded:
+            return KeyHints([("t new access token", 0), ("↑↓/jk move", 2), ("? help", 0), ("q quit", 0)])
+        case .renewing(let token):
+            // The token itself is never drawn: its length says the paste arrived.
+            let got = token.isEmpty ? "paste the new access token" : "new access token: \(token.count) characters"
+            return KeyHints([(got, 0), ("Enter uses it", 0), ("Esc cancels", 1)])
         case .normal where room.sync.session == nil:
             // Nothing to move through or edit before the room has been opened once.
             return KeyHints([("? help", 0), ("q quit", 0)])

@@ -44,6 +44,8 @@ extension Screen {
             }
         case .adding(let name, let cursor):
             addKey(key, name: name, cursor: cursor)
+        case .renewing(let token):
+            renewKey(key, token: token)
         case .editingName(let cursor):
             editName(key, cursor: cursor)
         case .moving:
@@ -73,6 +75,7 @@ extension Screen {
     private func normal(_ key: Key) {
         switch key {
         case .char("q"), .ctrl("c"), .ctrl("d"): onQuit?()
+        case .char("t") where room.tokenEnded: mode = .renewing(token: "")
         case .char("?"): mode = .help(first: 0)
         case .up, .char("k"): step(-1)
         case .down, .char("j"): step(1)
@@ -97,6 +100,23 @@ extension Screen {
         case .char("r"): editing { room.redo() }
         case .char("U"): editing { if let person = selected { room.undo(scope: person.tag) } }
         case .char("R"): editing { if let person = selected { room.redo(scope: person.tag) } }
+        default: break
+        }
+    }
+
+    /// A new access token, typed or pasted (white space and line ends dropped: a token has none);
+    /// Enter carries the room on with it.
+    private func renewKey(_ key: Key, token: String) {
+        switch key {
+        case .char(let c) where !c.isWhitespace: mode = .renewing(token: token + String(c))
+        case .paste(let pasted): mode = .renewing(token: token + pasted.filter { !$0.isWhitespace && !$0.isNewline })
+        case .backspace: mode = .renewing(token: String(token.dropLast()))
+        case .escape: mode = .normal
+        case .enter:
+            mode = .normal
+            guard !token.isEmpty else { return }
+            report = nil
+            room.renew(token: token)
         default: break
         }
     }

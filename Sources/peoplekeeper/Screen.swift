@@ -28,6 +28,9 @@ final class Screen: @unchecked Sendable {
         case confirmRestore(rev: Int)
         /// The help, from its line `first` (it scrolls on a window too short for all of it).
         case help(first: Int)
+        /// Pasting (or typing) a new access token after the hub refused the old one in an open room
+        /// (`LiveRoom.tokenEnded`: it expired); Enter carries the room on with it, Esc cancels.
+        case renewing(token: String)
     }
 
     var isHelp: Bool { if case .help = mode { true } else { false } }
@@ -104,6 +107,9 @@ final class Screen: @unchecked Sendable {
                 report = Report(text: done.map { "\($0); skipped: " + skipped.joined(separator: "; ") }
                                     ?? skipped.map { $0 + " — skipped" }.joined(separator: "; "),
                                 warning: true)
+            case .error(let error) where error.code == .unauthorized && room.tokenEnded:
+                // The link's note says it, with what to do (t), for as long as it is true.
+                report = nil
             case .error(let error):
                 report = Report(text: "the hub refused: \(error.terminalWords) (\(error.code.rawValue))", warning: true)
             case .remote(let summary, let before):
@@ -163,11 +169,23 @@ final class Screen: @unchecked Sendable {
         case .offline(_, let why):
             Report(text: "the hub is unreachable (\(why))" + (isViewer ? "" : "; your edits are kept and sent when it is back"),
                    warning: true)
+        case .refused(let why) where room.tokenEnded:
+            // The room stays open with what was not sent: a new token carries it on.
+            renewNote(expired: why.contains("expired"))
         case .refused(let why):
             Report(text: "the hub refused you: \(why)", warning: true)
         case .online, .connecting:
             nil
         }
+    }
+
+    /// What the status line says when the hub refused the token of an open room: `t` pastes a new one,
+    /// and what waits is kept.
+    func renewNote(expired: Bool) -> Report {
+        let waiting = room.sync.pendingCount
+        let kept = waiting == 0 ? "" : "; your \(waiting) change\(waiting == 1 ? "" : "s") waiting \(waiting == 1 ? "is" : "are") kept"
+        return Report(text: (expired ? "your access token has expired" : "the hub refused your access token")
+                      + ": press t and paste a new one to carry on" + kept, warning: true)
     }
 
     /// After any change: the selection stays on the same person (by tag) whatever moved, or at the same

@@ -1019,16 +1019,35 @@ def test_a_hub_that_wants_a_token_says_how_to_give_one(hub_factory, room, screen
     assert "nobody yet" not in lefts, text
 
 
-def test_a_token_that_expires_in_the_room_says_so_and_how_to_carry_on(hub_factory, room, screens, tmp_path):
+def test_a_token_that_expires_in_the_room_asks_for_a_new_one_and_the_room_carries_on(hub_factory, room, screens, tmp_path):
     """Session 23: the hub ends a session at its token's exp. ann's screen, open with a token of a few
-    seconds, then says the token expired and how to give a new one, in the terminal's own terms."""
+    seconds, says the token expired and that `t` takes a new one; a change she makes meanwhile waits
+    (kept); she pastes a new token (never drawn), Enter: online again, the change reaches the room,
+    and the session is the same (her undo still takes back her change from before the expiry)."""
     hub = token_hub(hub_factory, tmp_path)
+    obs = hub.join(room, OBSERVER, token=make_token(OBSERVER, [room], role="viewer"))
     ann = screens.raw("ann")
     ann.start(open_command(hub.port, room, "ann", token=make_token("ann", [room], ttl=5)))
     ann.wait_for(all_of(title_has("● online"), selection_is("Ann")))
-    text = ann.wait_for(title_has("✕ refused"), timeout=20)
-    assert "access token has expired" in text and "--token" in text, text
-    assert "the session can be resumed" not in text, f"the hub's own words for a client, not for a user:\n{text}"
+    to_row(ann, "glasses").keys("Enter")  # glasses on, before the expiry
+    wait_model(obs, lambda p: by_tag(p, 1)["glasses"] is True, "ann's glasses on")
+    text = ann.wait_for(_pred(lambda t: "press t and paste a new one" in t, "the status line asking for a token"),
+                        timeout=20)
+    assert "access token has expired" in text and "t new access token" in footer(text)["keys"], text
+    ann.keys("j", "Enter")  # a mustache while the room waits for a token: kept
+    ann.wait_for(_pred(lambda t: "1 change waiting is kept" in t, "the waiting change said to be kept"))
+    fresh = make_token("ann", [room])
+    ann.keys("t").wait_for(_pred(lambda t: "paste the new access token" in footer(t)["keys"], "the token prompt"))
+    ann.tmux("set-buffer", "-b", "tok", fresh + "\n")
+    ann.tmux("paste-buffer", "-p", "-b", "tok", "-t", "pk")
+    text = ann.wait_for(_pred(lambda t: f"{len(fresh)} characters" in footer(t)["keys"], "the paste counted"))
+    assert fresh[:20] not in text, "the token is never drawn"
+    ann.keys("Enter").wait_for(title_has("● online"), timeout=20)
+    wait_model(obs, lambda p: by_tag(p, 1)["facialHair"] == ["mustache"], "the kept change reaching the room")
+    ann.keys("u")
+    wait_model(obs, lambda p: by_tag(p, 1)["facialHair"] == [], "ann's undo of the mustache")
+    ann.keys("u")  # the same session: its undo stack still holds the glasses from before the expiry
+    wait_model(obs, lambda p: by_tag(p, 1)["glasses"] is False, "ann's undo of her change from before the expiry")
 
 
 def test_on_80_by_24_the_key_line_keeps_help_and_quit(hub, room, screens):
