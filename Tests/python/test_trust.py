@@ -629,3 +629,21 @@ def test_with_an_issuer_and_an_audience_set_a_token_must_name_both(hub_factory, 
     assert payload["iss"] == issuer and audience in ([payload["aud"]] if isinstance(payload["aud"], str) else payload["aud"]), payload
     c, first = hello(hub, room, "ann", minted)
     assert first["type"] == "welcome", first
+
+
+def test_a_change_feed_long_poll_ends_when_its_token_expires(auth_hub, room):
+    """Session 23 (a tester): a long poll (`wait`) whose token expired meanwhile still answered with a
+    revision made after `exp`. It waits no longer than its token lasts now: an empty page at `exp`,
+    and the next request with that token is 401."""
+    obs, first = hello(auth_hub, room, "obs", token("obs", [room]))
+    assert first["type"] == "welcome", first
+    short = token("ann", [room], ttl=3)
+    started = time.monotonic()
+    status, body = request_as(auth_hub.port, "GET", f"/v1/rooms/{room}/revisions?after=0&wait=30", b"",
+                              {"Authorization": f"Bearer {short}"})
+    assert status == 200 and json.loads(body)["revisions"] == [], (status, body)
+    assert time.monotonic() - started < 20, "answered at the token's exp (3 s at most), not after the 30 s wait"
+    obs.edit([{"op": "set", "tag": 1, "field": "glasses", "value": True}])
+    status, body = request_as(auth_hub.port, "GET", f"/v1/rooms/{room}/revisions?after=0&wait=30", b"",
+                              {"Authorization": f"Bearer {short}"})
+    assert status == 401 and "expired" in body, (status, body)

@@ -24,6 +24,8 @@ struct HTTPCaller {
     var role: AccessRole
     /// The rooms a token names (nil: every room, open mode).
     var rooms: [RoomPattern]?
+    /// When the token expires (the hub's clock, ms; nil: open mode): a long poll waits no longer.
+    var expires: Int64? = nil
 
     /// Whether the caller may `need` in `room`: a room outside the token's patterns or a role too
     /// small is `forbidden`.

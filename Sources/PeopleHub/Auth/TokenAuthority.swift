@@ -53,8 +53,11 @@ public struct TokenGrant: Equatable, Sendable {
 
     /// `expires` in milliseconds since 1970 (the hub's clock), clamped: an `exp` of 1e300 is valid JSON
     /// and a valid NumericDate, and converting it unclamped stopped the hub (found by a tester).
-    public var expiresMilliseconds: Int64 {
-        let ms = (expires.timeIntervalSince1970 * 1000).rounded(.down)
+    public var expiresMilliseconds: Int64 { Self.milliseconds(expires) }
+
+    /// A time as the hub's clock reads it (ms since 1970), clamped to Int64.
+    static func milliseconds(_ date: Date) -> Int64 {
+        let ms = (date.timeIntervalSince1970 * 1000).rounded(.down)
         if ms.isNaN { return 0 }
         return ms >= 9.2e18 ? .max : ms <= -9.2e18 ? .min : Int64(ms)
     }

@@ -35,7 +35,8 @@ extension Hub {
                         throw HTTPFailure.unauthorized(failure.description)
                     }
                     let caller = HTTPCaller(user: claims.sub.value, role: claims.accessRole,
-                                            rooms: claims.rooms.map(RoomPattern.init))
+                                            rooms: claims.rooms.map(RoomPattern.init),
+                                            expires: TokenGrant.milliseconds(claims.exp.value))
                     try hub.admit(work.call, caller: caller)
                     return try work.body(caller)
                 }

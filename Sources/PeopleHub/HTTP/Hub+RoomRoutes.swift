@@ -43,8 +43,11 @@ extension Hub {
             let wait = min(60, max(0, try call.integer("wait") ?? 0))
             let afterTime = try call.integer("afterTime").map(Int64.init)
             return try api(call) { [unowned self] caller throws in
-                try inRoom(call, caller, need: .viewer) { [unowned self] host throws in
-                    try feed(call, host, after: after, afterTime: afterTime, limit: limit, wait: wait)
+                // A long poll waits no longer than its token lasts: it answers (empty) at `exp`, and
+                // the reader's next request is refused (it could get a revision made after `exp`).
+                let waitMilliseconds = min(Int64(wait) * 1000, caller.expires.map { max(0, $0 - clock) } ?? .max)
+                return try inRoom(call, caller, need: .viewer) { [unowned self] host throws in
+                    try feed(call, host, after: after, afterTime: afterTime, limit: limit, waitMilliseconds: waitMilliseconds)
                 }
             }
         }
@@ -210,7 +213,7 @@ extension Hub {
     /// the reader's revisions are not its own any more. The check reads that one revision from the store
     /// when memory no longer holds it.
     private func feed(_ call: HTTPCall, _ host: RoomHost, after: Int, afterTime: Int64? = nil, limit: Int,
-                      wait: Int) throws -> HTTPResponse? {
+                      waitMilliseconds: Int64) throws -> HTTPResponse? {
         let head = host.durableRevision
         guard after <= head else {
             // With afterTime the reader says it had revision `after`: the room went back, as for a
@@ -228,16 +231,16 @@ extension Hub {
                     guard older.revisions.first.map({ $0.number == after && $0.timestamp == afterTime }) == true else {
                         throw Self.wentBack(after: after)
                     }
-                    return try hub.feed(call, host, after: after, limit: limit, wait: wait)
+                    return try hub.feed(call, host, after: after, limit: limit, waitMilliseconds: waitMilliseconds)
                 }
                 return nil
             }
         }
         if after == head {
-            guard wait > 0 else { return Self.feedPage([], head: head) }
+            guard waitMilliseconds > 0 else { return Self.feedPage([], head: head) }
             host.feedWaiters.append(FeedWaiter(call: call, after: after, limit: limit))
             let box = UncheckedSendable((call.exchange, host))
-            runtime.after(Int64(wait) * 1000) { [weak self] in
+            runtime.after(waitMilliseconds) { [weak self] in
                 self?.back(box) { hub, box in
                     let (exchange, host) = box.value
                     guard let index = host.feedWaiters.firstIndex(where: { $0.call.exchange === exchange }) else { return }
