@@ -18,15 +18,16 @@ def set_op(tag, field, value):
 
 
 def big_submit(size: int, seq: int = 1, compressible: bool = False) -> bytes:
-    """A well-formed submit of exactly `size` bytes (padded with a long label)."""
-    head = {"type": "submit", "seq": seq, "base": 0, "ops": [set_op(1, "name", "Huge")], "label": ""}
+    """A well-formed submit of exactly `size` bytes, padded with a field the hub ignores (`pad`; a label
+    takes at most 200 bytes since session 23)."""
+    head = {"type": "submit", "seq": seq, "base": 0, "ops": [set_op(1, "name", "Huge")], "pad": ""}
     empty = len(json.dumps(head).encode())
     pad = size - empty
     if compressible:
-        label = "a" * pad
+        filler = "a" * pad
     else:
-        label = os.urandom(pad // 2 + 1).hex()[:pad]
-    frame = json.dumps(dict(head, label=label)).encode()
+        filler = os.urandom(pad // 2 + 1).hex()[:pad]
+    frame = json.dumps(dict(head, pad=filler)).encode()
     assert len(frame) == size
     return frame
 
