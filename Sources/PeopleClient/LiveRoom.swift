@@ -66,8 +66,10 @@ public final class LiveRoom: @unchecked Sendable {
     public private(set) var link: Link = .connecting
     /// Seconds an attempt may take to be answered before it is given up and tried again.
     public static let connectSeconds = 10.0
-    /// Seconds of silence after which a `ping` checks the connection; a second silent spell ends it.
-    public static let heartbeatSeconds = 20.0
+    /// Seconds of silence after which a `ping` checks the connection; a second silent spell ends it
+    /// (`open --heartbeat`; 20 by default, as the web page's).
+    public static let defaultHeartbeatSeconds = 20.0
+    private let heartbeatSeconds: Double
     /// Something came from the hub since the last heartbeat (the connection's open counts).
     private var heard = false
     public let room: String
@@ -93,8 +95,9 @@ public final class LiveRoom: @unchecked Sendable {
 
     /// - Parameter caFile: certificates to trust for `wss://` instead of the system's.
     public init(base: String, room: String, user: String, token: String? = nil, caFile: String? = nil,
-                queue: DispatchQueue) throws {
+                heartbeatSeconds: Double = LiveRoom.defaultHeartbeatSeconds, queue: DispatchQueue) throws {
         self.token = token
+        self.heartbeatSeconds = heartbeatSeconds
         self.room = room
         self.url = HubConnection.roomURL(base: base, room: room)
         self.queue = queue
@@ -229,7 +232,7 @@ public final class LiveRoom: @unchecked Sendable {
     }
 
     private func heartbeat(generation: Int) {
-        queue.asyncAfter(deadline: .now() + Self.heartbeatSeconds) { [weak self] in
+        queue.asyncAfter(deadline: .now() + heartbeatSeconds) { [weak self] in
             guard let self, self.generation == generation, let connection = self.connection, !self.stopped else { return }
             guard self.heard else { return self.giveUp(generation: generation, why: "no answer from the hub") }
             self.heard = false

@@ -30,6 +30,14 @@ struct Open: AsyncParsableCommand {
     var caFile: String?
     @Option(help: ArgumentHelp("An access token, for a hub with auth.mode token (default: $PEOPLEKEEPER_TOKEN).", valueName: "token"))
     var token: String?
+    @Option(help: ArgumentHelp("Seconds of silence from the hub before a ping checks the link; as many again unanswered and the link is given up and tried again (2 to 600, default 20).", valueName: "seconds"))
+    var heartbeat: Int = Int(LiveRoom.defaultHeartbeatSeconds)
+
+    func validate() throws {
+        guard (2...600).contains(heartbeat) else {
+            throw ValidationError("--heartbeat must be 2 to 600 seconds (got \(heartbeat))")
+        }
+    }
 
     func run() async throws {
         let hubURL = Defaults.url(url)
@@ -47,7 +55,7 @@ struct Open: AsyncParsableCommand {
         }
         let queue = DispatchQueue(label: "peoplekeeper.screen")
         let live = try LiveRoom(base: hubURL, room: roomName, user: userName, token: Defaults.token(token),
-                                caFile: Defaults.caFile(caFile), queue: queue)
+                                caFile: Defaults.caFile(caFile), heartbeatSeconds: Double(heartbeat), queue: queue)
         let screen = Screen(room: live, terminal: terminal, queue: queue)
         let quit = DispatchSemaphore(value: 0)
         let resize = DispatchSource.makeSignalSource(signal: SIGWINCH, queue: queue)

@@ -325,9 +325,11 @@ def client_env_prefix(color: bool = False) -> list[str]:
     return args
 
 
-def open_command(port: int, room: str, user: str, color: bool = False, token: str | None = None) -> str:
+def open_command(port: int, room: str, user: str, color: bool = False, token: str | None = None,
+                 heartbeat: int | None = None) -> str:
     return shlex.join([*client_env_prefix(color), CLIENT_BIN, "open", room, "--user", user,
-                       "--url", f"ws://127.0.0.1:{port}", *(["--token", token] if token else [])]) + "; echo EXIT=$?"
+                       "--url", f"ws://127.0.0.1:{port}", *(["--token", token] if token else []),
+                       *(["--heartbeat", str(heartbeat)] if heartbeat else [])]) + "; echo EXIT=$?"
 
 
 @pytest.fixture
@@ -1050,6 +1052,12 @@ def test_a_token_that_expires_in_the_room_asks_for_a_new_one_and_the_room_carrie
     wait_model(obs, lambda p: by_tag(p, 1)["glasses"] is False, "ann's undo of her change from before the expiry")
 
 
+def test_heartbeat_outside_2_to_600_seconds_is_a_usage_error(tmp_path):
+    for value in ("1", "601"):
+        r = subprocess.run([CLIENT_BIN, "open", "r", "--heartbeat", value], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 64 and "--heartbeat must be 2 to 600 seconds" in r.stderr, (value, r.returncode, r.stderr)
+
+
 def test_on_80_by_24_the_key_line_keeps_help_and_quit(hub, room, screens):
     """Issue 17, item 4. On an 80 x 24 terminal the key line still ends with `? help` and `q quit`, in the
     list and in the details, and is no wider than the window."""
@@ -1728,17 +1736,19 @@ def test_a_silent_link_is_given_up_and_the_waiting_edit_is_sent_when_the_network
     reconnect, unanswered, was given up by lws after 30 s with nobody told: `◌ connecting` for good, the edit
     never sent. Now it pings after 20 s of silence and gives the connection up after 20 more, an
     unanswered attempt after 10 s, and keeps trying: once the network passes bytes again, the edit is sent,
-    once."""
+    once. (With `--heartbeat 5`, so that the test waits 10 s for the link to be given up rather than 40.)"""
     obs = observe(hub, room)
     proxy = StallProxy(hub.port)
     try:
         s = screens.raw("ann")
-        s.start(open_command(proxy.port, room, "ann"))
+        s.start(open_command(proxy.port, room, "ann", heartbeat=5))
         s.wait_for(all_of(title_has("● online"), selection_is("Ann")))
         proxy.stall()
         to_row(s, "glasses").keys("Enter")
         s.wait_for(title_has("1 change waiting"))
-        s.wait_for(status_has("no answer from the hub"), timeout=50)
+        stalled = time.monotonic()
+        s.wait_for(status_has("no answer from the hub"), timeout=30)
+        assert time.monotonic() - stalled >= 5, "not given up before a heartbeat of silence and a ping"
         attempts = proxy.accepted
         s.wait_for(status_has("the hub did not answer within 10 s"), timeout=20)
         assert proxy.accepted > attempts, "an attempt made while the network is silent"
