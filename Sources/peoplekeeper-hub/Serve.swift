@@ -287,14 +287,20 @@ extension HubSettings {
 }
 
 extension HubSettings {
+    /// A secret kept in a file (`auth.secretFile`, `metrics.tokenFile`): its bytes, white space and line
+    /// ends around it dropped; a file that cannot be read is a config problem of `key`.
+    static func secret(inFile path: String, key: String) throws(ConfigProblem) -> [UInt8] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigProblem(key: key, problem: "cannot read \(path)")
+        }
+        return Array(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).utf8)
+    }
+
     /// The token `/metrics` asks for (`metrics.tokenFile`, trailing white space ignored): nil when no
     /// file is named; a file that cannot be read, or holds fewer than 16 bytes, is a config problem.
     func metricsToken() throws(ConfigProblem) -> [UInt8]? {
         guard !metricsTokenFile.isEmpty else { return nil }
-        guard let data = FileManager.default.contents(atPath: metricsTokenFile) else {
-            throw ConfigProblem(key: "metrics.tokenFile", problem: "cannot read \(metricsTokenFile)")
-        }
-        let token = Array(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).utf8)
+        let token = try Self.secret(inFile: metricsTokenFile, key: "metrics.tokenFile")
         guard token.count >= 16 else {
             throw ConfigProblem(key: "metrics.tokenFile", problem: "the token is \(token.count) bytes; it must be at least 16")
         }
@@ -308,10 +314,7 @@ extension HubSettings {
         if let value = environment["PEOPLEKEEPER_AUTH_SECRET"], !value.isEmpty {
             secret = Array(value.utf8)
         } else if !authSecretFile.isEmpty {
-            guard let data = FileManager.default.contents(atPath: authSecretFile) else {
-                throw ConfigProblem(key: "auth.secretFile", problem: "cannot read \(authSecretFile)")
-            }
-            secret = Array(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).utf8)
+            secret = try Self.secret(inFile: authSecretFile, key: "auth.secretFile")
         } else {
             throw ConfigProblem(key: authMode == .token ? "auth.mode" : "auth.secretFile",
                                 problem: authMode == .token ? "token needs a secret: set PEOPLEKEEPER_AUTH_SECRET or auth.secretFile"

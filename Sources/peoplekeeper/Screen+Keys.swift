@@ -109,7 +109,7 @@ extension Screen {
     private func renewKey(_ key: Key, token: String) {
         switch key {
         case .char(let c) where !c.isWhitespace: mode = .renewing(token: token + String(c))
-        case .paste(let pasted): mode = .renewing(token: token + pasted.filter { !$0.isWhitespace && !$0.isNewline })
+        case .paste(let pasted): mode = .renewing(token: token + pasted.filter { !$0.isWhitespace })
         case .backspace: mode = .renewing(token: String(token.dropLast()))
         case .escape: mode = .normal
         case .enter:

@@ -10,14 +10,14 @@ public enum ClientMessage: Hashable, Sendable {
     case presence(PresenceUpdate)
     case ping(seq: Int?)
     case tags
+    case restore(RestoreRequest)
+    case log(LogRequest)
+    case blame(BlameRequest)
 
     /// The most UTF-8 bytes of a `submit` or `restore` label, a `coalesce` key, a presence `field` and a
     /// hello's `client` (*this hub*; more is `bad-message`): a name's limit (SEMANTICS §1), for the
     /// words that name an action or a field.
     public static let maxTextBytes = 200
-    case restore(RestoreRequest)
-    case log(LogRequest)
-    case blame(BlameRequest)
 
     public struct Hello: Hashable, Sendable {
         public var protocolVersion: Int

@@ -106,6 +106,15 @@ struct HTTPCall {
 
     var request: HTTPRequest { exchange.request }
 
+    /// The token of `Authorization: Bearer TOKEN` (the scheme in any case, white space around the
+    /// token dropped); nil without one. The HTTP API's tokens and `/metrics`'s read it alike.
+    var bearerToken: String? {
+        let header = request.headers["authorization"] ?? ""
+        guard header.lowercased().hasPrefix("bearer ") else { return nil }
+        let token = String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+        return token.isEmpty ? nil : token
+    }
+
     /// A query argument as a whole number, nil when absent; not a number (or outside `range`) is
     /// `bad-message`.
     /// A yes-or-no query argument: `true` / `1` or `false` / `0` (nil when absent); anything else is

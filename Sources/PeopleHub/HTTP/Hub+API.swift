@@ -17,9 +17,7 @@ extension Hub {
             try admit(call, caller: caller)
             return try body(caller)
         }
-        let header = call.request.headers["authorization"] ?? ""
-        guard header.lowercased().hasPrefix("bearer "), case let token = String(header.dropFirst(7))
-            .trimmingCharacters(in: .whitespaces), !token.isEmpty else {
+        guard let token = call.bearerToken else {
             throw HTTPFailure.unauthorized("send Authorization: Bearer <token> (auth.mode is token)")
         }
         let work = Continuation(call: call, body: body)

@@ -29,9 +29,7 @@ extension Hub {
     /// `/metrics` behind `metrics.tokenFile`: the request must say `Authorization: Bearer TOKEN`. The
     /// comparison takes the same time wherever the bytes differ (no timing clue to the token).
     static func checkBearer(_ call: HTTPCall, token: [UInt8]) throws {
-        let header = call.request.headers["authorization"] ?? ""
-        let given = header.lowercased().hasPrefix("bearer ")
-            ? Array(header.dropFirst(7).trimmingCharacters(in: .whitespaces).utf8) : []
+        let given = Array((call.bearerToken ?? "").utf8)
         var difference = UInt8(given.count == token.count ? 0 : 1)
         for (index, byte) in token.enumerated() { difference |= byte ^ (index < given.count ? given[index] : ~byte) }
         guard difference == 0 else {
