@@ -241,6 +241,9 @@ final class TestBackground: Sendable {
     /// From now on background work waits for `next`.
     func hold() { state.withLock { $0.holding = true } }
 
+    /// How many pieces of held background work wait for `next`.
+    var waiting: Int { state.withLock { $0.queued.count } }
+
     /// Runs the oldest (or, `newestFirst`, the newest) waiting piece of background work; false if none
     /// waits.
     @discardableResult
