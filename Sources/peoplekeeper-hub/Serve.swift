@@ -296,13 +296,20 @@ extension HubSettings {
         return Array(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).utf8)
     }
 
-    /// The token `/metrics` asks for (`metrics.tokenFile`, trailing white space ignored): nil when no
-    /// file is named; a file that cannot be read, or holds fewer than 16 bytes, is a config problem.
+    /// The token `/metrics` asks for (`metrics.tokenFile`, white space around it ignored): nil when no
+    /// file is named; a file that cannot be read, holds fewer than 16 bytes, or holds what no
+    /// `Authorization` header can carry as one token (a second line, a space, a control character, a
+    /// byte outside ASCII) is a config problem: such a file would lock every scraper out.
     func metricsToken() throws(ConfigProblem) -> [UInt8]? {
         guard !metricsTokenFile.isEmpty else { return nil }
         let token = try Self.secret(inFile: metricsTokenFile, key: "metrics.tokenFile")
         guard token.count >= 16 else {
             throw ConfigProblem(key: "metrics.tokenFile", problem: "the token is \(token.count) bytes; it must be at least 16")
+        }
+        guard token.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            throw ConfigProblem(key: "metrics.tokenFile", problem: "the token must be one line of visible ASCII with no "
+                                + "spaces (a bearer token): \(metricsTokenFile) holds a line break, a space or another character "
+                                + "no Authorization header can carry")
         }
         return token
     }

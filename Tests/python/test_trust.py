@@ -305,6 +305,15 @@ def test_with_metrics_token_file_set_metrics_asks_for_that_bearer_token(hub_fact
     short.write_text("short\n")
     r = start_hub_raw(f"metrics:\n  tokenFile: {short}\n")
     assert r.returncode == 78 and "metrics.tokenFile" in r.stderr and "at least 16" in r.stderr, (r.returncode, r.stderr)
+    # Session 24: a file no Authorization header can carry (a tester wrote two lines) locked every
+    # scraper out in silence; it stops the hub instead, saying why.
+    for name, text in (("two-lines", "first-line-of-token\nsecond-line-of-it\n"), ("space", "a token with spaces in it\n"),
+                       ("accent", "jos\u00e9-scrape-token-0123\n")):
+        odd = tmp_path / name
+        odd.write_text(text, encoding="utf-8")
+        r = start_hub_raw(f"metrics:\n  tokenFile: {odd}\n")
+        assert r.returncode == 78 and "metrics.tokenFile" in r.stderr and "one line of visible ASCII" in r.stderr, \
+            (name, r.returncode, r.stderr)
     # Read before the store is opened: nothing is left behind, and one line says what is wrong.
     data = tmp_path / "data"
     r = start_hub_raw(f"metrics:\n  tokenFile: {tmp_path / 'missing'}\n"
