@@ -244,6 +244,28 @@ struct HubInProcessTests {
         #expect(eve.errors.map(\.code) == [.unauthorized] && eve.closeCode == 1008)
     }
 
+    @Test("a resume with a token of another role starts a new session: a session's role never changes")
+    func resumeWithAnotherRole() async throws {
+        let authority = try await TokenAuthority(secret: Array(repeating: UInt8(7), count: 32))
+        let h = HubHarness { $0.auth = authority }
+        let editor = try await authority.mint(user: "ann", rooms: ["r"], role: .editor, ttl: 3600)
+        let ann = try await h.joined("ann", token: editor)
+        let session = try #require(ann.welcome?.session)
+        await h.send(.submit(seq: 1, base: 0, [Self.set(1, glasses: false)]), on: ann)
+        #expect(ann.acks().map(\.rev) == [1])
+        await h.disconnect(ann)
+
+        let viewer = try await authority.mint(user: "ann", rooms: ["r"], role: .viewer, ttl: 3600)
+        let asViewer = try await h.joined("ann", token: viewer, resume: session, since: 1)
+        #expect(asViewer.welcome?.role == .viewer && asViewer.welcome?.session != session)
+        await h.send(.undo(.init(seq: 1)), on: asViewer)
+        #expect(asViewer.errors.map(\.code) == [.forbidden], "a viewer's session cannot undo the editor's step")
+        await h.disconnect(asViewer)
+
+        let back = try await h.joined("ann", token: editor, resume: session, since: 1)
+        #expect(back.welcome?.role == .editor && back.welcome?.session == session, "the editor's session is still kept")
+    }
+
     @Test("a session ends when its token expires: unauthorized, close 1008, it leaves the room; a new token resumes it")
     func tokenExpiry() async throws {
         let authority = try await TokenAuthority(secret: Array(repeating: UInt8(7), count: 32))
