@@ -72,13 +72,13 @@ public final class WebhookDispatcher: Sendable {
         var unique: [WebhookEndpoint] = []
         for endpoint in endpoints {
             if unique.contains(where: { $0.url == endpoint.url }) {
-                logger.error("a second webhook endpoint with the same URL is ignored", metadata: ["url": "\(endpoint.url)"])
+                logger.error("a second webhook endpoint with the same URL is ignored", metadata: ["endpoint": "\(endpoint.name)"])
             } else {
                 unique.append(endpoint)
             }
         }
         self.endpoints = unique
-        metrics = unique.map { WebhookMetrics(endpoint: $0.url, factory: metricsFactory) }
+        metrics = unique.map { WebhookMetrics(endpoint: $0.name, factory: metricsFactory) }
         self.store = store
         self.logger = logger
         self.policy = policy
@@ -191,7 +191,7 @@ public final class WebhookDispatcher: Sendable {
                 update(key, in: &state) { $0.clearFailures() }
             }
         }
-        logger.info("webhook endpoint re-enabled", metadata: ["url": "\(url)"])
+        logger.info("webhook endpoint re-enabled", metadata: ["endpoint": "\(endpoints[index].name)"])
         return true
     }
 
@@ -201,7 +201,7 @@ public final class WebhookDispatcher: Sendable {
             endpoints.indices.map { index in
                 let endpoint = endpoints[index], counts = state.endpoints[index]
                 let health: WebhookStatus.State = counts.failing ? .failing : counts.retrying > 0 ? .retrying : .ok
-                return WebhookStatus(url: endpoint.url, rooms: endpoint.rooms.map(\.text),
+                return WebhookStatus(url: endpoint.url, name: endpoint.name, rooms: endpoint.rooms.map(\.text),
                                      events: WebhookEvent.allCases.filter { endpoint.events.contains($0) },
                                      state: health, backlog: counts.backlog, delivered: counts.delivered,
                                      lastError: counts.lastError, lastSuccess: counts.lastSuccess)
@@ -220,11 +220,11 @@ public final class WebhookDispatcher: Sendable {
         for task in tasks { await task.value }
         // What was delivered and not yet written goes to the store now, so a clean stop repeats nothing.
         let unwritten = state.withLock { state in
-            state.lanes.compactMap { key, lane in lane.unwritten.map { (endpoints[key.endpoint].url, key.room, $0) } }
+            state.lanes.compactMap { key, lane in lane.unwritten.map { (endpoints[key.endpoint], key.room, $0) } }
         }
-        for (url, room, rev) in unwritten {
-            _ = await storeCall("write the webhook cursor", ["url": "\(url)", "room": "\(room)"]) { store in
-                try store.setWebhookCursor(endpoint: url, room: room, rev: rev)
+        for (endpoint, room, rev) in unwritten {
+            _ = await storeCall("write the webhook cursor", ["endpoint": "\(endpoint.name)", "room": "\(room)"]) { store in
+                try store.setWebhookCursor(endpoint: endpoint.url, room: room, rev: rev)
                 return true
             }
         }
@@ -280,7 +280,7 @@ public final class WebhookDispatcher: Sendable {
     /// cluster mode it first holds the room (or, if another node does, drops the lane: that node delivers).
     private func drive(_ key: LaneKey) async {
         let endpoint = endpoints[key.endpoint], room = key.room
-        let lane: Logger.Metadata = ["url": "\(endpoint.url)", "room": "\(room)"]
+        let lane: Logger.Metadata = ["endpoint": "\(endpoint.name)", "room": "\(room)"]
         if leases != nil, !(await hold(key)) { return }
         while !Task.isCancelled {
             switch next(key) {
@@ -331,7 +331,7 @@ public final class WebhookDispatcher: Sendable {
                 }
                 if !missing.isEmpty {
                     logger.error("revisions the store does not have are skipped by the webhook",
-                                 metadata: ["url": "\(endpoint.url)", "room": "\(room)", "revisions": "\(missing)"])
+                                 metadata: ["endpoint": "\(endpoint.name)", "room": "\(room)", "revisions": "\(missing)"])
                 }
             case .post(let item, let generation):
                 await post(item, generation: generation, key: key)
@@ -379,10 +379,10 @@ public final class WebhookDispatcher: Sendable {
         case .giveUp:
             metrics.failing(true)
             logger.error("webhook endpoint failing: deliveries stopped until it is re-enabled",
-                         metadata: ["url": "\(endpoint.url)", "room": "\(key.room)", "error": "\(error)"])
+                         metadata: ["endpoint": "\(endpoint.name)", "room": "\(key.room)", "error": "\(error)"])
         case .after(let wait):
             logger.warning("webhook delivery failed; retrying",
-                           metadata: ["url": "\(endpoint.url)", "room": "\(key.room)", "error": "\(error)",
+                           metadata: ["endpoint": "\(endpoint.name)", "room": "\(key.room)", "error": "\(error)",
                                       "retryInMs": "\(wait)"])
             try? await Task.sleep(for: .milliseconds(wait))
         }
@@ -511,11 +511,11 @@ public final class WebhookDispatcher: Sendable {
 
     private func scan(endpoint index: Int) async {
         let endpoint = endpoints[index], url = endpoint.url
-        guard let backlog = await storeCall("read the webhook backlog", ["url": "\(url)"], { try $0.webhookBacklog(endpoint: url) })
+        guard let backlog = await storeCall("read the webhook backlog", ["endpoint": "\(endpoint.name)"], { try $0.webhookBacklog(endpoint: url) })
         else { return }
         var notices: [String: [RoomNotice]] = [:]
         if backlog.contains(where: \.noticed) {
-            guard let kept = await storeCall("read the webhook notices", ["url": "\(url)"], { try $0.webhookNotices(endpoint: url) })
+            guard let kept = await storeCall("read the webhook notices", ["endpoint": "\(endpoint.name)"], { try $0.webhookNotices(endpoint: url) })
             else { return }
             for notice in kept {
                 guard let found = RoomNotice(kept: notice) else { continue }
@@ -551,11 +551,11 @@ public final class WebhookDispatcher: Sendable {
         var kept: [Int: [String: [RoomNotice]]] = [:]
         var owed: [Int: Set<String>] = [:]
         for index in endpoints.indices {
-            let url = endpoints[index].url
+            let url = endpoints[index].url, named: Logger.Metadata = ["endpoint": "\(endpoints[index].name)"]
             while kept[index] == nil || owed[index] == nil {
                 if state.withLock({ $0.stopped }) { return }
-                guard let notices = await storeCall("read the webhook notices", ["url": "\(url)"], { try $0.webhookNotices(endpoint: url) }),
-                      let rooms = await storeCall("read the rooms owed", ["url": "\(url)"], { try $0.roomsOwed(endpoint: url) })
+                guard let notices = await storeCall("read the webhook notices", named, { try $0.webhookNotices(endpoint: url) }),
+                      let rooms = await storeCall("read the rooms owed", named, { try $0.roomsOwed(endpoint: url) })
                 else { continue }
                 var byRoom: [String: [RoomNotice]] = [:]
                 for notice in notices {
@@ -571,7 +571,9 @@ public final class WebhookDispatcher: Sendable {
             let url = endpoints[index].url
             while cursors[index] == nil {
                 if state.withLock({ $0.stopped }) { return }
-                cursors[index] = await storeCall("read the webhook cursors", ["url": "\(url)"]) { try $0.webhookCursors(endpoint: url) }
+                cursors[index] = await storeCall("read the webhook cursors", ["endpoint": "\(endpoints[index].name)"]) {
+                    try $0.webhookCursors(endpoint: url)
+                }
             }
         }
         let pageSize = 500

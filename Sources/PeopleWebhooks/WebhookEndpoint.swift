@@ -1,13 +1,19 @@
 import PeopleCore
 
-/// One configured webhook receiver (config `webhooks: [{url, secretFile, rooms, events}]`).
+import Foundation
+
+/// One configured webhook receiver (config `webhooks: [{url, name, secretFile, rooms, events}]`).
 ///
 /// The URL is the endpoint's id: its cursors in the store are kept under it, so changing an
 /// endpoint's URL makes it a new endpoint (which starts at the head of each room). Two endpoints with
-/// the same URL are one: the dispatcher keeps the first.
+/// the same URL are one: the dispatcher keeps the first. The name is what the metrics and the log
+/// call it, never the URL itself: a URL can carry a credential (a key in its query, a user and
+/// password), as Slack's incoming webhooks do.
 public struct WebhookEndpoint: Sendable {
     /// Where each delivery is POSTed (`http://` or `https://`).
     public var url: String
+    /// What the metrics (`endpoint`) and the log call it: the configured name, else `displayName(of:)`.
+    public var name: String
     /// The key of the `PeopleKeeper-Signature` HMAC (the bytes of the secret file). Never logged.
     public var secret: [UInt8]
     /// The rooms it hears of: a room matching any pattern.
@@ -15,11 +21,21 @@ public struct WebhookEndpoint: Sendable {
     /// What it is told of.
     public var events: Set<WebhookEvent>
 
-    public init(url: String, secret: [UInt8], rooms: [RoomPattern], events: Set<WebhookEvent> = Set(WebhookEvent.allCases)) {
+    public init(url: String, name: String? = nil, secret: [UInt8], rooms: [RoomPattern],
+                events: Set<WebhookEvent> = Set(WebhookEvent.allCases)) {
         self.url = url
+        self.name = name ?? Self.displayName(of: url)
         self.secret = secret
         self.rooms = rooms
         self.events = events
+    }
+
+    /// A URL without what may be a credential: its user and password, query and fragment dropped
+    /// (`https://user:pw@crm.example/hook?key=k` → `https://crm.example/hook`).
+    public static func displayName(of url: String) -> String {
+        guard let parts = URLComponents(string: url), let scheme = parts.scheme, let host = parts.host else { return "webhook" }
+        let shownHost = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+        return "\(scheme)://\(shownHost)\(parts.port.map { ":\($0)" } ?? "")\(parts.percentEncodedPath)"
     }
 
     /// Whether `room` is one of its rooms and it wants `event` of it.

@@ -13,6 +13,8 @@ public struct WebhookStatus: Sendable, Hashable {
     }
 
     public var url: String
+    /// What the metrics and the log call the endpoint (`WebhookEndpoint.name`).
+    public var name: String
     public var rooms: [String]
     public var events: [WebhookEvent]
     public var state: State

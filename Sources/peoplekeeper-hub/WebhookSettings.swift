@@ -6,12 +6,14 @@ import PeopleWebhooks
 import Yams
 
 /// The `webhooks` section of the config file: a list of endpoints, each
-/// `{url, secretFile, rooms: [pattern…], events: [revision, room.created, room.deleted]}` (the product
-/// contract's HTTP API §3). A list of mappings, which the key table (one value per key) cannot hold,
+/// `{url, name?, secretFile, rooms: [pattern…], events: [revision, room.created, room.deleted]}` (the
+/// product contract's HTTP API §3). A list of mappings, which the key table (one value per key) cannot hold,
 /// so it is read here, from the file only, and checked as strictly: an unknown key, a URL that is not
 /// http(s), an unreadable or short secret, an unknown event are refused naming `webhooks[i].key`.
 enum WebhookSettings {
-    static let keys = ["url", "secretFile", "rooms", "events"]
+    static let keys = ["url", "name", "secretFile", "rooms", "events"]
+    /// The longest `name` (bytes of UTF-8): a metric label and a log field, not a description.
+    static let maximumNameBytes = 100
     /// A secret shorter than this is refused (an HMAC key that can be guessed signs nothing).
     static let minimumSecretBytes = 16
 
@@ -23,7 +25,17 @@ enum WebhookSettings {
         guard case .sequence(let items) = section else {
             throw ConfigProblem(key: "webhooks", problem: "must be a list of endpoints ({url, secretFile, rooms, events})")
         }
-        return try items.enumerated().map { index, item in try endpoint(item, key: "webhooks[\(index)]", file: file) }
+        let endpoints = try items.enumerated().map { index, item in try endpoint(item, key: "webhooks[\(index)]", file: file) }
+        // Two endpoints the metrics and the log would call alike would be counted as one (the same URL
+        // twice is one endpoint, which the dispatcher keeps once).
+        for (index, endpoint) in endpoints.enumerated() {
+            if let other = endpoints[..<index].firstIndex(where: { $0.name == endpoint.name && $0.url != endpoint.url }) {
+                throw ConfigProblem(key: "webhooks[\(index)].name", problem: "\(endpoint.name) is also webhooks[\(other)]'s name "
+                                    + "(without a name, an endpoint is called by its URL without its query and user): "
+                                    + "give each endpoint a name of its own")
+            }
+        }
+        return endpoints
     }
 
     private static func endpoint(_ node: Node, key: String, file: String) throws -> WebhookEndpoint {
@@ -60,6 +72,15 @@ enum WebhookSettings {
         guard secret.count >= minimumSecretBytes else {
             throw ConfigProblem(key: "\(key).secretFile", problem: "the secret is \(secret.count) bytes; it must be at least \(minimumSecretBytes)")
         }
+        var name: String?
+        if let value = entries.first(where: { $0.key.string == "name" })?.value {
+            guard let text = value.string, !text.isEmpty, text.utf8.count <= maximumNameBytes,
+                  !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                throw ConfigProblem(key: "\(key).name", problem: "must be 1 to \(maximumNameBytes) bytes of text on one line "
+                                    + "(what the metrics and the log call the endpoint)")
+            }
+            name = text
+        }
         let rooms = try strings("rooms", default: ["*"])
         var events: Set<WebhookEvent> = []
         for name in try strings("events", default: WebhookEvent.allCases.map(\.rawValue)) {
@@ -68,7 +89,7 @@ enum WebhookSettings {
             }
             events.insert(event)
         }
-        return WebhookEndpoint(url: url, secret: secret, rooms: rooms.map(RoomPattern.init), events: events)
+        return WebhookEndpoint(url: url, name: name, secret: secret, rooms: rooms.map(RoomPattern.init), events: events)
     }
 }
 
@@ -94,7 +115,7 @@ final class DispatcherWebhooks: HubWebhooks {
     func status() -> JSON {
         .object(["webhooks": .array(dispatcher.status().map { s in
             .object([
-                "url": .string(s.url), "rooms": .array(s.rooms.map(JSON.string)),
+                "url": .string(s.url), "name": .string(s.name), "rooms": .array(s.rooms.map(JSON.string)),
                 "events": .array(s.events.map { .string($0.rawValue) }), "state": .string(s.state.rawValue),
                 "backlog": .int(s.backlog), "delivered": .int(s.delivered), "lastError": s.lastError.map(JSON.string),
                 "lastSuccess": s.lastSuccess.map { .int(Int($0)) },

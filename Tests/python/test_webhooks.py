@@ -22,6 +22,7 @@ import hashlib
 import hmac
 import json
 import random
+import re
 import socket
 import threading
 import time
@@ -237,6 +238,8 @@ def webhook_config(tmp_path, receiver: Receiver, secrets: dict[str, bytes], endp
         f = tmp_path / f"hook{e['path'].replace('/', '-')}.secret"
         f.write_bytes(secrets[e["path"]] + b"\n")
         out.append({"url": receiver.url(e["path"]), "secretFile": str(f), "rooms": e["rooms"], "events": e["events"]})
+        if "name" in e:
+            out[-1]["name"] = e["name"]
     return json.dumps(out)
 
 
@@ -754,6 +757,49 @@ def test_an_admin_re_enables_an_endpoint_by_its_url(hub_factory, receiver_factor
     answer = expect(web.post("/v1/webhooks/enable", {"url": receiver.url("/hook")}), 200, "re-enable")
     assert [h["url"] for h in answer["webhooks"]] == [receiver.url("/hook")] and answer["webhooks"][0]["state"] == "ok", \
         answer
+
+
+def test_the_metrics_and_the_log_name_an_endpoint_never_by_a_credential_in_its_url(hub_factory, receiver_factory,
+                                                                                   start_hub_raw, tmp_path, room):
+    """Session 24: the webhook metrics were labelled, and the log lines named, by the endpoint's whole
+    URL, which can carry a credential (a key in its query, as Slack's incoming webhooks do). Now an
+    endpoint is called by `name`, else by its URL without user, password, query and fragment; two
+    endpoints that would be called alike stop the hub (78), naming the key."""
+    receiver, secrets = receiver_factory("/crm?key=query-credential-one", "/audit?key=query-credential-two")
+    hooks = webhook_config(tmp_path, receiver, secrets, [
+        {"path": "/crm?key=query-credential-one", "rooms": ["*"], "events": ["revision"]},
+        {"path": "/audit?key=query-credential-two", "rooms": ["*"], "events": ["revision"], "name": "audit store"},
+    ])
+    for path in receiver.behaviour:
+        receiver.behaviour[path] = "fail"           # both answer 500: they retry, and the log says so
+    hub = hub_factory({"webhooks": hooks})
+    hub.join(room, "ann").edit([set_op(1, "glasses", True)])
+    crm = f"http://127.0.0.1:{receiver.port}/crm"
+
+    def failures_seen():
+        text = hub.metrics()
+        return all(re.search(r'^peoplekeeper_webhook_deliveries_total\{endpoint="' + re.escape(name)
+                             + r'",outcome="http_error"\} [1-9]', text, re.M) for name in (crm, "audit store"))
+    wait_for(failures_seen, 20, lambda: [line for line in hub.metrics().splitlines() if "webhook_deliveries" in line])
+    wait_for(lambda: "audit store" in hub.stderr() and crm in hub.stderr(), 20, lambda: hub.stderr()[-2000:])
+    for where, text in (("/metrics", hub.metrics()), ("the log", hub.stderr())):
+        assert "query-credential" not in text, f"{where} shows a credential from an endpoint's URL"
+    listed = webhook_states(hub)
+    assert [(h["name"], h["url"]) for h in listed] == [(crm, receiver.url("/crm?key=query-credential-one")),
+                                                        ("audit store", receiver.url("/audit?key=query-credential-two"))], \
+        listed
+
+    # Two endpoints at one path with different keys, unnamed: both would be called `crm`.
+    twins = webhook_config(tmp_path, receiver, secrets, [
+        {"path": "/crm?key=query-credential-one", "rooms": ["*"], "events": ["revision"]},
+        {"path": "/audit?key=query-credential-two", "rooms": ["*"], "events": ["revision"], "name": crm},
+    ])
+    r = start_hub_raw(f"webhooks: {twins}\n")
+    assert r.returncode == 78 and "webhooks[1].name" in r.stderr and "give each endpoint a name" in r.stderr, \
+        (r.returncode, r.stderr)
+    two_lines = json.dumps([dict(json.loads(hooks)[0], name="two\nlines")])
+    r = start_hub_raw(f"webhooks: {two_lines}\n")
+    assert r.returncode == 78 and "webhooks[0].name" in r.stderr, (r.returncode, r.stderr)
 
 
 def test_an_imported_history_longer_than_memory_is_delivered_whole(hub_factory, receiver_factory, tmp_path, room):
