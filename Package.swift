@@ -221,7 +221,8 @@ let package = Package(
             name: "PeopleHubTests",
             // GRDB: a test injects a fault into the SQLite file of a running hub (a trigger that fails its
             // next append), now that a second hub can no longer be started on the file to provoke one.
-            dependencies: ["PeopleCore", "WebSocketTransport", "PeopleTestSupport",
+            // PeopleClient: the terminal client's LiveRoom against a real hub (its hub clock).
+            dependencies: ["PeopleCore", "PeopleClient", "WebSocketTransport", "PeopleTestSupport",
                            .product(name: "GRDB", package: "GRDB.swift")]
         ),
     ],

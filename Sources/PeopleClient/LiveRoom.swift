@@ -90,13 +90,22 @@ public final class LiveRoom: @unchecked Sendable {
     private var viewing: ClientMessage.PresenceUpdate?
     /// How many requests were waiting when the connection came back; `.sent` says so when they are done.
     private var resending = 0
+    /// How far the hub's clock is from this one (a ping after each welcome and each quiet spell).
+    public private(set) var clock = HubClock()
+    /// This computer's clock (milliseconds since the epoch; tests give their own).
+    private let localClock: @Sendable () -> Int64
+
+    /// The hub's clock now: the time to measure a revision's `time` against ("2 min ago").
+    public var hubNow: Date { Date(timeIntervalSince1970: Double(clock.hubTime(local: localClock())) / 1000) }
 
     private var token: String?
 
     /// - Parameter caFile: certificates to trust for `wss://` instead of the system's.
     public init(base: String, room: String, user: String, token: String? = nil, caFile: String? = nil,
-                heartbeatSeconds: Double = LiveRoom.defaultHeartbeatSeconds, queue: DispatchQueue) throws {
+                heartbeatSeconds: Double = LiveRoom.defaultHeartbeatSeconds, queue: DispatchQueue,
+                localClock: @escaping @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }) throws {
         self.token = token
+        self.localClock = localClock
         self.heartbeatSeconds = heartbeatSeconds
         self.room = room
         self.url = HubConnection.roomURL(base: base, room: room)
@@ -208,6 +217,7 @@ public final class LiveRoom: @unchecked Sendable {
         guard !stopped else { return }
         generation += 1
         link = .connecting
+        clock.connectionLost()
         let hello = sync.connect(client: "peoplekeeper-tui/1", token: token)
         var first = [hello]
         if let viewing { first.append(.presence(viewing)) }
@@ -236,9 +246,15 @@ public final class LiveRoom: @unchecked Sendable {
             guard let self, self.generation == generation, let connection = self.connection, !self.stopped else { return }
             guard self.heard else { return self.giveUp(generation: generation, why: "no answer from the hub") }
             self.heard = false
-            connection.send([.ping(seq: nil)], via: self.client)
+            self.ping(on: connection)
             self.heartbeat(generation: generation)
         }
+    }
+
+    /// Sends a ping, noting when (its pong tells the hub's clock).
+    private func ping(on connection: Connection) {
+        connection.send([.ping(seq: nil)], via: client)
+        clock.pingSent(at: localClock())
     }
 
     /// Ends a connection that is not answering (its late events are ignored) and goes offline.
@@ -255,6 +271,7 @@ public final class LiveRoom: @unchecked Sendable {
     fileprivate func received(_ message: ServerMessage, generation: Int) {
         guard generation == self.generation, !stopped else { return }
         heard = true
+        if case .pong(_, let time) = message { clock.pong(time: time, at: localClock()) }
         let before = sync.view
         let revision = sync.revision
         let pendingBefore = sync.pendingCount
@@ -326,6 +343,7 @@ public final class LiveRoom: @unchecked Sendable {
             resending = 0
         }
         send(outgoing)
+        if welcomed, let connection { ping(on: connection) }
         onUpdate?(notices)
     }
 

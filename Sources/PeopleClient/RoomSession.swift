@@ -32,7 +32,17 @@ public final class RoomSession: @unchecked Sendable {
     public private(set) var history: HistorySummary
     /// The `ops` frames taken so far that were not answers to this session's requests, oldest first.
     public private(set) var revisions: [ServerMessage.Ops] = []
+    /// How far the hub's clock is from this one, once a `settle` has been answered.
+    public private(set) var clock = HubClock()
     private var seq = 0
+
+    /// The hub's clock now, as far as the last `settle`'s pong told: the time to measure a revision's
+    /// `time` against ("2 min ago").
+    public var hubNow: Date {
+        Date(timeIntervalSince1970: Double(clock.hubTime(local: Self.localMilliseconds())) / 1000)
+    }
+
+    static func localMilliseconds() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
 
     private init(connection: HubConnection, welcome: ServerMessage.Welcome, room: String) {
         self.connection = connection
@@ -133,6 +143,8 @@ public final class RoomSession: @unchecked Sendable {
         seq += 1
         let mine = seq
         connection.send(.ping(seq: mine))
+        clock.connectionLost()  // only this ping is waited for: earlier ones' pongs were absorbed
+        clock.pingSent(at: Self.localMilliseconds())
         let deadline = Date().addingTimeInterval(timeout)
         while true {
             let left = deadline.timeIntervalSinceNow
@@ -142,7 +154,8 @@ public final class RoomSession: @unchecked Sendable {
             switch event {
             case .closed(let code, let reason, let error):
                 throw .unreachable(Self.closedText(url: connection.url, code: code, reason: reason, error: error))
-            case .message(.pong(let seq)) where seq == mine:
+            case .message(.pong(let seq, let time)) where seq == mine:
+                clock.pong(time: time, at: Self.localMilliseconds())
                 return
             case .message(let message):
                 absorb(message)

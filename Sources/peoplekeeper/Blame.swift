@@ -31,7 +31,8 @@ struct Blame: AsyncParsableCommand {
             if options.json {
                 return output(JSON.object([.init("tag", .int(tag)), .init("person", person.json)] + record.members).text)
             }
-            let now = Date()
+            try await session.settle(timeout: options.timeout)  // its pong tells the hub's clock
+            let now = session.hubNow
             func cells(_ writer: Writer) -> [String] {
                 [writer.who, String(writer.rev), writer.time.map { TimeWords.ago($0, now: now) } ?? "-",
                  writer.time.map { TimeWords.exact($0) } ?? "-"]

@@ -43,7 +43,8 @@ struct Log: AsyncParsableCommand {
                 let scope = tag.map { " touched tag \($0)" } ?? ""
                 return say("no revisions\(scope)\(before.map { " below rev \($0)" } ?? "") in room \(session.room)")
             }
-            let now = Date()
+            try await session.settle(timeout: options.timeout)  // its pong tells the hub's clock
+            let now = session.hubNow
             let known = page.entries.insertedNames
             output(table([["REV", "WHEN", "AT", "WHO", "KIND", "LABEL", "PEOPLE", "ENTRY"]] + page.entries.map { e in
                 [String(e.rev), e.time.map { TimeWords.ago($0, now: now) } ?? "-", e.time.map { TimeWords.exact($0) } ?? "-",

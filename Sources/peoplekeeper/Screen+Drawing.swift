@@ -273,7 +273,7 @@ extension Screen {
         // A value the hub has not confirmed yet is this user's own, waiting to be sent or answered: the
         // hub's last writer of that field is not who the screen shows.
         let confirmed = room.sync.confirmed[person.tag]
-        let now = Date()
+        let now = room.hubNow  // a revision's time is the hub's clock
         var out: [String] = [style("\(person.name)", "1") + "  tag \(person.tag)", record.map { style(addedLine($0, now: now), "2") } ?? ""]
         // Labels take 24 columns where that leaves a value and its writer room; on a narrow pane the
         // short labels (`Mustache` for `Facial hair: mustache`) take 12, so values still show.

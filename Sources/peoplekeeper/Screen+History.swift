@@ -178,7 +178,7 @@ extension Screen {
         if rows.isEmpty { out += ["", "  (no changes have named this person yet)"] }
         let visible = max(1, height - 3 - (reader.more ? 1 : 0))
         let first = max(0, min(index - visible / 2, rows.count - visible))
-        let now = Date()
+        let now = room.hubNow  // a revision's time is the hub's clock
         let people = room.sync.view
         let inserted = reader.rows.insertedPeople
         let known = reader.rows.insertedNames

@@ -119,7 +119,7 @@ struct PropertyTests {
                 .undone(.init(seq: 2, rev: 7, ops: ops, label: "L", skipped: [report])), .redone(.init(seq: 3)),
                 .history(history), .presence([PresenceEntry(user: "bob")]),
                 .error(.init(seq: 1, code: rng.pick(ErrorCode.allCases), message: "m")),
-                .redirect(url: "ws://b:8080/v1/rooms/x"), .pong(seq: 1), .tags(TagBlock(from: 200, to: 299)),
+                .redirect(url: "ws://b:8080/v1/rooms/x"), .pong(seq: 1), .pong(seq: nil, time: 1_796_000_000_123), .tags(TagBlock(from: 200, to: 299)),
             ]
             for message in serverMessages {
                 #expect(ServerMessage.decode(message.json.bytes) == .success(message), "seed \(seed)")

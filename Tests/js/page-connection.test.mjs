@@ -121,7 +121,7 @@ test('"kept" and "sending" count the same requests, the ones kept through the ou
   room.edit([set(2, 'glasses', true)], { label: 'Toggle Glasses' }); // made online: not one of them
   assert.equal(status().detail, 'Back online: sending 2 changes and 1 undo made while offline…');
   const answer = () => {
-    const m = second.sent.at(-1);
+    const m = second.sent.findLast((sent) => sent.type !== 'ping'); // the request in flight (a ping follows the welcome)
     if (m.type === 'submit') second.hear({ type: 'ack', seq: m.seq, rev: room.sync.revision + 1, ops: m.ops });
     else second.hear({ type: 'undone', seq: m.seq, rev: room.sync.revision + 1, ops: [set(3, 'glasses', true)], skipped: [] });
   };
@@ -305,6 +305,25 @@ test('a silent connection gets a ping after HEARTBEAT_SECONDS and is given up af
   assert.ok(socket.closed);
   assert.equal(room.link, 'offline');
   assert.equal(status().title, 'no answer from the hub');
+});
+
+test('a ping follows each welcome; its pong says how far the hub\'s clock is from the page\'s (hubNow)', () => {
+  const { room, timers, socket } = online();
+  assert.deepEqual(socket.sent.at(-1), { type: 'ping' }, 'a ping right after the welcome');
+  assert.equal(room.hubNow(), timers.now, 'until the pong: the page\'s clock');
+  timers.advance(40);
+  socket.hear({ type: 'pong', time: 20 + 300_000 });   // the hub's clock is five minutes ahead
+  assert.equal(room.hubNow(), timers.now + 300_000);
+  socket.onclose({ code: 1006 });
+  timers.advance(250);
+  const next = FakeSocket.made[1];
+  next.onopen();
+  next.hear(welcome());
+  assert.deepEqual(next.sent.at(-1), { type: 'ping' }, 'again on the new connection');
+  assert.equal(room.hubNow(), timers.now + 300_000, 'the offset is kept until a new pong');
+  timers.advance(100);
+  next.hear({ type: 'pong' });                           // a hub that does not say its time
+  assert.equal(room.hubNow(), timers.now + 300_000);
 });
 
 test('a session ended for its expired token carries on with a new one: resumed, and what was not acknowledged is sent again', () => {

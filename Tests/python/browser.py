@@ -89,7 +89,7 @@ class Browser:
     screenshot file names; `base` is the hub's http://HOST:PORT."""
 
     def __init__(self, label: str, base: str, shots: Path, *, prefix: str = "", width: int = 1200,
-                 height: int = 900, font_size: int | None = None):
+                 height: int = 900, font_size: int | None = None, clock_offset_ms: int = 0):
         self.label = label
         self.base = base.rstrip("/")
         self.shots = shots
@@ -120,6 +120,15 @@ class Browser:
             raise
         self.driver.set_script_timeout(10)
         self._console: list[dict] = []
+        if clock_offset_ms:
+            # A computer whose clock is off: every page's Date (now, and `new Date()`) runs that far
+            # from the real time, from before the page's own scripts.
+            self.driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": (
+                "(() => { const skew = %d; const Real = Date;"
+                " class Skewed extends Real {"
+                "  constructor(...a) { if (a.length === 0) super(Real.now() + skew); else super(...a); }"
+                "  static now() { return Real.now() + skew; } }"
+                " globalThis.Date = Skewed; })();" % int(clock_offset_ms))})
 
     def __repr__(self):
         return f"<Browser {self.label}>"

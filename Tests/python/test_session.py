@@ -290,9 +290,15 @@ def test_resume_of_an_unknown_or_foreign_session_starts_a_new_one(hub, room):
 
 
 def test_ping_is_answered_with_its_seq_or_without(hub, room):
+    """(This hub, session 24) a pong also says the hub's clock (`time`, ms since the epoch), so a
+    client can measure a revision's time against the hub's clock rather than its own."""
     a = hub.join(room, "A")
+    before = int(time.time() * 1000)
     a.send({"type": "ping", "seq": 41})
-    assert a.take("pong") == {"type": "pong", "seq": 41}
+    pong = a.take("pong")
+    after = int(time.time() * 1000)
+    assert {k: v for k, v in pong.items() if k != "time"} == {"type": "pong", "seq": 41}, pong
+    assert isinstance(pong.get("time"), int) and before - 1000 <= pong["time"] <= after + 1000, (before, pong, after)
     a.send({"type": "ping"})
     assert "seq" not in a.take("pong")
     # a ping's seq is not the session's counter: seq 1 is still free for a submit

@@ -1654,6 +1654,27 @@ def test_the_room_as_it_started_is_the_last_row_and_can_be_restored_to(hub, room
     assert (rows[0]["what"], rows[0]["restore"]) == ("Restore to revision 0", False), rows[0]
 
 
+def test_a_computer_whose_clock_is_off_still_shows_a_change_made_now_as_just_now(hub, room, browsers):
+    """A revision's time is the hub's clock; "2 min ago" was worked out on the page's, so a computer
+    whose clock ran five minutes fast showed a teammate's change of this instant as "5 min ago" in the history
+    panel and beside the field (session 24). The page now measures against the hub's clock, from the
+    `pong` (its `time`) of a ping after the welcome.
+    Before: failed at "ann's history panel: the change just now" (it said "5 min ago")."""
+    obs = observe(hub, room)
+    a = browsers(hub, "ann", clock_offset_ms=5 * 60_000)
+    a.open_room(room, "ann")
+    assert abs(a.js("return Date.now()") / 1000 - time.time() - 300) < 30, "the page's clock runs five minutes fast"
+    a.select(1)
+    obs.send({"type": "submit", "seq": 1, "base": 0, "ops": [{"op": "set", "tag": 1, "field": "hairColor", "value": "red"}],
+              "label": "Change Hair Color"})
+    rows = a.wait_for(lambda p: (lambda r: r if r and r[0]["rev"] == 1 else None)(p.history_rows()),
+                      "ann's history panel with the observer's change on top")
+    assert rows[0]["when"] == "just now", f"ann's history panel: the change just now: {rows[0]}"
+    w = a.wait_for(lambda p: (lambda w: w if w and w["user"] == OBSERVER else None)(p.writer("hairColor")),
+                   "ann's hair color naming the observer")
+    assert w["text"] == f"{OBSERVER} · just now", w
+
+
 def test_the_editor_says_who_last_changed_each_field_and_follows_a_teammate_live(hub, room, browsers):
     """ann and bob look at Ann. Beside each field ann's editor says who last changed it: "from the start"
     for the seed's values. bob picks red hair: at once ann's hair color says "bob · just now" (the exact

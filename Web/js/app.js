@@ -358,7 +358,7 @@ class App {
   renderRestoreQuestion() {
     const entry = this.pendingRestore;
     if (!entry || !this.live) return;
-    const now = Date.now();
+    const now = this.live.hubNow();
     const offline = this.live.link !== 'online';
     const already = !offline && this.restoreCheck.verdict(entry.rev, this.live.sync.view) === 'same';
     const q = offline ? { count: 0, text: restoreOfflineText(entry, now) }
@@ -770,7 +770,7 @@ class App {
       undoable: (entry) => t.undoable(entry),
       touched: (entry) => touchedPeople(entry.ops, (tag) => current.get(tag) ?? null, nameKnown),
       head: live.sync.revision,
-      now: Date.now(),
+      now: live.hubNow(),
       unreachable: connectionStatus(live.connection, Date.now()).down,
       person: this.selectedTag != null ? (view.get(this.selectedTag)?.name ?? null) : null,
       only: t === this.personHistory,
@@ -781,7 +781,7 @@ class App {
   /** Beside each field of the person shown: who last changed it and when. */
   renderWriters() {
     const a = this.attribution;
-    const now = Date.now();
+    const now = this.live?.hubNow() ?? Date.now();
     const shown = this.live?.sync.view.get(this.selectedTag);
     const confirmed = this.live?.sync.confirmed.get(this.selectedTag);
     this.editor.renderWriters((key) => {

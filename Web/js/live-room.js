@@ -49,6 +49,10 @@
 // while it was not (`kept`: those pending when it went, and those made until it was back, by kind)
 // are still going out; a page derives every word about the connection from it (connection.js).
 //
+// The hub's clock is not this one: `hubNow()` is the hub's time now, as far as the last ping's `pong`
+// tells (hub-clock.js), for every "2 min ago" of a revision's `time`. A ping goes after each welcome,
+// and after a quiet spell.
+//
 // Time is a parameter (`timers`), and so is the socket (`WebSocket`), so the module runs in node
 // with fakes; it touches no `document` or `window`.
 
@@ -57,6 +61,7 @@ import { decodeServerMessage, encode } from './core/wire.js';
 import { ErrorCode, isFatal } from './core/errors.js';
 import { diffTag, diffTarget, targetKey } from './core/diff.js';
 import { makeReport, reportFor } from './core/undo.js';
+import { HubClock } from './hub-clock.js';
 
 /** Ask for another tag block when fewer than this many are left. */
 const TAGS_LOW = 10;
@@ -174,7 +179,12 @@ export class LiveRoom {
     /** Seqs of the `log` / `blame` requests sent on this connection and not yet answered. */
     this.reads = new Set();
     this.writers = new LastWriters();
+    /** How far the hub's clock is from this one (hub-clock.js). */
+    this.clock = new HubClock();
   }
+
+  /** The hub's clock now (ms since the epoch): the time to measure a revision's `time` against. */
+  hubNow() { return this.clock.hubTime(this.timers.now()); }
 
   // MARK: Actions
 
@@ -325,6 +335,7 @@ export class LiveRoom {
     this.welcomedHere = false;
     this.connectedURL = this.url;
     this.reads = new Set();
+    this.clock.connectionLost();
     let socket;
     try {
       socket = new this.Socket(this.url);
@@ -492,10 +503,13 @@ export class LiveRoom {
     }
     if (revision) notices.push(revision);
     if (message.type === 'tags') this.tagsAsked = false;
+    if (message.type === 'pong') this.clock.pong(message.time, this.timers.now());
     this.send(send);
     if (message.type === 'welcome') {
-      // The presence and the tag question wait for the welcome, like every other frame.
+      // The presence and the tag question wait for the welcome, like every other frame; a ping
+      // tells how far the hub's clock is from this one.
       this.askForTagsIfLow();
+      this.ping();
     }
     this.onUpdate(notices);
   }
@@ -581,8 +595,17 @@ export class LiveRoom {
         return;
       }
       this.heard = false;
-      try { this.socket.send(encode({ type: 'ping' })); } catch { /* the close event will follow */ }
+      this.ping();
       this.scheduleHeartbeat(generation);
     }, HEARTBEAT_SECONDS * 1000);
+  }
+
+  /** Sends a ping on the current socket, noting when (its pong tells the hub's clock). */
+  ping() {
+    if (!this.socket) return;
+    try {
+      this.socket.send(encode({ type: 'ping' }));
+      this.clock.pingSent(this.timers.now());
+    } catch { /* the close event will follow */ }
   }
 }

@@ -238,7 +238,7 @@ public struct Room: Sendable {
         case .hello:
             return [.send(.error(.init(ProtocolError(.badMessage, "hello was already received"))), to: [id])]
         case .ping(let seq):
-            return [.send(.pong(seq: seq), to: [id])]
+            return [.send(.pong(seq: seq, time: now), to: [id])]
         case .tags:
             let block = allocateTagBlock(for: session.user)
             sessions[id]!.tags = block

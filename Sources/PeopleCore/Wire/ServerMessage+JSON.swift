@@ -58,7 +58,8 @@ extension ServerMessage {
             return .object(["type": .string("error"), "seq": e.seq.map(JSON.int), "code": .string(e.code.rawValue),
                             "message": .string(e.message), "fatal": e.fatal ? .bool(true) : nil])
         case .redirect(let url): return .object(["type": .string("redirect"), "url": .string(url)])
-        case .pong(let seq): return .object(["type": .string("pong"), "seq": seq.map(JSON.int)])
+        case .pong(let seq, let time):
+            return .object(["type": .string("pong"), "seq": seq.map(JSON.int), "time": time.map { .int(Int($0)) }])
         case .tags(let block):
             return .object(["type": .string("tags"), "from": .int(block.from), "to": .int(block.to)])
         case .restored(let r):
@@ -154,7 +155,7 @@ extension ServerMessage {
         case "redirect":
             self = .redirect(url: try f.string("url"))
         case "pong":
-            self = .pong(seq: try f.optionalInt("seq"))
+            self = .pong(seq: try f.optionalInt("seq"), time: try f.optionalTime("time"))
         case "tags":
             self = .tags(try block(f))
         default:

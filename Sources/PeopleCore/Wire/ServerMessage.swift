@@ -65,7 +65,9 @@ public enum ServerMessage: Hashable, Sendable {
     case presence([PresenceEntry])
     case error(ErrorMessage)
     case redirect(url: String)
-    case pong(seq: Int?)
+    /// The answer to a `ping`: its `seq`, and *(this hub)* `time`, the hub's clock when it answered
+    /// (milliseconds since the epoch), so a client can tell how far its own clock is off (`HubClock`).
+    case pong(seq: Int?, time: Int64? = nil)
     case tags(TagBlock)
     case restored(Restored)
     case log(LogPage)

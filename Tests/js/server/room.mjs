@@ -204,6 +204,7 @@ export class Room {
       case 'ping': {
         const pong = { type: 'pong' };
         if (message.seq != null) pong.seq = message.seq;
+        if (typeof now === 'number') pong.time = now;   // the hub's clock (Room.swift's pong)
         return [send(pong, [id])];
       }
       case 'tags': {

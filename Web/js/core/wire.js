@@ -285,6 +285,7 @@ export function decodeServerMessage(frame) {
       return m;
     case 'pong':
       put(m, 'seq', f.optionalInt('seq'));
+      put(m, 'time', f.optionalInt('time'));
       return m;
     case 'tags':
       return { type, ...block(f) };
