@@ -7,8 +7,8 @@ import Foundation
 /// The URL is the endpoint's id: its cursors in the store are kept under it, so changing an
 /// endpoint's URL makes it a new endpoint (which starts at the head of each room). Two endpoints with
 /// the same URL are one: the dispatcher keeps the first. The name is what the metrics and the log
-/// call it, never the URL itself: a URL can carry a credential (a key in its query, a user and
-/// password), as Slack's incoming webhooks do.
+/// call it, never the URL itself: any part of a URL after its host can be a credential (a secret path,
+/// as Slack's and Discord's incoming webhooks have; a key in the query; a user and password).
 public struct WebhookEndpoint: Sendable {
     /// Where each delivery is POSTed (`http://` or `https://`).
     public var url: String
@@ -30,12 +30,12 @@ public struct WebhookEndpoint: Sendable {
         self.events = events
     }
 
-    /// A URL without what may be a credential: its user and password, query and fragment dropped
-    /// (`https://user:pw@crm.example/hook?key=k` → `https://crm.example/hook`).
+    /// A URL without what may be a credential: its scheme, host and port only
+    /// (`https://user:pw@hooks.example/services/T0/B0/SECRET?key=k` → `https://hooks.example`).
     public static func displayName(of url: String) -> String {
         guard let parts = URLComponents(string: url), let scheme = parts.scheme, let host = parts.host else { return "webhook" }
         let shownHost = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
-        return "\(scheme)://\(shownHost)\(parts.port.map { ":\($0)" } ?? "")\(parts.percentEncodedPath)"
+        return "\(scheme)://\(shownHost)\(parts.port.map { ":\($0)" } ?? "")"
     }
 
     /// Whether `room` is one of its rooms and it wants `event` of it.

@@ -34,6 +34,19 @@ enum DeliveryOutcome: Sendable, Hashable {
     }
 }
 
+extension WebhookPoster {
+    /// A URL with a user (and password), as curl takes it: the URL without them, and the `Authorization:
+    /// Basic` header they make (percent-decoded); a URL without a user as it is, with no header.
+    static func basicAuthentication(of url: String) -> (url: String, authorization: String?) {
+        guard var parts = URLComponents(string: url), let user = parts.user else { return (url, nil) }
+        let credentials = "\(user):\(parts.password ?? "")"
+        parts.user = nil
+        parts.password = nil
+        guard let bare = parts.string else { return (url, nil) }
+        return (bare, "Basic " + Data(credentials.utf8).base64EncodedString())
+    }
+}
+
 /// Sends webhook POSTs with AsyncHTTPClient on an event loop of its own (one thread), never the lws
 /// service thread. Redirects are not followed (a 3xx is a failure). Each endpoint is its own host, so
 /// its connections are its own: a slow endpoint holds only its own.
@@ -55,8 +68,10 @@ final class WebhookPoster: Sendable {
     /// POSTs `body` to `url`; the whole exchange (connect, answer, its body) must fit in `timeout`
     /// milliseconds.
     func post(url: String, body: [UInt8], signature: String, timeout: Int64) async -> DeliveryOutcome {
-        var request = HTTPClientRequest(url: url)
+        let (target, authorization) = Self.basicAuthentication(of: url)
+        var request = HTTPClientRequest(url: target)
         request.method = .POST
+        if let authorization { request.headers.add(name: "Authorization", value: authorization) }
         request.headers.add(name: "Content-Type", value: "application/json")
         request.headers.add(name: "PeopleKeeper-Signature", value: signature)
         request.headers.add(name: "User-Agent", value: "PeopleKeeper-Webhooks")

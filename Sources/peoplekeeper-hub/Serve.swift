@@ -170,7 +170,7 @@ struct Serve: AsyncParsableCommand {
                                              leases: store as? any RoomLeases)
             hub.webhooks = DispatcherWebhooks(webhooks)
             dispatcher = webhooks
-            logger.info("webhooks", metadata: ["endpoints": "\(endpoints.map(\.url))"])
+            logger.info("webhooks", metadata: ["endpoints": "\(endpoints.map(\.name))"])  // never the URLs: a credential
         }
         let server = WebSocketServer(
             configuration: .init(
@@ -305,6 +305,10 @@ extension HubSettings {
         let token = try Self.secret(inFile: metricsTokenFile, key: "metrics.tokenFile")
         guard token.count >= 16 else {
             throw ConfigProblem(key: "metrics.tokenFile", problem: "the token is \(token.count) bytes; it must be at least 16")
+        }
+        guard !token.starts(with: [0xEF, 0xBB, 0xBF]) else {
+            throw ConfigProblem(key: "metrics.tokenFile", problem: "\(metricsTokenFile) starts with a byte-order mark (an editor "
+                                + "saved it as UTF-8 with BOM): save the token without one")
         }
         guard token.allSatisfy({ (0x21...0x7E).contains($0) }) else {
             throw ConfigProblem(key: "metrics.tokenFile", problem: "the token must be one line of visible ASCII with no "

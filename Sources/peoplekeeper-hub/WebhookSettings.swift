@@ -25,20 +25,36 @@ enum WebhookSettings {
         guard case .sequence(let items) = section else {
             throw ConfigProblem(key: "webhooks", problem: "must be a list of endpoints ({url, secretFile, rooms, events})")
         }
-        let endpoints = try items.enumerated().map { index, item in try endpoint(item, key: "webhooks[\(index)]", file: file) }
-        // Two endpoints the metrics and the log would call alike would be counted as one (the same URL
-        // twice is one endpoint, which the dispatcher keeps once).
+        let parsed = try items.enumerated().map { index, item in try endpoint(item, key: "webhooks[\(index)]", file: file) }
+        var endpoints = parsed.map(\.endpoint)
         for (index, endpoint) in endpoints.enumerated() {
-            if let other = endpoints[..<index].firstIndex(where: { $0.name == endpoint.name && $0.url != endpoint.url }) {
-                throw ConfigProblem(key: "webhooks[\(index)].name", problem: "\(endpoint.name) is also webhooks[\(other)]'s name "
-                                    + "(without a name, an endpoint is called by its URL without its query and user): "
-                                    + "give each endpoint a name of its own")
+            if let other = endpoints[..<index].firstIndex(where: { $0.url == endpoint.url }) {
+                throw ConfigProblem(key: "webhooks[\(index)].url", problem: "is also webhooks[\(other)]'s URL: one endpoint per URL "
+                                    + "(its delivery cursors are kept under it); give it more rooms or events instead")
+            }
+        }
+        // An endpoint without a name is called by its URL's scheme, host and port; several at one host
+        // are told apart by their place in the list.
+        let explicit = Set(parsed.indices.filter { parsed[$0].named })
+        let names = endpoints.map(\.name)
+        for index in endpoints.indices where !explicit.contains(index) {
+            if names.indices.contains(where: { $0 != index && names[$0] == names[index] }) {
+                endpoints[index].name = "\(names[index]) (webhooks[\(index)])"
+            }
+        }
+        // Two endpoints the metrics and the log would call alike would be counted as one.
+        for (index, endpoint) in endpoints.enumerated() {
+            if let other = endpoints[..<index].firstIndex(where: { $0.name == endpoint.name }) {
+                let key = explicit.contains(index) ? index : other
+                throw ConfigProblem(key: "webhooks[\(key)].name", problem: "\(endpoint.name) is also the name of webhooks[\(key == index ? other : index)] "
+                                    + "(the metrics and the log would count them as one): give each endpoint a name of its own")
             }
         }
         return endpoints
     }
 
-    private static func endpoint(_ node: Node, key: String, file: String) throws -> WebhookEndpoint {
+    /// One endpoint, and whether the file gave it a name.
+    private static func endpoint(_ node: Node, key: String, file: String) throws -> (endpoint: WebhookEndpoint, named: Bool) {
         guard case .mapping(let entries) = node else { throw ConfigProblem(key: key, problem: "must be a mapping") }
         for (name, _) in entries where !keys.contains(name.string ?? "") {
             throw ConfigProblem(key: "\(key).\(name.string ?? "?")", problem: "unknown key (known: \(keys.joined(separator: ", ")))")
@@ -74,9 +90,12 @@ enum WebhookSettings {
         }
         var name: String?
         if let value = entries.first(where: { $0.key.string == "name" })?.value {
-            guard let text = value.string, !text.isEmpty, text.utf8.count <= maximumNameBytes,
-                  !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-                throw ConfigProblem(key: "\(key).name", problem: "must be 1 to \(maximumNameBytes) bytes of text on one line "
+            // Shown in a metric label and a log line: visible text, no control or formatting characters
+            // (a bidi override would show it reversed).
+            guard let text = value.string, !text.trimmingCharacters(in: .whitespaces).isEmpty, text.utf8.count <= maximumNameBytes,
+                  !text.unicodeScalars.contains(where: { [.control, .format, .lineSeparator, .paragraphSeparator]
+                      .contains($0.properties.generalCategory) }) else {
+                throw ConfigProblem(key: "\(key).name", problem: "must be 1 to \(maximumNameBytes) bytes of visible text on one line "
                                     + "(what the metrics and the log call the endpoint)")
             }
             name = text
@@ -89,7 +108,7 @@ enum WebhookSettings {
             }
             events.insert(event)
         }
-        return WebhookEndpoint(url: url, name: name, secret: secret, rooms: rooms.map(RoomPattern.init), events: events)
+        return (WebhookEndpoint(url: url, name: name, secret: secret, rooms: rooms.map(RoomPattern.init), events: events), name != nil)
     }
 }
 
@@ -110,7 +129,10 @@ final class DispatcherWebhooks: HubWebhooks {
     }
     func roomCreated(room: String, time: Int64) { dispatcher.roomCreated(room: room, time: time) }
     func roomDeleted(room: String, time: Int64) { dispatcher.roomDeleted(room: room, time: time) }
-    func reenable(url: String) -> Bool { dispatcher.reenable(url: url) }
+    func reenable(url: String?, name: String?) -> Bool {
+        guard let url = url ?? dispatcher.status().first(where: { $0.name == name })?.url else { return false }
+        return dispatcher.reenable(url: url)
+    }
 
     func status() -> JSON {
         .object(["webhooks": .array(dispatcher.status().map { s in

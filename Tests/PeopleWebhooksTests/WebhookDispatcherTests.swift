@@ -89,7 +89,7 @@ struct WebhookDispatcherTests {
         #expect(requests.prefix(4).map(\.rev) == [1, 1, 1, 1])
         #expect(Set(requests.prefix(4).map(\.id)).count == 1)
         #expect(requests.count == 9)
-        let dimensions = [("endpoint", receiver.url)]
+        let dimensions = [("endpoint", WebhookEndpoint.displayName(of: receiver.url))]
         #expect(metrics.counterTotal(label: "peoplekeeper_webhook_deliveries_total", dimensions: dimensions + [("outcome", "http_error")]) == 3)
         // (The receiver records a request before the dispatcher has its answer.)
         #expect(await eventually {
@@ -112,7 +112,7 @@ struct WebhookDispatcherTests {
         dispatcher.start()
         dispatcher.roomCreated(room: "imp", time: Int64(Date().timeIntervalSince1970 * 1000))
         announce(dispatcher, "imp", try await feed.edit(4))
-        let dimensions = [("endpoint", receiver.url)]
+        let dimensions = [("endpoint", WebhookEndpoint.displayName(of: receiver.url))]
         #expect(await eventually { ((try? metrics.expectTimer("peoplekeeper_webhook_lag_seconds", dimensions))?.values.count ?? 0) == 4 })
         let lags = try metrics.expectTimer("peoplekeeper_webhook_lag_seconds", dimensions).values
         #expect(lags.allSatisfy { $0 < 60 * 1_000_000_000 }, "lags in ns: \(lags)")
@@ -165,7 +165,7 @@ struct WebhookDispatcherTests {
         #expect(requests.filter(\.delivered).map(\.event) == ["room.created", "revision", "revision"])
         #expect(requests[0].id == requests[1].id)
         #expect(metrics.counterTotal(label: "peoplekeeper_webhook_deliveries_total",
-                                     dimensions: [("endpoint", receiver.url), ("outcome", "timeout")]) == 1)
+                                     dimensions: [("endpoint", WebhookEndpoint.displayName(of: receiver.url)), ("outcome", "timeout")]) == 1)
         await dispatcher.shutdown()
     }
 

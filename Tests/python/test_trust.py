@@ -314,6 +314,10 @@ def test_with_metrics_token_file_set_metrics_asks_for_that_bearer_token(hub_fact
         r = start_hub_raw(f"metrics:\n  tokenFile: {odd}\n")
         assert r.returncode == 78 and "metrics.tokenFile" in r.stderr and "one line of visible ASCII" in r.stderr, \
             (name, r.returncode, r.stderr)
+    bom = tmp_path / "bom"
+    bom.write_bytes(b"\xef\xbb\xbfscrape-token-0123456789\n")
+    r = start_hub_raw(f"metrics:\n  tokenFile: {bom}\n")
+    assert r.returncode == 78 and "byte-order mark" in r.stderr, (r.returncode, r.stderr)
     # Read before the store is opened: nothing is left behind, and one line says what is wrong.
     data = tmp_path / "data"
     r = start_hub_raw(f"metrics:\n  tokenFile: {tmp_path / 'missing'}\n"

@@ -762,44 +762,63 @@ def test_an_admin_re_enables_an_endpoint_by_its_url(hub_factory, receiver_factor
 def test_the_metrics_and_the_log_name_an_endpoint_never_by_a_credential_in_its_url(hub_factory, receiver_factory,
                                                                                    start_hub_raw, tmp_path, room):
     """Session 24: the webhook metrics were labelled, and the log lines named, by the endpoint's whole
-    URL, which can carry a credential (a key in its query, as Slack's incoming webhooks do). Now an
-    endpoint is called by `name`, else by its URL without user, password, query and fragment; two
-    endpoints that would be called alike stop the hub (78), naming the key."""
-    receiver, secrets = receiver_factory("/crm?key=query-credential-one", "/audit?key=query-credential-two")
+    URL, where any part after the host can be a credential (a secret path, as Slack's and Discord's
+    incoming webhooks have; a key in the query). Now an endpoint is called by `name`, else by its URL's
+    scheme, host and port; endpoints sharing a host are told apart by their place in the list. An
+    admin re-enables one by its name too. The same URL twice, or two endpoints of one name, stop the
+    hub (78), naming the key."""
+    crm_path, audit_path = "/crm/path-credential-one?key=query-credential-one", "/audit?key=query-credential-two"
+    receiver, secrets = receiver_factory(crm_path, audit_path)
     hooks = webhook_config(tmp_path, receiver, secrets, [
-        {"path": "/crm?key=query-credential-one", "rooms": ["*"], "events": ["revision"]},
-        {"path": "/audit?key=query-credential-two", "rooms": ["*"], "events": ["revision"], "name": "audit store"},
+        {"path": crm_path, "rooms": ["*"], "events": ["revision"]},
+        {"path": audit_path, "rooms": ["*"], "events": ["revision"], "name": "audit store"},
     ])
     for path in receiver.behaviour:
         receiver.behaviour[path] = "fail"           # both answer 500: they retry, and the log says so
-    hub = hub_factory({"webhooks": hooks})
+    hub = hub_factory({"webhooks": hooks, "logging": {"level": "info", "format": "text"}})
     hub.join(room, "ann").edit([set_op(1, "glasses", True)])
-    crm = f"http://127.0.0.1:{receiver.port}/crm"
+    crm = f"http://127.0.0.1:{receiver.port}"
 
     def failures_seen():
         text = hub.metrics()
         return all(re.search(r'^peoplekeeper_webhook_deliveries_total\{endpoint="' + re.escape(name)
                              + r'",outcome="http_error"\} [1-9]', text, re.M) for name in (crm, "audit store"))
     wait_for(failures_seen, 20, lambda: [line for line in hub.metrics().splitlines() if "webhook_deliveries" in line])
-    wait_for(lambda: "audit store" in hub.stderr() and crm in hub.stderr(), 20, lambda: hub.stderr()[-2000:])
-    for where, text in (("/metrics", hub.metrics()), ("the log", hub.stderr())):
-        assert "query-credential" not in text, f"{where} shows a credential from an endpoint's URL"
+    wait_for(lambda: "endpoint=audit store" in hub.stderr() and f"endpoint={crm} " in hub.stderr(), 20,
+             lambda: hub.stderr()[-2000:])
+    for where, text in (("/metrics", hub.metrics()), ("the log (info)", hub.stderr())):
+        assert "credential" not in text, f"{where} shows a credential from an endpoint's URL"
     listed = webhook_states(hub)
-    assert [(h["name"], h["url"]) for h in listed] == [(crm, receiver.url("/crm?key=query-credential-one")),
-                                                        ("audit store", receiver.url("/audit?key=query-credential-two"))], \
-        listed
+    assert [(h["name"], h["url"]) for h in listed] == [(crm, receiver.url(crm_path)),
+                                                        ("audit store", receiver.url(audit_path))], listed
+    web = HubHTTP(hub.port)
+    expect(web.post("/v1/webhooks/enable", {"name": "audit store"}), 200, "re-enable by name")
+    expect_error(web.post("/v1/webhooks/enable", {"name": "no such hook"}), 404, "not-found", "an unknown name")
+    expect_error(web.post("/v1/webhooks/enable", {"name": "audit store", "url": receiver.url(audit_path)}), 400,
+                 "bad-message", "a name and a URL")
 
-    # Two endpoints at one path with different keys, unnamed: both would be called `crm`.
-    twins = webhook_config(tmp_path, receiver, secrets, [
-        {"path": "/crm?key=query-credential-one", "rooms": ["*"], "events": ["revision"]},
-        {"path": "/audit?key=query-credential-two", "rooms": ["*"], "events": ["revision"], "name": crm},
+    # Two endpoints at one host without names: told apart by their place in the list.
+    both = webhook_config(tmp_path, receiver, secrets, [
+        {"path": crm_path, "rooms": ["*"], "events": ["revision"]},
+        {"path": audit_path, "rooms": ["*"], "events": ["revision"]},
     ])
-    r = start_hub_raw(f"webhooks: {twins}\n")
+    second = hub_factory({"webhooks": both})
+    assert [h["name"] for h in webhook_states(second)] == [f"{crm} (webhooks[0])", f"{crm} (webhooks[1])"]
+    # Two endpoints of one name, and a URL twice: refused at start.
+    clash = webhook_config(tmp_path, receiver, secrets, [
+        {"path": crm_path, "rooms": ["*"], "events": ["revision"], "name": "crm hook"},
+        {"path": audit_path, "rooms": ["*"], "events": ["revision"], "name": "crm hook"},
+    ])
+    r = start_hub_raw(f"webhooks: {clash}\n")
     assert r.returncode == 78 and "webhooks[1].name" in r.stderr and "give each endpoint a name" in r.stderr, \
         (r.returncode, r.stderr)
-    two_lines = json.dumps([dict(json.loads(hooks)[0], name="two\nlines")])
-    r = start_hub_raw(f"webhooks: {two_lines}\n")
-    assert r.returncode == 78 and "webhooks[0].name" in r.stderr, (r.returncode, r.stderr)
+    twice = json.dumps([json.loads(hooks)[0], dict(json.loads(hooks)[0], name="again")])
+    r = start_hub_raw(f"webhooks: {twice}\n")
+    assert r.returncode == 78 and "webhooks[1].url" in r.stderr and "one endpoint per URL" in r.stderr, (r.returncode, r.stderr)
+    for bad in ("two\nlines", "   ", "rtl\u202eoverride"):
+        named = json.dumps([dict(json.loads(hooks)[0], name=bad)])
+        r = start_hub_raw(f"webhooks: {named}\n")
+        assert r.returncode == 78 and "webhooks[0].name" in r.stderr, (bad, r.returncode, r.stderr)
 
 
 def test_an_imported_history_longer_than_memory_is_delivered_whole(hub_factory, receiver_factory, tmp_path, room):

@@ -19,6 +19,7 @@ public protocol HubWebhooks: AnyObject, Sendable {
     func roomDeleted(room: String, time: Int64)
     /// The endpoints' state for `GET /v1/webhooks`: `{"webhooks":[…]}`.
     func status() -> JSON
-    /// Lets a `failing` endpoint try again (`POST /v1/webhooks/enable`): false if no endpoint has this URL.
-    func reenable(url: String) -> Bool
+    /// Lets a `failing` endpoint try again (`POST /v1/webhooks/enable`): false if no endpoint has this
+    /// URL (`url`) or, when `url` is nil, this name.
+    func reenable(url: String?, name: String?) -> Bool
 }
