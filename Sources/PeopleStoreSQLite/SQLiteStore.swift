@@ -50,6 +50,9 @@ public final class SQLiteStore: PeopleStore {
                 // once. Measured (docs/PERFORMANCE.md, store-embedded-durable): 9,400-10,000 -> 12,400-13,300
                 // durable revisions/s through the hub, answer p99 17 -> 24-28 ms at that load.
                 try db.execute(sql: "PRAGMA wal_autocheckpoint = 4096")
+                // A deleted room's pages are zeroed, not left readable in the file's free pages (Debian's
+                // SQLite does this by default; another build might not).
+                try db.execute(sql: "PRAGMA secure_delete = ON")
             }
             pool = try DatabasePool(path: path, configuration: configuration)
             // GRDB's WAL set-up on the writer ends with `synchronous = NORMAL` (after prepareDatabase): a
@@ -375,9 +378,27 @@ public final class SQLiteStore: PeopleStore {
         }
     }
 
-    /// Through the writer, after everything appended before.
+    /// Through the writer, after everything appended before; then the write-ahead log is emptied into
+    /// the file (`forgetDeletedPages`), so the room's people are not left readable in it.
     public func deleteRoom(_ room: String, notices: [WebhookNotice]) throws(StoreError) -> Bool {
-        try writer.delete(room: room, notices: notices)
+        let deleted = try writer.delete(room: room, notices: notices)
+        if deleted { forgetDeletedPages() }
+        return deleted
+    }
+
+    /// Copies the write-ahead log into the file (where `secure_delete` has zeroed what was deleted) and
+    /// truncates it: until then a deleted room's revisions are still readable in the `-wal` file, even
+    /// after a clean stop. Best effort: a reader holding an old snapshot can keep part of the log, which
+    /// the next checkpoint then copies (the log says so).
+    func forgetDeletedPages() {
+        do {
+            let row = try pool.writeWithoutTransaction { db in try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+            if let busy: Int = row?[0], busy != 0 {
+                logger.warning("the write-ahead log was not emptied (a reader was busy): the next checkpoint will")
+            }
+        } catch {
+            logger.warning("the write-ahead log was not emptied", metadata: ["error": "\(error)"])
+        }
     }
 
     public func webhookNotices(endpoint: String) throws(StoreError) -> [WebhookNotice] {
@@ -567,6 +588,7 @@ public final class SQLiteStore: PeopleStore {
 
     public func close() {
         writer.close()
+        forgetDeletedPages()  // a clean stop leaves no deleted room readable in the -wal file
         try? pool.close()
         claim?.release()
     }

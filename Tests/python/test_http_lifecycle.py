@@ -188,6 +188,34 @@ def _long_export(count: int) -> bytes:
                        "revisions": revisions}).encode()
 
 
+def test_a_deleted_room_s_people_are_not_left_readable_in_the_sqlite_files(hub_factory, room):
+    """A privacy reviewer found a deleted room's people still readable in the store's `-wal` file after
+    the DELETE, after a clean stop and after a restart (session 24): the write-ahead log was never
+    emptied into the file. Now a deletion (and a clean stop) checkpoints it with TRUNCATE, and the
+    file's deleted pages are zeroed (`secure_delete`). Another room's people stay."""
+    secret_name, kept_name = "Zephyrine Quaxley", "Ottoline Brackwater"
+    h = hub_factory({"storage": {"kind": "embedded", "path": "{workdir}/data/pk.sqlite"}})
+    files = lambda: [p for p in (h.workdir / "data").iterdir() if p.name.startswith("pk.sqlite")]  # noqa: E731
+
+    def holding(name: str) -> list[str]:
+        return [p.name for p in files() if name.encode() in p.read_bytes()]
+    other = room[:50] + "-kept"
+    for name, in_room in ((secret_name, room), (kept_name, other)):
+        c = h.join(in_room, "ann")
+        c.edit([{"op": "insert", "at": 0, "person": {"tag": 4, "name": name, "hairColor": "brown", "hairLength": "short",
+                 "eyeColor": "brown", "glasses": False, "facialHair": [], "likes": [], "dislikes": []}}])
+        c.close()
+    assert holding(secret_name), f"the name is in the store before the deletion: {[p.name for p in files()]}"
+    conn = http.client.HTTPConnection("127.0.0.1", h.port, timeout=10)
+    conn.request("DELETE", f"/v1/rooms/{room}", headers={"Host": "localhost"})
+    assert conn.getresponse().status == 204
+    conn.close()
+    assert holding(secret_name) == [], f"{secret_name} is still readable in {holding(secret_name)} after the DELETE"
+    assert h.terminate() == 0, h.stderr()[-2000:]
+    assert holding(secret_name) == [], f"{secret_name} is readable in {holding(secret_name)} after a clean stop"
+    assert holding(kept_name), "the other room's people are kept"
+
+
 def test_sigterm_answers_http_requests_already_taken(hub_factory, room):
     """A drain answers the HTTP requests it has taken before it closes their connections: an import
     in progress when SIGTERM comes gets its 201 (before, its connection was closed unanswered although
