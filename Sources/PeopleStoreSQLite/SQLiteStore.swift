@@ -588,7 +588,10 @@ public final class SQLiteStore: PeopleStore {
 
     public func close() {
         writer.close()
-        forgetDeletedPages()  // a clean stop leaves no deleted room readable in the -wal file
+        // The hub's own store (claimed): a clean stop leaves no deleted room readable in the -wal
+        // file. Not a command reading beside a running hub: its checkpoint would wait for the hub's
+        // readers and hold up the hub's commits meanwhile.
+        if claim != nil { forgetDeletedPages() }
         try? pool.close()
         claim?.release()
     }
