@@ -1,3 +1,5 @@
+import Foundation
+
 /// How far the hub's clock is from this one.
 ///
 /// A revision's `time` is the hub's clock, and "2 min ago" is worked out on this one: a computer whose
@@ -9,6 +11,9 @@
 ///
 /// Pure: the caller says when it sent each ping and when each pong came (milliseconds, its own clock).
 public struct HubClock: Sendable, Equatable {
+    /// This computer's clock, in the milliseconds since the epoch the hub's times are in.
+    public static func localMilliseconds() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+
     /// A round trip longer than this says too little about when the hub answered: its pong is not used.
     public static let longestUsefulRoundTrip: Int64 = 10_000
 
@@ -37,4 +42,7 @@ public struct HubClock: Sendable, Equatable {
 
     /// The hub's clock for `local`, this clock's time.
     public func hubTime(local: Int64) -> Int64 { local + offset }
+
+    /// `hubTime(local:)` as a date, to measure a revision's `time` against (`TimeWords.ago`).
+    public func hubDate(local: Int64) -> Date { TimeWords.date(hubTime(local: local)) }
 }

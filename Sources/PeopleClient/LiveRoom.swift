@@ -96,14 +96,14 @@ public final class LiveRoom: @unchecked Sendable {
     private let localClock: @Sendable () -> Int64
 
     /// The hub's clock now: the time to measure a revision's `time` against ("2 min ago").
-    public var hubNow: Date { Date(timeIntervalSince1970: Double(clock.hubTime(local: localClock())) / 1000) }
+    public var hubNow: Date { clock.hubDate(local: localClock()) }
 
     private var token: String?
 
     /// - Parameter caFile: certificates to trust for `wss://` instead of the system's.
     public init(base: String, room: String, user: String, token: String? = nil, caFile: String? = nil,
                 heartbeatSeconds: Double = LiveRoom.defaultHeartbeatSeconds, queue: DispatchQueue,
-                localClock: @escaping @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }) throws {
+                localClock: @escaping @Sendable () -> Int64 = HubClock.localMilliseconds) throws {
         self.token = token
         self.localClock = localClock
         self.heartbeatSeconds = heartbeatSeconds

@@ -38,11 +38,7 @@ public final class RoomSession: @unchecked Sendable {
 
     /// The hub's clock now, as far as the last `settle`'s pong told: the time to measure a revision's
     /// `time` against ("2 min ago").
-    public var hubNow: Date {
-        Date(timeIntervalSince1970: Double(clock.hubTime(local: Self.localMilliseconds())) / 1000)
-    }
-
-    static func localMilliseconds() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+    public var hubNow: Date { clock.hubDate(local: HubClock.localMilliseconds()) }
 
     private init(connection: HubConnection, welcome: ServerMessage.Welcome, room: String) {
         self.connection = connection
@@ -144,7 +140,7 @@ public final class RoomSession: @unchecked Sendable {
         let mine = seq
         connection.send(.ping(seq: mine))
         clock.connectionLost()  // only this ping is waited for: earlier ones' pongs were absorbed
-        clock.pingSent(at: Self.localMilliseconds())
+        clock.pingSent(at: HubClock.localMilliseconds())
         let deadline = Date().addingTimeInterval(timeout)
         while true {
             let left = deadline.timeIntervalSinceNow
@@ -155,7 +151,7 @@ public final class RoomSession: @unchecked Sendable {
             case .closed(let code, let reason, let error):
                 throw .unreachable(Self.closedText(url: connection.url, code: code, reason: reason, error: error))
             case .message(.pong(let seq, let time)) where seq == mine:
-                clock.pong(time: time, at: Self.localMilliseconds())
+                clock.pong(time: time, at: HubClock.localMilliseconds())
                 return
             case .message(let message):
                 absorb(message)

@@ -183,6 +183,19 @@ public final class WebhookDispatcher: Sendable {
     @discardableResult
     public func reenable(url: String) -> Bool {
         guard let index = endpoints.firstIndex(where: { $0.url == url }) else { return false }
+        reenable(index)
+        return true
+    }
+
+    /// `reenable(url:)` for the endpoint the metrics and the log call `name`.
+    @discardableResult
+    public func reenable(name: String) -> Bool {
+        guard let index = endpoints.firstIndex(where: { $0.name == name }) else { return false }
+        reenable(index)
+        return true
+    }
+
+    private func reenable(_ index: Int) {
         state.withLock { state in
             guard state.endpoints[index].failing else { return }
             state.endpoints[index].failing = false
@@ -192,7 +205,6 @@ public final class WebhookDispatcher: Sendable {
             }
         }
         logger.info("webhook endpoint re-enabled", metadata: ["endpoint": "\(endpoints[index].name)"])
-        return true
     }
 
     /// Every endpoint as it stands, in configuration order (for `GET /v1/webhooks`).

@@ -1,6 +1,5 @@
-import PeopleCore
-
 import Foundation
+import PeopleCore
 
 /// One configured webhook receiver (config `webhooks: [{url, name, secretFile, rooms, events}]`).
 ///

@@ -129,9 +129,11 @@ final class DispatcherWebhooks: HubWebhooks {
     }
     func roomCreated(room: String, time: Int64) { dispatcher.roomCreated(room: room, time: time) }
     func roomDeleted(room: String, time: Int64) { dispatcher.roomDeleted(room: room, time: time) }
-    func reenable(url: String?, name: String?) -> Bool {
-        guard let url = url ?? dispatcher.status().first(where: { $0.name == name })?.url else { return false }
-        return dispatcher.reenable(url: url)
+    func reenable(_ endpoint: WebhookEndpointReference) -> Bool {
+        switch endpoint {
+        case .url(let url): dispatcher.reenable(url: url)
+        case .name(let name): dispatcher.reenable(name: name)
+        }
     }
 
     func status() -> JSON {

@@ -533,7 +533,7 @@ struct HubInProcessTests {
         func roomCreated(room: String, time: Int64) { calls.append("created \(room)") }
         func roomDeleted(room: String, time: Int64) { calls.append("deleted \(room)") }
         func status() -> JSON { .null }
-        func reenable(url: String?, name: String?) -> Bool { false }
+        func reenable(_ endpoint: WebhookEndpointReference) -> Bool { false }
     }
 
     @Test("the webhooks hear of an imported room once its commit is durable, before its revisions; of a failed one, never")

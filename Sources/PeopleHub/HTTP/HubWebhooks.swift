@@ -19,7 +19,20 @@ public protocol HubWebhooks: AnyObject, Sendable {
     func roomDeleted(room: String, time: Int64)
     /// The endpoints' state for `GET /v1/webhooks`: `{"webhooks":[…]}`.
     func status() -> JSON
-    /// Lets a `failing` endpoint try again (`POST /v1/webhooks/enable`): false if no endpoint has this
-    /// URL (`url`) or, when `url` is nil, this name.
-    func reenable(url: String?, name: String?) -> Bool
+    /// Lets a `failing` endpoint try again (`POST /v1/webhooks/enable`): false if no endpoint is the
+    /// one named.
+    func reenable(_ endpoint: WebhookEndpointReference) -> Bool
+}
+
+/// How an admin names a webhook endpoint: by its URL, or by the name the metrics and the log call it.
+public enum WebhookEndpointReference: Sendable, Hashable, CustomStringConvertible {
+    case url(String)
+    case name(String)
+
+    public var description: String {
+        switch self {
+        case .url(let url): "the URL \(url)"
+        case .name(let name): "the name \(name)"
+        }
+    }
 }
