@@ -87,7 +87,9 @@ public protocol HTTPExchange: AnyObject {
 /// thread (straight away when the request's home thread is that thread, else handed over in order).
 final class ServerHTTPExchange: HTTPExchange, @unchecked Sendable {
     let request: HTTPRequest
-    let id: Int
+    /// The connection it came on (its context's thread reads this, and only while the exchange is that
+    /// connection's request: the address is reused after the connection goes).
+    let wsi: OpaquePointer
     /// The context whose connection it is.
     weak var server: WebSocketServer?
     /// The context on whose thread the delegate handles it (and answers).
@@ -97,9 +99,9 @@ final class ServerHTTPExchange: HTTPExchange, @unchecked Sendable {
     /// Cleared by the serving thread when the client goes away before the answer.
     private let waiting = Atomic<Bool>(true)
 
-    init(request: HTTPRequest, id: Int, server: WebSocketServer, home: WebSocketServer) {
+    init(request: HTTPRequest, wsi: OpaquePointer, server: WebSocketServer, home: WebSocketServer) {
         self.request = request
-        self.id = id
+        self.wsi = wsi
         self.server = server
         self.home = home
     }
@@ -113,7 +115,7 @@ final class ServerHTTPExchange: HTTPExchange, @unchecked Sendable {
         guard !answered else { return }
         answered = true
         guard let server, let home else { return }
-        guard home !== server else { return server.answer(id, response) }
-        home.post({ [id] in server.answer(id, response) }, to: server)
+        guard home !== server else { return server.answer(self, response) }
+        home.post({ server.answer(self, response) }, to: server)
     }
 }

@@ -151,18 +151,8 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
     /// How long a drain waits for HTTP requests already taken (a write waiting for its commit, an
     /// import being checked) to be answered and their answers written.
     public static let httpDrainSeconds = 10
-    /// HTTP requests whose body is being read, exchanges waiting for their answer (by id, and the id
-    /// of each connection's), and answers being written.
-    private var reading: [OpaquePointer: BodyRead] = [:]
-    private var waiting: [Int: (wsi: OpaquePointer, exchange: ServerHTTPExchange)] = [:]
-    private var waitingOn: [OpaquePointer: Int] = [:]
-    /// Requests whose answer must close the connection (a write sent without `Content-Length`).
-    private var closeAfterAnswer: Set<OpaquePointer> = []
-    private var pendingHTTP: [OpaquePointer: OutgoingResponse] = [:]
-    private var nextExchange = 0
-    /// Upgrade requests accepted in FILTER_PROTOCOL_CONNECTION, until ESTABLISHED (the header table may
-    /// be gone by then) or the wsi is destroyed.
-    private var upgrades: [OpaquePointer: UpgradeRequest] = [:]
+    /// Where each HTTP connection's request stands, by wsi: one stage at a time (service thread only).
+    private var http: [OpaquePointer: HTTPStage] = [:]
     private let webRootURL: URL?
 
     public init(configuration: Configuration, delegate: WebSocketServerDelegate) {
@@ -336,7 +326,7 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
 
     override func serviceTick() {
         guard draining, connections.isEmpty else { return }
-        guard httpDrainOver || (reading.isEmpty && waiting.isEmpty && pendingHTTP.isEmpty) else { return }
+        guard httpDrainOver || !http.values.contains(where: \.holdsUpDrain) else { return }
         emptied.signal()
         if mayStop { stopRequested = true }
     }
@@ -399,11 +389,11 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
                 path: header(wsi, WSI_TOKEN_GET_URI) ?? "/", query: header(wsi, WSI_TOKEN_HTTP_URI_ARGS) ?? "",
                 origin: header(wsi, WSI_TOKEN_ORIGIN), peer: peerAddress(wsi), host: header(wsi, WSI_TOKEN_HOST))
             if let refusal = delegate.refusal(of: request) { return refuseUpgrade(wsi, refusal) }
-            upgrades[wsi] = request
+            http[wsi] = .upgrading(request)
             return 0
 
         case LWS_CALLBACK_ESTABLISHED:
-            guard let request = upgrades.removeValue(forKey: wsi) else { return -1 }
+            guard case .upgrading(let request)? = http.removeValue(forKey: wsi) else { return -1 }
             let connection = WebSocketConnection(
                 id: nextID(), wsi: wsi, path: request.path, query: request.query, peer: request.peer,
                 origin: request.origin, isClient: false, limits: configuration.limits, owner: self,
@@ -452,27 +442,28 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             return startHTTP(wsi: wsi, path: path)
 
         case LWS_CALLBACK_HTTP_BODY:
-            guard var read = reading[wsi] else { return 0 }
+            guard case .readingBody(var read)? = http[wsi] else { return 0 }
             if ContinuousClock.now >= read.deadline {
-                reading[wsi] = nil
+                http[wsi] = nil
                 return -1  // a body trickling past the deadline: the connection is closed unanswered
             }
             if read.request.body.count + length > configuration.limits.maxMessageBytes {
-                reading[wsi] = nil
                 return respond(wsi: wsi, Self.tooLarge(configuration.limits.maxMessageBytes))
             }
             if let input, length > 0 {
+                http[wsi] = nil  // the body is appended to in place, not copied
                 read.request.body.append(contentsOf: UnsafeRawBufferPointer(start: input, count: length))
             }
-            reading[wsi] = read
+            http[wsi] = .readingBody(read)
             return 0
 
         case LWS_CALLBACK_HTTP_BODY_COMPLETION:
-            guard let read = reading.removeValue(forKey: wsi) else { return 0 }
-            return dispatch(wsi: wsi, read.request)
+            guard case .readingBody(let read)? = http[wsi] else { return 0 }
+            http[wsi] = nil
+            return dispatch(wsi: wsi, read.request, closeAfter: false)
 
         case LWS_CALLBACK_HTTP_WRITEABLE:
-            guard pendingHTTP[wsi] != nil else {
+            guard case .writing? = http[wsi] else {
                 return lws_callback_http_dummy(wsi, reason, user, input, length)
             }
             return writeResponse(wsi: wsi)
@@ -481,8 +472,7 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
 
         case LWS_CALLBACK_WSI_DESTROY, LWS_CALLBACK_CLOSED_HTTP:
-            if reason == LWS_CALLBACK_WSI_DESTROY { upgrades[wsi] = nil }
-            forgetHTTP(wsi)
+            forgetHTTP(wsi, upgrade: reason == LWS_CALLBACK_WSI_DESTROY)
             return lws_callback_http_dummy(wsi, reason, user, input, length)
 
         default:
@@ -529,6 +519,26 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
     }
 
     // MARK: HTTP
+
+    /// One HTTP connection's request, from its head to the last byte of its answer.
+    private enum HTTPStage {
+        /// A WebSocket upgrade the delegate accepted in FILTER_PROTOCOL_CONNECTION, until ESTABLISHED
+        /// (the header table may be gone by then) or the wsi is destroyed.
+        case upgrading(UpgradeRequest)
+        /// The head is read; the body is coming.
+        case readingBody(BodyRead)
+        /// Handed to the delegate (on this thread or the request's home), not answered yet.
+        /// `closeAfter`: the answer closes the connection (a write sent without `Content-Length`).
+        case awaitingAnswer(ServerHTTPExchange, closeAfter: Bool)
+        /// The answer being written.
+        case writing(OutgoingResponse)
+
+        /// A drain waits for requests taken (up to `httpDrainSeconds`), not for upgrades: those
+        /// become connections, which it waits for anyway.
+        var holdsUpDrain: Bool {
+            if case .upgrading = self { false } else { true }
+        }
+    }
 
     /// A request whose body is being read.
     private struct BodyRead {
@@ -601,15 +611,14 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             return respond(wsi: wsi, Self.tooLarge(configuration.limits.maxMessageBytes))
         }
         if declared > 0 {
-            reading[wsi] = BodyRead(request: request, deadline: .now + .milliseconds(Int(configuration.bodySeconds * 1000)))
+            http[wsi] = .readingBody(BodyRead(
+                request: request, deadline: .now + .milliseconds(Int(configuration.bodySeconds * 1000))))
             return 0
         }
-        if !hasLength, !["GET", "HEAD", "OPTIONS", "DELETE"].contains(method) {
-            // No length: no body (RFC 9112), but lws then reads what follows on the connection as this
-            // request's body, so a request sent after it would never be answered. Answered, then closed.
-            closeAfterAnswer.insert(wsi)
-        }
-        return dispatch(wsi: wsi, request)
+        // No length: no body (RFC 9112), but lws then reads what follows on the connection as this
+        // request's body, so a request sent after it would never be answered. Answered, then closed.
+        let closeAfter = !hasLength && !["GET", "HEAD", "OPTIONS", "DELETE"].contains(method)
+        return dispatch(wsi: wsi, request, closeAfter: closeAfter)
     }
 
     /// A `Content-Length` value: digits only (spaces around allowed), at most 18 of them.
@@ -663,18 +672,17 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
     /// Hands a whole request to the delegate; what it leaves is a file under the web root, or 404.
     /// On another context than the request's home, a request the delegate claims is handed to the
     /// home thread (and answered from there through the exchange); the rest is served here.
-    private func dispatch(wsi: OpaquePointer, _ request: HTTPRequest) -> Int32 {
+    private func dispatch(wsi: OpaquePointer, _ request: HTTPRequest, closeAfter: Bool) -> Int32 {
         // A HEAD's answer is the head alone, its errors too (a body after it would be read as the
         // start of the next answer on the connection).
         let headOnly = request.method == "HEAD"
-        guard let delegate else { return respond(wsi: wsi, HTTPResponse(status: 503, text: "stopping\n"), headOnly: headOnly) }
+        guard let delegate else {
+            return respond(wsi: wsi, HTTPResponse(status: 503, text: "stopping\n"), headOnly: headOnly, closeAfter: closeAfter)
+        }
         let home = home(forPath: request.path)
         if home === self || delegate.claims(request) {
-            nextExchange += 1
-            let id = nextExchange
-            let exchange = ServerHTTPExchange(request: request, id: id, server: self, home: home)
-            waiting[id] = (wsi, exchange)
-            waitingOn[wsi] = id
+            let exchange = ServerHTTPExchange(request: request, wsi: wsi, server: self, home: home)
+            http[wsi] = .awaitingAnswer(exchange, closeAfter: closeAfter)
             if home !== self {
                 lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0)
                 call(at: home) { delegate in
@@ -684,11 +692,10 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             }
             if delegate.handle(exchange) {
                 // Answered now or later (a long poll, a commit): lws must not time the request out meanwhile.
-                if waiting[id] != nil { lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0) }
+                if awaits(exchange) { lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0) }
                 return 0
             }
-            waiting[id] = nil
-            waitingOn[wsi] = nil
+            if awaits(exchange) { http[wsi] = nil }
         }
         if ["GET", "HEAD"].contains(request.method), let file = staticFile(for: request.path) {
             let result = Self.staticFileHeaders.withCString { headers in
@@ -701,31 +708,44 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         if request.path == "/v1" || request.path.hasPrefix("/v1/") {
             // The API's errors are JSON, a path no route has included.
             return respond(wsi: wsi, HTTPResponse(status: 404, contentType: "application/json",
-                                                  body: Self.errorBody("not-found", "no route has this path")), headOnly: headOnly)
+                                                  body: Self.errorBody("not-found", "no route has this path")),
+                           headOnly: headOnly, closeAfter: closeAfter)
         }
-        return respond(wsi: wsi, HTTPResponse(status: 404, text: "not found\n"), headOnly: headOnly)
+        return respond(wsi: wsi, HTTPResponse(status: 404, text: "not found\n"), headOnly: headOnly, closeAfter: closeAfter)
+    }
+
+    /// Whether `exchange` is its connection's request still waiting for an answer (not answered, and
+    /// its connection not gone: a wsi's address is reused by a later connection).
+    private func awaits(_ exchange: ServerHTTPExchange) -> Bool {
+        guard case .awaitingAnswer(let current, _)? = http[exchange.wsi] else { return false }
+        return current === exchange
     }
 
     /// An exchange's answer (service thread): written when the socket can take it.
-    func answer(_ id: Int, _ response: HTTPResponse) {
-        guard let (wsi, exchange) = waiting.removeValue(forKey: id) else { return }
-        waitingOn[wsi] = nil
-        _ = respond(wsi: wsi, response, headOnly: exchange.request.method == "HEAD")
+    func answer(_ exchange: ServerHTTPExchange, _ response: HTTPResponse) {
+        guard case .awaitingAnswer(let current, let closeAfter)? = http[exchange.wsi], current === exchange else { return }
+        _ = respond(wsi: exchange.wsi, response, headOnly: exchange.request.method == "HEAD", closeAfter: closeAfter)
     }
 
-    private func respond(wsi: OpaquePointer, _ response: HTTPResponse, headOnly: Bool = false) -> Int32 {
+    private func respond(wsi: OpaquePointer, _ response: HTTPResponse, headOnly: Bool = false, closeAfter: Bool = false) -> Int32 {
         var response = response
-        if closeAfterAnswer.remove(wsi) != nil { response.closeAfter = true }
-        pendingHTTP[wsi] = OutgoingResponse(response: response, headOnly: headOnly)
+        if closeAfter { response.closeAfter = true }
+        http[wsi] = .writing(OutgoingResponse(response: response, headOnly: headOnly))
         lws_callback_on_writable(wsi)
         return 0
     }
 
-    private func forgetHTTP(_ wsi: OpaquePointer) {
-        reading[wsi] = nil
-        closeAfterAnswer.remove(wsi)
-        pendingHTTP[wsi] = nil
-        if let id = waitingOn.removeValue(forKey: wsi) { waiting.removeValue(forKey: id)?.exchange.clientGone() }
+    /// The connection's HTTP part is over (CLOSED_HTTP) or the wsi is gone (`upgrade`: WSI_DESTROY, which
+    /// also ends an upgrade that never reached ESTABLISHED). A handler still working is told.
+    private func forgetHTTP(_ wsi: OpaquePointer, upgrade: Bool) {
+        switch http[wsi] {
+        case .upgrading?: if upgrade { http[wsi] = nil }
+        case .awaitingAnswer(let exchange, _)?:
+            http[wsi] = nil
+            exchange.clientGone()
+        case .readingBody?, .writing?: http[wsi] = nil
+        case nil: break
+        }
     }
 
     /// On every answer the server writes (the API's, `/healthz`, `/metrics`, errors): none is to be
@@ -743,7 +763,7 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
     /// the rest goes on the next WRITEABLE. After the last piece the connection waits for the next
     /// request (keep-alive), or closes when the answer says so.
     private func writeResponse(wsi: OpaquePointer) -> Int32 {
-        guard var out = pendingHTTP[wsi] else { return 0 }
+        guard case .writing(var out)? = http[wsi] else { return 0 }
         let response = out.response
         if !out.headSent {
             var head = [UInt8](repeating: 0, count: pk_lws_pre + 2048)
@@ -786,11 +806,11 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             out.offset = end
         }
         if out.offset < response.body.count {
-            pendingHTTP[wsi] = out
+            http[wsi] = .writing(out)
             lws_callback_on_writable(wsi)
             return 0
         }
-        pendingHTTP[wsi] = nil
+        http[wsi] = nil
         if response.closeAfter { return -1 }
         return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
     }
