@@ -24,6 +24,13 @@ public final class InMemoryStore: PeopleStore {
         /// Room events not yet delivered, in the order kept.
         var notices: [WebhookNotice] = []
 
+        func held(by endpoint: String) -> StoredWebhookEndpoint {
+            let notices = self.notices.filter { $0.endpoint == endpoint }
+            let owed = notices.count { $0.revision != nil }
+            return StoredWebhookEndpoint(endpoint: endpoint, cursors: cursors[endpoint]?.count ?? 0,
+                                         events: notices.count - owed, owedRevisions: owed)
+        }
+
         mutating func keep(_ new: [WebhookNotice]) {
             for notice in new where !notices.contains(notice) { notices.append(notice) }
         }
@@ -159,6 +166,23 @@ public final class InMemoryStore: PeopleStore {
 
     public func removeWebhookCursor(endpoint: String, room: String) throws(StoreError) {
         state.withLock { _ = $0.cursors[endpoint]?.removeValue(forKey: room) }
+    }
+
+    public func webhookEndpoints() throws(StoreError) -> [StoredWebhookEndpoint] {
+        state.withLock { state in
+            let endpoints = Set(state.cursors.filter { !$0.value.isEmpty }.keys).union(state.notices.map(\.endpoint))
+            return endpoints.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }.map { state.held(by: $0) }
+        }
+    }
+
+    public func forgetWebhookEndpoint(_ endpoint: String) throws(StoreError) -> StoredWebhookEndpoint? {
+        state.withLock { state in
+            let held = state.held(by: endpoint)
+            guard held.cursors + held.events + held.owedRevisions > 0 else { return nil }
+            state.cursors[endpoint] = nil
+            state.notices.removeAll { $0.endpoint == endpoint }
+            return held
+        }
     }
 
     public func check() throws(StoreError) {}

@@ -103,6 +103,17 @@ public protocol PeopleStore: Sendable {
     /// no node is making (their owner died or unloaded them). One query in the durable stores.
     func webhookBacklog(endpoint: String) throws(StoreError) -> [WebhookBacklog]
 
+    /// Every webhook endpoint the store keeps delivery state for (a cursor, a room event, a deleted
+    /// room's revision owed), by id (its URL) in byte order, with how much of each: what
+    /// `peoplekeeper-hub webhooks` lists, to find endpoints that are no longer configured.
+    func webhookEndpoints() throws(StoreError) -> [StoredWebhookEndpoint]
+
+    /// Removes everything the store keeps for `endpoint` (its cursors, room events and owed revisions),
+    /// in one commit, and returns what it was (nil: nothing). For an endpoint removed from the config
+    /// of every hub: one still configured would write its cursors again, and start at each room's head
+    /// where it has none.
+    func forgetWebhookEndpoint(_ endpoint: String) throws(StoreError) -> StoredWebhookEndpoint?
+
     /// Throws if the store cannot be reached or written now (for `/healthz`). Blocks: call it off the
     /// service thread.
     func check() throws(StoreError)
@@ -193,6 +204,22 @@ public struct OwedPosition: Sendable, Hashable, Comparable {
     public init(time: Int64, rev: Int) { (self.time, self.rev) = (time, rev) }
 
     public static func < (a: OwedPosition, b: OwedPosition) -> Bool { (a.time, a.rev) < (b.time, b.rev) }
+}
+
+/// What the store keeps for one webhook endpoint (`webhookEndpoints`).
+public struct StoredWebhookEndpoint: Sendable, Hashable {
+    /// The endpoint's id (its URL, as configured).
+    public var endpoint: String
+    /// Rooms with a cursor (the last revision delivered there).
+    public var cursors: Int
+    /// Room events (`room.created`, `room.deleted`) not yet delivered.
+    public var events: Int
+    /// Revisions of deleted rooms not yet delivered, and the rooms they were in.
+    public var owedRevisions: Int
+
+    public init(endpoint: String, cursors: Int, events: Int, owedRevisions: Int) {
+        (self.endpoint, self.cursors, self.events, self.owedRevisions) = (endpoint, cursors, events, owedRevisions)
+    }
 }
 
 /// A room where a webhook endpoint has something left to deliver (`webhookBacklog`).

@@ -548,7 +548,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                 }
             }
         } catch {
-            throw Self.storeError(error, "cannot read the webhook backlog of \(endpoint): \(Self.describe(error))")
+            throw Self.storeError(error, "cannot read an endpoint's webhook backlog: \(Self.describe(error))")
         }
     }
 
@@ -563,7 +563,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                 return cursors
             }
         } catch {
-            throw Self.storeError(error, "cannot read the webhook cursors of \(endpoint): \(Self.describe(error))")
+            throw Self.storeError(error, "cannot read an endpoint's webhook cursors: \(Self.describe(error))")
         }
     }
 
@@ -584,7 +584,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                 }
             }
         } catch {
-            throw Self.storeError(error, "cannot read the webhook notices of \(endpoint): \(Self.describe(error))")
+            throw Self.storeError(error, "cannot read an endpoint's webhook notices: \(Self.describe(error))")
         }
     }
 
@@ -603,7 +603,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                 }
             }
         } catch {
-            throw Self.storeError(error, "cannot read the revisions owed to \(endpoint) of \(room): \(Self.describe(error))")
+            throw Self.storeError(error, "cannot read the revisions of \(room) owed to an endpoint: \(Self.describe(error))")
         }
     }
 
@@ -614,7 +614,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                     .map { try $0.decode(String.self) })
             }
         } catch {
-            throw Self.storeError(error, "cannot read the rooms owed to \(endpoint): \(Self.describe(error))")
+            throw Self.storeError(error, "cannot read the rooms owed to an endpoint: \(Self.describe(error))")
         }
     }
 
@@ -634,7 +634,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                 }
             }
         } catch {
-            throw Self.storeError(error, "cannot remove a webhook notice of \(notice.endpoint) for \(notice.room): \(Self.describe(error))")
+            throw Self.storeError(error, "cannot remove a webhook notice for \(notice.room): \(Self.describe(error))")
         }
     }
 
@@ -648,7 +648,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                     """, on: connection)
             }
         } catch {
-            throw Self.storeError(error, "cannot set the webhook cursor of \(endpoint) for \(room): \(Self.describe(error))")
+            throw Self.storeError(error, "cannot set an endpoint's webhook cursor for \(room): \(Self.describe(error))")
         }
     }
 
@@ -658,7 +658,48 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                 _ = try run("DELETE FROM webhook_cursors WHERE endpoint = \(endpoint) AND room = \(room)", on: connection)
             }
         } catch {
-            throw Self.storeError(error, "cannot remove the webhook cursor of \(endpoint) for \(room): \(Self.describe(error))")
+            throw Self.storeError(error, "cannot remove an endpoint's webhook cursor for \(room): \(Self.describe(error))")
+        }
+    }
+
+    public func webhookEndpoints() throws(StoreError) -> [StoredWebhookEndpoint] {
+        do {
+            return try withPooledConnection { connection in
+                try run("""
+                    WITH endpoints AS (SELECT endpoint FROM webhook_cursors UNION SELECT endpoint FROM webhook_notices
+                                       UNION SELECT endpoint FROM webhook_owed)
+                    SELECT e.endpoint,
+                           (SELECT count(*) FROM webhook_cursors c WHERE c.endpoint = e.endpoint),
+                           (SELECT count(*) FROM webhook_notices n WHERE n.endpoint = e.endpoint),
+                           (SELECT count(*) FROM webhook_owed o WHERE o.endpoint = e.endpoint)
+                    FROM endpoints e ORDER BY e.endpoint COLLATE "C"
+                    """, on: connection).rows.map { row in
+                    let (endpoint, cursors, events, owed) = try row.decode((String, Int, Int, Int).self)
+                    return StoredWebhookEndpoint(endpoint: endpoint, cursors: cursors, events: events, owedRevisions: owed)
+                }
+            }
+        } catch {
+            throw Self.storeError(error, "cannot list the webhook endpoints: \(Self.describe(error))")
+        }
+    }
+
+    /// One statement (so one transaction) on a pooled connection.
+    public func forgetWebhookEndpoint(_ endpoint: String) throws(StoreError) -> StoredWebhookEndpoint? {
+        do {
+            return try withPooledConnection { connection in
+                let rows = try run("""
+                    WITH c AS (DELETE FROM webhook_cursors WHERE endpoint = \(endpoint) RETURNING 1),
+                         n AS (DELETE FROM webhook_notices WHERE endpoint = \(endpoint) RETURNING 1),
+                         o AS (DELETE FROM webhook_owed WHERE endpoint = \(endpoint) RETURNING 1)
+                    SELECT (SELECT count(*) FROM c), (SELECT count(*) FROM n), (SELECT count(*) FROM o)
+                    """, on: connection).rows
+                guard let row = rows.first else { return nil }
+                let (cursors, events, owed) = try row.decode((Int, Int, Int).self)
+                let held = StoredWebhookEndpoint(endpoint: endpoint, cursors: cursors, events: events, owedRevisions: owed)
+                return cursors + events + owed > 0 ? held : nil
+            }
+        } catch {
+            throw Self.storeError(error, "cannot forget a webhook endpoint: \(Self.describe(error))")
         }
     }
 

@@ -410,7 +410,7 @@ public final class SQLiteStore: PeopleStore {
                 }
             }
         } catch {
-            throw Self.storeError(error, "cannot read the webhook notices of \(endpoint): \(error)")
+            throw Self.storeError(error, "cannot read an endpoint's webhook notices: \(error)")
         }
     }
 
@@ -432,7 +432,7 @@ public final class SQLiteStore: PeopleStore {
                 return owed
             }
         } catch {
-            throw Self.storeError(error, "cannot read the revisions owed to \(endpoint) of \(room): \(error)")
+            throw Self.storeError(error, "cannot read the revisions of \(room) owed to an endpoint: \(error)")
         }
     }
 
@@ -442,7 +442,7 @@ public final class SQLiteStore: PeopleStore {
                 Set(try String.fetchAll(db, sql: "SELECT DISTINCT room FROM webhook_owed WHERE endpoint = ?", arguments: [endpoint]))
             }
         } catch {
-            throw Self.storeError(error, "cannot read the rooms owed to \(endpoint): \(error)")
+            throw Self.storeError(error, "cannot read the rooms owed to an endpoint: \(error)")
         }
     }
 
@@ -458,8 +458,51 @@ public final class SQLiteStore: PeopleStore {
                 }
             }
         } catch {
-            throw Self.storeError(error, "cannot remove a webhook notice of \(notice.endpoint) for \(notice.room): \(error)")
+            throw Self.storeError(error, "cannot remove a webhook notice for \(notice.room): \(error)")
         }
+    }
+
+    public func webhookEndpoints() throws(StoreError) -> [StoredWebhookEndpoint] {
+        do {
+            return try pool.read { db in
+                try Row.fetchAll(db, sql: """
+                    WITH endpoints AS (SELECT endpoint FROM webhook_cursors UNION SELECT endpoint FROM webhook_notices
+                                       UNION SELECT endpoint FROM webhook_owed)
+                    SELECT e.endpoint,
+                           (SELECT count(*) FROM webhook_cursors c WHERE c.endpoint = e.endpoint) AS cursors,
+                           (SELECT count(*) FROM webhook_notices n WHERE n.endpoint = e.endpoint) AS events,
+                           (SELECT count(*) FROM webhook_owed o WHERE o.endpoint = e.endpoint) AS owed
+                    FROM endpoints e ORDER BY CAST(e.endpoint AS BLOB)
+                    """).map { row in
+                    StoredWebhookEndpoint(endpoint: row["endpoint"], cursors: row["cursors"], events: row["events"],
+                                          owedRevisions: row["owed"])
+                }
+            }
+        } catch {
+            throw Self.storeError(error, "cannot list the webhook endpoints: \(error)")
+        }
+    }
+
+    /// One transaction; with `secure_delete` the rows' bytes are zeroed in the file, and the
+    /// write-ahead log keeps them until the hub's next deletion or clean stop empties it.
+    public func forgetWebhookEndpoint(_ endpoint: String) throws(StoreError) -> StoredWebhookEndpoint? {
+        do {
+            return try pool.write { db in
+                let held = StoredWebhookEndpoint(
+                    endpoint: endpoint,
+                    cursors: try Self.deleted(db, "DELETE FROM webhook_cursors WHERE endpoint = ?", endpoint),
+                    events: try Self.deleted(db, "DELETE FROM webhook_notices WHERE endpoint = ?", endpoint),
+                    owedRevisions: try Self.deleted(db, "DELETE FROM webhook_owed WHERE endpoint = ?", endpoint))
+                return held.cursors + held.events + held.owedRevisions > 0 ? held : nil
+            }
+        } catch {
+            throw Self.storeError(error, "cannot forget a webhook endpoint: \(error)")
+        }
+    }
+
+    private static func deleted(_ db: Database, _ sql: String, _ endpoint: String) throws -> Int {
+        try db.execute(sql: sql, arguments: [endpoint])
+        return db.changesCount
     }
 
     /// One query: the endpoint's cursored and noticed rooms, each with its head from the journal's
@@ -487,7 +530,7 @@ public final class SQLiteStore: PeopleStore {
                 }
             }
         } catch {
-            throw Self.storeError(error, "cannot read the webhook backlog of \(endpoint): \(error)")
+            throw Self.storeError(error, "cannot read an endpoint's webhook backlog: \(error)")
         }
     }
 
@@ -502,7 +545,7 @@ public final class SQLiteStore: PeopleStore {
                 return cursors
             }
         } catch {
-            throw Self.storeError(error, "cannot read the webhook cursors of \(endpoint): \(error)")
+            throw Self.storeError(error, "cannot read an endpoint's webhook cursors: \(error)")
         }
     }
 
@@ -517,7 +560,7 @@ public final class SQLiteStore: PeopleStore {
                     """, arguments: [endpoint, room, rev])
             }
         } catch {
-            throw Self.storeError(error, "cannot set the webhook cursor of \(endpoint) for \(room): \(error)")
+            throw Self.storeError(error, "cannot set an endpoint's webhook cursor for \(room): \(error)")
         }
     }
 
@@ -527,7 +570,7 @@ public final class SQLiteStore: PeopleStore {
                 try db.execute(sql: "DELETE FROM webhook_cursors WHERE endpoint = ? AND room = ?", arguments: [endpoint, room])
             }
         } catch {
-            throw Self.storeError(error, "cannot remove the webhook cursor of \(endpoint) for \(room): \(error)")
+            throw Self.storeError(error, "cannot remove an endpoint's webhook cursor for \(room): \(error)")
         }
     }
 

@@ -7,7 +7,7 @@ struct PeopleKeeperHub: AsyncParsableCommand {
         commandName: "peoplekeeper-hub",
         abstract: "The PeopleKeeper hub: rooms of people edited together over WebSocket, with per-user undo.",
         subcommands: [Serve.self, Backup.self, Token.self, HistoryCommand.self, ExportCommand.self, ImportCommand.self,
-                      CheckpointsCommand.self,
+                      CheckpointsCommand.self, WebhooksCommand.self,
                       Echo.self, ConfigKeysCommand.self],
         defaultSubcommand: Serve.self
     )

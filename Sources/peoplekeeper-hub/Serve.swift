@@ -139,6 +139,8 @@ struct Serve: AsyncParsableCommand {
         }
         if settings.storageKind == .memory {
             logger.warning("storage.kind memory: nothing outlives this process (rooms, edits and undo stacks are lost on restart)")
+        } else {
+            Self.noteForgottenEndpoints(store: store, configured: Set(endpoints.map(\.url)), logger: logger)
         }
 
         var limits = HubLimits(
@@ -192,6 +194,22 @@ struct Serve: AsyncParsableCommand {
         let group = ServiceGroup(configuration: .init(
             services: [service], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
+    }
+
+    /// Says at start when the store keeps webhook delivery state (cursors, room events, a deleted
+    /// room's revisions owed: people's names among them) for endpoints the config no longer lists,
+    /// which nothing delivers or removes: how many, and the commands that list and remove it (never
+    /// the URLs: they may hold a credential). A store that cannot say is left to the first delivery.
+    static func noteForgottenEndpoints(store: any PeopleStore, configured: Set<String>, logger: Logger) {
+        guard let held = try? store.webhookEndpoints() else { return }
+        let forgotten = held.filter { !configured.contains($0.endpoint) }
+        guard !forgotten.isEmpty else { return }
+        let owed = forgotten.reduce(0) { $0 + $1.owedRevisions + $1.events }
+        logger.notice("""
+            the store keeps webhook delivery state for endpoints no longer in the config: \
+            `peoplekeeper-hub webhooks` lists them, `peoplekeeper-hub webhooks forget --unconfigured` removes it
+            """,
+                      metadata: ["endpoints": "\(forgotten.count)", "undelivered": "\(owed)"])
     }
 }
 

@@ -221,6 +221,10 @@ final class ScriptedStore: PeopleStore, @unchecked Sendable {
     func removeWebhookCursor(endpoint: String, room: String) throws(StoreError) {
         try inner.removeWebhookCursor(endpoint: endpoint, room: room)
     }
+    func webhookEndpoints() throws(StoreError) -> [StoredWebhookEndpoint] { try inner.webhookEndpoints() }
+    func forgetWebhookEndpoint(_ endpoint: String) throws(StoreError) -> StoredWebhookEndpoint? {
+        try inner.forgetWebhookEndpoint(endpoint)
+    }
 
     func check() throws(StoreError) {}
     func close() {}

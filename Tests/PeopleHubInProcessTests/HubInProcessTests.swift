@@ -706,6 +706,8 @@ final class LeasedElsewhere: PeopleStore, RoomLeases, @unchecked Sendable {
     func webhookCursors(endpoint: String) throws(StoreError) -> [String: Int] { [:] }
     func setWebhookCursor(endpoint: String, room: String, rev: Int) throws(StoreError) {}
     func removeWebhookCursor(endpoint: String, room: String) throws(StoreError) {}
+    func webhookEndpoints() throws(StoreError) -> [StoredWebhookEndpoint] { [] }
+    func forgetWebhookEndpoint(_ endpoint: String) throws(StoreError) -> StoredWebhookEndpoint? { nil }
     func check() throws(StoreError) {}
     func close() {}
     func acquire(room: String, for holder: LeaseHolder) throws(StoreError) -> LeaseOutcome {

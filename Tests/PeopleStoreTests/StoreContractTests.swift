@@ -461,6 +461,53 @@ struct StoreContract {
         #expect(try reopened.webhookBacklog(endpoint: e1).filter { $0.room == name && $0.noticed }.isEmpty)
     }
 
+    /// The endpoints the store keeps something for are listed with how much; forgetting one removes
+    /// its cursors, room events and owed revisions together and says what they were, leaves the other
+    /// endpoints and the rooms alone, and outlives the store being reopened; forgetting it again, or
+    /// an endpoint never seen, finds nothing.
+    func forgetWebhookEndpoint() throws {
+        let store = try open()
+        let (gone, kept) = ("\(prefix)https://gone.example/forget", "\(prefix)https://kept.example/forget")
+        let (live, deleted) = ("\(prefix)forget-live", "\(prefix)forget-deleted")
+        var liveRoom = RoomDriver(name: live), deletedRoom = RoomDriver(name: deleted)
+        store.save(liveRoom.room.snapshot(), room: live,
+                   notices: [WebhookNotice(endpoint: gone, room: live, event: "room.created", time: 1_000)])
+        store.save(deletedRoom.room.snapshot(), room: deleted)
+        liveRoom.play(rounds: 1)
+        deletedRoom.play(rounds: 1)
+        try appendAndWait(store, liveRoom.entries, room: live)
+        try appendAndWait(store, deletedRoom.entries, room: deleted)
+        let head = deletedRoom.room.revision
+        #expect(head >= 3)
+        try store.setWebhookCursor(endpoint: gone, room: live, rev: 1)
+        try store.setWebhookCursor(endpoint: gone, room: deleted, rev: 1)
+        try store.setWebhookCursor(endpoint: kept, room: live, rev: 2)
+        #expect(try store.deleteRoom(deleted, notices: [.owed(endpoint: gone, room: deleted, deletedAt: 2_000),
+                                                        WebhookNotice(endpoint: gone, room: deleted, event: "room.deleted", time: 2_000)]))
+        let ours = { (store: any PeopleStore) throws -> [StoredWebhookEndpoint] in
+            try store.webhookEndpoints().filter { $0.endpoint.hasPrefix(prefix) && $0.endpoint.hasSuffix("/forget") }
+        }
+        let goneHeld = StoredWebhookEndpoint(endpoint: gone, cursors: 1, events: 2, owedRevisions: head - 1)
+        let keptHeld = StoredWebhookEndpoint(endpoint: kept, cursors: 1, events: 0, owedRevisions: 0)
+        #expect(try ours(store) == [goneHeld, keptHeld])
+        #expect(try store.forgetWebhookEndpoint(gone) == goneHeld)
+        #expect(try ours(store) == [keptHeld])
+        #expect(try store.webhookCursors(endpoint: gone).isEmpty)
+        #expect(try store.webhookNotices(endpoint: gone).isEmpty)
+        #expect(try store.roomsOwed(endpoint: gone).isEmpty)
+        #expect(try store.webhookBacklog(endpoint: gone).isEmpty)
+        #expect(try store.webhookCursors(endpoint: kept) == [live: 2])
+        #expect(try store.load(room: live) != nil)
+        #expect(try store.forgetWebhookEndpoint(gone) == nil)
+        #expect(try store.forgetWebhookEndpoint("\(prefix)https://never.example/forget") == nil)
+        store.close()
+
+        let reopened = try open()
+        defer { reopened.close() }
+        #expect(try ours(reopened) == [keptHeld])
+        #expect(try reopened.webhookCursors(endpoint: gone).isEmpty)
+    }
+
     /// A checkpoint kept on its own (the backfill of an old room) is read back like a snapshot's; one
     /// the store has at that revision stays; a room the store does not have gets none.
     func keptCheckpoints() throws {
@@ -613,6 +660,7 @@ struct InMemoryStoreContractTests {
     @Test func webhookNoticesKept() async throws { try await contract.run { try $0.webhookNoticesKept() } }
     @Test func webhookRevisionsOwed() async throws { try await contract.run { try $0.webhookRevisionsOwed() } }
     @Test func webhookBacklog() async throws { try await contract.run { try $0.webhookBacklog() } }
+    @Test func forgetWebhookEndpoint() async throws { try await contract.run { try $0.forgetWebhookEndpoint() } }
     @Test func keptCheckpoints() async throws { try await contract.run { try $0.keptCheckpoints() } }
     @Test func checkpoints() async throws { try await contract.run { try $0.checkpoints() } }
     @Test func createWithHistory() async throws { try await contract.run { try $0.createWithHistory() } }
@@ -641,6 +689,7 @@ final class SQLiteStoreContractTests: Sendable {
     @Test func webhookNoticesKept() async throws { try await contract.run { try $0.webhookNoticesKept() } }
     @Test func webhookRevisionsOwed() async throws { try await contract.run { try $0.webhookRevisionsOwed() } }
     @Test func webhookBacklog() async throws { try await contract.run { try $0.webhookBacklog() } }
+    @Test func forgetWebhookEndpoint() async throws { try await contract.run { try $0.forgetWebhookEndpoint() } }
     @Test func keptCheckpoints() async throws { try await contract.run { try $0.keptCheckpoints() } }
     @Test func checkpoints() async throws { try await contract.run { try $0.checkpoints() } }
     @Test func createWithHistory() async throws { try await contract.run { try $0.createWithHistory() } }
@@ -719,6 +768,7 @@ struct PostgresStoreContractTests {
     @Test func webhookNoticesKept() async throws { try await contract.run { try $0.webhookNoticesKept() } }
     @Test func webhookRevisionsOwed() async throws { try await contract.run { try $0.webhookRevisionsOwed() } }
     @Test func webhookBacklog() async throws { try await contract.run { try $0.webhookBacklog() } }
+    @Test func forgetWebhookEndpoint() async throws { try await contract.run { try $0.forgetWebhookEndpoint() } }
     @Test func keptCheckpoints() async throws { try await contract.run { try $0.keptCheckpoints() } }
     @Test func checkpoints() async throws { try await contract.run { try $0.checkpoints() } }
     @Test func createWithHistory() async throws { try await contract.run { try $0.createWithHistory() } }

@@ -71,12 +71,20 @@ def help_flags(text: str) -> set[str]:
     return flags - {"--help"}
 
 
-def subcommands() -> list[str]:
-    text = hub("--help")
-    assert "SUBCOMMANDS:" in text, text
+def subcommands(*parent: str) -> list[str]:
+    """Every command under `parent` (the hub's: all of them), each a space-separated path, nested ones
+    (`webhooks forget`) too."""
+    text = hub(*parent, "--help")
+    if "SUBCOMMANDS:" not in text:
+        return []
     block = text.split("SUBCOMMANDS:", 1)[1].split("\n\n", 1)[0]
     # A command's line is indented two spaces; its description's continuation lines further.
-    return re.findall(r"^  ([a-z][a-z0-9-]*)(?:\s|$)", block, re.MULTILINE)
+    found = []
+    for name in re.findall(r"^  ([a-z][a-z0-9-]*)(?:\s|$)", block, re.MULTILINE):
+        path = [*parent, name]
+        found.append(" ".join(path))
+        found += subcommands(*path)
+    return found
 
 
 def test_every_config_key_is_documented_and_in_the_example_config():
@@ -93,10 +101,10 @@ def test_every_config_key_is_documented_and_in_the_example_config():
 def test_every_flag_of_every_subcommand_is_in_config_md():
     doc = CONFIG_MD.read_text(encoding="utf-8")
     commands = subcommands()
-    assert "serve" in commands, commands
+    assert "serve" in commands and "webhooks forget" in commands, commands
     missing = []
     for command in commands:
-        for flag in sorted(help_flags(hub(command, "--help"))):
+        for flag in sorted(help_flags(hub(*command.split(), "--help"))):
             if not re.search(re.escape(flag) + r"(?![a-z0-9-])", doc):
                 missing.append(f"{command} {flag}")
     assert not missing, f"flags missing from docs/CONFIG.md: {', '.join(missing)}"

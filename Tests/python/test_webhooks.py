@@ -845,3 +845,76 @@ def test_an_imported_history_longer_than_memory_is_delivered_whole(hub_factory, 
     time.sleep(0.5)
     assert not receiver.problems(), receiver.problems()
     check_deliveries(receiver, "/imp", room, feed)
+
+
+def test_an_endpoint_taken_out_of_the_config_is_listed_and_forgotten_with_what_it_was_owed(
+        hub_factory, receiver_factory, tmp_path, room, rooms):
+    """A privacy review (session 24) found that an endpoint removed from the config kept what it was
+    owed in the store for good: a deleted room's revisions it had not been sent, copies of the room's
+    people. /gone gets the first revisions, then fails; the room (holding a person named only in a
+    revision /gone was never sent) is deleted; the hub restarts without /gone. The start says, without
+    the URL, that the store keeps state for an endpoint no longer configured; `peoplekeeper-hub
+    webhooks` lists it as not in the config, with its counts; `webhooks forget` refuses a configured
+    URL (64) and one the store never had (66); `--unconfigured` removes it, and after a clean stop the
+    person is in none of the SQLite files. The configured endpoint keeps its cursor."""
+    from conftest import to_yaml
+    from test_export_import import command
+    secret_name = "Quillon Marchbanks"
+    receiver, secrets = receiver_factory("/hook", "/gone")
+    every = ["revision", "room.created", "room.deleted"]
+    mirror = {"path": "/hook", "rooms": ["*"], "events": every, "name": "mirror"}
+    hub = hub_factory({**SQLITE, "logging": {"level": "notice", "format": "text"},
+                       "webhooks": webhook_config(tmp_path, receiver, secrets, [
+                           mirror, {"path": "/gone", "rooms": ["*"], "events": every}])})
+    other = rooms("-other")
+    ann = hub.join(other, "ann")
+    ann.edit([set_op(1, "glasses", True)])
+    ann.close()
+    ann = hub.join(room, "ann")
+    ann.edit([set_op(1, "glasses", True)])
+    wait_for(lambda: all(len(receiver.delivered(p, r)) == 1 for p in ("/hook", "/gone") for r in (room, other)), 20,
+             lambda: f"the first revisions: {receiver.snapshot()}")
+    receiver.behaviour["/gone"] = "fail"
+    ann.edit([{"op": "insert", "at": 0, "person": person(9, secret_name)}])
+    ann.edit([set_op(2, "glasses", True)])
+    wait_for(lambda: any(a.path == "/gone" and a.answer == 500 for a in receiver.snapshot()), 20, "a failed delivery")
+    wait_for(lambda: len(receiver.delivered("/hook", room)) == 3, 20, lambda: f"{room_events(receiver, room)}")
+    ann.close()
+    assert HubHTTP(hub.port).remove_room(room).status == 204
+    wait_for(lambda: ("room.deleted", None) in room_events(receiver, room), 20, lambda: f"{room_events(receiver, room)}")
+    assert hub.terminate() == 0, hub.stderr()[-2000:]
+
+    files = lambda: [p for p in (hub.workdir / "data").iterdir() if p.name.startswith("pk.sqlite")]  # noqa: E731
+    holding = lambda: [p.name for p in files() if secret_name.encode() in p.read_bytes()]  # noqa: E731
+    assert holding(), "the revisions owed to /gone hold the deleted room's person"
+
+    hub.config["webhooks"] = webhook_config(tmp_path, receiver, secrets, [mirror])
+    hub.config_path.write_text(to_yaml(hub.config))
+    hub.restart()
+    start = hub.stderr().split("--- start #2 ---")[-1]
+    assert "webhooks forget --unconfigured" in start and "/gone" not in start, start[-2000:]
+
+    gone, kept = receiver.url("/gone"), receiver.url("/hook")
+    listed = command(hub, "webhooks")
+    assert listed.returncode == 0, listed.stderr
+    lines = {line.split()[0]: line for line in listed.stdout.splitlines()}
+    assert lines[gone].endswith("not in the config: 1 room with a cursor, 1 room event and 2 revisions of deleted rooms "
+                                "not yet delivered"), listed.stdout
+    assert '"mirror" (webhooks[0]): 1 room with a cursor, 0 room events' in lines[kept], listed.stdout
+
+    configured = command(hub, "webhooks", "forget", kept)
+    assert configured.returncode == 64 and "is in the config (webhooks[0]" in configured.stderr, configured
+    unknown = command(hub, "webhooks", "forget", receiver.url("/never"))
+    assert unknown.returncode == 66 and "keeps nothing" in unknown.stderr, unknown
+    neither = command(hub, "webhooks", "forget")
+    assert neither.returncode == 64 and "--unconfigured" in neither.stderr, neither
+    forgot = command(hub, "webhooks", "forget", "--unconfigured")
+    assert forgot.returncode == 0 and forgot.stdout.startswith(f"forgot {gone}: 1 room with a cursor"), forgot
+    again = command(hub, "webhooks", "forget", "--unconfigured")
+    assert again.returncode == 0 and "nothing to forget" in again.stdout, again
+
+    listed = command(hub, "webhooks")
+    assert [line.split()[0] for line in listed.stdout.splitlines()] == [kept], listed.stdout
+    assert {h["url"]: h for h in webhook_states(hub)}[kept]["backlog"] == 0
+    assert hub.terminate() == 0, hub.stderr()[-2000:]
+    assert holding() == [], f"{secret_name} is still readable in {holding()} after the forget and a clean stop"

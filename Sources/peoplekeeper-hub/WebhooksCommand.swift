@@ -1,0 +1,150 @@
+import ArgumentParser
+import Foundation
+import PeopleStore
+import PeopleWebhooks
+
+/// `peoplekeeper-hub webhooks [list]` and `peoplekeeper-hub webhooks forget`: what the store keeps for
+/// each webhook endpoint (its delivery cursors, room events and a deleted room's revisions not yet
+/// delivered), and removing it for an endpoint taken out of the config. Nothing else removes it: the
+/// hub keeps what an endpoint was owed while it is configured, and a hub started with an older
+/// config in a rolling change must not drop what another node is still delivering.
+struct WebhooksCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "webhooks",
+        abstract: "List what the store keeps for each webhook endpoint; forget an endpoint removed from the config.",
+        subcommands: [List.self, Forget.self],
+        defaultSubcommand: List.self)
+
+    /// What the store keeps for `held`, in words.
+    static func describe(_ held: StoredWebhookEndpoint) -> String {
+        let owed = held.owedRevisions
+        return "\(count(held.cursors, "room", "rooms")) with a cursor, \(count(held.events, "room event", "room events")) "
+            + "and \(count(owed, "revision", "revisions")) of deleted rooms not yet delivered"
+    }
+
+    static func count(_ n: Int, _ one: String, _ many: String) -> String { "\(n) \(n == 1 ? one : many)" }
+
+    /// `url` with its password (if any) shown as `***`: the listing is for finding an endpoint, not
+    /// for copying its credentials.
+    static func shown(_ url: String) -> String {
+        guard var parts = URLComponents(string: url), parts.password != nil else { return url }
+        parts.password = "***"
+        return parts.string ?? url
+    }
+
+    /// The config's endpoints and the store (exit 78 for a bad config, 64 for the memory store, 66 for
+    /// a SQLite file that is not there, 74 when it cannot be opened).
+    static func open(config: String, command: String) async throws -> ([WebhookEndpoint], any PeopleStore) {
+        let settings = try await StoreAccess.settings(config: config, command: command)
+        let endpoints: [WebhookEndpoint]
+        do { endpoints = try WebhookSettings.endpoints(file: config) } catch { throw StoreAccess.fail(78, command, "\(error)") }
+        return (endpoints, try StoreAccess.open(settings, command: command))
+    }
+
+    static func held(in store: any PeopleStore, command: String) throws -> [StoredWebhookEndpoint] {
+        do { return try store.webhookEndpoints() } catch { throw StoreAccess.fail(74, command, "\(error)") }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "list",
+            abstract: "List the webhook endpoints the store keeps delivery state for, and whether the config still has each.",
+            discussion: """
+                One line per endpoint: its URL (a password in it shown as ***), its name in the config or \
+                "not in the config", and how many rooms it has a cursor in, room events and revisions of \
+                deleted rooms it has not been sent. An endpoint not in the config is never delivered to \
+                again; `peoplekeeper-hub webhooks forget` removes what the store keeps for it. Reads only: \
+                it may run beside the hubs.
+
+                Examples:
+                  peoplekeeper-hub webhooks
+                  peoplekeeper-hub webhooks list --config /etc/peoplekeeper/peoplekeeper.yaml
+                """)
+
+        @Option(name: .long, help: "The YAML config file (for the store and the webhooks configured).")
+        var config: String = "Config/peoplekeeper.yaml"
+
+        func run() async throws {
+            let (endpoints, store) = try await WebhooksCommand.open(config: config, command: "webhooks")
+            defer { store.close() }
+            let held = try WebhooksCommand.held(in: store, command: "webhooks")
+            if held.isEmpty { print("the store keeps nothing for any webhook endpoint") }
+            for entry in held {
+                let configured = endpoints.firstIndex { $0.url == entry.endpoint }
+                let status = configured.map { "\"\(endpoints[$0].name)\" (webhooks[\($0)])" } ?? "not in the config"
+                print("\(WebhooksCommand.shown(entry.endpoint))  \(status): \(WebhooksCommand.describe(entry))")
+            }
+        }
+    }
+
+    struct Forget: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "forget",
+            abstract: "Remove what the store keeps for webhook endpoints that are no longer configured.",
+            discussion: """
+                Removes, in one commit per endpoint, its delivery cursors, the room events and the \
+                revisions of deleted rooms it was never sent (copies of those rooms' people). Take the \
+                endpoint out of every hub's config first: an endpoint the config still lists is refused \
+                (exit 64), since a hub delivering to it would write its cursors again and start each room \
+                at its head. Name endpoints by URL, as `peoplekeeper-hub webhooks` lists them (with *** \
+                for a password, or the whole URL), or give --unconfigured for every endpoint the config \
+                does not list. A URL the store keeps nothing for: exit 66 (the others are still done); a \
+                store failure: exit 74. It may run beside the hubs. With SQLite the rows are zeroed in \
+                the file at once, and the write-ahead log keeps them until the hub's next deletion or \
+                clean stop.
+
+                Examples:
+                  peoplekeeper-hub webhooks forget --unconfigured
+                  peoplekeeper-hub webhooks forget https://old-hooks.example.com/people
+                """)
+
+        @Option(name: .long, help: "The YAML config file (for the store and the webhooks configured).")
+        var config: String = "Config/peoplekeeper.yaml"
+
+        @Flag(name: .long, help: "Forget every endpoint the config does not list.")
+        var unconfigured = false
+
+        @Argument(help: "The endpoints' URLs, as `peoplekeeper-hub webhooks` lists them.")
+        var urls: [String] = []
+
+        func validate() throws {
+            if unconfigured == !urls.isEmpty {
+                throw ValidationError("give the endpoints' URLs or --unconfigured (one of the two)")
+            }
+        }
+
+        func run() async throws {
+            let (endpoints, store) = try await WebhooksCommand.open(config: config, command: "webhooks forget")
+            defer { store.close() }
+            let held = try WebhooksCommand.held(in: store, command: "webhooks forget")
+            let configured = Set(endpoints.map(\.url))
+            var chosen: [String] = []
+            var status: Int32 = 0
+            if unconfigured {
+                chosen = held.map(\.endpoint).filter { !configured.contains($0) }
+                if chosen.isEmpty { print("every endpoint the store keeps something for is in the config: nothing to forget") }
+            }
+            for url in urls {
+                if let index = endpoints.firstIndex(where: { $0.url == url || WebhooksCommand.shown($0.url) == url }) {
+                    throw StoreAccess.fail(64, "webhooks forget", "\(url) is in the config (webhooks[\(index)], \"\(endpoints[index].name)\"): "
+                                           + "take it out of every hub's config first (a hub delivering to it would write its cursors again)")
+                }
+                let matches = held.map(\.endpoint).filter { $0 == url || WebhooksCommand.shown($0) == url }
+                if matches.isEmpty {
+                    status = max(status, StoreAccess.fail(66, "webhooks forget", "the store keeps nothing for \(url)").rawValue)
+                }
+                chosen += matches.filter { !chosen.contains($0) }
+            }
+            for endpoint in chosen {
+                do {
+                    if let forgotten = try store.forgetWebhookEndpoint(endpoint) {
+                        print("forgot \(WebhooksCommand.shown(endpoint)): \(WebhooksCommand.describe(forgotten))")
+                    }
+                } catch {
+                    status = max(status, StoreAccess.fail(74, "webhooks forget", "\(WebhooksCommand.shown(endpoint)): \(error)").rawValue)
+                }
+            }
+            if status != 0 { throw ExitCode(status) }
+        }
+    }
+}
