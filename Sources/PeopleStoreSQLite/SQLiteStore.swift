@@ -483,11 +483,14 @@ public final class SQLiteStore: PeopleStore {
         }
     }
 
-    /// One transaction; with `secure_delete` the rows' bytes are zeroed in the file, and the
-    /// write-ahead log keeps them until the hub's next deletion or clean stop empties it.
+    /// One transaction; then, as after a room's deletion, the write-ahead log is emptied into the file
+    /// (`forgetDeletedPages`), where `secure_delete` has zeroed the rows: what the endpoint was owed
+    /// (copies of deleted rooms' people) is left readable in neither file. Beside a running hub that
+    /// checkpoint waits for the hub's readers (its commits wait meanwhile), once per endpoint forgotten.
     public func forgetWebhookEndpoint(_ endpoint: String) throws(StoreError) -> StoredWebhookEndpoint? {
+        let forgotten: StoredWebhookEndpoint?
         do {
-            return try pool.write { db in
+            forgotten = try pool.write { db in
                 let held = StoredWebhookEndpoint(
                     endpoint: endpoint,
                     cursors: try Self.deleted(db, "DELETE FROM webhook_cursors WHERE endpoint = ?", endpoint),
@@ -498,6 +501,8 @@ public final class SQLiteStore: PeopleStore {
         } catch {
             throw Self.storeError(error, "cannot forget a webhook endpoint: \(error)")
         }
+        if forgotten != nil { forgetDeletedPages() }
+        return forgotten
     }
 
     private static func deleted(_ db: Database, _ sql: String, _ endpoint: String) throws -> Int {

@@ -196,7 +196,7 @@ struct Serve: AsyncParsableCommand {
         try await group.run()
     }
 
-    /// Says at start when the store keeps webhook delivery state (cursors, room events, a deleted
+    /// Warns at start when the store keeps webhook delivery state (cursors, room events, a deleted
     /// room's revisions owed: people's names among them) for endpoints the config no longer lists,
     /// which nothing delivers or removes: how many, and the commands that list and remove it (never
     /// the URLs: they may hold a credential). A store that cannot say is left to the first delivery.
@@ -204,12 +204,13 @@ struct Serve: AsyncParsableCommand {
         guard let held = try? store.webhookEndpoints() else { return }
         let forgotten = held.filter { !configured.contains($0.endpoint) }
         guard !forgotten.isEmpty else { return }
-        let owed = forgotten.reduce(0) { $0 + $1.owedRevisions + $1.events }
-        logger.notice("""
+        logger.warning("""
             the store keeps webhook delivery state for endpoints no longer in the config: \
             `peoplekeeper-hub webhooks` lists them, `peoplekeeper-hub webhooks forget --unconfigured` removes it
             """,
-                      metadata: ["endpoints": "\(forgotten.count)", "undelivered": "\(owed)"])
+                       metadata: ["endpoints": "\(forgotten.count)", "cursors": "\(forgotten.reduce(0) { $0 + $1.cursors })",
+                                  "events": "\(forgotten.reduce(0) { $0 + $1.events })",
+                                  "owedRevisions": "\(forgotten.reduce(0) { $0 + $1.owedRevisions })"])
     }
 }
 

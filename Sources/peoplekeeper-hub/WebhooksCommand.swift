@@ -17,9 +17,8 @@ struct WebhooksCommand: AsyncParsableCommand {
 
     /// What the store keeps for `held`, in words.
     static func describe(_ held: StoredWebhookEndpoint) -> String {
-        let owed = held.owedRevisions
-        return "\(count(held.cursors, "room", "rooms")) with a cursor, \(count(held.events, "room event", "room events")) "
-            + "and \(count(owed, "revision", "revisions")) of deleted rooms not yet delivered"
+        "cursors in \(count(held.cursors, "room", "rooms")); not yet delivered: \(count(held.events, "room event", "room events")), "
+            + "\(count(held.owedRevisions, "revision", "revisions")) of deleted rooms"
     }
 
     static func count(_ n: Int, _ one: String, _ many: String) -> String { "\(n) \(n == 1 ? one : many)" }
@@ -50,11 +49,11 @@ struct WebhooksCommand: AsyncParsableCommand {
             commandName: "list",
             abstract: "List the webhook endpoints the store keeps delivery state for, and whether the config still has each.",
             discussion: """
-                One line per endpoint: its URL (a password in it shown as ***), its name in the config or \
-                "not in the config", and how many rooms it has a cursor in, room events and revisions of \
-                deleted rooms it has not been sent. An endpoint not in the config is never delivered to \
-                again; `peoplekeeper-hub webhooks forget` removes what the store keeps for it. Reads only: \
-                it may run beside the hubs.
+                One line per endpoint: its URL (a password in it shown as ***; a path or query that holds \
+                a key is shown as it is), its name in the config or "not in the config", how many rooms it \
+                has a cursor in, and the room events and revisions of deleted rooms it has not been sent. \
+                An endpoint not in the config is never delivered to again; `peoplekeeper-hub webhooks \
+                forget` removes what the store keeps for it. Reads only: it may run beside the hubs.
 
                 Examples:
                   peoplekeeper-hub webhooks
@@ -84,14 +83,16 @@ struct WebhooksCommand: AsyncParsableCommand {
             discussion: """
                 Removes, in one commit per endpoint, its delivery cursors, the room events and the \
                 revisions of deleted rooms it was never sent (copies of those rooms' people). Take the \
-                endpoint out of every hub's config first: an endpoint the config still lists is refused \
-                (exit 64), since a hub delivering to it would write its cursors again and start each room \
-                at its head. Name endpoints by URL, as `peoplekeeper-hub webhooks` lists them (with *** \
-                for a password, or the whole URL), or give --unconfigured for every endpoint the config \
-                does not list. A URL the store keeps nothing for: exit 66 (the others are still done); a \
-                store failure: exit 74. It may run beside the hubs. With SQLite the rows are zeroed in \
-                the file at once, and the write-ahead log keeps them until the hub's next deletion or \
-                clean stop.
+                endpoint out of every hub's config first, and give this command the config the hubs run \
+                with: an endpoint it lists is refused (exit 64, and nothing is removed), since a hub \
+                delivering to it carries on from what it holds in memory and writes its cursors again. \
+                Name endpoints by their whole URL, as `peoplekeeper-hub webhooks` lists them (matched \
+                byte for byte), or by the listing's form with *** for a password when that names one \
+                endpoint; or give --unconfigured for every endpoint the config does not list. A URL the \
+                store keeps nothing for: exit 66 (the others are still done); a store failure: exit 74. \
+                It may run beside the hubs. With SQLite the write-ahead log is emptied into the file \
+                afterwards, so what was removed is readable in neither file (beside a running hub this \
+                waits for the hub's readers).
 
                 Examples:
                   peoplekeeper-hub webhooks forget --unconfigured
@@ -122,14 +123,30 @@ struct WebhooksCommand: AsyncParsableCommand {
             var status: Int32 = 0
             if unconfigured {
                 chosen = held.map(\.endpoint).filter { !configured.contains($0) }
-                if chosen.isEmpty { print("every endpoint the store keeps something for is in the config: nothing to forget") }
+                if chosen.isEmpty {
+                    print(held.isEmpty ? "the store keeps nothing for any webhook endpoint: nothing to forget"
+                          : "every endpoint the store keeps something for is in the config: nothing to forget")
+                }
+            }
+            // Every URL is checked before anything is removed: one refused refuses the command.
+            var named: [String: [String]] = [:]
+            for url in urls {
+                // The whole URL, or the listing's form with `***` for a password when it names one endpoint.
+                let matches = held.contains { $0.endpoint == url } ? [url] : held.map(\.endpoint).filter { WebhooksCommand.shown($0) == url }
+                if matches.count > 1 {
+                    throw StoreAccess.fail(64, "webhooks forget", "\(url) names \(matches.count) endpoints (they differ in the password): "
+                                           + "give the whole URL, or --unconfigured")
+                }
+                for endpoint in matches + [url] {
+                    if let index = endpoints.firstIndex(where: { $0.url == endpoint }) {
+                        throw StoreAccess.fail(64, "webhooks forget", "\(url) is in the config (webhooks[\(index)], \"\(endpoints[index].name)\"): "
+                                               + "take it out of every hub's config first (a hub delivering to it writes its cursors again)")
+                    }
+                }
+                named[url] = matches
             }
             for url in urls {
-                if let index = endpoints.firstIndex(where: { $0.url == url || WebhooksCommand.shown($0.url) == url }) {
-                    throw StoreAccess.fail(64, "webhooks forget", "\(url) is in the config (webhooks[\(index)], \"\(endpoints[index].name)\"): "
-                                           + "take it out of every hub's config first (a hub delivering to it would write its cursors again)")
-                }
-                let matches = held.map(\.endpoint).filter { $0 == url || WebhooksCommand.shown($0) == url }
+                let matches = named[url] ?? []
                 if matches.isEmpty {
                     status = max(status, StoreAccess.fail(66, "webhooks forget", "the store keeps nothing for \(url)").rawValue)
                 }
