@@ -171,14 +171,14 @@ public final class InMemoryStore: PeopleStore {
     public func webhookEndpoints() throws(StoreError) -> [StoredWebhookEndpoint] {
         state.withLock { state in
             let endpoints = Set(state.cursors.filter { !$0.value.isEmpty }.keys).union(state.notices.map(\.endpoint))
-            return endpoints.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }.map { state.held(by: $0) }
+            return endpoints.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map { state.held(by: $0) }
         }
     }
 
     public func forgetWebhookEndpoint(_ endpoint: String) throws(StoreError) -> StoredWebhookEndpoint? {
         state.withLock { state in
             let held = state.held(by: endpoint)
-            guard held.cursors + held.events + held.owedRevisions > 0 else { return nil }
+            guard !held.isEmpty else { return nil }
             state.cursors[endpoint] = nil
             state.notices.removeAll { $0.endpoint == endpoint }
             return held

@@ -220,6 +220,9 @@ public struct StoredWebhookEndpoint: Sendable, Hashable {
     public init(endpoint: String, cursors: Int, events: Int, owedRevisions: Int) {
         (self.endpoint, self.cursors, self.events, self.owedRevisions) = (endpoint, cursors, events, owedRevisions)
     }
+
+    /// Nothing kept: no cursor, no room event, no owed revision.
+    public var isEmpty: Bool { cursors == 0 && events == 0 && owedRevisions == 0 }
 }
 
 /// A room where a webhook endpoint has something left to deliver (`webhookBacklog`).

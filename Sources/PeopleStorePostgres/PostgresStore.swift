@@ -696,7 +696,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                 guard let row = rows.first else { return nil }
                 let (cursors, events, owed) = try row.decode((Int, Int, Int).self)
                 let held = StoredWebhookEndpoint(endpoint: endpoint, cursors: cursors, events: events, owedRevisions: owed)
-                return cursors + events + owed > 0 ? held : nil
+                return held.isEmpty ? nil : held
             }
         } catch {
             throw Self.storeError(error, "cannot forget a webhook endpoint: \(Self.describe(error))")

@@ -496,7 +496,7 @@ public final class SQLiteStore: PeopleStore {
                     cursors: try Self.deleted(db, "DELETE FROM webhook_cursors WHERE endpoint = ?", endpoint),
                     events: try Self.deleted(db, "DELETE FROM webhook_notices WHERE endpoint = ?", endpoint),
                     owedRevisions: try Self.deleted(db, "DELETE FROM webhook_owed WHERE endpoint = ?", endpoint))
-                return held.cursors + held.events + held.owedRevisions > 0 ? held : nil
+                return held.isEmpty ? nil : held
             }
         } catch {
             throw Self.storeError(error, "cannot forget a webhook endpoint: \(error)")

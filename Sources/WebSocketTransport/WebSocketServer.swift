@@ -692,10 +692,10 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             }
             if delegate.handle(exchange) {
                 // Answered now or later (a long poll, a commit): lws must not time the request out meanwhile.
-                if awaits(exchange) { lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0) }
+                if awaitedCloseAfter(exchange) != nil { lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0) }
                 return 0
             }
-            if awaits(exchange) { http[wsi] = nil }
+            if awaitedCloseAfter(exchange) != nil { http[wsi] = nil }
         }
         if ["GET", "HEAD"].contains(request.method), let file = staticFile(for: request.path) {
             let result = Self.staticFileHeaders.withCString { headers in
@@ -714,16 +714,17 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         return respond(wsi: wsi, HTTPResponse(status: 404, text: "not found\n"), headOnly: headOnly, closeAfter: closeAfter)
     }
 
-    /// Whether `exchange` is its connection's request still waiting for an answer (not answered, and
-    /// its connection not gone: a wsi's address is reused by a later connection).
-    private func awaits(_ exchange: ServerHTTPExchange) -> Bool {
-        guard case .awaitingAnswer(let current, _)? = http[exchange.wsi] else { return false }
-        return current === exchange
+    /// While `exchange` is its connection's request still waiting for an answer (not answered, and its
+    /// connection not gone: a wsi's address is reused by a later connection), whether the answer closes
+    /// the connection; else nil.
+    private func awaitedCloseAfter(_ exchange: ServerHTTPExchange) -> Bool? {
+        guard case .awaitingAnswer(let current, let closeAfter)? = http[exchange.wsi], current === exchange else { return nil }
+        return closeAfter
     }
 
     /// An exchange's answer (service thread): written when the socket can take it.
     func answer(_ exchange: ServerHTTPExchange, _ response: HTTPResponse) {
-        guard case .awaitingAnswer(let current, let closeAfter)? = http[exchange.wsi], current === exchange else { return }
+        guard let closeAfter = awaitedCloseAfter(exchange) else { return }
         _ = respond(wsi: exchange.wsi, response, headOnly: exchange.request.method == "HEAD", closeAfter: closeAfter)
     }
 
