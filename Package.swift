@@ -168,7 +168,7 @@ let package = Package(
         .testTarget(
             name: "PeopleCoreTests",
             dependencies: [
-                "PeopleCore",
+                "PeopleCore", "PeopleTestSupport",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
@@ -183,7 +183,7 @@ let package = Package(
             ]
         ),
         // Every committed fuzz input (Tests/Fuzz) replayed through the harness, and the issues fuzzing found.
-        .testTarget(name: "PeopleFuzzingTests", dependencies: ["PeopleFuzzing", "PeopleCore"]),
+        .testTarget(name: "PeopleFuzzingTests", dependencies: ["PeopleFuzzing", "PeopleCore", "PeopleTestSupport"]),
         // The terminal client's room (LiveRoom): what it tells the screen, without a hub.
         .testTarget(name: "PeopleClientTests", dependencies: ["PeopleClient", "PeopleCore"]),
         // The hub in-process: its connection state machine, and the whole hub driven through fake

@@ -1,5 +1,6 @@
 @testable import PeopleCore
 import Testing
+import PeopleTestSupport
 
 /// The model at a revision from a checkpoint (a store's copy of the people at a snapshot's revision)
 /// replayed forward, against the model taken back from the head through exact inverses.
@@ -54,7 +55,7 @@ struct CheckpointTests {
     }
 
     @Test("the model at every revision r from a checkpoint at any c ≤ r plus revisions c+1…r equals the one rewound from the head",
-          arguments: 0..<30)
+          .cpuBound, arguments: 0..<30)
     func forwardEqualsRewind(seed: UInt64) throws {
         let (h, models, revisions) = Self.history(seed: seed)
         let room = h.room

@@ -1,5 +1,6 @@
 @testable import PeopleCore
 import Testing
+import PeopleTestSupport
 
 /// The client state machine on its own: optimistic view, one request in flight, rebasing, resend.
 @Suite("Client sync")
@@ -370,7 +371,7 @@ struct ClientSyncTests {
         #expect(events == [.undoDropped(label: "Toggle Glasses", ops: [.set(1, .glasses(true))])])
     }
 
-    @Test("the model at a past revision, walked back from the confirmed state, is the room's at that revision", arguments: 0..<20)
+    @Test("the model at a past revision, walked back from the confirmed state, is the room's at that revision", .cpuBound, arguments: 0..<20)
     func modelAtPastRevisions(seed: Int) {
         var net = Network(seed: UInt64(seed) &* 104_729 &+ 3, clients: 3)
         for _ in 0..<600 { net.step() }

@@ -1,5 +1,6 @@
 @testable import PeopleCore
 import Testing
+import PeopleTestSupport
 
 /// Client state machines and one room over a seeded random network (the shape of Yjs' test helper):
 /// each direction of each connection is FIFO, connections are interleaved at random, clients drop
@@ -137,7 +138,7 @@ struct Network {
     }
 }
 
-@Suite("Convergence")
+@Suite("Convergence", .cpuBound)
 struct ConvergenceTests {
     static func run(seed: UInt64, clients: Int, steps: Int, policy: RoomPolicy = RoomPolicy(),
                     allowed: Set<ErrorCode> = []) {

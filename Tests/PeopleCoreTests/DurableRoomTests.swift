@@ -1,5 +1,6 @@
 @testable import PeopleCore
 import Testing
+import PeopleTestSupport
 
 extension Network {
     /// What a store would hand back for the snapshot: its encoding (through text, as stored), the
@@ -58,7 +59,7 @@ struct DurableState: Equatable, CustomStringConvertible {
     var description: String { "floor \(floor), \(window.count) revisions, \(String(decoding: snapshot.bytes, as: UTF8.self))" }
 }
 
-@Suite("Durable room: snapshot + journal rebuild the room exactly")
+@Suite("Durable room: snapshot + journal rebuild the room exactly", .cpuBound)
 struct DurableRoomTests {
     static func run(seed: UInt64, policy: RoomPolicy, allowed: Set<ErrorCode> = []) {
         var net = Network(seed: seed, clients: 4, policy: policy)

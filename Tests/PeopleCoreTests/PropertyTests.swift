@@ -1,9 +1,10 @@
 @testable import PeopleCore
 import PropertyBased
 import Testing
+import PeopleTestSupport
 
 /// Properties over random models and batches; each input is a seed for `SeededRandom`.
-@Suite("Properties")
+@Suite("Properties", .cpuBound)
 struct PropertyTests {
     @Test("TP1: both orders of two concurrent batches converge")
     func tp1() async {

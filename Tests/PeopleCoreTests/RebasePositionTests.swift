@@ -1,4 +1,5 @@
 import Testing
+import PeopleTestSupport
 @testable import PeopleCore
 
 /// The rule of `Transform.rebasePosition` written out on the lists (the implementation before it became
@@ -43,7 +44,7 @@ enum ReferenceRebase {
 
 @Suite("Transform: rebasing a gap")
 struct RebasePositionTests {
-    @Test("the arithmetic rebase of a gap equals the rule written out on the lists, over 200,000 random cases")
+    @Test("the arithmetic rebase of a gap equals the rule written out on the lists, over 200,000 random cases", .cpuBound)
     func arithmeticEqualsReference() {
         var rng = SeededRandom(seed: 20261128)
         func diff(_ kinds: [Int]) -> Diff {

@@ -5,12 +5,13 @@ import Darwin
 #endif
 import PeopleFuzzing
 import Testing
+import PeopleTestSupport
 
 /// Replays every committed fuzz input through the harness in-process: the corpus libFuzzer grew
 /// (`Tests/Fuzz/corpus/MODE/`) and the inputs that once broke something (`Tests/Fuzz/regressions/MODE/`,
 /// each described in `Tests/Fuzz/regressions/README.md`). A crash found by `make fuzz` becomes a
 /// regression test by saving its input there.
-@Suite("Fuzz corpus replay")
+@Suite("Fuzz corpus replay", .cpuBound)
 struct CorpusReplayTests {
     static let fuzzDirectory: String = {
         var parts = #filePath.split(separator: "/", omittingEmptySubsequences: false)

@@ -437,7 +437,8 @@ struct WebhookDispatcherTests {
                                            logger: testLogger, policy: quick)
         dispatcher.start()
         announce(dispatcher, "r", try await feed.edit(2))
-        #expect(await eventually { dispatcher.status().first.map { $0.delivered == 2 && $0.backlog == 0 } == true })
+        #expect(await eventually { dispatcher.status().first.map { $0.delivered == 2 && $0.backlog == 0 } == true },
+                "status \(String(describing: dispatcher.status().first)); answered \(receiver.requests.map { "\($0.rev ?? -1):\($0.answered ?? -1)" })")
         #expect(dispatcher.status().first?.state == .ok && dispatcher.status().first?.lastError == nil)
         await dispatcher.shutdown()
     }

@@ -1,0 +1,70 @@
+import Foundation
+import Testing
+
+/// A test that computes for seconds without waiting on anything (randomized histories, fuzz corpora):
+/// it runs on one thread kept for such tests, never on Swift's cooperative pool.
+///
+/// The pool has one thread per core (two on the CI machine) and is what every `await` in every other
+/// test resumes on. Two CPU-bound tests running there at once held both threads for the 30–45 s they
+/// took together in the parallel suite, so the tests that wait on real sockets, hubs and webhook
+/// receivers made no progress meanwhile and their wall-clock deadlines ran out (a webhook test failed
+/// that way once in a fresh-clone run). On the thread of their own, they share it one at a time and
+/// take at most one core; the pool keeps the other.
+///
+/// ```swift
+/// @Test("3–5 clients … converge", .cpuBound, arguments: 0..<60)
+/// ```
+public struct CPUBoundTrait: TestTrait, SuiteTrait, TestScoping {
+    public var isRecursive: Bool { true }
+
+    public func provideScope(for test: Test, testCase: Test.Case?,
+                             performing function: @Sendable () async throws -> Void) async throws {
+        try await withTaskExecutorPreference(CPUBoundExecutor.shared, operation: function)
+    }
+
+    /// Whether the caller runs on the thread kept for CPU-bound tests.
+    public static var isOnItsThread: Bool { Thread.current.name == CPUBoundExecutor.threadName }
+}
+
+extension Trait where Self == CPUBoundTrait {
+    /// Runs the test (or every test of the suite) on the thread kept for CPU-bound tests.
+    public static var cpuBound: Self { CPUBoundTrait() }
+}
+
+/// One thread that runs the jobs given to it in order, for the life of the process.
+final class CPUBoundExecutor: TaskExecutor, @unchecked Sendable {
+    static let shared = CPUBoundExecutor()
+    static let threadName = "cpu-bound tests"
+
+    private let condition = NSCondition()
+    /// Guarded by `condition`.
+    private var jobs: [UnownedJob] = []
+
+    private init() {
+        let thread = Thread { [unowned self] in
+            Thread.current.name = Self.threadName  // set from the thread itself: Linux names only its own
+            self.run()
+        }
+        thread.stackSize = 8 << 20
+        thread.start()
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        condition.lock()
+        jobs.append(job)
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func run() -> Never {
+        let executor = asUnownedTaskExecutor()
+        while true {
+            condition.lock()
+            while jobs.isEmpty { condition.wait() }
+            let job = jobs.removeFirst()
+            condition.unlock()
+            job.runSynchronously(on: executor)
+        }
+    }
+}
