@@ -148,8 +148,10 @@ public final class InMemoryStore: PeopleStore {
         }
     }
 
-    public func roomsOwed(endpoint: String) throws(StoreError) -> Set<String> {
-        state.withLock { state in Set(state.notices.filter { $0.endpoint == endpoint && $0.revision != nil }.map(\.room)) }
+    public func revisionsOwed(endpoint: String) throws(StoreError) -> [String: Int] {
+        state.withLock { state in
+            state.notices.filter { $0.endpoint == endpoint && $0.revision != nil }.reduce(into: [:]) { $0[$1.room, default: 0] += 1 }
+        }
     }
 
     public func removeWebhookNotice(_ notice: WebhookNotice) throws(StoreError) {

@@ -92,8 +92,8 @@ public protocol PeopleStore: Sendable {
     /// event `revision` with the revision.
     func owedRevisions(endpoint: String, room: String, after: OwedPosition?, limit: Int) throws(StoreError) -> [WebhookNotice]
 
-    /// The rooms where `endpoint` is owed revisions of a deleted room.
-    func roomsOwed(endpoint: String) throws(StoreError) -> Set<String>
+    /// The rooms where `endpoint` is owed revisions of deleted rooms, with how many of them.
+    func revisionsOwed(endpoint: String) throws(StoreError) -> [String: Int]
 
     /// Forgets a notice (a room event, or an owed revision) once delivered (nothing if it is not there).
     func removeWebhookNotice(_ notice: WebhookNotice) throws(StoreError)
@@ -123,15 +123,17 @@ public protocol PeopleStore: Sendable {
 }
 
 extension PeopleStore {
-    /// From `webhookCursors`, `webhookNotices`, `roomsOwed` and `listRooms` (every room, a page at a
+    /// From `webhookCursors`, `webhookNotices`, `revisionsOwed` and `listRooms` (every room, a page at a
     /// time): for the in-memory store and stand-ins; the durable stores answer with one query.
     public func webhookBacklog(endpoint: String) throws(StoreError) -> [WebhookBacklog] {
         let cursors = try webhookCursors(endpoint: endpoint)
-        let noticed = Set(try webhookNotices(endpoint: endpoint).map(\.room)).union(try roomsOwed(endpoint: endpoint))
+        let owed = try revisionsOwed(endpoint: endpoint)
+        let noticed = Set(try webhookNotices(endpoint: endpoint).map(\.room)).union(owed.keys)
         var heads: [String: Int] = [:]
         for summary in try everyRoom() { heads[summary.name] = summary.rev }
         return Set(cursors.keys).union(noticed).sorted().compactMap { room in
-            let found = WebhookBacklog(room: room, cursor: cursors[room], head: heads[room], noticed: noticed.contains(room))
+            let found = WebhookBacklog(room: room, cursor: cursors[room], head: heads[room], noticed: noticed.contains(room),
+                                       owed: owed[room] ?? 0)
             return found.isPending ? found : nil
         }
     }
@@ -234,9 +236,11 @@ public struct WebhookBacklog: Sendable, Hashable {
     public var head: Int?
     /// Whether a room event (or a deleted room's revision) is kept for the endpoint.
     public var noticed: Bool
+    /// How many revisions of deleted rooms under this name are kept for the endpoint.
+    public var owed: Int
 
-    public init(room: String, cursor: Int?, head: Int?, noticed: Bool) {
-        (self.room, self.cursor, self.head, self.noticed) = (room, cursor, head, noticed)
+    public init(room: String, cursor: Int?, head: Int?, noticed: Bool, owed: Int = 0) {
+        (self.room, self.cursor, self.head, self.noticed, self.owed) = (room, cursor, head, noticed, owed)
     }
 
     /// A room event to deliver, or revisions past the cursor.

@@ -538,12 +538,13 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                            (SELECT j.revision FROM journal j WHERE j.room = r.room AND j.revision IS NOT NULL
                             ORDER BY j.revision DESC LIMIT 1),
                            EXISTS (SELECT 1 FROM snapshots s WHERE s.room = r.room),
-                           EXISTS (SELECT 1 FROM webhook_notices n WHERE n.endpoint = \(endpoint) AND n.room = r.room)
-                           OR EXISTS (SELECT 1 FROM webhook_owed o WHERE o.endpoint = \(endpoint) AND o.room = r.room)
+                           EXISTS (SELECT 1 FROM webhook_notices n WHERE n.endpoint = \(endpoint) AND n.room = r.room),
+                           (SELECT COUNT(*) FROM webhook_owed o WHERE o.endpoint = \(endpoint) AND o.room = r.room)
                     FROM rooms r ORDER BY r.room COLLATE "C"
                     """, on: connection).rows.compactMap { row in
-                    let (room, cursor, head, present, noticed) = try row.decode((String, Int?, Int?, Bool, Bool).self)
-                    let found = WebhookBacklog(room: room, cursor: cursor, head: present ? (head ?? 0) : nil, noticed: noticed)
+                    let (room, cursor, head, present, events, owed) = try row.decode((String, Int?, Int?, Bool, Bool, Int64).self)
+                    let found = WebhookBacklog(room: room, cursor: cursor, head: present ? (head ?? 0) : nil,
+                                               noticed: events || owed > 0, owed: Int(owed))
                     return found.isPending ? found : nil
                 }
             }
@@ -607,11 +608,14 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         }
     }
 
-    public func roomsOwed(endpoint: String) throws(StoreError) -> Set<String> {
+    public func revisionsOwed(endpoint: String) throws(StoreError) -> [String: Int] {
         do {
             return try withPooledConnection { connection in
-                Set(try run("SELECT DISTINCT room FROM webhook_owed WHERE endpoint = \(endpoint)", on: connection).rows
-                    .map { try $0.decode(String.self) })
+                let rows = try run("SELECT room, COUNT(*) FROM webhook_owed WHERE endpoint = \(endpoint) GROUP BY room", on: connection).rows
+                return Dictionary(uniqueKeysWithValues: try rows.map { row -> (String, Int) in
+                    let (room, count) = try row.decode((String, Int64).self)
+                    return (room, Int(count))
+                })
             }
         } catch {
             throw Self.storeError(error, "cannot read the rooms owed to an endpoint: \(Self.describe(error))")

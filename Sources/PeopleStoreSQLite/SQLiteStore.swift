@@ -436,10 +436,12 @@ public final class SQLiteStore: PeopleStore {
         }
     }
 
-    public func roomsOwed(endpoint: String) throws(StoreError) -> Set<String> {
+    public func revisionsOwed(endpoint: String) throws(StoreError) -> [String: Int] {
         do {
             return try pool.read { db in
-                Set(try String.fetchAll(db, sql: "SELECT DISTINCT room FROM webhook_owed WHERE endpoint = ?", arguments: [endpoint]))
+                let rows = try Row.fetchAll(db, sql: "SELECT room, COUNT(*) FROM webhook_owed WHERE endpoint = ? GROUP BY room",
+                                            arguments: [endpoint])
+                return Dictionary(uniqueKeysWithValues: rows.map { (row: Row) -> (String, Int) in (row[0], row[1]) })
             }
         } catch {
             throw Self.storeError(error, "cannot read the rooms owed to an endpoint: \(error)")
@@ -524,13 +526,15 @@ public final class SQLiteStore: PeopleStore {
                            (SELECT j.revision FROM journal j WHERE j.room = r.room AND j.revision IS NOT NULL
                             ORDER BY j.revision DESC LIMIT 1) AS head,
                            EXISTS (SELECT 1 FROM snapshots s WHERE s.room = r.room) AS present,
-                           (EXISTS (SELECT 1 FROM webhook_notices n WHERE n.endpoint = ?1 AND n.room = r.room)
-                            OR EXISTS (SELECT 1 FROM webhook_owed o WHERE o.endpoint = ?1 AND o.room = r.room)) AS noticed
+                           EXISTS (SELECT 1 FROM webhook_notices n WHERE n.endpoint = ?1 AND n.room = r.room) AS events,
+                           (SELECT COUNT(*) FROM webhook_owed o WHERE o.endpoint = ?1 AND o.room = r.room) AS owed
                     FROM rooms r ORDER BY r.room
                     """, arguments: [endpoint]).compactMap { row in
                     let present: Bool = row["present"]
                     let head: Int? = present ? (row["head"] ?? 0) : nil
-                    let found = WebhookBacklog(room: row["room"], cursor: row["cursor"], head: head, noticed: row["noticed"])
+                    let (events, owed): (Bool, Int) = (row["events"], row["owed"])
+                    let found = WebhookBacklog(room: row["room"], cursor: row["cursor"], head: head, noticed: events || owed > 0,
+                                               owed: owed)
                     return found.isPending ? found : nil
                 }
             }

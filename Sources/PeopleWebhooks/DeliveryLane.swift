@@ -33,6 +33,10 @@ struct DeliveryLane: Sendable {
     /// the lane has not read yet: they are read a chunk at a time (`loadOwed`), after `owedRead`, and
     /// no room event goes before the unread ones that precede it.
     private(set) var owedPending = false
+    /// How many of those the lane has not read yet, as far as it knows (the store's count at the start
+    /// and in a scan; at a deletion here, the revisions the endpoint had not been sent), so the backlog
+    /// counts them before they are read.
+    private(set) var owedUnread = 0
     /// The last owed revision read.
     private(set) var owedRead: OwedPosition?
     /// Room events delivered whose record the store still keeps: removed before anything else.
@@ -80,10 +84,15 @@ struct DeliveryLane: Sendable {
         case post(LaneItem, generation: Int)
     }
 
-    /// How many deliveries wait: room events and revisions up to the known head.
+    /// How many deliveries wait: room events and owed revisions (read or not), and revisions up to the
+    /// known head.
     var backlog: Int {
-        let from = cursor ?? startAt ?? head
-        return notices.count + max(head - from, 0)
+        notices.count + owedUnread + revisionsBehind
+    }
+
+    /// Revisions up to the known head not delivered yet.
+    private var revisionsBehind: Int {
+        max(head - (cursor ?? startAt ?? head), 0)
     }
 
     var isRetrying: Bool { failingSince != nil }
@@ -192,9 +201,11 @@ struct DeliveryLane: Sendable {
     }
 
     /// The store may keep revisions owed to this endpoint of a deleted room under this name (the
-    /// dispatcher's start, a scan): they are read before any room event they precede.
-    mutating func mayBeOwed() {
+    /// dispatcher's start, a scan; `count`: how many it said): they are read before any room event they
+    /// precede.
+    mutating func mayBeOwed(count: Int = 0) {
         owedPending = true
+        owedUnread = max(owedUnread, count)
     }
 
     /// Owed revisions read after `after` (a chunk of at most `limit`): fewer than `limit` means none is left.
@@ -202,7 +213,11 @@ struct DeliveryLane: Sendable {
         guard owedPending, after == owedRead else { return }
         restored(kept)
         if let last = kept.last?.owedPosition { owedRead = last }
-        if kept.count < max(limit, 1) { owedPending = false }
+        owedUnread = max(owedUnread - kept.count, 0)
+        if kept.count < max(limit, 1) {
+            owedPending = false
+            owedUnread = 0
+        }
     }
 
     /// The room was created: every revision from the first is delivered, after `notice` if any.
@@ -218,6 +233,8 @@ struct DeliveryLane: Sendable {
     /// The room was deleted: nothing more of it is delivered but the revisions the store kept for this
     /// endpoint (`owed`: it wants the room's revisions), then `notice`; its cursor goes.
     mutating func deleted(_ notice: RoomNotice?, owed: Bool = false) {
+        // The store keeps what the endpoint had not been sent: the backlog keeps counting it.
+        if owed { owedUnread += revisionsBehind }
         beginGeneration()
         bornAt = nil
         reset = .forget

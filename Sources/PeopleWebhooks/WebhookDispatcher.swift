@@ -545,7 +545,7 @@ public final class WebhookDispatcher: Sendable {
                 guard !state.stopped, state.lanes[key] == nil else { return }
                 update(key, in: &state) { lane in
                     // Noticed: room events, or revisions of a deleted room owed (read by the lane).
-                    if found.noticed { lane.mayBeOwed() }
+                    if found.noticed { lane.mayBeOwed(count: found.owed) }
                     if !kept.isEmpty { lane.restored(kept) }
                     if let head { lane.resume(head: head, stored: found.cursor) }
                 }
@@ -561,13 +561,13 @@ public final class WebhookDispatcher: Sendable {
     private func resume() async {
         // Endpoint → room → notices kept and not delivered; endpoint → rooms with revisions owed.
         var kept: [Int: [String: [RoomNotice]]] = [:]
-        var owed: [Int: Set<String>] = [:]
+        var owed: [Int: [String: Int]] = [:]
         for index in endpoints.indices {
             let url = endpoints[index].url, named: Logger.Metadata = ["endpoint": "\(endpoints[index].name)"]
             while kept[index] == nil || owed[index] == nil {
                 if state.withLock({ $0.stopped }) { return }
                 guard let notices = await storeCall("read the webhook notices", named, { try $0.webhookNotices(endpoint: url) }),
-                      let rooms = await storeCall("read the rooms owed", named, { try $0.roomsOwed(endpoint: url) })
+                      let rooms = await storeCall("read the revisions owed", named, { try $0.revisionsOwed(endpoint: url) })
                 else { continue }
                 var byRoom: [String: [RoomNotice]] = [:]
                 for notice in notices {
@@ -600,12 +600,12 @@ public final class WebhookDispatcher: Sendable {
                 for summary in page {
                     for index in endpoints.indices {
                         let notices = kept[index]?[summary.name] ?? []
-                        let isOwed = owed[index]?.contains(summary.name) == true
+                        let owedCount = owed[index]?[summary.name]
                         let wantsRevisions = endpoints[index].wants(.revision, of: summary.name)
-                        guard wantsRevisions || !notices.isEmpty || isOwed else { continue }
+                        guard wantsRevisions || !notices.isEmpty || owedCount != nil else { continue }
                         let cursor = cursors[index]?[summary.name]
                         update(LaneKey(endpoint: index, room: summary.name), in: &state) {
-                            if isOwed { $0.mayBeOwed() }
+                            if let owedCount { $0.mayBeOwed(count: owedCount) }
                             if !notices.isEmpty { $0.restored(notices) }
                             if wantsRevisions { $0.resume(head: summary.rev, stored: cursor) }
                         }
@@ -618,10 +618,10 @@ public final class WebhookDispatcher: Sendable {
         // Rooms deleted (their notices and owed revisions outlive them).
         state.withLock { state in
             for index in endpoints.indices {
-                let rooms = Set(kept[index]?.keys ?? [:].keys).union(owed[index] ?? [])
+                let rooms = Set(kept[index]?.keys ?? [:].keys).union(owed[index]?.keys ?? [:].keys)
                 for room in rooms where !stored.contains(room) {
                     update(LaneKey(endpoint: index, room: room), in: &state) { lane in
-                        if owed[index]?.contains(room) == true { lane.mayBeOwed() }
+                        if let owedCount = owed[index]?[room] { lane.mayBeOwed(count: owedCount) }
                         if let notices = kept[index]?[room] { lane.restored(notices) }
                     }
                 }

@@ -212,7 +212,7 @@ final class ScriptedStore: PeopleStore, @unchecked Sendable {
     func owedRevisions(endpoint: String, room: String, after: OwedPosition?, limit: Int) throws(StoreError) -> [WebhookNotice] {
         try inner.owedRevisions(endpoint: endpoint, room: room, after: after, limit: limit)
     }
-    func roomsOwed(endpoint: String) throws(StoreError) -> Set<String> { try inner.roomsOwed(endpoint: endpoint) }
+    func revisionsOwed(endpoint: String) throws(StoreError) -> [String: Int] { try inner.revisionsOwed(endpoint: endpoint) }
     func removeWebhookNotice(_ notice: WebhookNotice) throws(StoreError) { try inner.removeWebhookNotice(notice) }
     func webhookCursors(endpoint: String) throws(StoreError) -> [String: Int] { try inner.webhookCursors(endpoint: endpoint) }
     func setWebhookCursor(endpoint: String, room: String, rev: Int) throws(StoreError) {

@@ -701,7 +701,7 @@ final class LeasedElsewhere: PeopleStore, RoomLeases, @unchecked Sendable {
     func deleteRoom(_ room: String, notices: [WebhookNotice]) throws(StoreError) -> Bool { false }
     func webhookNotices(endpoint: String) throws(StoreError) -> [WebhookNotice] { [] }
     func owedRevisions(endpoint: String, room: String, after: OwedPosition?, limit: Int) throws(StoreError) -> [WebhookNotice] { [] }
-    func roomsOwed(endpoint: String) throws(StoreError) -> Set<String> { [] }
+    func revisionsOwed(endpoint: String) throws(StoreError) -> [String: Int] { [:] }
     func removeWebhookNotice(_ notice: WebhookNotice) throws(StoreError) {}
     func webhookCursors(endpoint: String) throws(StoreError) -> [String: Int] { [:] }
     func setWebhookCursor(endpoint: String, room: String, rev: Int) throws(StoreError) {}

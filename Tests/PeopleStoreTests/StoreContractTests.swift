@@ -438,12 +438,13 @@ struct StoreContract {
         #expect(try store.owedRevisions(endpoint: e1, room: name, after: nil, limit: 2) == Array(owed.prefix(2)))
         #expect(try store.owedRevisions(endpoint: e1, room: name, after: owed[1].owedPosition, limit: 1_000) == Array(owed.dropFirst(2)))
         #expect(try store.owedRevisions(endpoint: e1, room: "\(prefix)other", after: nil, limit: 1_000).isEmpty)
-        #expect(try store.roomsOwed(endpoint: e1) == [name])
+        #expect(try store.revisionsOwed(endpoint: e1) == [name: owed.count])
         for other in [e2, e3] {
             #expect(try store.owedRevisions(endpoint: other, room: name, after: nil, limit: 1_000).isEmpty)
-            #expect(try store.roomsOwed(endpoint: other).isEmpty)
+            #expect(try store.revisionsOwed(endpoint: other).isEmpty)
         }
-        #expect(try store.webhookBacklog(endpoint: e1) == [WebhookBacklog(room: name, cursor: nil, head: nil, noticed: true)])
+        #expect(try store.webhookBacklog(endpoint: e1) == [WebhookBacklog(room: name, cursor: nil, head: nil, noticed: true,
+                                                                          owed: owed.count)])
         // The name is used again: the old room's owed revisions stay.
         store.save(RoomDriver(name: name).room.snapshot(), room: name)
         store.close()
@@ -454,10 +455,11 @@ struct StoreContract {
         try reopened.removeWebhookNotice(owed[0])
         try reopened.removeWebhookNotice(owed[0])
         #expect(try reopened.owedRevisions(endpoint: e1, room: name, after: nil, limit: 1_000) == Array(owed.dropFirst()))
+        #expect(try reopened.revisionsOwed(endpoint: e1) == [name: owed.count - 1])
         #expect(try reopened.webhookNotices(endpoint: e1) == [deleted])
         for notice in owed.dropFirst() + [deleted] { try reopened.removeWebhookNotice(notice) }
         #expect(try reopened.owedRevisions(endpoint: e1, room: name, after: nil, limit: 1_000).isEmpty)
-        #expect(try reopened.roomsOwed(endpoint: e1).isEmpty)
+        #expect(try reopened.revisionsOwed(endpoint: e1).isEmpty)
         #expect(try reopened.webhookBacklog(endpoint: e1).filter { $0.room == name && $0.noticed }.isEmpty)
     }
 
@@ -494,7 +496,7 @@ struct StoreContract {
         #expect(try ours(store) == [keptHeld])
         #expect(try store.webhookCursors(endpoint: gone).isEmpty)
         #expect(try store.webhookNotices(endpoint: gone).isEmpty)
-        #expect(try store.roomsOwed(endpoint: gone).isEmpty)
+        #expect(try store.revisionsOwed(endpoint: gone).isEmpty)
         #expect(try store.webhookBacklog(endpoint: gone).isEmpty)
         #expect(try store.webhookCursors(endpoint: kept) == [live: 2])
         #expect(try store.load(room: live) != nil)

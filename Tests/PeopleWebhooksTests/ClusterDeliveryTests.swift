@@ -122,7 +122,7 @@ struct ClusterDeliveryTests {
         b.start()
         #expect(await receiver.wait { $0.filter(\.delivered).count >= 4 })
         #expect(receiver.delivered.map { $0.rev.map(String.init) ?? $0.event } == ["3", "4", "5", "room.deleted"])
-        #expect(await eventually { (try? store.roomsOwed(endpoint: receiver.url))?.isEmpty == true })
+        #expect(await eventually { (try? store.revisionsOwed(endpoint: receiver.url))?.isEmpty == true })
         #expect(await eventually { table.holder(of: "r") == nil })
         await b.shutdown()
     }

@@ -124,16 +124,20 @@ struct DeliveryLaneTests {
         lane.revisionDurable(5)
         func step() -> DeliveryLane.Step { lane.next(endpointFailing: false, chunk: 2) }
         guard case .read(after: 2, through: 4, let old) = step() else { Issue.record("expected a read of 3 and 4"); return }
+        #expect(lane.backlog == 3)
         let deleted = RoomNotice(event: .roomDeleted, time: 2_000), created = RoomNotice(event: .roomCreated, time: 3_000)
         lane.deleted(deleted, owed: true)
+        // Revisions 3 to 5 are still owed (the store keeps them), then room.deleted.
+        #expect(lane.backlog == 4)
         lane.created(created, at: 3_000)
+        #expect(lane.backlog == 5)
         // The read of the old life returns late: dropped.
         #expect(lane.read([revision(3), revision(4)], after: 2, through: 4, generation: old).isEmpty)
         guard case .resetCursor(.zero) = step() else { Issue.record("expected the new life's cursor reset"); return }
         lane.didReset(.zero)
         // What the store keeps for the endpoint: revisions 3 to 5 of the deleted room, read 2 at a time.
         let owed = [3, 4, 5].map { RoomNotice(event: .revision, time: 2_000, revision: revision($0)) }
-        var posted: [String] = [], reads: [OwedPosition?] = []
+        var posted: [String] = [], reads: [OwedPosition?] = [], backlogs: [Int] = []
         loop: while true {
             switch step() {
             case .loadOwed(let after, let limit):
@@ -141,9 +145,11 @@ struct DeliveryLaneTests {
                 let page = Array(owed.filter { after == nil || $0.owedPosition! > after! }.prefix(limit))
                 lane.owedLoaded(page, after: after, limit: limit)
                 lane.owedLoaded(page, after: after, limit: limit)    // told twice: kept once
+                backlogs.append(lane.backlog)
             case .post(.notice(let notice), let generation):
                 posted.append(notice.revision.map { "\($0.number)" } ?? notice.event.rawValue)
                 lane.delivered(.notice(notice), generation: generation)
+                backlogs.append(lane.backlog)
             case .forgetNotice(let notice): lane.forgot(notice)
             case .writeCursor(let rev): lane.wrote(rev)
             case .read, .stop: break loop
@@ -151,8 +157,29 @@ struct DeliveryLaneTests {
             }
         }
         #expect(posted == ["3", "4", "5", "room.deleted", "room.created"])
+        // A read moves owed revisions from unread to read: only a delivery lowers the backlog.
+        #expect(backlogs == [5, 4, 3, 3, 2, 1, 0])
         #expect(reads == [nil, OwedPosition(time: 2_000, rev: 4)])
         #expect(!lane.owedPending)
+    }
+
+    @Test("a lane told at a start or a scan how many revisions the store keeps for it counts them until they are read; a final short read clears the rest")
+    func owedCountFromTheStore() {
+        var lane = DeliveryLane()
+        lane.mayBeOwed(count: 5)
+        #expect(lane.backlog == 5)
+        func owed(_ numbers: ClosedRange<Int>) -> [RoomNotice] {
+            numbers.map { RoomNotice(event: .revision, time: 2_000, revision: revision($0)) }
+        }
+        guard case .loadOwed(after: nil, limit: 2) = lane.next(endpointFailing: false, chunk: 2) else {
+            Issue.record("expected a read of what is owed"); return
+        }
+        lane.owedLoaded(owed(1...2), after: nil, limit: 2)
+        #expect(lane.backlog == 5 && lane.owedPending)
+        // Fewer were left than counted: the final short read says none is left.
+        lane.owedLoaded(owed(3...3), after: OwedPosition(time: 2_000, rev: 2), limit: 2)
+        #expect(lane.backlog == 3 && !lane.owedPending)
+        #expect(lane.owedUnread == 0)
     }
 
     @Test("the cursor is written after cursorBatch deliveries or cursorInterval ms, not after each; the rest waits for the next write")

@@ -375,6 +375,42 @@ struct WebhookDispatcherTests {
         await dispatcher.shutdown()
     }
 
+    @Test("a failing endpoint's backlog counts a deleted room's revisions it was owed before any is read, and after a restart")
+    func owedRevisionsInTheBacklog() async throws {
+        let receiver = try Receiver { _, _ in .status(500) }
+        defer { receiver.stop() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pk-hooks-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try SQLiteStore(path: directory + "/store.sqlite", logger: testLogger)
+        defer { store.close() }
+        var policy = quick
+        policy.giveUpAfter = 150
+        var dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver, events: [.revision, .roomDeleted])], store: store, logger: testLogger, policy: policy)
+        dispatcher.start()
+        var feed = try await RoomFeed.start(store, name: "r", notices: dispatcher.notices(.roomCreated, room: "r", time: 1_000))
+        dispatcher.roomCreated(room: "r", time: 1_000)
+        announce(dispatcher, "r", try await feed.edit(8))
+        #expect(await eventually { dispatcher.status().first?.state == .failing })
+        #expect(dispatcher.status().first?.backlog == 8)
+        let deletion = dispatcher.notices(.roomDeleted, room: "r", time: 2_000)
+        #expect(try await blocking { try store.deleteRoom("r", notices: deletion) })
+        dispatcher.roomDeleted(room: "r", time: 2_000)
+        // The store keeps the 8 revisions for the endpoint, which reads them 3 at a time once it is
+        // delivering again; room.deleted comes after them.
+        #expect(dispatcher.status().first?.backlog == 9)
+        #expect(try store.revisionsOwed(endpoint: receiver.url) == ["r": 8])
+        await dispatcher.shutdown()
+
+        dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver, events: [.revision, .roomDeleted])], store: store, logger: testLogger, policy: policy)
+        dispatcher.start()
+        #expect(await eventually { dispatcher.status().first?.state == .failing },
+                "status \(String(describing: dispatcher.status().first))")
+        // It read the first 3 and failed on the first: the other 5 are counted unread.
+        #expect(receiver.requests.map(\.rev).allSatisfy { $0 == 1 })
+        #expect(dispatcher.status().first?.backlog == 9, "status \(String(describing: dispatcher.status().first))")
+        await dispatcher.shutdown()
+    }
+
     @Test("an endpoint whose patterns do not match a room hears nothing of it")
     func unmatchedEndpointHearsNothing() async throws {
         let team = try Receiver(path: "/team")
