@@ -285,7 +285,11 @@ public final class LiveRoom: @unchecked Sendable {
         var droppedUndos: [(label: String?, ops: [Diff])] = []
         var welcomed = false
         var reset = false
-        var stacksChanged = false
+        // An answered undo or redo took its step off a stack even when it changed nothing (one with a
+        // revision refreshes the timeline anyway), and the hub sends `history` only when the stacks'
+        // labels change: an older step undone and skipped whole leaves them as they were, and its ↶
+        // mark must still go.
+        var stacksChanged = message.isStepTakenWithoutRevision
         for event in events {
             switch event {
             case .welcomed:
@@ -461,6 +465,14 @@ extension ServerMessage {
         case .undone(let r), .redone(let r): r.ops
         case .restored(let r): r.ops
         default: nil
+        }
+    }
+
+    /// An answer to an undo or redo that made no revision (every change skipped, or nothing to do).
+    fileprivate var isStepTakenWithoutRevision: Bool {
+        switch self {
+        case .undone(let r), .redone(let r): r.rev == nil
+        default: false
         }
     }
 }

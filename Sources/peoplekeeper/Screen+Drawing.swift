@@ -146,7 +146,7 @@ extension Screen {
         }
         lines.append(fit(" here: " + here.joined(separator: ", "), width))
         lines.append(fit(" " + undoLine, width))
-        let status = restoreQuestion ?? report ?? connectionNote
+        let status = restoreQuestion ?? shownReport ?? connectionNote
         lines.append(fit(" " + (status.map { $0.warning ? style($0.text, "33") : $0.text } ?? ""), width))
         lines.append(fit(style(" " + keyHints.line(width: width - 1), "2"), width))
         // Each line at its own row, with line wrapping off while drawing: a line the terminal draws

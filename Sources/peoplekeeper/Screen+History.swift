@@ -51,6 +51,7 @@ extension Screen {
         let page = max(1, terminal.size.rows - 10)
         switch key {
         case .char("q"), .ctrl("c"), .ctrl("d"): onQuit?()
+        case .char("t") where room.tokenEnded: mode = .renewing(token: "")
         case .char("?"): mode = .help(first: 0)
         case .escape, .left, .char("h"): closeHistory()
         case .up, .char("k"): stepHistory(-1)
@@ -99,7 +100,8 @@ extension Screen {
         guard let index = historyIndex else { return }
         let rev = historyRows[index].rev
         guard room.link == .online else {
-            return say("restoring needs the hub, which is unreachable now: try again when it is back", warning: true)
+            return say("restoring needs the hub, which is unreachable now: try again when it is back", warning: true,
+                       whileOffline: true)
         }
         guard room.sync.revision > rev else {
             return say("the room is as it was at rev \(rev): nothing to restore", warning: false)

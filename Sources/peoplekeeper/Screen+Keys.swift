@@ -277,7 +277,7 @@ extension Screen {
         let trimmed = name.trimmingCharacters(in: .whitespaces)
         guard !trimmed.isEmpty else { return say("a person needs a name", warning: true) }
         guard let tag = room.allocateTag() else {
-            return say("no tags left for new people until the hub is reachable again", warning: true)
+            return say("no tags left for new people until the hub is reachable again", warning: true, whileOffline: true)
         }
         let at = selectedIndex.map { $0 + 1 } ?? 0
         perform([.insert(Person(tag: tag, name: trimmed), at: at)])

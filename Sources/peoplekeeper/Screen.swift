@@ -39,6 +39,8 @@ final class Screen: @unchecked Sendable {
     struct Report: Equatable {
         var text: String
         var warning: Bool
+        /// Says the hub is unreachable: no longer shown once it is back.
+        var whileOffline = false
     }
 
     /// How the status line starts when the hub's room turned out to have another history (`welcome.reset`).
@@ -216,8 +218,14 @@ final class Screen: @unchecked Sendable {
         room.attribute(selected?.tag)
     }
 
-    func say(_ text: String, warning: Bool) {
-        report = Report(text: text, warning: warning)
+    func say(_ text: String, warning: Bool, whileOffline: Bool = false) {
+        report = Report(text: text, warning: warning, whileOffline: whileOffline)
+    }
+
+    /// The user's report, unless it says the hub is unreachable and it is back.
+    var shownReport: Report? {
+        guard let report, report.whileOffline, room.link == .online else { return report }
+        return nil
     }
 
     func tellPresence() {

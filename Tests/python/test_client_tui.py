@@ -1444,6 +1444,74 @@ def test_R_restores_to_the_selected_row_after_a_confirmation_that_counts_the_cha
     ann.wait_for(history_shows([5, 4, 3, 2, 1, 0], selected=1))
 
 
+def test_an_older_step_undone_and_skipped_whole_loses_its_mark(hub, room, screens):
+    """Session 26 (a history pass): ann changes Ann's hair color (rev 1) and her eye color (rev 2); bob
+    overwrites the hair color (rev 3). In ann's history view, Enter on rev 1 is skipped whole (bob
+    overwrote it): no revision, and rev 1 loses its ↶ mark while rev 2 keeps its own; Enter on it again
+    says it is no longer hers to undo instead of sending it.
+    Before the fix: the mark stayed (the stacks' labels did not change, so nothing refreshed the
+    timeline) and a second Enter was refused by the hub with `no-entry`."""
+    obs = observe(hub, room)
+    ann = screens(hub, room, "ann")
+    choose(to_row(ann, "hairColor"), 1).wait_for(shows("Ann", hairColor="blonde"))
+    choose(ann.keys("j", "j"), 1).wait_for(shows("Ann", eyeColor="blue"))
+    assert pk(hub, room, "bob", "set", "1", "hairColor", "red").returncode == 0
+    wait_model(obs, lambda p: obs.rev == 3, "bob's overwrite (rev 3)")
+    ann.keys("h").wait_for(all_of(history_shows([3, 2, 1, 0]), history_columns(UNDO={2: "↶ 2", 1: "↶ 1"})))
+    ann.keys("j", "j").wait_for(history_shows([3, 2, 1, 0], selected=1))
+    ann.keys("Enter").wait_for(all_of(status_has("overwritten by bob"),
+                                      history_columns(UNDO={3: "", 2: "↶ 2", 1: ""})))
+    ann.keys("Enter").wait_for(status_is("only your changes marked ↶ can be undone here; this one has left your undo stack"))
+    time.sleep(0.5)
+    assert obs.rev == 3, f"nothing was made: rev {obs.rev}"
+
+
+def test_a_token_that_expires_in_the_history_view_is_renewed_there(hub_factory, room, screens, tmp_path):
+    """Session 26 (a history pass): ann's token expires while her history view is open. `t` there asks
+    for the new token (the key line offers it), so a pasted token is taken as the token, not run as
+    keys: no undo or restore is queued, and the room carries on.
+    Before the fix: `t` did nothing in the history view and a paste's letters ran as commands (a `u`
+    queued an undo that went out with the new token)."""
+    hub = token_hub(hub_factory, tmp_path)
+    obs = hub.join(room, OBSERVER, token=make_token(OBSERVER, [room], role="viewer"))
+    ann = screens.raw("ann")
+    ann.start(open_command(hub.port, room, "ann", token=make_token("ann", [room], ttl=5)))
+    ann.wait_for(all_of(title_has("● online"), selection_is("Ann")))
+    to_row(ann, "glasses").keys("Enter")
+    wait_model(obs, lambda p: by_tag(p, 1)["glasses"] is True, "ann's glasses on (rev 1)")
+    ann.keys("h").wait_for(history_shows([1, 0]))
+    text = ann.wait_for(_pred(lambda t: "press t and paste a new one" in t, "the status line asking for a token"),
+                        timeout=20)
+    assert "t new access token" in footer(text)["keys"], text
+    # A token-like paste full of the history view's keys (u r R j k g G).
+    fresh = make_token("ann", [room])
+    ann.keys("t").wait_for(_pred(lambda t: "paste the new access token" in footer(t)["keys"], "the token prompt"))
+    ann.tmux("set-buffer", "-b", "tok", fresh + "\n")
+    ann.tmux("paste-buffer", "-p", "-b", "tok", "-t", "pk")
+    ann.wait_for(_pred(lambda t: f"{len(fresh)} characters" in footer(t)["keys"], "the paste counted"))
+    text = ann.keys("Enter").wait_for(title_has("● online"), timeout=20)
+    assert "waiting" not in title(text), text
+    time.sleep(1.0)
+    assert obs.rev == 1 and by_tag(obs.people, 1)["glasses"] is True, f"nothing queued went out: rev {obs.rev}"
+
+
+def test_a_note_that_the_hub_is_unreachable_goes_when_it_is_back(hub_factory, screens):
+    """Session 26 (a history pass): R in the history view while the hub is away says restoring needs
+    the hub; once it is back (the title `● online`) that note is gone from the status line."""
+    hub = hub_factory({"storage": {"kind": "embedded", "path": "{workdir}/data/pk.sqlite"}})
+    room = "team-u"
+    ann = screens(hub, room, "ann")
+    assert pk(hub, room, "carol", "set", "2", "hairColor", "white").returncode == 0
+    ann.keys("h").wait_for(history_shows([1, 0]))
+    hub.kill()
+    ann.wait_for(title_has("○ offline"))
+    ann.keys("j", "R").wait_for(status_has("restoring needs the hub, which is unreachable now"))
+    hub.restart(same_port=True)
+    text = ann.wait_for(title_has("● online"), timeout=15)
+    text = ann.wait_for(_pred(lambda t: "restoring needs the hub" not in t, "the note gone once online"))
+    assert "unreachable" not in footer(text)["status"], text
+
+
 def test_a_restore_answered_after_the_hub_went_away_restores_nothing(hub_factory, screens):
     """ann asks R on rev 1 while online (`It takes back the change since`); the hub is killed before she
     answers: the question says the hub is unreachable, and y restores nothing (queued, the restore
