@@ -12,9 +12,9 @@ extension ServerMessage.LogEntry {
         label ?? (kind == .restore ? "Restore an Earlier Version" : ops.actionLabel)
     }
 
-    /// A person this revision touched, by their name now; someone no longer in the room by the name an
-    /// insert gave them (in `known`: what the rows at hand inserted), else by their tag, marked
-    /// `(gone)`: `Kim (gone)`, `tag 7 (gone)`.
+    /// A person this revision touched, by their name now; someone no longer in the room by the name
+    /// they last had (in `known`: what this client saw, or what the rows at hand say, `lastNames`),
+    /// else by their tag, marked `(gone)`: `Kim (gone)`, `tag 7 (gone)`.
     public func name(of tag: Tag, now people: PeopleModel, known: [Tag: String] = [:]) -> String {
         if let person = people[tag] { return person.name.isEmpty ? "tag \(tag)" : person.name }
         return "\(known[tag] ?? "tag \(tag)") (gone)"
@@ -27,18 +27,22 @@ extension ServerMessage.LogEntry {
 }
 
 extension Sequence<ServerMessage.LogEntry> {
-    /// The people the inserts in these rows put in, by tag (the newest row's where several did), to
-    /// name people who are no longer in the room.
-    public var insertedPeople: [Tag: Person] {
-        var people: [Tag: Person] = [:]
-        for entry in self {
-            for case .insert(let person, _) in entry.ops where people[person.tag] == nil { people[person.tag] = person }
+    /// The last name each person had in these rows (newest first, as a timeline holds them), by tag:
+    /// an insert's, then a name set or typed in a later row (typing into a name no row gave makes it
+    /// unknown); the empty ones left out. Someone removed since keeps the name they had then: a person
+    /// added as "New person" and renamed by typing is "Kim", not "New person".
+    public var lastNames: [Tag: String] {
+        var names: [Tag: String] = [:]
+        for entry in reversed() {
+            for diff in entry.ops {
+                switch diff {
+                case .insert(let person, _): names[person.tag] = person.name
+                case .set(let tag, .name(let name)): names[tag] = name
+                case .text(let tag, let edit): names[tag] = names[tag].flatMap { edit.apply(to: $0) }
+                default: break
+                }
+            }
         }
-        return people
-    }
-
-    /// The names `insertedPeople` gave (the empty ones left out).
-    public var insertedNames: [Tag: String] {
-        insertedPeople.compactMapValues { $0.name.isEmpty ? nil : $0.name }
+        return names.filter { !$0.value.isEmpty }
     }
 }

@@ -45,7 +45,7 @@ struct Log: AsyncParsableCommand {
             }
             try await session.settle(timeout: options.timeout)  // its pong tells the hub's clock
             let now = session.hubNow
-            let known = page.entries.insertedNames
+            let known = page.entries.lastNames
             output(table([["REV", "WHEN", "AT", "WHO", "KIND", "LABEL", "PEOPLE", "ENTRY"]] + page.entries.map { e in
                 [String(e.rev), e.time.map { TimeWords.ago($0, now: now) } ?? "-", e.time.map { TimeWords.exact($0) } ?? "-",
                  e.author, e.kind.rawValue, e.actionLabel, e.peopleWords(now: people, known: known), e.entry.map(String.init) ?? ""]

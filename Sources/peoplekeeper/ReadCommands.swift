@@ -139,7 +139,7 @@ extension StackCommand {
             let reply = try? await session.request(timeout: options.timeout) { seq in
                 .log(.init(seq: seq, before: nil, limit: ClientMessage.LogRequest.limits.upperBound, tag: tag))
             }
-            if case .log(let page)? = reply, let name = page.entries.insertedNames[tag] { known[tag] = name }
+            if case .log(let page)? = reply, let name = page.entries.lastNames[tag] { known[tag] = name }
         }
         return known
     }

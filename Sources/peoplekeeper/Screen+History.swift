@@ -182,10 +182,10 @@ extension Screen {
         let first = max(0, min(index - visible / 2, rows.count - visible))
         let now = room.hubNow  // a revision's time is the hub's clock
         let people = room.sync.view
-        let inserted = reader.rows.insertedPeople
-        let known = reader.rows.insertedNames
-        // The bottom line names people no longer in the room as the rows' inserts had them.
-        let named = PeopleModel(people: Array(people.people) + inserted.values.filter { people[$0.tag] == nil })
+        let known = knownNames.merging(reader.rows.lastNames) { seen, _ in seen }
+        // The bottom line names people no longer in the room by the names they last had.
+        let named = PeopleModel(people: Array(people.people)
+                                    + known.filter { people[$0.key] == nil }.map { Person(tag: $0.key, name: $0.value) })
         for (i, row) in rows.enumerated().dropFirst(first).prefix(visible) {
             let mark = i == index ? "▶ " : "  "
             let line: String
@@ -214,11 +214,15 @@ extension Screen {
         }
     }
 
-    /// The bottom line: `rev 14 · 2026-11-25 14:50:34 · ann: Joan's hair color to red`.
+    /// The bottom line: `rev 14 · 2026-11-25 14:50:34 · ann: Joan's hair color to red`. People are
+    /// named as they are now, so a name set says the tag it renamed (not "Joanie's name to Joanie").
     private func selectedRevision(_ row: HistoryRow, people: PeopleModel) -> String {
         guard let e = row.entry else { return style(" rev 0 · the room as it began", "1") }
         let when = e.time.map { " · " + TimeWords.exact($0) } ?? ""
-        let what = e.ops.map { $0.phrase(people: people) }.joined(separator: "; ")
+        let what = e.ops.map { diff in
+            if case .set(let tag, .name(let name)) = diff { return "renamed tag \(tag) to \(name)" }
+            return diff.phrase(people: people)
+        }.joined(separator: "; ")
         return style(" rev \(e.rev)\(when) · \(e.author): ", "1") + (what.isEmpty ? "no change" : what)
     }
 }

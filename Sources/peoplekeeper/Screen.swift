@@ -162,7 +162,10 @@ final class Screen: @unchecked Sendable {
     /// that a report about someone deleted since names them ("Zed was removed by bob", not "tag 8104").
     private func remember() {
         for person in room.sync.view.people where !person.name.isEmpty { knownNames[person.tag] = person.name }
-        for (tag, name) in room.reader.rows.insertedNames where room.sync.view[tag] == nil { knownNames[tag] = name }
+        // Someone seen here keeps the name they were seen with; the rows name the others.
+        for (tag, name) in room.reader.rows.lastNames where room.sync.view[tag] == nil && knownNames[tag] == nil {
+            knownNames[tag] = name
+        }
     }
 
     /// What the status line says about the connection, straight from the link: nothing while online.

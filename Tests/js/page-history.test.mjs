@@ -9,7 +9,7 @@ import { Timeline, START } from '../../Web/js/timeline.js';
 import { Attribution } from '../../Web/js/attribution.js';
 import {
   relativeTime, opsLabel, actionText, historyStatusText, touchedPeople, touchedText, writerText, restoreQuestion, changesSince,
-  alreadyRestoredText, restoreOfflineText,
+  alreadyRestoredText, restoreOfflineText, lastNames,
 } from '../../Web/js/history-text.js';
 import { RestoreCheck, readRoomAt } from '../../Web/js/restore-check.js';
 import { PeopleModel } from '../../Web/js/core/model.js';
@@ -329,6 +329,27 @@ test('the people a row touched, by their names now; someone deleted since says s
   const many = [1, 2, 3, 4, 5].map((tag) => ({ tag, name: `P${tag}`, gone: false }));
   assert.equal(touchedText(many), 'P1, P2, P3 and 2 more');
   assert.equal(touchedText([]), '');
+});
+
+test('people deleted since are named as they last were in the rows: an insert, then names set and typed (session 26)', () => {
+  // A history pass: people added as "New person" and renamed by typing read "New person (deleted)".
+  const text = (tag, edits) => ({ op: 'text', tag, edits });
+  const entries = [  // newest first, as the panel holds them
+    { rev: 6, ops: [remove(104), remove(4)] },
+    { rev: 5, ops: [text(4, [{ retain: 2 }, { insert: 'd' }])] },
+    { rev: 4, ops: [set(4, 'name', 'Ze')] },
+    { rev: 3, ops: [text(104, [{ delete: 10 }, { insert: 'Kim' }])] },
+    { rev: 2, ops: [insert(person(104, 'New person'), 0), insert(person(4, 'New person'), 1)] },
+    { rev: 1, ops: [text(2, [{ retain: 4 }, { insert: 'na' }])] },  // typed into a name no row gave
+  ];
+  assert.deepEqual([...lastNames(entries)].sort(), [[104, 'Kim'], [4, 'Zed']].sort());
+  assert.deepEqual([...lastNames(entries.slice(0, 3))], [[4, 'Zed']]);
+  // A typing that does not fit the name given makes it unknown, not wrong.
+  assert.deepEqual([...lastNames([{ rev: 2, ops: [text(7, [{ retain: 40 }, { insert: 'x' }])] },
+    { rev: 1, ops: [insert(person(7, 'Bo'), 0)] }])], []);
+  const known = lastNames(entries);
+  const gone = touchedPeople(entries[0].ops, () => null, (tag) => known.get(tag) ?? null);
+  assert.equal(touchedText(gone), 'Kim (deleted), Zed (deleted)');
 });
 
 test('who last changed a field: "bob · 2 min ago", the seed "from the start", the exact time as the tooltip', () => {

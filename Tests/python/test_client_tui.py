@@ -1466,6 +1466,26 @@ def test_an_older_step_undone_and_skipped_whole_loses_its_mark(hub, room, screen
     assert obs.rev == 3, f"nothing was made: rev {obs.rev}"
 
 
+def test_a_person_added_renamed_and_deleted_is_named_as_they_were_when_deleted(hub, room, screens):
+    """Session 26 (a history pass): carol adds "New person", types it into "Kim" and deletes her; bob
+    sets Joan's name whole to "Joanie". ann's screen, opened afterwards, names Kim on the deletion's row
+    as `Kim (gone)` (from the rows: the insert, then the typing replayed on it), and the bottom line of
+    bob's row says `renamed tag 2 to Joanie`.
+    Before: `New person (gone)`, and `Joanie's name to Joanie`."""
+    obs = observe(hub, room)
+    carol = hub.join(room, "carol")
+    tag = carol.new_tag()
+    carol.edit([{"op": "insert", "at": 3, "person": {**SEED[0], "tag": tag, "name": "New person"}}], label="Add Person")
+    carol.edit([{"op": "text", "tag": tag, "edits": [{"delete": 10}, {"insert": "Kim"}]}], label="Change Name")
+    carol.edit([{"op": "remove", "tag": tag}], label="Delete Person")
+    hub.join(room, "bob").edit([set_op(2, "name", "Joanie")], label="Change Name")
+    wait_model(obs, lambda p: obs.rev == 4, "the four revisions")
+    ann = screens(hub, room, "ann")
+    ann.keys("h").wait_for(all_of(history_shows([4, 3, 2, 1, 0]),
+                                  history_columns(PEOPLE={3: "Kim (gone)", 4: "Joanie"})))
+    ann.wait_for(history_bottom(r"rev 4 · .* · bob: renamed tag 2 to Joanie"))
+
+
 def test_a_token_that_expires_in_the_history_view_is_renewed_there(hub_factory, room, screens, tmp_path):
     """Session 26 (a history pass): ann's token expires while her history view is open. `t` there asks
     for the new token (the key line offers it), so a pasted token is taken as the token, not run as

@@ -1377,6 +1377,26 @@ def test_the_history_panel_lists_the_room_s_changes_newest_first_and_loads_older
     c.screenshot("3-scrolled-to-the-start")
 
 
+def test_a_person_added_renamed_by_typing_and_deleted_is_named_as_they_were_when_deleted(hub, room, browsers):
+    """Session 26 (a history pass): carol adds "New person", types it into "Kim", then deletes her. A
+    page opened afterwards (which never saw Kim) names her on the deletion's row as "Kim (deleted)",
+    the name she had then, from the rows it read: the insert, then the typing replayed on it.
+    Before: "New person (deleted)", the insert's name."""
+    obs = observe(hub, room)
+    carol = hub.join(room, "carol")
+    tag = carol.new_tag()
+    carol.edit([{"op": "insert", "at": 3, "person": {**SEED[0], "tag": tag, "name": "New person"}}], label="Add Person")
+    carol.edit([{"op": "text", "tag": tag, "edits": [{"delete": 10}, {"insert": "Ki"}]}], label="Change Name")
+    carol.edit([{"op": "text", "tag": tag, "edits": [{"retain": 2}, {"insert": "m"}]}], label="Change Name")
+    carol.edit([{"op": "remove", "tag": tag}], label="Delete Person")
+    wait_model(obs, lambda p: obs.rev == 4, "carol's four revisions")
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    rows = a.wait_for(history_is([4, 3, 2, 1, 0]), "ann's panel showing carol's four revisions")
+    assert rows[0]["touched"] == "Kim (deleted)", rows[0]
+    assert rows[3]["touched"] == "Kim (deleted)", rows[3]
+
+
 def test_undo_this_takes_back_one_older_change_of_mine_and_nothing_after_it(hub, room, browsers):
     """ann changes Ann's hair (r1), then Joan's glasses (r2); bob then changes Ann's eye color (r3).
     ann's panel offers "Undo this" on her two rows, not on bob's (and bob's, on his row only). ann's

@@ -37,7 +37,7 @@ import { Timeline } from './timeline.js';
 import { PersonHistory } from './person-history.js';
 import { Attribution } from './attribution.js';
 import { HistoryPanel } from './history-panel.js';
-import { touchedPeople, writerText, restoreQuestion, alreadyRestoredText, restoreOfflineText } from './history-text.js';
+import { lastNames, touchedPeople, writerText, restoreQuestion, alreadyRestoredText, restoreOfflineText } from './history-text.js';
 import { RestoreCheck, readRoomAt } from './restore-check.js';
 import { undoOffer } from './core/undo-offer.js';
 import { insert, remove, move, diffTag } from './core/diff.js';
@@ -749,17 +749,12 @@ class App {
     const t = this.shownHistory();
     const view = live.sync.view;
     const current = new Map(view.people.map((p) => [p.tag, p.name]));  // by tag: one lookup per row
-    // Names of people gone, from this page's memory, else from the inserts the timeline shows.
-    let inserted = null;
+    // Names of people gone, from this page's memory, else the last the timeline's rows gave them.
+    let named = null;
     const nameKnown = (tag) => {
       if (this.knownNames.has(tag)) return this.knownNames.get(tag);
-      if (!inserted) {
-        inserted = new Map();
-        for (const e of [...t.entries].reverse()) {
-          for (const d of e.ops) if (d.op === 'insert') inserted.set(d.person.tag, d.person.name);
-        }
-      }
-      return inserted.get(tag) ?? null;
+      named ??= lastNames(t.entries);
+      return named.get(tag) ?? null;
     };
     this.history.render({
       entries: t.rows,

@@ -9,6 +9,7 @@
 
 import { actionLabels, readActionLabels } from './words.js';
 import { diffTag } from './core/diff.js';
+import { applyText } from './core/text.js';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -110,6 +111,30 @@ export function touchedPeople(ops = [], nameNow, nameKnown = () => null) {
     else out.push({ tag, name: nameKnown(tag) ?? (d.op === 'insert' ? d.person?.name : null), gone: true });
   }
   return out;
+}
+
+/**
+ * The last name each person had in these timeline rows (newest first, as the panel holds them), by
+ * tag: an insert's, then a name set or typed in a later row (typing into a name no row gave makes it
+ * unknown); empty names left out. Someone deleted since keeps the name they had then: a person added
+ * as "New person" and renamed by typing is "Kim", not "New person".
+ */
+export function lastNames(entries = []) {
+  const names = new Map();
+  for (let i = entries.length - 1; i >= 0; i--) {
+    for (const d of entries[i].ops ?? []) {
+      if (d.op === 'insert') names.set(d.person.tag, d.person.name);
+      else if (d.op === 'set' && d.field === 'name') names.set(d.tag, d.value);
+      else if (d.op === 'text') {
+        const base = names.get(d.tag);
+        const name = base == null ? null : applyText(d.edits, base);
+        if (name == null) names.delete(d.tag);
+        else names.set(d.tag, name);
+      }
+    }
+  }
+  for (const [tag, name] of names) if (!name) names.delete(tag);
+  return names;
 }
 
 /**

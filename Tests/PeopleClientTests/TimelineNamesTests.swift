@@ -1,0 +1,41 @@
+import PeopleClient
+import PeopleCore
+import Testing
+
+/// How a timeline names people who are gone since (a history pass found people added as "New person"
+/// and renamed by typing shown as "New person (gone)").
+@Suite("Timeline: names of people gone")
+struct TimelineNamesTests {
+    func row(_ rev: Int, _ ops: [Diff]) -> ServerMessage.LogEntry {
+        ServerMessage.LogEntry(rev: rev, time: nil, author: "ann", kind: .edit, label: nil, ops: ops, entry: nil)
+    }
+
+    @Test("a person keeps the last name the rows gave them: an insert's, then names set and typed after it")
+    func lastNames() {
+        // Newest first, as a timeline holds them.
+        let rows = [
+            row(6, [.remove(104), .remove(4)]),
+            row(5, [.text(4, TextOperation([.retain(2), .insert("d")]))]),
+            row(4, [.set(4, .name("Ze"))]),
+            row(3, [.text(104, TextOperation([.delete(10), .insert("Kim")]))]),
+            row(2, [.insert(Person(tag: 104, name: "New person"), at: 0), .insert(Person(tag: 4, name: "New person"), at: 1)]),
+            row(1, [.text(2, TextOperation([.retain(4), .insert("na")]))]),
+        ]
+        // Tag 2's name was typed into without any row giving it: unknown.
+        #expect(rows.lastNames == [104: "Kim", 4: "Zed"])
+        // Only the newer rows loaded: the set is there, the insert and the first typing are not.
+        #expect(Array(rows.prefix(3)).lastNames == [4: "Zed"])
+        let gone = rows[0]
+        let known = rows.lastNames
+        #expect(gone.peopleWords(now: PeopleModel(people: []), known: known) == "Kim (gone), Zed (gone)")
+    }
+
+    @Test("a typing that does not fit the name the rows gave makes it unknown, not wrong")
+    func typingPastTheEnd() {
+        let rows = [
+            row(2, [.text(7, TextOperation([.retain(40), .insert("x")]))]),
+            row(1, [.insert(Person(tag: 7, name: "Bo"), at: 0)]),
+        ]
+        #expect(rows.lastNames.isEmpty)
+    }
+}
