@@ -38,6 +38,7 @@ extension Screen {
     func openHistory(of person: Tag? = nil) {
         showingHistory = true
         historyRev = nil
+        historyFirst = 0
         room.openTimeline(person: person)
     }
 
@@ -178,8 +179,22 @@ extension Screen {
         let rows = historyRows
         let index = historyIndex ?? 0
         if rows.isEmpty { out += ["", "  (no changes have named this person yet)"] }
-        let visible = max(1, height - 3 - (reader.more ? 1 : 0))
-        let first = max(0, min(index - visible / 2, rows.count - visible))
+        // The rows scroll only as far as keeps the selection in sight, with two rows of context on
+        // either side where there are any; rows above the first shown are said to be there (a line
+        // of their own).
+        let space = max(1, height - 3 - (reader.more ? 1 : 0))
+        func first(showing visible: Int) -> Int {
+            let context = min(2, (visible - 1) / 2)
+            var first = min(historyFirst, max(0, rows.count - visible))
+            if index - context < first { first = index - context }
+            if index + context >= first + visible { first = index + context - visible + 1 }
+            return max(0, min(first, rows.count - visible))
+        }
+        var visible = space
+        if first(showing: space) > 0 { visible = max(1, space - 1) }
+        let first = first(showing: visible)
+        historyFirst = first
+        if first > 0 { out.append(style("  ↑ \(first) newer revision\(first == 1 ? "" : "s") (g goes to the newest)", "2")) }
         let now = room.hubNow  // a revision's time is the hub's clock
         let people = room.sync.view
         let known = knownNames.merging(reader.rows.lastNames) { seen, _ in seen }

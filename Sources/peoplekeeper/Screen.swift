@@ -65,6 +65,9 @@ final class Screen: @unchecked Sendable {
     /// The revision selected in the history view (by revision, so it stays on its row as rows come);
     /// nil: the newest.
     var historyRev: Int?
+    /// The history view's first row shown (an index: rows arriving on top show there); it moves only
+    /// as far as keeps the selection in sight.
+    var historyFirst = 0
     /// What the latest action (the user's or a teammate's) led to; nil after the user's next action.
     var report: Report?
     /// The name of everyone this screen has shown or the history rows inserted, by tag (`remember`).

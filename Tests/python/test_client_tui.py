@@ -1162,7 +1162,8 @@ RECENT = r"(just now|\d+ s ago)"     # how long ago a revision made in a test wa
 def history(text: str) -> dict | None:
     """The history view (`h`, or a person's, `H`), or None when the screen shows the people: {"title", "rows": [{"selected":
     bool, REV, WHEN, WHO, ACTION, UNDO, PEOPLE}] as shown (newest first), "more": whether the `↓ older
-    revisions` line shows, "bottom": the last line of the body (what the selected revision did)}."""
+    revisions` line shows, "newer": how many rows the `↑ N newer` line says are above (0 without it),
+    "bottom": the last line of the body (what the selected revision did)}."""
     ls = screen_lines(text)
     rules = _rules(text)
     if len(rules) < 2:
@@ -1170,7 +1171,7 @@ def history(text: str) -> dict | None:
     lines = [line.rstrip() for line in ls[rules[0] + 1:rules[-1]]]
     if not lines or not lines[0].startswith("History of "):
         return None
-    out = {"title": lines[0], "rows": [], "more": False, "bottom": lines[-1].strip()}
+    out = {"title": lines[0], "rows": [], "more": False, "newer": 0, "bottom": lines[-1].strip()}
     if len(lines) < 2 or not lines[1].strip().startswith("REV"):
         return out
     header = lines[1]
@@ -1178,6 +1179,8 @@ def history(text: str) -> dict | None:
     for line in lines[2:-1]:
         if line.strip().startswith("↓ older revisions"):
             out["more"] = True
+        elif m := re.match(r"^\s*↑ (\d+) newer revision", line):
+            out["newer"] = int(m.group(1))
         elif re.match(r"^[▶ ] \d", line):
             cells = {c: line[s:e].strip() for c, s, e in zip(HISTORY_COLUMNS, starts, starts[1:] + [None])}
             out["rows"].append({"selected": line.startswith("▶"), **cells})
@@ -1318,7 +1321,7 @@ def test_the_history_view_opened_while_the_hub_is_away_shows_the_rows_as_last_re
 def test_the_history_view_loads_older_pages_as_it_scrolls(hub, room, screens):
     """60 revisions (carol's). ann's `h` shows the newest page (60 down to 11) and `↓ older revisions`;
     End goes to the oldest row loaded, which loads the next page: revisions 10 to 1 and the room as it
-    began come in, and a second End reaches rev 0."""
+    began come in below it (two of them in sight), and a second End reaches rev 0."""
     obs = observe(hub, room)
     carol = hub.join(room, "carol")
     for i in range(60):
@@ -1327,11 +1330,43 @@ def test_the_history_view_loads_older_pages_as_it_scrolls(hub, room, screens):
     ann = screens(hub, room, "ann", wait_people="Ann 60")
     text = ann.keys("h").wait_for(_pred(lambda t: history_revs(t)[:1] == [60] and history(t)["more"],
                                         "the newest page, with more below"))
-    ann.keys("End").wait_for(_pred(lambda t: 0 in history_revs(t), "rev 0 loaded after scrolling to the end"))
+    ann.keys("End").wait_for(_pred(lambda t: history_revs(t)[-3:] == [11, 10, 9] and not history(t)["more"],
+                                   "the rest loaded below the selection after scrolling to the end"))
     ann.keys("End").wait_for(all_of(_pred(lambda t: selected_rev(t) == 0 and history_revs(t)[-3:] == [2, 1, 0]
                                           and not history(t)["more"], "rev 0 selected, last of all"),
                                     history_bottom("rev 0 · the room as it began")))
     ann.keys("Home").wait_for(_pred(lambda t: selected_rev(t) == 60, "back at the newest"))
+
+
+def test_the_history_view_says_how_many_newer_rows_are_above_and_scrolls_only_as_it_must(hub, room, screens):
+    """Session 26 (a history pass: rows above the view were hidden without a word, and each step
+    re-centred the list). 40 revisions on 80 x 24: moving down keeps the newest rows in sight until the
+    selection is two rows from the bottom; one step further scrolls, keeping two rows below it, and
+    `↑ N newer revisions` says what is above; a teammate's new revision adds to that count while the
+    selection stays on its row; g goes back to the newest and the line goes."""
+    obs = observe(hub, room)
+    carol = hub.join(room, "carol")
+    for i in range(40):
+        carol.edit([set_op(1, "name", f"Ann {i + 1}")], label="Change Name")
+    obs.sync(40)
+    ann = screens(hub, room, "ann", wait_people="Ann 40")
+    text = ann.keys("h").wait_for(_pred(lambda t: history_revs(t)[:1] == [40], "the newest at the top"))
+    shown = len(history(text)["rows"])
+    assert shown >= 5 and history(text)["newer"] == 0, text
+    ann.keys(*["j"] * (shown - 3))
+    text = ann.wait_for(_pred(lambda t: selected_rev(t) == 40 - (shown - 3), "the selection two rows above the last"))
+    assert history_revs(text)[0] == 40 and history(text)["newer"] == 0, f"not scrolled yet: {text}"
+    ann.keys("j")
+    text = ann.wait_for(_pred(lambda t: selected_rev(t) == 40 - (shown - 2), "one step further"))
+    h = history(text)
+    assert h["newer"] >= 1 and history_revs(text)[0] == 40 - h["newer"], text
+    assert history_revs(text)[-3] == 40 - (shown - 2), f"two rows in sight below the selection: {text}"
+    newer = h["newer"]
+    carol.edit([set_op(2, "hairColor", "red")], label="Change Hair Color")
+    ann.wait_for(_pred(lambda t: history(t)["newer"] == newer + 1 and selected_rev(t) == 40 - (shown - 2),
+                       "one more newer row above, the selection still on its revision"))
+    ann.keys("g").wait_for(_pred(lambda t: history_revs(t)[:1] == [41] and history(t)["newer"] == 0
+                                 and selected_rev(t) == 41, "back at the newest, nothing above"))
 
 
 def test_enter_on_an_own_older_row_undoes_it_and_nothing_after_it(hub, room, screens):
