@@ -1318,15 +1318,21 @@ def test_the_history_view_opened_while_the_hub_is_away_shows_the_rows_as_last_re
                         _pred(lambda t: "newest first" in history(t)["title"], "the usual title again")))
 
 
+def renamed_by_carol(hub, room, n: int):
+    """carol renames Ann n times ("Ann 1" … "Ann n": revisions 1 to n); returns carol's client."""
+    obs = observe(hub, room)
+    carol = hub.join(room, "carol")
+    for i in range(n):
+        carol.edit([set_op(1, "name", f"Ann {i + 1}")], label="Change Name")
+    obs.sync(n)
+    return carol
+
+
 def test_the_history_view_loads_older_pages_as_it_scrolls(hub, room, screens):
     """60 revisions (carol's). ann's `h` shows the newest page (60 down to 11) and `↓ older revisions`;
     End goes to the oldest row loaded, which loads the next page: revisions 10 to 1 and the room as it
     began come in below it (two of them in sight), and a second End reaches rev 0."""
-    obs = observe(hub, room)
-    carol = hub.join(room, "carol")
-    for i in range(60):
-        carol.edit([set_op(1, "name", f"Ann {i + 1}")], label="Change Name")
-    obs.sync(60)
+    renamed_by_carol(hub, room, 60)
     ann = screens(hub, room, "ann", wait_people="Ann 60")
     text = ann.keys("h").wait_for(_pred(lambda t: history_revs(t)[:1] == [60] and history(t)["more"],
                                         "the newest page, with more below"))
@@ -1344,11 +1350,7 @@ def test_the_history_view_says_how_many_newer_rows_are_above_and_scrolls_only_as
     selection is two rows from the bottom; one step further scrolls, keeping two rows below it, and
     `↑ N newer revisions` says what is above; a teammate's new revision adds to that count while the
     selection stays on its row; g goes back to the newest and the line goes."""
-    obs = observe(hub, room)
-    carol = hub.join(room, "carol")
-    for i in range(40):
-        carol.edit([set_op(1, "name", f"Ann {i + 1}")], label="Change Name")
-    obs.sync(40)
+    carol = renamed_by_carol(hub, room, 40)
     ann = screens(hub, room, "ann", wait_people="Ann 40")
     text = ann.keys("h").wait_for(_pred(lambda t: history_revs(t)[:1] == [40], "the newest at the top"))
     shown = len(history(text)["rows"])
