@@ -35,7 +35,7 @@ extension SkipReport {
         switch reason {
         case .overwritten:
             if field == nil && style == nil && topic == nil {
-                return "\(who) was already back" + (mine ? " (you put them back)" : by)
+                return "\(who) was already back" + (mine ? " (you put them back)" : self.by.map { " (\($0) put them back)" } ?? "")
             }
             return mine ? "you changed \(what) again since" : "your change to \(what) was overwritten\(by)"
         case .targetRemoved: return mine ? "you deleted \(who) since" : "\(who) was removed\(by)"

@@ -38,4 +38,12 @@ struct TimelineNamesTests {
         ]
         #expect(rows.lastNames.isEmpty)
     }
+
+    @Test("an undo of a deletion whose person a teammate had put back says who did")
+    func alreadyBack() {
+        let people = PeopleModel(people: [Person(tag: 2, name: "Joan")])
+        let report = SkipReport(reason: .overwritten, target: .person(2), by: "dave")
+        #expect(report.sentence(people: people, me: "ann") == "Joan was already back (dave put them back)")
+        #expect(report.sentence(people: people, me: "dave") == "Joan was already back (you put them back)")
+    }
 }

@@ -430,6 +430,9 @@ test('skip notices of a selective undo and of a restore read like the others', (
   "Nothing was undone: you changed Ann's hair color again since.");
   assert.equal(reportsText([{ reason: 'editedByOthers', tag: 2, by: 'ann' }], nameOf, { kind: 'undo', changed: true, me }),
     'Undone, except: you edited Joan since adding them.');
+  // An undo of a deletion whose person a teammate had already put back (session 26: "back by dave").
+  assert.equal(reportsText([{ reason: 'overwritten', tag: 2, by: 'dave' }], nameOf, { kind: 'undo', changed: false, me }),
+    'Nothing was undone: Joan was already back (dave put them back).');
   // H6: an edit racing a teammate's restore.
   const byRestore = (r) => r.by === 'dana';
   assert.equal(reportsText([{ reason: 'targetRemoved', tag: 3, by: 'dana' }], nameOf,

@@ -47,7 +47,7 @@ function reportClause(report, nameOf, options = {}) {
     case 'overwritten':
       // No field: a person the undo would put back is there already (a teammate restored them).
       if (report.field == null && report.style == null && report.topic == null) {
-        sentence = `${who} was already back${report.by == null ? '' : mine ? ' (you put them back)' : ` (restored by ${report.by})`}`;
+        sentence = `${who} was already back${report.by == null ? '' : mine ? ' (you put them back)' : ` (${report.by} put them back)`}`;
       } else if (mine) {
         sentence = `${actor} changed ${what} again since`;
       } else {
