@@ -42,8 +42,15 @@ struct Restore: AsyncParsableCommand {
                     "ops": .array(result.ops.map(\.json)), "history": historyJSON(session.history),
                 ]).text)
             } else if let done = result.rev {
-                let count = result.ops.count
-                say("restored the room to rev \(rev) at rev \(done) (\(result.label)): \(count) change\(count == 1 ? "" : "s")")
+                // Two counts, named apart (a history pass found "8 changes" here meaning edits, beside
+                // the screens' "takes back the 42 changes since", which counts revisions): the changes
+                // (revisions) taken back, as the screens say it, and the edits that did it, one line
+                // each below.
+                func counted(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
+                let since = done - 1 - rev
+                say("restored the room to rev \(rev) at rev \(done) (\(result.label)), taking back "
+                    + (since == 1 ? "the change since" : "the \(counted(since, "change")) since")
+                    + " in \(counted(result.ops.count, "edit"))")
                 for diff in result.ops { say("  " + diff.phrase(people: before)) }
             } else {
                 say("nothing to restore: the room is as it was at rev \(rev)")

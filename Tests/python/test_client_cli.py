@@ -1247,7 +1247,8 @@ def test_restore_makes_the_room_what_it_was_and_undo_takes_it_back(hub, room):
     r = pk(hub, room, "dana", "restore", "0")
     assert_status(r, 0)
     lines = r.stdout.splitlines()
-    assert lines[0] == "restored the room to rev 0 at rev 4 (Restore to revision 0): 3 changes", describe(r)
+    assert lines[0] == ("restored the room to rev 0 at rev 4 (Restore to revision 0), "
+                        "taking back the 3 changes since in 3 edits"), describe(r)
     assert sorted(lines[1:]) == sorted(["  removed Kim", "  added Joan (tag 2) at 1", "  Samuel's name to Sam"]), \
         describe(r)
     frame = revision(obs, 4)
