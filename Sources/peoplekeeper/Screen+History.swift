@@ -50,6 +50,7 @@ extension Screen {
     /// A key in the history view (normal mode).
     func historyKey(_ key: Key) {
         let page = max(1, terminal.size.rows - 10)
+        seekingOldest = false
         switch key {
         case .char("q"), .ctrl("c"), .ctrl("d"): onQuit?()
         case .char("t") where room.tokenEnded: mode = .renewing(token: "")
@@ -60,12 +61,31 @@ extension Screen {
         case .pageUp: stepHistory(-page)
         case .pageDown: stepHistory(page)
         case .home, .char("g"): stepHistory(-1_000_000)
-        case .end, .char("G"): stepHistory(1_000_000)
+        case .end, .char("G"):
+            stepHistory(1_000_000)
+            seekingOldest = true
+            oldestFrom = historyRows.count
         case .enter: editing { undoSelectedRow() }
         case .char("R"): editing { askRestore() }
         case .char("u"): editing { room.undo() }
         case .char("r"): editing { room.redo() }
         default: break
+        }
+    }
+
+    /// End / G: the selection on the oldest row loaded, and the next older page asked for, until the
+    /// rows reach rev 0 or `oldestReach` more than when the key was pressed.
+    func seekOldest() {
+        let rows = historyRows
+        guard let last = rows.last else { return }
+        historyRev = last.rev
+        if !room.reader.more {
+            seekingOldest = false
+        } else if rows.count - oldestFrom >= Self.oldestReach {
+            seekingOldest = false
+            say("\(rows.count) revisions loaded: End (G) again loads older ones", warning: false)
+        } else {
+            room.loadOlder()
         }
     }
 

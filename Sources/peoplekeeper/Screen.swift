@@ -68,6 +68,13 @@ final class Screen: @unchecked Sendable {
     /// The history view's first row shown (an index: rows arriving on top show there); it moves only
     /// as far as keeps the selection in sight.
     var historyFirst = 0
+    /// End / G in the history view: the selection follows the oldest row as older pages come, until
+    /// rev 0 or `Screen.oldestReach` rows.
+    var seekingOldest = false
+    /// How many rows were loaded when End / G was pressed.
+    var oldestFrom = 0
+    /// The rows End / G loads at most before it stops and says so (one more press loads as many more).
+    static let oldestReach = 1_000
     /// What the latest action (the user's or a teammate's) led to; nil after the user's next action.
     var report: Report?
     /// The name of everyone this screen has shown or the history rows inserted, by tag (`remember`).
@@ -220,6 +227,7 @@ final class Screen: @unchecked Sendable {
         // The history's selection is pinned to a revision once there are rows, so that rows arriving
         // above it do not move it (R must restore to the row the user chose).
         if showingHistory, historyRev == nil, let newest = historyRows.first { historyRev = newest.rev }
+        if showingHistory, seekingOldest { seekOldest() }
         tellPresence()
         room.attribute(selected?.tag)
     }

@@ -1330,18 +1330,32 @@ def renamed_by_carol(hub, room, n: int):
 
 def test_the_history_view_loads_older_pages_as_it_scrolls(hub, room, screens):
     """60 revisions (carol's). ann's `h` shows the newest page (60 down to 11) and `↓ older revisions`;
-    End goes to the oldest row loaded, which loads the next page: revisions 10 to 1 and the room as it
-    began come in below it (two of them in sight), and a second End reaches rev 0."""
+    End goes to the oldest row, loading the next page on the way: revisions 10 to 1 and the room as it
+    began come in, and the selection follows them down to rev 0 (session 26: it stopped at the oldest
+    row loaded, and a second End was needed)."""
     renamed_by_carol(hub, room, 60)
     ann = screens(hub, room, "ann", wait_people="Ann 60")
     text = ann.keys("h").wait_for(_pred(lambda t: history_revs(t)[:1] == [60] and history(t)["more"],
                                         "the newest page, with more below"))
-    ann.keys("End").wait_for(_pred(lambda t: history_revs(t)[-3:] == [11, 10, 9] and not history(t)["more"],
-                                   "the rest loaded below the selection after scrolling to the end"))
     ann.keys("End").wait_for(all_of(_pred(lambda t: selected_rev(t) == 0 and history_revs(t)[-3:] == [2, 1, 0]
                                           and not history(t)["more"], "rev 0 selected, last of all"),
                                     history_bottom("rev 0 · the room as it began")))
     ann.keys("Home").wait_for(_pred(lambda t: selected_rev(t) == 60, "back at the newest"))
+
+
+def test_end_in_a_long_history_stops_after_a_thousand_rows_and_says_a_second_end_goes_on(hub_factory, room, screens):
+    """Session 26: End loads older pages until rev 0, but at most 1,000 rows a press: with 1,060
+    revisions the first End stops with the selection on the oldest row loaded and says End again loads
+    older ones; the second reaches rev 0."""
+    hub = hub_factory({"limits": {"opsPerSecond": 100_000}})  # carol's 1,060 revisions at once
+    renamed_by_carol(hub, room, 1060)
+    ann = screens(hub, room, "ann", wait_people="Ann 1060")
+    ann.keys("h").wait_for(_pred(lambda t: history_revs(t)[:1] == [1060], "the newest page"))
+    text = ann.keys("End").wait_for(status_has("End (G) again loads older ones"), timeout=30)
+    oldest = selected_rev(text)
+    assert oldest is not None and 1 < oldest <= 1060 - 1000 and history(text)["more"], text
+    ann.keys("End").wait_for(all_of(_pred(lambda t: selected_rev(t) == 0 and not history(t)["more"], "rev 0 selected"),
+                                    history_bottom("rev 0 · the room as it began")), timeout=30)
 
 
 def test_the_history_view_says_how_many_newer_rows_are_above_and_scrolls_only_as_it_must(hub, room, screens):
