@@ -51,6 +51,7 @@ extension Screen {
     func historyKey(_ key: Key) {
         let page = max(1, terminal.size.rows - 10)
         seekingOldest = false
+        if report?.untilKey == true { report = nil }
         switch key {
         case .char("q"), .ctrl("c"), .ctrl("d"): onQuit?()
         case .char("t") where room.tokenEnded: mode = .renewing(token: "")
@@ -83,7 +84,7 @@ extension Screen {
             seekingOldest = false
         } else if rows.count - oldestFrom >= Self.oldestReach {
             seekingOldest = false
-            say("\(rows.count) revisions loaded: End (G) again loads older ones", warning: false)
+            say("\(rows.count) revisions loaded: End (G) again loads older ones", warning: false, untilKey: true)
         } else {
             room.loadOlder()
         }
@@ -108,6 +109,9 @@ extension Screen {
             let whose = row.author == room.sync.user ? "this one has left your undo stack" : "this one is \(row.author)'s"
             return say("only your changes marked ↶ can be undone here; \(whose)", warning: true)
         }
+        guard !room.sync.isQueued(undoOf: entry) else {
+            return say("your undo of rev \(row.rev) already waits to be sent", warning: false)
+        }
         room.undo(entry: entry)
     }
 
@@ -121,6 +125,10 @@ extension Screen {
         guard let index = historyIndex else { return }
         let rev = historyRows[index].rev
         guard room.link == .online else {
+            if room.tokenEnded {
+                return say("restoring needs the hub, which refused your access token: press t and paste a new one, then R",
+                           warning: true, whileOffline: true)
+            }
             return say("restoring needs the hub, which is unreachable now: try again when it is back", warning: true,
                        whileOffline: true)
         }
@@ -180,12 +188,13 @@ extension Screen {
     func historyPane(width: Int, height: Int) -> [String] {
         let reader = room.reader
         // Rows read before the hub went away stay, said to be as last read (they come again when it is back).
-        let away = if case .offline = room.link { true } else { false }
+        let away = room.link != .online && room.link != .connecting
         let whose = reader.person.map { tag in
             "History of " + (room.sync.view[tag]?.name ?? knownNames[tag] ?? "tag \(tag)") + " (tag \(tag)): the changes that named them"
         } ?? "History of room \(room.room)"
+        let why = room.tokenEnded ? "the hub refused your access token" : "the hub is unreachable"
         var out = [style(whose, "1")
-                   + (away && reader.loaded ? " · as last read: the hub is unreachable"
+                   + (away && reader.loaded ? " · as last read: \(why)"
                                              : " · newest first" + (isViewer ? "" : " · ↶ yours to undo"))]
         guard reader.loaded else {
             let waiting: String = switch room.link {
@@ -232,7 +241,9 @@ extension Screen {
             }
             out.append(i == index ? style(line, "7") : line)
         }
-        if reader.more { out.append(style("  ↓ older revisions load as you scroll", "2")) }
+        if reader.more {
+            out.append(style(away ? "  ↓ older revisions load when you are online again" : "  ↓ older revisions load as you scroll", "2"))
+        }
         var lines = Array((out + Array(repeating: "", count: height)).prefix(max(0, height - 1)))
         lines.append(rows.indices.contains(index) ? selectedRevision(rows[index], people: named) : "")
         return lines
@@ -254,10 +265,12 @@ extension Screen {
     private func selectedRevision(_ row: HistoryRow, people: PeopleModel) -> String {
         guard let e = row.entry else { return style(" rev 0 · the room as it began", "1") }
         let when = e.time.map { " · " + TimeWords.exact($0) } ?? ""
+        // Typing is a text edit per key: "Kim's name typed" once, not once per letter.
         let what = e.ops.map { diff in
             if case .set(let tag, .name(let name)) = diff { return "renamed tag \(tag) to \(name)" }
             return diff.phrase(people: people)
-        }.joined(separator: "; ")
+        }.reduce(into: [String]()) { phrases, phrase in if phrases.last != phrase { phrases.append(phrase) } }
+         .joined(separator: "; ")
         return style(" rev \(e.rev)\(when) · \(e.author): ", "1") + (what.isEmpty ? "no change" : what)
     }
 }

@@ -41,6 +41,8 @@ final class Screen: @unchecked Sendable {
         var warning: Bool
         /// Says the hub is unreachable: no longer shown once it is back.
         var whileOffline = false
+        /// About where the history view stands: it goes with the next key there.
+        var untilKey = false
     }
 
     /// How the status line starts when the hub's room turned out to have another history (`welcome.reset`).
@@ -109,6 +111,8 @@ final class Screen: @unchecked Sendable {
         var dropped: String?
         // The step an undo or redo did, said with its skips when the same answer has some.
         var done: String?
+        // What the answers that came with the "sent" line said (a queued undo's skips): said with it.
+        var answered: String?
         for notice in notices {
             switch notice {
             case .stepDone(let redo, let label):
@@ -119,6 +123,7 @@ final class Screen: @unchecked Sendable {
                 report = Report(text: done.map { "\($0); skipped: " + skipped.joined(separator: "; ") }
                                     ?? skipped.map { $0 + " — skipped" }.joined(separator: "; "),
                                 warning: true)
+                answered = report!.text
             case .error(let error) where error.code == .unauthorized && room.tokenEnded:
                 // The link's note says it, with what to do (t), for as long as it is true.
                 report = nil
@@ -160,7 +165,10 @@ final class Screen: @unchecked Sendable {
                     break
                 }
                 let sent = "back online: your \(count) queued change\(count == 1 ? " was" : "s were") sent"
-                report = Report(text: dropped.map { sent + "; " + $0 } ?? sent, warning: false)
+                // An offline undo whose every part was skipped says so with it (it was lost under this
+                // line, and the ↶ mark went without a word).
+                let said = [dropped, answered].compactMap { $0 }
+                report = Report(text: ([sent] + said).joined(separator: "; "), warning: answered != nil)
             }
         }
         remember()
@@ -232,8 +240,8 @@ final class Screen: @unchecked Sendable {
         room.attribute(selected?.tag)
     }
 
-    func say(_ text: String, warning: Bool, whileOffline: Bool = false) {
-        report = Report(text: text, warning: warning, whileOffline: whileOffline)
+    func say(_ text: String, warning: Bool, whileOffline: Bool = false, untilKey: Bool = false) {
+        report = Report(text: text, warning: warning, whileOffline: whileOffline, untilKey: untilKey)
     }
 
     /// The user's report, unless it says the hub is unreachable and it is back.

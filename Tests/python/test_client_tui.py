@@ -1318,6 +1318,35 @@ def test_the_history_view_opened_while_the_hub_is_away_shows_the_rows_as_last_re
                         _pred(lambda t: "newest first" in history(t)["title"], "the usual title again")))
 
 
+def test_offline_in_the_history_view_an_undo_of_an_own_row_is_queued_once_and_its_skip_said_when_sent(hub_factory, screens):
+    """Session 26 (a second history pass). carol makes 60 revisions, ann changes Ann's hair color
+    (rev 61), bob overwrites it (rev 62). The hub is killed while ann's view shows the newest page:
+    the line below says older revisions load when she is online again (not "as you scroll"). Enter on
+    her `↶` row queues its undo (`1 change waiting`); a second Enter says it already waits, and queues
+    nothing. When the hub is back the status line says the change was sent and that it was skipped
+    (bob overwrote it); the mark is gone.
+    Before: each Enter queued the undo again, and the skip was lost under `back online: … sent`."""
+    hub = hub_factory({"storage": {"kind": "embedded", "path": "{workdir}/data/pk.sqlite"}})
+    room = "team-q"
+    renamed_by_carol(hub, room, 60)
+    ann = screens(hub, room, "ann", wait_people="Ann 60")
+    choose(to_row(ann, "hairColor"), 1).wait_for(shows("Ann 60", hairColor="blonde"))
+    assert pk(hub, room, "bob", "set", "1", "hairColor", "red").returncode == 0
+    ann.keys("h").wait_for(all_of(_pred(lambda t: history_revs(t)[:2] == [62, 61] and history(t)["more"], "the newest page"),
+                                  history_columns(UNDO={61: "↶ 61"})))
+    hub.kill()
+    ann.wait_for(all_of(title_has("○ offline"),
+                        _pred(lambda t: "older revisions load when you are online again" in t, "the line below saying so")))
+    ann.keys("j").wait_for(_pred(lambda t: selected_rev(t) == 61, "ann's row selected"))
+    ann.keys("Enter").wait_for(title_has("1 change waiting"))
+    text = ann.keys("Enter").wait_for(status_has("your undo of rev 61 already waits to be sent"))
+    assert "1 change waiting" in title(text), text
+    hub.restart(same_port=True)
+    text = ann.wait_for(all_of(title_has("● online"), status_has("back online: your 1 queued change was sent")), timeout=20)
+    assert "overwritten by bob" in status(text), text
+    ann.wait_for(history_columns(UNDO={61: ""}))
+
+
 def renamed_by_carol(hub, room, n: int):
     """carol renames Ann n times ("Ann 1" … "Ann n": revisions 1 to n); returns carol's client."""
     obs = observe(hub, room)
@@ -1354,8 +1383,9 @@ def test_end_in_a_long_history_stops_after_a_thousand_rows_and_says_a_second_end
     text = ann.keys("End").wait_for(status_has("End (G) again loads older ones"), timeout=30)
     oldest = selected_rev(text)
     assert oldest is not None and 1 < oldest <= 1060 - 1000 and history(text)["more"], text
-    ann.keys("End").wait_for(all_of(_pred(lambda t: selected_rev(t) == 0 and not history(t)["more"], "rev 0 selected"),
-                                    history_bottom("rev 0 · the room as it began")), timeout=30)
+    text = ann.keys("End").wait_for(all_of(_pred(lambda t: selected_rev(t) == 0 and not history(t)["more"], "rev 0 selected"),
+                                           history_bottom("rev 0 · the room as it began")), timeout=30)
+    assert "again loads older ones" not in status(text), f"the note went with the key: {text}"
 
 
 def test_the_history_view_says_how_many_newer_rows_are_above_and_scrolls_only_as_it_must(hub, room, screens):
@@ -1554,6 +1584,8 @@ def test_a_token_that_expires_in_the_history_view_is_renewed_there(hub_factory, 
     text = ann.wait_for(_pred(lambda t: "press t and paste a new one" in t, "the status line asking for a token"),
                         timeout=20)
     assert "t new access token" in footer(text)["keys"], text
+    assert "as last read: the hub refused" in history(text)["title"], text
+    ann.keys("j", "R").wait_for(status_has("restoring needs the hub, which refused your access token: press t"))
     # A token-like paste full of the history view's keys (u r R j k g G).
     fresh = make_token("ann", [room])
     ann.keys("t").wait_for(_pred(lambda t: "paste the new access token" in footer(t)["keys"], "the token prompt"))

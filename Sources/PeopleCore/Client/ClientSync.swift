@@ -226,6 +226,11 @@ public struct ClientSync: Sendable {
         return flush()
     }
 
+    /// Whether a selective undo of entry `id` waits in the outbox (sent or not, not yet answered).
+    public func isQueued(undoOf id: Int) -> Bool {
+        outbox.contains { $0.request == .undoEntry(id) }
+    }
+
     /// Selective undo of this user's entry `id` (HISTORY §2); queued like any request.
     public mutating func undo(entry id: Int) -> [ClientMessage] {
         enqueue(Pending(seq: 0, request: .undoEntry(id)))
