@@ -168,19 +168,33 @@ extension Screen {
 
     // MARK: Drawing
 
-    /// The column widths of a row after the selection mark: rev, when, who, action, undo mark; the
-    /// people take the rest.
-    private static let columns = [6, 12, 10, 24, 7]
+    /// The column widths of a row after the selection mark, for a body `width` wide: rev, when, who,
+    /// action, undo mark; the people take the rest. Rev, who and the mark are as wide as the rows
+    /// need (an entry id of 1,000 or more keeps its space); what is left is shared by the action (up
+    /// to its longest label) and the people, who keep at least a third of it (a second pass found
+    /// the people gone at 60 columns and the action cut at 100).
+    static func historyColumns(width: Int, rows: [ServerMessage.LogEntry], actions: [String]) -> [Int] {
+        let digits = { (n: Int) in String(n).count }
+        let rev = max(3, digits(rows.map(\.rev).max() ?? 0)) + 2
+        let when = 11  // "59 min ago", "yesterday", "2026-11-25"
+        let who = min(11, max(7, (rows.map { TerminalText.columns($0.author) }.max() ?? 0) + 1))
+        let undo = max(5, 3 + digits(rows.compactMap(\.entry).max() ?? 0))
+        let rest = max(0, width - 2 - rev - when - who - undo)
+        let people = min(max(8, rest / 3), 30)
+        let longest = actions.map { TerminalText.columns($0) }.max() ?? 6
+        let action = max(8, min(longest + 1, rest - people))
+        return [rev, when, who, action, undo]
+    }
 
-    private func historyLine(_ mark: String, _ cells: [String]) -> String {
+    private func historyLine(_ mark: String, _ cells: [String], columns: [Int]) -> String {
         var line = mark
-        for (cell, width) in zip(cells, Self.columns) {
+        for (cell, width) in zip(cells, columns) {
             // In columns (a CJK name takes two per character); a cut cell keeps a space before the next.
             let cell = TerminalText.escaped(cell)
             line += TerminalText.columns(cell) < width ? TerminalText.fit(cell, width: width)
                 : TerminalText.fit(cell, width: width - 1) + " "
         }
-        return line + (cells.count > Self.columns.count ? cells[Self.columns.count] : "")
+        return line + (cells.count > columns.count ? cells[columns.count] : "")
     }
 
     /// The view's lines (the body, full width): a title, the column names, the rows around the
@@ -204,8 +218,10 @@ extension Screen {
             }
             return (out + ["", "  " + waiting] + Array(repeating: "", count: height)).prefix(height).map { String($0) }
         }
-        out.append(style(historyLine("  ", ["REV", "WHEN", "WHO", "ACTION", "UNDO", "PEOPLE"]), "2"))
         let rows = historyRows
+        let entries = rows.compactMap(\.entry)
+        let columns = Self.historyColumns(width: width, rows: entries, actions: entries.map(action) + ["the room as it began"])
+        out.append(style(historyLine("  ", ["REV", "WHEN", "WHO", "ACTION", "UNDO", "PEOPLE"], columns: columns), "2"))
         let index = historyIndex ?? 0
         if rows.isEmpty { out += ["", "  (no changes have named this person yet)"] }
         // The rows scroll only as far as keeps the selection in sight, with two rows of context on
@@ -235,9 +251,10 @@ extension Screen {
             let line: String
             if let e = row.entry {
                 line = historyLine(mark, [String(e.rev), e.time.map { TimeWords.ago($0, now: now) } ?? "-", e.author,
-                                          action(e), e.entry.map { "↶ \($0)" } ?? "", e.peopleWords(now: people, known: known)])
+                                          action(e), e.entry.map { "↶ \($0)" } ?? "", e.peopleWords(now: people, known: known)],
+                                   columns: columns)
             } else {
-                line = historyLine(mark, ["0", "-", Writer.seedWords, "the room as it began", "", ""])
+                line = historyLine(mark, ["0", "-", Writer.seedWords, "the room as it began", "", ""], columns: columns)
             }
             out.append(i == index ? style(line, "7") : line)
         }

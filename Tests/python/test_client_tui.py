@@ -1347,6 +1347,27 @@ def test_offline_in_the_history_view_an_undo_of_an_own_row_is_queued_once_and_it
     ann.wait_for(history_columns(UNDO={61: ""}))
 
 
+def test_the_history_columns_share_the_window_s_width(hub, room, screens):
+    """Session 26 (a second history pass: at 60 columns the PEOPLE column was gone, at 100 a label
+    such as "Undo Restore to revision 1" was cut, whatever the room). carol restores the room to rev 1
+    and ann undoes it. At 60 x 20 every row still names the people it touched; at 100 x 30 the
+    longest action is whole."""
+    obs = observe(hub, room)
+    assert pk(hub, room, "ann", "set", "1", "hairColor", "red").returncode == 0
+    assert pk(hub, room, "bob", "set", "2", "hairColor", "red").returncode == 0
+    assert pk(hub, room, "carol", "restore", "1").returncode == 0
+    assert pk(hub, room, "carol", "undo").returncode == 0
+    wait_model(obs, lambda p: obs.rev == 4, "the four revisions")
+    s = screens.raw("ann60")
+    s.start(open_command(hub.port, room, "ann"), width=60, height=20)
+    s.wait_for(all_of(title_has("● online"), selection_is("Ann")))
+    s.keys("h").wait_for(all_of(history_shows([4, 3, 2, 1, 0]),
+                                history_columns(PEOPLE={4: "Joan", 3: "Joan", 2: "Joan", 1: "Ann"})))
+    s.resize(100, 30)
+    s.wait_for(history_columns(ACTION={4: "Undo Restore to revision 1", 3: "Restore to revision 1"},
+                               PEOPLE={4: "Joan", 1: "Ann"}))
+
+
 def renamed_by_carol(hub, room, n: int):
     """carol renames Ann n times ("Ann 1" … "Ann n": revisions 1 to n); returns carol's client."""
     obs = observe(hub, room)
