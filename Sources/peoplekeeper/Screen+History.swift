@@ -39,6 +39,7 @@ extension Screen {
         showingHistory = true
         historyRev = nil
         historyFirst = 0
+        historyTopRev = nil
         room.openTimeline(person: person)
     }
 
@@ -106,8 +107,8 @@ extension Screen {
             return say("rev 0 is the room as it began: R restores the room to it", warning: false)
         }
         guard let entry = row.entry else {
-            let whose = row.author == room.sync.user ? "this one has left your undo stack" : "this one is \(row.author)'s"
-            return say("only your changes marked ↶ can be undone here; \(whose)", warning: true)
+            let whose = row.author == room.sync.user ? "this one left your undo stack" : "this one is \(row.author)'s"
+            return say("only rows marked ↶ can be undone here: \(whose)", warning: true)
         }
         guard !room.sync.isQueued(undoOf: entry) else {
             return say("your undo of rev \(row.rev) already waits to be sent", warning: false)
@@ -228,9 +229,10 @@ extension Screen {
         // either side where there are any; rows above the first shown are said to be there (a line
         // of their own).
         let space = max(1, height - 3 - (reader.more ? 1 : 0))
+        let start = historyTopRev.flatMap { rev in rows.firstIndex { $0.rev == rev } } ?? historyFirst
         func first(showing visible: Int) -> Int {
             let context = min(2, (visible - 1) / 2)
-            var first = min(historyFirst, max(0, rows.count - visible))
+            var first = min(start, max(0, rows.count - visible))
             if index - context < first { first = index - context }
             if index + context >= first + visible { first = index + context - visible + 1 }
             return max(0, min(first, rows.count - visible))
@@ -239,6 +241,7 @@ extension Screen {
         if first(showing: space) > 0 { visible = max(1, space - 1) }
         let first = first(showing: visible)
         historyFirst = first
+        historyTopRev = first > 0 ? rows[first].rev : nil
         if first > 0 { out.append(style("  ↑ \(first) newer revision\(first == 1 ? "" : "s") (g goes to the newest)", "2")) }
         let now = room.hubNow  // a revision's time is the hub's clock
         let people = room.sync.view

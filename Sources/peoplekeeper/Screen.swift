@@ -67,9 +67,11 @@ final class Screen: @unchecked Sendable {
     /// The revision selected in the history view (by revision, so it stays on its row as rows come);
     /// nil: the newest.
     var historyRev: Int?
-    /// The history view's first row shown (an index: rows arriving on top show there); it moves only
-    /// as far as keeps the selection in sight.
+    /// The history view's first row shown; it moves only as far as keeps the selection in sight. At
+    /// the top, rows arriving show there; scrolled down, the view keeps its rows (`historyTopRev`) and
+    /// the count of newer rows above grows.
     var historyFirst = 0
+    var historyTopRev: Int?
     /// End / G in the history view: the selection follows the oldest row as older pages come, until
     /// rev 0 or `Screen.oldestReach` rows.
     var seekingOldest = false
@@ -203,12 +205,13 @@ final class Screen: @unchecked Sendable {
     }
 
     /// What the status line says when the hub refused the token of an open room: `t` pastes a new one,
-    /// and what waits is kept.
+    /// and what waits is kept. Within 80 columns, the count of what waits included (a second history
+    /// pass found it cut off the end of a longer line).
     func renewNote(expired: Bool) -> Report {
         let waiting = room.sync.pendingCount
-        let kept = waiting == 0 ? "" : "; your \(waiting) change\(waiting == 1 ? "" : "s") waiting \(waiting == 1 ? "is" : "are") kept"
-        return Report(text: (expired ? "your access token has expired" : "the hub refused your access token")
-                      + ": press t and paste a new one to carry on" + kept, warning: true)
+        let kept = waiting == 0 ? " to carry on" : "; \(waiting) change\(waiting == 1 ? "" : "s") waiting, kept"
+        return Report(text: (expired ? "access token expired" : "access token refused") + ": press t and paste a new one" + kept,
+                      warning: true)
     }
 
     /// After any change: the selection stays on the same person (by tag) whatever moved, or at the same
