@@ -1339,7 +1339,8 @@ def test_offline_in_the_history_view_an_undo_of_an_own_row_is_queued_once_and_it
                                   history_columns(UNDO={61: "↶ 61"})))
     hub.kill()
     ann.wait_for(all_of(title_has("○ offline"),
-                        _pred(lambda t: "older revisions load when you are online again" in t, "the line below saying so")))
+                        _pred(lambda t: "older revisions load when you are online again" in t, "the line below saying so"),
+                        _pred(lambda t: here(t) == "here: (not known until you are online again)", "who is here not claimed")))
     ann.keys("j").wait_for(_pred(lambda t: selected_rev(t) == 61, "ann's row selected"))
     ann.keys("Enter").wait_for(title_has("1 change waiting"))
     text = ann.keys("Enter").wait_for(status_has("your undo of rev 61 already waits to be sent"))
