@@ -146,8 +146,7 @@ extension Screen {
         }
         // Who is here is what the hub last said: not known while it cannot be asked (a second history
         // pass found teammates listed long after the hub had gone).
-        let known = room.link == .online || room.link == .connecting
-        lines.append(fit(" here: " + (known ? here.joined(separator: ", ") : "(not known until you are online again)"), width))
+        lines.append(fit(" here: " + (isAway ? "(not known until you are online again)" : here.joined(separator: ", ")), width))
         lines.append(fit(" " + undoLine, width))
         let status = restoreQuestion ?? shownReport ?? connectionNote
         lines.append(fit(" " + (status.map { $0.warning ? style($0.text, "33") : $0.text } ?? ""), width))

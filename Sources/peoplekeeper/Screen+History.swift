@@ -38,7 +38,6 @@ extension Screen {
     func openHistory(of person: Tag? = nil) {
         showingHistory = true
         historyRev = nil
-        historyFirst = 0
         historyTopRev = nil
         room.openTimeline(person: person)
     }
@@ -203,7 +202,7 @@ extension Screen {
     func historyPane(width: Int, height: Int) -> [String] {
         let reader = room.reader
         // Rows read before the hub went away stay, said to be as last read (they come again when it is back).
-        let away = room.link != .online && room.link != .connecting
+        let away = isAway
         let whose = reader.person.map { tag in
             "History of " + (room.sync.view[tag]?.name ?? knownNames[tag] ?? "tag \(tag)") + " (tag \(tag)): the changes that named them"
         } ?? "History of room \(room.room)"
@@ -229,7 +228,7 @@ extension Screen {
         // either side where there are any; rows above the first shown are said to be there (a line
         // of their own).
         let space = max(1, height - 3 - (reader.more ? 1 : 0))
-        let start = historyTopRev.flatMap { rev in rows.firstIndex { $0.rev == rev } } ?? historyFirst
+        let start = historyTopRev.flatMap { rev in rows.firstIndex { $0.rev == rev } } ?? 0
         func first(showing visible: Int) -> Int {
             let context = min(2, (visible - 1) / 2)
             var first = min(start, max(0, rows.count - visible))
@@ -240,12 +239,12 @@ extension Screen {
         var visible = space
         if first(showing: space) > 0 { visible = max(1, space - 1) }
         let first = first(showing: visible)
-        historyFirst = first
         historyTopRev = first > 0 ? rows[first].rev : nil
         if first > 0 { out.append(style("  ↑ \(first) newer revision\(first == 1 ? "" : "s") (g goes to the newest)", "2")) }
         let now = room.hubNow  // a revision's time is the hub's clock
         let people = room.sync.view
-        let known = knownNames.merging(reader.rows.lastNames) { seen, _ in seen }
+        // Names seen here, and the rows' last names of the others (`remember`, at every update).
+        let known = knownNames
         // The bottom line names people no longer in the room by the names they last had.
         let named = PeopleModel(people: Array(people.people)
                                     + known.filter { people[$0.key] == nil }.map { Person(tag: $0.key, name: $0.value) })

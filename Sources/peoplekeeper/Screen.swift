@@ -67,10 +67,9 @@ final class Screen: @unchecked Sendable {
     /// The revision selected in the history view (by revision, so it stays on its row as rows come);
     /// nil: the newest.
     var historyRev: Int?
-    /// The history view's first row shown; it moves only as far as keeps the selection in sight. At
-    /// the top, rows arriving show there; scrolled down, the view keeps its rows (`historyTopRev`) and
+    /// The revision of the history view's first row shown, once it is scrolled down (nil: at the top,
+    /// where rows arriving show). It moves only as far as keeps the selection in sight; while it stays,
     /// the count of newer rows above grows.
-    var historyFirst = 0
     var historyTopRev: Int?
     /// End / G in the history view: the selection follows the oldest row as older pages come, until
     /// rev 0 or `Screen.oldestReach` rows.
@@ -246,6 +245,10 @@ final class Screen: @unchecked Sendable {
     func say(_ text: String, warning: Bool, whileOffline: Bool = false, untilKey: Bool = false) {
         report = Report(text: text, warning: warning, whileOffline: whileOffline, untilKey: untilKey)
     }
+
+    /// The hub cannot be asked now (unreachable, or it refused the token): who is here and the history
+    /// rows are as last read.
+    var isAway: Bool { room.link != .online && room.link != .connecting }
 
     /// The user's report, unless it says the hub is unreachable and it is back.
     var shownReport: Report? {
