@@ -22,8 +22,9 @@ public struct CPUBoundTrait: TestTrait, SuiteTrait, TestScoping {
         try await withTaskExecutorPreference(CPUBoundExecutor.shared, operation: function)
     }
 
-    /// Whether the caller runs on the thread kept for CPU-bound tests.
-    public static var isOnItsThread: Bool { Thread.current.name == CPUBoundExecutor.threadName }
+    /// Whether the caller runs on the thread kept for CPU-bound tests (by the thread's identity, not
+    /// its name).
+    public static var isOnItsThread: Bool { CPUBoundExecutor.shared.isCurrent }
 }
 
 extension Trait where Self == CPUBoundTrait {
@@ -39,14 +40,25 @@ final class CPUBoundExecutor: TaskExecutor, @unchecked Sendable {
     private let condition = NSCondition()
     /// Guarded by `condition`.
     private var jobs: [UnownedJob] = []
+    /// The thread, once it runs (guarded by `condition`).
+    private var thread: pthread_t?
 
     private init() {
         let thread = Thread { [unowned self] in
             Thread.current.name = Self.threadName  // set from the thread itself: Linux names only its own
+            condition.lock()
+            self.thread = pthread_self()
+            condition.unlock()
             self.run()
         }
         thread.stackSize = 8 << 20
         thread.start()
+    }
+
+    var isCurrent: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false
     }
 
     func enqueue(_ job: consuming ExecutorJob) {
