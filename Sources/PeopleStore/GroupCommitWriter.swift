@@ -64,6 +64,8 @@ package final class GroupCommitWriter: @unchecked Sendable {
     private let commitFailures: Counter
 
     /// - Parameters:
+    ///   - name: the writer thread's name, as `top -H` and a debugger show it (at most 15 bytes: Linux
+    ///     keeps no longer name).
     ///   - maxBatch: the most pieces of work in one transaction (a bound on its size and latency).
     ///   - kind: the store's kind, the `store` label of the writer's metrics
     ///     (`peoplekeeper_store_commit_duration_seconds`, `peoplekeeper_store_commit_size`: appends and
@@ -77,9 +79,16 @@ package final class GroupCommitWriter: @unchecked Sendable {
         self.maxBatch = maxBatch
         self.commit = commit
         self.onSnapshotFailure = onSnapshotFailure
-        let thread = Thread { [self] in run() }
-        thread.name = name
+        // Foundation on Linux names only a running thread, and only once `start()` has returned to
+        // the thread that started it (a name set before, or by the thread too early, is dropped).
+        let started = DispatchSemaphore(value: 0)
+        let thread = Thread { [self] in
+            started.wait()
+            Thread.current.name = name
+            run()
+        }
         thread.start()
+        started.signal()
     }
 
     /// Hands work over; `.pending` always (completion comes from the writer thread).

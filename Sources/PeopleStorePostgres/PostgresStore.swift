@@ -87,7 +87,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                                   otherwise: .unavailable)
         }
         writer = GroupCommitWriter(
-            name: "peoplekeeper-postgres-writer", kind: "postgres",
+            name: "pk-pg-writer", kind: "postgres",
             commit: { [unowned self] batch in
                 do { try commit(batch) } catch { throw Self.storeError(error, Self.describe(error)) }
             },

@@ -66,7 +66,7 @@ public final class SQLiteStore: PeopleStore {
         }
         let pool = self.pool
         writer = GroupCommitWriter(
-            name: "peoplekeeper-sqlite-writer", kind: "sqlite",
+            name: "pk-sqlite-write", kind: "sqlite",
             commit: { batch in
                 do { try Self.commit(batch, to: pool) } catch { throw Self.storeError(error, "\(error)") }
             },

@@ -25,6 +25,11 @@ public struct CPUBoundTrait: TestTrait, SuiteTrait, TestScoping {
     /// Whether the caller runs on the thread kept for CPU-bound tests (by the thread's identity, not
     /// its name).
     public static var isOnItsThread: Bool { CPUBoundExecutor.shared.isCurrent }
+
+    /// The calling thread as Foundation names it, for a failure's message.
+    public static var currentThreadName: String {
+        Thread.isMainThread ? "the main thread" : Thread.current.name.map { "\"\($0)\"" } ?? "an unnamed thread"
+    }
 }
 
 extension Trait where Self == CPUBoundTrait {
@@ -44,8 +49,12 @@ final class CPUBoundExecutor: TaskExecutor, @unchecked Sendable {
     private var thread: pthread_t?
 
     private init() {
+        // Foundation on Linux names only a running thread, and only once `start()` has returned to
+        // the thread that started it (a name set earlier is dropped: the check is by identity).
+        let started = DispatchSemaphore(value: 0)
         let thread = Thread { [unowned self] in
-            Thread.current.name = Self.threadName  // set from the thread itself: Linux names only its own
+            started.wait()
+            Thread.current.name = Self.threadName
             condition.lock()
             self.thread = pthread_self()
             condition.unlock()
@@ -53,6 +62,7 @@ final class CPUBoundExecutor: TaskExecutor, @unchecked Sendable {
         }
         thread.stackSize = 8 << 20
         thread.start()
+        started.signal()
     }
 
     var isCurrent: Bool {

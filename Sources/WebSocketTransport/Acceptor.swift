@@ -1,4 +1,5 @@
 import Foundation
+import CLibWebSockets
 import Synchronization
 
 /// The listening socket of a server with several service threads, and the thread that accepts on it.
@@ -59,6 +60,7 @@ final class Acceptor: @unchecked Sendable {
     func start(deal: @escaping @Sendable (Int32) -> Void) {
         started.store(true, ordering: .releasing)
         let thread = Thread { [self] in
+            pk_set_thread_name("lws-accept")  // Foundation's `name` is dropped on Linux before `start()`
             while !stopping.load(ordering: .acquiring) {
                 let accepted = accept(fd, nil, nil)
                 if accepted >= 0 {
@@ -82,7 +84,6 @@ final class Acceptor: @unchecked Sendable {
             }
             finished.signal()
         }
-        thread.name = "lws-accept"
         thread.stackSize = 1 << 18
         thread.start()
     }

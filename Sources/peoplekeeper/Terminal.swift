@@ -110,7 +110,11 @@ final class Terminal: @unchecked Sendable {
 
     /// Reads keys until stdin closes, calling `handle` with each (on the reading thread).
     func readKeys(_ handle: @escaping @Sendable (Key) -> Void) {
+        // Foundation on Linux names only a running thread, and only once `start()` has returned.
+        let started = DispatchSemaphore(value: 0)
         let thread = Thread {
+            started.wait()
+            Thread.current.name = "pk-keys"
             var decoder = KeyDecoder()
             var buffer = [UInt8](repeating: 0, count: 256)
             while true {
@@ -119,8 +123,8 @@ final class Terminal: @unchecked Sendable {
                 for key in decoder.feed(buffer[0..<n]) { handle(key) }
             }
         }
-        thread.name = "peoplekeeper-keys"
         thread.start()
+        started.signal()
     }
 }
 

@@ -76,6 +76,26 @@ struct GroupCommitWriterTests {
         writer.close()
     }
 
+    @Test("the writer's thread carries its name, so `top -H` and a debugger show which thread is the store's")
+    func threadIsNamed() throws {
+        let writer = GroupCommitWriter(name: "pk-test-writer", kind: "test", commit: { _ in },
+                                       onSnapshotFailure: { _, _ in })
+        defer { writer.close() }
+        // The thread names itself once it runs: wait for it (its name is what the system lists).
+        let deadline = Date().addingTimeInterval(10)
+        while !Self.threadNames().contains("pk-test-writer"), Date() < deadline { usleep(10_000) }
+        #expect(Self.threadNames().contains("pk-test-writer"), "threads: \(Self.threadNames().sorted())")
+    }
+
+    /// The names of this process's threads, as Linux lists them.
+    static func threadNames() -> [String] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.compactMap {
+            try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+    }
+
     @Test("a group bigger than maxBatch is still one transaction")
     func bigGroup() throws {
         let commits = Commits()

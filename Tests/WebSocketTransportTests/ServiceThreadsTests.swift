@@ -183,6 +183,27 @@ struct ServiceThreadsTests {
         for id in serverThreads { #expect(Self.leftUserSpace(id)) }
     }
 
+    @Test("the service threads and the accepting thread carry their names (`top -H`, a debugger)")
+    func threadsAreNamed() async throws {
+        let (server, _) = try twoThreads(Relay())
+        let serviceThread = try await kernelThreadID(of: server.contexts[1])
+        #expect(Self.threadName(serviceThread) == "lws-server-1")
+        // The accepting thread names itself once it runs.
+        func names() -> [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? [])
+                .compactMap { Int32($0).flatMap(Self.threadName) }
+        }
+        try? await until("a thread named lws-accept") { names().contains("lws-accept") }
+        #expect(names().contains("lws-accept"), "threads: \(names().sorted())")
+        await server.drain()
+    }
+
+    /// The name Linux gives thread `id` of this process.
+    static func threadName(_ id: Int32) -> String? {
+        (try? String(contentsOfFile: "/proc/self/task/\(id)/comm", encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     /// Whether the thread `id` of this process runs no more code of ours: it is gone from /proc, or the
     /// kernel is ending it (`PF_EXITING` in its flags). A join returns when the kernel wakes the joiner
     /// in the middle of the thread's exit, so its /proc entry can still be there for a moment (a
