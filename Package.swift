@@ -172,7 +172,8 @@ let package = Package(
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
-        // For tests only: a real, throwaway PostgreSQL 15 server (initdb in a temporary directory).
+        // For tests only: a real, throwaway PostgreSQL 15 server (initdb in a temporary directory), and
+        // the `.cpuBound` trait that keeps long computing tests off Swift's cooperative pool.
         .target(name: "PeopleTestSupport"),
         // One contract suite run against every store; PostgreSQL is a real server started by the tests.
         .testTarget(

@@ -90,6 +90,9 @@ public final class LiveRoom: @unchecked Sendable {
     private var viewing: ClientMessage.PresenceUpdate?
     /// How many requests were waiting when the connection came back; `.sent` says so when they are done.
     private var resending = 0
+    /// Whether requests queued while the hub was unreachable are still being answered (`.sent` comes
+    /// with the last answer): a screen keeps what the earlier answers said to say it then.
+    public var isResending: Bool { resending > 0 }
     /// How far the hub's clock is from this one (a ping after each welcome and each quiet spell).
     public private(set) var clock = HubClock()
     /// This computer's clock (milliseconds since the epoch; tests give their own).

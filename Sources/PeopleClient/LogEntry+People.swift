@@ -31,18 +31,21 @@ extension Sequence<ServerMessage.LogEntry> {
     /// an insert's, then a name set or typed in a later row (typing into a name no row gave makes it
     /// unknown); the empty ones left out. Someone removed since keeps the name they had then: a person
     /// added as "New person" and renamed by typing is "Kim", not "New person".
-    public var lastNames: [Tag: String] {
-        var names: [Tag: String] = [:]
+    public var lastNames: [Tag: String] { lastNamings.mapValues(\.name) }
+
+    /// `lastNames`, each with the revision of the row that gave it.
+    public var lastNamings: [Tag: (name: String, rev: Int)] {
+        var names: [Tag: (name: String, rev: Int)] = [:]
         for entry in reversed() {
             for diff in entry.ops {
                 switch diff {
-                case .insert(let person, _): names[person.tag] = person.name
-                case .set(let tag, .name(let name)): names[tag] = name
-                case .text(let tag, let edit): names[tag] = names[tag].flatMap { edit.apply(to: $0) }
+                case .insert(let person, _): names[person.tag] = (person.name, entry.rev)
+                case .set(let tag, .name(let name)): names[tag] = (name, entry.rev)
+                case .text(let tag, let edit): names[tag] = names[tag].flatMap { edit.apply(to: $0.name) }.map { ($0, entry.rev) }
                 default: break
                 }
             }
         }
-        return names.filter { !$0.value.isEmpty }
+        return names.filter { !$0.value.name.isEmpty }
     }
 }

@@ -146,7 +146,12 @@ extension Screen {
         }
         // Who is here is what the hub last said: not known while it cannot be asked (a second history
         // pass found teammates listed long after the hub had gone).
-        lines.append(fit(" here: " + (isAway ? "(not known until you are online again)" : here.joined(separator: ", ")), width))
+        let present = switch room.link {
+        case .online: here.joined(separator: ", ")
+        case .connecting: "(connecting…)"
+        case .offline, .refused: "(not known until you are online again)"
+        }
+        lines.append(fit(" here: " + present, width))
         lines.append(fit(" " + undoLine, width))
         let status = restoreQuestion ?? shownReport ?? connectionNote
         lines.append(fit(" " + (status.map { $0.warning ? style($0.text, "33") : $0.text } ?? ""), width))

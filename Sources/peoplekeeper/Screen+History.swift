@@ -110,7 +110,9 @@ extension Screen {
             return say("only rows marked ↶ can be undone here: \(whose)", warning: true)
         }
         guard !room.sync.isQueued(undoOf: entry) else {
-            return say("your undo of rev \(row.rev) already waits to be sent", warning: false)
+            // Online it may be on its way already (sent, its answer not back yet).
+            return say(room.link == .online ? "your undo of rev \(row.rev) is already on its way to the hub"
+                                            : "your undo of rev \(row.rev) already waits to be sent", warning: false)
         }
         room.undo(entry: entry)
     }
@@ -206,7 +208,8 @@ extension Screen {
         let whose = reader.person.map { tag in
             "History of " + (room.sync.view[tag]?.name ?? knownNames[tag] ?? "tag \(tag)") + " (tag \(tag)): the changes that named them"
         } ?? "History of room \(room.room)"
-        let why = room.tokenEnded ? "the hub refused your access token" : "the hub is unreachable"
+        let why = room.tokenEnded ? "the hub refused your access token"
+            : room.link == .connecting ? "connecting again" : "the hub is unreachable"
         var out = [style(whose, "1")
                    + (away && reader.loaded ? " · as last read: \(why)"
                                              : " · newest first" + (isViewer ? "" : " · ↶ yours to undo"))]
@@ -244,7 +247,7 @@ extension Screen {
         let now = room.hubNow  // a revision's time is the hub's clock
         let people = room.sync.view
         // Names seen here, and the rows' last names of the others (`remember`, at every update).
-        let known = knownNames
+        let known = knownNames.byTag
         // The bottom line names people no longer in the room by the names they last had.
         let named = PeopleModel(people: Array(people.people)
                                     + known.filter { people[$0.key] == nil }.map { Person(tag: $0.key, name: $0.value) })

@@ -277,7 +277,12 @@ extension Screen {
         let trimmed = name.trimmingCharacters(in: .whitespaces)
         guard !trimmed.isEmpty else { return say("a person needs a name", warning: true) }
         guard let tag = room.allocateTag() else {
-            return say("no tags left for new people until the hub is reachable again", warning: true, whileOffline: true)
+            // Online the hub's next block of tags is on its way: the name is not taken, and the line
+            // stays (a report marked offline-only was hidden at once, so nothing was said).
+            guard room.link == .online else {
+                return say("no tags left for new people until the hub is reachable again", warning: true, whileOffline: true)
+            }
+            return say("waiting for new tags from the hub: add \(trimmed) again in a moment", warning: true)
         }
         let at = selectedIndex.map { $0 + 1 } ?? 0
         perform([.insert(Person(tag: tag, name: trimmed), at: at)])

@@ -80,8 +80,12 @@ final class Screen: @unchecked Sendable {
     static let oldestReach = 1_000
     /// What the latest action (the user's or a teammate's) led to; nil after the user's next action.
     var report: Report?
-    /// The name of everyone this screen has shown or the history rows inserted, by tag (`remember`).
-    var knownNames: [Tag: String] = [:]
+    /// The name of everyone this screen has shown or the history rows named, by tag (`remember`).
+    var knownNames = KnownNames()
+    /// What the answers to requests queued offline said, until the "sent" line says it with it (at
+    /// most `keptForSent`: the line is one line).
+    private var saidWhileResending: [Report] = []
+    static let keptForSent = 4
     var onQuit: (() -> Void)?
 
     init(room: LiveRoom, terminal: Terminal, queue: DispatchQueue) {
@@ -108,23 +112,28 @@ final class Screen: @unchecked Sendable {
     // MARK: Updates from the room
 
     func update(_ notices: [LiveRoom.Notice]) {
-        // Said with the "sent" line when both come with one answer (the undo went with the last edit).
-        var dropped: String?
         // The step an undo or redo did, said with its skips when the same answer has some.
         var done: String?
-        // What the answers that came with the "sent" line said (a queued undo's skips): said with it.
-        var answered: String?
+        // What the answers to the requests queued offline said (a queued undo's skips, an undo that went
+        // with its edit), kept for the "sent" line: each answer comes in a call of its own, and the
+        // line replaced what the earlier ones said (a review found a skip lost when an edit was queued
+        // after the undo). Kept only while those answers come.
+        func keepForSent(_ said: Report) {
+            if room.isResending || notices.contains(where: { if case .sent = $0 { true } else { false } }) {
+                saidWhileResending = Array((saidWhileResending + [said]).suffix(Self.keptForSent))
+            }
+        }
         for notice in notices {
             switch notice {
             case .stepDone(let redo, let label):
                 done = "\(redo ? "redid" : "undid") \(label ?? "a change")"
                 report = Report(text: done!, warning: false)
             case .skipped(let reports, let before):
-                let skipped = reports.sentences(people: before, known: knownNames, me: room.sync.user)
+                let skipped = reports.sentences(people: before, known: knownNames.byTag, me: room.sync.user)
                 report = Report(text: done.map { "\($0); skipped: " + skipped.joined(separator: "; ") }
                                     ?? skipped.map { $0 + " — skipped" }.joined(separator: "; "),
                                 warning: true)
-                answered = report!.text
+                keepForSent(report!)
             case .error(let error) where error.code == .unauthorized && room.tokenEnded:
                 // The link's note says it, with what to do (t), for as long as it is true.
                 report = nil
@@ -140,8 +149,9 @@ final class Screen: @unchecked Sendable {
                 report = nil
             case .undoDropped(let label, let why):
                 let undo = label.map { "your undo of \($0)" } ?? "your undo"
-                dropped = "\(undo) had nothing to take back: " + why.joined(separator: "; ")
-                report = Report(text: dropped!, warning: false)
+                let dropped = "\(undo) had nothing to take back: " + why.joined(separator: "; ")
+                report = Report(text: dropped, warning: false)
+                keepForSent(report!)
             case .restored(let rev, let made?):
                 // Every revision between `rev` and the restore's own.
                 let count = made - 1 - rev
@@ -168,8 +178,9 @@ final class Screen: @unchecked Sendable {
                 let sent = "back online: your \(count) queued change\(count == 1 ? " was" : "s were") sent"
                 // An offline undo whose every part was skipped says so with it (it was lost under this
                 // line, and the ↶ mark went without a word).
-                let said = [dropped, answered].compactMap { $0 }
-                report = Report(text: ([sent] + said).joined(separator: "; "), warning: answered != nil)
+                let said = saidWhileResending
+                saidWhileResending = []
+                report = Report(text: ([sent] + said.map(\.text)).joined(separator: "; "), warning: said.contains(where: \.warning))
             }
         }
         remember()
@@ -177,14 +188,12 @@ final class Screen: @unchecked Sendable {
         render()
     }
 
-    /// Keeps the name of everyone the screen has shown, or whom the history rows at hand inserted, so
-    /// that a report about someone deleted since names them ("Zed was removed by bob", not "tag 8104").
+    /// Keeps the name of everyone the screen has shown, or whom the history rows at hand named (the
+    /// newer of the two), so that a report about someone deleted since names them ("Zed was removed by
+    /// bob", not "tag 8104").
     private func remember() {
-        for person in room.sync.view.people where !person.name.isEmpty { knownNames[person.tag] = person.name }
-        // Someone seen here keeps the name they were seen with; the rows name the others.
-        for (tag, name) in room.reader.rows.lastNames where room.sync.view[tag] == nil && knownNames[tag] == nil {
-            knownNames[tag] = name
-        }
+        knownNames.saw(room.sync.view, at: room.sync.revision)
+        knownNames.read(room.reader.rows, present: room.sync.view)
     }
 
     /// What the status line says about the connection, straight from the link: nothing while online.
@@ -246,9 +255,10 @@ final class Screen: @unchecked Sendable {
         report = Report(text: text, warning: warning, whileOffline: whileOffline, untilKey: untilKey)
     }
 
-    /// The hub cannot be asked now (unreachable, or it refused the token): who is here and the history
-    /// rows are as last read.
-    var isAway: Bool { room.link != .online && room.link != .connecting }
+    /// The hub cannot be asked now (unreachable, connecting again, or it refused the token): who is
+    /// here and the history rows are as last read. (A reconnecting attempt can wait 10 s for a hub
+    /// that does not answer: a review found teammates listed through each.)
+    var isAway: Bool { room.link != .online }
 
     /// The user's report, unless it says the hub is unreachable and it is back.
     var shownReport: Report? {

@@ -39,6 +39,28 @@ struct TimelineNamesTests {
         #expect(rows.lastNames.isEmpty)
     }
 
+    @Test("a name the rows gave after the person was last seen wins; one they gave before does not")
+    func newerNameWins() {
+        var known = KnownNames()
+        // ann saw tag 104 as "New person" at rev 3 (and tag 5 as "Bo" at rev 3).
+        known.saw(PeopleModel(people: [Person(tag: 104, name: "New person"), Person(tag: 5, name: "Bo")]), at: 3)
+        // Then one revision renamed and removed 104 (an HTTP agent), and rows read long ago say 5 was
+        // "Bob" at rev 1, before she saw "Bo".
+        let rows = [
+            row(4, [.set(104, .name("Kim")), .remove(104)]),
+            row(1, [.set(5, .name("Bob"))]),
+        ]
+        known.read(rows, present: PeopleModel(people: []))
+        #expect(known[104] == "Kim")
+        #expect(known[5] == "Bo")
+        // Someone still in the room keeps the name shown, whatever rows say.
+        var shown = KnownNames()
+        shown.saw(PeopleModel(people: [Person(tag: 104, name: "Kimberly")]), at: 2)
+        shown.read(rows, present: PeopleModel(people: [Person(tag: 104, name: "Kimberly")]))
+        #expect(shown[104] == "Kimberly")
+        #expect(rows.lastNamings[104]?.rev == 4)
+    }
+
     @Test("an undo of a deletion whose person a teammate had put back says who did")
     func alreadyBack() {
         let people = PeopleModel(people: [Person(tag: 2, name: "Joan")])

@@ -9,7 +9,7 @@ import { Timeline, START } from '../../Web/js/timeline.js';
 import { Attribution } from '../../Web/js/attribution.js';
 import {
   relativeTime, opsLabel, actionText, historyStatusText, touchedPeople, touchedText, writerText, restoreQuestion, changesSince,
-  alreadyRestoredText, restoreOfflineText, lastNames,
+  alreadyRestoredText, restoreOfflineText, lastNames, KnownNames,
 } from '../../Web/js/history-text.js';
 import { RestoreCheck, readRoomAt } from '../../Web/js/restore-check.js';
 import { PeopleModel } from '../../Web/js/core/model.js';
@@ -350,6 +350,28 @@ test('people deleted since are named as they last were in the rows: an insert, t
   const known = lastNames(entries);
   const gone = touchedPeople(entries[0].ops, () => null, (tag) => known.get(tag) ?? null);
   assert.equal(touchedText(gone), 'Kim (deleted), Zed (deleted)');
+});
+
+test('a name the rows gave after the person was last seen wins; one they gave before does not (session 27)', () => {
+  // A review: a name seen on the page always won, so a person renamed and deleted in one revision (an
+  // HTTP agent) read "New person (deleted)" beside rows that said Kim. As the terminal's KnownNames.
+  const known = new KnownNames();
+  known.saw([person(104, 'New person'), person(5, 'Bo')], 3);
+  const rows = [
+    { rev: 4, ops: [set(104, 'name', 'Kim'), remove(104)] },
+    { rev: 1, ops: [set(5, 'name', 'Bob')] },  // read long ago: older than "Bo", seen at rev 3
+  ];
+  known.read(rows, () => false);
+  assert.equal(known.get(104), 'Kim');
+  assert.equal(known.get(5), 'Bo');
+  // Someone still on the page keeps the name shown, whatever rows say.
+  const shown = new KnownNames();
+  shown.saw([person(104, 'Kimberly')], 2);
+  shown.read(rows, (tag) => tag === 104);
+  assert.equal(shown.get(104), 'Kimberly');
+  // Empty names are not kept.
+  shown.saw([person(9, '')], 5);
+  assert.equal(shown.has(9), false);
 });
 
 test('who last changed a field: "bob · 2 min ago", the seed "from the start", the exact time as the tooltip', () => {

@@ -1351,6 +1351,30 @@ def test_offline_in_the_history_view_an_undo_of_an_own_row_is_queued_once_and_it
     ann.wait_for(history_columns(UNDO={61: ""}))
 
 
+def test_offline_a_queued_undo_s_skip_is_said_with_the_sent_line_when_an_edit_was_queued_after_it(hub_factory, screens):
+    """ann changes Ann's hair color (rev 1), bob overwrites it (rev 2). Offline, ann undoes her row from
+    the history view (Enter on `↶ 1`) and then turns Ann's glasses on: 2 changes waiting. When the hub
+    is back the status line says both were sent and that the undo was skipped (bob overwrote it).
+    Before (a review found it): each answer was said on its own and the last one's "sent" line replaced
+    the skip, so the mark went without a word unless the undo was the last thing queued."""
+    hub = hub_factory({"storage": {"kind": "embedded", "path": "{workdir}/data/pk.sqlite"}})
+    room = "team-r"
+    ann = screens(hub, room, "ann")
+    choose(to_row(ann, "hairColor"), 1).wait_for(shows("Ann", hairColor="blonde"))
+    assert pk(hub, room, "bob", "set", "1", "hairColor", "red").returncode == 0
+    ann.keys("h").wait_for(all_of(_pred(lambda t: history_revs(t)[:2] == [2, 1], "the two revisions"),
+                                  history_columns(UNDO={1: "↶ 1"})))
+    hub.kill()
+    ann.wait_for(title_has("○ offline"))
+    ann.keys("j").wait_for(_pred(lambda t: selected_rev(t) == 1, "ann's row selected"))
+    ann.keys("Enter").wait_for(title_has("1 change waiting"))
+    ann.keys("Escape").wait_for(_pred(lambda t: not history(t), "the details again"))
+    ann.keys("j", "j", "j", "Enter").wait_for(all_of(shows("Ann", glasses="on"), title_has("2 changes waiting")))
+    hub.restart(same_port=True)
+    text = ann.wait_for(all_of(title_has("● online"), status_has("back online: your 2 queued changes were sent")), timeout=20)
+    assert "overwritten by bob" in status(text), text
+
+
 def test_the_history_columns_share_the_window_s_width(hub, room, screens):
     """Session 26 (a second history pass: at 60 columns the PEOPLE column was gone, at 100 a label
     such as "Undo Restore to revision 1" was cut, whatever the room). carol restores the room to rev 1
@@ -1961,6 +1985,68 @@ def test_a_silent_link_is_given_up_and_the_waiting_edit_is_sent_when_the_network
     finally:
         proxy.close()
 
+
+
+def test_while_an_attempt_waits_for_an_unanswering_hub_who_is_here_is_not_claimed(hub, room, screens):
+    """bob is in the room; ann's link goes silent, is given up, and her next attempt waits for a hub that
+    never answers the upgrade (`◌ connecting`, up to 10 s an attempt). Meanwhile her bottom line said
+    `here: bob` from the hub's last word (a review found it: only offline was the list withheld); it says
+    `here: (connecting…)`, and once she is online again it names bob."""
+    proxy = StallProxy(hub.port)
+    try:
+        screens(hub, room, "bob")
+        s = screens.raw("ann")
+        s.start(open_command(proxy.port, room, "ann", heartbeat=5))
+        s.wait_for(all_of(title_has("● online"), _pred(lambda t: "bob" in here(t), "bob on ann's here line")))
+        proxy.stall()
+        s.wait_for(status_has("no answer from the hub"), timeout=30)
+        s.wait_for(all_of(title_has("◌ connecting"), here_is("here: (connecting…)")), timeout=20)
+        proxy.resume()
+        s.wait_for(all_of(title_has("● online"), _pred(lambda t: "bob" in here(t), "bob on ann's here line again")),
+                   timeout=20)
+    finally:
+        proxy.close()
+
+
+def test_out_of_tags_online_the_screen_says_it_waits_for_the_hub_s_next_block(hub_factory, screens):
+    """A hub that hands out one tag at a time (`rooms.tagBlockSize: 1`); ann's link goes silent just
+    after she joins, so the block she asks for when adding Kim never comes. Her second add, still
+    `● online`, has no tag: the status line says it waits for new tags and names the person not added.
+    Before (a review found it): the sentence was marked as an offline one and hidden while online, so
+    the typed name went without a word."""
+    hub = hub_factory({"rooms": {"tagBlockSize": 1}})
+    proxy = StallProxy(hub.port)
+    try:
+        s = screens.raw("ann")
+        s.start(open_command(proxy.port, "team-t", "ann"))
+        s.wait_for(all_of(title_has("● online"), selection_is("Ann")))
+        proxy.stall()
+        s.keys("a").type("Kim")
+        s.keys("Enter").wait_for(all_of(list_is(["Ann", "Kim", "Joan", "Sam"]), title_has("1 change waiting")))
+        s.keys("a").type("Lea")
+        text = s.keys("Enter").wait_for(status_has("waiting for new tags from the hub: add Lea again in a moment"))
+        assert "● online" in title(text) and names(text) == ["Ann", "Kim", "Joan", "Sam"], text
+    finally:
+        proxy.close()
+
+
+def test_enter_again_on_a_row_whose_undo_is_on_its_way_says_so(hub, room, screens):
+    """Online, ann's link goes silent just after she presses Enter on her `↶` row: the undo is sent, its
+    answer does not come. A second Enter says the undo is already on its way (it said "already waits to
+    be sent", true only offline) and sends nothing more."""
+    proxy = StallProxy(hub.port)
+    try:
+        s = screens.raw("ann")
+        s.start(open_command(proxy.port, room, "ann"))
+        s.wait_for(all_of(title_has("● online"), selection_is("Ann")))
+        choose(to_row(s, "hairColor"), 1).wait_for(shows("Ann", hairColor="blonde"))
+        s.keys("h").wait_for(history_columns(UNDO={1: "↶ 1"}))
+        proxy.stall()
+        s.keys("Enter").wait_for(title_has("1 change waiting"))
+        text = s.keys("Enter").wait_for(status_has("your undo of rev 1 is already on its way to the hub"))
+        assert "● online" in title(text) and "1 change waiting" in title(text), text
+    finally:
+        proxy.close()
 
 # -- a terminal power user (session 21) ----------------------------------------------------------------------
 

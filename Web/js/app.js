@@ -37,7 +37,7 @@ import { Timeline } from './timeline.js';
 import { PersonHistory } from './person-history.js';
 import { Attribution } from './attribution.js';
 import { HistoryPanel } from './history-panel.js';
-import { lastNames, touchedPeople, writerText, restoreQuestion, alreadyRestoredText, restoreOfflineText } from './history-text.js';
+import { KnownNames, touchedPeople, writerText, restoreQuestion, alreadyRestoredText, restoreOfflineText } from './history-text.js';
 import { RestoreCheck, readRoomAt } from './restore-check.js';
 import { undoOffer } from './core/undo-offer.js';
 import { insert, remove, move, diffTag } from './core/diff.js';
@@ -78,7 +78,7 @@ class App {
     this.focusedField = null;
     this.highlights = new Highlights();
     /** Names of everyone seen, to name people in reports after they are gone. */
-    this.knownNames = new Map();
+    this.knownNames = new KnownNames();
     /** Tags a teammate removed since the last render, and by whom (to say so when it was the selected person). */
     this.removedBy = new Map();
     /** Teammates' changes not yet said to screen readers: {text, count}, or null. */
@@ -608,7 +608,7 @@ class App {
     }
     this.removedBy.clear();
     if (this.selectedTag != null) this.lastIndex = view.indexOf(this.selectedTag);
-    for (const p of view.people) this.knownNames.set(p.tag, p.name);
+    this.knownNames.saw(view.people, live.sync.revision);
 
     const me = live.sync.user;
     const viewing = new Map();  // tag → the other users looking at it, each once
@@ -749,12 +749,15 @@ class App {
     const t = this.shownHistory();
     const view = live.sync.view;
     const current = new Map(view.people.map((p) => [p.tag, p.name]));  // by tag: one lookup per row
-    // Names of people gone, from this page's memory, else the last the timeline's rows gave them.
-    let named = null;
+    // Names of people gone: the newer of what this page saw and what the timeline's rows gave them
+    // (the rows are read once a render, and only if someone gone is named).
+    let read = false;
     const nameKnown = (tag) => {
-      if (this.knownNames.has(tag)) return this.knownNames.get(tag);
-      named ??= lastNames(t.entries);
-      return named.get(tag) ?? null;
+      if (!read) {
+        this.knownNames.read(t.entries, (t2) => current.has(t2));
+        read = true;
+      }
+      return this.knownNames.get(tag) ?? null;
     };
     this.history.render({
       entries: t.rows,

@@ -120,21 +120,71 @@ export function touchedPeople(ops = [], nameNow, nameKnown = () => null) {
  * as "New person" and renamed by typing is "Kim", not "New person".
  */
 export function lastNames(entries = []) {
+  return new Map([...lastNamings(entries)].map(([tag, { name }]) => [tag, name]));
+}
+
+/** `lastNames`, each as {name, rev}: with the revision of the row that gave it. */
+export function lastNamings(entries = []) {
   const names = new Map();
   for (let i = entries.length - 1; i >= 0; i--) {
+    const rev = entries[i].rev;
     for (const d of entries[i].ops ?? []) {
-      if (d.op === 'insert') names.set(d.person.tag, d.person.name);
-      else if (d.op === 'set' && d.field === 'name') names.set(d.tag, d.value);
+      if (d.op === 'insert') names.set(d.person.tag, { name: d.person.name, rev });
+      else if (d.op === 'set' && d.field === 'name') names.set(d.tag, { name: d.value, rev });
       else if (d.op === 'text') {
         const base = names.get(d.tag);
-        const name = base == null ? null : applyText(d.edits, base);
+        const name = base == null ? null : applyText(d.edits, base.name);
         if (name == null) names.delete(d.tag);
-        else names.set(d.tag, name);
+        else names.set(d.tag, { name, rev });
       }
     }
   }
-  for (const [tag, name] of names) if (!name) names.delete(tag);
+  for (const [tag, { name }] of names) if (!name) names.delete(tag);
   return names;
+}
+
+/**
+ * The names of the people the page has shown or read about, by tag, kept for naming someone deleted
+ * since ("Kim (deleted)", not "a deleted person"). Two sources: the people shown (`saw(people, rev)`:
+ * each keeps the name it had at that revision) and the timeline's rows (`read(entries, present)`). The
+ * newer one wins: a name the rows gave at a later revision than the one the person was last seen at
+ * replaces it (renamed and deleted in one revision, through the HTTP API, or while the page was too far
+ * behind to be sent each revision); otherwise the name seen stays. (As the terminal's `KnownNames`.)
+ */
+export class KnownNames {
+  constructor() {
+    /** tag → name */
+    this.names = new Map();
+    /** tag → the revision the name was seen or given at */
+    this.at = new Map();
+  }
+
+  get(tag) { return this.names.get(tag); }
+
+  has(tag) { return this.names.has(tag); }
+
+  clear() {
+    this.names.clear();
+    this.at.clear();
+  }
+
+  /** The people shown at revision `rev` ({tag, name}…): each keeps the name seen (empty ones are not kept). */
+  saw(people, rev) {
+    for (const p of people) {
+      if (!p.name) continue;
+      this.names.set(p.tag, p.name);
+      this.at.set(p.tag, rev);
+    }
+  }
+
+  /** Timeline rows (newest first): a person not `present(tag)` takes the name they gave last, if newer. */
+  read(entries, present = () => false) {
+    for (const [tag, { name, rev }] of lastNamings(entries)) {
+      if (present(tag) || !(rev > (this.at.get(tag) ?? -1))) continue;
+      this.names.set(tag, name);
+      this.at.set(tag, rev);
+    }
+  }
 }
 
 /**
