@@ -32,6 +32,8 @@ public final class RoomSession: @unchecked Sendable {
     public private(set) var history: HistorySummary
     /// The `ops` frames taken so far that were not answers to this session's requests, oldest first.
     public private(set) var revisions: [ServerMessage.Ops] = []
+    /// An error the hub sent for no request of this session (it ends the session: its token expired).
+    public private(set) var ended: ProtocolError?
     /// How far the hub's clock is from this one, once a `settle` has been answered.
     public private(set) var clock = HubClock()
     private var seq = 0
@@ -64,7 +66,7 @@ public final class RoomSession: @unchecked Sendable {
             switch await connection.next(timeout: timeout) {
             case nil:
                 connection.close()
-                throw .unreachable("no welcome from \(url) within \(Self.seconds(timeout))")
+                throw .unreachable("\(url) did not answer within \(Self.seconds(timeout))")
             case .closed(let code, let reason, let error)?:
                 throw .unreachable(Self.closedText(url: url, code: code, reason: reason, error: error))
             case .message(.redirect(let target))?:
@@ -173,7 +175,8 @@ public final class RoomSession: @unchecked Sendable {
         }
     }
 
-    /// The next revision by anyone (`ops`), waiting as long as it takes; nil if the connection closed.
+    /// The next revision by anyone (`ops`), waiting as long as it takes; nil if the connection closed
+    /// (`ended` says why when the hub did).
     public func nextRevision() async -> ServerMessage.Ops? {
         let seen = revisions.count
         while revisions.count == seen {
@@ -191,6 +194,8 @@ public final class RoomSession: @unchecked Sendable {
             if o.rev > revision { apply(o.ops, rev: o.rev) }
         case .history(let h):
             history = h
+        case .error(let e) where e.seq == nil:
+            ended = ProtocolError(e.code, e.message)
         default:
             break
         }
@@ -209,6 +214,7 @@ public final class RoomSession: @unchecked Sendable {
     }
 
     static func seconds(_ value: Double) -> String {
-        value == value.rounded() ? "\(Int(value)) s" : String(format: "%.1f s", value)
+        // Under a second as given (`--timeout 0.001` said "0.0 s").
+        value == value.rounded() ? "\(Int(value)) s" : String(format: value < 1 ? "%g s" : "%.1f s", value)
     }
 }

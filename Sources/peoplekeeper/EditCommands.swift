@@ -35,12 +35,18 @@ struct Add: AsyncParsableCommand {
               peoplekeeper add --name Kim --hair-color red --glasses --at 0 --room team-a --json
             """)
     @OptionGroup var options: CommonOptions
-    @Option(help: "The name.") var name: String
+    // Taken whatever it starts with: `--name -John` (it was read as options).
+    @Option(parsing: .unconditional, help: "The name.") var name: String
     @Option(name: .customLong("hair-color"), help: "black, brown, blonde, red, gray or white.") var hairColor = "brown"
     @Option(name: .customLong("hair-length"), help: "bald, short, medium or long.") var hairLength = "short"
     @Option(name: .customLong("eye-color"), help: "black, brown, blue, green, gray or hazel.") var eyeColor = "brown"
     @Flag(help: "Wears glasses.") var glasses = false
-    @Option(help: "Where in the list (0 is first; default: the end).") var at: Int?
+    @Option(parsing: .unconditional, help: "Where in the list (0 is first; past the end is the end; default: the end).") var at: Int?
+
+    func validate() throws {
+        // A negative place was taken as 0, the top: the opposite of what -1 means in many tools.
+        if let at, at < 0 { throw ValidationError("--at is a place in the list, 0 or more (0 is first; leave it out for the end)") }
+    }
 
     func run() async throws {
         let run = Run(options: options)
@@ -52,7 +58,7 @@ struct Add: AsyncParsableCommand {
             try await run { session in
                 let tag = session.welcome.tags.from
                 let person = Person(tag: tag, name: name, hairColor: hair, hairLength: length, eyeColor: eyes, glasses: glasses)
-                let index = at.map { max(0, $0) } ?? session.people.count
+                let index = min(at ?? session.people.count, session.people.count)
                 try await submit([.insert(person, at: index)], in: session, options: options,
                                  done: "added \(name) as tag \(tag)",
                                  extra: [("tag", .int(tag)), ("person", person.json)])
@@ -176,8 +182,9 @@ struct FacialHair: AsyncParsableCommand {
             let present = try Words.bool(state, what: "the state")
             try await run { session in
                 let person = try run.person(tag, in: session)
-                try await submit([.facialHair(tag, style, present: present)], in: session,
-                                 options: options, done: "\(present ? "gave" : "took") \(person.name) \(present ? "a" : "their") \(style.rawValue)\(present ? "" : " off")")
+                // The words `watch` prints for the same change (it said "took Joan their goatee off").
+                let diff = Diff.facialHair(person.tag, style, present: present)
+                try await submit([diff], in: session, options: options, done: "set " + diff.phrase(people: session.people))
             }
         } catch let failure as Failure { try run.fail(failure) }
     }
@@ -189,13 +196,17 @@ struct Move: AsyncParsableCommand {
         discussion: "Example:\n  peoplekeeper move 3 0 --room team-a")
     @OptionGroup var options: CommonOptions
     @Argument(help: "The person's tag.") var tag: Int
-    @Argument(help: "Where it ends up (clamped to the list).") var index: Int
+    @Argument(help: "Where it ends up: 0 is first; past the end is the end.") var index: Int
+
+    func validate() throws {
+        guard index >= 0 else { throw ValidationError("INDEX is a place in the list, 0 or more (0 is first)") }
+    }
 
     func run() async throws {
         let run = Run(options: options)
         try await run { session in
             let person = try run.person(tag, in: session)
-            let to = min(max(0, index), session.people.count - 1)
+            let to = min(index, session.people.count - 1)
             try await submit([.move(tag, to: to)], in: session, options: options,
                              done: "moved \(person.name) to position \(to)")
         }

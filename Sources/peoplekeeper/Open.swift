@@ -110,7 +110,7 @@ struct Open: AsyncParsableCommand {
         await live.stop()
         let lost = live.sync.pendingCount
         if lost > 0 {
-            FileHandle.standardError.write(Data("peoplekeeper: \(lost) change(s) had not reached the hub and are lost\n".utf8))
+            complain("\(lost) change(s) had not reached the hub and are lost")
             Foundation.exit(75)
         }
         Foundation.exit(0)

@@ -35,6 +35,7 @@ struct PeopleKeeper: AsyncParsableCommand {
     /// With `--json`, stdout gets the usage error too, as it gets every other error (`fail`).
     static func main() async {
         do {
+            try checkUTF8()
             var command = try parseAsRoot()
             if var command = command as? AsyncParsableCommand {
                 try await command.run()
@@ -42,24 +43,83 @@ struct PeopleKeeper: AsyncParsableCommand {
                 try command.run()
             }
         } catch {
-            let status = exitCode(for: error)
+            var status = exitCode(for: error)
+            let arguments = Array(CommandLine.arguments.dropFirst())
+            let dashed = dashedValue(in: arguments)
+            // Help asked for by a value read as options (`-John` is -J -o -h -n to the parser) is a
+            // usage error, not help and exit 0: a script renaming people got success and no change.
+            let helpByAccident = status == .success && !(error is ExitCode) && dashed != nil
+                && !arguments.contains(where: { ["-h", "--help", "help"].contains($0) })
+            if helpByAccident { status = .validationFailure }
             if status == .success || error is ExitCode { exit(withError: error) }
-            let message = self.message(for: error).split(whereSeparator: \.isNewline)
+            var message = helpByAccident ? "" : self.message(for: error).split(whereSeparator: \.isNewline)
                 .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: " ")
-            if CommandLine.arguments.dropFirst().contains("--json") {
+            if let first = arguments.first, !first.hasPrefix("-"), !commandNames.contains(first) {
+                message = "unknown command '\(first)': peoplekeeper help lists them"
+            } else if let dashed, helpByAccident || ["Missing", "Unknown option", "Unexpected argument"].contains(where: message.hasPrefix) {
+                // The parser's complaints that a dashed value explains (a command's own checks say more).
+                message += (message.isEmpty ? "" : "; ") + "'\(dashed)' was read as options: to give a value that starts "
+                    + "with -, put -- before the command's values (e.g. peoplekeeper set 4 name -- \(dashed)), or write "
+                    + "an option's value with = (e.g. --name=\(dashed))"
+            }
+            if arguments.contains("--json") {
                 output(JSON.object(["error": JSON.object(["code": .string("usage"), "message": .string(message)])]).text)
             }
-            FileHandle.standardError.write(Data("peoplekeeper: \(message)\n".utf8))
+            complain(message)
             Foundation.exit(status.rawValue)
         }
+    }
+
+    /// The subcommands' names, and `help`.
+    static var commandNames: Set<String> {
+        Set(configuration.subcommands.map { $0._commandName } + ["help"])
+    }
+
+    /// Every argument must be UTF-8: Swift reads others with U+FFFD in place of the bytes it cannot
+    /// decode, so a name from Latin-1 data was stored as "��" and the command succeeded.
+    static func checkUTF8() throws {
+        for index in 1..<Int(CommandLine.argc) {
+            guard let raw = CommandLine.unsafeArgv[index] else { continue }
+            if String(validatingCString: raw) == nil {
+                // Printable ASCII as it is, every other byte as \xNN: what the user can find in the data.
+                let shown = UnsafeBufferPointer(start: raw, count: strlen(raw)).map { UInt8(bitPattern: $0) }
+                    .map { (0x20..<0x7F).contains($0) ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16, uppercase: false).leftPadded(2) }
+                    .joined()
+                throw ValidationError("argument \(index) is not UTF-8 text (\(shown)): "
+                                      + "convert it first, e.g. with iconv -f latin1 -t utf-8")
+            }
+        }
+    }
+
+    /// The first argument before `--` that starts with one `-` and is not `-h`: a value (a name such as
+    /// `-John`, a negative number) the parser takes for options.
+    static func dashedValue(in arguments: [String]) -> String? {
+        arguments.prefix { $0 != "--" }.first { $0.count > 1 && $0.hasPrefix("-") && !$0.hasPrefix("--") && $0 != "-h" }
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(_ width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
+}
+
+/// Writes `peoplekeeper: message` to stderr. A stderr that cannot be written (closed, a full disk) is
+/// ignored: the exit status still says what happened (Foundation's `FileHandle.write` trapped there,
+/// so every error exited 132 instead of its status).
+func complain(_ message: String) {
+    let bytes = Array("peoplekeeper: \(message)\n".utf8)
+    var offset = 0
+    while offset < bytes.count {
+        let written = bytes.withUnsafeBytes { Foundation.write(STDERR_FILENO, $0.baseAddress! + offset, $0.count - offset) }
+        if written < 0, errno == EINTR { continue }
+        guard written > 0 else { return }
+        offset += written
     }
 }
 
 /// `errno` of a failed write to stdout: quiet exit 0 for a broken pipe, else a message and exit 74.
 func outputFailed(_ error: Int32) -> Never {
     if error == EPIPE { Foundation.exit(0) }
-    let why = String(cString: strerror(error))
-    FileHandle.standardError.write(Data("peoplekeeper: cannot write the output: \(why)\n".utf8))
+    complain("cannot write the output: " + String(cString: strerror(error)))
     Foundation.exit(74)
 }
 
@@ -127,6 +187,17 @@ enum Defaults {
     static func validate(url: String, user: String) throws {
         guard url.hasPrefix("ws://") || url.hasPrefix("wss://") else {
             throw ValidationError("--url must start with ws:// or wss:// (got \(url))")
+        }
+        // Said before any connection (a port out of range was "unreachable", exit 69; a query ended up
+        // before the room's path).
+        guard let parts = URLComponents(string: url), let host = parts.host, !host.isEmpty else {
+            throw ValidationError("--url is not a URL of a hub (got \(url); e.g. ws://127.0.0.1:8080)")
+        }
+        if let port = parts.port, !(1...65_535).contains(port) {
+            throw ValidationError("--url: the port must be 1 to 65535 (got \(port))")
+        }
+        guard parts.query == nil, parts.fragment == nil else {
+            throw ValidationError("--url takes no ?query or #fragment (got \(url))")
         }
         do { _ = try UserName(user) } catch { throw ValidationError("--user: \(error)") }
     }
@@ -203,7 +274,7 @@ struct Run {
         if options.json {
             output(JSON.object(["error": JSON.object(["code": .string(failure.code), "message": .string(failure.message)])]).text)
         }
-        FileHandle.standardError.write(Data("peoplekeeper: \(TerminalText.escaped(failure.message))\n".utf8))
+        complain(TerminalText.escaped(failure.message))
         throw ExitCode(failure.status)
     }
 

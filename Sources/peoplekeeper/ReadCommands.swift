@@ -69,9 +69,9 @@ struct Show: AsyncParsableCommand {
             if options.json { return output(person.json.text) }
             let row = person.row
             output(table([
-                ["tag:", row[0]], ["name:", row[1]], ["hairColor:", row[2]], ["hairLength:", row[3]],
-                ["eyeColor:", row[4]], ["glasses:", row[5]], ["facialHair:", row[6]], ["likes:", row[7]],
-                ["dislikes:", row[8]], ["position:", String(session.people.index(of: tag) ?? 0)],
+                ["tag:", row[0]], ["position:", String(session.people.index(of: tag) ?? 0)], ["name:", row[1]],
+                ["hairColor:", row[2]], ["hairLength:", row[3]], ["eyeColor:", row[4]], ["glasses:", row[5]],
+                ["facialHair:", row[6]], ["likes:", row[7]], ["dislikes:", row[8]],
             ]))
         }
     }
@@ -261,11 +261,15 @@ struct Watch: AsyncParsableCommand {
         signal(SIGINT) { _ in _exit(0) }
         let run = Run(options: options)
         try await run { session in
-            if !options.json { say("watching room \(session.room) at rev \(session.revision)") }
+            // On stderr: stdout has one line a revision (`watch --count 3 | wc -l` is 3).
+            if !options.json { complain("watching room \(TerminalText.escaped(session.room)) at rev \(session.revision)") }
             var seen = 0
             while count.map({ seen < $0 }) ?? true {
                 let before = session.people
                 guard let o = await session.nextRevision() else {
+                    // The hub ends a session whose token expired with an error first: 77, not 69 (a
+                    // supervisor that reconnects on 69 would loop with a dead token).
+                    if let ended = session.ended { throw Failure(.refused(ended)) }
                     throw Failure(status: 69, code: "closed", message: "the hub closed the connection")
                 }
                 seen += 1

@@ -20,11 +20,18 @@ struct Restore: AsyncParsableCommand {
             """)
     @OptionGroup var options: CommonOptions
     @Argument(help: "The revision (0 is the room as it began).") var rev: Int
-    @Option(help: ArgumentHelp("The action's label (default: Restore to revision REV).", valueName: "text"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("The action's label (default: Restore to revision REV).", valueName: "text"))
     var label: String?
 
     func validate() throws {
         guard rev >= 0 else { throw ValidationError("REV is a revision number, 0 or more") }
+        if let label {
+            // Said here in the option's words (the hub's refusal named the wire's field).
+            guard !label.isEmpty else { throw ValidationError("--label cannot be empty (leave it out for the default)") }
+            guard label.utf8.count <= ClientMessage.maxTextBytes else {
+                throw ValidationError("--label is at most \(ClientMessage.maxTextBytes) bytes of UTF-8 (got \(label.utf8.count))")
+            }
+        }
     }
 
     func run() async throws {

@@ -286,6 +286,9 @@ def test_show_plain_json_and_unknown_tag(hub, room):
     assert fields["name"] == "Sam" and fields["hairColor"] == "blonde", describe(r)
     assert fields["hairLength"] == "medium" and fields["eyeColor"] == "green", describe(r)
     assert fields["glasses"] in ("true", "yes", "on"), describe(r)       # Sam wears glasses
+    # In the order CLIENT.md gives: tag, position, name, then the fields (a script author found
+    # position last).
+    assert list(fields)[:3] == ["tag", "position", "name"] and fields["position"] == "2", describe(r)
     assert items(fields["facialHair"]) == ["beard"], describe(r)
     assert items(fields["likes"]) == ["sports"] and items(fields["dislikes"]) == ["weather"], describe(r)
     if "tag" in fields:
@@ -1349,7 +1352,6 @@ def test_watch_ends_quietly_when_its_reader_goes_away(hub, room):
     proc = start_watch(hub, room, "watcher")
     try:
         wait_until_present(obs, "watcher", proc)
-        proc.stdout.readline()            # "watching room …"
         proc.stdout.close()               # the reader goes away
         bob = hub.join(room, "bob")
         bob.edit([set_op(2, "glasses", True)], label="Toggle Glasses")
@@ -1360,7 +1362,9 @@ def test_watch_ends_quietly_when_its_reader_goes_away(hub, room):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 0 and err == "", f"watch exited {proc.returncode}; stderr:\n{err}"
+    # stderr has the `watching room …` line only.
+    assert proc.returncode == 0 and err == f"peoplekeeper: watching room {room} at rev 0\n", \
+        f"watch exited {proc.returncode}; stderr:\n{err}"
 
 
 def test_a_full_disk_is_an_error_not_a_silent_success(hub, room):
@@ -1385,3 +1389,131 @@ def test_a_usage_error_with_json_is_json_on_stdout_too(hub, room):
         doc = jsonlib.loads(proc.stdout)
         assert doc["error"]["code"] == "usage" and doc["error"]["message"], (args, doc)
         assert proc.stderr.startswith("peoplekeeper: "), (args, proc.stderr)
+
+
+# -- a script author's pass (session 27) ----------------------------------------------------------------
+
+def test_a_value_that_starts_with_a_dash_is_a_usage_error_with_the_way_to_give_it(hub, room):
+    """`set 2 name -John` printed `set`'s help and exited 0 with nothing changed (the parser reads
+    `-John` as -J -o -h -n, and -h is help): a script renaming people saw success. It is a usage error
+    (64) saying how to give such a value; `set 2 name -- -John` and `add --name -Kim` take it as given."""
+    obs = observe(hub, room)
+    for args in (["set", "2", "name", "-John"], ["set", "2", "name", "-Sam"], ["like", "2", "-h2"]):
+        r = pk(hub, room, "ann", *args)
+        assert_error(r, 64)
+        assert "was read as options" in r.stderr and "--" in r.stderr, describe(r)
+        assert "OVERVIEW" not in r.stdout, describe(r)
+    r, doc = pk(hub, room, "ann", "set", "2", "name", "-John", json=True)
+    assert_error(r, 64, doc)
+    assert_unchanged(hub, room, obs, 0, "a value read as options")
+    common = ["--url", hub_url(hub), "--room", room, "--user", "ann"]
+    assert_status(run_client(["set", *common, "2", "name", "--", "-John"]), 0)
+    revision(obs, 1)
+    assert by_tag(obs.people, 2)["name"] == "-John", obs.people
+    r, doc = pk(hub, room, "ann", "add", "--name", "-Kim", json=True)
+    assert_status(r, 0)
+    assert doc["person"]["name"] == "-Kim", describe(r)
+    # `-h` alone is still help.
+    r = pk(hub, room, "ann", "set", "-h")
+    assert r.returncode == 0 and "OVERVIEW" in r.stdout, describe(r)
+
+
+def test_an_error_keeps_its_status_when_stderr_cannot_be_written(hub, room):
+    """With stderr closed or full every error exited 132 (Foundation's write trapped), so a job with
+    stderr closed lost the status it branches on: 64, 65 and 69 stay what they are."""
+    require_client()
+    down = f"ws://127.0.0.1:{free_port()}"
+    cases = [(["list", "--url", hub_url(hub), "--room", "bad!"], 64),
+             (["show", "99", "--url", hub_url(hub), "--room", room], 65),
+             (["list", "--url", down, "--room", room, "--timeout", "2"], 69)]
+    for args, status in cases:
+        closed = subprocess.run(shlex.join([CLIENT_BIN, *args]) + " 2>&-", shell=True, capture_output=True,
+                                text=True, timeout=RUN_TIMEOUT, env=client_env(), stdin=subprocess.DEVNULL)
+        assert closed.returncode == status, (args, closed.returncode, closed.stdout)
+        with open("/dev/full", "w") as full:
+            proc = subprocess.run([CLIENT_BIN, *args, "--json"], stdout=subprocess.PIPE, stderr=full, text=True,
+                                  timeout=RUN_TIMEOUT, env=client_env(), stdin=subprocess.DEVNULL)
+        assert proc.returncode == status and jsonlib.loads(proc.stdout)["error"], (args, proc.returncode, proc.stdout)
+
+
+def test_watch_exits_77_when_its_token_expires(hub_factory, room, tmp_path):
+    """The hub ends a session at its token's expiry (`unauthorized`, then a close): `watch` exited 69,
+    "the hub closed the connection", so a supervisor that reconnects on 69 looped with a dead token. It
+    exits 77 saying the token expired (`--json`: the error's code is `unauthorized`)."""
+    secret = tmp_path / "secret"
+    secret.write_text(SECRET + "\n")
+    hub = hub_factory({"auth": {"mode": "token", "secretFile": str(secret)}})
+    tok = make_token("watcher", [room], ttl=2)
+    proc = subprocess.run([CLIENT_BIN, "watch", "--json", "--url", hub_url(hub), "--room", room, "--user", "watcher",
+                           "--token", tok], capture_output=True, text=True, timeout=RUN_TIMEOUT, env=client_env(),
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode == 77, describe(proc)
+    assert jsonlib.loads(proc.stdout.strip().splitlines()[-1])["error"]["code"] == "unauthorized", describe(proc)
+    assert "expired" in proc.stderr, describe(proc)
+
+
+def test_plain_watch_prints_one_line_a_revision_on_stdout(hub, room):
+    """`watch --count 2 | wc -l` is 2: the `watching room … at rev N` line goes to stderr (it was on
+    stdout, so `watch | head -1` returned it at once and --count N printed N + 1 lines)."""
+    obs = observe(hub, room)
+    proc = start_watch(hub, room, "watcher", "--count", "2")
+    try:
+        wait_until_present(obs, "watcher", proc)
+        bob = hub.join(room, "bob")
+        bob.edit([set_op(2, "glasses", True)], label="Toggle Glasses")
+        bob.edit([set_op(3, "hairColor", "red")], label="Change Hair Color")
+        out, err = finish(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0 and len(out.splitlines()) == 2 and out.startswith("rev 1 by bob"), (out, err)
+    assert err == f"peoplekeeper: watching room {room} at rev 0\n", err
+
+
+def test_arguments_that_are_not_utf8_are_refused_not_mangled(hub, room):
+    """`set 2 name $'\\xff\\xfe'` stored "��" and exited 0 (Swift reads such bytes as U+FFFD); a
+    script feeding Latin-1 data corrupted names without a word. Exit 64, the bytes shown, nothing
+    changed; the same for --user."""
+    require_client()
+    obs = observe(hub, room)
+    for args in ([b"set", b"2", b"name", b"Jo\xe9"], [b"list", b"--user", b"\xff"]):
+        argv = [CLIENT_BIN.encode(), *args, b"--url", hub_url(hub).encode(), b"--room", room.encode()]
+        proc = subprocess.run(argv, capture_output=True, timeout=RUN_TIMEOUT, env=client_env(), stdin=subprocess.DEVNULL)
+        assert proc.returncode == 64, (args, proc.returncode, proc.stderr)
+        assert b"is not UTF-8 text" in proc.stderr and b"\\x" in proc.stderr, proc.stderr
+    assert_unchanged(hub, room, obs, 0, "a name that is not UTF-8")
+
+
+def test_facial_hair_says_the_change_in_watch_s_words(hub, room):
+    """CLIENT.md: `set` and `watch` say a change in the same words. `facial-hair 2 goatee off` said
+    "took Joan their goatee off" while watch said "Joan's goatee off"."""
+    r = pk(hub, room, "ann", "facial-hair", "2", "goatee", "on")
+    assert_status(r, 0)
+    assert r.stdout.strip() == "set Joan's goatee on at rev 1", describe(r)
+    r = pk(hub, room, "ann", "facial-hair", "2", "goatee", "off")
+    assert r.stdout.strip() == "set Joan's goatee off at rev 2", describe(r)
+
+
+def test_places_urls_and_labels_are_checked_before_anything_is_sent(hub, room):
+    """A negative place was taken as the top (`add --at -1` put the person first, where many tools mean
+    the last); a URL's port out of range was "unreachable" (69) and a query ended up before the room's
+    path; an empty --label made a restore labelled "", a long one was refused in the wire's words
+    (`label`). All are usage errors (64) now, and nothing changes; a place past the end is the end."""
+    obs = observe(hub, room)
+    at = ["--room", room, "--user", "ann"]
+    url = ["--url", hub_url(hub)]
+    for args in (["add", *url, *at, "--name", "X", "--at", "-1"], ["move", *url, *at, "--", "2", "-1"],
+                 ["list", *at, "--url", "ws://127.0.0.1:99999"], ["list", *at, "--url", f"{hub_url(hub)}?x=1"],
+                 ["restore", *url, *at, "0", "--label", ""], ["restore", *url, *at, "0", "--label", "x" * 201],
+                 ["frobnicate", *url, *at]):
+        r = run_client(args)
+        assert_error(r, 64)
+        assert "label`" not in r.stderr, describe(r)
+    assert "--label is at most 200 bytes" in run_client(["restore", *url, *at, "0", "--label", "x" * 201]).stderr
+    assert "unknown command 'frobnicate'" in run_client(["frobnicate"]).stderr
+    assert_unchanged(hub, room, obs, 0, "refused arguments")
+    r, doc = pk(hub, room, "ann", "add", "--name", "Far", "--at", "99", json=True)
+    assert_status(r, 0)
+    revision(obs, 1)
+    assert [p["name"] for p in obs.people][-1] == "Far", obs.people
