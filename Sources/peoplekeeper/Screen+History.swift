@@ -227,21 +227,11 @@ extension Screen {
         out.append(style(historyLine("  ", ["REV", "WHEN", "WHO", "ACTION", "UNDO", "PEOPLE"], columns: columns), "2"))
         let index = historyIndex ?? 0
         if rows.isEmpty { out += ["", "  (no changes have named this person yet)"] }
-        // The rows scroll only as far as keeps the selection in sight, with two rows of context on
-        // either side where there are any; rows above the first shown are said to be there (a line
-        // of their own).
-        let space = max(1, height - 3 - (reader.more ? 1 : 0))
-        let start = historyTopRev.flatMap { rev in rows.firstIndex { $0.rev == rev } } ?? 0
-        func first(showing visible: Int) -> Int {
-            let context = min(2, (visible - 1) / 2)
-            var first = min(start, max(0, rows.count - visible))
-            if index - context < first { first = index - context }
-            if index + context >= first + visible { first = index + context - visible + 1 }
-            return max(0, min(first, rows.count - visible))
-        }
-        var visible = space
-        if first(showing: space) > 0 { visible = max(1, space - 1) }
-        let first = first(showing: visible)
+        // The rows scroll only as far as keeps the selection in sight (`ScrollWindow`); rows above the
+        // first shown are said to be there.
+        let top = historyTopRev.flatMap { rev in rows.firstIndex { $0.rev == rev } }
+        let window = ScrollWindow(rows: rows.count, selected: index, space: height - 3 - (reader.more ? 1 : 0), top: top)
+        let (first, visible) = (window.first, window.visible)
         historyTopRev = first > 0 ? rows[first].rev : nil
         if first > 0 { out.append(style("  ↑ \(first) newer revision\(first == 1 ? "" : "s") (g goes to the newest)", "2")) }
         let now = room.hubNow  // a revision's time is the hub's clock
