@@ -257,7 +257,7 @@ extension Screen {
             out.append(style(away ? "  ↓ older revisions load when you are online again" : "  ↓ older revisions load as you scroll", "2"))
         }
         var lines = Array((out + Array(repeating: "", count: height)).prefix(max(0, height - 1)))
-        lines.append(rows.indices.contains(index) ? selectedRevision(rows[index], people: named) : "")
+        lines.append(rows.indices.contains(index) ? selectedRevision(rows[index], people: named, older: rows[(index + 1)...]) : "")
         return lines
     }
 
@@ -274,12 +274,23 @@ extension Screen {
 
     /// The bottom line: `rev 14 · 2026-11-25 14:50:34 · ann: Joan's hair color to red`. People are
     /// named as they are now, so a name set says the tag it renamed (not "Joanie's name to Joanie").
-    private func selectedRevision(_ row: HistoryRow, people: PeopleModel) -> String {
+    /// - Parameter older: the rows older than `row` (newest first), for the name a rename replaced.
+    private func selectedRevision(_ row: HistoryRow, people: PeopleModel, older: ArraySlice<HistoryRow>) -> String {
         guard let e = row.entry else { return style(" rev 0 · the room as it began", "1") }
         let when = e.time.map { " · " + TimeWords.exact($0) } ?? ""
+        // A name set whole is said with the name it replaced, when the older rows or the revisions this
+        // client saw give it (a person of the seed renamed before this client came has no row that
+        // named them: then by tag). "Joanie's name to Joanie" said nothing.
+        var before: [Tag: String]?
+        func nameBefore(_ tag: Tag) -> String? {
+            before = before ?? older.compactMap(\.entry).lastNames
+            return before?[tag] ?? room.sync.model(at: e.rev - 1)?[tag]?.name
+        }
         // Typing is a text edit per key: "Kim's name typed" once, not once per letter.
         let what = e.ops.map { diff in
-            if case .set(let tag, .name(let name)) = diff { return "renamed tag \(tag) to \(name)" }
+            if case .set(let tag, .name(let name)) = diff {
+                return "renamed \(nameBefore(tag) ?? "tag \(tag)") to \(name)"
+            }
             return diff.phrase(people: people)
         }.reduce(into: [String]()) { phrases, phrase in if phrases.last != phrase { phrases.append(phrase) } }
          .joined(separator: "; ")

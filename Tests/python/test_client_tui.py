@@ -1605,7 +1605,8 @@ def test_a_person_added_renamed_and_deleted_is_named_as_they_were_when_deleted(h
     """Session 26 (a history pass): carol adds "New person", types it into "Kim" and deletes her; bob
     sets Joan's name whole to "Joanie". ann's screen, opened afterwards, names Kim on the deletion's row
     as `Kim (gone)` (from the rows: the insert, then the typing replayed on it), and the bottom line of
-    bob's row says `renamed tag 2 to Joanie`.
+    bob's row says `renamed tag 2 to Joanie` (no row named Joan, a person of the seed, and ann's screen
+    did not see the rename).
     Before: `New person (gone)`, and `Joanie's name to Joanie`."""
     obs = observe(hub, room)
     carol = hub.join(room, "carol")
@@ -1619,6 +1620,20 @@ def test_a_person_added_renamed_and_deleted_is_named_as_they_were_when_deleted(h
     ann.keys("h").wait_for(all_of(history_shows([4, 3, 2, 1, 0]),
                                   history_columns(PEOPLE={3: "Kim (gone)", 4: "Joanie"})))
     ann.wait_for(history_bottom(r"rev 4 · .* · bob: renamed tag 2 to Joanie"))
+
+
+def test_a_rename_seen_live_is_said_with_the_name_it_replaced(hub, room, screens):
+    """Session 27 (a code review): the history view's bottom line said `renamed tag 2 to Joanie` even
+    when the screen had seen Joan; the web page says "Joan is now called Joanie". ann is in the room
+    when bob renames Joan, then Joanie again: the rows' bottom lines name the name each replaced."""
+    ann = screens(hub, room, "ann")
+    bob = hub.join(room, "bob")
+    bob.edit([set_op(2, "name", "Joanie")], label="Change Name")
+    ann.wait_for(_pred(lambda t: "Joanie" in names(t), "Joanie in ann's list"))
+    bob.edit([set_op(2, "name", "Jo")], label="Change Name")
+    ann.wait_for(_pred(lambda t: "Jo" in names(t), "Jo in ann's list"))
+    ann.keys("h").wait_for(all_of(history_shows([2, 1, 0]), history_bottom(r"rev 2 · .* · bob: renamed Joanie to Jo")))
+    ann.keys("j").wait_for(history_bottom(r"rev 1 · .* · bob: renamed Joan to Joanie"))
 
 
 def test_a_token_that_expires_in_the_history_view_is_renewed_there(hub_factory, room, screens, tmp_path):
