@@ -105,6 +105,14 @@ struct DeliveryLane: Sendable {
     }
 
     /// Nothing known and nothing to do (a deleted room whose cursor is gone): the lane can be dropped.
+    /// Whether the lane has store work that goes even while its endpoint fails (`next`): a cursor to
+    /// reset, or a first read of what a deleted room owes. The dispatcher runs a failing endpoint's lane
+    /// for that alone (it ran none, so a room made and deleted meanwhile had no cursor, and the store
+    /// kept none of its revisions for the endpoint: a test found them lost).
+    var hasStoreWork: Bool {
+        reset != nil || (owedPending && notices.first?.revision == nil)
+    }
+
     var isEmpty: Bool {
         cursor == nil && startAt == nil && head == 0 && reset == nil && unwritten == nil && notices.isEmpty
             && !owedPending && forgetting.isEmpty && failures == 0
@@ -113,10 +121,10 @@ struct DeliveryLane: Sendable {
     /// The next step at `now`. A delivered cursor is written once `cursorBatch` deliveries or
     /// `cursorInterval` ms have gone by since the last write (0 and 0: after each delivery); a start
     /// position or a skipped gap at once.
-    mutating func next(endpointFailing: Bool, chunk: Int, now: Int64 = 0, cursorBatch: Int = 1,
+    mutating func next(endpointFailing: Bool, stopping: Bool = false, chunk: Int, now: Int64 = 0, cursorBatch: Int = 1,
                        cursorInterval: Int64 = 0) -> Step {
-        let step = step(endpointFailing: endpointFailing, chunk: chunk, now: now, cursorBatch: cursorBatch,
-                        cursorInterval: cursorInterval)
+        let step = step(endpointFailing: endpointFailing, stopping: stopping, chunk: chunk, now: now,
+                        cursorBatch: cursorBatch, cursorInterval: cursorInterval)
         if case .stop = step, isIdle {
             idleSince = idleSince ?? now
         } else {
@@ -125,11 +133,18 @@ struct DeliveryLane: Sendable {
         return step
     }
 
-    private mutating func step(endpointFailing: Bool, chunk: Int, now: Int64, cursorBatch: Int, cursorInterval: Int64) -> Step {
+    private mutating func step(endpointFailing: Bool, stopping: Bool, chunk: Int, now: Int64, cursorBatch: Int,
+                               cursorInterval: Int64) -> Step {
         // A cursor to reset is a store write, not a POST: it goes even while the endpoint fails, so a
         // room made meanwhile has its cursor before a deletion looks for what the endpoint is owed.
         if let reset { return .resetCursor(reset) }
-        if endpointFailing { return stop() }
+        if stopping { return stop() }
+        if endpointFailing {
+            // So does one read of what the store kept of a deleted room: the backlog then counts what
+            // is there, not the lane's guess; the rest waits for the endpoint.
+            if owedPending, notices.first?.revision == nil { return .loadOwed(after: owedRead, limit: max(chunk, 1)) }
+            return stop()
+        }
         if let done = forgetting.first { return .forgetNotice(done) }
         // An owed revision read is the earliest left; a room event may have unread ones before it.
         if owedPending, notices.first?.revision == nil { return .loadOwed(after: owedRead, limit: max(chunk, 1)) }

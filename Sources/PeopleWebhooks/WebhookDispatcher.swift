@@ -259,7 +259,7 @@ public final class WebhookDispatcher: Sendable {
         state.endpoints[key.endpoint].backlog += lane.backlog - backlog
         state.endpoints[key.endpoint].retrying += (lane.isRetrying ? 1 : 0) - (retrying ? 1 : 0)
         if lane.backlog != backlog { metrics[key.endpoint].backlog(state.endpoints[key.endpoint].backlog) }
-        if !lane.running && !state.stopped && !state.endpoints[key.endpoint].failing {
+        if !lane.running && !state.stopped && (!state.endpoints[key.endpoint].failing || lane.hasStoreWork) {
             lane.running = true
             state.tasks[key] = Task.detached { [self] in await drive(key) }
         }
@@ -272,7 +272,8 @@ public final class WebhookDispatcher: Sendable {
     private func next(_ key: LaneKey) -> DeliveryLane.Step {
         state.withLock { state in
             guard var lane = state.lanes[key] else { return .stop }
-            let step = lane.next(endpointFailing: state.endpoints[key.endpoint].failing || state.stopped, chunk: policy.chunk,
+            let step = lane.next(endpointFailing: state.endpoints[key.endpoint].failing || state.stopped,
+                                 stopping: state.stopped, chunk: policy.chunk,
                                  now: now(), cursorBatch: policy.cursorBatch, cursorInterval: policy.cursorInterval)
             if case .stop = step {
                 state.tasks[key] = nil

@@ -163,6 +163,37 @@ struct DeliveryLaneTests {
         #expect(!lane.owedPending)
     }
 
+    @Test("while its endpoint fails a lane still resets a new room's cursor and reads one chunk of what a deleted room owes, then stops; shutting down, it reads nothing")
+    func storeWorkWhileFailing() {
+        var lane = DeliveryLane()
+        lane.created(RoomNotice(event: .roomCreated, time: 1_000), at: 1_000)
+        #expect(lane.hasStoreWork)
+        guard case .resetCursor(.zero) = lane.next(endpointFailing: true, chunk: 2) else {
+            Issue.record("expected the cursor reset"); return
+        }
+        lane.didReset(.zero)
+        #expect(!lane.hasStoreWork)
+        guard case .stop = lane.next(endpointFailing: true, chunk: 2) else { Issue.record("expected a stop"); return }
+        lane.revisionDurable(3)
+        lane.deleted(RoomNotice(event: .roomDeleted, time: 2_000), owed: true)
+        #expect(lane.hasStoreWork)
+        // The deleted room's cursor goes first (even while shutting down, as before).
+        guard case .resetCursor(.forget) = lane.next(endpointFailing: true, stopping: true, chunk: 2) else {
+            Issue.record("expected the cursor removed"); return
+        }
+        lane.didReset(.forget)
+        guard case .stop = lane.next(endpointFailing: true, stopping: true, chunk: 2) else {
+            Issue.record("expected a stop while shutting down"); return
+        }
+        guard case .loadOwed(after: nil, limit: 2) = lane.next(endpointFailing: true, chunk: 2) else {
+            Issue.record("expected a read of what is owed"); return
+        }
+        // The store kept none (say): the short read clears the guess; the backlog is room.deleted alone.
+        lane.owedLoaded([], after: nil, limit: 2)
+        #expect(lane.backlog == 2 && !lane.hasStoreWork)
+        guard case .stop = lane.next(endpointFailing: true, chunk: 2) else { Issue.record("expected a stop"); return }
+    }
+
     @Test("a lane told at a start or a scan how many revisions the store keeps for it counts them until they are read; a final short read clears the rest")
     func owedCountFromTheStore() {
         var lane = DeliveryLane()

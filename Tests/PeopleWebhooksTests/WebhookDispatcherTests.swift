@@ -375,6 +375,48 @@ struct WebhookDispatcherTests {
         await dispatcher.shutdown()
     }
 
+    @Test("a room made and deleted while its endpoint is failing: the store keeps its revisions for the endpoint, which gets them, in order, once re-enabled")
+    func roomMadeAndDeletedWhileFailing() async throws {
+        let down = Mutex(true)
+        let receiver = try Receiver { _, _ in down.withLock { $0 } ? .status(500) : .status(204) }
+        defer { receiver.stop() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pk-hooks-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try SQLiteStore(path: directory + "/store.sqlite", logger: testLogger)
+        defer { store.close() }
+        var policy = quick
+        policy.giveUpAfter = 150
+        let dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver)], store: store, logger: testLogger, policy: policy)
+        dispatcher.start()
+        // Another room's delivery fails until the endpoint is marked failing.
+        var other = try await RoomFeed.start(store, name: "a", notices: dispatcher.notices(.roomCreated, room: "a", time: 1_000))
+        dispatcher.roomCreated(room: "a", time: 1_000)
+        announce(dispatcher, "a", try await other.edit(1))
+        #expect(await eventually { dispatcher.status().first?.state == .failing })
+        // Now "r" is made, edited three times and deleted: no delivery runs meanwhile.
+        var feed = try await RoomFeed.start(store, name: "r", notices: dispatcher.notices(.roomCreated, room: "r", time: 2_000))
+        dispatcher.roomCreated(room: "r", time: 2_000)
+        announce(dispatcher, "r", try await feed.edit(3))
+        // Its cursor (0) is written though the endpoint fails, so the deletion keeps what it was owed.
+        #expect(await eventually { (try? store.webhookCursors(endpoint: receiver.url))?["r"] == 0 },
+                "cursors \(String(describing: try? store.webhookCursors(endpoint: receiver.url)))")
+        let deletion = dispatcher.notices(.roomDeleted, room: "r", time: 3_000)
+        #expect(try await blocking { try store.deleteRoom("r", notices: deletion) })
+        dispatcher.roomDeleted(room: "r", time: 3_000)
+        #expect(try store.revisionsOwed(endpoint: receiver.url) == ["r": 3])
+        down.withLock { $0 = false }
+        dispatcher.reenable(url: receiver.url)
+        func received(_ room: String) -> [String] {
+            var seen: Set<String> = []
+            return receiver.delivered.filter { $0.json["room"] == .string(room) && seen.insert($0.id).inserted }
+                .map { $0.event == "revision" ? "\($0.rev ?? -1)" : $0.event }
+        }
+        #expect(await receiver.wait { _ in received("r").count >= 5 })
+        #expect(received("r") == ["room.created", "1", "2", "3", "room.deleted"])
+        #expect(await eventually { dispatcher.status().first?.backlog == 0 })
+        await dispatcher.shutdown()
+    }
+
     @Test("a failing endpoint's backlog counts a deleted room's revisions it was owed before any is read, and after a restart")
     func owedRevisionsInTheBacklog() async throws {
         let receiver = try Receiver { _, _ in .status(500) }
