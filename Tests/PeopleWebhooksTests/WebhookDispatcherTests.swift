@@ -29,6 +29,27 @@ func deliveredRevisions(_ requests: [Receiver.Request], room: String) -> [Int] {
     requests.filter { $0.delivered && $0.event == "revision" && $0.json["room"] == .string(room) }.compactMap(\.rev)
 }
 
+/// What `receiver` got of `room` (delivered, repeats by id dropped), as events and revision numbers:
+/// `["room.created", "1", "2", "room.deleted"]`.
+func receivedOnce(_ receiver: Receiver, room: String) -> [String] {
+    var seen: Set<String> = []
+    return receiver.delivered.filter { $0.json["room"] == .string(room) && seen.insert($0.id).inserted }
+        .map { $0.event == "revision" ? "\($0.rev ?? -1)" : $0.event }
+}
+
+/// An SQLite store in a directory of its own; `remove()` closes it and deletes the directory.
+struct ScratchSQLite {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pk-hooks-\(UUID().uuidString)").path
+    let store: SQLiteStore
+
+    init() throws { store = try SQLiteStore(path: directory + "/store.sqlite", logger: testLogger) }
+
+    func remove() {
+        store.close()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
 @Suite("Webhook dispatcher against a real HTTP receiver on loopback")
 struct WebhookDispatcherTests {
     @Test("every revision is delivered once, in order, signed, with the feed's fields")
@@ -323,16 +344,10 @@ struct WebhookDispatcherTests {
         let down = Mutex(false)
         let receiver = try Receiver { _, _ in down.withLock { $0 } ? .status(500) : .status(204) }
         defer { receiver.stop() }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pk-hooks-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let store = try SQLiteStore(path: directory + "/store.sqlite", logger: testLogger)
-        defer { store.close() }
-        /// What the receiver got of `room` after dropping repeats by id: (event, rev).
-        func received(_ room: String) -> [String] {
-            var seen: Set<String> = []
-            return receiver.delivered.filter { $0.json["room"] == .string(room) && seen.insert($0.id).inserted }
-                .map { $0.event == "revision" ? "\($0.rev ?? -1)" : $0.event }
-        }
+        let scratch = try ScratchSQLite()
+        defer { scratch.remove() }
+        let store = scratch.store
+        func received(_ room: String) -> [String] { receivedOnce(receiver, room: room) }
         func failed(_ room: String) -> Int { receiver.requests.filter { !$0.delivered && $0.json["room"] == .string(room) }.count }
         var dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver)], store: store, logger: testLogger, policy: quick)
         dispatcher.start()
@@ -380,10 +395,9 @@ struct WebhookDispatcherTests {
         let down = Mutex(true)
         let receiver = try Receiver { _, _ in down.withLock { $0 } ? .status(500) : .status(204) }
         defer { receiver.stop() }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pk-hooks-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let store = try SQLiteStore(path: directory + "/store.sqlite", logger: testLogger)
-        defer { store.close() }
+        let scratch = try ScratchSQLite()
+        defer { scratch.remove() }
+        let store = scratch.store
         var policy = quick
         policy.giveUpAfter = 150
         let dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver)], store: store, logger: testLogger, policy: policy)
@@ -406,11 +420,7 @@ struct WebhookDispatcherTests {
         #expect(try store.revisionsOwed(endpoint: receiver.url) == ["r": 3])
         down.withLock { $0 = false }
         dispatcher.reenable(url: receiver.url)
-        func received(_ room: String) -> [String] {
-            var seen: Set<String> = []
-            return receiver.delivered.filter { $0.json["room"] == .string(room) && seen.insert($0.id).inserted }
-                .map { $0.event == "revision" ? "\($0.rev ?? -1)" : $0.event }
-        }
+        func received(_ room: String) -> [String] { receivedOnce(receiver, room: room) }
         #expect(await receiver.wait { _ in received("r").count >= 5 })
         #expect(received("r") == ["room.created", "1", "2", "3", "room.deleted"])
         #expect(await eventually { dispatcher.status().first?.backlog == 0 })
