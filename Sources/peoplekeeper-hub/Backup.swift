@@ -30,22 +30,21 @@ struct Backup: AsyncParsableCommand {
         do {
             settings = try await HubSettings.load(file: config, flags: [:], environment: ProcessInfo.processInfo.environment)
         } catch {
-            FileHandle.standardError.write(Data("peoplekeeper-hub: \(error)\n".utf8))
+            writeStandardError(line: "peoplekeeper-hub: \(error)")
             throw ExitCode(78)  // EX_CONFIG
         }
         guard settings.storageKind == .embedded else {
-            FileHandle.standardError.write(Data("""
+            writeStandardError(line: """
                 peoplekeeper-hub backup: storage.kind is \(settings.storageKind.rawValue); this command copies the \
                 embedded SQLite store\(settings.storageKind == .memory ? " (a memory store keeps nothing to copy)" : "; for PostgreSQL use pg_dump") (docs/OPERATIONS.md).
-
-                """.utf8))
+                """)
             throw ExitCode(64)  // EX_USAGE
         }
         do {
             let copied = try SQLiteStore.backup(from: settings.storagePath, to: destination)
             print("backed up \(settings.storagePath) to \(destination): \(copied.rooms) rooms, \(copied.records) journal records (integrity ok)")
         } catch {
-            FileHandle.standardError.write(Data("peoplekeeper-hub backup: \(error)\n".utf8))
+            writeStandardError(line: "peoplekeeper-hub backup: \(error)")
             throw ExitCode(74)  // EX_IOERR
         }
     }

@@ -111,7 +111,7 @@ struct ImportCommand: AsyncParsableCommand {
 /// a message, the settings and the store they name, a room read back.
 enum StoreAccess {
     static func fail(_ status: Int32, _ command: String, _ message: String) -> ExitCode {
-        FileHandle.standardError.write(Data("peoplekeeper-hub \(command): \(message)\n".utf8))
+        writeStandardError(line: "peoplekeeper-hub \(command): \(message)")
         return ExitCode(status)
     }
 

@@ -32,6 +32,6 @@ struct JSONLogHandler: LogHandler {
         }
         var line = JSON.object(members).bytes
         line.append(0x0A)
-        FileHandle.standardError.write(Data(line))
+        writeStandardError(line)
     }
 }

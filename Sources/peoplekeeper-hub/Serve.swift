@@ -63,7 +63,7 @@ struct Serve: AsyncParsableCommand {
             seedModel = try settings.loadSeed()
             endpoints = try WebhookSettings.endpoints(file: config)
         } catch {
-            FileHandle.standardError.write(Data("peoplekeeper-hub: \(error)\n".utf8))
+            writeStandardError(line: "peoplekeeper-hub: \(error)")
             throw ExitCode(78)  // EX_CONFIG
         }
 
@@ -102,14 +102,14 @@ struct Serve: AsyncParsableCommand {
         // left a new SQLite file behind, and a store in use hid it under exit 1).
         let metricsToken: [UInt8]?
         do { metricsToken = try settings.metricsToken() } catch {
-            FileHandle.standardError.write(Data("peoplekeeper-hub: \(error)\n".utf8))
+            writeStandardError(line: "peoplekeeper-hub: \(error)")
             throw ExitCode(78)  // EX_CONFIG
         }
         var auth: TokenAuthority?
         switch settings.authMode {
         case .token:
             do { auth = try await settings.tokenAuthority(environment: ProcessInfo.processInfo.environment) } catch {
-                FileHandle.standardError.write(Data("peoplekeeper-hub: \(error)\n".utf8))
+                writeStandardError(line: "peoplekeeper-hub: \(error)")
                 throw ExitCode(78)  // EX_CONFIG
             }
             logger.info("auth.mode token: every hello needs an access token (peoplekeeper-hub token mints one)")
@@ -134,7 +134,7 @@ struct Serve: AsyncParsableCommand {
             store = try settings.openStore(logger: logger, claim: true)
         } catch {
             logger.critical("cannot open the store: \(error)")
-            FileHandle.standardError.write(Data("peoplekeeper-hub: \(error)\n".utf8))
+            writeStandardError(line: "peoplekeeper-hub: \(error)")
             throw ExitCode(error is ConfigProblem ? 78 : 1)  // EX_CONFIG for a setting that is wrong
         }
         if settings.storageKind == .memory {

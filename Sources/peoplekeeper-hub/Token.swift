@@ -56,7 +56,7 @@ struct Token: AsyncParsableCommand {
             let authority = try await settings.tokenAuthority(environment: environment)
             print(try await authority.mint(user: user, rooms: room, role: AccessRole(rawValue: role)!, ttl: TimeInterval(seconds)))
         } catch {
-            FileHandle.standardError.write(Data("peoplekeeper-hub token: \(error)\n".utf8))
+            writeStandardError(line: "peoplekeeper-hub token: \(error)")
             throw ExitCode(78)
         }
     }

@@ -371,6 +371,36 @@ def test_json_logs_are_one_object_per_line(hub_factory, room):
     assert created["room"] == room and created["level"] == "info"
 
 
+@pytest.mark.parametrize("log_format", ["json", "text"])
+def test_a_hub_whose_log_cannot_be_written_keeps_serving(log_format, room):
+    """stderr on a full disk (or a log reader that went away): with JSON logs the hub died at its first
+    line (exit 132, Foundation's FileHandle.write traps on a failed write). It serves as before, and a
+    room's edits are answered; lines it cannot write are lost, not the hub."""
+    import os
+    import subprocess
+    from conftest import HUB_BIN, REPO
+    with open("/dev/full", "w") as full:
+        proc = subprocess.Popen([HUB_BIN, "serve", "--port", "0", "--storage", "memory", "--log-format", log_format,
+                                 "--log-level", "debug"], cwd=str(REPO), stdout=subprocess.PIPE, stderr=full, text=True)
+    try:
+        line = proc.stdout.readline()
+        m = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        assert m, f"no listening line: {line!r} (exit {proc.poll()})"
+        port = int(m.group(1))
+        c = HubClient(f"ws://127.0.0.1:{port}/v1/rooms/{room}")
+        c.hello("ann")
+        c.send({"type": "submit", "seq": 1, "base": c.rev, "ops": [set_op(1, "glasses", True)], "label": "Toggle Glasses"})
+        assert c.take("ack")["seq"] == 1
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        conn.request("GET", "/healthz")
+        assert conn.getresponse().status == 200
+        assert proc.poll() is None, f"the hub exited {proc.returncode}"
+        c.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=15) == 0, proc.returncode
+
+
 def test_refused_upgrades_are_answered_with_a_status_and_the_reason(hub_factory, room):
     """A refused WebSocket upgrade gets an HTTP status and a sentence naming the setting, not just a
     closed socket: a tool or a person can tell a wrong path from a full hub from a foreign page."""
