@@ -164,13 +164,9 @@ public final class Hub: @unchecked Sendable {
     /// with one service thread, and over by at most the number of threads less one.
     var roomCount: Int { shared.rooms.load(ordering: .relaxed) }
 
-    /// Connects the hub to the server whose delegate it is, and starts the once-a-second sweep that
-    /// unloads idle rooms and checks the store.
-    public func attach(to server: WebSocketServer) {
-        attach(to: server, thread: server)
-    }
-
-    /// Connects the hub to `server` and to the context whose thread runs it (a group's hubs: one each).
+    /// Connects the hub to `server` and to the context whose thread runs it (a group's hubs: one each;
+    /// `HubGroup` is the server's delegate), and starts the once-a-second sweep that unloads idle rooms
+    /// and checks the store.
     func attach(to server: WebSocketServer, thread: WebSocketServer) {
         self.server = server
         attach(service: thread)
@@ -202,17 +198,7 @@ public final class Hub: @unchecked Sendable {
         }
     }
 
-    /// Stops taking messages, lets the server close every connection with 1001 and stop, then stores a
-    /// snapshot of every room changed since its last one and waits for the store to finish writing.
-    public func drain() async {
-        guard let server else { return }
-        beginDrain()
-        await server.drain(code: 1001, reason: "hub shutting down")
-        finishDrain()
-        store.close()
-    }
-
-    /// The first half of `drain`: no more sweeps, no new connections or messages; change-feed readers
+    /// The first half of `HubGroup.drain`: no more sweeps, no new connections or messages; change-feed readers
     /// waiting for a revision are answered 503.
     func beginDrain() {
         sweepTimer?.cancel()
