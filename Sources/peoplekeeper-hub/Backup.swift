@@ -42,7 +42,7 @@ struct Backup: AsyncParsableCommand {
         }
         do {
             let copied = try SQLiteStore.backup(from: settings.storagePath, to: destination)
-            print("backed up \(settings.storagePath) to \(destination): \(copied.rooms) rooms, \(copied.records) journal records (integrity ok)")
+            output("backed up \(settings.storagePath) to \(destination): \(copied.rooms) rooms, \(copied.records) journal records (integrity ok)")
         } catch {
             writeStandardError(line: "peoplekeeper-hub backup: \(error)")
             throw ExitCode(74)  // EX_IOERR

@@ -31,7 +31,7 @@ struct ConfigKeysCommand: ParsableCommand {
                 ]
             }
             let data = try JSONSerialization.data(withJSONObject: rows, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-            print(String(decoding: data, as: UTF8.self))
+            output(String(decoding: data, as: UTF8.self))
             return
         }
         for setting in HubSetting.all {
@@ -44,7 +44,7 @@ struct ConfigKeysCommand: ParsableCommand {
             }
             facts += "; \(setting.environmentName)"
             if let flag = setting.flag { facts += ", --\(flag)" }
-            print("\(setting.key): \(facts)\n    \(setting.doc)")
+            output("\(setting.key): \(facts)\n    \(setting.doc)")
         }
     }
 

@@ -31,8 +31,7 @@ struct Echo: AsyncParsableCommand {
                                     sendQueueBytes: 4 * maxMessageBytes),
             permessageDeflate: deflate, pingIntervalSeconds: 0), delegate: echo)
         let actual = try server.start()
-        FileHandle.standardOutput.write(Data(
-            "echo listening on ws://\(host):\(actual)/ (permessage-deflate \(deflate ? "on" : "off"))\n".utf8))
+        writeBanner("echo listening on ws://\(host):\(actual)/ (permessage-deflate \(deflate ? "on" : "off"))\n")
         await waitForTermination()
         await server.drain(code: 1001, reason: "echo server stopping")
     }

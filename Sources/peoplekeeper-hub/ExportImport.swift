@@ -35,13 +35,13 @@ struct ExportCommand: AsyncParsableCommand {
         defer { store.close() }
         let (room, older) = try StoreAccess.load(room, from: store, command: "export", older: history && !csv)
         if csv {
-            FileHandle.standardOutput.write(Data(RoomExport.csvText(room.model).utf8))
+            output(RoomExport.csvText(room.model), newline: false)
             return
         }
         guard let json = room.export(history: history, older: older) else {
             throw StoreAccess.fail(74, "export", "the room's history cannot be read back to revision 0")
         }
-        print(json.text)
+        output(json.text)
     }
 }
 
@@ -103,7 +103,7 @@ struct ImportCommand: AsyncParsableCommand {
         done.wait()
         if let error = failure.get() { throw StoreAccess.fail(74, "import", "the store failed: \(error)") }
         if room.revision > 0 { store.save(room.snapshot(), room: name) }
-        print("imported room \(name): \(room.model.people.count) people, revision \(room.revision)")
+        output("imported room \(name): \(room.model.people.count) people, revision \(room.revision)")
     }
 }
 

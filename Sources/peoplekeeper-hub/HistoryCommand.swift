@@ -51,7 +51,7 @@ struct HistoryCommand: AsyncParsableCommand {
         func when(_ r: Revision) -> String { dates.string(from: Date(timeIntervalSince1970: Double(r.timestamp) / 1000)) }
         if json {
             for r in revisions {
-                print(JSON.object([
+                output(JSON.object([
                     "rev": .int(r.number), "time": .int(Int(r.timestamp)), "at": .string(when(r)), "author": .string(r.author),
                     "kind": .string(r.kind.rawValue), "label": r.label.map(JSON.string), "ops": .array(r.diffs.map(\.json)),
                 ]).text)
@@ -62,7 +62,7 @@ struct HistoryCommand: AsyncParsableCommand {
         rows += revisions.map { [String($0.number), when($0), $0.author, $0.kind.rawValue, $0.label ?? "", String($0.diffs.count)] }
         let widths = (0..<6).map { c in rows.map { $0[c].count }.max() ?? 0 }
         for row in rows {
-            print(row.enumerated().map { c, cell in c == 5 ? cell : cell.padding(toLength: widths[c], withPad: " ", startingAt: 0) }
+            output(row.enumerated().map { c, cell in c == 5 ? cell : cell.padding(toLength: widths[c], withPad: " ", startingAt: 0) }
                 .joined(separator: "  "))
         }
     }

@@ -245,7 +245,7 @@ struct HubService: Service, CustomStringConvertible {
         // The first line on stdout, for people and for tests that start the hub on port 0.
         let (http, ws) = settings.tls ? ("https", "wss") : ("http", "ws")
         let banner = "peoplekeeper-hub listening on \(http)://\(shownHost):\(port)/ (WebSocket \(ws)://\(shownHost):\(port)/v1/rooms/ROOM)\n"
-        FileHandle.standardOutput.write(Data(banner.utf8))
+        writeBanner(banner)
         if settings.eventLoop == .epoll, server.eventLoopInUse == .poll {
             logger.warning("transport.eventLoop epoll: libev's plugin for libwebsockets (libwebsockets-evlib-ev) could not be loaded; serving with poll()")
         }

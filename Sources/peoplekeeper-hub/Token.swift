@@ -54,7 +54,7 @@ struct Token: AsyncParsableCommand {
         do {
             let settings = try await HubSettings.load(file: config, flags: [:], environment: environment)
             let authority = try await settings.tokenAuthority(environment: environment)
-            print(try await authority.mint(user: user, rooms: room, role: AccessRole(rawValue: role)!, ttl: TimeInterval(seconds)))
+            output(try await authority.mint(user: user, rooms: room, role: AccessRole(rawValue: role)!, ttl: TimeInterval(seconds)))
         } catch {
             writeStandardError(line: "peoplekeeper-hub token: \(error)")
             throw ExitCode(78)

@@ -401,6 +401,34 @@ def test_a_hub_whose_log_cannot_be_written_keeps_serving(log_format, room):
         assert proc.wait(timeout=15) == 0, proc.returncode
 
 
+def test_a_hub_whose_stdout_cannot_be_written_serves_all_the_same():
+    """The `listening` line was written with Foundation's FileHandle, which traps on a failed write: a
+    hub started with stdout on a full disk (or closed) died before serving anything (exit 132)."""
+    import socket
+    import subprocess
+    from conftest import HUB_BIN, REPO
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with open("/dev/full", "w") as full:
+        proc = subprocess.Popen([HUB_BIN, "serve", "--port", str(port), "--storage", "memory"], cwd=str(REPO),
+                                stdout=full, stderr=full)
+    try:
+        deadline = time.monotonic() + 15
+        while True:
+            assert proc.poll() is None, f"the hub exited {proc.returncode}"
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+                conn.request("GET", "/healthz")
+                assert conn.getresponse().status == 200
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the hub never answered /healthz"
+                time.sleep(0.1)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=15) == 0, proc.returncode
+
 def test_refused_upgrades_are_answered_with_a_status_and_the_reason(hub_factory, room):
     """A refused WebSocket upgrade gets an HTTP status and a sentence naming the setting, not just a
     closed socket: a tool or a person can tell a wrong path from a full hub from a foreign page."""
