@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 /// `peoplekeeper-hub`: the PeopleKeeper sync server. `serve` (the default) runs it.
 @main
@@ -11,4 +12,18 @@ struct PeopleKeeperHub: AsyncParsableCommand {
                       Echo.self, ConfigKeysCommand.self],
         defaultSubcommand: Serve.self
     )
+
+    static func main() async {
+        keepStandardStreamsOpen()
+        do {
+            var command = try parseAsRoot()
+            if var command = command as? AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
 }

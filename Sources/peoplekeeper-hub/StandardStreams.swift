@@ -41,3 +41,12 @@ func output(_ text: String, newline: Bool = true) {
 func writeBanner(_ text: String) {
     _ = writeAll(Array(text.utf8), to: STDOUT_FILENO)
 }
+
+/// Opens /dev/null on any of stdin, stdout and stderr the hub was started without (`>&-`): otherwise the
+/// next file or socket opened takes that number, and the `listening` line or a log line would be
+/// written into it (a store's file, a client's connection).
+func keepStandardStreamsOpen() {
+    for descriptor: Int32 in 0...2 where fcntl(descriptor, F_GETFD) == -1 {
+        _ = open("/dev/null", O_RDWR)
+    }
+}

@@ -34,6 +34,9 @@ struct PeopleKeeper: AsyncParsableCommand {
     /// (help and version print as usual; a command's own failures have printed already).
     /// With `--json`, stdout gets the usage error too, as it gets every other error (`fail`).
     static func main() async {
+        // A stream the client was started without (`>&-`) is /dev/null: otherwise the hub's socket
+        // could take that number, and the output would be written into the connection.
+        for descriptor: Int32 in 0...2 where fcntl(descriptor, F_GETFD) == -1 { _ = open("/dev/null", O_RDWR) }
         do {
             try checkUTF8()
             var command = try parseAsRoot()

@@ -1517,3 +1517,13 @@ def test_places_urls_and_labels_are_checked_before_anything_is_sent(hub, room):
     assert_status(r, 0)
     revision(obs, 1)
     assert [p["name"] for p in obs.people][-1] == "Far", obs.people
+
+
+def test_a_command_started_without_stdout_writes_nothing_into_its_connection(hub, room):
+    """`list >&-`: the client's first socket took descriptor 1, so its output went to that descriptor
+    (the epoll one here, exit 74 "Invalid argument"; the connection's socket by another order). The
+    client opens /dev/null there first: the output is dropped, as with `> /dev/null`, exit 0."""
+    require_client()
+    shell = f"{shlex.quote(CLIENT_BIN)} list --url {hub_url(hub)} --room {room} >&-; echo $?"
+    proc = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=RUN_TIMEOUT, env=client_env())
+    assert proc.stdout.strip() == "0" and proc.stderr == "", (proc.stdout, proc.stderr)

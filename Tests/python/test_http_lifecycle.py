@@ -429,6 +429,36 @@ def test_a_hub_whose_stdout_cannot_be_written_serves_all_the_same():
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=15) == 0, proc.returncode
 
+def test_a_hub_started_without_stdout_keeps_its_files_and_sockets_off_it(tmp_path):
+    """Started with stdout closed (`>&-`), the next file or socket the hub opened took descriptor 1, and
+    the `listening` line went into it (an epoll descriptor here, by luck; a store's file or a client's
+    socket by another order). The hub opens /dev/null there first."""
+    import os
+    import socket
+    import subprocess
+    from conftest import HUB_BIN, REPO
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(["bash", "-c", f"exec {HUB_BIN} serve --port {port} --storage memory >&- 2>/dev/null"],
+                            cwd=str(REPO))
+    try:
+        deadline = time.monotonic() + 15
+        while True:
+            assert proc.poll() is None, f"the hub exited {proc.returncode}"
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+                conn.request("GET", "/healthz")
+                assert conn.getresponse().status == 200
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the hub never answered /healthz"
+                time.sleep(0.1)
+        assert os.readlink(f"/proc/{proc.pid}/fd/1") == "/dev/null", os.readlink(f"/proc/{proc.pid}/fd/1")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=15) == 0, proc.returncode
+
 def test_refused_upgrades_are_answered_with_a_status_and_the_reason(hub_factory, room):
     """A refused WebSocket upgrade gets an HTTP status and a sentence naming the setting, not just a
     closed socket: a tool or a person can tell a wrong path from a full hub from a foreign page."""
