@@ -401,30 +401,38 @@ def test_a_hub_whose_log_cannot_be_written_keeps_serving(log_format, room):
         assert proc.wait(timeout=15) == 0, proc.returncode
 
 
+def _free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_healthz(proc, port: int, timeout: float = 15) -> None:
+    """Polls the hub `proc` started on `port` until /healthz answers 200; fails if it exits first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        assert proc.poll() is None, f"the hub exited {proc.returncode}"
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/healthz")
+            assert conn.getresponse().status == 200
+            return
+        except OSError:
+            assert time.monotonic() < deadline, "the hub never answered /healthz"
+            time.sleep(0.1)
+
 def test_a_hub_whose_stdout_cannot_be_written_serves_all_the_same():
     """The `listening` line was written with Foundation's FileHandle, which traps on a failed write: a
     hub started with stdout on a full disk (or closed) died before serving anything (exit 132)."""
-    import socket
     import subprocess
     from conftest import HUB_BIN, REPO
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = _free_port()
     with open("/dev/full", "w") as full:
         proc = subprocess.Popen([HUB_BIN, "serve", "--port", str(port), "--storage", "memory"], cwd=str(REPO),
                                 stdout=full, stderr=full)
     try:
-        deadline = time.monotonic() + 15
-        while True:
-            assert proc.poll() is None, f"the hub exited {proc.returncode}"
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-                conn.request("GET", "/healthz")
-                assert conn.getresponse().status == 200
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the hub never answered /healthz"
-                time.sleep(0.1)
+        _wait_for_healthz(proc, port)
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=15) == 0, proc.returncode
@@ -434,26 +442,13 @@ def test_a_hub_started_without_stdout_keeps_its_files_and_sockets_off_it(tmp_pat
     the `listening` line went into it (an epoll descriptor here, by luck; a store's file or a client's
     socket by another order). The hub opens /dev/null there first."""
     import os
-    import socket
     import subprocess
     from conftest import HUB_BIN, REPO
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = _free_port()
     proc = subprocess.Popen(["bash", "-c", f"exec {HUB_BIN} serve --port {port} --storage memory >&- 2>/dev/null"],
                             cwd=str(REPO))
     try:
-        deadline = time.monotonic() + 15
-        while True:
-            assert proc.poll() is None, f"the hub exited {proc.returncode}"
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-                conn.request("GET", "/healthz")
-                assert conn.getresponse().status == 200
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the hub never answered /healthz"
-                time.sleep(0.1)
+        _wait_for_healthz(proc, port)
         assert os.readlink(f"/proc/{proc.pid}/fd/1") == "/dev/null", os.readlink(f"/proc/{proc.pid}/fd/1")
     finally:
         proc.send_signal(signal.SIGTERM)
