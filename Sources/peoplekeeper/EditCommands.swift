@@ -9,8 +9,17 @@ func submit(_ diffs: [Diff], in session: RoomSession, options: CommonOptions,
             done: String, extra: [(String, JSON)] = []) async throws {
     let base = session.revision
     let before = session.people
-    let reply = try await session.request(timeout: options.timeout) { seq in
-        .submit(.init(seq: seq, base: base, ops: diffs, label: diffs.actionLabel))
+    let reply: ServerMessage
+    do {
+        reply = try await session.request(timeout: options.timeout) { seq in
+            .submit(.init(seq: seq, base: base, ops: diffs, label: diffs.actionLabel))
+        }
+    } catch {
+        // An edit refused `room-full` is the room's people limit (`limits.maxPeoplePerRoom`): asking
+        // again cannot help, so not 75 ("try again later"), which a hello refused at the hub's room
+        // limit still is (a script author's pass found the two alike).
+        guard case .refused(let refusal) = error, refusal.code == .roomFull else { throw error }
+        throw Failure(status: 65, code: refusal.code.rawValue, message: refusal.terminalWords)
     }
     guard case .ack(let ack) = reply else { throw Failure.badReply(reply) }
     if options.json {

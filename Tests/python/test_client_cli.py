@@ -1527,3 +1527,15 @@ def test_a_command_started_without_stdout_writes_nothing_into_its_connection(hub
     shell = f"{shlex.quote(CLIENT_BIN)} list --url {hub_url(hub)} --room {room} >&-; echo $?"
     proc = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=RUN_TIMEOUT, env=client_env())
     assert proc.stdout.strip() == "0" and proc.stderr == "", (proc.stdout, proc.stderr)
+
+
+def test_an_add_past_the_room_s_people_limit_is_65_not_try_again(hub_factory, room):
+    """`room-full` for an edit is the room's people limit (`limits.maxPeoplePerRoom`): asking again
+    cannot help, so the add exits 65 (it was 75, "try again later", the status of a hello refused at
+    the hub's room limit, which stays 75)."""
+    hub = hub_factory({"limits": {"maxPeoplePerRoom": 3, "maxRooms": 1}})
+    r, doc = pk(hub, room, "ann", "add", "--name", "Kim", json=True)
+    assert_error(r, 65, doc)
+    assert doc["error"]["code"] == "room-full", describe(r)
+    r = pk(hub, room + "-2", "ann", "list")
+    assert_error(r, 75)
