@@ -32,7 +32,7 @@ public final class RoomSession: @unchecked Sendable {
     public private(set) var history: HistorySummary
     /// The `ops` frames taken so far that were not answers to this session's requests, oldest first.
     public private(set) var revisions: [ServerMessage.Ops] = []
-    /// An error the hub sent for no request of this session (it ends the session: its token expired).
+    /// The hub ended the session (`unauthorized` for no request: its token expired).
     public private(set) var ended: ProtocolError?
     /// How far the hub's clock is from this one, once a `settle` has been answered.
     public private(set) var clock = HubClock()
@@ -194,7 +194,7 @@ public final class RoomSession: @unchecked Sendable {
             if o.rev > revision { apply(o.ops, rev: o.rev) }
         case .history(let h):
             history = h
-        case .error(let e) where e.seq == nil:
+        case .error(let e) where e.seq == nil && e.code == .unauthorized:
             ended = ProtocolError(e.code, e.message)
         default:
             break

@@ -21,7 +21,7 @@ import WebSocketTransport
 /// | upkeep: idle rooms unloaded, snapshots, the store health check | `Rooms/Hub+Upkeep.swift` |
 /// | effects: records to the store, sends held behind commits, presence | `Effects/Hub+Effects.swift` |
 /// | plain HTTP: `/healthz`, `/metrics` | `HTTP/HTTPRouter.swift`, `HTTP/Hub+Routes.swift` |
-/// | the transport's callbacks | `Runtime/Hub+Transport.swift`; one hub per service thread: `Runtime/HubGroup.swift` |
+/// | the transport's callbacks, routed to one hub per service thread | `Runtime/HubGroup.swift` |
 public final class Hub: @unchecked Sendable {
     public let configuration: HubConfiguration
     let store: any PeopleStore
@@ -36,8 +36,6 @@ public final class Hub: @unchecked Sendable {
 
     /// The thread that owns this state; set once by `attach`, before any connection.
     private(set) weak var service: (any ServiceThread)?
-    /// The server whose delegate the hub is (drained on shutdown); nil in the in-process tests.
-    private weak var server: WebSocketServer?
 
     /// Rooms in memory, or being read from the store (with the hellos waiting for them). Their number
     /// goes into the hub-wide count (`roomCount`, `peoplekeeper_rooms`) as it changes.
@@ -164,11 +162,10 @@ public final class Hub: @unchecked Sendable {
     /// with one service thread, and over by at most the number of threads less one.
     var roomCount: Int { shared.rooms.load(ordering: .relaxed) }
 
-    /// Connects the hub to `server` and to the context whose thread runs it (a group's hubs: one each;
+    /// Connects the hub to the server context whose thread runs it (a group's hubs: one each;
     /// `HubGroup` is the server's delegate), and starts the once-a-second sweep that unloads idle rooms
     /// and checks the store.
-    func attach(to server: WebSocketServer, thread: WebSocketServer) {
-        self.server = server
+    func attach(thread: WebSocketServer) {
         attach(service: thread)
         let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "peoplekeeper.hub.sweep"))
         timer.schedule(deadline: .now() + 1, repeating: 1)

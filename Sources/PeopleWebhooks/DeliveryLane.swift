@@ -104,15 +104,18 @@ struct DeliveryLane: Sendable {
             && failures == 0 && (cursor.map { $0 >= head } ?? (startAt == nil))
     }
 
-    /// Nothing known and nothing to do (a deleted room whose cursor is gone): the lane can be dropped.
     /// Whether the lane has store work that goes even while its endpoint fails (`next`): a cursor to
-    /// reset, or a first read of what a deleted room owes. The dispatcher runs a failing endpoint's lane
-    /// for that alone (it ran none, so a room made and deleted meanwhile had no cursor, and the store
-    /// kept none of its revisions for the endpoint: a test found them lost).
+    /// reset, or the first read of what a deleted room owes. The dispatcher runs a failing endpoint's
+    /// lane for that alone (it ran none, so a room made and deleted meanwhile had no cursor, and the
+    /// store kept none of its revisions for the endpoint: a test found them lost).
     var hasStoreWork: Bool {
-        reset != nil || (owedPending && notices.first?.revision == nil)
+        reset != nil || firstOwedReadDue
     }
 
+    /// What a deleted room owes has not been read at all yet (and comes before the next notice).
+    private var firstOwedReadDue: Bool { owedPending && owedRead == nil && notices.first?.revision == nil }
+
+    /// Nothing known and nothing to do (a deleted room whose cursor is gone): the lane can be dropped.
     var isEmpty: Bool {
         cursor == nil && startAt == nil && head == 0 && reset == nil && unwritten == nil && notices.isEmpty
             && !owedPending && forgetting.isEmpty && failures == 0
@@ -140,9 +143,9 @@ struct DeliveryLane: Sendable {
         if let reset { return .resetCursor(reset) }
         if stopping { return stop() }
         if endpointFailing {
-            // So does one read of what the store kept of a deleted room: the backlog then counts what
-            // is there, not the lane's guess; the rest waits for the endpoint.
-            if owedPending, notices.first?.revision == nil { return .loadOwed(after: owedRead, limit: max(chunk, 1)) }
+            // So does the first read of what the store kept of a deleted room (one chunk): the backlog
+            // then counts what is there, not the lane's guess; the rest waits for the endpoint.
+            if firstOwedReadDue { return .loadOwed(after: nil, limit: max(chunk, 1)) }
             return stop()
         }
         if let done = forgetting.first { return .forgetNotice(done) }

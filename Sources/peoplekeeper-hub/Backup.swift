@@ -40,12 +40,11 @@ struct Backup: AsyncParsableCommand {
                 """)
             throw ExitCode(64)  // EX_USAGE
         }
-        do {
-            let copied = try SQLiteStore.backup(from: settings.storagePath, to: destination)
-            output("backed up \(settings.storagePath) to \(destination): \(copied.rooms) rooms, \(copied.records) journal records (integrity ok)")
-        } catch {
+        let copied: (rooms: Int, records: Int)
+        do { copied = try SQLiteStore.backup(from: settings.storagePath, to: destination) } catch {
             writeStandardError(line: "peoplekeeper-hub backup: \(error)")
             throw ExitCode(74)  // EX_IOERR
         }
+        try output("backed up \(settings.storagePath) to \(destination): \(copied.rooms) rooms, \(copied.records) journal records (integrity ok)")
     }
 }

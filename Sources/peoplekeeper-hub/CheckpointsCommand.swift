@@ -53,7 +53,7 @@ struct CheckpointsCommand: AsyncParsableCommand {
         var status: Int32 = 0
         for name in names {
             do {
-                output(try Self.backfill(name, in: store, every: settings.snapshotEvery))
+                try output(try Self.backfill(name, in: store, every: settings.snapshotEvery))
             } catch let exit as ExitCode {
                 status = max(status, exit.rawValue)
             } catch {

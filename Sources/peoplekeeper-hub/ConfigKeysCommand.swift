@@ -31,9 +31,10 @@ struct ConfigKeysCommand: ParsableCommand {
                 ]
             }
             let data = try JSONSerialization.data(withJSONObject: rows, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-            output(String(decoding: data, as: UTF8.self))
+            try output(String(decoding: data, as: UTF8.self))
             return
         }
+        var lines: [String] = []
         for setting in HubSetting.all {
             var facts = "\(setting.type.rawValue), default \(Self.text(setting.defaultValue))"
             switch setting.allowed {
@@ -44,8 +45,9 @@ struct ConfigKeysCommand: ParsableCommand {
             }
             facts += "; \(setting.environmentName)"
             if let flag = setting.flag { facts += ", --\(flag)" }
-            output("\(setting.key): \(facts)\n    \(setting.doc)")
+            lines.append("\(setting.key): \(facts)\n    \(setting.doc)")
         }
+        try output(lines.joined(separator: "\n"))  // one write
     }
 
     private static func text(_ value: ConfigContent) -> String {

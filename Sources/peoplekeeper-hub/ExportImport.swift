@@ -35,13 +35,13 @@ struct ExportCommand: AsyncParsableCommand {
         defer { store.close() }
         let (room, older) = try StoreAccess.load(room, from: store, command: "export", older: history && !csv)
         if csv {
-            output(RoomExport.csvText(room.model), newline: false)
+            try output(RoomExport.csvText(room.model), newline: false)
             return
         }
         guard let json = room.export(history: history, older: older) else {
             throw StoreAccess.fail(74, "export", "the room's history cannot be read back to revision 0")
         }
-        output(json.text)
+        try output(json.text)
     }
 }
 
@@ -103,7 +103,7 @@ struct ImportCommand: AsyncParsableCommand {
         done.wait()
         if let error = failure.get() { throw StoreAccess.fail(74, "import", "the store failed: \(error)") }
         if room.revision > 0 { store.save(room.snapshot(), room: name) }
-        output("imported room \(name): \(room.model.people.count) people, revision \(room.revision)")
+        try output("imported room \(name): \(room.model.people.count) people, revision \(room.revision)")
     }
 }
 

@@ -49,21 +49,23 @@ struct HistoryCommand: AsyncParsableCommand {
         }
         let dates = ISO8601DateFormatter()
         func when(_ r: Revision) -> String { dates.string(from: Date(timeIntervalSince1970: Double(r.timestamp) / 1000)) }
+        // One write for the whole output (a write a line made `history --last 0` of a long room slow).
         if json {
-            for r in revisions {
-                output(JSON.object([
+            let lines = revisions.map { r in
+                JSON.object([
                     "rev": .int(r.number), "time": .int(Int(r.timestamp)), "at": .string(when(r)), "author": .string(r.author),
                     "kind": .string(r.kind.rawValue), "label": r.label.map(JSON.string), "ops": .array(r.diffs.map(\.json)),
-                ]).text)
+                ]).text
             }
+            if !lines.isEmpty { try output(lines.joined(separator: "\n")) }
             return
         }
         var rows = [["REV", "AT", "AUTHOR", "KIND", "LABEL", "OPS"]]
         rows += revisions.map { [String($0.number), when($0), $0.author, $0.kind.rawValue, $0.label ?? "", String($0.diffs.count)] }
         let widths = (0..<6).map { c in rows.map { $0[c].count }.max() ?? 0 }
-        for row in rows {
-            output(row.enumerated().map { c, cell in c == 5 ? cell : cell.padding(toLength: widths[c], withPad: " ", startingAt: 0) }
-                .joined(separator: "  "))
-        }
+        try output(rows.map { row in
+            row.enumerated().map { c, cell in c == 5 ? cell : cell.padding(toLength: widths[c], withPad: " ", startingAt: 0) }
+                .joined(separator: "  ")
+        }.joined(separator: "\n"))
     }
 }

@@ -51,13 +51,15 @@ struct Token: AsyncParsableCommand {
 
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
+        let token: String
         do {
             let settings = try await HubSettings.load(file: config, flags: [:], environment: environment)
             let authority = try await settings.tokenAuthority(environment: environment)
-            output(try await authority.mint(user: user, rooms: room, role: AccessRole(rawValue: role)!, ttl: TimeInterval(seconds)))
+            token = try await authority.mint(user: user, rooms: room, role: AccessRole(rawValue: role)!, ttl: TimeInterval(seconds))
         } catch {
             writeStandardError(line: "peoplekeeper-hub token: \(error)")
             throw ExitCode(78)
         }
+        try output(token)
     }
 }

@@ -67,11 +67,11 @@ struct WebhooksCommand: AsyncParsableCommand {
             let (endpoints, store) = try await WebhooksCommand.open(config: config, command: "webhooks")
             defer { store.close() }
             let held = try WebhooksCommand.held(in: store, command: "webhooks")
-            if held.isEmpty { output("the store keeps nothing for any webhook endpoint") }
+            if held.isEmpty { try output("the store keeps nothing for any webhook endpoint") }
             for entry in held {
                 let configured = endpoints.firstIndex { $0.url == entry.endpoint }
                 let status = configured.map { "\"\(endpoints[$0].name)\" (webhooks[\($0)])" } ?? "not in the config"
-                output("\(WebhooksCommand.shown(entry.endpoint))  \(status): \(WebhooksCommand.describe(entry))")
+                try output("\(WebhooksCommand.shown(entry.endpoint))  \(status): \(WebhooksCommand.describe(entry))")
             }
         }
     }
@@ -124,7 +124,7 @@ struct WebhooksCommand: AsyncParsableCommand {
             if unconfigured {
                 chosen = held.map(\.endpoint).filter { !configured.contains($0) }
                 if chosen.isEmpty {
-                    output(held.isEmpty ? "the store keeps nothing for any webhook endpoint: nothing to forget"
+                    try output(held.isEmpty ? "the store keeps nothing for any webhook endpoint: nothing to forget"
                           : "every endpoint the store keeps something for is in the config: nothing to forget")
                 }
             }
@@ -153,13 +153,12 @@ struct WebhooksCommand: AsyncParsableCommand {
                 chosen += matches.filter { !chosen.contains($0) }
             }
             for endpoint in chosen {
-                do {
-                    if let forgotten = try store.forgetWebhookEndpoint(endpoint) {
-                        output("forgot \(WebhooksCommand.shown(endpoint)): \(WebhooksCommand.describe(forgotten))")
-                    }
-                } catch {
+                let forgotten: StoredWebhookEndpoint?
+                do { forgotten = try store.forgetWebhookEndpoint(endpoint) } catch {
                     status = max(status, StoreAccess.fail(74, "webhooks forget", "\(WebhooksCommand.shown(endpoint)): \(error)").rawValue)
+                    continue
                 }
+                if let forgotten { try output("forgot \(WebhooksCommand.shown(endpoint)): \(WebhooksCommand.describe(forgotten))") }
             }
             if status != 0 { throw ExitCode(status) }
         }

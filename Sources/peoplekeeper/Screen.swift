@@ -112,6 +112,7 @@ final class Screen: @unchecked Sendable {
     // MARK: Updates from the room
 
     func update(_ notices: [LiveRoom.Notice]) {
+        let hasSent = notices.contains { if case .sent = $0 { true } else { false } }
         // The step an undo or redo did, said with its skips when the same answer has some.
         var done: String?
         // What the answers to the requests queued offline said (a queued undo's skips, an undo that went
@@ -119,7 +120,7 @@ final class Screen: @unchecked Sendable {
         // line replaced what the earlier ones said (a review found a skip lost when an edit was queued
         // after the undo). Kept only while those answers come.
         func keepForSent(_ said: Report) {
-            if room.isResending || notices.contains(where: { if case .sent = $0 { true } else { false } }) {
+            if room.isResending || hasSent {
                 saidWhileResending = Array((saidWhileResending + [said]).suffix(Self.keptForSent))
             }
         }
@@ -182,6 +183,11 @@ final class Screen: @unchecked Sendable {
                 saidWhileResending = []
                 report = Report(text: ([sent] + said.map(\.text)).joined(separator: "; "), warning: said.contains(where: \.warning))
             }
+        }
+        // The answers to the queued requests are over without a "sent" line (what was left of them
+        // no longer applied, or the room was reset): what they said goes, not into a later line.
+        if !room.isResending, !hasSent, !saidWhileResending.isEmpty {
+            saidWhileResending = []
         }
         remember()
         settle()

@@ -192,6 +192,26 @@ struct DeliveryLaneTests {
         lane.owedLoaded([], after: nil, limit: 2)
         #expect(lane.backlog == 2 && !lane.hasStoreWork)
         guard case .stop = lane.next(endpointFailing: true, chunk: 2) else { Issue.record("expected a stop"); return }
+
+        // A room made and deleted while failing: room.created comes first, so the owed revisions are
+        // read one chunk while failing, not all of them; the rest when the endpoint is back.
+        var made = DeliveryLane()
+        made.created(RoomNotice(event: .roomCreated, time: 1_000), at: 1_000)
+        made.didReset(.zero)
+        made.revisionDurable(5)
+        made.deleted(RoomNotice(event: .roomDeleted, time: 2_000), owed: true)
+        made.didReset(.forget)
+        guard case .loadOwed(after: nil, limit: 2) = made.next(endpointFailing: true, chunk: 2) else {
+            Issue.record("expected the first read"); return
+        }
+        let owed = (1...2).map { RoomNotice(event: .revision, time: 2_000, revision: revision($0)) }
+        made.owedLoaded(owed, after: nil, limit: 2)
+        #expect(!made.hasStoreWork)
+        guard case .stop = made.next(endpointFailing: true, chunk: 2) else { Issue.record("expected a stop"); return }
+        // Back: the next chunk is read (room.created, earlier, waits for all of them to be read).
+        guard case .loadOwed(after: OwedPosition(time: 2_000, rev: 2), limit: 2) = made.next(endpointFailing: false, chunk: 2) else {
+            Issue.record("expected the next read"); return
+        }
     }
 
     @Test("a lane told at a start or a scan how many revisions the store keeps for it counts them until they are read; a final short read clears the rest")

@@ -55,7 +55,7 @@ public final class HubGroup: WebSocketServerDelegate, @unchecked Sendable {
     public func attach(to server: WebSocketServer) {
         precondition(server.contexts.count == hubs.count, "one hub per service thread")
         self.server = server
-        for (hub, context) in zip(hubs, server.contexts) { hub.attach(to: server, thread: context) }
+        for (hub, context) in zip(hubs, server.contexts) { hub.attach(thread: context) }
         hubs[0].leases?.onLeasesLost { [hubs] in
             for hub in hubs { hub.back(()) { hub, _ in hub.dropAllRooms(reason: "lost the room leases") } }
         }
