@@ -18,6 +18,8 @@ public final class SQLiteStore: PeopleStore {
     private let writer: GroupCommitWriter
     private let logger: Logger
     private let claim: StoreClaim?
+    /// The files as opened: a commit on a file deleted or replaced since fails (`StoreFiles`).
+    private let files: StoreFiles
 
     /// Opens (creating it and its directory if needed) the store at `path`. `logger` is the caller's:
     /// the store logs snapshots it could not save there. With `claim`, the store is this process's alone
@@ -65,9 +67,12 @@ public final class SQLiteStore: PeopleStore {
             throw Self.storeError(error, "cannot open the SQLite store at \(path): \(error)", otherwise: .unavailable)
         }
         let pool = self.pool
+        let files = StoreFiles(paths: [path, path + "-wal"] + (self.claim.map { [$0.path] } ?? []))
+        self.files = files
         writer = GroupCommitWriter(
             name: "pk-sqlite-write", kind: "sqlite",
             commit: { batch in
+                try files.check()
                 do { try Self.commit(batch, to: pool) } catch { throw Self.storeError(error, "\(error)") }
             },
             onSnapshotFailure: { room, error in
@@ -280,6 +285,7 @@ public final class SQLiteStore: PeopleStore {
 
     /// The last commit did not fail (`GroupCommitWriter.recheck`) and the file can be read.
     public func check() throws(StoreError) {
+        try files.check()
         try writer.recheck()
         do { _ = try pool.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM snapshots") } } catch {
             throw Self.storeError(error, "cannot read the database: \(error)", otherwise: .unavailable)

@@ -716,6 +716,29 @@ final class SQLiteStoreContractTests: Sendable {
         }
     }
 
+    @Test("a store file deleted or replaced under it fails the next commit and the store check, naming it; nothing more is acknowledged", arguments: ["", "-wal", ".lock"])
+    func filesChangedUnderIt(suffix: String) async throws {
+        let directory = self.directory
+        try await blocking {
+            let path = directory + "/gone\(suffix.isEmpty ? "db" : suffix.dropFirst()).sqlite"
+            let store = try SQLiteStore(path: path, logger: storeLogger, claim: true)
+            defer { store.close() }
+            var driver = try seededRoom(store, "r", rounds: 2)
+            try store.check()
+            #expect(FileManager.default.fileExists(atPath: path + suffix))
+            try FileManager.default.removeItem(atPath: path + suffix)
+            driver.play(rounds: 1)
+            let failure = #expect(throws: StoreError.self) { try appendAndWait(store, Array(driver.entries.suffix(2)), room: "r") }
+            #expect(failure?.kind == .unavailable)
+            #expect(failure?.message.contains("\(path + suffix) was deleted") == true, "\(String(describing: failure))")
+            #expect(throws: StoreError.self) { try store.check() }
+            // A file of the same name made again is another file: still refused.
+            FileManager.default.createFile(atPath: path + suffix, contents: Data())
+            let again = #expect(throws: StoreError.self) { try store.check() }
+            #expect(again?.message.contains("replaced by another file") == true, "\(String(describing: again))")
+        }
+    }
+
     @Test("the file is in WAL mode with synchronous FULL on the writer, and an online backup holds every room")
     func walAndBackup() async throws {
         let directory = self.directory

@@ -32,6 +32,7 @@ import threading
 import time
 import traceback
 
+import pytest
 from websockets.exceptions import ConnectionClosed, WebSocketException
 
 from conftest import HUB_BIN, REPO, SEED
@@ -980,6 +981,25 @@ def wait_for_health(hub, status: int, timeout: float = 30.0) -> bytes:
             return body
         assert time.monotonic() < deadline, f"/healthz still answers {got} ({body!r}), expected {status}"
         time.sleep(0.25)
+
+
+@pytest.mark.parametrize("gone", ["pk.sqlite-wal", "pk.sqlite"])
+def test_a_store_file_deleted_under_the_hub_stops_acks_and_health(hub_factory, room, gone):
+    """An SRE's pass: with the SQLite file (or its write-ahead log) deleted while the hub ran, the hub
+    kept acknowledging edits into a file no name reached, /healthz said ok, and a SIGKILL lost them.
+    Now the next edit is not acknowledged (its room closes with 1011 `store failed`), /healthz answers
+    503 naming the deleted file within the check interval, and the rooms can still be exported."""
+    hub = hub_factory({"storage": {"kind": "embedded", "path": "{workdir}/data/pk.sqlite"}})
+    a = hub.join(room, "A")
+    a.edit([{"op": "set", "tag": 1, "field": "hairColor", "value": "red"}])
+    path = hub.workdir / "data" / gone
+    assert path.exists(), sorted(p.name for p in path.parent.iterdir())
+    path.unlink()
+    a.submit([{"op": "set", "tag": 1, "field": "glasses", "value": True}])
+    assert a.wait_closed() == 1011
+    assert not any(f["type"] == "ack" and f.get("rev") == 2 for f in a.log), "an edit acknowledged on a deleted file"
+    body = wait_for_health(hub, 503, timeout=15)
+    assert body.startswith(b"store unavailable: ") and b"was deleted" in body, body
 
 
 def metric(text: str, name: str, labels: str = "") -> float | None:
