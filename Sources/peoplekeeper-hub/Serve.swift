@@ -193,7 +193,24 @@ struct Serve: AsyncParsableCommand {
                                  webhooks: dispatcher)
         let group = ServiceGroup(configuration: .init(
             services: [service], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        let ignored = Self.ignoreSignals([(SIGHUP, "SIGHUP"), (SIGUSR1, "SIGUSR1"), (SIGUSR2, "SIGUSR2")], logger: logger)
         try await group.run()
+        ignored.forEach { $0.cancel() }  // kept until here
+    }
+
+    /// SIGHUP (a terminal closing, a log rotation's `kill -HUP`), SIGUSR1 and SIGUSR2 ended the hub at
+    /// once, with no drain and no word (an SRE's pass): the hub has nothing to reload, so each is logged
+    /// and otherwise ignored; SIGTERM and SIGINT stop it. The sources must be kept while it runs.
+    static func ignoreSignals(_ signals: [(Int32, String)], logger: Logger) -> [any DispatchSourceSignal] {
+        signals.map { number, name in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                logger.notice("\(name) ignored: the hub has nothing to reload; SIGTERM or SIGINT stops it, draining")
+            }
+            source.resume()
+            return source
+        }
     }
 
     /// Warns at start when the store keeps webhook delivery state (cursors, room events, a deleted

@@ -454,6 +454,25 @@ def test_a_hub_started_without_stdout_keeps_its_files_and_sockets_off_it(tmp_pat
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=15) == 0, proc.returncode
 
+def test_sighup_and_sigusr_are_logged_and_ignored_and_sigterm_still_drains(hub_factory, room):
+    """SIGHUP (a terminal closing, a log rotation's `kill -HUP`), SIGUSR1 and SIGUSR2 ended the hub at
+    once: no drain, clients saw 1006 (an SRE's pass). Each is logged and ignored: the client stays
+    connected and its edit is acknowledged; SIGTERM then drains with 1001 and exit 0."""
+    h = hub_factory({"logging": {"level": "info"}})
+    c = h.join(room, "A")
+    for sig in (signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
+        h.proc.send_signal(sig)
+    deadline = time.monotonic() + 5
+    while h.stderr().count(" ignored: the hub has nothing to reload") < 3:
+        assert time.monotonic() < deadline and h.proc.poll() is None, (h.proc.poll(), h.stderr()[-2000:])
+        time.sleep(0.05)
+    for name in ("SIGHUP", "SIGUSR1", "SIGUSR2"):
+        assert f"{name} ignored" in h.stderr(), h.stderr()[-2000:]
+    assert c.edit([set_op(1, "glasses", True)])["rev"] == 1
+    h.proc.send_signal(signal.SIGTERM)
+    assert c.wait_closed() == 1001
+    assert h.proc.wait(timeout=15) == 0
+
 def test_refused_upgrades_are_answered_with_a_status_and_the_reason(hub_factory, room):
     """A refused WebSocket upgrade gets an HTTP status and a sentence naming the setting, not just a
     closed socket: a tool or a person can tell a wrong path from a full hub from a foreign page."""
