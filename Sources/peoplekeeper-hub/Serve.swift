@@ -144,7 +144,8 @@ struct Serve: AsyncParsableCommand {
         }
 
         var limits = HubLimits(
-            maxConnections: settings.maxConnections, maxRooms: settings.maxRooms,
+            maxConnections: Self.connectionsTheFileLimitAllows(settings.maxConnections, logger: logger),
+            maxRooms: settings.maxRooms,
             maxPeoplePerRoom: settings.maxPeoplePerRoom, opsPerSecond: settings.opsPerSecond,
             helloTimeoutSeconds: settings.helloTimeoutSeconds, keptSessionsPerRoom: settings.keptSessions)
         limits.maxConnectionsPerIP = settings.maxConnectionsPerIP
@@ -196,6 +197,37 @@ struct Serve: AsyncParsableCommand {
         let ignored = Self.ignoreSignals([(SIGHUP, "SIGHUP"), (SIGUSR1, "SIGUSR1"), (SIGUSR2, "SIGUSR2")], logger: logger)
         try await group.run()
         ignored.forEach { $0.cancel() }  // kept until here
+    }
+
+    /// Descriptors kept for everything but connections: the store's files, PostgreSQL's and webhook
+    /// deliveries' sockets, event descriptors, lws's own.
+    static let reservedDescriptors: rlim_t = 128
+
+    /// `limits.maxConnections`, within what the open-file limit allows. The soft limit is raised to the
+    /// hard one first (often 1024 against 1048576: a hub stopped accepting at about a thousand
+    /// connections). Past the limit, accept() failed and connections hung in the handshake, unanswered,
+    /// with nothing logged and /healthz unanswered (an SRE's pass): a hub allowed more connections than
+    /// it has descriptors for now refuses the rest at the handshake (503, as at the setting), and says
+    /// so at start.
+    static func connectionsTheFileLimitAllows(_ configured: Int, logger: Logger) -> Int {
+        let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+        var limit = rlimit()
+        guard getrlimit(resource, &limit) == 0 else { return configured }
+        if limit.rlim_cur < limit.rlim_max {
+            var raised = limit
+            raised.rlim_cur = limit.rlim_max
+            if setrlimit(resource, &raised) == 0 { limit = raised }
+        }
+        guard limit.rlim_cur != rlim_t.max else { return configured }  // RLIM_INFINITY
+        let allowed = Int(clamping: limit.rlim_cur > reservedDescriptors ? limit.rlim_cur - reservedDescriptors : 1)
+        guard configured > allowed else { return configured }
+        let needed = configured + Int(reservedDescriptors)
+        logger.warning("""
+            the open-file limit (ulimit -n) is \(limit.rlim_cur): connections past \(allowed) are refused (503), below \
+            limits.maxConnections (\(configured)); raise the limit (ulimit -n, systemd LimitNOFILE=, docker --ulimit \
+            nofile=) to at least \(needed)
+            """)
+        return allowed
     }
 
     /// SIGHUP (a terminal closing, a log rotation's `kill -HUP`), SIGUSR1 and SIGUSR2 ended the hub at

@@ -473,6 +473,39 @@ def test_sighup_and_sigusr_are_logged_and_ignored_and_sigterm_still_drains(hub_f
     assert c.wait_closed() == 1001
     assert h.proc.wait(timeout=15) == 0
 
+def test_a_hub_with_fewer_descriptors_than_connections_refuses_the_rest_and_says_so(room, tmp_path):
+    """An SRE's pass: under a low open-file limit, connections past it hung in the handshake with
+    nothing logged, and /healthz went unanswered. The hub raises its soft limit to the hard one, says
+    at start that limits.maxConnections is above what it allows, and refuses connections past it at the
+    handshake (503), so /healthz and the connections it has go on."""
+    import re
+    import subprocess
+    from conftest import HUB_BIN, REPO
+    from pkclient import raw_upgrade, upgrade_answer
+    port = _free_port()
+    log = tmp_path / "hub.log"
+    with open(log, "w") as err:
+        proc = subprocess.Popen(["prlimit", "--nofile=150:300", "--", HUB_BIN, "serve", "--port", str(port),
+                                 "--storage", "memory"], cwd=str(REPO), stdout=subprocess.DEVNULL, stderr=err)
+    sockets = []
+    try:
+        _wait_for_healthz(proc, port)
+        limits = open(f"/proc/{proc.pid}/limits").read()
+        assert re.search(r"Max open files\s+300\s+300", limits), limits
+        assert "the open-file limit (ulimit -n) is 300: connections past 172 are refused (503)" in log.read_text(), \
+            log.read_text()[-2000:]
+        sockets = [raw_upgrade(port, f"/v1/rooms/{room}") for _ in range(172)]
+        status, body = upgrade_answer(port, f"/v1/rooms/{room}")
+        assert status == 503, (status, body)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        conn.request("GET", "/healthz")
+        assert conn.getresponse().status == 200
+    finally:
+        for s in sockets:
+            s.close()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=15) == 0, proc.returncode
+
 def test_refused_upgrades_are_answered_with_a_status_and_the_reason(hub_factory, room):
     """A refused WebSocket upgrade gets an HTTP status and a sentence naming the setting, not just a
     closed socket: a tool or a person can tell a wrong path from a full hub from a foreign page."""
