@@ -183,7 +183,10 @@ public class LWSEndpoint: @unchecked Sendable {
             }
             guard let context = lws_create_context(&info) else {
                 if let loop { pk_ev_loop_destroy(loop) }
-                failure.value = "libwebsockets could not create its context (is the port in use?)"
+                // lws says no more; both causes have been seen (an SRE's pass found the second named
+                // as the first).
+                failure.value = "libwebsockets could not create its context (is the port in use, or the open-file "
+                    + "limit, ulimit -n, too low?)"
                 started.signal()
                 return
             }
