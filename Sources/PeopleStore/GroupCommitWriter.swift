@@ -170,12 +170,14 @@ package final class GroupCommitWriter: @unchecked Sendable {
     }
 
     /// A store's check of its commits: throws the last commit's failure, unless that failed for want
-    /// of the store (`.unavailable`, not for what it wrote) and an empty commit works now; so a store
-    /// that works again says so without waiting for a client's write (a load balancer reading
-    /// `/healthz` might send none).
+    /// of the store (`.unavailable`) or of its disk (`.io`: full, read-only, a file size limit), not for
+    /// what it wrote, and a probe commit works now (the SQLite store's probe writes a page, so a disk
+    /// still full fails it); so a store that works again says so without waiting for a client's write
+    /// (a load balancer reading `/healthz` might send none: an SRE's pass saw a hub whose disk had been
+    /// freed stay at 503 until one came).
     package func recheck() throws(StoreError) {
         guard let failure = lastFailure else { return }
-        guard failure.kind == .unavailable else { throw failure }
+        guard failure.kind == .unavailable || failure.kind == .io else { throw failure }
         try probe()
     }
 

@@ -258,7 +258,10 @@ public final class SQLiteStore: PeopleStore {
                     try keep(notices)
                     found.found = existed
                 case .probe:
-                    break  // the transaction itself is the test
+                    // A page written (the header's user version, set to what it is), so a disk that is
+                    // still full or read-only fails the probe: an empty transaction passed there.
+                    let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+                    try db.execute(sql: "PRAGMA user_version = \(version)")
                 }
             }
         }

@@ -76,6 +76,29 @@ struct GroupCommitWriterTests {
         writer.close()
     }
 
+    @Test("the store check probes again after a commit failed for want of the store or of its disk, so a store that works again says so without a client's write; a commit refused for what it wrote keeps failing the check", arguments: [StoreError.Kind.unavailable, .io, .conflict])
+    func recheckAfterAFailure(kind: StoreError.Kind) throws {
+        let failing = Mutex(true)
+        let probes = Mutex(0)
+        let writer = GroupCommitWriter(name: "test-writer", kind: "test", commit: { batch in
+            if batch.contains(where: { if case .probe = $0 { true } else { false } }) { probes.withLock { $0 += 1 } }
+            if failing.withLock({ $0 }) { throw StoreError(kind, "the disk is full (say)") }
+        }, onSnapshotFailure: { _, _ in })
+        defer { writer.close() }
+        let done = DispatchSemaphore(value: 0)
+        writer.submit(.append(room: "x", entries: Self.entries(1), whenDurable: { _ in done.signal() }))
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(throws: StoreError.self) { try writer.recheck() }  // still failing
+        failing.withLock { $0 = false }  // the disk was freed
+        if kind == .conflict {
+            #expect(throws: StoreError.self) { try writer.recheck() }
+            #expect(probes.withLock { $0 } == 0)
+        } else {
+            try writer.recheck()
+            #expect(probes.withLock { $0 } == 2)
+        }
+    }
+
     @Test("the writer's thread carries its name, so `top -H` and a debugger show which thread is the store's")
     func threadIsNamed() throws {
         let writer = GroupCommitWriter(name: "pk-test-writer", kind: "test", commit: { _ in },
