@@ -16,8 +16,7 @@ final class Acceptor: @unchecked Sendable {
     let port: Int
     private let fd: Int32
     private let stopping = Atomic<Bool>(false)
-    private let started = Atomic<Bool>(false)
-    private let finished = DispatchSemaphore(value: 0)
+    private let thread = JoinableThread()
 
     /// Binds and listens (SO_REUSEADDR, as lws does: connections in TIME_WAIT do not hold the port).
     /// `host` as the server's: "", "*" and "::" are every address (IPv6 and IPv4), "0.0.0.0" every
@@ -57,10 +56,10 @@ final class Acceptor: @unchecked Sendable {
     }
 
     /// Starts the accepting thread; each socket (non-blocking) goes to `deal`, which owns it from then.
-    func start(deal: @escaping @Sendable (Int32) -> Void) {
-        started.store(true, ordering: .releasing)
-        let thread = Thread { [self] in
-            pk_set_thread_name("lws-accept")  // Foundation's `name` is dropped on Linux before `start()`
+    /// Throws if the thread cannot be made (a process out of threads: Foundation's `Thread` failed
+    /// without a word there, and a hub said `listening` and never accepted a connection).
+    func start(deal: @escaping @Sendable (Int32) -> Void) throws {
+        try thread.start(name: "lws-accept", stackSize: 1 << 18) { [self] in
             while !stopping.load(ordering: .acquiring) {
                 let accepted = accept(fd, nil, nil)
                 if accepted >= 0 {
@@ -82,10 +81,7 @@ final class Acceptor: @unchecked Sendable {
                     if !stopping.load(ordering: .acquiring) { usleep(10_000) }
                 }
             }
-            finished.signal()
         }
-        thread.stackSize = 1 << 18
-        thread.start()
     }
 
     /// Stops accepting (new connections are refused) and waits for the thread; the listening socket is
@@ -93,7 +89,7 @@ final class Acceptor: @unchecked Sendable {
     func stop() {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
         shutdown(fd, Int32(SHUT_RDWR))  // wakes the blocked accept
-        if started.load(ordering: .acquiring) { finished.wait() }
+        thread.join()  // at once if it never started
         close(fd)
     }
 }

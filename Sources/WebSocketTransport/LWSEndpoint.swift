@@ -433,7 +433,7 @@ final class JoinableThread: @unchecked Sendable {
         }, context)
         guard status == 0 else {
             Unmanaged<ThreadBody>.fromOpaque(context).release()
-            throw WebSocketTransportError.startFailed("cannot start a service thread: \(String(cString: strerror(status)))")
+            throw WebSocketTransportError.startFailed("cannot start the thread \(name): \(String(cString: strerror(status)))")
         }
         lock.withLock { handle = created }
     }

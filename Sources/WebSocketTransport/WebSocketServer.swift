@@ -195,13 +195,19 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             acceptor.stop()
             throw error
         }
+        let dealer = Dealer(group)
+        do {
+            try acceptor.start { fd in
+                let context = dealer.next()
+                if !context.inbox.post({ context.adopt(fd) }) { close(fd) }
+            }
+        } catch {
+            for context in started { context.stopNow() }
+            acceptor.stop()
+            throw error
+        }
         self.acceptor = acceptor
         port = acceptor.port
-        let dealer = Dealer(group)
-        acceptor.start { fd in
-            let context = dealer.next()
-            if !context.inbox.post({ context.adopt(fd) }) { close(fd) }
-        }
         return port
     }
 
