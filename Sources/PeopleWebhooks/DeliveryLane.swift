@@ -67,6 +67,8 @@ struct DeliveryLane: Sendable {
     enum Step: Sendable {
         /// Nothing to do (or the endpoint is failing): the task ends.
         case stop
+        /// Read the notices the store keeps for this room and endpoint, then `noticesRead(_:)`.
+        case loadNotices
         /// Read the stored cursor and hand it to `loaded(_:)`.
         case loadCursor
         /// Apply the reset to the store, then `didReset(_:)`.
@@ -97,10 +99,23 @@ struct DeliveryLane: Sendable {
 
     var isRetrying: Bool { failingSince != nil }
 
+    /// The room was loaded from the store: notices kept for it by another process (the `import`
+    /// command's `room.created`) are read before anything is delivered (`mayHaveNotices`).
+    private(set) var noticesUnread = false
+
+    /// The room was loaded from the store, not made here: its kept notices are read first.
+    mutating func mayHaveNotices() { noticesUnread = true }
+
+    /// What the store keeps for this room and endpoint (`loadNotices`): delivered first, as at a start.
+    mutating func noticesRead(_ kept: [RoomNotice]) {
+        noticesUnread = false
+        if !kept.isEmpty { restored(kept) }
+    }
+
     /// Everything known delivered and written: no room event, no reset, no failure, the cursor in the
     /// store at the head.
     var isIdle: Bool {
-        reset == nil && forgetting.isEmpty && notices.isEmpty && !owedPending && unwritten == nil && buffer.isEmpty
+        reset == nil && forgetting.isEmpty && notices.isEmpty && !owedPending && !noticesUnread && unwritten == nil && buffer.isEmpty
             && failures == 0 && (cursor.map { $0 >= head } ?? (startAt == nil))
     }
 
@@ -118,7 +133,7 @@ struct DeliveryLane: Sendable {
     /// Nothing known and nothing to do (a deleted room whose cursor is gone): the lane can be dropped.
     var isEmpty: Bool {
         cursor == nil && startAt == nil && head == 0 && reset == nil && unwritten == nil && notices.isEmpty
-            && !owedPending && forgetting.isEmpty && failures == 0
+            && !owedPending && !noticesUnread && forgetting.isEmpty && failures == 0
     }
 
     /// The next step at `now`. A delivered cursor is written once `cursorBatch` deliveries or
@@ -149,6 +164,7 @@ struct DeliveryLane: Sendable {
             return stop()
         }
         if let done = forgetting.first { return .forgetNotice(done) }
+        if noticesUnread { return .loadNotices }
         // An owed revision read is the earliest left; a room event may have unread ones before it.
         if owedPending, notices.first?.revision == nil { return .loadOwed(after: owedRead, limit: max(chunk, 1)) }
         if let notice = notices.first { return .post(.notice(notice), generation: generation) }

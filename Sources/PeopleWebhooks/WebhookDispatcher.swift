@@ -143,10 +143,30 @@ public final class WebhookDispatcher: Sendable {
     /// the same `time`). A deletion's come after an `owed` one per endpoint that wants the room's
     /// revisions: the store keeps those it had not been sent, delivered before its `room.deleted`.
     public func notices(_ event: WebhookEvent, room: String, time: Int64) -> [WebhookNotice] {
+        Self.notices(event, room: room, time: time, endpoints: endpoints)
+    }
+
+    /// `notices(_:room:time:)` for `endpoints`, without a dispatcher (the `import` command writes a
+    /// new room's `room.created` with it, for the hubs to deliver).
+    public static func notices(_ event: WebhookEvent, room: String, time: Int64,
+                               endpoints: [WebhookEndpoint]) -> [WebhookNotice] {
         let owed = event != .roomDeleted ? [] : endpoints.filter { $0.wants(.revision, of: room) }
             .map { WebhookNotice.owed(endpoint: $0.url, room: room, deletedAt: time) }
         return owed + endpoints.filter { $0.wants(event, of: room) }
             .map { WebhookNotice(endpoint: $0.url, room: room, event: event.rawValue, time: time) }
+    }
+
+    /// `room` was loaded from the store (not made here): the notices the store keeps for it are read
+    /// before anything of it is delivered (a room the `import` command made while the hub ran: its
+    /// `room.created` waited for a restart, and came after the revisions that followed). Never blocks.
+    public func roomLoaded(room: String) {
+        state.withLock { state in
+            guard !state.stopped else { return }
+            for index in endpoints.indices
+            where endpoints[index].wants(.revision, of: room) || endpoints[index].wants(.roomCreated, of: room) {
+                update(LaneKey(endpoint: index, room: room), in: &state) { $0.mayHaveNotices() }
+            }
+        }
     }
 
     /// `room` was created at `time` (milliseconds since the epoch): endpoints that want `room.created`
@@ -299,6 +319,11 @@ public final class WebhookDispatcher: Sendable {
             switch next(key) {
             case .stop:
                 return
+            case .loadNotices:
+                guard let kept = await storeCall("read the webhook notices", lane, { store in
+                    try store.webhookNotices(endpoint: endpoint.url).filter { $0.room == room }
+                }) else { continue }
+                withLane(key) { lane in lane.noticesRead(kept.compactMap(RoomNotice.init(kept:))) }
             case .loadCursor:
                 guard let stored = await storeCall("read the webhook cursors", lane, { store in
                     try store.webhookCursors(endpoint: endpoint.url)[room]

@@ -4,6 +4,7 @@ import Logging
 import PeopleCore
 import PeopleHub
 import PeopleStore
+import PeopleWebhooks
 
 /// `peoplekeeper-hub export ROOM` and `import ROOM FILE`: the HTTP API's export and import for
 /// operators, straight on the store the config names (the hub may be running for an export; import
@@ -74,6 +75,8 @@ struct ImportCommand: AsyncParsableCommand {
             throw StoreAccess.fail(66, "import", "cannot read \(file) as JSON: \(error)")
         }
         let settings = try await StoreAccess.settings(config: config, command: "import")
+        let endpoints: [WebhookEndpoint]
+        do { endpoints = try WebhookSettings.endpoints(file: config) } catch { throw StoreAccess.fail(78, "import", "\(error)") }
         let imported: RoomImport
         do {
             imported = try RoomImport(room: name, body: json, policy: settings.roomPolicy,
@@ -95,13 +98,25 @@ struct ImportCommand: AsyncParsableCommand {
         let room = imported.built
         let done = DispatchSemaphore(value: 0)
         let failure = LockedBox<StoreError?>(nil)
-        if store.create(imported.startingSnapshot, notices: [], entries: imported.entries,
+        // The webhooks hear of it as of a room PUT made (a helper's drill found them told nothing): its
+        // room.created kept with it, and every endpoint that wants its revisions at 0, so the hub
+        // that loads it (now or at its next start) delivers them from the first.
+        let created = Int64(Date().timeIntervalSince1970 * 1000)
+        let notices = WebhookDispatcher.notices(.roomCreated, room: name, time: created, endpoints: endpoints)
+        if store.create(imported.startingSnapshot, notices: notices, entries: imported.entries,
                         checkpoints: imported.checkpoints, room: name,
                         whenDurable: { error in failure.set(error); done.signal() }) == .durable {
             done.signal()
         }
         done.wait()
         if let error = failure.get() { throw StoreAccess.fail(74, "import", "the store failed: \(error)") }
+        do {
+            for endpoint in endpoints where endpoint.wants(.revision, of: name) {
+                try store.setWebhookCursor(endpoint: endpoint.url, room: name, rev: 0)
+            }
+        } catch {
+            throw StoreAccess.fail(74, "import", "room \(name) was made, but its webhook cursors were not written: \(error)")
+        }
         if room.revision > 0 { store.save(room.snapshot(), room: name) }
         try output("imported room \(name): \(room.model.people.count) people, revision \(room.revision)")
     }

@@ -129,6 +129,7 @@ final class DispatcherWebhooks: HubWebhooks {
     }
     func roomCreated(room: String, time: Int64) { dispatcher.roomCreated(room: room, time: time) }
     func roomDeleted(room: String, time: Int64) { dispatcher.roomDeleted(room: room, time: time) }
+    func roomLoaded(room: String) { dispatcher.roomLoaded(room: room) }
     func reenable(_ endpoint: WebhookEndpointReference) -> Bool {
         switch endpoint {
         case .url(let url): dispatcher.reenable(url: url)

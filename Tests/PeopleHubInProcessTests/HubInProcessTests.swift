@@ -532,6 +532,7 @@ struct HubInProcessTests {
         func notices(roomDeleted room: String, time: Int64) -> [WebhookNotice] { [] }
         func roomCreated(room: String, time: Int64) { calls.append("created \(room)") }
         func roomDeleted(room: String, time: Int64) { calls.append("deleted \(room)") }
+        func roomLoaded(room: String) { calls.append("loaded \(room)") }
         func status() -> JSON { .null }
         func reenable(_ endpoint: WebhookEndpointReference) -> Bool { false }
     }

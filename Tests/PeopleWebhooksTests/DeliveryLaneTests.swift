@@ -214,6 +214,29 @@ struct DeliveryLaneTests {
         }
     }
 
+    @Test("a room loaded from the store reads the notices kept for it before anything else: the import command's room.created comes before the revisions")
+    func loadedRoomReadsItsNoticesFirst() {
+        var lane = DeliveryLane()
+        lane.mayHaveNotices()
+        lane.revisionDurable(3, after: 3)  // the load: the head is 3
+        guard case .loadNotices = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected the notices read"); return }
+        lane.noticesRead([RoomNotice(event: .roomCreated, time: 1_000)])
+        #expect(lane.backlog == 4, "room.created, and the lane starts at 0: revisions 1-3")
+        guard case .post(.notice(let notice), let generation) = lane.next(endpointFailing: false, chunk: 10) else {
+            Issue.record("expected room.created first"); return
+        }
+        #expect(notice.event == .roomCreated)
+        lane.delivered(.notice(notice), generation: generation)
+        guard case .forgetNotice(let done) = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected the notice forgotten"); return }
+        lane.forgot(done)
+        // Then the stored cursor (0, as the command wrote it), and the revisions from the first.
+        guard case .loadCursor = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected the cursor read"); return }
+        lane.loaded(0)
+        guard case .read(after: 0, through: 3, _) = lane.next(endpointFailing: false, chunk: 10) else {
+            Issue.record("expected revisions 1-3 read"); return
+        }
+    }
+
     @Test("a lane told at a start or a scan how many revisions the store keeps for it counts them until they are read; a final short read clears the rest")
     func owedCountFromTheStore() {
         var lane = DeliveryLane()

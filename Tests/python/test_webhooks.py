@@ -303,11 +303,12 @@ def compress(revs: list) -> str:
     return ",".join(out) or "none"
 
 
-def room_events(receiver: Receiver, room: str) -> list[tuple]:
-    """What `room`'s deliveries said, (event, rev), in the order answered 2xx, after dropping repeats by id."""
+def room_events(receiver: Receiver, room: str, path: str | None = None) -> list[tuple]:
+    """What `room`'s deliveries said (at `path`, or every path), (event, rev), in the order answered
+    2xx, after dropping repeats by id."""
     seen, out = set(), []
     for a in sorted((a for a in receiver.snapshot() if a.counted and isinstance(a.doc, dict)
-                     and a.doc.get("room") == room), key=lambda a: a.t_answer):
+                     and a.doc.get("room") == room and path in (None, a.path)), key=lambda a: a.t_answer):
         if a.doc.get("id") not in seen:
             seen.add(a.doc.get("id"))
             out.append((a.doc.get("event"), a.doc.get("rev")))
@@ -713,6 +714,43 @@ def test_an_export_imported_again_after_a_deletion_is_delivered_again_under_new_
     assert [{k: v for k, v in d.items() if k != "id"} for d in delivered[:3]] == \
         [{k: v for k, v in d.items() if k != "id"} for d in delivered[3:]], delivered
     assert [d["time"] for d in delivered[:3]] == [r["time"] for r in revisions], delivered
+    assert not receiver.problems(), receiver.problems()
+
+
+@pytest.mark.parametrize("hub_running", [True, False], ids=["hub-running", "hub-stopped"])
+def test_a_room_the_import_command_makes_is_delivered_as_one_put_makes(
+        hub_factory, receiver_factory, tmp_path, room, hub_running):
+    """An operator's drill (a helper): a room made by `peoplekeeper-hub import` was never told to the
+    webhooks (no room.created, none of its revisions; the next edit came alone, as revision 4). It is
+    delivered as a PUT's is: room.created, then every revision from the first, then what follows,
+    whether the hub ran meanwhile (the room is loaded when someone joins it) or was stopped (at its
+    next start). An endpoint that wants revisions only gets them too."""
+    import subprocess
+    from conftest import HUB_BIN, REPO
+    receiver, secrets = receiver_factory("/hook", "/revs")
+    hooks = webhook_config(tmp_path, receiver, secrets, [
+        {"path": "/hook", "rooms": ["*"], "events": ["revision", "room.created"]},
+        {"path": "/revs", "rooms": ["*"], "events": ["revision"]}])
+    hub = hub_factory({**SQLITE, "webhooks": hooks})
+    initial = [person(1, "Ada")]
+    revisions = [{"rev": rev, "time": 1_700_000_000_000 + rev, "author": "ann", "kind": "edit",
+                  "ops": [set_op(1, "name", f"Ada {rev}")]} for rev in range(1, 4)]
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps({"people": [dict(initial[0], name="Ada 3")], "initial": initial, "revisions": revisions}))
+    if not hub_running:
+        assert hub.terminate() == 0
+    done = subprocess.run([HUB_BIN, "import", room, str(path), "--config", str(hub.config_path)], cwd=str(REPO),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    if not hub_running:
+        hub.restart(same_port=True)
+    c = hub.join(room, "ann")
+    c.edit([set_op(1, "name", "Ada 4")])
+    want = [("room.created", None)] + [("revision", n) for n in (1, 2, 3, 4)]
+    wait_for(lambda: room_events(receiver, room, "/hook") == want, 30,
+             lambda: f"got {room_events(receiver, room, '/hook')}")
+    wait_for(lambda: [d["rev"] for d in receiver.delivered("/revs", room)] == [1, 2, 3, 4], 30,
+             lambda: f"revisions only: {[d['rev'] for d in receiver.delivered('/revs', room)]}")
     assert not receiver.problems(), receiver.problems()
 
 

@@ -17,6 +17,9 @@ public protocol HubWebhooks: AnyObject, Sendable {
     func roomCreated(room: String, time: Int64)
     /// A room was deleted (HTTP `DELETE`) at `time`.
     func roomDeleted(room: String, time: Int64)
+    /// A room was loaded from the store (made earlier, or by another process: the `import` command):
+    /// before `revisionsDurable` for it.
+    func roomLoaded(room: String)
     /// The endpoints' state for `GET /v1/webhooks`: `{"webhooks":[…]}`.
     func status() -> JSON
     /// Lets a `failing` endpoint try again (`POST /v1/webhooks/enable`): false if no endpoint is the

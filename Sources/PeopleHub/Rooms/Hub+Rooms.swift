@@ -186,7 +186,9 @@ extension Hub {
             // snapshot below, instead of being replayed again at every load.
             host.snapshotRevision = restored.snapshotRevision
             host.snapshotPosition = restored.snapshotPosition
-            // The node that loads a room delivers its webhooks (cluster mode): a backlog resumes here.
+            // The node that loads a room delivers its webhooks (cluster mode): a backlog resumes here,
+            // after the notices kept for it (the `import` command's room.created).
+            webhooks?.roomLoaded(room: name)
             webhooks?.revisionsDurable(room: name, after: room.revision, through: room.revision, revisions: [])
             logger.info("room loaded", metadata: [
                 "room": "\(name)", "rev": "\(room.revision)", "seconds": "\(String(format: "%.3f", seconds))",
