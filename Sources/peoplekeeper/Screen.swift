@@ -85,6 +85,9 @@ final class Screen: @unchecked Sendable {
     /// What the answers to requests queued offline said, until the "sent" line says it with it (at
     /// most `keptForSent`: the line is one line).
     private var saidWhileResending: [Report] = []
+    /// What the last reset said of the queued changes that no longer apply ("1 queued change no longer
+    /// applies"), for the line that later says the others were sent.
+    private var resetLost: String?
     static let keptForSent = 4
     var onQuit: (() -> Void)?
 
@@ -169,10 +172,13 @@ final class Screen: @unchecked Sendable {
                 default: "; \(kept) queued kept, " + lost
                 }
                 report = Report(text: Self.resetNote + ": showing its copy" + tail, warning: true)
+                resetLost = notSent > 0 ? lost : nil
             case .sent(let count):
                 // After a reset the reset says more: it stays, saying the edits went.
+                // (It keeps saying what no longer applied: an operator's drill saw that go at once.)
                 if let shown = report, shown.text.hasPrefix(Self.resetNote) {
-                    report = Report(text: Self.resetNote + ": showing its copy; your queued edits that applied were sent",
+                    report = Report(text: Self.resetNote + ": showing its copy" + (resetLost.map { "; " + $0 } ?? "")
+                                        + "; your queued edits that applied were sent",
                                     warning: true)
                     break
                 }

@@ -939,6 +939,28 @@ def test_a_room_that_went_back_says_when_the_queued_edits_no_longer_apply(hub_fa
     assert "waiting" not in title(text) and "kept" not in status(text), text
 
 
+def test_after_a_reset_the_sent_line_still_says_what_no_longer_applied(hub_factory, screens):
+    """An operator's drill (session 27): after a restore, the status line said `1 queued change no
+    longer applies` for a moment, then `…; your queued edits that applied were sent` without it. ann
+    turns Ann's glasses on (acknowledged); the memory hub goes; offline she turns them off and picks a
+    hair colour. The hub comes back as the room began: the glasses change no longer applies, the hair
+    colour is sent, and the line says both."""
+    hub = hub_factory()
+    room = "team-a"
+    ann = screens(hub, room, "ann")
+    obs = observe(hub, room)
+    to_row(ann, "glasses").keys("Enter").wait_for(shows("Ann", glasses="on"))
+    wait_model(obs, lambda p: field_of(p, 1, "glasses") is True, "ann's glasses at the hub")
+    hub.kill()
+    ann.wait_for(title_has("○ offline"))
+    ann.keys("Enter").wait_for(all_of(shows("Ann", glasses="off"), title_has("1 change waiting")))
+    choose(ann.keys("Up", "Up", "Up"), 1).wait_for(all_of(shows("Ann", hairColor="blonde"), title_has("2 changes waiting")))
+    hub.restart(same_port=True)
+    text = ann.wait_for(all_of(title_has("● online"), title_lacks("waiting"),
+                               status_has("your queued edits that applied were sent")), timeout=15)
+    assert "1 queued change no longer applies" in status(text), text
+
+
 def test_an_offline_undo_of_an_edit_a_teammate_also_made_says_it_had_nothing_to_take_back(hub_factory, screens):
     """ann picks a hair colour (acknowledged). The hub goes away; offline she turns Ann's glasses on and
     presses u. Meanwhile bob turns Ann's glasses on too (on the same store, while ann cannot reach it).
