@@ -919,11 +919,9 @@ def test_a_room_that_went_back_on_the_hub_is_shown_as_the_hub_has_it_and_offline
     ann.keys("k", "k", "k", "k").wait_for(shows("Ann", hairColor="brown", glasses="on"))
 
 
-def test_a_room_that_went_back_says_when_the_queued_edits_no_longer_apply(hub_factory, screens):
-    """From a second author's check (session 14): ann turns Ann's glasses on, the memory hub goes, and
-    offline she turns them off again. The hub comes back with the room as it began (glasses off): the
-    queued edit changes nothing there and is not sent. The status line said "your queued edits that
-    apply are kept" although none was; it now says the queued change no longer applies."""
+def glasses_on_then_off_while_a_memory_hub_is_gone(hub_factory, screens):
+    """ann turns Ann's glasses on (acknowledged); the memory hub is killed; offline she turns them off
+    (1 change waiting). Returns (hub, ann's screen): restarting the hub brings the room back as it began."""
     hub = hub_factory()
     room = "team-a"
     ann = screens(hub, room, "ann")
@@ -933,6 +931,14 @@ def test_a_room_that_went_back_says_when_the_queued_edits_no_longer_apply(hub_fa
     hub.kill()
     ann.wait_for(title_has("○ offline"))
     ann.keys("Enter").wait_for(all_of(shows("Ann", glasses="off"), title_has("1 change waiting")))
+    return hub, ann
+
+def test_a_room_that_went_back_says_when_the_queued_edits_no_longer_apply(hub_factory, screens):
+    """From a second author's check (session 14): ann turns Ann's glasses on, the memory hub goes, and
+    offline she turns them off again. The hub comes back with the room as it began (glasses off): the
+    queued edit changes nothing there and is not sent. The status line said "your queued edits that
+    apply are kept" although none was; it now says the queued change no longer applies."""
+    hub, ann = glasses_on_then_off_while_a_memory_hub_is_gone(hub_factory, screens)
     hub.restart(same_port=True)
     text = ann.wait_for(all_of(title_has("● online"), status_has("room reset on the hub"),
                                status_has("1 queued change no longer applies")), timeout=15)
@@ -945,15 +951,7 @@ def test_after_a_reset_the_sent_line_still_says_what_no_longer_applied(hub_facto
     turns Ann's glasses on (acknowledged); the memory hub goes; offline she turns them off and picks a
     hair colour. The hub comes back as the room began: the glasses change no longer applies, the hair
     colour is sent, and the line says both."""
-    hub = hub_factory()
-    room = "team-a"
-    ann = screens(hub, room, "ann")
-    obs = observe(hub, room)
-    to_row(ann, "glasses").keys("Enter").wait_for(shows("Ann", glasses="on"))
-    wait_model(obs, lambda p: field_of(p, 1, "glasses") is True, "ann's glasses at the hub")
-    hub.kill()
-    ann.wait_for(title_has("○ offline"))
-    ann.keys("Enter").wait_for(all_of(shows("Ann", glasses="off"), title_has("1 change waiting")))
+    hub, ann = glasses_on_then_off_while_a_memory_hub_is_gone(hub_factory, screens)
     choose(ann.keys("Up", "Up", "Up"), 1).wait_for(all_of(shows("Ann", hairColor="blonde"), title_has("2 changes waiting")))
     hub.restart(same_port=True)
     text = ann.wait_for(all_of(title_has("● online"), title_lacks("waiting"),
