@@ -453,7 +453,9 @@ public final class LiveRoom: @unchecked Sendable {
         func didClose(_ connection: WebSocketConnection, error: String?) {
             lock.withLock { socket = nil }
             guard let room else { return }
-            let why = error ?? connection.peerCloseCode.map { "closed by the hub (\($0))" } ?? "connection closed"
+            // The hub's reason with its code ("1011 store failed", "1001 hub shutting down").
+            let reason = connection.peerCloseReason.map { $0.isEmpty ? "" : " \($0)" } ?? ""
+            let why = error ?? connection.peerCloseCode.map { "closed by the hub (\($0)\(reason))" } ?? "connection closed"
             room.queue.async { [generation] in room.lost(generation: generation, why: why) }
         }
     }

@@ -649,6 +649,21 @@ def test_resize_redraws_and_keeps_working(hub, room, screens):
                                                     "the key help")))
 
 
+def test_a_hub_that_closes_the_connection_itself_is_not_called_unreachable(hub_factory, screens):
+    """An operator's drill (session 27): with the store's -wal deleted, the hub refuses every commit and
+    closes the room with 1011 `store failed`; ann's status line said "the hub is unreachable (closed by
+    the hub (1011))" of a hub that was up. It says the hub closed the connection, with its reason, and
+    that her edit is kept."""
+    hub = hub_factory({"storage": {"kind": "embedded", "path": "{workdir}/data/pk.sqlite"}})
+    room = "team-a"
+    ann = screens(hub, room, "ann")
+    to_row(ann, "glasses").keys("Enter").wait_for(all_of(shows("Ann", glasses="on"), title_lacks("waiting")))
+    (hub.workdir / "data" / "pk.sqlite-wal").unlink()
+    ann.keys("Enter")
+    text = ann.wait_for(status_has("the hub closed the connection (1011 store failed)"), timeout=15)
+    assert "unreachable" not in status(text) and "kept" in status(text), text
+
+
 def test_offline_edits_wait_and_reach_the_hub_when_it_is_back(hub_factory, screens):
     """A hub with SQLite storage. ann's screen is online; the hub is killed: the title says offline. ann
     changes Ann's hairColor and glasses: both show at once, with `2 changes waiting`. The hub restarts
