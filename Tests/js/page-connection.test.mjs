@@ -358,3 +358,10 @@ test('renew does nothing while the room is running', () => {
   assert.equal(FakeSocket.made.length, 1);
   assert.notEqual(room.token, 'other');
 });
+
+test('a hub that closed the connection itself is not called unreachable; its code and reason are said (session 27)', () => {
+  const closed = connectionStatus({ link: 'offline', why: 'closed by the hub: 1011 store failed', pending: 1 }, 0);
+  assert.equal(closed.detail, 'The hub closed the connection (1011 store failed). Your change is kept and sent when it is back.');
+  const gone = connectionStatus({ link: 'offline', why: 'the hub cannot be reached', pending: 1 }, 0);
+  assert.match(gone.detail, /^The hub can't be reached\./);
+});

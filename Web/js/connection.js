@@ -48,7 +48,12 @@ export function connectionStatus({ link, outage = false, why = null, retryAt = n
     }
     const yours = one ? `Your ${one} is` : `Your ${requestWords(counts)} are`;
     const said = some ? `${yours} kept and sent when it is back.` : 'Changes you make are kept and sent when it is back.';
-    return { state: link, down, words, detail: `The hub can't be reached. ${said}`, title: why };
+    // A hub that closed the connection itself (a commit it could not make, a drain) is up: it is not
+    // called unreachable (an operator's drill; the terminal says the same).
+    const closedBy = 'closed by the hub: ';
+    const what = why?.startsWith(closedBy) ? `The hub closed the connection (${why.slice(closedBy.length)}).`
+      : "The hub can't be reached.";
+    return { state: link, down, words, detail: `${what} ${said}`, title: why };
   }
   if (link === 'connecting') return { state: link, down, words: 'Connecting…', detail: '', title: null };
   const detail = catchingUp && some
