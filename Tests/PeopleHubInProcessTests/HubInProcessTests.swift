@@ -225,6 +225,27 @@ struct HubInProcessTests {
         #expect(bob.welcome?.rev != nil)
     }
 
+    @Test("a store that keeps failing is logged once every 10 s, with how many rooms were dropped between, not at every reconnect")
+    func storeFailureLogIsRateLimited() async throws {
+        let h = HubHarness()
+        func failOnce() async throws {
+            let ann = try await h.joined("ann")
+            h.store.hold()
+            await h.send(.submit(seq: 1, base: ann.welcome?.rev ?? 0, [Self.set(1, glasses: true)]), on: ann)
+            h.store.release(error: StoreError(.unavailable, "the files were deleted"))
+            await h.settle()
+            #expect(ann.closeCode == 1011)
+            await h.disconnect(ann)
+        }
+        func lines() -> [LogRecorder.Line] { h.logs.lines.filter { $0.message == "store failed; room dropped and its connections closed" } }
+        for _ in 0..<3 { try await failOnce() }
+        #expect(lines().count == 1)
+        h.clock.advance(by: 10_000)
+        try await failOnce()
+        #expect(lines().count == 2)
+        #expect(lines().last?.metadata["droppedSinceLastLine"] == "2")
+    }
+
     @Test("a viewer's token lets them in as a viewer; their edit is forbidden; a bad token is unauthorized")
     func tokens() async throws {
         let secret = Array(repeating: UInt8(7), count: 32)
