@@ -56,6 +56,9 @@ package final class GroupCommitWriter: @unchecked Sendable {
     private var broken: [String: StoreError] = [:]
     private let finished = DispatchSemaphore(value: 0)
     private let maxBatch: Int
+    /// Whether the store's probe writes (SQLite's does: a page), so it can tell a disk that works again
+    /// from one still full; a probe that writes nothing is tried only after `.unavailable` failures.
+    private let probeWrites: Bool
     private let commit: ([WriterWork]) throws -> Void
     private let onSnapshotFailure: (String, Error) -> Void
     private var failing: StoreError?
@@ -70,8 +73,9 @@ package final class GroupCommitWriter: @unchecked Sendable {
     ///   - kind: the store's kind, the `store` label of the writer's metrics
     ///     (`peoplekeeper_store_commit_duration_seconds`, `peoplekeeper_store_commit_size`: appends and
     ///     snapshots per transaction, `peoplekeeper_store_commit_failures_total`).
-    package init(name: String, kind: String, maxBatch: Int = 4096, commit: @escaping ([WriterWork]) throws -> Void,
-         onSnapshotFailure: @escaping (String, Error) -> Void) {
+    package init(name: String, kind: String, maxBatch: Int = 4096, probeWrites: Bool = false,
+                 commit: @escaping ([WriterWork]) throws -> Void, onSnapshotFailure: @escaping (String, Error) -> Void) {
+        self.probeWrites = probeWrites
         let dimensions = [("store", kind)]
         commitDuration = Metrics.Timer(label: "peoplekeeper_store_commit_duration_seconds", dimensions: dimensions)
         commitSize = Recorder(label: "peoplekeeper_store_commit_size", dimensions: dimensions)
@@ -170,14 +174,15 @@ package final class GroupCommitWriter: @unchecked Sendable {
     }
 
     /// A store's check of its commits: throws the last commit's failure, unless that failed for want
-    /// of the store (`.unavailable`) or of its disk (`.io`: full, read-only, a file size limit), not for
-    /// what it wrote, and a probe commit works now (the SQLite store's probe writes a page, so a disk
-    /// still full fails it); so a store that works again says so without waiting for a client's write
+    /// of the store (`.unavailable`) or of its disk (`.io`: full, read-only, a file size limit; for a
+    /// store whose probe writes, `probeWrites`), not for what it wrote, and a probe commit works now
+    /// (the SQLite store's probe writes a page, so a disk still full fails it; PostgreSQL's empty one
+    /// would pass there, and the node would flap between 503 and 200); so a store that works again says so without waiting for a client's write
     /// (a load balancer reading `/healthz` might send none: an SRE's pass saw a hub whose disk had been
     /// freed stay at 503 until one came).
     package func recheck() throws(StoreError) {
         guard let failure = lastFailure else { return }
-        guard failure.kind == .unavailable || failure.kind == .io else { throw failure }
+        guard failure.kind == .unavailable || (failure.kind == .io && probeWrites) else { throw failure }
         try probe()
     }
 

@@ -70,7 +70,7 @@ public final class SQLiteStore: PeopleStore {
         let files = StoreFiles(paths: [path, path + "-wal"] + (self.claim.map { [$0.path] } ?? []))
         self.files = files
         writer = GroupCommitWriter(
-            name: "pk-sqlite-write", kind: "sqlite",
+            name: "pk-sqlite-write", kind: "sqlite", probeWrites: true,
             commit: { batch in
                 try files.check()
                 do { try Self.commit(batch, to: pool) } catch { throw Self.storeError(error, "\(error)") }
