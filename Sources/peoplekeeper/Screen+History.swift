@@ -51,7 +51,7 @@ extension Screen {
     func historyKey(_ key: Key) {
         let page = max(1, terminal.size.rows - 10)
         seekingOldest = false
-        if report?.untilKey == true { report = nil }
+        if report?.lasts == .untilKey { report = nil }
         switch key {
         case .char("q"), .ctrl("c"), .ctrl("d"): onQuit?()
         case .char("t") where room.tokenEnded: mode = .renewing(token: "")
@@ -84,7 +84,7 @@ extension Screen {
             seekingOldest = false
         } else if rows.count - oldestFrom >= Self.oldestReach {
             seekingOldest = false
-            say("\(rows.count) revisions loaded: End (G) again loads older ones", warning: false, untilKey: true)
+            say("\(rows.count) revisions loaded: End (G) again loads older ones", warning: false, lasts: .untilKey)
         } else {
             room.loadOlder()
         }
@@ -129,10 +129,10 @@ extension Screen {
         guard room.link == .online else {
             if room.tokenEnded {
                 return say("restoring needs the hub, which refused your access token: press t and paste a new one, then R",
-                           warning: true, whileOffline: true)
+                           warning: true, lasts: .whileOffline)
             }
             return say("restoring needs the hub, which is unreachable now: try again when it is back", warning: true,
-                       whileOffline: true)
+                       lasts: .whileOffline)
         }
         guard room.sync.revision > rev else {
             return say("the room is as it was at rev \(rev): nothing to restore", warning: false)

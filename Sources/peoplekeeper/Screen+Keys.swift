@@ -280,7 +280,7 @@ extension Screen {
             // Online the hub's next block of tags is on its way: the name is not taken, and the line
             // stays (a report marked offline-only was hidden at once, so nothing was said).
             guard room.link == .online else {
-                return say("no tags left for new people until the hub is reachable again", warning: true, whileOffline: true)
+                return say("no tags left for new people until the hub is reachable again", warning: true, lasts: .whileOffline)
             }
             return say("waiting for new tags from the hub: add \(trimmed) again in a moment", warning: true)
         }

@@ -39,10 +39,17 @@ final class Screen: @unchecked Sendable {
     struct Report: Equatable {
         var text: String
         var warning: Bool
-        /// Says the hub is unreachable: no longer shown once it is back.
-        var whileOffline = false
-        /// About where the history view stands: it goes with the next key there.
-        var untilKey = false
+        var lasts: Lasts = .untilReplaced
+
+        /// How long a report stays on the status line.
+        enum Lasts: Equatable {
+            /// Until the next report (the user's next action, a teammate's edit, …).
+            case untilReplaced
+            /// Says the hub is unreachable: no longer shown once it is back.
+            case whileOffline
+            /// About where the history view stands: it goes with the next key there.
+            case untilKey
+        }
     }
 
     /// How the status line starts when the hub's room turned out to have another history (`welcome.reset`).
@@ -263,8 +270,8 @@ final class Screen: @unchecked Sendable {
         room.attribute(selected?.tag)
     }
 
-    func say(_ text: String, warning: Bool, whileOffline: Bool = false, untilKey: Bool = false) {
-        report = Report(text: text, warning: warning, whileOffline: whileOffline, untilKey: untilKey)
+    func say(_ text: String, warning: Bool, lasts: Report.Lasts = .untilReplaced) {
+        report = Report(text: text, warning: warning, lasts: lasts)
     }
 
     /// The hub cannot be asked now (unreachable, connecting again, or it refused the token): who is
@@ -282,7 +289,7 @@ final class Screen: @unchecked Sendable {
 
     /// The user's report, unless it says the hub is unreachable and it is back.
     var shownReport: Report? {
-        guard let report, report.whileOffline, room.link == .online else { return report }
+        guard let report, report.lasts == .whileOffline, room.link == .online else { return report }
         return nil
     }
 
