@@ -47,28 +47,24 @@ struct ScrollWindowTests {
         #expect(two.visible == 1 && two.first == 20)
     }
 
-    @Test("whatever the numbers, the selection is shown and the window is inside the rows", arguments: 0..<200)
-    func alwaysInSight(seed: Int) {
-        var random = SplitMix(seed: UInt64(seed))
-        let rows = Int(random.next() % 60) + 1, space = Int(random.next() % 20)
-        let selected = Int(random.next() % UInt64(rows))
-        let top = random.next() % 2 == 0 ? nil : Int(random.next() % UInt64(rows))
-        let window = ScrollWindow(rows: rows, selected: selected, space: space, top: top)
-        #expect(window.first >= 0 && window.first <= selected && selected < window.first + window.visible,
-                "rows \(rows) selected \(selected) space \(space) top \(String(describing: top)) → \(window)")
-        #expect(window.visible + (window.first > 0 ? 1 : 0) <= max(1, space) || window.visible == 1)
-    }
-}
-
-/// A small seeded generator, so every case is the same at every run.
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
+    @Test("whatever the numbers, the selection is shown and the window is inside the rows (every case up to 60 rows and 19 lines)")
+    func alwaysInSight() {
+        var wrong: [String] = []
+        for rows in 1...60 {
+            for space in 0...19 {
+                for selected in 0..<rows {
+                    for top in [nil] + Array(0..<rows) {
+                        let window = ScrollWindow(rows: rows, selected: selected, space: space, top: top)
+                        let inSight = window.first >= 0 && window.first <= selected && selected < window.first + window.visible
+                        let fits = window.visible + (window.first > 0 ? 1 : 0) <= max(1, space) || window.visible == 1
+                        if !(inSight && fits) {
+                            wrong.append("rows \(rows) selected \(selected) space \(space) top \(String(describing: top)) → \(window)")
+                        }
+                    }
+                }
+            }
+        }
+        let failing = wrong.count  // (the count, not the list, in the expectation: it could be long)
+        #expect(failing == 0, "the first: \(wrong.first ?? "")")
     }
 }
