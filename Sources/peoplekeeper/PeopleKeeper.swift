@@ -109,14 +109,20 @@ extension String {
 /// ignored: the exit status still says what happened (Foundation's `FileHandle.write` trapped there,
 /// so every error exited 132 instead of its status).
 func complain(_ message: String) {
-    let bytes = Array("peoplekeeper: \(message)\n".utf8)
+    _ = writeAll(Array("peoplekeeper: \(message)\n".utf8), to: STDERR_FILENO)
+}
+
+/// Writes all of `bytes` to `descriptor` with write(2) (Foundation's `FileHandle.write` traps on a
+/// failed write); the errno of a write that failed, else nil.
+func writeAll(_ bytes: [UInt8], to descriptor: Int32) -> Int32? {
     var offset = 0
     while offset < bytes.count {
-        let written = bytes.withUnsafeBytes { Foundation.write(STDERR_FILENO, $0.baseAddress! + offset, $0.count - offset) }
+        let written = bytes.withUnsafeBytes { Foundation.write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
         if written < 0, errno == EINTR { continue }
-        guard written > 0 else { return }
+        guard written > 0 else { return written < 0 ? errno : EIO }
         offset += written
     }
+    return nil
 }
 
 /// `errno` of a failed write to stdout: quiet exit 0 for a broken pipe, else a message and exit 74.

@@ -284,14 +284,5 @@ struct Watch: AsyncParsableCommand {
 /// quietly, exit 0; a write that fails otherwise (a full disk) is exit 74 (`outputFailed`): the first
 /// crashed `watch`, the second was a silent success of `list --json > /dev/full`.
 func output(_ text: String) {
-    let bytes = Array((text + "\n").utf8)
-    var offset = 0
-    while offset < bytes.count {
-        let written = bytes.withUnsafeBytes { Foundation.write(STDOUT_FILENO, $0.baseAddress! + offset, $0.count - offset) }
-        if written < 0 {
-            if errno == EINTR { continue }
-            outputFailed(errno)
-        }
-        offset += written
-    }
+    if let error = writeAll(Array((text + "\n").utf8), to: STDOUT_FILENO) { outputFailed(error) }
 }
