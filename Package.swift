@@ -88,6 +88,8 @@ let package = Package(
         ),
         // The lws event loop, connections, frames and HTTP: knows nothing of people.
         .target(name: "WebSocketTransport", dependencies: ["CLibWebSockets"]),
+        // Which binary runs: the release and the linker's build id (`--version`, the start log).
+        .target(name: "BuildIdentity"),
         // Rooms, sessions, limits, presence: turns the core's actions into effects.
         .target(
             name: "PeopleHub",
@@ -105,6 +107,7 @@ let package = Package(
         .target(
             name: "PeopleWebhooks",
             dependencies: [
+                "BuildIdentity",
                 "PeopleCore",
                 "PeopleStore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -116,6 +119,7 @@ let package = Package(
         .executableTarget(
             name: "peoplekeeper-hub",
             dependencies: [
+                "BuildIdentity",
                 "PeopleHub",
                 "PeopleWebhooks",
                 "PeopleCore",
@@ -142,6 +146,7 @@ let package = Package(
         .executableTarget(
             name: "peoplekeeper",
             dependencies: [
+                "BuildIdentity",
                 "PeopleClient",
                 "PeopleCore",
                 "WebSocketTransport",

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import BuildIdentity
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -74,7 +75,7 @@ final class WebhookPoster: Sendable {
         if let authorization { request.headers.add(name: "Authorization", value: authorization) }
         request.headers.add(name: "Content-Type", value: "application/json")
         request.headers.add(name: "PeopleKeeper-Signature", value: signature)
-        request.headers.add(name: "User-Agent", value: "PeopleKeeper-Webhooks")
+        request.headers.add(name: "User-Agent", value: "PeopleKeeper-Webhooks/\(BuildIdentity.release)")
         request.body = .bytes(ByteBuffer(bytes: body))
         let (client, prepared) = (self.client, request)
         let deadline = NIODeadline.now() + .milliseconds(timeout)

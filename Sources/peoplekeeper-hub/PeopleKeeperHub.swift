@@ -1,4 +1,5 @@
 import ArgumentParser
+import BuildIdentity
 import Foundation
 
 /// `peoplekeeper-hub`: the PeopleKeeper sync server. `serve` (the default) runs it.
@@ -7,6 +8,7 @@ struct PeopleKeeperHub: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "peoplekeeper-hub",
         abstract: "The PeopleKeeper hub: rooms of people edited together over WebSocket, with per-user undo.",
+        version: "peoplekeeper-hub \(BuildIdentity.versionLine)",
         subcommands: [Serve.self, Backup.self, Token.self, HistoryCommand.self, ExportCommand.self, ImportCommand.self,
                       CheckpointsCommand.self, WebhooksCommand.self,
                       Echo.self, ConfigKeysCommand.self],

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BuildIdentity
 import Configuration
 import Foundation
 import Logging
@@ -75,6 +76,11 @@ struct Serve: AsyncParsableCommand {
             LoggingSystem.bootstrap { JSONLogHandler(label: $0, level: level) }
         }
         let logger = Logger(label: "peoplekeeper.hub")
+        // The first line, so that a log says which binary wrote it even when the start fails.
+        logger.info("starting", metadata: [
+            "version": "\(BuildIdentity.release)", "build": "\(BuildIdentity.buildID ?? "unknown")",
+            "pid": "\(getpid())",
+        ])
         for variable in HubSettings.unknownVariables {
             logger.warning("environment variable \(variable) names no setting; ignored (docs/CONFIG.md lists them)")
         }
@@ -97,6 +103,9 @@ struct Serve: AsyncParsableCommand {
         factory.durationHistogramBuckets["peoplekeeper_store_commit_duration_seconds"] = commitBuckets
         factory.valueHistogramBuckets["peoplekeeper_store_commit_size"] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096]
         MetricsSystem.bootstrap(factory)
+        registry.makeGauge(name: "peoplekeeper_build_info", labels: [
+            ("version", BuildIdentity.release), ("build", BuildIdentity.buildID ?? "unknown"),
+        ]).set(1.0)
 
         // Every file a setting names is read before anything is opened or said (a missing token file
         // left a new SQLite file behind, and a store in use hid it under exit 1).

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BuildIdentity
 import Foundation
 import PeopleClient
 import PeopleCore
@@ -24,6 +25,7 @@ struct PeopleKeeper: AsyncParsableCommand {
               peoplekeeper log --room team-a
               PEOPLEKEEPER_ROOM=team-a peoplekeeper watch --json
             """,
+        version: "peoplekeeper \(BuildIdentity.versionLine)",
         subcommands: [
             Open.self, List.self, Show.self, Add.self, SetField.self, Like.self, Dislike.self, Neutral.self, FacialHair.self,
             Move.self, Remove.self, Undo.self, Redo.self, History.self, Log.self, Blame.self, Restore.self, Watch.self,

@@ -24,6 +24,7 @@ import json
 import random
 import re
 import socket
+import subprocess
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -32,6 +33,11 @@ import pytest
 
 from pkclient import HubClient, person
 from pkhttp import HubHTTP, expect, expect_error, new_key, schema_errors
+from conftest import HUB_BIN
+
+# Every delivery names the hub's release: `PeopleKeeper-Webhooks/0.21.0` for `peoplekeeper-hub 0.21.0 (…)`.
+USER_AGENT = "PeopleKeeper-Webhooks/" + subprocess.run([HUB_BIN, "--version"], capture_output=True, text=True,
+                                                       check=True).stdout.split()[1]
 
 SQLITE = {"storage": {"kind": "embedded", "path": "{workdir}/data/pk.sqlite"}}
 DEADLINE = 10.0          # HTTP.md: a delivery counts only on a 2xx within 10 s
@@ -170,6 +176,8 @@ class Receiver:
             arrival.sig_problem = f"the body is not JSON: {body[:200]!r}"
         if h.headers.get("Content-Type", "").split(";")[0].strip() != "application/json" and arrival.sig_problem is None:
             arrival.sig_problem = f"Content-Type is {h.headers.get('Content-Type')!r}, not application/json"
+        if h.headers.get("User-Agent") != USER_AGENT and arrival.sig_problem is None:
+            arrival.sig_problem = f"User-Agent is {h.headers.get('User-Agent')!r}, not {USER_AGENT!r}"
         with self.lock:
             self.arrivals.append(arrival)
             hang = self.hangs.get(h.path, collections.deque())
