@@ -88,12 +88,16 @@ let package = Package(
         ),
         // The lws event loop, connections, frames and HTTP: knows nothing of people.
         .target(name: "WebSocketTransport", dependencies: ["CLibWebSockets"]),
+        // glibc's malloc statistics and trim, which Swift's Glibc module does not import (malloc.h):
+        // the hub's memory bound (`limits.maxMemoryMB`) counts the heap in use.
+        .target(name: "CMallocInfo"),
         // Which binary runs: the release and the linker's build id (`--version`, the start log).
         .target(name: "BuildIdentity"),
         // Rooms, sessions, limits, presence: turns the core's actions into effects.
         .target(
             name: "PeopleHub",
             dependencies: [
+                "CMallocInfo",
                 "PeopleCore",
                 "PeopleStore",
                 "WebSocketTransport",

@@ -49,6 +49,8 @@ public final class Hub: @unchecked Sendable {
     }
     private var roomsCounted = 0
     /// What the hubs of every service thread share: admission, the number of rooms, HTTP rates.
+    /// A memory check is reading the heap (off the service thread): the next sweep does not start another.
+    var memoryCheckUnderWay = false
     let shared: HubShared
     /// This hub's service thread among the group's (0 alone); hub 0 checks the store and answers `/healthz`.
     let index: Int
@@ -112,6 +114,9 @@ public final class Hub: @unchecked Sendable {
         var parked = false
     }
 
+    /// Why no other room can be loaded: `limits.maxRooms`, or `limits.maxMemoryMB`.
+    enum RoomShortage { case rooms, memory }
+
     /// What an HTTP request waiting for a room gets.
     enum RoomOutcome {
         case loaded(RoomHost)
@@ -120,7 +125,7 @@ public final class Hub: @unchecked Sendable {
         /// Another node owns it: the room's URL there.
         case elsewhere(String)
         case failed(String)
-        case full
+        case full(RoomShortage)
         /// Created by this load (an HTTP `PUT`'s `create`).
         case created(RoomHost)
     }

@@ -3,7 +3,8 @@ import PeopleCore
 
 /// The hub's Prometheus series, made once (looking a metric up per event would cost a lock each).
 ///
-/// Names: `peoplekeeper_connections`, `peoplekeeper_rooms` (gauges);
+/// Names: `peoplekeeper_connections`, `peoplekeeper_rooms`, `peoplekeeper_resident_memory_bytes`,
+/// `peoplekeeper_heap_bytes`, `peoplekeeper_memory_short` (gauges);
 /// `peoplekeeper_revisions_total{kind}`, `peoplekeeper_undo_requests_total`,
 /// `peoplekeeper_redo_requests_total`, `peoplekeeper_undo_skips_total{reason}`,
 /// `peoplekeeper_errors_total{code}`, `peoplekeeper_send_queue_drops_total`,
@@ -35,6 +36,9 @@ public struct HubMetrics: Sendable {
     let refusedTokens = Counter(label: "peoplekeeper_refused_tokens_total")
     let expiredSessions = Counter(label: "peoplekeeper_expired_sessions_total")
     let refusedOrigins = Counter(label: "peoplekeeper_refused_origins_total")
+    let residentMemory = Gauge(label: "peoplekeeper_resident_memory_bytes")
+    let heapInUse = Gauge(label: "peoplekeeper_heap_bytes")
+    let memoryShort = Gauge(label: "peoplekeeper_memory_short")
 
     /// How a room's load ended: read from the store, created (new), failed, or sent to its owner.
     enum RoomLoadOutcome: String, CaseIterable {

@@ -31,6 +31,7 @@ struct HubSettings: Sendable {
     var maxConnections: Int
     var maxConnectionsPerIP: Int
     var maxRooms: Int
+    var maxMemoryMB: Int
     var maxPeoplePerRoom: Int
     var opsPerSecond: Int
     var helloTimeoutSeconds: Int
@@ -89,6 +90,7 @@ struct HubSettings: Sendable {
         maxConnections = values.int("limits.maxConnections")
         maxConnectionsPerIP = values.int("limits.maxConnectionsPerIP")
         maxRooms = values.int("limits.maxRooms")
+        maxMemoryMB = values.int("limits.maxMemoryMB")
         maxPeoplePerRoom = values.int("limits.maxPeoplePerRoom")
         opsPerSecond = values.int("limits.opsPerSecond")
         helloTimeoutSeconds = values.int("limits.helloTimeoutSeconds")

@@ -103,9 +103,9 @@ struct Serve: AsyncParsableCommand {
         factory.durationHistogramBuckets["peoplekeeper_store_commit_duration_seconds"] = commitBuckets
         factory.valueHistogramBuckets["peoplekeeper_store_commit_size"] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096]
         MetricsSystem.bootstrap(factory)
-        registry.makeGauge(name: "peoplekeeper_build_info", labels: [
+        Gauge(label: "peoplekeeper_build_info", dimensions: [
             ("version", BuildIdentity.release), ("build", BuildIdentity.buildID ?? "unknown"),
-        ]).set(1.0)
+        ]).record(1)
 
         // Every file a setting names is read before anything is opened or said (a missing token file
         // left a new SQLite file behind, and a store in use hid it under exit 1).
@@ -158,6 +158,7 @@ struct Serve: AsyncParsableCommand {
             maxPeoplePerRoom: settings.maxPeoplePerRoom, opsPerSecond: settings.opsPerSecond,
             helloTimeoutSeconds: settings.helloTimeoutSeconds, keptSessionsPerRoom: settings.keptSessions)
         limits.maxConnectionsPerIP = settings.maxConnectionsPerIP
+        limits.maxMemoryBytes = Self.memoryBudget(megabytes: settings.maxMemoryMB, logger: logger)
         var hubConfiguration = HubConfiguration(
             seed: seedModel, roomPolicy: settings.roomPolicy, limits: limits, metricsEnabled: settings.metricsEnabled,
             snapshotEvery: settings.snapshotEvery, unloadAfterSeconds: settings.unloadAfterSeconds, auth: auth)
@@ -237,6 +238,31 @@ struct Serve: AsyncParsableCommand {
             nofile=) to at least \(needed)
             """)
         return allowed
+    }
+
+    /// `limits.maxMemoryMB` in bytes: as set, or (0) what 80 % of the container's memory limit leaves
+    /// for the heap once the process's other resident memory (code, stacks: measured now, before any
+    /// room) is counted, said at start; 0 (no bound) outside a container with a limit. A hub that went
+    /// over its container's limit was killed (or crashed when an allocation failed), taking every room
+    /// down with it; with the bound it stops opening rooms and unloads the idle ones first.
+    static func memoryBudget(megabytes: Int, logger: Logger) -> Int {
+        let container = ProcessMemory.containerLimitBytes()
+        if megabytes > 0 {
+            if let container, megabytes << 20 > container {
+                logger.warning("limits.maxMemoryMB (\(megabytes) MB) is above this container's memory limit (\(container >> 20) MB): the hub may be killed before it stops opening rooms")
+            }
+            return megabytes << 20
+        }
+        guard let container else { return 0 }
+        let overhead = max(0, (ProcessMemory.residentBytes() ?? 0) - (ProcessMemory.heapInUse() ?? 0))
+        var budget = container / 10 * 8 - overhead
+        if budget < container / 4 {
+            budget = container / 4
+            logger.warning("this container's memory limit (\(container >> 20) MB) leaves little for rooms beside the hub's own \(overhead >> 20) MB: limits.maxMemoryMB is \(budget >> 20) MB")
+        } else {
+            logger.info("limits.maxMemoryMB is \(budget >> 20) MB: 80 % of this container's memory limit (\(container >> 20) MB) less the hub's own \(overhead >> 20) MB")
+        }
+        return budget
     }
 
     /// SIGHUP (a terminal closing, a log rotation's `kill -HUP`), SIGUSR1 and SIGUSR2 ended the hub at

@@ -231,6 +231,12 @@ final class ScriptedStore: PeopleStore, @unchecked Sendable {
 }
 
 /// Background work, run at once on the calling thread, or (`hold`) kept until the test runs it.
+/// The heap the hub reads (nil: unknown) and the times it handed freed memory back.
+final class FakeMemory: Sendable {
+    let heap = Mutex<Int?>(nil)
+    let releases = Mutex(0)
+}
+
 final class TestBackground: Sendable {
     private let state = Mutex<(holding: Bool, queued: [@Sendable () -> Void])>((false, []))
 
@@ -295,6 +301,8 @@ final class HubHarness {
     let logs = LogRecorder()
     let clock: TestClock
     let background = TestBackground()
+    /// What the hub reads as its heap in use, and how often it handed freed memory back.
+    let memory = FakeMemory()
     let anyStore: any PeopleStore
     private var peers = 0
 
@@ -311,12 +319,14 @@ final class HubHarness {
         anyStore = store
         let clock = clock
         let ids = Mutex(0)
-        let background = background
+        let (background, memory) = (background, memory)
         let runtime = HubRuntime(
             clock: { clock.milliseconds },
             makeSessionID: { sessions + String(ids.withLock { $0 += 1; return $0 }) },
             background: { background.run($0) },
-            after: { _, work in work() })
+            after: { _, work in work() },
+            heapInUse: { memory.heap.withLock { $0 } },
+            releaseFreeMemory: { memory.releases.withLock { $0 += 1 } })
         hub = Hub(configuration: configuration, store: store,
                   logger: Logger(label: "test", factory: { [logs] _ in LogRecorder.Handler(recorder: logs) }), runtime: runtime)
         hub.attach(service: service)

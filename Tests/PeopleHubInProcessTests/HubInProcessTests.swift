@@ -118,6 +118,66 @@ struct HubInProcessTests {
         #expect(await h.http("DELETE", "/v1/rooms/stored")?.json?["error"]?["code"] == .string("no-room"))
     }
 
+    @Test("over limits.maxMemoryMB no room is opened (room-full, 503), idle rooms go at once, loaded rooms go on; under 90 % rooms open again")
+    func memoryShort() async throws {
+        let mb = 1 << 20
+        let h = HubHarness { $0.limits.maxMemoryBytes = 100 * mb }
+        h.memory.heap.withLock { $0 = 60 * mb }
+        let ann = try await h.joined("ann", room: "one")
+        let bob = try await h.joined("bob", room: "two")
+        await h.disconnect(bob)
+        h.store.save(Room(name: "stored").snapshot(), room: "stored")
+        h.hub.sweep()
+        await h.settle()
+        #expect(h.hub.host("two") != nil, "under the bound an idle room waits for rooms.unloadAfterSeconds")
+
+        h.memory.heap.withLock { $0 = 100 * mb }
+        h.hub.sweep()  // reads the heap: short from now on
+        await h.settle()
+        #expect(h.logs.lines.contains { $0.level == .warning && $0.message.hasPrefix("memory short (limits.maxMemoryMB)")
+            && $0.metadata == ["heapMB": "100", "limitMB": "100"] })
+        let cara = try #require(h.connect("/v1/rooms/three"))
+        await h.send(.hello(.init(user: "cara")), on: cara)
+        #expect(cara.errors.map(\.code) == [.roomFull] && cara.closeCode == nil)
+        #expect(cara.errors.first?.message.contains("limits.maxMemoryMB, 100 MB") == true, "\(cara.errors)")
+        let full = await h.http("GET", "/v1/rooms/stored")
+        #expect(full?.status == 503 && full?.json?["error"]?["code"] == .string("room-full"))
+        #expect(await h.http("PUT", "/v1/rooms/new", body: #"{"people":[]}"#)?.status == 503)
+
+        h.hub.sweep()  // short: the idle room goes now, and the freed memory is handed back
+        await h.settle()
+        #expect(h.hub.host("two") == nil && h.logs.lines.contains { $0.message == "room unloaded (memory short)" })
+        #expect(h.memory.releases.withLock { $0 } == 1)
+        // What is open goes on: a teammate joins the loaded room, ann's edit is acknowledged.
+        let dan = try await h.joined("dan", room: "one")
+        await h.send(.submit(seq: 1, base: 0, [Self.set(1, glasses: false)]), on: ann)
+        #expect(ann.acks().map(\.rev) == [1] && dan.closeCode == nil)
+
+        h.memory.heap.withLock { $0 = 91 * mb }  // above 90 %: still short
+        h.hub.sweep()
+        await h.settle()
+        await h.send(.hello(.init(user: "cara")), on: cara)
+        #expect(cara.errors.map(\.code) == [.roomFull, .roomFull])
+        h.memory.heap.withLock { $0 = 89 * mb }
+        h.hub.sweep()
+        await h.settle()
+        #expect(h.logs.lines.contains { $0.level == .notice && $0.message.hasPrefix("memory back under 90 %") })
+        await h.send(.hello(.init(user: "cara")), on: cara)
+        await h.settle { cara.welcome != nil }
+        #expect(cara.welcome != nil && h.hub.host("three") != nil)
+        #expect(await h.http("GET", "/v1/rooms/stored")?.status == 200)
+    }
+
+    @Test("with no memory bound (limits.maxMemoryMB 0 outside a container) nothing is refused for memory, whatever the heap")
+    func noMemoryBound() async throws {
+        let h = HubHarness()
+        h.memory.heap.withLock { $0 = Int.max }
+        h.hub.sweep()
+        await h.settle()
+        _ = try await h.joined("ann", room: "one")
+        #expect(!h.logs.lines.contains { $0.message.hasPrefix("memory short") })
+    }
+
     @Test("a room that cannot be loaded: server-error, then close 1011; the next hello tries again")
     func loadFailure() async throws {
         let store = ScriptedStore()

@@ -537,3 +537,56 @@ def test_a_full_hub_answers_503_naming_max_connections(hub_factory, room):
     h.join(room, "B")
     status, body = upgrade_answer(h.port, f"/v1/rooms/{room}")
     assert status == 503 and "limits.maxConnections" in body, (status, body)
+
+
+def _put_room(port: int, room: str, people: list) -> tuple[int, dict]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request("PUT", f"/v1/rooms/{room}", body=json.dumps({"people": people}),
+                     headers={"Content-Type": "application/json"})
+        r = conn.getresponse()
+        return r.status, json.loads(r.read() or b"{}")
+    finally:
+        conn.close()
+
+
+def test_a_hub_short_of_memory_opens_no_room_unloads_idle_ones_and_recovers(hub_factory, room):
+    """An SRE's pass: nothing bounded the hub's memory but the counts of rooms, people and connections,
+    whose defaults allow more than a small container has, and a hub past its container's limit is
+    killed with every room. With `limits.maxMemoryMB`, a heap at the bound opens no other room
+    (`room-full`, 503) and unloads the idle ones at once; the rooms in use go on; under 90 % of the
+    bound rooms open again. Rooms of 1,000 people (about 0.8 MB each) are made by `PUT` until one is
+    refused."""
+    h = hub_factory({"limits": {"maxMemoryMB": 24, "maxPeoplePerRoom": 0}, "logging": {"level": "info"},
+                     "storage": {"kind": "embedded", "path": "{workdir}/pk.sqlite"}})
+    ann = h.join(room, "ann")
+    people = [{"tag": i + 1, "name": f"Person {i}", "hairColor": "red", "hairLength": "long", "eyeColor": "blue",
+               "glasses": False, "facialHair": [], "likes": [], "dislikes": []} for i in range(1000)]
+    refused = None
+    for n in range(200):
+        status, body = _put_room(h.port, f"big{n}", people)
+        if status == 503:
+            refused = body
+            break
+        assert status == 201, (n, status, body)
+    assert refused is not None, "200 rooms of 1,000 people never reached 24 MB"
+    assert refused["error"]["code"] == "room-full" and "limits.maxMemoryMB, 24 MB" in refused["error"]["message"], refused
+
+    # The room in use goes on while memory is short.
+    ack = ann.edit([set_op(1, "hairColor", "red")])
+    assert ack["rev"] == 1, ack
+    # The idle rooms are unloaded at once, and then rooms open again (a hello for a new one is welcomed).
+    deadline = time.monotonic() + 20
+    while "memory back under 90 % of limits.maxMemoryMB" not in h.stderr():
+        assert time.monotonic() < deadline, h.stderr()[-3000:]
+        time.sleep(0.1)
+    log = h.stderr()
+    assert "memory short (limits.maxMemoryMB): no other room is opened, idle rooms are unloaded" in log
+    assert "room unloaded (memory short)" in log
+    assert "room=" + room + " [PeopleHub] room unloaded" not in log, "a room in use was unloaded"
+    bob = h.join(room[:40] + "-after", "bob")
+    assert bob.welcome["rev"] == 0
+    text = h.metrics()
+    assert metric(text, "peoplekeeper_memory_short") == 0.0
+    assert 0 < metric(text, "peoplekeeper_heap_bytes") < 24 << 20, text
+    assert metric(text, "peoplekeeper_resident_memory_bytes") > metric(text, "peoplekeeper_heap_bytes")

@@ -143,7 +143,8 @@ extension Hub {
     }
 
     /// The answer when the room cannot be served by this node now: another node owns it (307 to it),
-    /// the store cannot load it (503), or it would go over `limits.maxRooms` (503 `room-full`).
+    /// the store cannot load it (503), or it would go over `limits.maxRooms` or `limits.maxMemoryMB`
+    /// (503 `room-full`).
     func notServedHere(_ outcome: RoomOutcome, _ call: HTTPCall, room: String) -> HTTPFailure {
         switch outcome {
         case .elsewhere(let url):
@@ -152,9 +153,8 @@ extension Hub {
             return failure
         case .failed(let problem):
             return .unavailable("room \(room) cannot be loaded: \(problem)")
-        case .full:
-            return HTTPFailure(ProtocolError(.roomFull,
-                "the hub holds at most \(configuration.limits.maxRooms) rooms (limits.maxRooms)"))
+        case .full(let shortage):
+            return HTTPFailure(roomFullError(shortage))
         case .loaded, .created, .absent:
             preconditionFailure("notServedHere: the room is here (or absent); the caller answers that itself")
         }

@@ -173,7 +173,7 @@ extension Hub {
             load.importing = true
             load.importAt = load.waiters.count
         case nil:
-            if roomCount < configuration.limits.maxRooms {  // else `create` answers that the hub is full
+            if roomShortage == nil {  // else `create` answers that the hub is full
                 let load = RoomLoad()
                 load.importing = true
                 rooms[room] = .loading(load)
@@ -249,7 +249,7 @@ extension Hub {
             // deletes the imported room, not a room still being made).
             load.add(done, at: load.importAt)
         case nil:
-            guard roomCount < configuration.limits.maxRooms else { return done(.full) }
+            if let shortage = roomShortage { return done(.full(shortage)) }
             let load = RoomLoad()
             load.creator = imported
             load.add(done)

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PeopleCore
 import PeopleStore
+import Synchronization
 
 /// Rooms: a hello finds its room in memory, waits for it to be read from the store (after its lease,
 /// in cluster mode), is sent to the node that owns it, or is refused; then it joins, after reading the
@@ -17,7 +18,7 @@ extension Hub {
         case .loading(let load)?:
             load.wait(connection)
         case nil:
-            guard roomCount < configuration.limits.maxRooms else { return refuseFull(connection, client: client) }
+            if let shortage = roomShortage { return refuseFull(connection, client: client, shortage) }
             let load = RoomLoad()
             load.wait(connection)
             rooms[name] = .loading(load)
@@ -35,7 +36,7 @@ extension Hub {
         case .loading(let load)?:
             load.add(then)
         case nil:
-            guard roomCount < configuration.limits.maxRooms else { return whenFull(name, then) }
+            if let shortage = roomShortage { return whenFull(name, shortage, then) }
             let load = RoomLoad()
             load.add(then)
             rooms[name] = .loading(load)
@@ -43,13 +44,33 @@ extension Hub {
         }
     }
 
-    /// At `limits.maxRooms` no other room can be loaded here: the hello is refused `room-full`, unless
-    /// (cluster mode) another node serves the room, where it is sent as below the limit.
-    private func refuseFull(_ connection: any ClientConnection, client: Client) {
+    /// Why no other room can be loaded or created here now: `limits.maxRooms` rooms are in memory or
+    /// loading, or the process is over `limits.maxMemoryBytes`; nil when one can.
+    var roomShortage: RoomShortage? {
+        if roomCount >= configuration.limits.maxRooms { return .rooms }
+        if shared.memoryShort.load(ordering: .relaxed) { return .memory }
+        return nil
+    }
+
+    /// The `room-full` error for a room that cannot be loaded: which limit, in words.
+    func roomFullError(_ shortage: RoomShortage) -> ProtocolError {
+        switch shortage {
+        case .rooms:
+            ProtocolError(.roomFull, "the hub holds at most \(configuration.limits.maxRooms) rooms (limits.maxRooms)")
+        case .memory:
+            ProtocolError(.roomFull, """
+                the hub is short of memory (limits.maxMemoryMB, \(configuration.limits.maxMemoryBytes >> 20) MB) \
+                and opens no other room until idle ones are unloaded; try again later
+                """)
+        }
+    }
+
+    /// No other room can be loaded here: the hello is refused `room-full`, unless (cluster mode)
+    /// another node serves the room, where it is sent as below the limit.
+    private func refuseFull(_ connection: any ClientConnection, client: Client, _ shortage: RoomShortage) {
         let name = client.machine.room.rawValue
         let refuse = { [unowned self] in
-            let error = ProtocolError(.roomFull, "the hub holds at most \(configuration.limits.maxRooms) rooms (limits.maxRooms)")
-            if let refusal = client.machine.refused(error) { send(.error(refusal), to: connection) }
+            if let refusal = client.machine.refused(roomFullError(shortage)) { send(.error(refusal), to: connection) }
         }
         guard leases != nil else { return refuse() }
         servedElsewhere(name) { [unowned self] url in
@@ -67,16 +88,16 @@ extension Hub {
         connection.close(code: 1000, reason: "redirect")
     }
 
-    /// At `limits.maxRooms` no other room can be loaded (`full`), but a room the store does not have
+    /// When no other room can be loaded (`full`), a room the store does not have
     /// is still `absent` (404 over HTTP, not 503): one cheap store read tells, off the service thread;
     /// and in cluster mode a room another node serves is `elsewhere` (307), as below the limit. A read
     /// that fails answers `full`.
-    private func whenFull(_ name: String, _ then: @escaping (RoomOutcome) -> Void) {
+    private func whenFull(_ name: String, _ shortage: RoomShortage, _ then: @escaping (RoomOutcome) -> Void) {
         let store = store
         let box = UncheckedSendable(then)
         let absentOrFull: @Sendable () -> Void = { [weak self] in
             let stored = try? store.hasRoom(name)
-            self?.back(box) { _, box in box.value(stored == false ? .absent : .full) }
+            self?.back(box) { _, box in box.value(stored == false ? .absent : .full(shortage)) }
         }
         guard leases != nil else { return runtime.background(absentOrFull) }
         let background = runtime.background

@@ -1,6 +1,7 @@
 import Logging
 import PeopleCore
 import PeopleStore
+import Synchronization
 
 /// What the store looks like from here: what the last check found (nil: it answered) and when the
 /// check under way started. `/healthz` says 503 while `problem` is set.
@@ -12,18 +13,23 @@ struct StoreHealth {
     var sweeps = 0
 }
 
-/// Upkeep, once a second: idle rooms are written out and unloaded, and every few seconds the store is
-/// asked whether it can be reached and written.
+/// Upkeep, once a second: idle rooms are written out and unloaded, the heap in use is compared with
+/// `limits.maxMemoryMB`, and every few seconds the store is asked whether it can be reached and
+/// written.
 extension Hub {
     /// Unloads rooms nobody has been connected to for `unloadAfterSeconds` (after a snapshot, so the
-    /// next load replays little); they come back from the store on the next hello.
+    /// next load replays little); they come back from the store on the next hello. While memory is
+    /// short (`limits.maxMemoryMB`) every idle room goes at once, and the freed memory is handed back.
     func sweep() {
         storeHealth.sweeps += 1
-        // One hub of a group checks the store (and answers `/healthz`, whose path is its).
+        // One hub of a group checks the store (and answers `/healthz`, whose path is its) and the memory.
         if index == 0, storeHealth.sweeps % StoreHealth.checkSeconds == 1 { checkStore() }
+        if index == 0 { checkMemory() }
         endExpiredSessions()
         let now = clock
-        let limit = Int64(configuration.unloadAfterSeconds) * 1000
+        let short = shared.memoryShort.load(ordering: .relaxed)
+        let limit = short ? 0 : Int64(configuration.unloadAfterSeconds) * 1000
+        var unloaded = false
         for (name, slot) in rooms {
             guard case .loaded(let host) = slot, host.connections.isEmpty, host.feedWaiters.isEmpty, !host.isHolding,
                   host.catchingUp == 0,
@@ -32,7 +38,40 @@ extension Hub {
             rooms[name] = nil
             if let leases { leaseCalls.async { leases.release(room: name) } }
             metrics.roomUnloads.increment()
-            logger.info("room unloaded (idle)", metadata: ["room": "\(name)"])
+            unloaded = true
+            logger.info(short ? "room unloaded (memory short)" : "room unloaded (idle)", metadata: ["room": "\(name)"])
+        }
+        if short, unloaded { runtime.background(runtime.releaseFreeMemory) }
+    }
+
+    /// Compares the heap in use with `limits.maxMemoryBytes` (off the service thread: it walks
+    /// malloc's lists): at or over it, memory is short (no room is opened, idle rooms are unloaded at
+    /// once) until it is back under 90 % of it, so that a hub at the edge does not flap.
+    private func checkMemory() {
+        guard !memoryCheckUnderWay else { return }
+        memoryCheckUnderWay = true
+        let (heapInUse, checkHeap) = (runtime.heapInUse, configuration.limits.maxMemoryBytes > 0)
+        runtime.background { [weak self] in
+            let reading = (resident: ProcessMemory.residentBytes(), heap: checkHeap ? heapInUse() : nil)
+            self?.back(reading) { hub, reading in hub.memoryChecked(resident: reading.resident, heap: reading.heap) }
+        }
+    }
+
+    private func memoryChecked(resident: Int?, heap: Int?) {
+        memoryCheckUnderWay = false
+        if let resident { metrics.residentMemory.record(resident) }
+        guard let heap else { return }
+        metrics.heapInUse.record(heap)
+        let budget = configuration.limits.maxMemoryBytes
+        let details: Logger.Metadata = ["heapMB": "\(heap >> 20)", "limitMB": "\(budget >> 20)"]
+        if !shared.memoryShort.load(ordering: .relaxed), heap >= budget {
+            shared.memoryShort.store(true, ordering: .relaxed)
+            metrics.memoryShort.record(1)
+            logger.warning("memory short (limits.maxMemoryMB): no other room is opened, idle rooms are unloaded", metadata: details)
+        } else if shared.memoryShort.load(ordering: .relaxed), heap < budget / 10 * 9 {
+            shared.memoryShort.store(false, ordering: .relaxed)
+            metrics.memoryShort.record(0)
+            logger.notice("memory back under 90 % of limits.maxMemoryMB: rooms are opened again", metadata: details)
         }
     }
 

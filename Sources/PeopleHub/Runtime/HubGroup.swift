@@ -5,14 +5,17 @@ import Synchronization
 import WebSocketTransport
 
 /// What the hubs of every service thread share, from any thread: who may connect (connection limits
-/// and draining are per hub, not per thread), how many rooms are open (`limits.maxRooms`) and the
-/// HTTP callers' rates (`limits.opsPerSecond`).
+/// and draining are per hub, not per thread), how many rooms are open (`limits.maxRooms`), whether
+/// memory is short (`limits.maxMemoryMB`) and the HTTP callers' rates (`limits.opsPerSecond`).
 final class HubShared: Sendable {
     let admission: Mutex<Admission>
     /// Rooms in memory or loading, summed over the hubs (each adds its changes).
     let rooms = Atomic<Int>(0)
     /// HTTP API callers' buckets, by user and peer.
     let httpRates = Mutex<[String: TokenBucket]>([:])
+    /// The process is over `limits.maxMemoryBytes` (and has not yet fallen under 90 % of it): no room
+    /// is loaded or created. Set by the first hub's sweep, read by every hub.
+    let memoryShort = Atomic<Bool>(false)
 
     init(_ configuration: HubConfiguration) {
         admission = Mutex(Admission(allowedOrigins: configuration.allowedOrigins, open: configuration.auth == nil,

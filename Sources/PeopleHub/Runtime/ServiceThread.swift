@@ -21,15 +21,24 @@ public struct HubRuntime: Sendable {
     public var background: @Sendable (@escaping @Sendable () -> Void) -> Void
     /// Runs `work` after `milliseconds` on some thread (a presence list that must wait its turn).
     public var after: @Sendable (_ milliseconds: Int64, _ work: @escaping @Sendable () -> Void) -> Void
+    /// The bytes the process's heap holds now (`limits.maxMemoryBytes` is checked against it), nil if
+    /// unknown. Costly (it walks malloc's lists): called off the service thread.
+    public var heapInUse: @Sendable () -> Int?
+    /// Hands memory freed by unloaded rooms back to the system, so the resident size falls too.
+    public var releaseFreeMemory: @Sendable () -> Void
 
     public init(clock: @escaping @Sendable () -> Int64 = HubRuntime.systemMilliseconds,
                 makeSessionID: @escaping @Sendable () -> String = HubRuntime.randomSessionID,
                 background: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void = HubRuntime.readQueue,
-                after: @escaping @Sendable (Int64, @escaping @Sendable () -> Void) -> Void = HubRuntime.dispatchAfter) {
+                after: @escaping @Sendable (Int64, @escaping @Sendable () -> Void) -> Void = HubRuntime.dispatchAfter,
+                heapInUse: @escaping @Sendable () -> Int? = ProcessMemory.heapInUse,
+                releaseFreeMemory: @escaping @Sendable () -> Void = ProcessMemory.releaseFree) {
         self.clock = clock
         self.makeSessionID = makeSessionID
         self.background = background
         self.after = after
+        self.heapInUse = heapInUse
+        self.releaseFreeMemory = releaseFreeMemory
     }
 
     public static let systemMilliseconds: @Sendable () -> Int64 = {

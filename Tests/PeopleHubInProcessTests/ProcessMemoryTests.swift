@@ -1,0 +1,68 @@
+import Foundation
+import Testing
+
+@testable import PeopleHub
+
+@Suite("Process memory")
+struct ProcessMemoryTests {
+    /// A cgroup tree under a fresh directory: `files` maps paths below it to their contents.
+    private func tree(_ files: [String: String]) throws -> String {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("pk-cgroup-\(UUID().uuidString)").path
+        for (path, text) in files {
+            let url = URL(fileURLWithPath: root + "/" + path)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try text.write(to: url, atomically: true, encoding: .utf8)
+        }
+        return root
+    }
+
+    @Test("cgroup v2: the smallest memory.max from the process's cgroup up; `max` is no limit")
+    func cgroupV2() throws {
+        let root = try tree([
+            "proc-cgroup": "0::/system.slice/pk.service\n",
+            "fs/system.slice/pk.service/memory.max": "max\n",
+            "fs/system.slice/memory.max": "536870912\n",
+        ])
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        #expect(ProcessMemory.containerLimitBytes(cgroupFile: root + "/proc-cgroup", root: root + "/fs") == 536_870_912)
+        try "max\n".write(toFile: root + "/fs/system.slice/memory.max", atomically: true, encoding: .utf8)
+        #expect(ProcessMemory.containerLimitBytes(cgroupFile: root + "/proc-cgroup", root: root + "/fs") == nil)
+    }
+
+    @Test("in a container the host's cgroup path is not mounted: the mount's root stands for it")
+    func containerNamespace() throws {
+        let root = try tree([
+            "proc-cgroup": "0::/kubepods/burstable/pod1/abc\n",
+            "fs/memory.max": "268435456\n",
+        ])
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        #expect(ProcessMemory.containerLimitBytes(cgroupFile: root + "/proc-cgroup", root: root + "/fs") == 268_435_456)
+    }
+
+    @Test("cgroup v1: memory.limit_in_bytes under the memory controller; a page-rounded 2^63 is no limit")
+    func cgroupV1() throws {
+        let root = try tree([
+            "proc-cgroup": "12:pids:/docker/abc\n4:memory:/docker/abc\n1:name=systemd:/docker/abc\n",
+            "fs/memory/docker/abc/memory.limit_in_bytes": "134217728\n",
+            "fs/memory/memory.limit_in_bytes": "9223372036854771712\n",
+        ])
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        #expect(ProcessMemory.containerLimitBytes(cgroupFile: root + "/proc-cgroup", root: root + "/fs") == 134_217_728)
+        try FileManager.default.removeItem(atPath: root + "/fs/memory/docker/abc/memory.limit_in_bytes")
+        #expect(ProcessMemory.containerLimitBytes(cgroupFile: root + "/proc-cgroup", root: root + "/fs") == nil)
+    }
+
+    @Test("the heap in use rises with what the process allocates and falls when it is freed")
+    func heapInUse() throws {
+        let before = try #require(ProcessMemory.heapInUse())
+        let block = UnsafeMutableRawPointer.allocate(byteCount: 64 << 20, alignment: 16)
+        block.initializeMemory(as: UInt8.self, repeating: 1, count: 64 << 20)
+        let during = try #require(ProcessMemory.heapInUse())
+        block.deallocate()
+        let after = try #require(ProcessMemory.heapInUse())
+        // 64 MiB, give or take what other threads of the test run allocate and free meanwhile.
+        #expect(during - before >= 60 << 20, "\(before) → \(during)")
+        #expect(during - after >= 60 << 20, "\(during) → \(after)")
+        #expect(ProcessMemory.residentBytes().map { $0 > 0 } == true)
+    }
+}
