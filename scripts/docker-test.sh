@@ -176,7 +176,7 @@ say "image peoplekeeper-hub:local: $SIZE bytes ($(( SIZE / 1048576 )) MiB); its 
 # ---- 4. the image alone -----------------------------------------------------------------------------------
 read -r P_SINGLE < <(free_ports 1)
 say "docker run peoplekeeper-hub:local on 127.0.0.1:$P_SINGLE with the volume pk-test-data at /app/data"
-"$DOCKER" run -d --name pk-single --network host -v pk-test-data:/app/data \
+"$DOCKER" run -d --name pk-single --network host --memory 512m -v pk-test-data:/app/data \
   -e PEOPLEKEEPER_LISTEN_PORT="$P_SINGLE" peoplekeeper-hub:local --config Config/peoplekeeper.yaml --host 127.0.0.1 >/dev/null
 DOCKER="$DOCKER_CLI" "$PY" "$REPO/scripts/docker_check.py" single --port "$P_SINGLE" --container pk-single \
   || { "$DOCKER" logs pk-single 2>&1 | tail -30; die "single-node checks failed"; }

@@ -24,6 +24,7 @@ import argparse
 import http.client
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -39,6 +40,7 @@ from websockets.exceptions import ConnectionClosed  # noqa: E402
 
 DOCKER = shlex.split(os.environ.get("DOCKER", "docker"))
 HUB_UID = 10001
+IMAGE = "peoplekeeper-hub:local"
 
 
 def ok(what: str) -> None:
@@ -148,6 +150,22 @@ def check_single(port: int, container: str) -> None:
     status, _, body = http_get(port, "/metrics")
     assert status == 200 and b"peoplekeeper_connections" in body, (status, body[:200])
     ok("GET /metrics 200 (Prometheus text)")
+
+    # Which binary runs, and the memory bound the container's limit gives (`docker run --memory 512m`).
+    version = subprocess.run(DOCKER + ["run", "--rm", "--network", "host", IMAGE, "--version"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    found = re.fullmatch(r"peoplekeeper-hub (\d+\.\d+\.\d+) \(build ([0-9a-f]{40})\)", version)
+    assert found, version
+    text = body.decode()
+    assert f'peoplekeeper_build_info{{version="{found[1]}",build="{found[2]}"}} 1' in text, \
+        [line for line in text.splitlines() if "build_info" in line]
+    logs = subprocess.run(DOCKER + ["logs", container], capture_output=True, text=True).stderr
+    assert f"build={found[2]}" in logs.splitlines()[0] and "starting" in logs.splitlines()[0], logs[:500]
+    bound = re.search(r"limits\.maxMemoryMB is (\d+) MB: 80 % of this container's memory limit \(512 MB\) "
+                      r"less the hub's own (\d+) MB", logs)
+    assert bound, logs[-2000:]
+    ok(f"`--version`: {version}; the first log line and peoplekeeper_build_info name that build; "
+       f"with --memory 512m the hub bounds its heap at {bound[1]} MB (its own {bound[2]} MB besides)")
 
     # The image's HEALTHCHECK (curl in the image, every 10 s after a 15 s start period).
     deadline = time.monotonic() + 60
