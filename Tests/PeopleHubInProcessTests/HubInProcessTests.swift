@@ -641,6 +641,38 @@ struct HubInProcessTests {
         #expect(webhooks.calls == ["created told", "revisions told 1-3"])
     }
 
+    @Test("a room a hello makes from the seed is told to the webhooks once its first snapshot is durable, before its revisions; its welcome waits for it too")
+    func seedRoomTellsTheWebhooksWhenDurable() async throws {
+        // Told at once, the deliverer removed the kept `room.created` before the commit that kept it
+        // (a busy writer), and the notice stayed, to be delivered again by the next node (a cluster pass).
+        let h = HubHarness()
+        let webhooks = WebhookCalls()
+        h.hub.webhooks = webhooks
+        h.store.hold()
+        let ann = try #require(h.connect("/v1/rooms/fresh"))
+        h.hello(ann, as: "ann")
+        await h.settle()
+        #expect(webhooks.calls.isEmpty, "nothing is told before the commit")
+        #expect(ann.welcome == nil, "the welcome waits for the room's first commit")
+        #expect(h.store.created == ["fresh"])
+        h.store.release()
+        await h.settle()
+        #expect(ann.welcome?.rev == 0)
+        await h.send(.submit(seq: 1, base: 0, [Self.set(1, glasses: false)]), on: ann)
+        #expect(ann.acks().map(\.rev) == [1])
+        #expect(webhooks.calls == ["created fresh", "revisions fresh 1-1"])
+
+        // A first commit that fails makes no room: no room.created, and the hello is refused.
+        h.store.hold()
+        let bob = try #require(h.connect("/v1/rooms/lost"))
+        h.hello(bob, as: "bob")
+        await h.settle()
+        h.store.release(error: StoreError(.io, "the disk is full"))
+        await h.settle()
+        #expect(webhooks.calls == ["created fresh", "revisions fresh 1-1"])
+        #expect(bob.welcome == nil && bob.closeCode == 1011, "\(bob.sent)")
+    }
+
     @Test("an import racing a hello: the hello waits and joins the imported room whole, at its head")
     func importRacingAHello() async throws {
         let h = HubHarness { $0.snapshotEvery = 2 }

@@ -42,8 +42,8 @@ extension Hub {
         if host.room.revision - host.snapshotRevision >= configuration.snapshotEvery { saveSnapshotIfChanged(host) }
     }
 
-    /// A new room's creation with a history (an import's, `persist(_:in:creating:)`): its first
-    /// snapshot, and the webhook notices and checkpoints kept with it.
+    /// A new room's creation (`persist(_:in:creating:)`): its first snapshot, and the webhook notices
+    /// and checkpoints (an import's) kept with it.
     struct RoomCreation {
         var snapshot: RoomSnapshot
         var notices: [WebhookNotice]
@@ -54,9 +54,10 @@ extension Hub {
 
     /// Hands `entries` to the store in one append; what the room sends after them waits until they
     /// are durable (a barrier), and the change feed and webhooks hear of their revisions then.
-    /// `creating`: the room is new, and made with `entries`, all or nothing (`PeopleStore.create`).
+    /// `creating`: the room is new, and made with `entries` (none for a room from the seed), all or
+    /// nothing (`PeopleStore.create`).
     func persist(_ entries: [JournalEntry], in host: RoomHost, creating: RoomCreation? = nil) {
-        guard !entries.isEmpty else { return }
+        guard !entries.isEmpty || creating != nil else { return }
         for entry in entries {
             if let revision = entry.record.revision { metrics.revisions[revision.kind]?.increment() }
         }
@@ -90,8 +91,8 @@ extension Hub {
         if let rev { revisionsDurable(host, through: rev) }
     }
 
-    /// A room made with a history is durable: logged, and the webhooks hear of it (before its
-    /// revisions). One whose commit failed is neither (the failure is logged as the store's).
+    /// A new room is durable: logged, and the webhooks hear of it (before its revisions). One whose
+    /// commit failed is neither (the failure is logged as the store's).
     private func created(_ name: String, revisions: Int, time: Int64) {
         logger.info("room created", metadata: ["room": "\(name)", "rev": "\(revisions)"])
         webhooks?.roomCreated(room: name, time: time)

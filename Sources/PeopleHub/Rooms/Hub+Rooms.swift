@@ -240,10 +240,13 @@ extension Hub {
                 persist(imported.entries, in: host, creating: RoomCreation(
                     snapshot: start.snapshot(), notices: notices, checkpoints: imported.checkpoints, time: time))
             } else {
+                // A room from the seed (or a `PUT`'s people): its first snapshot alone, told to the
+                // webhooks once durable too. Told at once, a delivery's removal of its kept
+                // `room.created` could come before the commit that kept it (a busy writer), and the
+                // notice stayed, to be delivered again by the next node or start (a cluster pass).
                 host = RoomHost(room: load.creator?.built ?? Room(name: name, seed: configuration.seed, policy: configuration.roomPolicy))
-                store.save(host.room.snapshot(), room: name, notices: notices)
-                webhooks?.roomCreated(room: name, time: time)
-                logger.info("room created", metadata: ["room": "\(name)"])
+                persist([], in: host, creating: RoomCreation(snapshot: host.room.snapshot(), notices: notices,
+                                                             checkpoints: [], time: time))
             }
             created = true
         case .failure(let error):
