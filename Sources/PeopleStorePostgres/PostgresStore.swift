@@ -52,26 +52,46 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     /// Seconds after which PostgreSQL gives up on this node's writer connection once it stops
     /// answering (its leases then free).
     private let leaseTimeout: Int
+    /// A serving node: its writer connection holds the node's own lock (`init`).
+    private let claimsNode: Bool
+
+    /// Another session holds this node's lock: a node started with the same `cluster.nodeId`, or an
+    /// earlier run of this one that PostgreSQL has not seen end yet.
+    private struct NodeTaken: Error, CustomStringConvertible {
+        let node: String
+        var description: String { message }
+        var message: String {
+            "another session holds cluster.nodeId \(node) in PostgreSQL (a node running with the same id, or this node's earlier run not yet ended)"
+        }
+    }
 
     /// Connects to `url` (`postgres://user[:password]@host[:port]/database[?sslmode=…]`, read by
     /// `PostgresEndpoint`; a password from `password` wins), creates the tables if missing, and starts
     /// the writer. `logger` is the caller's: the store logs lost leases and unsaved snapshots there, and
     /// postgres-nio its connections.
     public convenience init(url: String, password: String? = nil, node: String, advertisedURL: String,
-                            leaseTimeout: Int = 30, logger: Logger) throws(StoreError) {
+                            leaseTimeout: Int = 30, claimsNode: Bool = false, logger: Logger) throws(StoreError) {
         let endpoint: PostgresEndpoint
         do { endpoint = try PostgresEndpoint(url: url, password: password) } catch {
             throw StoreError(.invalidRequest, "storage.postgresURL \(error)")
         }
-        try self.init(endpoint: endpoint, node: node, advertisedURL: advertisedURL, leaseTimeout: leaseTimeout, logger: logger)
+        try self.init(endpoint: endpoint, node: node, advertisedURL: advertisedURL, leaseTimeout: leaseTimeout,
+                      claimsNode: claimsNode, logger: logger)
     }
 
     /// Connects to `endpoint` (TLS as its `sslmode` says), creates the tables if missing, and starts the
     /// writer. `leaseTimeout`: seconds after which PostgreSQL frees the leases of this node once it
     /// stops answering (at least 2).
+    ///
+    /// `claimsNode`: this is a serving node, which holds `node` as its own for as long as its writer
+    /// connection lives (an advisory lock on that session): a second node started with the same
+    /// `cluster.nodeId` waits up to twice `leaseTimeout` (an earlier run of this node whose session
+    /// PostgreSQL has not ended yet) and then fails to open. The commands that read or write beside the
+    /// nodes (`history`, `import`, …) do not claim it.
     public init(endpoint: PostgresEndpoint, node: String, advertisedURL: String, leaseTimeout: Int = 30,
-                logger: Logger) throws(StoreError) {
+                claimsNode: Bool = false, logger: Logger) throws(StoreError) {
         self.leaseTimeout = max(2, leaseTimeout)
+        self.claimsNode = claimsNode
         let host = endpoint.host, port = endpoint.port
         configuration = endpoint.configuration
         plainFallback = endpoint.plainConfiguration
@@ -79,8 +99,24 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         self.advertised = advertisedURL
         self.logger = logger
         do {
-            try lock.withLock { _ = try writerLocked() }
+            let deadline = ContinuousClock.now + .seconds(2 * self.leaseTimeout)
+            var warned = false
+            while true {
+                do {
+                    try lock.withLock { _ = try writerLocked() }
+                    break
+                } catch let taken as NodeTaken where ContinuousClock.now < deadline {
+                    if !warned {
+                        logger.warning("\(taken.message); waiting up to \(2 * self.leaseTimeout) s for it to end (cluster.leaseTimeoutSeconds × 2)")
+                        warned = true
+                    }
+                    Thread.sleep(forTimeInterval: 1)
+                }
+            }
             try migrate()
+        } catch let taken as NodeTaken {
+            try? group.syncShutdownGracefully()
+            throw StoreError(.unavailable, "\(taken.message): give each node its own cluster.nodeId")
         } catch {
             try? group.syncShutdownGracefully()
             throw Self.storeError(error, "cannot open the PostgreSQL store at \(host):\(port) (sslmode \(endpoint.tlsMode.rawValue)): \(endpoint.explainTLS(error) ?? Self.explainAuth(error) ?? Self.describe(error))",
@@ -131,6 +167,13 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         }
         let connection = try connect()
         try bound(connection)
+        if claimsNode {
+            let key = Self.lockKey(node, kind: "node")
+            guard try run("SELECT pg_try_advisory_lock(\(key))", on: connection).rows.first?.decode(Bool.self) == true else {
+                _ = try? (connection.close() as EventLoopFuture<Void>).wait()
+                throw NodeTaken(node: node)
+            }
+        }
         writerConnection = connection
         return connection
     }
@@ -812,10 +855,11 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         }
     }
 
-    /// The advisory lock key of a room: 64-bit FNV-1a of its name (stable across nodes and versions).
-    static func lockKey(_ room: String) -> Int {
+    /// The advisory lock key of a room (or, `kind` "node", of a node's id): 64-bit FNV-1a of its name
+    /// (stable across nodes and versions).
+    static func lockKey(_ name: String, kind: String = "room") -> Int {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in "peoplekeeper.room:\(room)".utf8 {
+        for byte in "peoplekeeper.\(kind):\(name)".utf8 {
             hash ^= UInt64(byte)
             hash = hash &* 0x100_0000_01b3
         }

@@ -377,7 +377,7 @@ extension HubSettings {
             }
             let node = nodeID.isEmpty ? ProcessInfo.processInfo.hostName : nodeID
             return try PostgresStore(endpoint: endpoint, node: node, advertisedURL: advertisedBase,
-                                     leaseTimeout: leaseTimeoutSeconds, logger: logger)
+                                     leaseTimeout: leaseTimeoutSeconds, claimsNode: claim, logger: logger)
         }
     }
 

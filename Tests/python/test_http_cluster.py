@@ -209,3 +209,31 @@ def test_postgres_frees_a_silent_node_s_rooms_within_cluster_lease_timeout(hub_f
     assert timers and min(timers.values()) <= 6.0, (
         f"no server-side socket of the hub's connections {sorted(ports)} shows a keepalive timer of at most "
         f"6 s: {timers}\n{seen}")
+
+
+def test_a_second_node_with_the_same_node_id_waits_for_the_first_then_refuses_to_start(hub_factory, pg_server, room,
+                                                                                      tmp_path):
+    """A cluster pass: two nodes started with one `cluster.nodeId` both said they were healthy, and each
+    could not serve the other's rooms (`room … is held by a node that does not say where it is`, 503),
+    logged nothing about it. A serving node now holds its id in PostgreSQL: a second one waits twice
+    `cluster.leaseTimeoutSeconds` (an earlier run of the same node whose session PostgreSQL has not
+    ended yet) and exits 1 naming the setting. The commands beside the nodes do not claim it."""
+    from conftest import HUB_BIN, REPO, merge, to_yaml
+    a = hub_factory(cluster_node(pg_server, "same"))
+    a.join(room, "ann").edit([{"op": "set", "tag": 1, "field": "hairColor", "value": "red"}])
+    path = tmp_path / "twin.yaml"
+    path.write_text(to_yaml(merge(cluster_node(pg_server, "same"), {"cluster": {"leaseTimeoutSeconds": 2}})))
+    twin = subprocess.run([HUB_BIN, "--config", str(path), "--port", "0"], cwd=str(REPO), capture_output=True,
+                          text=True, timeout=60)
+    assert twin.returncode == 1, (twin.returncode, twin.stderr[-2000:])
+    assert "another session holds cluster.nodeId same in PostgreSQL" in twin.stderr, twin.stderr[-2000:]
+    assert "waiting up to 4 s for it to end" in twin.stderr and "give each node its own cluster.nodeId" in twin.stderr
+    assert "listening" not in twin.stdout, twin.stdout
+    history = subprocess.run([HUB_BIN, "history", room, "--config", str(path), "--json"], cwd=str(REPO),
+                             capture_output=True, text=True, timeout=60)
+    assert history.returncode == 0 and len(history.stdout.splitlines()) == 1, (history.returncode, history.stderr)
+
+    # Once the first node has stopped, its id is free at once (its session ended with it).
+    a.stop()
+    again = hub_factory(cluster_node(pg_server, "same"))
+    assert again.join(room, "bob").welcome["rev"] == 1
