@@ -65,11 +65,9 @@ public final class Hub: @unchecked Sendable {
     private var sweepTimer: DispatchSourceTimer?
     /// The store's health as `/healthz` reports it.
     var storeHealth = StoreHealth()
-    /// When `store failed; room dropped` was last logged, and the drops since that were not (one line
-    /// every `storeFailureLogMillis` at most).
-    var storeFailureLoggedAt: Int64?
-    var storeFailuresNotLogged = 0
-    static let storeFailureLogMillis: Int64 = 10_000
+    /// `store failed; room dropped` and `room cannot be loaded`: one line every 10 s at most each.
+    var storeFailureLog = LogThrottle()
+    var loadFailureLog = LogThrottle()
     /// The last one-off reader id given to an HTTP read.
     var nextReader = 0
     /// `peoplekeeper_http_*`: requests by route and status, and their durations.

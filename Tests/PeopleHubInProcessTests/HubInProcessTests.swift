@@ -178,6 +178,26 @@ struct HubInProcessTests {
         #expect(!h.logs.lines.contains { $0.message.hasPrefix("memory short") })
     }
 
+    @Test("`room cannot be loaded` is logged once every 10 s at most, saying how many failed meanwhile")
+    func loadFailuresAreLoggedOnceInTenSeconds() async throws {
+        // A cluster pass counted 102 such critical lines per node in a 30 s PostgreSQL outage.
+        let store = ScriptedStore()
+        store.failLoads = true
+        let h = HubHarness(store: store)
+        func failOnce() async throws {
+            let ann = try #require(h.connect())
+            await h.send(.hello(.init(user: "ann")), on: ann)
+            #expect(ann.errors.map(\.code) == [.serverError] && ann.closeCode == 1011)
+        }
+        func lines() -> [LogRecorder.Line] { h.logs.lines.filter { $0.message == "room cannot be loaded" } }
+        for _ in 0..<4 { try await failOnce() }
+        #expect(lines().count == 1 && lines().first?.level == .critical)
+        h.clock.advance(by: 10_000)
+        try await failOnce()
+        #expect(lines().count == 2)
+        #expect(lines().last?.metadata["failedSinceLastLine"] == "3")
+    }
+
     @Test("a room that cannot be loaded: server-error, then close 1011; the next hello tries again")
     func loadFailure() async throws {
         let store = ScriptedStore()

@@ -146,14 +146,10 @@ extension Hub {
             // client's reconnect: an operator's drill counted 77 critical lines in 17 s. One line at
             // most every 10 s; it says how many rooms were dropped since the last one (the metric
             // counts every drop).
-            if let last = storeFailureLoggedAt, clock - last < Self.storeFailureLogMillis {
-                storeFailuresNotLogged += 1
-            } else {
+            if let skipped = storeFailureLog.allow(now: clock) {
                 var metadata: Logger.Metadata = ["room": "\(host.room.name)", "error": "\(error)"]
-                if storeFailuresNotLogged > 0 { metadata["droppedSinceLastLine"] = "\(storeFailuresNotLogged)" }
+                if skipped > 0 { metadata["droppedSinceLastLine"] = "\(skipped)" }
                 logger.critical("store failed; room dropped and its connections closed", metadata: metadata)
-                storeFailureLoggedAt = clock
-                storeFailuresNotLogged = 0
             }
             drop(host, code: 1011, reason: "store failed")
             return
