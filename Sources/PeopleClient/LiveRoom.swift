@@ -74,6 +74,12 @@ public final class LiveRoom: @unchecked Sendable {
     private var heard = false
     public let room: String
     private var url: String
+    /// The address the room was opened with: where it goes back to when a node it was redirected to
+    /// cannot be reached (that node died: the next node a hello reaches takes its rooms).
+    private let home: String
+    /// The address of the connection under way, and whether it was welcomed there.
+    private var connectedURL: String?
+    private var welcomedHere = false
     private let queue: DispatchQueue
     private let client: WebSocketClient
     private var connection: Connection?
@@ -112,6 +118,7 @@ public final class LiveRoom: @unchecked Sendable {
         self.heartbeatSeconds = heartbeatSeconds
         self.room = room
         self.url = HubConnection.roomURL(base: base, room: room)
+        self.home = url
         self.queue = queue
         self.sync = ClientSync(user: user)
         // The attempt's own limit is `connectSeconds` (below, with its words); lws's (5 s by default,
@@ -226,6 +233,7 @@ public final class LiveRoom: @unchecked Sendable {
         if let viewing { first.append(.presence(viewing)) }
         let connection = Connection(room: self, generation: generation, first: first)
         self.connection = connection
+        (connectedURL, welcomedHere) = (url, false)
         do { try client.connect(url: url, delegate: connection) } catch {
             return lost(generation: generation, why: "\(error)")
         }
@@ -297,6 +305,7 @@ public final class LiveRoom: @unchecked Sendable {
             switch event {
             case .welcomed:
                 link = .online
+                welcomedHere = true
                 backoff = 0.25
                 resending = sync.pendingCount
                 welcomed = true
@@ -384,6 +393,12 @@ public final class LiveRoom: @unchecked Sendable {
         sync.disconnected()
         questions = [:]
         connection = nil
+        if !welcomedHere, connectedURL == url, url != home {
+            // A node a redirect named cannot be reached (or did not welcome): back to the address the
+            // room was opened with, whose node sends the hello on or takes the room (PROTOCOL.md,
+            // `redirect`; the web page does the same). Before, the screen tried the dead node forever.
+            url = home
+        }
         if let refusal {
             link = .refused(refusal)
             onUpdate?([])

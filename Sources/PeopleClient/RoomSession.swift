@@ -56,21 +56,38 @@ public final class RoomSession: @unchecked Sendable {
     /// `revisions`).
     public static func join(base: String, room: String, user: String, token: String? = nil, client: WebSocketClient,
                             timeout: Double, since: Int? = nil, clientName: String = "peoplekeeper") async throws(ClientError) -> RoomSession {
-        var url = HubConnection.roomURL(base: base, room: room)
+        let home = HubConnection.roomURL(base: base, room: room)
+        var url = home
         let hello = ClientMessage.hello(.init(user: user, token: token, client: clientName, since: since))
-        for _ in 0...3 {
+        // A node a redirect named that cannot be reached: back to `home` once (its node may take the
+        // room from a node that died), as the product contract says; then the failure names the
+        // redirect, whose URL is the owner's `cluster.advertisedURL`.
+        var redirectedBy: String?
+        var wentBack = false
+        func unreachable(_ text: String) -> ClientError? {
+            guard let from = redirectedBy else { return .unreachable(text) }
+            if !wentBack {
+                wentBack = true
+                (url, redirectedBy) = (home, nil)
+                return nil
+            }
+            return .unreachable("\(text) (where \(from) sent this room: the node that holds it, at its cluster.advertisedURL)")
+        }
+        for _ in 0...4 {
             let connection: HubConnection
             do { connection = try HubConnection(url: url, client: client, first: hello) } catch {
-                throw .unreachable("\(error)")
+                if let failure = unreachable("\(error)") { throw failure }
+                continue
             }
             switch await connection.next(timeout: timeout) {
             case nil:
                 connection.close()
-                throw .unreachable("\(url) did not answer within \(Self.seconds(timeout))")
+                if let failure = unreachable("\(url) did not answer within \(Self.seconds(timeout))") { throw failure }
             case .closed(let code, let reason, let error)?:
-                throw .unreachable(Self.closedText(url: url, code: code, reason: reason, error: error))
+                if let failure = unreachable(Self.closedText(url: url, code: code, reason: reason, error: error)) { throw failure }
             case .message(.redirect(let target))?:
                 connection.close()
+                redirectedBy = url
                 url = target
             case .message(.error(let e))?:
                 connection.close()

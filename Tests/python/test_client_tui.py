@@ -2266,3 +2266,21 @@ def test_a_person_s_history_shows_the_changes_that_named_them_and_follows_the_ro
     assert history(text)["rows"][0]["WHO"] == "bob", text
     ann.keys("Escape").wait_for(selection_is("Joan"))
     ann.keys("h").wait_for(history_shows([5, 4, 3, 2, 1, 0]))
+
+
+def test_a_screen_redirected_to_a_node_that_dies_goes_back_to_its_own_address(hub_factory, pg_server, room, screens):
+    """Cluster mode: ann opens the room at node a, which redirects her to node b, its owner. b crashes.
+    The product contract says a client that cannot reach the node it was redirected to goes back to an
+    address it was given before; the web page did, the terminal kept trying the dead node forever (a
+    cluster pass). Now the screen goes back to a, which takes the room (b's hold ended with its process),
+    and ann is online there and sees a teammate's edit made at a."""
+    from test_http_cluster import cluster_node
+    a = hub_factory(cluster_node(pg_server, "a"))
+    b = hub_factory(cluster_node(pg_server, "b"))
+    b.join(room, "bob")                              # b owns the room
+    ann = screens(a, room, "ann")                    # at a, redirected to b: online there
+    b.kill()
+    ann.wait_for(title_has("● online"), timeout=30, what="ann online again, at node a")
+    obs = a.join(room, OBSERVER)                     # a serves the room now (no redirect)
+    obs.edit([{"op": "set", "tag": 1, "field": "hairColor", "value": "red"}])
+    ann.wait_for(shows("Ann", hairColor="red"), what="the edit made at node a on ann's screen")

@@ -237,3 +237,27 @@ def test_a_second_node_with_the_same_node_id_waits_for_the_first_then_refuses_to
     a.stop()
     again = hub_factory(cluster_node(pg_server, "same"))
     assert again.join(room, "bob").welcome["rev"] == 1
+
+
+def test_a_one_shot_command_sent_to_an_unreachable_owner_goes_back_once_then_names_the_redirect(
+        hub_factory, pg_server, room):
+    """Node b says it is at an address where nothing listens (`cluster.advertisedURL` wrong). A command
+    at node a is redirected there, cannot connect, goes back to a once (the product contract: a client
+    goes back to an address it was given before; a node that died would have its rooms taken there),
+    is sent to the same place, and exits 69 naming where the redirect came from (it said only
+    `cannot reach the hub: ws://…:PORT/…`, which the user never gave, a cluster pass)."""
+    from test_client_cli import CLIENT_BIN
+    from test_http_lifecycle import _free_port
+    dead = _free_port()
+    a = hub_factory({**cluster_node(pg_server, "a"), "logging": {"level": "debug"}})
+    b = hub_factory({**cluster_node(pg_server, "b"),
+                     "cluster": {"nodeId": "b", "advertisedURL": f"ws://127.0.0.1:{dead}"}})
+    b.join(room, "bob")
+    run = subprocess.run([CLIENT_BIN, "list", "--room", room, "--url", f"ws://127.0.0.1:{a.port}", "--timeout", "5"],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 69, (run.returncode, run.stdout, run.stderr)
+    assert f"ws://127.0.0.1:{dead}/v1/rooms/{room}" in run.stderr, run.stderr
+    assert f"(where ws://127.0.0.1:{a.port}/v1/rooms/{room} sent this room: the node that holds it, at its " \
+           f"cluster.advertisedURL)" in run.stderr, run.stderr
+    redirects = [line for line in a.stderr().splitlines() if line.endswith("[PeopleHub] redirect")]
+    assert len(redirects) == 2, redirects     # the first hello, and the one after going back
