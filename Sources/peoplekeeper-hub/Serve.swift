@@ -146,6 +146,13 @@ struct Serve: AsyncParsableCommand {
             writeStandardError(line: "peoplekeeper-hub: \(error)")
             throw ExitCode(error is ConfigProblem ? 78 : 1)  // EX_CONFIG for a setting that is wrong
         }
+        let clusterKeys = [("cluster.nodeId", settings.nodeID), ("cluster.advertisedURL", settings.advertisedURL)]
+            .filter { !$0.1.isEmpty }.map(\.0)
+        if settings.storageKind != .postgres, !clusterKeys.isEmpty {
+            // A cluster pass started a node with SQLite beside the cluster's: nothing said it was on its
+            // own, and its rooms (the cluster's names, the seed's people) went to the shared webhooks as new.
+            logger.warning("\(clusterKeys.joined(separator: " and ")) \(clusterKeys.count == 1 ? "is" : "are") set but storage.kind is \(settings.storageKind.rawValue): this hub is in no cluster; its rooms are its own, not those of the nodes on PostgreSQL")
+        }
         if settings.storageKind == .memory {
             logger.warning("storage.kind memory: nothing outlives this process (rooms, edits and undo stacks are lost on restart)")
         } else {
@@ -320,6 +327,13 @@ struct HubService: Service, CustomStringConvertible {
             throw error
         }
         let shownHost = settings.host.contains(":") ? "[\(settings.host)]" : settings.host
+        if store is any RoomLeases, let advertised = URLComponents(string: settings.advertisedURL),
+           ["127.0.0.1", "localhost", "::1", "[::1]"].contains(advertised.host ?? ""), let named = advertised.port,
+           named != port {
+            // Nothing of this node is at that address (unless a proxy on this machine forwards it): a
+            // cluster pass's clients were redirected there and could not connect.
+            logger.warning("cluster.advertisedURL \(settings.advertisedURL) names port \(named) on this machine, but this node listens on \(port): other nodes send clients there")
+        }
         if let leases = store as? any RoomLeases, settings.advertisedURL.isEmpty {
             leases.advertisedURL = "\(settings.tls ? "wss" : "ws")://\(shownHost):\(port)"
             if ["0.0.0.0", "::", ""].contains(settings.host) {

@@ -261,3 +261,16 @@ def test_a_one_shot_command_sent_to_an_unreachable_owner_goes_back_once_then_nam
            f"cluster.advertisedURL)" in run.stderr, run.stderr
     redirects = [line for line in a.stderr().splitlines() if line.endswith("[PeopleHub] redirect")]
     assert len(redirects) == 2, redirects     # the first hello, and the one after going back
+    # b said at start that its advertised address is not where it listens.
+    assert (f"cluster.advertisedURL ws://127.0.0.1:{dead} names port {dead} on this machine, but this node "
+            f"listens on {b.port}: other nodes send clients there") in b.stderr(), b.stderr()[-2000:]
+
+
+def test_a_node_on_sqlite_with_cluster_settings_says_it_is_in_no_cluster(hub_factory):
+    """A cluster pass started a node with `storage.kind: embedded` and the cluster's settings: it said
+    nothing, and served its own rooms under the cluster's names."""
+    h = hub_factory({"storage": {"kind": "embedded", "path": "{workdir}/pk.sqlite"},
+                     "cluster": {"nodeId": "c", "advertisedURL": "ws://127.0.0.1:1"}})
+    assert ("cluster.nodeId and cluster.advertisedURL are set but storage.kind is embedded: this hub is in no "
+            "cluster; its rooms are its own, not those of the nodes on PostgreSQL") in h.stderr(), h.stderr()
+    assert "names port 1 on this machine" not in h.stderr(), "no leases, no redirects: the address is not used"
