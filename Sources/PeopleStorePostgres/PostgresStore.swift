@@ -52,8 +52,19 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     /// Seconds after which PostgreSQL gives up on this node's writer connection once it stops
     /// answering (its leases then free).
     private let leaseTimeout: Int
-    /// A serving node: its writer connection holds the node's own lock (`init`).
+    /// A serving node: its writer connection holds the node's own lock (`init`) and says it lives in
+    /// `nodes` at every check.
     private let claimsNode: Bool
+    /// This node's row in `nodes`, written on its writer connection (so with that session's pid).
+    private var heartbeat: PostgresQuery {
+        """
+        INSERT INTO nodes (node, pid, seen) VALUES (\(node), pg_backend_pid(), now())
+        ON CONFLICT (node) DO UPDATE SET pid = EXCLUDED.pid, seen = EXCLUDED.seen
+        """
+    }
+    /// Seconds a holder may go without a heartbeat before a node that wants one of its rooms ends its
+    /// session: `cluster.leaseTimeoutSeconds`, but never below three checks' worth (15 s).
+    private var silentAfter: Int { max(leaseTimeout, 15) }
 
     /// Another session holds this node's lock: a node started with the same `cluster.nodeId`, or an
     /// earlier run of this one that PostgreSQL has not seen end yet.
@@ -114,6 +125,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                 }
             }
             try migrate()
+            if claimsNode { try lock.withLock { _ = try run(heartbeat, on: try writerLocked()) } }
         } catch let taken as NodeTaken {
             try? group.syncShutdownGracefully()
             throw StoreError(.unavailable, "\(taken.message): give each node its own cluster.nodeId")
@@ -207,7 +219,10 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     public func check() throws(StoreError) {
         try writer.recheck()
         do {
-            try lock.withLock { _ = try run("SELECT 1", on: try writerLocked()) }
+            try lock.withLock {
+                let connection = try writerLocked()
+                _ = try run(claimsNode ? heartbeat : "SELECT 1", on: connection)
+            }
         } catch {
             throw Self.storeError(error, "PostgreSQL does not answer: \(Self.describe(error))", otherwise: .unavailable)
         }
@@ -296,6 +311,11 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             endpoint text NOT NULL, room text NOT NULL, deleted_at bigint NOT NULL, revision bigint NOT NULL,
             position bigint NOT NULL, record text NOT NULL, PRIMARY KEY (endpoint, room, deleted_at, revision))
         """,
+        // Each serving node's heartbeat: its writer session's pid, and when it last said it lives (its
+        // store check, every 5 s). A node whose rooms another wants and that has been silent longer
+        // than `silentAfter` has its session ended (`acquire`): a frozen node's kernel answers the
+        // keepalives that free a vanished node's leases, so nothing else would free them.
+        "CREATE TABLE IF NOT EXISTS nodes (node text PRIMARY KEY, pid integer NOT NULL, seen timestamptz NOT NULL)",
     ]
 
     // MARK: Writing
@@ -784,11 +804,34 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                 let owner = try run("SELECT node, url FROM room_owners WHERE room = \(room)", on: connection).rows.first
                     .map { try $0.decode((String, String).self) }
                 guard let owner, owner.0 != node else { return .busy }
+                if claimsNode, try endSilentHolder(owner.0, on: connection) { return .busy }
                 return .ownedBy(node: owner.0, url: owner.1)
             }
         } catch {
             throw Self.storeError(error, "cannot take the lease on room \(room): \(Self.describe(error))", otherwise: .lease)
         }
+    }
+
+    /// Ends the writer session of node `holder` if it has said nothing for `silentAfter` seconds and that
+    /// session still holds the node's own lock (so a pid reused since is never touched); true if it did.
+    /// Its locks go with the session: the caller asks again. The node, if it wakes, finds its
+    /// connection gone and drops every room (its writes after that fail: nothing it acknowledges is
+    /// lost, and the journal's key fences what it had not).
+    private func endSilentHolder(_ holder: String, on connection: PostgresConnection) throws -> Bool {
+        let key = UInt64(bitPattern: Int64(Self.lockKey(holder, kind: "node")))
+        let (high, low) = (Int64(key >> 32), Int64(key & 0xFFFF_FFFF))
+        guard let row = try run("""
+            SELECT n.pid, extract(epoch FROM now() - n.seen)::bigint FROM nodes n
+            WHERE n.node = \(holder) AND n.seen < now() - make_interval(secs => \(silentAfter))
+              AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.pid = n.pid
+                          AND l.classid::bigint = \(high) AND l.objid::bigint = \(low) AND l.objsubid = 1)
+            """, on: connection).rows.first else { return false }
+        let (pid, silent) = try row.decode((Int, Int).self)
+        _ = try run("SELECT pg_terminate_backend(\(pid)::integer)", on: connection)
+        _ = try run("DELETE FROM nodes WHERE node = \(holder) AND pid = \(pid)", on: connection)
+        logger.warning("ended the PostgreSQL session of node \(holder): silent for \(silent) s (frozen, or its threads stuck); its rooms are free",
+                       metadata: ["node": "\(holder)", "pid": "\(pid)"])
+        return true
     }
 
     public func release(room: String, for holder: LeaseHolder) {

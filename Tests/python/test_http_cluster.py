@@ -13,7 +13,7 @@ import subprocess
 import time
 from urllib.parse import urlsplit
 
-from pkclient import HubClient
+from pkclient import HubClient, by_tag
 from pkhttp import HubHTTP
 
 
@@ -274,3 +274,49 @@ def test_a_node_on_sqlite_with_cluster_settings_says_it_is_in_no_cluster(hub_fac
     assert ("cluster.nodeId and cluster.advertisedURL are set but storage.kind is embedded: this hub is in no "
             "cluster; its rooms are its own, not those of the nodes on PostgreSQL") in h.stderr(), h.stderr()
     assert "names port 1 on this machine" not in h.stderr(), "no leases, no redirects: the address is not used"
+
+
+def test_a_frozen_node_s_rooms_move_once_it_has_been_silent(hub_factory, pg_server, room):
+    """A frozen node (SIGSTOP, a paused VM) kept its rooms for good: its kernel answers the keepalives
+    that free a vanished node's leases, and the other nodes redirected its rooms' clients to it, where
+    they hung (a cluster pass). Each serving node now says it lives every 5 s; a node that wants a room
+    whose holder has been silent for `cluster.leaseTimeoutSeconds` (15 s at least) ends the holder's
+    session, and takes the room with every acknowledged edit. The frozen node, woken, drops its rooms
+    and stops cleanly."""
+    import os
+    import signal
+    from conftest import merge
+    config = {"cluster": {"leaseTimeoutSeconds": 2}}
+    a = hub_factory(merge(cluster_node(pg_server, "a"), config))
+    b = hub_factory(merge(cluster_node(pg_server, "b"), config))
+    ann = a.join(room, "ann")
+    acked = ann.edit([{"op": "set", "tag": 1, "field": "hairColor", "value": "red"}])["rev"]
+    os.kill(a.proc.pid, signal.SIGSTOP)
+    stopped_at = time.monotonic()
+    answers = []
+    try:
+        while True:
+            probe = HubClient(b.url(room), name="bob-probe")
+            try:
+                probe.hello("bob", expect_welcome=False)
+                first = probe._read(timeout=15)
+            finally:
+                probe.close()
+            answers.append(first["type"])
+            if first["type"] == "welcome":
+                break
+            assert first["type"] == "redirect" and first["url"] == a.url(room), first
+            assert time.monotonic() - stopped_at < 60, f"the frozen node kept the room: {answers}"
+            time.sleep(1)
+        welcome = first
+    finally:
+        os.kill(a.proc.pid, signal.SIGCONT)
+    assert answers[0] == "redirect", "while a has not been silent long, its room is sent there"
+    assert welcome["rev"] == acked and by_tag(welcome["people"], 1)["hairColor"] == "red", welcome
+    assert "ended the PostgreSQL session of node a: silent for" in b.stderr(), b.stderr()[-2000:]
+    # a, woken, finds its connection gone: it drops its rooms (ann is sent to reconnect) and goes on.
+    assert ann.wait_closed(timeout=30) == 1012
+    deadline = time.monotonic() + 30
+    while "lost the PostgreSQL connection holding the room leases" not in a.stderr():
+        assert time.monotonic() < deadline, a.stderr()[-2000:]
+        time.sleep(0.2)
