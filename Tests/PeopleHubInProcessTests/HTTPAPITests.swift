@@ -16,6 +16,20 @@ struct HTTPAPITests {
         #"{"base":\#(base),"key":"\#(key)","ops":[{"op":"insert","at":\#(at),"person":\#(zed)}]}"#
     }
 
+    @Test("a refused room name is shown quoted, escaped and cut at 80 characters, not echoed whole")
+    func refusedRoomNameIsNotEchoedWhole() async throws {
+        let h = HubHarness()
+        let long = String(repeating: "x", count: 5_000) + "!"
+        let answer = try #require(await h.http("GET", "/v1/rooms/" + long))
+        #expect(answer.status == 400)
+        guard case .string(let message)? = answer.json?["error"]?["message"] else { Issue.record("\(answer)"); return }
+        #expect(message.hasSuffix("(got \"" + String(repeating: "x", count: 80) + "…\" (5001 bytes))"), "\(message)")
+        #expect(answer.body.count < 400, "\(answer.body.count) bytes")
+        let odd = await h.http("GET", "/v1/rooms/a\u{1B}[2Jb")
+        guard case .string(let shown)? = odd?.json?["error"]?["message"] else { Issue.record("\(String(describing: odd))"); return }
+        #expect(shown.hasSuffix(#"(got "a\u{1b}[2Jb")"#), "control characters are escaped: \(shown)")
+    }
+
     @Test("an HTTP batch as ann: answered only once durable, broadcast to the room, undone by ann's WebSocket")
     func batchIsTheCallersEdit() async throws {
         let h = HubHarness()

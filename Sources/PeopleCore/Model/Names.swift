@@ -30,7 +30,7 @@ public struct RoomName: Hashable, Sendable, CustomStringConvertible {
     /// The name, or `InvalidName` saying what is wrong with it.
     public init(_ value: String) throws(InvalidName) {
         guard (1...Self.maxLength).contains(value.utf8.count), value.utf8.allSatisfy(Self.allows) else {
-            throw InvalidName("a room name is 1 to \(Self.maxLength) characters of A-Z a-z 0-9 _ . - (got \(value))")
+            throw InvalidName("a room name is 1 to \(Self.maxLength) characters of A-Z a-z 0-9 _ . - (got \(Self.shown(value)))")
         }
         // A URL's path loses these segments (`/v1/rooms/..` is `/v1/`): no client could reach such a room.
         guard value != ".", value != ".." else {
@@ -44,6 +44,23 @@ public struct RoomName: Hashable, Sendable, CustomStringConvertible {
         guard path.hasPrefix(Self.pathPrefix), let name = try? RoomName(String(path.dropFirst(Self.pathPrefix.count)))
         else { return nil }
         self = name
+    }
+
+    /// A refused name as an error shows it: quoted, control characters escaped, and past 80 characters
+    /// cut with its length said (an HTTP 400 echoed a path of any length back whole: an SRE's pass).
+    static func shown(_ value: String) -> String {
+        let limit = 80
+        let head = value.count > limit ? String(value.prefix(limit)) : value
+        let escaped = head.unicodeScalars.map { scalar -> String in
+            switch scalar {
+            case "\"": return "\\\""
+            case "\\": return "\\\\"
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F || (0x80..<0xA0).contains(scalar.value):
+                return "\\u{\(String(scalar.value, radix: 16))}"
+            default: return String(scalar)
+            }
+        }.joined()
+        return value.count > limit ? "\"\(escaped)…\" (\(value.utf8.count) bytes)" : "\"\(escaped)\""
     }
 
     /// The WebSocket path of this room.
