@@ -54,8 +54,10 @@ public final class LiveRoom: @unchecked Sendable {
         /// The hub's room has another history than the one this client had (restored from an older
         /// backup, or a hub restarted without its data): the screen shows the hub's state plus the
         /// `kept` queued requests that still apply; `notSent` others went unsent (edits that no
-        /// longer apply, undos, redos or restores of the old history's steps).
-        case reset(kept: Int, notSent: Int)
+        /// longer apply, undos, redos or restores of the old history's steps). `lost`: this user's
+        /// changes the hub had acknowledged and no longer has, oldest first; `perhapsMore`: which of
+        /// them went cannot be told (the hub's history is as long as the one this client had).
+        case reset(kept: Int, notSent: Int, lost: [ServerMessage.LogEntry] = [], perhapsMore: Bool = false)
     }
 
     public private(set) var sync: ClientSync
@@ -336,9 +338,10 @@ public final class LiveRoom: @unchecked Sendable {
                 droppedUndos.append((label, ops))
             case .restoreAnswered(let rev, let made):
                 notices.append(.restored(rev: rev, made: made))
-            case .reset:
+            case .reset(_, let lost, let perhapsMore):
                 reset = true
-                notices.append(.reset(kept: sync.pendingCount, notSent: max(0, pendingBefore - sync.pendingCount)))
+                notices.append(.reset(kept: sync.pendingCount, notSent: max(0, pendingBefore - sync.pendingCount),
+                                      lost: lost, perhapsMore: perhapsMore))
             case .presence, .needsResync:
                 break
             }

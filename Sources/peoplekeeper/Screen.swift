@@ -55,6 +55,16 @@ final class Screen: @unchecked Sendable {
     /// How the status line starts when the hub's room turned out to have another history (`welcome.reset`).
     static let resetNote = "room reset on the hub"
 
+    /// This user's changes the hub had saved and no longer has, for the reset's line: `your 2 saved
+    /// changes are gone: Change Hair Color, Add Person` (three named at most), or when which cannot be
+    /// told, `your saved changes since it went back may be gone`; nil when none.
+    static func lostSaved(_ gone: [ServerMessage.LogEntry], perhapsMore: Bool) -> String? {
+        guard !gone.isEmpty else { return perhapsMore ? "your saved changes since it went back may be gone" : nil }
+        let labels = gone.map(\.actionLabel)
+        let named = labels.prefix(3).joined(separator: ", ") + (labels.count > 3 ? ", …" : "")
+        return (gone.count == 1 ? "your saved change is gone: " : "your \(gone.count) saved changes are gone: ") + named
+    }
+
     let room: LiveRoom
     let terminal: Terminal
     let queue: DispatchQueue
@@ -92,8 +102,9 @@ final class Screen: @unchecked Sendable {
     /// What the answers to requests queued offline said, until the "sent" line says it with it (at
     /// most `keptForSent`: the line is one line).
     private var saidWhileResending: [Report] = []
-    /// What the last reset said of the queued changes that no longer apply ("1 queued change no longer
-    /// applies"), for the line that later says the others were sent.
+    /// What the last reset said of this user's saved changes gone, and of the queued changes that no
+    /// longer apply ("1 queued change no longer applies"), for the line that later says the rest were sent.
+    private var resetSaved: String?
     private var resetLost: String?
     static let keptForSent = 4
     var onQuit: (() -> Void)?
@@ -170,7 +181,7 @@ final class Screen: @unchecked Sendable {
                                 warning: false)
             case .restored(let rev, nil):
                 report = Report(text: "the room already looked as it did at rev \(rev): the restore changed nothing", warning: false)
-            case .reset(let kept, let notSent):
+            case .reset(let kept, let notSent, let gone, let perhapsMore):
                 let lost = "\(notSent) queued change\(notSent == 1 ? "" : "s") no longer appl\(notSent == 1 ? "ies" : "y")"
                 let tail = switch (kept, notSent) {
                 case (0, 0): ""
@@ -178,15 +189,19 @@ final class Screen: @unchecked Sendable {
                 case (_, 0): "; your queued edits that apply are kept"
                 default: "; \(kept) queued kept, " + lost
                 }
-                report = Report(text: Self.resetNote + ": showing its copy" + tail, warning: true)
-                resetLost = notSent > 0 ? lost : nil
+                // What this user had saved that the hub no longer has (an operator restored an older
+                // copy): said first, it is what they may want to do again.
+                let saved = Self.lostSaved(gone, perhapsMore: perhapsMore)
+                report = Report(text: Self.resetNote + ": showing its copy" + (saved.map { "; " + $0 } ?? "") + tail,
+                                warning: true)
+                (resetSaved, resetLost) = (saved, notSent > 0 ? lost : nil)
             case .sent(let count):
                 // After a reset the reset says more: it stays, saying the edits went.
                 // (It keeps saying what no longer applied: an operator's drill saw that go at once.)
+                // (Without "showing its copy": the line is one line, and what was lost matters more.)
                 if let shown = report, shown.text.hasPrefix(Self.resetNote) {
-                    report = Report(text: Self.resetNote + ": showing its copy" + (resetLost.map { "; " + $0 } ?? "")
-                                        + "; your queued edits that applied were sent",
-                                    warning: true)
+                    let parts = [resetSaved, resetLost, resetLost == nil ? "your queued edits were sent" : "the rest were sent"]
+                    report = Report(text: Self.resetNote + ": " + parts.compactMap { $0 }.joined(separator: "; "), warning: true)
                     break
                 }
                 let sent = "back online: your \(count) queued change\(count == 1 ? " was" : "s were") sent"

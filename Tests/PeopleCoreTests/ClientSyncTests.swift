@@ -260,7 +260,8 @@ struct ClientSyncTests {
             send += out
             events += happened
         }
-        #expect(events.contains(.reset(dropped: 1)))
+        // The hub's head (2) is past what ann had seen (1): which of her revisions went, it cannot tell.
+        #expect(events.contains(.reset(dropped: 1, lost: [], perhapsMore: true)))
         #expect(client.revision == 2 && client.revisionTime == 9_500)
         // The edit that was in flight goes again, as a new request on the hub's revision.
         guard case .submit(let first) = send.first else { Issue.record("expected the eyes edit, got \(send)"); return }
@@ -280,6 +281,35 @@ struct ClientSyncTests {
         #expect(added.tag >= 104 && added.glasses)
         #expect(room.model[4]?.name == "Zed" && room.model[1]?.hairColor == Fixtures.start[0].hairColor)
         #expect(room.model[2]?.eyeColor == .hazel && room.model[3]?.glasses == false)
+    }
+
+    @Test("a reset names this user's acknowledged revisions past the hub's head as lost, oldest first")
+    func resetNamesTheLostRevisions() throws {
+        var client = Self.welcomed()
+        var sent = try client.edit([.set(1, .hairColor(.red))], label: "Hair")
+        _ = client.receive(.ack(.init(seq: 1, rev: 1, time: 5_000, ops: [.set(1, .hairColor(.red))], noop: [])))
+        // A teammate's revision 2, then ann's 3 (unlabelled) and her undo of it (4).
+        _ = client.receive(.ops(.init(rev: 2, time: 6_000, author: "bob", kind: .edit, ops: [.set(2, .glasses(true))])))
+        sent = try client.edit([.set(3, .glasses(false))], label: nil)
+        guard case .submit(let third) = sent.first else { Issue.record("\(sent)"); return }
+        _ = client.receive(.ack(.init(seq: third.seq, rev: 3, time: 7_000, ops: [.set(3, .glasses(false))], noop: [])))
+        sent = client.undo()
+        guard case .undo(let undo) = sent.first else { Issue.record("\(sent)"); return }
+        _ = client.receive(.undone(.init(seq: undo.seq, rev: 4, time: 8_000, ops: [.set(3, .glasses(true))], skipped: [])))
+        client.disconnected()
+        _ = client.connect()
+
+        // The hub was restored to a copy from revision 2.
+        let (_, events) = client.receive(.welcome(.init(session: "s2", user: "ann", role: .editor, rev: 2, time: 6_000,
+                                                        reset: true, people: Fixtures.start,
+                                                        tags: TagBlock(from: 200, to: 299), history: HistorySummary(),
+                                                        presence: [])))
+        let lost = events.compactMap { event -> [ServerMessage.LogEntry]? in
+            if case .reset(_, let lost, let perhapsMore) = event, !perhapsMore { lost } else { nil }
+        }.first
+        #expect(lost?.map(\.rev) == [3, 4])
+        #expect(lost?.map(\.kind) == [.edit, .undo] && lost?.allSatisfy { $0.author == "ann" } == true)
+        #expect(lost?.first?.ops == [.set(3, .glasses(false))] && lost?.first?.time == 7_000)
     }
 
     @Test("an undo of a queued edit that may join the hub's newest step (same coalesce key) waits for the hub")

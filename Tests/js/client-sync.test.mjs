@@ -365,6 +365,28 @@ test("offline, an undo or redo of a queued edit shows at once; the hub's answers
   assert.ok(room.model.equals(shown));
 });
 
+test("a reset names this user's acknowledged revisions past the hub's head as lost, oldest first", () => {
+  const client = welcomed();
+  client.edit([set(1, 'hairColor', 'red')], { label: 'Hair' });
+  client.receive({ type: 'ack', seq: 1, rev: 1, time: 5000, ops: [set(1, 'hairColor', 'red')] });
+  client.receive({ type: 'ops', rev: 2, time: 6000, author: 'bob', kind: 'edit', ops: [set(2, 'glasses', true)] });
+  const [third] = client.edit([set(3, 'glasses', false)]);
+  client.receive({ type: 'ack', seq: third.seq, rev: 3, time: 7000, ops: [set(3, 'glasses', false)] });
+  const [undo] = client.undo();
+  client.receive({ type: 'undone', seq: undo.seq, rev: 4, time: 8000, ops: [set(3, 'glasses', true)] });
+  client.disconnected();
+  client.connect();
+  // The hub was restored to a copy from revision 2.
+  const { events } = client.receive({ type: 'welcome', session: 's2', user: 'ann', role: 'editor', rev: 2, time: 6000,
+    reset: true, people: Fixtures.start, tags: { from: 200, to: 299 }, history, presence: [] });
+  const [reset] = events.filter((e) => e.type === 'reset');
+  assert.equal(reset.perhapsMore, false);
+  assert.deepEqual(reset.lost, [
+    { rev: 3, time: 7000, author: 'ann', kind: 'edit', ops: [set(3, 'glasses', false)] },
+    { rev: 4, time: 8000, author: 'ann', kind: 'undo', ops: [set(3, 'glasses', true)] },
+  ]);
+});
+
 test('a hub whose room has another history says reset: queued edits go again as new, inserts with tags of the new block', () => {
   const client = welcomed();
   client.edit([set(1, 'hairColor', 'red')], { label: 'Hair' });
@@ -395,7 +417,8 @@ test('a hub whose room has another history says reset: queued edits go again as 
     send.push(...out.send);
     events.push(...out.events);
   }
-  assert.deepEqual(events.filter((e) => e.type === 'reset'), [{ type: 'reset', dropped: 1 }]);
+  // The hub's head (2) is past what ann had seen (1): which of her revisions went, it cannot tell.
+  assert.deepEqual(events.filter((e) => e.type === 'reset'), [{ type: 'reset', dropped: 1, lost: [], perhapsMore: true }]);
   assert.equal(client.revision, 2);
   assert.equal(client.revisionTime, 9500);
   // The edit that was in flight goes again, as a new request on the hub's revision.

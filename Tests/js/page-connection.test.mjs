@@ -240,7 +240,9 @@ test("after the hub's 1001 the page reconnects with since and sinceTime; a welco
   assert.equal(hello.sinceTime, 7000);
   // The hub's room went back (a memory hub restarted): full state, reset; the queued edit still applies.
   second.hear({ ...welcome(0), reset: true });
-  assert.deepEqual(notices.filter((n) => n.type === 'reset'), [{ type: 'reset', kept: 1, notSent: 0 }]);
+  // The hub's head (0) is below what the page had seen (1), and none of the page's own were acknowledged.
+  assert.deepEqual(notices.filter((n) => n.type === 'reset'),
+    [{ type: 'reset', kept: 1, notSent: 0, lost: [], perhapsMore: false }]);
   assert.equal(room.sync.view.get(2).glasses, false, "the hub's state, not the old revision 1");
   assert.equal(room.sync.view.get(1).hairColor, 'red', 'the queued edit is kept');
   const submit = second.sent.find((m) => m.type === 'submit');
@@ -253,6 +255,12 @@ test('a reset says how many queued changes still go and how many no longer apply
   assert.match(resetText(2, 0), /with your unsent changes that still apply\.$/);
   assert.match(resetText(0, 1), /has it\. One change you made meanwhile was not sent: it no longer applies/);
   assert.match(resetText(1, 2), /still apply\. 2 changes you made meanwhile were not sent: they no longer apply/);
+  // What of this user's the hub had saved and no longer has (session 28: nothing said it).
+  const glasses = { rev: 3, author: 'ann', kind: 'edit', ops: [set(1, 'glasses', true)] };
+  assert.match(resetText(0, 0, [glasses]), /has it\. Your saved change is gone: Toggle Glasses\.$/);
+  assert.match(resetText(0, 1, [glasses, { ...glasses, label: 'Hair', rev: 4 }, { ...glasses, kind: 'undo', rev: 5 },
+    { ...glasses, rev: 6 }]), /has it\. Your 4 saved changes are gone: Toggle Glasses, Hair, Undo Toggle Glasses, …\. One change/);
+  assert.match(resetText(0, 0, [], true), /has it\. Your changes saved since it went back may be gone\.$/);
   const { room, timers, notices, socket } = online();
   socket.hear({ type: 'ops', rev: 1, time: 7000, author: 'bob', kind: 'edit', ops: [set(2, 'glasses', true)] });
   socket.onclose({ code: 1006 });
@@ -261,7 +269,8 @@ test('a reset says how many queued changes still go and how many no longer apply
   const second = FakeSocket.made[1];
   second.onopen();
   second.hear({ ...welcome(0), reset: true }); // Joan's glasses are off there: the edit changes nothing
-  assert.deepEqual(notices.filter((n) => n.type === 'reset'), [{ type: 'reset', kept: 0, notSent: 1 }]);
+  assert.deepEqual(notices.filter((n) => n.type === 'reset'),
+    [{ type: 'reset', kept: 0, notSent: 1, lost: [], perhapsMore: false }]);
   assert.equal(second.sent.filter((m) => m.type === 'submit').length, 0);
 });
 

@@ -917,8 +917,11 @@ def test_a_room_that_went_back_on_the_hub_is_shown_as_the_hub_has_it_and_offline
     bob.edit([{"op": "insert", "at": 3, "person": person(bob.new_tag(), "Zed")}])
     # The queued edits are sent once the client is back: "waiting" goes when the hub has acked them
     # (the list shows them before that, so the title is waited for, not read at the list's moment).
-    ann.wait_for(all_of(title_has("● online"), title_lacks("waiting"), status_has("room reset on the hub"),
-                        list_is(["Ann", "Kim", "Joan", "Sam", "Zed"])), timeout=15)
+    text = ann.wait_for(all_of(title_has("● online"), title_lacks("waiting"), status_has("room reset on the hub"),
+                               list_is(["Ann", "Kim", "Joan", "Sam", "Zed"])), timeout=15)
+    # bob's Zed made the hub's history as long as ann's: which of her saved changes went, her client
+    # cannot tell, and says so.
+    assert "your saved changes since it went back may be gone" in status(text), text
     obs = observe(hub, room)
     people = wait_model(obs, lambda p: len(p) == 5, "Kim and Zed at the hub")
     ann_p = by_tag(people, 1)
@@ -958,20 +961,25 @@ def test_a_room_that_went_back_says_when_the_queued_edits_no_longer_apply(hub_fa
     text = ann.wait_for(all_of(title_has("● online"), status_has("room reset on the hub"),
                                status_has("1 queued change no longer applies")), timeout=15)
     assert "waiting" not in title(text) and "kept" not in status(text), text
+    # Her acknowledged glasses change is gone with the hub's copy, and the line names it (session 28:
+    # nothing said which of her saved changes a restore took).
+    assert status(text) == ("room reset on the hub: showing its copy; your saved change is gone: Toggle Glasses; "
+                            "1 queued change no longer applies"), text
 
 
 def test_after_a_reset_the_sent_line_still_says_what_no_longer_applied(hub_factory, screens):
     """An operator's drill (session 27): after a restore, the status line said `1 queued change no
-    longer applies` for a moment, then `…; your queued edits that applied were sent` without it. ann
+    longer applies` for a moment, then `…; your queued edits that applied were sent` without it (now `the rest were sent`). ann
     turns Ann's glasses on (acknowledged); the memory hub goes; offline she turns them off and picks a
     hair colour. The hub comes back as the room began: the glasses change no longer applies, the hair
     colour is sent, and the line says both."""
     hub, ann = glasses_on_then_off_while_a_memory_hub_is_gone(hub_factory, screens)
     choose(ann.keys("Up", "Up", "Up"), 1).wait_for(all_of(shows("Ann", hairColor="blonde"), title_has("2 changes waiting")))
     hub.restart(same_port=True)
-    text = ann.wait_for(all_of(title_has("● online"), title_lacks("waiting"),
-                               status_has("your queued edits that applied were sent")), timeout=15)
-    assert "1 queued change no longer applies" in status(text), text
+    text = ann.wait_for(all_of(title_has("● online"), title_lacks("waiting"), status_has("the rest were sent")),
+                        timeout=15)
+    assert status(text) == ("room reset on the hub: your saved change is gone: Toggle Glasses; "
+                            "1 queued change no longer applies; the rest were sent"), text
 
 
 def test_an_offline_undo_of_an_edit_a_teammate_also_made_says_it_had_nothing_to_take_back(hub_factory, screens):

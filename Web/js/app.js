@@ -493,7 +493,7 @@ class App {
             { kind: n.kind, changed: n.changed, label: n.label, ...this.reportOptions() }));
           break;
         case 'reset':
-          this.notice(resetText(n.kept, n.notSent));
+          this.notice(resetText(n.kept, n.notSent, n.lost, n.perhapsMore));
           break;
         case 'undoDropped':
           this.notice(droppedUndoText(n.label, n.reports, this.namesBefore(n), this.reportOptions()));

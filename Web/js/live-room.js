@@ -24,11 +24,15 @@
 //                                      with `by` that writer; for a refused edit, the page's own reason
 //                                      `refused` with the error's `code`); `people` is the view before,
 //                                      to name them
-//   {type:'reset', kept, notSent}      the hub's room has another history than this page had (restored
+//   {type:'reset', kept, notSent, lost, perhapsMore}
+//                                      the hub's room has another history than this page had (restored
 //                                      from an older backup, or a hub restarted without its data): the
 //                                      page shows the hub's state plus the `kept` queued requests that
 //                                      still apply; `notSent` others went unsent (edits that no longer
-//                                      apply, undos / redos / restores of the old history's steps)
+//                                      apply, undos / redos / restores of the old history's steps);
+//                                      `lost`: this user's changes the hub had acknowledged and no
+//                                      longer has (timeline entries, oldest first); `perhapsMore`:
+//                                      which of them went cannot be told
 //   {type:'error', code, message}      the hub refused something
 //   {type:'fatal', code, message}      the hub refused the connection for good (no more retries;
 //                                      after `unauthorized`, `renew(token)` carries on with a new token)
@@ -422,7 +426,8 @@ export class LiveRoom {
         case 'remote': notices.push({ ...event, people: before }); break;
         case 'reset': {
           const kept = this.sync.pendingCount;
-          notices.push({ type: 'reset', kept, notSent: Math.max(0, pendingBefore - kept) });
+          notices.push({ type: 'reset', kept, notSent: Math.max(0, pendingBefore - kept), lost: event.lost,
+            perhapsMore: event.perhapsMore });
           break;
         }
         case 'undoDropped': {

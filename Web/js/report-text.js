@@ -5,6 +5,7 @@
 
 import { fieldWords } from './words.js';
 import { diffTag } from './core/diff.js';
+import { actionText } from './history-text.js';
 
 const capitalised = (s) => s.charAt(0).toUpperCase() + s.slice(1);
 
@@ -124,18 +125,27 @@ export function droppedUndoText(label, reports, nameOf, options = {}) {
 /**
  * The notice for a room whose history on the hub is not the one this page had (live-room.js `reset`:
  * the hub's data was restored from an older backup, or it restarted without it): what the page shows
- * now, how many of the changes made meanwhile still go (`kept`), and how many do not (`notSent`: edits
- * that no longer apply, undos, redos or restores of changes that are gone).
+ * now, which of this user's saved changes the hub no longer has (`lost`, timeline entries; or, with
+ * `perhapsMore` and none certain, that some may be gone), how many of the changes made meanwhile
+ * still go (`kept`), and how many do not (`notSent`: edits that no longer apply, undos, redos or
+ * restores of changes that are gone).
  */
-export function resetText(kept = 0, notSent = 0) {
+export function resetText(kept = 0, notSent = 0, lost = [], perhapsMore = false) {
   const lead = "The hub's copy of this room went back (restored from a backup, or restarted without its data): "
     + 'you now see the room as the hub has it';
   const changes = (n) => (n === 1 ? 'One change' : `${n} changes`);
-  if (kept === 0 && notSent === 0) return `${lead}.`;
-  if (notSent === 0) return `${lead}, with your unsent changes that still apply.`;
-  const lost = `${changes(notSent)} you made meanwhile ${notSent === 1 ? 'was' : 'were'} not sent: ${notSent === 1 ? 'it no longer applies' : 'they no longer apply'} to the room as it is.`;
-  if (kept === 0) return `${lead}. ${lost}`;
-  return `${lead}, with your unsent changes that still apply. ${lost}`;
+  let saved = '';
+  if (lost.length > 0) {
+    const names = lost.slice(0, 3).map(actionText).join(', ') + (lost.length > 3 ? ', …' : '');
+    saved = lost.length === 1 ? ` Your saved change is gone: ${names}.` : ` Your ${lost.length} saved changes are gone: ${names}.`;
+  } else if (perhapsMore) {
+    saved = ' Your changes saved since it went back may be gone.';
+  }
+  if (kept === 0 && notSent === 0) return `${lead}.${saved}`;
+  if (notSent === 0) return `${lead}, with your unsent changes that still apply.${saved}`;
+  const notApplied = `${changes(notSent)} you made meanwhile ${notSent === 1 ? 'was' : 'were'} not sent: ${notSent === 1 ? 'it no longer applies' : 'they no longer apply'} to the room as it is.`;
+  if (kept === 0) return `${lead}.${saved} ${notApplied}`;
+  return `${lead}, with your unsent changes that still apply.${saved} ${notApplied}`;
 }
 
 /**

@@ -76,8 +76,11 @@ public struct ClientSync: Sendable {
         /// The hub's room has another history than the one this client had (`welcome.reset`: restored
         /// from an older backup, or a hub restarted without its data): the view is the hub's state plus
         /// the queued edits that still apply; `dropped` undos, redos and restores that named steps
-        /// of the old history went unsent.
-        case reset(dropped: Int)
+        /// of the old history went unsent. `lost`: this user's own revisions the hub had acknowledged
+        /// and no longer has (numbered past its head now), newest last; `perhapsMore`: the hub's head
+        /// is at or past what this client had seen, so its history parted from this one at a revision
+        /// this client cannot tell, and earlier ones of this user's may be gone too.
+        case reset(dropped: Int, lost: [ServerMessage.LogEntry], perhapsMore: Bool)
     }
 
     public let user: String
@@ -94,6 +97,10 @@ public struct ClientSync: Sendable {
     /// oldest first and without gaps up to `revision`, at most `keptRevisions`: `model(at:)` walks
     /// back through them. A full state starts them again.
     private var recent: [(rev: Int, applied: [AppliedDiff])] = []
+    /// This user's own revisions as the hub acknowledged them (at most `keptOwnRevisions`, oldest
+    /// first): what a `reset` says is gone.
+    private var ownRevisions: [ServerMessage.LogEntry] = []
+    static let keptOwnRevisions = 200
     /// How many of the hub's revisions `model(at:)` can go back through.
     public static let keptRevisions = 1_000
     public private(set) var view: PeopleModel
@@ -339,7 +346,12 @@ public struct ClientSync: Sendable {
             connected = true
             history = w.history
             presence = w.presence
-            if w.reset { events.append(.reset(dropped: forgetHistory(tags: w.tags))) }
+            if w.reset {
+                // Before the welcome's state replaces `revision`: what this client had seen.
+                let lost = ownRevisions.filter { $0.rev > w.rev }
+                ownRevisions = []
+                events.append(.reset(dropped: forgetHistory(tags: w.tags), lost: lost, perhapsMore: w.rev >= revision))
+            }
             if knownBlocks.insert(w.tags).inserted { tagBlocks.append(w.tags) }
             if let people = w.people {
                 confirmed = PeopleModel(people: people)
@@ -428,6 +440,16 @@ public struct ClientSync: Sendable {
         switch first.request {
         case .submit(_, _, let key): if !ops.isEmpty { lastAnsweredCoalesce = key }
         default: lastAnsweredCoalesce = nil
+        }
+        if let rev {
+            let (kind, label): (RevisionKind, String?) = switch first.request {
+            case .submit(_, let label, _): (.edit, label)
+            case .undo, .undoEntry: (.undo, nil)
+            case .redo: (.redo, nil)
+            case .restore(_, let label): (.restore, label)
+            }
+            ownRevisions.append(.init(rev: rev, time: time, author: user, kind: kind, label: label, ops: ops))
+            if ownRevisions.count > Self.keptOwnRevisions { ownRevisions.removeFirst() }
         }
         if let rev, rev > revision {
             if let shown = first.predicted {

@@ -28,10 +28,15 @@
 //                                   edit (`label`, its `ops` as last queued) changed nothing or no longer
 //                                   applied, so the undo had nothing to take back (see `forQueuedEdit`,
 //                                   and `step` for an undo shown at once)
-//   {type:'reset', dropped}         the hub's room has another history than this client had (`welcome.reset`:
+//   {type:'reset', dropped, lost, perhapsMore}
+//                                   the hub's room has another history than this client had (`welcome.reset`:
 //                                   restored from an older backup, or a hub restarted without its data): the
 //                                   view is the hub's state plus the queued edits that still apply; `dropped`
-//                                   undos, redos and restores that named the old history's steps went unsent
+//                                   undos, redos and restores that named the old history's steps went unsent;
+//                                   `lost`: this user's revisions the hub had acknowledged and no longer has
+//                                   (numbered past its head now, oldest first, as timeline entries {rev, time,
+//                                   author, kind, label?, ops}); `perhapsMore`: the hub's head is at or past
+//                                   what this client had seen, so which of them went cannot be told
 //
 // Requests that make revisions (edits, undo, undo of one entry, redo, restore) wait in the outbox and go
 // one at a time with the session's seq; `log` and `blame` only read, so they go at once (when connected).
@@ -67,6 +72,8 @@ export class ClientSync {
      * client up on a state it does not have.
      */
     this.revisionTime = null;
+    /** This user's own revisions as the hub acknowledged them (the last 200), for what a `reset` says is gone. */
+    this.ownRevisions = [];
     /** tag → the name a person had in `confirmed` when the hub removed it, until re-inserted (`renamed`) */
     this.removedNames = new Map();
     /** `confirmed` plus the pending submits: what a screen shows. */
@@ -343,7 +350,13 @@ export class ClientSync {
         this.connected = true;
         this.history = message.history;
         this.presence = message.presence;
-        if (message.reset === true) events.push({ type: 'reset', dropped: this.forgetHistory(message.tags) });
+        if (message.reset === true) {
+          // Before the welcome's state replaces `revision`: what this client had seen.
+          const lost = this.ownRevisions.filter((r) => r.rev > message.rev);
+          const perhapsMore = message.rev >= this.revision;
+          this.ownRevisions = [];
+          events.push({ type: 'reset', dropped: this.forgetHistory(message.tags), lost, perhapsMore });
+        }
         this.addBlock(message.tags);
         if (message.people != null) {
           this.confirmed = new PeopleModel(message.people);
@@ -462,6 +475,15 @@ export class ClientSync {
     // next edit with that key may join that step (see `predict`).
     if (first.request.type !== 'submit') this.lastAnsweredCoalesce = null;
     else if (ops.length > 0) this.lastAnsweredCoalesce = first.request.coalesce ?? null;
+    if (rev != null) {
+      const kinds = { submit: 'edit', undo: 'undo', redo: 'redo', restore: 'restore' };
+      const entry = { rev, time: time ?? null, author: this.user, kind: kinds[first.request.type], ops };
+      if (first.request.label != null && (first.request.type === 'submit' || first.request.type === 'restore')) {
+        entry.label = first.request.label;
+      }
+      this.ownRevisions.push(entry);
+      if (this.ownRevisions.length > 200) this.ownRevisions.shift();
+    }
     if (rev != null && rev > this.revision) {
       if (first.predicted != null) {
         // The requests queued after it were made on top of what the view showed for it.
