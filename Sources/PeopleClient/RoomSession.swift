@@ -51,8 +51,9 @@ public final class RoomSession: @unchecked Sendable {
         self.history = welcome.history
     }
 
-    /// Connects to `room` on the hub at `base`, says hello and waits for the welcome (following up to
-    /// three redirects to another node). With `since`, the missed revisions are taken too (in
+    /// Connects to `room` on the hub at `base`, says hello and waits for the welcome, following redirects
+    /// to another node (and once back to `base` when a node one named cannot be reached: then the
+    /// whole can take up to twice `timeout`). With `since`, the missed revisions are taken too (in
     /// `revisions`).
     public static func join(base: String, room: String, user: String, token: String? = nil, client: WebSocketClient,
                             timeout: Double, since: Int? = nil, clientName: String = "peoplekeeper") async throws(ClientError) -> RoomSession {
@@ -108,7 +109,7 @@ public final class RoomSession: @unchecked Sendable {
                 throw .refused(ProtocolError(.badMessage, "expected a welcome, got \(other.json.text)"))
             }
         }
-        throw .unreachable("redirected more than three times (last: \(url))")
+        throw .unreachable("redirected too many times (last: \(url))")
     }
 
     /// Sends the request made with the next seq and waits for its answer (`ack`, `undone`, `redone`,

@@ -48,9 +48,9 @@ public final class Hub: @unchecked Sendable {
         }
     }
     private var roomsCounted = 0
-    /// What the hubs of every service thread share: admission, the number of rooms, HTTP rates.
     /// A memory check is reading the heap (off the service thread): the next sweep does not start another.
     var memoryCheckUnderWay = false
+    /// What the hubs of every service thread share: admission, the number of rooms, memory, HTTP rates.
     let shared: HubShared
     /// This hub's service thread among the group's (0 alone); hub 0 checks the store and answers `/healthz`.
     let index: Int

@@ -56,8 +56,8 @@ public struct HubLimits: Sendable, Hashable {
     public var keptSessionsPerRoom: Int
     /// Open WebSocket connections from one IP address; upgrades beyond are refused. 0 = no limit.
     public var maxConnectionsPerIP: Int = 0
-    /// Resident bytes above which no room is loaded or created (`room-full`) and idle rooms are unloaded
-    /// at once, until the process is back under 90 % of it. 0 = no bound.
+    /// Bytes of heap in use (malloc's) above which no room is loaded or created (`room-full`) and idle
+    /// rooms are unloaded at once, until the heap is back under 90 % of it. 0 = no bound.
     public var maxMemoryBytes: Int = 0
 
     public init(maxConnections: Int = 10_000, maxRooms: Int = 1_000, maxPeoplePerRoom: Int = 1_000,

@@ -55,6 +55,8 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     /// A serving node: its writer connection holds the node's own lock (`init`) and says it lives in
     /// `nodes` at every check.
     private let claimsNode: Bool
+    /// The sessions of silent holders this node has ended (guarded by `lock`): each is logged once.
+    private var ended: Set<Int> = []
     /// This node's row in `nodes`, written on its writer connection (so with that session's pid).
     private var heartbeat: PostgresQuery {
         """
@@ -68,11 +70,15 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
 
     /// Another session holds this node's lock: a node started with the same `cluster.nodeId`, or an
     /// earlier run of this one that PostgreSQL has not seen end yet.
+    /// At a reconnect (`again`) the holder is this node's own lost session, which PostgreSQL has not
+    /// ended yet: the store is unavailable until it does (its keepalives end it within `leaseTimeout`).
     private struct NodeTaken: Error, CustomStringConvertible {
         let node: String
-        var description: String { message }
-        var message: String {
-            "another session holds cluster.nodeId \(node) in PostgreSQL (a node running with the same id, or this node's earlier run not yet ended)"
+        var again = false
+        var description: String {
+            again
+                ? "this node's previous PostgreSQL session still holds cluster.nodeId \(node); waiting for PostgreSQL to end it (cluster.leaseTimeoutSeconds)"
+                : "another session holds cluster.nodeId \(node) in PostgreSQL (a node running with the same id, or this node's earlier run not yet ended)"
         }
     }
 
@@ -118,7 +124,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                     break
                 } catch let taken as NodeTaken where ContinuousClock.now < deadline {
                     if !warned {
-                        logger.warning("\(taken.message); waiting up to \(2 * self.leaseTimeout) s for it to end (cluster.leaseTimeoutSeconds × 2)")
+                        logger.warning("\(taken); waiting up to \(2 * self.leaseTimeout) s for it to end (cluster.leaseTimeoutSeconds × 2)")
                         warned = true
                     }
                     Thread.sleep(forTimeInterval: 1)
@@ -128,7 +134,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             if claimsNode { try lock.withLock { _ = try run(heartbeat, on: try writerLocked()) } }
         } catch let taken as NodeTaken {
             try? group.syncShutdownGracefully()
-            throw StoreError(.unavailable, "\(taken.message): give each node its own cluster.nodeId")
+            throw StoreError(.unavailable, "\(taken): give each node its own cluster.nodeId")
         } catch {
             try? group.syncShutdownGracefully()
             throw Self.storeError(error, "cannot open the PostgreSQL store at \(host):\(port) (sslmode \(endpoint.tlsMode.rawValue)): \(endpoint.explainTLS(error) ?? Self.explainAuth(error) ?? Self.describe(error))",
@@ -168,6 +174,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     /// is told, so it drops the rooms it can no longer own). Call with `lock` held.
     private func writerLocked() throws -> PostgresConnection {
         if let connection = writerConnection, !connection.isClosed { return connection }
+        let again = writerConnection != nil
         if writerConnection != nil {
             writerConnection = nil
             let lost = owned
@@ -183,7 +190,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             let key = Self.lockKey(node, kind: "node")
             guard try run("SELECT pg_try_advisory_lock(\(key))", on: connection).rows.first?.decode(Bool.self) == true else {
                 _ = try? (connection.close() as EventLoopFuture<Void>).wait()
-                throw NodeTaken(node: node)
+                throw NodeTaken(node: node, again: again)
             }
         }
         writerConnection = connection
@@ -216,8 +223,10 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     /// The last commit did not fail (`GroupCommitWriter.recheck`), and the connection that writes and
     /// holds the leases answers (reconnecting if it was lost: then the hub has already been told its
     /// leases are gone).
+    ///
+    /// A serving node's heartbeat goes first: a commit that failed and has not been followed by one that
+    /// worked must not silence it (the others would take this node for frozen).
     public func check() throws(StoreError) {
-        try writer.recheck()
         do {
             try lock.withLock {
                 let connection = try writerLocked()
@@ -226,6 +235,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         } catch {
             throw Self.storeError(error, "PostgreSQL does not answer: \(Self.describe(error))", otherwise: .unavailable)
         }
+        try writer.recheck()
     }
 
     /// The server's side of the lease connection gives up `leaseTimeout` seconds after this node stops
@@ -820,15 +830,21 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     private func endSilentHolder(_ holder: String, on connection: PostgresConnection) throws -> Bool {
         let key = UInt64(bitPattern: Int64(Self.lockKey(holder, kind: "node")))
         let (high, low) = (Int64(key >> 32), Int64(key & 0xFFFF_FFFF))
+        // Silent, and its session idle as long (a node busy in one long commit, an import's, writes no
+        // heartbeat meanwhile but its session is `active`): only then is it frozen. One statement, so
+        // a holder that wakes between a read and the end is not ended. The row stays: until the
+        // session has exited (the signal is not waited for) a retry still finds it here, not a holder
+        // to redirect to.
         guard let row = try run("""
-            SELECT n.pid, extract(epoch FROM now() - n.seen)::bigint FROM nodes n
+            SELECT n.pid, extract(epoch FROM now() - n.seen)::bigint, pg_terminate_backend(n.pid) FROM nodes n
+            JOIN pg_stat_activity a ON a.pid = n.pid
             WHERE n.node = \(holder) AND n.seen < now() - make_interval(secs => \(silentAfter))
+              AND a.state <> 'active' AND a.state_change < now() - make_interval(secs => \(silentAfter))
               AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.pid = n.pid
                           AND l.classid::bigint = \(high) AND l.objid::bigint = \(low) AND l.objsubid = 1)
             """, on: connection).rows.first else { return false }
-        let (pid, silent) = try row.decode((Int, Int).self)
-        _ = try run("SELECT pg_terminate_backend(\(pid)::integer)", on: connection)
-        _ = try run("DELETE FROM nodes WHERE node = \(holder) AND pid = \(pid)", on: connection)
+        let (pid, silent, _) = try row.decode((Int, Int, Bool).self)
+        guard ended.insert(pid).inserted else { return true }  // asked again before it exited: said once
         logger.warning("ended the PostgreSQL session of node \(holder): silent for \(silent) s (frozen, or its threads stuck); its rooms are free",
                        metadata: ["node": "\(holder)", "pid": "\(pid)"])
         return true
@@ -878,6 +894,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
 
     private static func kind(of error: any Error) -> StoreError.Kind? {
         switch error {
+        case is NodeTaken: return .unavailable
         case is JSONParseError, is ProtocolError, is PostgresDecodingError: return .corrupt
         case let error as PSQLError:
             switch error.code {

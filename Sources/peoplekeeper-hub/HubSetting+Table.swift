@@ -40,7 +40,7 @@ extension HubSetting {
         .int("limits.maxConnectionsPerIP", 0, 0...1_000_000, "Open WebSocket connections from one address; 0: no limit"),
         .int("limits.maxRooms", 1_000, 1...1_000_000, "Rooms held in memory at once; beyond, a hello is answered room-full"),
         .int("limits.maxMemoryMB", 0, 0...16_000_000,
-             "Resident MB above which no room is opened (room-full) and idle rooms are unloaded; 0: 80% of the container's limit, if any"),
+             "Heap MB in use above which no room is opened (room-full) and idle rooms are unloaded; 0: from the container's limit, if any"),
         .int("limits.maxPeoplePerRoom", 1_000, 0...1_000_000,
              "People a submit may leave in a room (room-full beyond); 0: no limit"),
         .int("limits.opsPerSecond", 100, 1...1_000_000,

@@ -254,14 +254,22 @@ struct Serve: AsyncParsableCommand {
     /// down with it; with the bound it stops opening rooms and unloads the idle ones first.
     static func memoryBudget(megabytes: Int, logger: Logger) -> Int {
         let container = ProcessMemory.containerLimitBytes()
+        let heap = ProcessMemory.heapInUse()
+        let overhead = max(0, (ProcessMemory.residentBytes() ?? 0) - (heap ?? 0))
+        if megabytes > 0 || container != nil, heap == nil {
+            logger.warning("limits.maxMemoryMB: this C library does not say how much its heap holds (glibc 2.33 or later does): no memory bound")
+            return 0
+        }
         if megabytes > 0 {
-            if let container, megabytes << 20 > container {
-                logger.warning("limits.maxMemoryMB (\(megabytes) MB) is above this container's memory limit (\(container >> 20) MB): the hub may be killed before it stops opening rooms")
+            if let container, megabytes << 20 > container - overhead {
+                logger.warning("limits.maxMemoryMB (\(megabytes) MB) and the hub's own \(overhead >> 20) MB are above this container's memory limit (\(container >> 20) MB): the hub may be killed before it stops opening rooms")
+            }
+            if let heap, heap >= (megabytes << 20) / 10 * 9 {
+                logger.warning("limits.maxMemoryMB (\(megabytes) MB) is about what the hub holds before any room (\(heap >> 20) MB): it will open few rooms or none")
             }
             return megabytes << 20
         }
         guard let container else { return 0 }
-        let overhead = max(0, (ProcessMemory.residentBytes() ?? 0) - (ProcessMemory.heapInUse() ?? 0))
         var budget = container / 10 * 8 - overhead
         if budget < container / 4 {
             budget = container / 4
@@ -327,11 +335,12 @@ struct HubService: Service, CustomStringConvertible {
             throw error
         }
         let shownHost = settings.host.contains(":") ? "[\(settings.host)]" : settings.host
-        if store is any RoomLeases, let advertised = URLComponents(string: settings.advertisedURL),
-           ["127.0.0.1", "localhost", "::1", "[::1]"].contains(advertised.host ?? ""), let named = advertised.port,
-           named != port {
-            // Nothing of this node is at that address (unless a proxy on this machine forwards it): a
-            // cluster pass's clients were redirected there and could not connect.
+        let loopback = ["127.0.0.1", "localhost", "::1", "[::1]"]
+        if store is any RoomLeases, loopback.contains(settings.host), let advertised = URLComponents(string: settings.advertisedURL),
+           loopback.contains(advertised.host ?? ""), let named = advertised.port, named != port {
+            // Listening on loopback, no port mapping reaches this node from elsewhere: nothing of it is at
+            // that address but through a proxy on this machine (a cluster pass's clients were
+            // redirected there and could not connect). A container's mapped port is not remarked.
             logger.warning("cluster.advertisedURL \(settings.advertisedURL) names port \(named) on this machine, but this node listens on \(port): other nodes send clients there")
         }
         if let leases = store as? any RoomLeases, settings.advertisedURL.isEmpty {

@@ -230,13 +230,13 @@ final class ScriptedStore: PeopleStore, @unchecked Sendable {
     func close() {}
 }
 
-/// Background work, run at once on the calling thread, or (`hold`) kept until the test runs it.
 /// The heap the hub reads (nil: unknown) and the times it handed freed memory back.
 final class FakeMemory: Sendable {
     let heap = Mutex<Int?>(nil)
     let releases = Mutex(0)
 }
 
+/// Background work, run at once on the calling thread, or (`hold`) kept until the test runs it.
 final class TestBackground: Sendable {
     private let state = Mutex<(holding: Bool, queued: [@Sendable () -> Void])>((false, []))
 

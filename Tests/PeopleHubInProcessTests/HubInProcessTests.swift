@@ -691,6 +691,8 @@ struct HubInProcessTests {
         await h.settle()
         #expect(webhooks.calls == ["created fresh", "revisions fresh 1-1"])
         #expect(bob.welcome == nil && bob.closeCode == 1011, "\(bob.sent)")
+        let stored = try h.store.inner.load(room: "lost")
+        #expect(h.hub.host("lost") == nil && stored == nil, "no room is left of a failed first commit")
     }
 
     @Test("an import racing a hello: the hello waits and joins the imported room whole, at its head")

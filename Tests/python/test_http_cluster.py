@@ -276,6 +276,16 @@ def test_a_node_on_sqlite_with_cluster_settings_says_it_is_in_no_cluster(hub_fac
     assert "names port 1 on this machine" not in h.stderr(), "no leases, no redirects: the address is not used"
 
 
+def first_answer(hub, room: str, user: str) -> dict:
+    """What a hello for `room` at `hub` is answered first (a welcome, a redirect, an error)."""
+    probe = HubClient(hub.url(room), name=f"{user}-probe")
+    try:
+        probe.hello(user, expect_welcome=False)
+        return probe._read(timeout=15)
+    finally:
+        probe.close()
+
+
 def test_a_frozen_node_s_rooms_move_once_it_has_been_silent(hub_factory, pg_server, room):
     """A frozen node (SIGSTOP, a paused VM) kept its rooms for good: its kernel answers the keepalives
     that free a vanished node's leases, and the other nodes redirected its rooms' clients to it, where
@@ -296,12 +306,7 @@ def test_a_frozen_node_s_rooms_move_once_it_has_been_silent(hub_factory, pg_serv
     answers = []
     try:
         while True:
-            probe = HubClient(b.url(room), name="bob-probe")
-            try:
-                probe.hello("bob", expect_welcome=False)
-                first = probe._read(timeout=15)
-            finally:
-                probe.close()
+            first = first_answer(b, room, "bob")
             answers.append(first["type"])
             if first["type"] == "welcome":
                 break
@@ -320,3 +325,28 @@ def test_a_frozen_node_s_rooms_move_once_it_has_been_silent(hub_factory, pg_serv
     while "lost the PostgreSQL connection holding the room leases" not in a.stderr():
         assert time.monotonic() < deadline, a.stderr()[-2000:]
         time.sleep(0.2)
+
+
+def test_a_busy_node_is_not_taken_for_a_frozen_one(hub_factory, pg_server, room):
+    """A code review: a node in one long commit (an import's) writes no heartbeat meanwhile, and must not
+    be ended as frozen. Node a's commit waits 20 s behind a lock another session holds on the journal:
+    its heartbeat goes silent past the 15 s threshold, but its session is `active`. A hello for its room
+    at node b is still sent to a, which acknowledges the edit once the lock goes."""
+    import threading
+    from conftest import merge
+    config = {"cluster": {"leaseTimeoutSeconds": 2}}
+    a = hub_factory(merge(cluster_node(pg_server, "a"), config))
+    b = hub_factory(merge(cluster_node(pg_server, "b"), config))
+    ann = a.join(room, "ann")
+    held = threading.Thread(target=pg_server.psql, args=(
+        "BEGIN; LOCK TABLE journal IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(22); COMMIT;",), kwargs={"timeout": 60})
+    held.start()
+    time.sleep(1)
+    ann.send({"type": "submit", "seq": 1, "base": 0, "ops": [{"op": "set", "tag": 1, "field": "hairColor", "value": "red"}]})
+    time.sleep(18)                                  # a's heartbeat is now older than 15 s
+    first = first_answer(b, room, "bob")
+    assert first == {"type": "redirect", "url": a.url(room)}, first
+    held.join()
+    ack = ann.take("ack", timeout=20)
+    assert ack["seq"] == 1 and ack["rev"] == 1, ack
+    assert "ended the PostgreSQL session" not in b.stderr(), b.stderr()[-2000:]

@@ -11,7 +11,8 @@ struct LogThrottle {
     /// The event happened at `now`: nil when it is not to be logged (counted), else how many were not
     /// logged since the last line (0: none).
     mutating func allow(now: Int64) -> Int? {
-        if let loggedAt, now - loggedAt < everyMillis {
+        // A clock stepped back (the wall clock's) counts as time gone by: the line is not held back.
+        if let loggedAt, now >= loggedAt, now - loggedAt < everyMillis {
             skipped += 1
             return nil
         }
