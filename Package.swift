@@ -201,6 +201,7 @@ let package = Package(
         .testTarget(
             name: "PeopleHubInProcessTests",
             dependencies: [
+                "BuildIdentity",
                 "PeopleHub",
                 "PeopleCore",
                 "PeopleStore",

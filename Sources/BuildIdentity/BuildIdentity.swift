@@ -49,17 +49,20 @@ public enum BuildIdentity {
             guard table.int(at: entry, size: 4) == 4,  // PT_NOTE
                   let notes = bytes(table.int(at: entry + 32, size: 8), at: table.int(at: entry + 8, size: 8))
             else { continue }
+            // The descriptor and the next note start at the segment's alignment from its start: 4, or 8
+            // for some (`.note.gnu.property`, whose 12-byte header and 4-byte name end at 16).
+            let pad = table.int(at: entry + 48, size: 8) == 8 ? 7 : 3
             var note = 0
             while note + 12 <= notes.count {
                 let nameSize = notes.int(at: note, size: 4), descSize = notes.int(at: note + 4, size: 4)
                 let type = notes.int(at: note + 8, size: 4)
-                let desc = note + 12 + ((nameSize + 3) & ~3)
+                let desc = (note + 12 + nameSize + pad) & ~pad
                 guard desc + descSize <= notes.count else { break }
                 if type == 3, nameSize == 4, notes[(note + 12)..<(note + 16)] == [0x47, 0x4E, 0x55, 0] {  // NT_GNU_BUILD_ID, "GNU"
                     let digits = Array("0123456789abcdef")
                     return String(notes[desc..<(desc + descSize)].flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] })
                 }
-                note = desc + ((descSize + 3) & ~3)
+                note = (desc + descSize + pad) & ~pad
             }
         }
         return nil

@@ -116,15 +116,24 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         self.advertised = advertisedURL
         self.logger = logger
         do {
-            let deadline = ContinuousClock.now + .seconds(2 * self.leaseTimeout)
+            // Long enough for PostgreSQL to end a vanished earlier run's session (its keepalives), and
+            // for a frozen one to be found silent (`silentAfter`) and ended here.
+            let wait = max(2 * self.leaseTimeout, silentAfter + 5)
+            let deadline = ContinuousClock.now + .seconds(wait)
             var warned = false
             while true {
                 do {
                     try lock.withLock { _ = try writerLocked() }
                     break
                 } catch let taken as NodeTaken where ContinuousClock.now < deadline {
+                    // This node's earlier run, frozen (its machine paused) rather than gone, holds the
+                    // id: ended as another node would end it, once silent and idle past the threshold.
+                    if (try? withPooledConnection({ try endSilentHolder(node, on: $0) })) == true {
+                        Thread.sleep(forTimeInterval: 0.2)  // the session exits soon after the signal
+                        continue
+                    }
                     if !warned {
-                        logger.warning("\(taken); waiting up to \(2 * self.leaseTimeout) s for it to end (cluster.leaseTimeoutSeconds × 2)")
+                        logger.warning("\(taken); waiting up to \(wait) s for it to end")
                         warned = true
                     }
                     Thread.sleep(forTimeInterval: 1)
@@ -795,7 +804,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
 
     public func acquire(room: String, for holder: LeaseHolder) throws(StoreError) -> LeaseOutcome {
         do {
-            return try lock.withLock {
+            let outcome = try lock.withLock { () throws -> LeaseOutcome in
                 let connection = try writerLocked()
                 if owned[room] != nil {
                     owned[room]?.insert(holder)
@@ -814,9 +823,15 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                 let owner = try run("SELECT node, url FROM room_owners WHERE room = \(room)", on: connection).rows.first
                     .map { try $0.decode((String, String).self) }
                 guard let owner, owner.0 != node else { return .busy }
-                if claimsNode, try endSilentHolder(owner.0, on: connection) { return .busy }
                 return .ownedBy(node: owner.0, url: owner.1)
             }
+            // Whether the holder is frozen, asked on a reader connection: not under `lock`, which the
+            // group commit needs (most hellos at a node that does not hold their room come here).
+            if case .ownedBy(let owner, _) = outcome, claimsNode,
+               try withPooledConnection({ try endSilentHolder(owner, on: $0) }) {
+                return .busy
+            }
+            return outcome
         } catch {
             throw Self.storeError(error, "cannot take the lease on room \(room): \(Self.describe(error))", otherwise: .lease)
         }
@@ -844,7 +859,8 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                           AND l.classid::bigint = \(high) AND l.objid::bigint = \(low) AND l.objsubid = 1)
             """, on: connection).rows.first else { return false }
         let (pid, silent, _) = try row.decode((Int, Int, Bool).self)
-        guard ended.insert(pid).inserted else { return true }  // asked again before it exited: said once
+        // Asked again before it exited: said once.
+        guard lock.withLock({ ended.insert(pid).inserted }) else { return true }
         logger.warning("ended the PostgreSQL session of node \(holder): silent for \(silent) s (frozen, or its threads stuck); its rooms are free",
                        metadata: ["node": "\(holder)", "pid": "\(pid)"])
         return true

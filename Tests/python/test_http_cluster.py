@@ -215,9 +215,10 @@ def test_a_second_node_with_the_same_node_id_waits_for_the_first_then_refuses_to
                                                                                       tmp_path):
     """A cluster pass: two nodes started with one `cluster.nodeId` both said they were healthy, and each
     could not serve the other's rooms (`room … is held by a node that does not say where it is`, 503),
-    logged nothing about it. A serving node now holds its id in PostgreSQL: a second one waits twice
-    `cluster.leaseTimeoutSeconds` (an earlier run of the same node whose session PostgreSQL has not
-    ended yet) and exits 1 naming the setting. The commands beside the nodes do not claim it."""
+    logged nothing about it. A serving node now holds its id in PostgreSQL: a second one waits (twice
+    `cluster.leaseTimeoutSeconds`, and at least the silence after which a frozen holder is ended and 5 s:
+    an earlier run of the same node whose session PostgreSQL has not ended yet) and exits 1 naming the
+    setting. The commands beside the nodes do not claim it."""
     from conftest import HUB_BIN, REPO, merge, to_yaml
     a = hub_factory(cluster_node(pg_server, "same"))
     a.join(room, "ann").edit([{"op": "set", "tag": 1, "field": "hairColor", "value": "red"}])
@@ -227,7 +228,7 @@ def test_a_second_node_with_the_same_node_id_waits_for_the_first_then_refuses_to
                           text=True, timeout=60)
     assert twin.returncode == 1, (twin.returncode, twin.stderr[-2000:])
     assert "another session holds cluster.nodeId same in PostgreSQL" in twin.stderr, twin.stderr[-2000:]
-    assert "waiting up to 4 s for it to end" in twin.stderr and "give each node its own cluster.nodeId" in twin.stderr
+    assert "waiting up to 20 s for it to end" in twin.stderr and "give each node its own cluster.nodeId" in twin.stderr
     assert "listening" not in twin.stdout, twin.stdout
     history = subprocess.run([HUB_BIN, "history", room, "--config", str(path), "--json"], cwd=str(REPO),
                              capture_output=True, text=True, timeout=60)
@@ -325,6 +326,28 @@ def test_a_frozen_node_s_rooms_move_once_it_has_been_silent(hub_factory, pg_serv
     while "lost the PostgreSQL connection holding the room leases" not in a.stderr():
         assert time.monotonic() < deadline, a.stderr()[-2000:]
         time.sleep(0.2)
+
+
+def test_a_node_restarted_while_its_earlier_run_is_frozen_ends_that_run_and_starts(hub_factory, pg_server, room):
+    """A node's earlier run is frozen (its machine paused), and the node is started again elsewhere with
+    its id: the frozen run holds the id. The new run waits, finds the holder silent and idle past the
+    threshold as another node would, ends its session and starts, with the room's acknowledged edit
+    (it used to wait and exit 1, a code review)."""
+    import os
+    import signal
+    from conftest import merge
+    config = merge(cluster_node(pg_server, "a"), {"cluster": {"leaseTimeoutSeconds": 2}})
+    first = hub_factory(config)
+    first.join(room, "ann").edit([{"op": "set", "tag": 1, "field": "hairColor", "value": "red"}])
+    os.kill(first.proc.pid, signal.SIGSTOP)
+    try:
+        time.sleep(16)                          # the frozen run is silent past the 15 s threshold
+        second = hub_factory(config)            # returns once it listens: after the frozen run was ended
+        assert "ended the PostgreSQL session of node a: silent for" in second.stderr(), second.stderr()[-2000:]
+        assert second.join(room, "bob").welcome["rev"] == 1
+    finally:
+        os.kill(first.proc.pid, signal.SIGCONT)
+        first.kill()
 
 
 def test_a_busy_node_is_not_taken_for_a_frozen_one(hub_factory, pg_server, room):
