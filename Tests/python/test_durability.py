@@ -1000,6 +1000,13 @@ def test_a_store_file_deleted_under_the_hub_stops_acks_and_health(hub_factory, r
     assert not any(f["type"] == "ack" and f.get("rev") == 2 for f in a.log), "an edit acknowledged on a deleted file"
     body = wait_for_health(hub, 503, timeout=15)
     assert body.startswith(b"store unavailable: ") and b"was deleted" in body, body
+    # A room made now is never durable: its hello is not welcomed, and it is not counted as created
+    # (it was, before its first commit, until session 28).
+    fresh = hub.connect(room[:40] + "-new", "B")
+    fresh.hello("B", expect_welcome=False)
+    assert fresh.wait_closed() == 1011
+    assert not any(f["type"] == "welcome" for f in fresh.log), fresh.log
+    assert metric(hub.metrics(), "peoplekeeper_room_loads_total", '{outcome="created"}') == 1
 
 
 def metric(text: str, name: str, labels: str = "") -> float | None:

@@ -94,6 +94,8 @@ extension Hub {
     /// A new room is durable: logged, and the webhooks hear of it (before its revisions). One whose
     /// commit failed is neither (the failure is logged as the store's).
     private func created(_ name: String, revisions: Int, time: Int64) {
+        // Counted once durable: a creation whose first commit failed made no room.
+        metrics.roomLoads[.created]?.increment()
         logger.info("room created", metadata: ["room": "\(name)", "rev": "\(revisions)"])
         webhooks?.roomCreated(room: name, time: time)
     }

@@ -224,7 +224,6 @@ extension Hub {
             }
             return
         case .success(nil):
-            metrics.roomLoads[.created]?.increment()
             // A new room: its first snapshot (the seed, or an import's people) is stored before anything
             // journalled after it, with `room.created` in the same commit, so no crash can lose it.
             let time = clock
