@@ -54,15 +54,20 @@ struct ProcessMemoryTests {
 
     @Test("the heap in use rises with what the process allocates and falls when it is freed")
     func heapInUse() throws {
-        let before = try #require(ProcessMemory.heapInUse())
-        let block = UnsafeMutableRawPointer.allocate(byteCount: 64 << 20, alignment: 16)
-        block.initializeMemory(as: UInt8.self, repeating: 1, count: 64 << 20)
-        let during = try #require(ProcessMemory.heapInUse())
-        block.deallocate()
-        let after = try #require(ProcessMemory.heapInUse())
-        // 64 MiB, give or take what other threads of the test run allocate and free meanwhile.
-        #expect(during - before >= 60 << 20, "\(before) → \(during)")
-        #expect(during - after >= 60 << 20, "\(during) → \(after)")
+        // The heap is the whole process's: the suites running beside this one allocate and free too (a
+        // fresh-clone run saw 57 MiB for these 64). One of five tries must see it within 4 MiB.
+        var seen: [(Int, Int, Int)] = []
+        for _ in 0..<5 {
+            let before = try #require(ProcessMemory.heapInUse())
+            let block = UnsafeMutableRawPointer.allocate(byteCount: 64 << 20, alignment: 16)
+            block.initializeMemory(as: UInt8.self, repeating: 1, count: 64 << 20)
+            let during = try #require(ProcessMemory.heapInUse())
+            block.deallocate()
+            let after = try #require(ProcessMemory.heapInUse())
+            seen.append((before, during, after))
+            if during - before >= 60 << 20, during - after >= 60 << 20 { break }
+        }
+        #expect(seen.contains { $0.1 - $0.0 >= 60 << 20 && $0.1 - $0.2 >= 60 << 20 }, "before → during → after: \(seen)")
         #expect(ProcessMemory.residentBytes().map { $0 > 0 } == true)
     }
 }
