@@ -66,8 +66,8 @@ public final class Hub: @unchecked Sendable {
     /// The store's health as `/healthz` reports it.
     var storeHealth = StoreHealth()
     /// `store failed; room dropped` and `room cannot be loaded`: one line every 10 s at most each.
-    var storeFailureLog = LogThrottle()
-    var loadFailureLog = LogThrottle()
+    var storeFailureLog = LogThrottle(countKey: "droppedSinceLastLine")
+    var loadFailureLog = LogThrottle(countKey: "failedSinceLastLine")
     /// The last one-off reader id given to an HTTP read.
     var nextReader = 0
     /// `peoplekeeper_http_*`: requests by route and status, and their durations.

@@ -69,9 +69,9 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     private var silentAfter: Int { max(leaseTimeout, 15) }
 
     /// Another session holds this node's lock: a node started with the same `cluster.nodeId`, or an
-    /// earlier run of this one that PostgreSQL has not seen end yet.
-    /// At a reconnect (`again`) the holder is this node's own lost session, which PostgreSQL has not
-    /// ended yet: the store is unavailable until it does (its keepalives end it within `leaseTimeout`).
+    /// earlier run of this one that PostgreSQL has not seen end yet. At a reconnect (`again`) the
+    /// holder is this node's own lost session: the store is unavailable until PostgreSQL ends it (its
+    /// keepalives do, within `leaseTimeout`).
     private struct NodeTaken: Error, CustomStringConvertible {
         let node: String
         var again = false
@@ -102,8 +102,9 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     ///
     /// `claimsNode`: this is a serving node, which holds `node` as its own for as long as its writer
     /// connection lives (an advisory lock on that session): a second node started with the same
-    /// `cluster.nodeId` waits up to twice `leaseTimeout` (an earlier run of this node whose session
-    /// PostgreSQL has not ended yet) and then fails to open. The commands that read or write beside the
+    /// `cluster.nodeId` waits up to twice `leaseTimeout`, 20 s at least (an earlier run of this node
+    /// whose session PostgreSQL has not ended yet; one frozen is ended once silent), and then fails to
+    /// open. The commands that read or write beside the
     /// nodes (`history`, `import`, …) do not claim it.
     public init(endpoint: PostgresEndpoint, node: String, advertisedURL: String, leaseTimeout: Int = 30,
                 claimsNode: Bool = false, logger: Logger) throws(StoreError) {
@@ -184,7 +185,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     private func writerLocked() throws -> PostgresConnection {
         if let connection = writerConnection, !connection.isClosed { return connection }
         let again = writerConnection != nil
-        if writerConnection != nil {
+        if again {
             writerConnection = nil
             let lost = owned
             owned = [:]

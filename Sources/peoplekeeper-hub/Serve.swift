@@ -126,7 +126,7 @@ struct Serve: AsyncParsableCommand {
             if !settings.authIssuer.isEmpty || !settings.authAudience.isEmpty {
                 logger.warning("auth.issuer and auth.audience are checked in token mode only; auth.mode is open")
             }
-            let loopback = ["127.0.0.1", "::1", "localhost"].contains(settings.host)
+            let loopback = HubSettings.loopbackHosts.contains(settings.host)
             if loopback {
                 logger.notice("auth.mode open: anyone who can reach \(settings.host) may join as any user; listening on loopback only")
             } else {
@@ -335,7 +335,7 @@ struct HubService: Service, CustomStringConvertible {
             throw error
         }
         let shownHost = settings.host.contains(":") ? "[\(settings.host)]" : settings.host
-        let loopback = ["127.0.0.1", "localhost", "::1", "[::1]"]
+        let loopback = HubSettings.loopbackHosts + ["[::1]"]  // a URL's host may keep the brackets
         if store is any RoomLeases, loopback.contains(settings.host), let advertised = URLComponents(string: settings.advertisedURL),
            loopback.contains(advertised.host ?? ""), let named = advertised.port, named != port {
             // Listening on loopback, no port mapping reaches this node from elsewhere: nothing of it is at
@@ -403,6 +403,9 @@ extension HubSettings {
                                      leaseTimeout: leaseTimeoutSeconds, claimsNode: claim, logger: logger)
         }
     }
+
+    /// The names of this machine a `listen.host` or an address may use (open mode stays there).
+    static let loopbackHosts = ["127.0.0.1", "::1", "localhost"]
 
     /// Where clients reach this node: `cluster.advertisedURL`, else the listen address.
     var advertisedBase: String {

@@ -148,9 +148,7 @@ extension Hub {
             // client's reconnect: an operator's drill counted 77 critical lines in 17 s. One line at
             // most every 10 s; it says how many rooms were dropped since the last one (the metric
             // counts every drop).
-            if let skipped = storeFailureLog.allow(now: clock) {
-                var metadata: Logger.Metadata = ["room": "\(host.room.name)", "error": "\(error)"]
-                if skipped > 0 { metadata["droppedSinceLastLine"] = "\(skipped)" }
+            if let metadata = storeFailureLog.allow(now: clock, ["room": "\(host.room.name)", "error": "\(error)"]) {
                 logger.critical("store failed; room dropped and its connections closed", metadata: metadata)
             }
             drop(host, code: 1011, reason: "store failed")

@@ -254,9 +254,7 @@ extension Hub {
             if let leases { leaseCalls.async { leases.release(room: name) } }
             // As `store failed`: a store that cannot be reached fails every reconnecting client's load (a
             // cluster pass counted 102 lines per node in a 30 s outage with three clients).
-            if let skipped = loadFailureLog.allow(now: clock) {
-                var metadata: Logger.Metadata = ["room": "\(name)", "error": "\(error)"]
-                if skipped > 0 { metadata["failedSinceLastLine"] = "\(skipped)" }
+            if let metadata = loadFailureLog.allow(now: clock, ["room": "\(name)", "error": "\(error)"]) {
                 logger.critical("room cannot be loaded", metadata: metadata)
             }
             for connection in load.waiting {
