@@ -5,51 +5,54 @@ import Testing
 
 @Suite("Process memory")
 struct ProcessMemoryTests {
-    /// A cgroup tree under a fresh directory: `files` maps paths below it to their contents.
-    private func tree(_ files: [String: String]) throws -> String {
+    /// A cgroup tree under a fresh directory (`files`: paths below it and their contents: its
+    /// `proc-cgroup` stands for /proc/self/cgroup, `fs/` for /sys/fs/cgroup), handed to `body` with a
+    /// reading of the limit it gives; removed after.
+    private func inTree(_ files: [String: String], _ body: (_ root: String, _ limit: () -> Int?) throws -> Void) throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("pk-cgroup-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
         for (path, text) in files {
             let url = URL(fileURLWithPath: root + "/" + path)
             try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
             try text.write(to: url, atomically: true, encoding: .utf8)
         }
-        return root
+        try body(root) { ProcessMemory.containerLimitBytes(cgroupFile: root + "/proc-cgroup", root: root + "/fs") }
     }
 
     @Test("cgroup v2: the smallest memory.max from the process's cgroup up; `max` is no limit")
     func cgroupV2() throws {
-        let root = try tree([
+        try inTree([
             "proc-cgroup": "0::/system.slice/pk.service\n",
             "fs/system.slice/pk.service/memory.max": "max\n",
             "fs/system.slice/memory.max": "536870912\n",
-        ])
-        defer { try? FileManager.default.removeItem(atPath: root) }
-        #expect(ProcessMemory.containerLimitBytes(cgroupFile: root + "/proc-cgroup", root: root + "/fs") == 536_870_912)
-        try "max\n".write(toFile: root + "/fs/system.slice/memory.max", atomically: true, encoding: .utf8)
-        #expect(ProcessMemory.containerLimitBytes(cgroupFile: root + "/proc-cgroup", root: root + "/fs") == nil)
+        ]) { root, limit in
+            #expect(limit() == 536_870_912)
+            try "max\n".write(toFile: root + "/fs/system.slice/memory.max", atomically: true, encoding: .utf8)
+            #expect(limit() == nil)
+        }
     }
 
     @Test("in a container the host's cgroup path is not mounted: the mount's root stands for it")
     func containerNamespace() throws {
-        let root = try tree([
+        try inTree([
             "proc-cgroup": "0::/kubepods/burstable/pod1/abc\n",
             "fs/memory.max": "268435456\n",
-        ])
-        defer { try? FileManager.default.removeItem(atPath: root) }
-        #expect(ProcessMemory.containerLimitBytes(cgroupFile: root + "/proc-cgroup", root: root + "/fs") == 268_435_456)
+        ]) { _, limit in
+            #expect(limit() == 268_435_456)
+        }
     }
 
     @Test("cgroup v1: memory.limit_in_bytes under the memory controller; a page-rounded 2^63 is no limit")
     func cgroupV1() throws {
-        let root = try tree([
+        try inTree([
             "proc-cgroup": "12:pids:/docker/abc\n4:memory:/docker/abc\n1:name=systemd:/docker/abc\n",
             "fs/memory/docker/abc/memory.limit_in_bytes": "134217728\n",
             "fs/memory/memory.limit_in_bytes": "9223372036854771712\n",
-        ])
-        defer { try? FileManager.default.removeItem(atPath: root) }
-        #expect(ProcessMemory.containerLimitBytes(cgroupFile: root + "/proc-cgroup", root: root + "/fs") == 134_217_728)
-        try FileManager.default.removeItem(atPath: root + "/fs/memory/docker/abc/memory.limit_in_bytes")
-        #expect(ProcessMemory.containerLimitBytes(cgroupFile: root + "/proc-cgroup", root: root + "/fs") == nil)
+        ]) { root, limit in
+            #expect(limit() == 134_217_728)
+            try FileManager.default.removeItem(atPath: root + "/fs/memory/docker/abc/memory.limit_in_bytes")
+            #expect(limit() == nil)
+        }
     }
 
     @Test("the heap in use rises with what the process allocates and falls when it is freed")
