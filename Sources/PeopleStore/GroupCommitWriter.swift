@@ -16,9 +16,14 @@ package enum WriterWork: Sendable {
     /// commit sets `found` to whether it existed, and `whenDone` is called once the deletion is
     /// committed (or with the error).
     case delete(room: String, found: RoomDeletion, notices: [WebhookNotice], whenDone: @Sendable (StoreError?) -> Void)
-    /// Nothing to write: a transaction that commits nothing, to learn whether commits work again
-    /// after one failed (`GroupCommitWriter.probe`); `whenDone` gets its outcome.
+    /// The store's own small write (or, for a store whose probe writes nothing, an empty
+    /// transaction), to learn whether commits work again after one failed
+    /// (`GroupCommitWriter.recheck`); `whenDone` gets its outcome. Always committed alone.
     case probe(whenDone: @Sendable (StoreError?) -> Void)
+
+    var isProbe: Bool {
+        if case .probe = self { true } else { false }
+    }
 
     package var room: String {
         switch self {
@@ -56,8 +61,9 @@ package final class GroupCommitWriter: @unchecked Sendable {
     private var broken: [String: StoreError] = [:]
     private let finished = DispatchSemaphore(value: 0)
     private let maxBatch: Int
-    /// Whether the store's probe writes (SQLite's does: a page), so it can tell a disk that works again
-    /// from one still full; a probe that writes nothing is tried only after `.unavailable` failures.
+    /// Whether the store's probe writes (SQLite's writes a page, PostgreSQL's grows a table), so it can
+    /// tell a disk that works again from one still full; a probe that writes nothing is tried only
+    /// after `.unavailable` failures.
     private let probeWrites: Bool
     private let commit: ([WriterWork]) throws -> Void
     private let onSnapshotFailure: (String, Error) -> Void
@@ -176,17 +182,19 @@ package final class GroupCommitWriter: @unchecked Sendable {
     /// A store's check of its commits: throws the last commit's failure, unless that failed for want
     /// of the store (`.unavailable`) or of its disk (`.io`: full, read-only, a file size limit; for a
     /// store whose probe writes, `probeWrites`), not for what it wrote, and a probe commit works now
-    /// (the SQLite store's probe writes a page, so a disk still full fails it; PostgreSQL's empty one
-    /// would pass there, and the node would flap between 503 and 200); so a store that works again says so without waiting for a client's write
-    /// (a load balancer reading `/healthz` might send none: an SRE's pass saw a hub whose disk had been
-    /// freed stay at 503 until one came).
+    /// (each store's probe writes as its commits do, so a disk still full fails it; an empty one
+    /// would pass there, and the node would flap between 503 and 200); so a store that works again
+    /// says so without waiting for a client's write (a load balancer reading `/healthz` might send
+    /// none: an SRE's pass saw a hub whose disk had been freed stay at 503 until one came).
     package func recheck() throws(StoreError) {
         guard let failure = lastFailure else { return }
-        guard failure.kind == .unavailable || (failure.kind == .io && probeWrites) else { throw failure }
+        guard failure.kind == .unavailable || ((failure.kind == .io || failure.kind == .conflict) && probeWrites) else {
+            throw failure
+        }
         try probe()
     }
 
-    /// Commits an empty transaction after everything handed over before, and waits for it.
+    /// Commits the store's probe after everything handed over before, and waits for it.
     private func probe() throws(StoreError) {
         let outcome = Mutex<StoreError?>(nil)
         let done = DispatchSemaphore(value: 0)
@@ -247,10 +255,12 @@ package final class GroupCommitWriter: @unchecked Sendable {
                 finished.signal()
                 return
             }
-            // Whole groups, at least one, up to `maxBatch` pieces of work.
+            // Whole groups, at least one, up to `maxBatch` pieces of work. A probe is committed alone:
+            // its failure must not fail appends beside it, nor its transaction hold theirs up.
             var groups = 1
             var count = queue[0].count
-            while groups < queue.count && count + queue[groups].count <= maxBatch {
+            while groups < queue.count && count + queue[groups].count <= maxBatch
+                    && !queue[0].contains(where: \.isProbe) && !queue[groups].contains(where: \.isProbe) {
                 count += queue[groups].count
                 groups += 1
             }

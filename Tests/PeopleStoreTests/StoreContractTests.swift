@@ -621,10 +621,13 @@ struct StoreContract {
         defer { store.close() }
         let driver = try seededRoom(store, "\(prefix)broken", rounds: 2)
         try store.check()
-        // The same position again: refused by the store as a conflict, and the health check says so.
+        // The same position again: refused by the store as a conflict. That is the room's failure (in
+        // a cluster: fencing, another node's rows), not the store's: the health check's probe works, so
+        // the check passes (until session 29 it failed until another commit worked, which an idle node
+        // behind a load balancer routing by /healthz never gets).
         let collision = #expect(throws: StoreError.self) { try appendAndWait(store, [driver.entries[0]], room: "\(prefix)broken") }
         #expect(collision?.kind == .conflict)
-        #expect(throws: StoreError.self) { try store.check() }
+        try store.check()
         let next = JournalEntry(position: driver.room.journalPosition + 1, record: .forgotten(session: "nobody"))
         #expect(throws: StoreError.self) { try appendAndWait(store, [next], room: "\(prefix)broken") }
         // Nor a snapshot handed over after the failure (the hub had not heard of it yet): what it
