@@ -57,6 +57,8 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     private let claimsNode: Bool
     /// The sessions of silent holders this node has ended (guarded by `lock`): each is logged once.
     private var ended: Set<Int> = []
+    /// Whether a writer connection was ever made (guarded by `lock`): a later connect is a reconnect.
+    private var writerConnected = false
     /// This node's row in `nodes`, written on its writer connection (so with that session's pid).
     private var heartbeat: PostgresQuery {
         """
@@ -151,7 +153,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                                   otherwise: .unavailable)
         }
         writer = GroupCommitWriter(
-            name: "pk-pg-writer", kind: "postgres",
+            name: "pk-pg-writer", kind: "postgres", probeWrites: true,
             commit: { [unowned self] batch in
                 do { try commit(batch) } catch { throw Self.storeError(error, Self.describe(error)) }
             },
@@ -184,8 +186,10 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     /// is told, so it drops the rooms it can no longer own). Call with `lock` held.
     private func writerLocked() throws -> PostgresConnection {
         if let connection = writerConnection, !connection.isClosed { return connection }
-        let again = writerConnection != nil
-        if again {
+        // A reconnect (the first connection was made in `init`), also after an attempt that failed:
+        // the node's own lost session may still hold its id (`NodeTaken.again`).
+        let again = writerConnected
+        if writerConnection != nil {
             writerConnection = nil
             let lost = owned
             owned = [:]
@@ -204,7 +208,20 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             }
         }
         writerConnection = connection
+        writerConnected = true
         return connection
+    }
+
+    /// The writer connection for a commit. A serving node's batch was queued under the leases of the
+    /// connection it had: when that connection is gone, so are they, and another node may own those
+    /// rooms now (and may have deleted one: rows written after its deletion would be taken for a
+    /// later room's). So the batch fails unwritten (`.unavailable`) after the reconnect (which tells
+    /// the hub its leases are gone), never written on the new connection. A review found it written
+    /// there. The commands beside the nodes hold no leases, and reconnect as before.
+    private func writerForCommit() throws -> PostgresConnection {
+        guard claimsNode, writerConnected, writerConnection?.isClosed != false else { return try writerLocked() }
+        _ = try writerLocked()
+        throw StoreError(.unavailable, "the PostgreSQL connection holding the room leases was lost: the rooms' queued records were not written")
     }
 
     /// Runs `body` on a pooled connection (not the writer's: reads, and writes that need no group
@@ -338,6 +355,19 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         "CREATE TABLE IF NOT EXISTS nodes (node text PRIMARY KEY, pid integer NOT NULL, seen timestamptz NOT NULL)",
     ]
 
+    /// The probe after a failed commit (`GroupCommitWriter.recheck`, committed alone): a write that
+    /// grows a table, as a journal insert does. Rewriting a row in place (the heartbeat) passes on a
+    /// full disk where the journal's next page fails (53100, "could not extend file"), so the probe
+    /// makes a table of its own (a new, empty file in the tablespace new tables go to), inserts a row
+    /// (which must add that file's first page) and rolls it all back: nothing is left, and nothing
+    /// another session can see or wait for (a `pg_dump` running beside the nodes holds a lock on every
+    /// table it dumps). The table's name is the node's, so nodes probing at once never meet.
+    private var probe: [PostgresQuery] {
+        let table = "store_probe_" + String(UInt64(bitPattern: Int64(Self.lockKey(node, kind: "probe"))), radix: 16)
+        return ["BEGIN", PostgresQuery(unsafeSQL: "CREATE TABLE \(table) (at timestamptz)"),
+                PostgresQuery(unsafeSQL: "INSERT INTO \(table) (at) VALUES (now())")]
+    }
+
     // MARK: Writing
 
     public func append(_ entries: [JournalEntry], room: String,
@@ -363,6 +393,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     /// it is written, then deleted with the room, then what came after is written, all in one commit.
     private func commit(_ batch: [WriterWork]) throws {
         var segments = [CommitSegment()]
+        var probing = false
         for work in batch {
             switch work {
             case .append(let room, let entries, _):
@@ -376,15 +407,21 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                 segments[segments.count - 1].deletion = (room, found, notices)
                 segments.append(CommitSegment())
             case .probe:
-                break
+                probing = true
             }
         }
         try lock.withLock {
-            let connection = try writerLocked()
+            let connection = try writerForCommit()
+            if probing {
+                // Alone in its batch (the writer sees to it).
+                defer { _ = try? run("ROLLBACK", on: connection) }
+                for statement in probe { _ = try run(statement, on: connection) }
+                return
+            }
             if segments.count == 1 && segments[0].snapshots.isEmpty && segments[0].checkpoints.isEmpty
                 && segments[0].notices.isEmpty {
-                // One statement: its own commit (a probe alone: a round trip on the writer connection).
-                _ = try run(segments[0].rows.isEmpty ? "SELECT 1" : segments[0].rows.insert, on: connection)
+                // One statement: its own commit.
+                if !segments[0].rows.isEmpty { _ = try run(segments[0].rows.insert, on: connection) }
                 return
             }
             _ = try run("BEGIN", on: connection)
@@ -827,9 +864,11 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                 return .ownedBy(node: owner.0, url: owner.1)
             }
             // Whether the holder is frozen, asked on a reader connection: not under `lock`, which the
-            // group commit needs (most hellos at a node that does not hold their room come here).
+            // group commit needs (most hellos at a node that does not hold their room come here). A
+            // question that fails (no reader connection to be had) leaves the answer a redirect: it
+            // failed the load (a review).
             if case .ownedBy(let owner, _) = outcome, claimsNode,
-               try withPooledConnection({ try endSilentHolder(owner, on: $0) }) {
+               (try? withPooledConnection({ try endSilentHolder(owner, on: $0) })) == true {
                 return .busy
             }
             return outcome

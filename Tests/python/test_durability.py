@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import collections
 import copy
+import errno
 import json
 import os
 import random
@@ -1044,6 +1045,97 @@ def test_healthz_answers_503_while_the_store_is_down(hub_factory, room):
         assert metric(text, "peoplekeeper_durable_wait_seconds_count") >= 2, text
     finally:
         pg.stop()
+
+
+def fill(directory) -> None:
+    """Writes zeros into `directory`/filler until its file system has no page left."""
+    with open(os.path.join(directory, "filler"), "wb", buffering=0) as f:
+        for chunk in (1 << 16, 1 << 12):
+            try:
+                while True:
+                    f.write(b"\0" * chunk)
+            except OSError as e:
+                assert e.errno == errno.ENOSPC, e
+
+
+def test_a_postgres_disk_freed_after_filling_brings_healthz_back(hub_factory, room):
+    """The store's tables on a real file system that fills up (a 1 MiB tmpfs as their tablespace): the
+    edit that needs a new page is not acknowledged, /healthz answers 503 and stays there while the disk
+    is full (the probe after a failed commit grows a table, as the journal does), and once space is
+    freed it answers 200 again with no client writing (an empty probe could not tell, so until session
+    29 the node stayed at 503 until a client's commit worked, which a load balancer routing by /healthz
+    never sends). Every acknowledged edit is there after."""
+    if os.geteuid() != 0:
+        pytest.fail("this test mounts a tmpfs: run it as root (make test does)", pytrace=False)
+    pg = PostgresServer()
+    disk = None
+    try:
+        pg.start()
+        # Inside the server's own directory, which its user can reach.
+        disk = pg.dir / "small"
+        disk.mkdir()
+        owner = os.stat(pg.dir)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size=1m,mode=0700,uid={owner.st_uid},gid={owner.st_gid}",
+                        "tmpfs", str(disk)], check=True)
+        pg.psql(f"CREATE TABLESPACE small LOCATION '{disk}'")
+        pg.psql(f"ALTER DATABASE {pg.database} SET default_tablespace = small")
+        hub = hub_factory({"storage": {"kind": "postgres", "postgresURL": pg.url},
+                           "limits": {"opsPerSecond": 100000}})
+        assert wait_for_health(hub, 200) == b"ok\n"
+        assert pg.psql("SELECT tablespace FROM pg_tables WHERE tablename = 'journal'") == "small"
+        a = hub.join(room, "A")
+        acked = a.edit([{"op": "set", "tag": 1, "field": "hairColor", "value": "red"}])["rev"]
+        fill(disk)
+        for i in range(2000):
+            a.submit([{"op": "set", "tag": 1, "field": "name", "value": f"{i:04d} " + "x" * 190}])
+            try:
+                acked = a.take("ack", timeout=10)["rev"]
+            except (AssertionError, ConnectionClosed):
+                break
+        else:
+            pytest.fail("2,000 edits acknowledged on a full disk")
+        assert a.wait_closed() == 1011
+        body = wait_for_health(hub, 503, timeout=15)
+        assert body.startswith(b"store unavailable: "), body
+        # Two checks and more while the disk is still full: the probe fails as the journal did.
+        until = time.monotonic() + 11
+        while time.monotonic() < until:
+            got, _, body = hub.http("GET", "/healthz")
+            assert got == 503, f"/healthz {got} {body!r} on a full disk"
+            time.sleep(0.5)
+        os.unlink(disk / "filler")
+        assert wait_for_health(hub, 200, timeout=15) == b"ok\n"
+        b = hub.join(room, "B")
+        assert b.welcome["rev"] == acked
+        assert b.edit([{"op": "set", "tag": 1, "field": "glasses", "value": True}])["rev"] == acked + 1
+    finally:
+        pg.halt()
+        if disk is not None:
+            subprocess.run(["umount", str(disk)], check=False)
+        pg.stop()
+
+
+def test_a_nul_in_a_label_or_user_name_is_kept_on_postgres(hub_factory, pg_server, room):
+    """The product contract allows any text in a label or a user name. The journal's readable columns
+    copied them raw, and PostgreSQL's text refuses a NUL (22021): the commit failed, the room closed
+    1011 for everyone in it, and the sender's client sent the edit again at each reconnect (a code
+    review). Now the columns hold U+FFFD there and the record the exact text: the edit is
+    acknowledged, teammates, the log and a restarted hub all give the label as it was sent."""
+    hub = hub_factory({"storage": {"kind": "postgres", "postgresURL": pg_server.url}})
+    a = hub.join(room, "a\u0000b")
+    watcher = hub.join(room, "W")
+    label = "Rename\u0000 Joan"
+    ack = a.edit([{"op": "set", "tag": 2, "field": "name", "value": "Jo\u0000an"}], label=label)
+    assert watcher.take("ops")["label"] == label
+    entry = a.timeline(limit=1)["entries"][0]
+    assert (entry["rev"], entry["author"], entry.get("label")) == (ack["rev"], "a\u0000b", label), entry
+    assert pg_server.psql(f"SELECT author || '|' || label FROM journal WHERE room = '{room}' AND revision = {ack['rev']}") \
+        == "a\ufffdb|Rename\ufffd Joan"
+    hub.restart()
+    b = hub.join(room, "B")
+    assert b.welcome["rev"] == ack["rev"]
+    assert by_tag(b.welcome["people"], 2)["name"] == "Jo\u0000an"
+    assert b.timeline(limit=1)["entries"][0].get("label") == label
 
 
 # ----------------------------------------------------------------------------------------------------
