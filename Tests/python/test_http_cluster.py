@@ -373,3 +373,25 @@ def test_a_busy_node_is_not_taken_for_a_frozen_one(hub_factory, pg_server, room)
     ack = ann.take("ack", timeout=20)
     assert ack["seq"] == 1 and ack["rev"] == 1, ack
     assert "ended the PostgreSQL session" not in b.stderr(), b.stderr()[-2000:]
+
+
+def test_a_batch_queued_before_the_lease_connection_broke_is_not_written_after_it(hub_factory, pg_server, room):
+    """A node's writer connection holds its room leases. When PostgreSQL ends it, the next commit
+    reconnected and wrote the batch queued before on the new connection, without any lease: another
+    node may own the room by then (or have deleted it; a code review). Now that batch fails, the
+    room's clients are closed, and nothing is acknowledged that was not written under the lease; the
+    client's edit is written once it has rejoined."""
+    node = "lost-" + room[:20]
+    hub = hub_factory(cluster_node(pg_server, node))
+    ann = hub.join(room, "ann")
+    first = ann.edit([{"op": "set", "tag": 1, "field": "hairColor", "value": "red"}])["rev"]
+    pid = pg_server.psql(f"SELECT pid FROM nodes WHERE node = '{node}'")
+    assert pg_server.psql(f"SELECT pg_terminate_backend({pid})") == "t"
+    time.sleep(0.5)  # the driver sees the connection close; the next store check is seconds away
+    seq = ann.submit([{"op": "set", "tag": 2, "field": "glasses", "value": True}])
+    assert ann.wait_closed() in (1011, 1012)
+    assert not any(f["type"] == "ack" and f.get("seq") == seq for f in ann.log), \
+        f"acknowledged after the lease connection was lost: {ann.log[-4:]}"
+    bob = hub.join(room, "bob")
+    assert bob.welcome["rev"] == first
+    assert by_tag(bob.welcome["people"], 2)["glasses"] is False
