@@ -62,6 +62,9 @@ public final class Hub: @unchecked Sendable {
     /// Lease calls, in the order the service thread makes them (a release queued when a room unloads
     /// must run before the acquire of a hello that comes right after).
     let leaseCalls = DispatchQueue(label: "peoplekeeper.hub.leases")
+    /// How many times this node lost every lease at once (`dropAllRooms`): a load that took its lease
+    /// before the latest loss has none (`RoomLoad.leaseGeneration`).
+    var leaseGeneration = 0
     private var sweepTimer: DispatchSourceTimer?
     /// The store's health as `/healthz` reports it.
     var storeHealth = StoreHealth()
@@ -110,6 +113,10 @@ public final class Hub: @unchecked Sendable {
         var importing = false
         /// The store said it does not have the room while `importing`: the load goes on when the check ends.
         var parked = false
+        /// `Hub.leaseGeneration` when this load asked for its lease: if every lease was lost since,
+        /// the lease went with them, and the load starts again (lease first) instead of serving the
+        /// room unleased beside the node that takes it next (a code review).
+        var leaseGeneration = 0
     }
 
     /// Why no other room can be loaded: `limits.maxRooms`, or `limits.maxMemoryMB`.

@@ -101,7 +101,7 @@ final class TestClock: Sendable {
 /// A store whose appends the test can hold (durable only when released) or fail, and whose loads can
 /// fail, which counts the revisions read and can act as a store without checkpoints; otherwise the
 /// in-memory store.
-final class ScriptedStore: PeopleStore, @unchecked Sendable {
+class ScriptedStore: PeopleStore, @unchecked Sendable {
     let inner = InMemoryStore()
     private let lock = NSLock()
     private var holding = false
@@ -228,6 +228,30 @@ final class ScriptedStore: PeopleStore, @unchecked Sendable {
 
     func check() throws(StoreError) {}
     func close() {}
+}
+
+/// A scripted store that leases rooms as a cluster node's does: every room is this node's, each
+/// acquire is counted, and `loseLeases` tells the hub they are all gone (its connection broke).
+final class LeasingStore: ScriptedStore, RoomLeases, @unchecked Sendable {
+    let node = "n1"
+    var advertisedURL = "ws://n1.test:8080"
+    private let state = Mutex<(acquired: [String], handlers: [@Sendable () -> Void])>(([], []))
+
+    /// The rooms acquired so far, in order (each hold counted).
+    var acquired: [String] { state.withLock { $0.acquired } }
+
+    func acquire(room: String, for holder: LeaseHolder) throws(StoreError) -> LeaseOutcome {
+        state.withLock { $0.acquired.append(room) }
+        return .acquired
+    }
+
+    func release(room: String, for holder: LeaseHolder) {}
+
+    func onLeasesLost(_ handler: @escaping @Sendable () -> Void) { state.withLock { $0.handlers.append(handler) } }
+
+    func loseLeases() {
+        for handler in state.withLock({ $0.handlers }) { handler() }
+    }
 }
 
 /// The heap the hub reads (nil: unknown) and the times it handed freed memory back.

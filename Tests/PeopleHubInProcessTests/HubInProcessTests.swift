@@ -418,6 +418,27 @@ struct HubInProcessTests {
         #expect(h.hub.host("r")?.connections.isEmpty == true)
     }
 
+    @Test("cluster mode: a room whose leases were all lost while it loaded takes its lease again before anyone joins it")
+    func leasesLostWhileLoading() async throws {
+        let store = LeasingStore()
+        let h = HubHarness(store: store)
+        h.background.hold()
+        let ann = try #require(h.connect())
+        await h.send(.hello(.init(user: "ann")), on: ann)
+        await h.settle { h.background.waiting > 0 }  // the lease is taken; the store read waits
+        #expect(store.acquired == ["r"])
+        store.loseLeases()  // the writer's connection broke: the lease just taken went too
+        await h.settle()
+        for _ in 0..<3 where ann.welcome == nil && !ann.isClosing {
+            // The held read, then (a lease call away, on its own thread) the read after the new lease.
+            await h.settle { h.background.waiting > 0 || ann.welcome != nil }
+            while h.background.next() { await h.settle() }
+        }
+        // Before session 29 the room was served on the lease lost meanwhile, beside the next node to take it.
+        #expect(store.acquired == ["r", "r"], "the lease is asked for again")
+        #expect(ann.welcome != nil && h.hub.host("r") != nil)
+    }
+
     @Test("a connection closed over its rate leaves the room when the close completes")
     func rateCloseLeaves() async throws {
         let h = HubHarness { $0.limits.opsPerSecond = 2 }

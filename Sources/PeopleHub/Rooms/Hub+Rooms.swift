@@ -130,6 +130,7 @@ extension Hub {
     /// Reads and rebuilds the room off the service thread, then joins the hellos that waited for it.
     /// In cluster mode the room's lease comes first (on the lease queue, in order with releases).
     func startLoading(_ name: String) {
+        if case .loading(let load)? = rooms[name] { load.leaseGeneration = leaseGeneration }
         let store = store
         let policy = configuration.roomPolicy
         let load: @Sendable () -> Void = { [weak self] in
@@ -190,6 +191,10 @@ extension Hub {
 
     func loaded(_ name: String, _ result: Result<RestoredRoom?, StoreError>, seconds: Double) {
         guard case .loading(let load)? = rooms[name] else { return }
+        if leases != nil, load.leaseGeneration != leaseGeneration {
+            // Every lease was lost while this one loaded: it was lost too. Again, from the lease.
+            return startLoading(name)
+        }
         let host: RoomHost
         var created = false
         switch result {
@@ -370,6 +375,7 @@ extension Hub {
     /// Stops serving every room at once (this node may no longer own them): their connections are
     /// closed with 1012 so clients reconnect and are sent to the owner.
     func dropAllRooms(reason: String) {
+        leaseGeneration += 1  // and rooms loading now take their lease again (`loaded`)
         let loaded = rooms.values.compactMap { slot -> RoomHost? in if case .loaded(let host) = slot { host } else { nil } }
         // Each service thread's hub drops its own: the one that had none says nothing.
         guard !loaded.isEmpty else { return }
