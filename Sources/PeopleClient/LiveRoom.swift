@@ -23,9 +23,38 @@ public final class LiveRoom: @unchecked Sendable {
         case connecting
         case online
         /// Not connected; the next attempt is at `retryAt`.
-        case offline(retryAt: Date, why: String)
+        case offline(retryAt: Date, why: Loss)
         /// The hub refused this user (`unauthorized`): no more attempts.
         case refused(String)
+    }
+
+    /// Why the link went down. A hub that closed the connection itself is up (an operator's drill saw
+    /// "the hub is unreachable (closed by the hub (1011))" from a hub refusing writes), so the two are
+    /// told apart here, once, rather than by the screen reading the words back.
+    public enum Loss: Hashable, Sendable {
+        /// The hub closed the connection, with its code and reason (a drain: 1001 `hub shutting
+        /// down`; a commit it could not make: 1011 `store failed`).
+        case closedByHub(code: UInt16, reason: String)
+        /// The hub could not be reached, the connection broke, or the hub stopped answering: the
+        /// transport's words, or the heartbeat's.
+        case unreachable(String)
+
+        /// What happened, in a few words: "the hub closed the connection", "the hub is unreachable".
+        public var headline: String {
+            switch self {
+            case .closedByHub: "the hub closed the connection"
+            case .unreachable: "the hub is unreachable"
+            }
+        }
+
+        /// The headline with its detail: "the hub closed the connection (1011 store failed)", "the
+        /// hub is unreachable (connection refused)".
+        public var sentence: String {
+            switch self {
+            case .closedByHub(let code, let reason): "\(headline) (\(code)\(reason.isEmpty ? "" : " " + reason))"
+            case .unreachable(let why): "\(headline) (\(why))"
+            }
+        }
     }
 
     /// Something a screen should tell the user about once.
@@ -38,7 +67,7 @@ public final class LiveRoom: @unchecked Sendable {
         case error(ProtocolError)
         /// The connection was lost (or could not be made), and why; said once until it is back. What
         /// to show meanwhile is `link`'s to say: it is the one account of the connection.
-        case offline(String)
+        case offline(Loss)
         /// The requests queued while the hub was unreachable (this many) have all been answered.
         case sent(Int)
         /// An undo pressed for a queued edit (`label`) went with it, unsent: the edit changed nothing or
@@ -237,13 +266,13 @@ public final class LiveRoom: @unchecked Sendable {
         self.connection = connection
         (connectedURL, welcomedHere) = (url, false)
         do { try client.connect(url: url, delegate: connection) } catch {
-            return lost(generation: generation, why: "\(error)")
+            return lost(generation: generation, why: .unreachable("\(error)"))
         }
         let attempt = generation
         onUpdate?([])  // the screen says "connecting" (not "retry in 1 s") while it is
         queue.asyncAfter(deadline: .now() + Self.connectSeconds) { [weak self] in
             guard let self, self.generation == attempt, let connection = self.connection, !connection.isOpen else { return }
-            self.giveUp(generation: attempt, why: "the hub did not answer within \(Int(Self.connectSeconds)) s")
+            self.giveUp(generation: attempt, why: .unreachable("the hub did not answer within \(Int(Self.connectSeconds)) s"))
         }
     }
 
@@ -257,7 +286,7 @@ public final class LiveRoom: @unchecked Sendable {
     private func heartbeat(generation: Int) {
         queue.asyncAfter(deadline: .now() + heartbeatSeconds) { [weak self] in
             guard let self, self.generation == generation, let connection = self.connection, !self.stopped else { return }
-            guard self.heard else { return self.giveUp(generation: generation, why: "no answer from the hub") }
+            guard self.heard else { return self.giveUp(generation: generation, why: .unreachable("no answer from the hub")) }
             self.heard = false
             self.ping(on: connection)
             self.heartbeat(generation: generation)
@@ -271,7 +300,7 @@ public final class LiveRoom: @unchecked Sendable {
     }
 
     /// Ends a connection that is not answering (its late events are ignored) and goes offline.
-    private func giveUp(generation: Int, why: String) {
+    private func giveUp(generation: Int, why: Loss) {
         connection?.close(via: client)
         lost(generation: generation, why: why)
     }
@@ -390,7 +419,7 @@ public final class LiveRoom: @unchecked Sendable {
         return kept
     }
 
-    fileprivate func lost(generation: Int, why: String) {
+    fileprivate func lost(generation: Int, why: Loss) {
         // Once per connection: one given up may still report its close.
         guard generation == self.generation, !stopped, connection != nil else { return }
         sync.disconnected()
@@ -471,9 +500,10 @@ public final class LiveRoom: @unchecked Sendable {
         func didClose(_ connection: WebSocketConnection, error: String?) {
             lock.withLock { socket = nil }
             guard let room else { return }
-            // The hub's reason with its code ("1011 store failed", "1001 hub shutting down").
-            let reason = connection.peerCloseReason.map { $0.isEmpty ? "" : " \($0)" } ?? ""
-            let why = error ?? connection.peerCloseCode.map { "closed by the hub (\($0)\(reason))" } ?? "connection closed"
+            // The hub's code with its reason ("1011 store failed", "1001 hub shutting down").
+            let why: Loss = if let error { .unreachable(error) }
+                else if let code = connection.peerCloseCode { .closedByHub(code: code, reason: connection.peerCloseReason ?? "") }
+                else { .unreachable("connection closed") }
             room.queue.async { [generation] in room.lost(generation: generation, why: why) }
         }
     }

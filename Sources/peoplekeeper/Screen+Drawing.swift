@@ -265,7 +265,7 @@ extension Screen {
         } else {
             switch room.link {
             case .refused(let why): text = "you may not open room \(room.room): \(why)"
-            case .offline(_, let why): text = "(the hub is unreachable: \(why))"
+            case .offline(_, let why): text = "(\(why.sentence))"
             case .connecting, .online: text = "(connecting…)"
             }
         }

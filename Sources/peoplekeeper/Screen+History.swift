@@ -131,7 +131,8 @@ extension Screen {
                 return say("restoring needs the hub, which refused your access token: press t and paste a new one, then R",
                            warning: true, lasts: .whileOffline)
             }
-            return say("restoring needs the hub, which is unreachable now: try again when it is back", warning: true,
+            let which = if case .offline(_, .closedByHub) = room.link { "closed the connection" } else { "is unreachable now" }
+            return say("restoring needs the hub, which \(which): try again when it is back", warning: true,
                        lasts: .whileOffline)
         }
         guard room.sync.revision > rev else {
@@ -153,7 +154,8 @@ extension Screen {
     var restoreQuestion: Report? {
         guard case .confirmRestore(let rev) = mode else { return nil }
         guard room.link == .online else {
-            return Report(text: "the hub is unreachable: no restore now (y restores nothing; any key closes)", warning: true)
+            let why = if case .offline(_, let loss) = room.link { loss.headline } else { "the hub is unreachable" }
+            return Report(text: "\(why): no restore now (y restores nothing; any key closes)", warning: true)
         }
         let count = changesSince(rev)
         let which = count == 1 ? "the change since (rev \(rev + 1))" : "the \(count) changes since (revs \(rev + 1)–\(rev + count))"
@@ -208,14 +210,18 @@ extension Screen {
         let whose = reader.person.map { tag in
             "History of " + (room.sync.view[tag]?.name ?? knownNames[tag] ?? "tag \(tag)") + " (tag \(tag)): the changes that named them"
         } ?? "History of room \(room.room)"
-        let why = room.tokenEnded ? "the hub refused your access token"
-            : room.link == .connecting ? "connecting again" : "the hub is unreachable"
+        let why: String = switch room.link {
+        case _ where room.tokenEnded: "the hub refused your access token"
+        case .connecting: "connecting again"
+        case .offline(_, let loss): loss.headline
+        case .online, .refused: "the hub is unreachable"
+        }
         var out = [style(whose, "1")
                    + (away && reader.loaded ? " · as last read: \(why)"
                                              : " · newest first" + (isViewer ? "" : " · ↶ yours to undo"))]
         guard reader.loaded else {
             let waiting: String = switch room.link {
-            case .offline(_, let why): "(the hub is unreachable: \(why); the history comes when it is back)"
+            case .offline(_, let why): "(\(why.sentence); the history comes when it is back)"
             case .refused(let why): "(the hub refused you: \(why))"
             case .online, .connecting: "(loading the history…)"
             }

@@ -234,7 +234,7 @@ final class Screen: @unchecked Sendable {
     var connectionNote: Report? {
         switch room.link {
         case .offline(_, let why):
-            Report(text: Self.awayWords(why) + (isViewer ? "" : "; your edits are kept and sent when it is back"),
+            Report(text: why.sentence + (isViewer ? "" : "; your edits are kept and sent when it is back"),
                    warning: true)
         case .refused(let why) where room.tokenEnded:
             // The room stays open with what was not sent: a new token carries it on.
@@ -293,14 +293,6 @@ final class Screen: @unchecked Sendable {
     /// here and the history rows are as last read. (A reconnecting attempt can wait 10 s for a hub
     /// that does not answer: a review found teammates listed through each.)
     var isAway: Bool { room.link != .online }
-
-    /// Why the link is down, as the status line says it: a hub that closed the connection itself (a
-    /// commit that failed, a drain) is not called unreachable (an operator's drill saw "the hub is
-    /// unreachable (closed by the hub (1011))" from a hub that was up and refusing writes).
-    static func awayWords(_ why: String) -> String {
-        let closed = "closed by the hub "
-        return why.hasPrefix(closed) ? "the hub closed the connection " + why.dropFirst(closed.count) : "the hub is unreachable (\(why))"
-    }
 
     /// The user's report, unless it says the hub is unreachable and it is back.
     var shownReport: Report? {

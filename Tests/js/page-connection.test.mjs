@@ -369,8 +369,29 @@ test('renew does nothing while the room is running', () => {
 });
 
 test('a hub that closed the connection itself is not called unreachable; its code and reason are said (session 27)', () => {
-  const closed = connectionStatus({ link: 'offline', why: 'closed by the hub: 1011 store failed', pending: 1 }, 0);
+  const closed = connectionStatus({ link: 'offline', why: 'closed by the hub: 1011 store failed',
+    closedBy: { code: 1011, reason: 'store failed' }, pending: 1 }, 0);
   assert.equal(closed.detail, 'The hub closed the connection (1011 store failed). Your change is kept and sent when it is back.');
   const gone = connectionStatus({ link: 'offline', why: 'the hub cannot be reached', pending: 1 }, 0);
   assert.match(gone.detail, /^The hub can't be reached\./);
+});
+
+test('the room keeps how the hub closed the connection as a value, not as words read back (session 29)', () => {
+  const { room, timers, socket, status } = online();
+  socket.onclose({ code: 1011, reason: 'store failed' });
+  assert.deepEqual(room.connection.closedBy, { code: 1011, reason: 'store failed' });
+  assert.equal(status().detail,
+    'The hub closed the connection (1011 store failed). Changes you make are kept and sent when it is back.');
+  // The next attempt fails without a close frame: the hub is unreachable now, whatever came before.
+  timers.advance(250);
+  FakeSocket.made[1].onclose({ code: 1006 });
+  assert.equal(room.connection.closedBy, null);
+  assert.match(status().detail, /^The hub can't be reached\./);
+  // Back online: nothing is said about the connection.
+  timers.advance(500);
+  FakeSocket.made[2].onopen();
+  FakeSocket.made[2].hear(welcome());
+  assert.equal(room.link, 'online');
+  assert.equal(room.connection.closedBy, null);
+  assert.equal(status().detail, '');
 });

@@ -662,6 +662,11 @@ def test_a_hub_that_closes_the_connection_itself_is_not_called_unreachable(hub_f
     ann.keys("Enter")
     text = ann.wait_for(status_has("the hub closed the connection (1011 store failed)"), timeout=15)
     assert "unreachable" not in status(text) and "kept" in status(text), text
+    # The history view, with no rows read yet, says it the same way (session 29: it read the link's
+    # words back and said "the hub is unreachable: closed by the hub (1011 store failed)").
+    text = ann.keys("h").wait_for(_pred(lambda t: "the hub closed the connection (1011 store failed); the history" in t,
+                                        "the history view saying the hub closed the connection"), timeout=15)
+    assert "unreachable" not in text, text
 
 
 def test_offline_edits_wait_and_reach_the_hub_when_it_is_back(hub_factory, screens):

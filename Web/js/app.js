@@ -361,10 +361,11 @@ class App {
     const now = this.live.hubNow();
     const offline = this.live.link !== 'online';
     const already = !offline && this.restoreCheck.verdict(entry.rev, this.live.sync.view) === 'same';
-    const q = offline ? { count: 0, text: restoreOfflineText(entry, now) }
+    const closed = offline && this.live.closedBy != null;
+    const q = offline ? { count: 0, text: restoreOfflineText(entry, now, { closed }) }
       : already ? { count: 0, text: alreadyRestoredText(entry, now) }
         : restoreQuestion(entry, this.live.sync.revision, now);
-    setText($('restore-title'), offline ? 'The hub is unreachable'
+    setText($('restore-title'), closed ? 'The hub closed the connection' : offline ? 'The hub is unreachable'
       : already ? 'Nothing to restore' : 'Restore an earlier version?');
     setText($('restore-text'), q.text);
     setAttr($('restore-dialog'), 'data-count', q.count);
@@ -770,6 +771,7 @@ class App {
       head: live.sync.revision,
       now: live.hubNow(),
       unreachable: connectionStatus(live.connection, Date.now()).down,
+      closedBy: live.closedBy,
       person: this.selectedTag != null ? (view.get(this.selectedTag)?.name ?? null) : null,
       only: t === this.personHistory,
     });

@@ -24,9 +24,20 @@ function onlyRequest({ changes = 0, undos = 0, redos = 0 }) {
 }
 
 /**
+ * Why the hub is out of reach, as a sentence: a hub that closed the connection itself (a commit it
+ * could not make, a drain; `closedBy` {code, reason}) is up, and is not called unreachable (an
+ * operator's drill; the terminal says the same).
+ */
+export function awayText(closedBy) {
+  return closedBy ? `The hub closed the connection (${closedBy.code}${closedBy.reason ? ` ${closedBy.reason}` : ''}).`
+    : "The hub can't be reached.";
+}
+
+/**
  * @param {object} s  the room's state (LiveRoom.connection):
  *   link: 'connecting' | 'online' | 'offline'; outage: the hub has been out of reach since the last
- *   welcome (a 'connecting' retry is still part of it); why: why the last connection was lost; retryAt: when the next attempt starts (ms) while offline; pending: requests not yet
+ *   welcome (a 'connecting' retry is still part of it); why: why the last connection was lost (words for a
+ *   tooltip); closedBy: {code, reason} when the hub closed it itself; retryAt: when the next attempt starts (ms) while offline; pending: requests not yet
  *   answered; catchingUp: some of them were kept through the outage; kept: those, by kind
  *   ({changes, undos, redos}; without it, every pending request counts as a change).
  * @param {number} now  ms, on the clock of `retryAt`
@@ -35,8 +46,8 @@ function onlyRequest({ changes = 0, undos = 0, redos = 0 }) {
  *   `words` the short label, `detail` the sentence beside it (empty when there is nothing to say),
  *   `title` the technical reason, for a tooltip.
  */
-export function connectionStatus({ link, outage = false, why = null, retryAt = null, pending = 0, catchingUp = false,
-  kept = null }, now) {
+export function connectionStatus({ link, outage = false, why = null, closedBy = null, retryAt = null, pending = 0,
+  catchingUp = false, kept = null }, now) {
   const counts = kept ?? { changes: pending };
   const one = onlyRequest(counts);
   const some = requestWords(counts) !== '';
@@ -48,12 +59,7 @@ export function connectionStatus({ link, outage = false, why = null, retryAt = n
     }
     const yours = one ? `Your ${one} is` : `Your ${requestWords(counts)} are`;
     const said = some ? `${yours} kept and sent when it is back.` : 'Changes you make are kept and sent when it is back.';
-    // A hub that closed the connection itself (a commit it could not make, a drain) is up: it is not
-    // called unreachable (an operator's drill; the terminal says the same).
-    const closedBy = 'closed by the hub: ';
-    const what = why?.startsWith(closedBy) ? `The hub closed the connection (${why.slice(closedBy.length)}).`
-      : "The hub can't be reached.";
-    return { state: link, down, words, detail: `${what} ${said}`, title: why };
+    return { state: link, down, words, detail: `${awayText(closedBy)} ${said}`, title: why };
   }
   if (link === 'connecting') return { state: link, down, words: 'Connecting…', detail: '', title: null };
   const detail = catchingUp && some

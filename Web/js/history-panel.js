@@ -67,7 +67,8 @@ export class HistoryPanel {
   /**
    * Draws the timeline. `view`: {entries, loaded, more, loadingOlder, editable, undoable(entry),
    * touched(entry) → [{tag, name, gone}], head (the room's revision), now (ms), unreachable (the
-   * hub is down: rows not loaded yet come when it is back), person (the selected person's name, or
+   * hub is down: rows not loaded yet come when it is back), closedBy (it closed the connection
+   * itself: {code, reason}, or null), person (the selected person's name, or
    * null), only (the list is that person's changes)}.
    */
   render(view) {
@@ -101,7 +102,7 @@ export class HistoryPanel {
       focused.focus({ preventScroll: true });
     }
     setText(this.status, historyStatusText({ loaded, count: entries.length, unreachable: view.unreachable,
-      person: only ? person : null }));
+      closedBy: view.closedBy ?? null, person: only ? person : null }));
     this.status.hidden = loaded && entries.length > 0;
     this.list.hidden = entries.length === 0;
     this.more.hidden = !more;

@@ -48,7 +48,7 @@
 // `skipped` and `nothing` notices of a selective undo carry its `entry`; a restore that changed
 // nothing is {type:'nothing', kind:'restore'}.
 //
-// The connection is state, not notices: `connection` ({link, outage, why, retryAt, pending,
+// The connection is state, not notices: `connection` ({link, outage, why, closedBy, retryAt, pending,
 // catchingUp, kept}) says at any moment whether the hub is reachable and whether the requests kept
 // while it was not (`kept`: those pending when it went, and those made until it was back, by kind)
 // are still going out; a page derives every word about the connection from it (connection.js).
@@ -163,6 +163,11 @@ export class LiveRoom {
     /** While offline: when the next attempt starts (ms, timers.now) and why the last one failed. */
     this.retryAt = null;
     this.why = null;
+    /**
+     * While offline: {code, reason} when the hub closed the connection itself (a drain: 1001; a
+     * commit it could not make: 1011): the hub is up, and is not called unreachable. Null otherwise.
+     */
+    this.closedBy = null;
     /** Whether a welcome has ever come (the page shows the room from then on). */
     this.everWelcomed = false;
     this.onUpdate = () => {};
@@ -214,6 +219,7 @@ export class LiveRoom {
     this.token = token || undefined;
     this.stopped = false;
     this.why = null;
+    this.closedBy = null;
     this.backoff = FIRST_BACKOFF;
     this.connect();
   }
@@ -301,7 +307,7 @@ export class LiveRoom {
 
   /** The connection as a page shows it (see the header; connection.js turns it into words). */
   get connection() {
-    return { link: this.link, outage: this.outage, why: this.why, retryAt: this.retryAt,
+    return { link: this.link, outage: this.outage, why: this.why, closedBy: this.closedBy, retryAt: this.retryAt,
       pending: this.pending, catchingUp: this.catchingUp, kept: this.kept };
   }
 
@@ -375,13 +381,13 @@ export class LiveRoom {
       this.received(message);
     };
     socket.onclose = (event) => {
-      const why = event?.code && event.code !== 1006
-        ? `closed by the hub: ${event.code}${event.reason ? ` ${event.reason}` : ''}`
+      const closedBy = event?.code && event.code !== 1006 ? { code: event.code, reason: event.reason ?? '' } : null;
+      const why = closedBy ? `closed by the hub: ${closedBy.code}${closedBy.reason ? ` ${closedBy.reason}` : ''}`
         : 'the hub cannot be reached';
       // A hub that restarted (1001) with another history says so in its welcome (`reset`, answering
       // `sinceTime`): the page reconnects with `since` as after any drop (PROTOCOL.md "A room that
       // went back").
-      this.lost(generation, why);
+      this.lost(generation, why, closedBy);
     };
     socket.onerror = () => { /* a close event follows */ };
     this.onUpdate([]);
@@ -419,6 +425,7 @@ export class LiveRoom {
           this.welcomedHere = true;
           this.outage = false;
           this.why = null;
+          this.closedBy = null;
           this.tagsAsked = false;
           this.redirects = 0;
           notices.push({ type: 'welcomed' });
@@ -552,7 +559,8 @@ export class LiveRoom {
     else this.sync.disconnected();
   }
 
-  lost(generation, why) {
+  /** `closedBy`: {code, reason} when the hub closed the connection itself (see the constructor). */
+  lost(generation, why, closedBy = null) {
     if (generation !== this.generation) return;
     this.generation += 1; // ignore anything more from this connection
     this.timers.clearTimeout(this.heartbeatTimer);
@@ -581,6 +589,7 @@ export class LiveRoom {
     this.outage = true;
     this.keepPending();
     this.why = why;
+    this.closedBy = closedBy;
     this.retryAt = this.timers.now() + wait * 1000;
     const next = this.generation;
     this.retryTimer = this.timers.setTimeout(() => {
