@@ -11,7 +11,8 @@ import PeopleCore
 /// read earlier may not have reached the latest rename). A review found a seen name that always won
 /// (`New person (gone)` beside rows that said Kim).
 public struct KnownNames: Sendable {
-    /// By tag, the name and the revision it was seen or given at.
+    /// By tag, the name and the revision it was seen or given at: two dictionaries, so that `byTag`
+    /// (read at each render of the history view) is the first one, not a copy.
     private var names: [Tag: String] = [:]
     private var at: [Tag: Int] = [:]
 

@@ -1,3 +1,4 @@
+import Foundation
 import PeopleClient
 import PeopleCore
 import Testing
@@ -10,55 +11,69 @@ struct TimelineNamesTests {
         ServerMessage.LogEntry(rev: rev, time: nil, author: "ann", kind: .edit, label: nil, ops: ops, entry: nil)
     }
 
-    @Test("a person keeps the last name the rows gave them: an insert's, then names set and typed after it")
-    func lastNames() {
-        // Newest first, as a timeline holds them.
+    /// The cases of `Tests/Vectors/names.json`, which the web page's tests run too.
+    static let cases: [JSON] = {
+        var parts = #filePath.split(separator: "/", omittingEmptySubsequences: false)
+        parts.removeLast(2)  // …/Tests/PeopleClientTests/TimelineNamesTests.swift → …/Tests
+        let path = parts.joined(separator: "/") + "/Vectors/names.json"
+        guard let data = FileManager.default.contents(atPath: path),
+              case .array(let cases)? = try? JSON.parse(Array(data))["cases"] else { fatalError("cannot read \(path)") }
+        return cases
+    }()
+
+    /// A vector's `entries` (wire log entries, newest first), read as a client reads a `log` answer.
+    static func entries(_ json: JSON?) throws -> [ServerMessage.LogEntry] {
+        let page = JSON.object(["type": .string("log"), "entries": json ?? .array([]), "more": .bool(false)])
+        guard case .success(.log(let log)) = ServerMessage.decode(Array(page.text.utf8)) else {
+            throw ProtocolError(.badMessage, "a vector's entries are not a log page")
+        }
+        return log.entries
+    }
+
+    static func people(_ json: JSON?) throws -> PeopleModel {
+        guard case .array(let list)? = json else { return PeopleModel(people: []) }
+        return PeopleModel(people: try list.map { try Person(json: $0) })
+    }
+
+    static func expected(_ json: JSON?) -> [PeopleCore.Tag: String] {
+        guard case .object(let members)? = json else { return [:] }
+        var names: [PeopleCore.Tag: String] = [:]
+        for member in members { if let tag = Int(member.key), case .string(let name) = member.value { names[tag] = name } }
+        return names
+    }
+
+    @Test("shared vectors (Tests/Vectors/names.json): the names the rows and the screen give people gone since",
+          arguments: cases)
+    func vector(_ json: JSON) throws {
+        let name = if case .string(let name)? = json["name"] { name } else { "?" }
+        let rows = try Self.entries(json["entries"])
+        switch json["kind"] {
+        case .string("lastNames")?:
+            #expect(rows.lastNames == Self.expected(json["expect"]), "\(name)")
+        case .string("knownNames")?:
+            var known = KnownNames()
+            if case .array(let seen)? = json["saw"] {
+                for sight in seen {
+                    guard case .int(let rev)? = sight["rev"] else { continue }
+                    known.saw(try Self.people(sight["people"]), at: rev)
+                }
+            }
+            known.read(rows, present: try Self.people(json["present"]))
+            #expect(known.byTag == Self.expected(json["expect"]), "\(name)")
+        default:
+            Issue.record("\(name): unknown kind")
+        }
+    }
+
+    @Test("a person removed since is named as the rows last named them, marked gone")
+    func goneWords() {
         let rows = [
             row(6, [.remove(104), .remove(4)]),
-            row(5, [.text(4, TextOperation([.retain(2), .insert("d")]))]),
-            row(4, [.set(4, .name("Ze"))]),
-            row(3, [.text(104, TextOperation([.delete(10), .insert("Kim")]))]),
-            row(2, [.insert(Person(tag: 104, name: "New person"), at: 0), .insert(Person(tag: 4, name: "New person"), at: 1)]),
-            row(1, [.text(2, TextOperation([.retain(4), .insert("na")]))]),
+            row(4, [.set(4, .name("Zed"))]),
+            row(2, [.insert(Person(tag: 104, name: "Kim"), at: 0), .insert(Person(tag: 4, name: "New person"), at: 1)]),
         ]
-        // Tag 2's name was typed into without any row giving it: unknown.
-        #expect(rows.lastNames == [104: "Kim", 4: "Zed"])
-        // Only the newer rows loaded: the set is there, the insert and the first typing are not.
-        #expect(Array(rows.prefix(3)).lastNames == [4: "Zed"])
-        let gone = rows[0]
-        let known = rows.lastNames
-        #expect(gone.peopleWords(now: PeopleModel(people: []), known: known) == "Kim (gone), Zed (gone)")
-    }
-
-    @Test("a typing that does not fit the name the rows gave makes it unknown, not wrong")
-    func typingPastTheEnd() {
-        let rows = [
-            row(2, [.text(7, TextOperation([.retain(40), .insert("x")]))]),
-            row(1, [.insert(Person(tag: 7, name: "Bo"), at: 0)]),
-        ]
-        #expect(rows.lastNames.isEmpty)
-    }
-
-    @Test("a name the rows gave after the person was last seen wins; one they gave before does not")
-    func newerNameWins() {
-        var known = KnownNames()
-        // ann saw tag 104 as "New person" at rev 3 (and tag 5 as "Bo" at rev 3).
-        known.saw(PeopleModel(people: [Person(tag: 104, name: "New person"), Person(tag: 5, name: "Bo")]), at: 3)
-        // Then one revision renamed and removed 104 (an HTTP agent), and rows read long ago say 5 was
-        // "Bob" at rev 1, before she saw "Bo".
-        let rows = [
-            row(4, [.set(104, .name("Kim")), .remove(104)]),
-            row(1, [.set(5, .name("Bob"))]),
-        ]
-        known.read(rows, present: PeopleModel(people: []))
-        #expect(known[104] == "Kim")
-        #expect(known[5] == "Bo")
-        // Someone still in the room keeps the name shown, whatever rows say.
-        var shown = KnownNames()
-        shown.saw(PeopleModel(people: [Person(tag: 104, name: "Kimberly")]), at: 2)
-        shown.read(rows, present: PeopleModel(people: [Person(tag: 104, name: "Kimberly")]))
-        #expect(shown[104] == "Kimberly")
-        #expect(rows.lastNamings[104]?.rev == 4)
+        #expect(rows[0].peopleWords(now: PeopleModel(people: []), known: rows.lastNames) == "Kim (gone), Zed (gone)")
+        #expect(rows.lastNamings[4]?.rev == 4)
     }
 
     @Test("an undo of a deletion whose person a teammate had put back says who did")

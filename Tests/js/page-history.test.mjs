@@ -5,6 +5,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { Timeline, START } from '../../Web/js/timeline.js';
 import { Attribution } from '../../Web/js/attribution.js';
 import {
@@ -331,47 +332,40 @@ test('the people a row touched, by their names now; someone deleted since says s
   assert.equal(touchedText([]), '');
 });
 
-test('people deleted since are named as they last were in the rows: an insert, then names set and typed (session 26)', () => {
+const NAMES = JSON.parse(readFileSync(new URL('../Vectors/names.json', import.meta.url), 'utf8')).cases;
+
+for (const c of NAMES) {
+  // The shared vectors (the terminal's TimelineNamesTests run the same file): both clients name people alike.
+  test(`shared vector ${c.name}`, () => {
+    const expected = Object.entries(c.expect).map(([tag, name]) => [Number(tag), name]).sort();
+    if (c.kind === 'lastNames') {
+      assert.deepEqual([...lastNames(c.entries)].sort(), expected);
+    } else {
+      const known = new KnownNames();
+      for (const sight of c.saw) known.saw(sight.people, sight.rev);
+      const present = new Set(c.present.map((p) => p.tag));
+      known.read(c.entries, (tag) => present.has(tag));
+      assert.deepEqual([...known.names].sort(), expected);
+    }
+  });
+}
+
+test('people deleted since are named as they last were in the rows, marked deleted (session 26)', () => {
   // A history pass: people added as "New person" and renamed by typing read "New person (deleted)".
-  const text = (tag, edits) => ({ op: 'text', tag, edits });
   const entries = [  // newest first, as the panel holds them
     { rev: 6, ops: [remove(104), remove(4)] },
-    { rev: 5, ops: [text(4, [{ retain: 2 }, { insert: 'd' }])] },
-    { rev: 4, ops: [set(4, 'name', 'Ze')] },
-    { rev: 3, ops: [text(104, [{ delete: 10 }, { insert: 'Kim' }])] },
-    { rev: 2, ops: [insert(person(104, 'New person'), 0), insert(person(4, 'New person'), 1)] },
-    { rev: 1, ops: [text(2, [{ retain: 4 }, { insert: 'na' }])] },  // typed into a name no row gave
+    { rev: 4, ops: [set(4, 'name', 'Zed')] },
+    { rev: 2, ops: [insert(person(104, 'Kim'), 0), insert(person(4, 'New person'), 1)] },
   ];
-  assert.deepEqual([...lastNames(entries)].sort(), [[104, 'Kim'], [4, 'Zed']].sort());
-  assert.deepEqual([...lastNames(entries.slice(0, 3))], [[4, 'Zed']]);
-  // A typing that does not fit the name given makes it unknown, not wrong.
-  assert.deepEqual([...lastNames([{ rev: 2, ops: [text(7, [{ retain: 40 }, { insert: 'x' }])] },
-    { rev: 1, ops: [insert(person(7, 'Bo'), 0)] }])], []);
   const known = lastNames(entries);
   const gone = touchedPeople(entries[0].ops, () => null, (tag) => known.get(tag) ?? null);
   assert.equal(touchedText(gone), 'Kim (deleted), Zed (deleted)');
 });
 
-test('a name the rows gave after the person was last seen wins; one they gave before does not (session 27)', () => {
-  // A review: a name seen on the page always won, so a person renamed and deleted in one revision (an
-  // HTTP agent) read "New person (deleted)" beside rows that said Kim. As the terminal's KnownNames.
+test('empty names seen are not kept', () => {
   const known = new KnownNames();
-  known.saw([person(104, 'New person'), person(5, 'Bo')], 3);
-  const rows = [
-    { rev: 4, ops: [set(104, 'name', 'Kim'), remove(104)] },
-    { rev: 1, ops: [set(5, 'name', 'Bob')] },  // read long ago: older than "Bo", seen at rev 3
-  ];
-  known.read(rows, () => false);
-  assert.equal(known.get(104), 'Kim');
-  assert.equal(known.get(5), 'Bo');
-  // Someone still on the page keeps the name shown, whatever rows say.
-  const shown = new KnownNames();
-  shown.saw([person(104, 'Kimberly')], 2);
-  shown.read(rows, (tag) => tag === 104);
-  assert.equal(shown.get(104), 'Kimberly');
-  // Empty names are not kept.
-  shown.saw([person(9, '')], 5);
-  assert.equal(shown.has(9), false);
+  known.saw([person(9, '')], 5);
+  assert.equal(known.has(9), false);
 });
 
 test('who last changed a field: "bob · 2 min ago", the seed "from the start", the exact time as the tooltip', () => {
