@@ -32,7 +32,8 @@ public final class InMemoryStore: PeopleStore {
         }
 
         mutating func keep(_ new: [WebhookNotice]) {
-            for notice in new where !notices.contains(notice) { notices.append(notice) }
+            for notice in new where notice.isCursorStart { cursors[notice.endpoint, default: [:]][notice.room] = 0 }
+            for notice in new where !notice.isCursorStart && !notices.contains(notice) { notices.append(notice) }
         }
 
         mutating func save(_ snapshot: RoomSnapshot, room: String, notices: [WebhookNotice]) {

@@ -541,10 +541,16 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     }
 
     private func keep(_ notices: [WebhookNotice], on connection: PostgresConnection) throws {
-        for notice in notices where !notice.isOwedRequest {
+        for notice in notices where notice.isKept {
             _ = try run("""
                 INSERT INTO webhook_notices (endpoint, room, event, at)
                 VALUES (\(notice.endpoint), \(notice.room), \(notice.event), \(Int(notice.time))) ON CONFLICT DO NOTHING
+                """, on: connection)
+        }
+        for start in notices where start.isCursorStart {
+            _ = try run("""
+                INSERT INTO webhook_cursors (endpoint, room, rev) VALUES (\(start.endpoint), \(start.room), 0)
+                ON CONFLICT (endpoint, room) DO UPDATE SET rev = 0
                 """, on: connection)
         }
     }

@@ -217,9 +217,16 @@ public final class SQLiteStore: PeopleStore {
             let notice = try db.cachedStatement(sql: """
                 INSERT OR IGNORE INTO webhook_notices (endpoint, room, event, at) VALUES (?, ?, ?, ?)
                 """)
+            let cursorStart = try db.cachedStatement(sql: """
+                INSERT INTO webhook_cursors (endpoint, room, rev) VALUES (?, ?, 0)
+                ON CONFLICT (endpoint, room) DO UPDATE SET rev = 0
+                """)
             func keep(_ notices: [WebhookNotice]) throws {
-                for kept in notices where !kept.isOwedRequest {
+                for kept in notices where kept.isKept {
                     try notice.execute(arguments: [kept.endpoint, kept.room, kept.event, kept.time])
+                }
+                for start in notices where start.isCursorStart {
+                    try cursorStart.execute(arguments: [start.endpoint, start.room])
                 }
             }
             let now = Self.now()

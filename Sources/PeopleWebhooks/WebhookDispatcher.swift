@@ -141,7 +141,8 @@ public final class WebhookDispatcher: Sendable {
     /// The notices the store keeps with a room event, one per endpoint that wants `event` for `room`
     /// (the hub passes them to `save` or `deleteRoom`, then calls `roomCreated` / `roomDeleted` with
     /// the same `time`). A deletion's come after an `owed` one per endpoint that wants the room's
-    /// revisions: the store keeps those it had not been sent, delivered before its `room.deleted`.
+    /// revisions: the store keeps those it had not been sent, delivered before its `room.deleted`. A
+    /// creation's come after a cursor start per such endpoint: its cursor at 0 in the same commit.
     public func notices(_ event: WebhookEvent, room: String, time: Int64) -> [WebhookNotice] {
         Self.notices(event, room: room, time: time, endpoints: endpoints)
     }
@@ -150,9 +151,10 @@ public final class WebhookDispatcher: Sendable {
     /// new room's `room.created` with it, for the hubs to deliver).
     public static func notices(_ event: WebhookEvent, room: String, time: Int64,
                                endpoints: [WebhookEndpoint]) -> [WebhookNotice] {
-        let owed = event != .roomDeleted ? [] : endpoints.filter { $0.wants(.revision, of: room) }
-            .map { WebhookNotice.owed(endpoint: $0.url, room: room, deletedAt: time) }
-        return owed + endpoints.filter { $0.wants(event, of: room) }
+        let wantRevisions = endpoints.filter { $0.wants(.revision, of: room) }
+        let owed = event != .roomDeleted ? [] : wantRevisions.map { WebhookNotice.owed(endpoint: $0.url, room: room, deletedAt: time) }
+        let starts = event != .roomCreated ? [] : wantRevisions.map { WebhookNotice.startsAtZero(endpoint: $0.url, room: room) }
+        return owed + starts + endpoints.filter { $0.wants(event, of: room) }
             .map { WebhookNotice(endpoint: $0.url, room: room, event: event.rawValue, time: time) }
     }
 

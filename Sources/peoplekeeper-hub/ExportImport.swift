@@ -99,8 +99,8 @@ struct ImportCommand: AsyncParsableCommand {
         let done = DispatchSemaphore(value: 0)
         let failure = LockedBox<StoreError?>(nil)
         // The webhooks hear of it as of a room PUT made (a helper's drill found them told nothing): its
-        // room.created kept with it, and every endpoint that wants its revisions at 0, so the hub
-        // that loads it (now or at its next start) delivers them from the first.
+        // room.created kept with it, and every endpoint that wants its revisions at 0 (in the same
+        // commit), so the hub that loads it (now or at its next start) delivers them from the first.
         let created = Int64(Date().timeIntervalSince1970 * 1000)
         let notices = WebhookDispatcher.notices(.roomCreated, room: name, time: created, endpoints: endpoints)
         if store.create(imported.startingSnapshot, notices: notices, entries: imported.entries,
@@ -110,13 +110,6 @@ struct ImportCommand: AsyncParsableCommand {
         }
         done.wait()
         if let error = failure.get() { throw StoreAccess.fail(74, "import", "the store failed: \(error)") }
-        do {
-            for endpoint in endpoints where endpoint.wants(.revision, of: name) {
-                try store.setWebhookCursor(endpoint: endpoint.url, room: name, rev: 0)
-            }
-        } catch {
-            throw StoreAccess.fail(74, "import", "room \(name) was made, but its webhook cursors were not written: \(error)")
-        }
         if room.revision > 0 { store.save(room.snapshot(), room: name) }
         try output("imported room \(name): \(room.model.people.count) people, revision \(room.revision)")
     }

@@ -407,6 +407,28 @@ struct StoreContract {
         #expect(try reopened.webhookNotices(endpoint: e1) == [deleted])
     }
 
+    /// A creation's cursor starts set each endpoint's cursor for the room at 0 in the same commit, kept
+    /// as no room event; a deletion then keeps every revision for the endpoint, whether or not its
+    /// delivery lane ever wrote a cursor (a tester's pass lost a room's revisions that way).
+    func cursorStartWithCreation() throws {
+        let store = try open()
+        defer { store.close() }
+        let endpoint = "\(prefix)https://start.example/hook"
+        let name = "\(prefix)started"
+        var driver = RoomDriver(name: name)
+        let notices = [WebhookNotice.startsAtZero(endpoint: endpoint, room: name),
+                       WebhookNotice(endpoint: endpoint, room: name, event: "room.created", time: 1_000)]
+        store.save(driver.room.snapshot(), room: name, notices: notices)
+        driver.play(rounds: 2)
+        try appendAndWait(store, driver.entries, room: name)
+        #expect(try store.webhookCursors(endpoint: endpoint) == [name: 0])
+        #expect(try store.webhookNotices(endpoint: endpoint) == [notices[1]])
+        #expect(driver.room.revision > 0)
+        #expect(try store.deleteRoom(name, notices: [.owed(endpoint: endpoint, room: name, deletedAt: 2_000)]))
+        let owed = try store.owedRevisions(endpoint: endpoint, room: name, after: nil, limit: 1_000)
+        #expect(owed.compactMap(\.revision?.number) == Array(stride(from: 1, through: driver.room.revision, by: 1)))
+    }
+
     /// A deletion with `owed` requests keeps, in its commit, each endpoint's revisions after its cursor
     /// (none for an endpoint without one), read back a page at a time in (deletion time, revision)
     /// order beside the room's events; they count as the endpoint's backlog, outlive the store being
@@ -663,6 +685,7 @@ struct InMemoryStoreContractTests {
     @Test func deleteAfterPendingAppend() async throws { try await contract.run { try $0.deleteAfterPendingAppend() } }
     @Test func webhookCursorsPersist() async throws { try await contract.run { try $0.webhookCursorsPersist() } }
     @Test func webhookNoticesKept() async throws { try await contract.run { try $0.webhookNoticesKept() } }
+    @Test func cursorStartWithCreation() async throws { try await contract.run { try $0.cursorStartWithCreation() } }
     @Test func webhookRevisionsOwed() async throws { try await contract.run { try $0.webhookRevisionsOwed() } }
     @Test func webhookBacklog() async throws { try await contract.run { try $0.webhookBacklog() } }
     @Test func forgetWebhookEndpoint() async throws { try await contract.run { try $0.forgetWebhookEndpoint() } }
@@ -692,6 +715,7 @@ final class SQLiteStoreContractTests: Sendable {
     @Test func deleteAfterPendingAppend() async throws { try await contract.run { try $0.deleteAfterPendingAppend() } }
     @Test func webhookCursorsPersist() async throws { try await contract.run { try $0.webhookCursorsPersist() } }
     @Test func webhookNoticesKept() async throws { try await contract.run { try $0.webhookNoticesKept() } }
+    @Test func cursorStartWithCreation() async throws { try await contract.run { try $0.cursorStartWithCreation() } }
     @Test func webhookRevisionsOwed() async throws { try await contract.run { try $0.webhookRevisionsOwed() } }
     @Test func webhookBacklog() async throws { try await contract.run { try $0.webhookBacklog() } }
     @Test func forgetWebhookEndpoint() async throws { try await contract.run { try $0.forgetWebhookEndpoint() } }
@@ -794,6 +818,7 @@ struct PostgresStoreContractTests {
     @Test func deleteAfterPendingAppend() async throws { try await contract.run { try $0.deleteAfterPendingAppend() } }
     @Test func webhookCursorsPersist() async throws { try await contract.run { try $0.webhookCursorsPersist() } }
     @Test func webhookNoticesKept() async throws { try await contract.run { try $0.webhookNoticesKept() } }
+    @Test func cursorStartWithCreation() async throws { try await contract.run { try $0.cursorStartWithCreation() } }
     @Test func webhookRevisionsOwed() async throws { try await contract.run { try $0.webhookRevisionsOwed() } }
     @Test func webhookBacklog() async throws { try await contract.run { try $0.webhookBacklog() } }
     @Test func forgetWebhookEndpoint() async throws { try await contract.run { try $0.forgetWebhookEndpoint() } }

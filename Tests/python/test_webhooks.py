@@ -694,6 +694,35 @@ def test_a_room_deleted_while_its_endpoint_failed_still_sends_what_it_owed_then_
              lambda: f"the backlog back to 0: {webhook_states(hub)}")
 
 
+def test_a_room_made_and_deleted_twice_while_its_endpoint_is_behind_owes_every_life_s_revisions(
+        hub_factory, receiver_factory, tmp_path, room):
+    """HTTP.md §3: a `DELETE` loses nothing a receiver was owed, and a room made again under the name
+    is delivered after. /hook takes 3 s over its first POST; meanwhile ann makes the room, edits it
+    twice, an admin deletes it, and that happens twice more. /hook gets every life of the room in
+    order. Before session 29 the middle life's revisions never came (a tester's pass): its cursor at
+    0 waited for the busy lane, and the deletion found none, so it kept nothing for the endpoint."""
+    receiver, secrets = receiver_factory("/hook")
+    hooks = webhook_config(tmp_path, receiver, secrets, [
+        {"path": "/hook", "rooms": ["*"], "events": ["revision", "room.created", "room.deleted"]}])
+    hub = hub_factory({**SQLITE, "webhooks": hooks})
+    receiver.hangs["/hook"].append(3.0)
+    api = HubHTTP(hub.port)
+    for life in range(3):
+        ann = hub.join(room, "ann")
+        for value in (True, False):
+            ann.edit([set_op(2, "glasses", value)])
+        ann.close()
+        if life < 2:
+            r = api.remove_room(room)
+            assert r.status == 204, r
+    done = time.monotonic()
+    life = [("room.created", None), ("revision", 1), ("revision", 2)]
+    want = life + [("room.deleted", None)] + life + [("room.deleted", None)] + life
+    wait_for(lambda: room_events(receiver, room) == want, 30, lambda: f"got {room_events(receiver, room)}")
+    assert not receiver.problems(), receiver.problems()
+    assert receiver.snapshot()[0].t_answer > done, "the three lives were made while the first POST hung"
+
+
 def test_an_export_imported_again_after_a_deletion_is_delivered_again_under_new_ids(
         hub_factory, receiver_factory, tmp_path, room):
     """HTTP.md §3: `id` "repeats only on a retry". An admin imports an export with three revisions,
