@@ -732,6 +732,35 @@ struct HubInProcessTests {
         #expect(room.revision == 5 && Array(room.model.people.elements) == final)
     }
 
+    @Test("a hello resuming into a room imported again waits for the import's commit, so its welcome can say reset")
+    func resumeIntoAnImportWaitsForItsCommit() async throws {
+        // A tester's pass: a client of a room deleted and imported again, reconnecting with `since` and
+        // `sinceTime` while the import was written, got the whole room without `reset` (the store read
+        // of its `since` found nothing yet), so it kept its queued undos of the old room's steps.
+        let h = HubHarness { $0.roomPolicy.keptRevisions = 2 }
+        let ann = try await h.joined("ann", room: "again")
+        for seq in 1...3 {
+            h.clock.advance(by: 1_000)
+            await h.send(.submit(.init(seq: seq, base: seq - 1, ops: [.set(1, .name("Bob \(seq)"))])), on: ann)
+        }
+        let third = try #require(ann.acks().last)
+        #expect(third.rev == 3)
+        await h.disconnect(ann)
+        #expect(await h.http("DELETE", "/v1/rooms/again")?.status == 204)
+        let (body, _) = Self.export(revisions: 20)  // its revision 3 has another time
+        h.store.hold()
+        let put = h.start("PUT", "/v1/rooms/again", body: body)
+        await h.settle()
+        let back = try #require(h.connect("/v1/rooms/again"))
+        await h.send(.hello(.init(user: "ann", since: 3, sinceTime: third.time)), on: back)
+        #expect(back.welcome == nil && put.response == nil, "nothing before the import's commit")
+        h.store.release()
+        await h.settle { back.welcome != nil }
+        #expect(put.response?.status == 201)
+        #expect(back.welcome?.rev == 20)
+        #expect(back.welcome?.reset == true, "the room went back: revision 3 has another time")
+    }
+
     @Test("a hello that comes while an import's body is checked waits for the import, not the seed",
           arguments: [false, true])
     func helloDuringTheImportCheck(newestFirst: Bool) async throws {

@@ -285,6 +285,16 @@ extension Hub {
             let revisions = host.room.revisions(after: previous, through: rev)
             webhooks.revisionsDurable(room: host.room.name, after: previous, through: rev, revisions: revisions)
         }
+        let ready = host.joinsAwaitingDurable.filter { $0.through <= rev }
+        if !ready.isEmpty {
+            host.joinsAwaitingDurable.removeAll { $0.through <= rev }
+            host.catchingUp -= ready.count
+            for (connection, _) in ready {
+                guard let client = connection.context as? Client, !connection.isClosing else { continue }
+                join(connection, client: client, host: host)
+            }
+            if host.connections.isEmpty && host.catchingUp == 0 && host.idleSince == nil { host.idleSince = clock }
+        }
         guard !host.feedWaiters.isEmpty else { return }
         let waiters = host.feedWaiters
         host.feedWaiters.removeAll()

@@ -308,10 +308,19 @@ extension Hub {
     /// Joins an opening connection to its loaded room; a `since` older than memory (or whose time
     /// must be compared with a revision memory no longer holds) first reads those revisions from the
     /// store (off the service thread).
-    private func join(_ connection: any ClientConnection, client: Client, host: RoomHost) {
+    func join(_ connection: any ClientConnection, client: Client, host: RoomHost) {
         guard let (hello, _) = client.machine.opening else { return }
         guard let read = host.room.storeReadForJoin(since: hello.since, sinceTime: hello.sinceTime) else {
             return finishJoin(connection, client: client, host: host, earlier: [])
+        }
+        if read.through > host.durableRevision {
+            // The revisions are in a commit not durable yet (an import's): the store does not have
+            // them, and a welcome without them cannot say `reset` (a tester's hello, resumed into a room
+            // deleted and imported again, was welcomed without it while the import was written).
+            host.catchingUp += 1
+            host.idleSince = nil
+            host.joinsAwaitingDurable.append((connection, through: read.through))
+            return
         }
         host.catchingUp += 1
         host.idleSince = nil
@@ -387,6 +396,9 @@ extension Hub {
     /// hello loads it again (from what is durable).
     func drop(_ host: RoomHost, code: UInt16, reason: String) {
         host.broken = true
+        for (connection, _) in host.joinsAwaitingDurable { connection.close(code: code, reason: reason) }
+        host.catchingUp -= host.joinsAwaitingDurable.count
+        host.joinsAwaitingDurable = []
         for exchange in host.discardHeld() {
             exchange.respond(HTTPFailure.unavailable("the room stopped: \(reason); try again").response(json: true))
         }

@@ -15,6 +15,9 @@ final class RoomHost {
     var snapshotPosition: Int
     /// Joins waiting for revisions read from the store (the room stays loaded meanwhile).
     var catchingUp = 0
+    /// Joins whose `since` needs revisions from the store that are not durable yet (an import's, in
+    /// its creation's commit): joined once they are (`Hub.revisionsDurable`). Counted in `catchingUp`.
+    var joinsAwaitingDurable: [(any ClientConnection, through: Int)] = []
     /// Sessions whose `restore` or `log` waits for revisions read from the store.
     var fetching: Set<SessionID> = []
     /// When the last connection left (milliseconds), nil while someone is connected.
