@@ -280,7 +280,10 @@ extension Hub {
         let name = host.room.name
         host.broken = true
         for exchange in host.discardHeld() { exchange.respond(HTTPFailure.noRoom(name).response(json: true)) }
-        for connection in host.connections.values { connection.close(code: 1000, reason: "room deleted") }
+        for connection in host.connections.values {
+            (connection as? HTTPReplies)?.fail(HTTPFailure.noRoom(name))
+            connection.close(code: 1000, reason: "room deleted")
+        }
         for waiter in host.feedWaiters { waiter.call.exchange.respond(HTTPFailure.noRoom(name).response(json: true)) }
         host.feedWaiters.removeAll()
         deleteFromStore(name, call: call, ifStored: false)
