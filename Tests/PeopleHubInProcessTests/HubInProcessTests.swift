@@ -761,6 +761,35 @@ struct HubInProcessTests {
         #expect(back.welcome?.reset == true, "the room went back: revision 3 has another time")
     }
 
+    @Test("a hello waiting for an import's commit when an admin deletes the room waits for the deletion, then joins the room made anew")
+    func waitingJoinAtADeletion() async throws {
+        let h = HubHarness { $0.roomPolicy.keptRevisions = 2 }
+        let ann = try await h.joined("ann", room: "again")
+        for seq in 1...3 {
+            h.clock.advance(by: 1_000)
+            await h.send(.submit(.init(seq: seq, base: seq - 1, ops: [.set(1, .name("Bob \(seq)"))])), on: ann)
+        }
+        let third = try #require(ann.acks().last)
+        await h.disconnect(ann)
+        #expect(await h.http("DELETE", "/v1/rooms/again")?.status == 204)
+        h.store.hold()
+        let put = h.start("PUT", "/v1/rooms/again", body: Self.export(revisions: 20).body)
+        await h.settle()
+        let back = try #require(h.connect("/v1/rooms/again"))
+        await h.send(.hello(.init(user: "ann", since: 3, sinceTime: third.time)), on: back)
+        h.background.hold()  // the deletion's store work waits until the import's commit is durable
+        let deletion = h.start("DELETE", "/v1/rooms/again")
+        await h.settle()
+        h.store.release()
+        await h.settle()
+        while h.background.next() { await h.settle() }
+        await h.settle { back.welcome != nil || back.isClosing }
+        #expect(put.response != nil && deletion.response?.status == 204)
+        // Before, the hello waited for a durable revision of a room that was gone: for good.
+        #expect(back.welcome?.rev == 0, "the room made anew from the seed")
+        #expect(back.welcome?.reset == true)
+    }
+
     @Test("a hello that comes while an import's body is checked waits for the import, not the seed",
           arguments: [false, true])
     func helloDuringTheImportCheck(newestFirst: Bool) async throws {

@@ -286,7 +286,16 @@ extension Hub {
         }
         for waiter in host.feedWaiters { waiter.call.exchange.respond(HTTPFailure.noRoom(name).response(json: true)) }
         host.feedWaiters.removeAll()
+        // Hellos waiting for the room's commit (`joinsAwaitingDurable`: its import's) wait for the
+        // deletion instead, then find what is there after, as hellos that come now do.
+        let waiting = host.joinsAwaitingDurable
+        host.joinsAwaitingDurable = []
+        host.catchingUp -= waiting.count
         deleteFromStore(name, call: call, ifStored: false)
+        for (connection, _) in waiting {
+            guard let client = connection.context as? Client, !connection.isClosing else { continue }
+            openRoom(for: connection, client: client)
+        }
     }
 
     /// Deletes the room from the store (off the service thread) while a placeholder load holds its name:
