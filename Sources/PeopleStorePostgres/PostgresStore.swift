@@ -212,16 +212,27 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         return connection
     }
 
-    /// The writer connection for a commit. A serving node's batch was queued under the leases of the
-    /// connection it had: when that connection is gone, so are they, and another node may own those
-    /// rooms now (and may have deleted one: rows written after its deletion would be taken for a
-    /// later room's). So the batch fails unwritten (`.unavailable`) after the reconnect (which tells
-    /// the hub its leases are gone), never written on the new connection. A review found it written
-    /// there. The commands beside the nodes hold no leases, and reconnect as before.
-    private func writerForCommit() throws -> PostgresConnection {
-        guard claimsNode, writerConnected, writerConnection?.isClosed != false else { return try writerLocked() }
-        _ = try writerLocked()
-        throw StoreError(.unavailable, "the PostgreSQL connection holding the room leases was lost: the rooms' queued records were not written")
+    /// A serving node writes a room's records only while it holds the room's lease (`owned`, emptied
+    /// when the writer connection that held the leases is lost, filled again only by `acquire`):
+    /// records queued under a lost connection are not written on a new one, by the commit that finds
+    /// it lost, by the room-by-room retry after, or by any commit after a check or a lease call
+    /// reconnected first. Another node may own those rooms now, or have deleted one (rows written after
+    /// its deletion would be taken for a later room's). A review found them written. Snapshots other
+    /// than a creation's are left alone: an unload gives the lease back before its snapshot commits,
+    /// and a snapshot never replaces a newer one. The commands beside the nodes hold no leases.
+    private func fence(_ batch: [WriterWork]) throws {
+        guard claimsNode else { return }
+        for work in batch {
+            let room: String
+            switch work {
+            case .append(let name, _, _), .checkpoints(let name, _), .delete(let name, _, _, _): room = name
+            case .snapshot(let name, let snapshot, _) where snapshot.position == 0: room = name
+            case .snapshot, .probe: continue
+            }
+            guard owned[room] != nil else {
+                throw StoreError(.unavailable, "this node does not hold room \(room)'s lease (the connection that held it was lost): its records were not written")
+            }
+        }
     }
 
     /// Runs `body` on a pooled connection (not the writer's: reads, and writes that need no group
@@ -411,7 +422,8 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             }
         }
         try lock.withLock {
-            let connection = try writerForCommit()
+            let connection = try writerLocked()
+            try fence(batch)
             if probing {
                 // Alone in its batch (the writer sees to it).
                 defer { _ = try? run("ROLLBACK", on: connection) }

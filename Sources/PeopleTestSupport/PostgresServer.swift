@@ -155,6 +155,16 @@ public final class PostgresServer: @unchecked Sendable {
         return String(decoding: data.suffix(4000), as: UTF8.self)
     }
 
+    /// Runs `sql` in the database with `psql` (as the role the stores use); returns its unaligned,
+    /// tuples-only output.
+    @discardableResult
+    public func psql(_ sql: String) throws -> String {
+        let result = try Self.run(binDirectory + "/psql", ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", host,
+                                                           "-p", String(port), "-U", user, "-d", database, "-c", sql])
+        guard result.status == 0 else { throw PostgresServerError("psql failed (exit \(result.status)):\n\(result.output)") }
+        return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     // MARK: - Processes
 
     private func tool(_ name: String, _ arguments: [String], asServerUser: Bool = false) throws {

@@ -855,6 +855,42 @@ struct PostgresStoreContractTests {
         }
     }
 
+    @Test("a serving node writes a room's records only under its lease: none after the connection that held it was lost")
+    func recordsOnlyUnderTheLease() async throws {
+        let url = self.url
+        try await blocking {
+            let node = "fence-\(UInt32.random(in: 0...UInt32.max))"
+            let room = node + "-room"
+            let store = try PostgresStore(url: url, node: node, advertisedURL: "ws://f.example", claimsNode: true,
+                                          logger: storeLogger)
+            defer { store.close() }
+            #expect(try store.acquire(room: room) == .acquired)
+            var driver = try seededRoom(store, room, rounds: 1)
+            let made = try store.revisions(room: room, after: 0, through: 100).count
+            #expect(made > 0)
+            // PostgreSQL ends the writer's session (as when it frees a vanished node's leases); the
+            // next store check reconnects first, as a node's does every 5 s.
+            let server = try SharedPostgres.server.get()
+            let writer = "SELECT pid FROM nodes WHERE node = '\(node)'"
+            let before = try server.psql(writer)
+            try server.psql("SELECT pg_terminate_backend(\(before))")
+            var after = before
+            for _ in 0..<200 where after == before {
+                _ = try? store.check()
+                after = try server.psql(writer)
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+            #expect(after != before, "the check reconnected (its heartbeat names the new session)")
+            let position = driver.room.journalPosition
+            driver.play(rounds: 1)
+            let refused = #expect(throws: StoreError.self) {
+                try appendAndWait(store, driver.entries(after: position), room: room)
+            }
+            #expect(refused?.kind == .unavailable)
+            #expect(try store.revisions(room: room, after: 0, through: 100).count == made, "only what was made under the lease")
+        }
+    }
+
     @Test("after a commit failed because the database was gone, the check passes once it is back, with no other write")
     func checkRecoversWithoutAWrite() async throws {
         let url = self.url
