@@ -34,7 +34,9 @@ extension Screen {
             if room.link == .online {
                 restore(to: rev)
             } else {
-                say("the hub became unreachable: nothing restored (what it would take back can only be counted "
+                let gone = if case .offline(_, .closedByHub) = room.link { "the hub closed the connection" }
+                    else { "the hub became unreachable" }
+                say("\(gone): nothing restored (what it would take back can only be counted "
                     + "once it is back); press R again then", warning: true)
             }
         case .confirmDelete(let tag):

@@ -72,8 +72,12 @@ extension Hub {
             self?.back(box) { hub, box in
                 hub.metrics.durableWait.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - handed))
                 hub.durable(barrier: barrier, host: box.value, error: error)
-                guard error == nil, !box.value.broken else { return }
+                guard error == nil else { return }
+                // A creation that committed is told even if the room was deleted meanwhile (its
+                // deletion, later in the writer's order, tells room.deleted after): else the webhooks
+                // got that life's revisions, owed, and its room.created only at a later start.
                 if let bornAt { hub.created(name, revisions: rev ?? 0, time: bornAt) }
+                guard !box.value.broken else { return }
                 if let rev { hub.revisionsDurable(box.value, through: rev) }
             }
         }
