@@ -644,6 +644,15 @@ struct HubInProcessTests {
         #expect(try #require(try store.inner.load(room: "r")).tail.compactMap(\.record.revision).isEmpty)
     }
 
+    /// A hub whose store holds every commit until released, and what it tells the webhooks.
+    static func heldStoreWithWebhookCalls() -> (HubHarness, WebhookCalls) {
+        let h = HubHarness()
+        let webhooks = WebhookCalls()
+        h.hub.webhooks = webhooks
+        h.store.hold()
+        return (h, webhooks)
+    }
+
     /// What the hub tells the webhooks, in order.
     final class WebhookCalls: HubWebhooks, @unchecked Sendable {
         var calls: [String] = []
@@ -687,10 +696,7 @@ struct HubInProcessTests {
         // A review: the creation's completion told nothing of a room deleted meanwhile, while its
         // commit had kept room.created and set the cursors at 0: the endpoint got that life's
         // revisions (owed by the deletion) and room.deleted, and room.created only at a later start.
-        let h = HubHarness()
-        let webhooks = WebhookCalls()
-        h.hub.webhooks = webhooks
-        h.store.hold()
+        let (h, webhooks) = Self.heldStoreWithWebhookCalls()
         let made = h.start("PUT", "/v1/rooms/brief", body: Self.export(revisions: 3).body)
         await h.settle()
         h.background.hold()
@@ -707,10 +713,7 @@ struct HubInProcessTests {
     func seedRoomTellsTheWebhooksWhenDurable() async throws {
         // Told at once, the deliverer removed the kept `room.created` before the commit that kept it
         // (a busy writer), and the notice stayed, to be delivered again by the next node (a cluster pass).
-        let h = HubHarness()
-        let webhooks = WebhookCalls()
-        h.hub.webhooks = webhooks
-        h.store.hold()
+        let (h, webhooks) = Self.heldStoreWithWebhookCalls()
         let ann = try #require(h.connect("/v1/rooms/fresh"))
         h.hello(ann, as: "ann")
         await h.settle()
