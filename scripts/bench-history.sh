@@ -41,7 +41,19 @@ HUB_PID=
 cleanup() {
   [ -n "$HUB_PID" ] && kill "$HUB_PID" 2>/dev/null || true
   if [ -f "$PGDIR/postmaster.pid" ]; then kill -INT "$(head -1 "$PGDIR/postmaster.pid")" 2>/dev/null || true; sleep 1; fi
+  # The hub stops even when its database stopped under its drain (before session 29's fix it waited
+  # for good, and every run left one behind): a hub still there after 30 s fails the run.
+  local stuck=
+  if [ -n "$HUB_PID" ]; then
+    for _ in $(seq 300); do kill -0 "$HUB_PID" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$HUB_PID" 2>/dev/null; then
+      echo "$(basename "$0"): the hub (pid $HUB_PID) did not stop within 30 s of SIGTERM; killed" >&2
+      kill -9 "$HUB_PID" 2>/dev/null || true
+      stuck=1
+    fi
+  fi
   rm -rf "$DATA"
+  [ -z "$stuck" ] || exit 1
 }
 trap cleanup EXIT
 

@@ -288,8 +288,30 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         }
     }
 
+    /// The answer to `query`, or a failure once its connection has closed. postgres-nio could leave a
+    /// query unanswered for good when PostgreSQL shut down under it (the connection closed, the
+    /// query's future never failed): a node stopping while its database stopped waited forever in its
+    /// last commit (every run of `scripts/bench-history.sh`'s PostgreSQL part left its hub so). A
+    /// check on the connection's event loop, every second while the query waits, fails it then.
     private func run(_ query: PostgresQuery, on connection: PostgresConnection) throws -> PostgresQueryResult {
-        try connection.query(query, logger: logger).wait()
+        let answer = connection.query(query, logger: logger)
+        let promise = answer.eventLoop.makePromise(of: PostgresQueryResult.self)
+        // Both on the connection's event loop, so the first to complete the promise wins.
+        let watch = answer.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { task in
+            guard connection.isClosed else { return }
+            task.cancel()
+            promise.fail(ConnectionClosed())
+        }
+        answer.whenComplete { result in
+            watch.cancel()
+            promise.completeWith(result)
+        }
+        return try promise.futureResult.wait()
+    }
+
+    /// The connection closed while a query waited for its answer (`run`).
+    struct ConnectionClosed: Error, CustomStringConvertible {
+        var description: String { "the PostgreSQL connection closed before the query was answered" }
     }
 
     private func migrate() throws {
@@ -968,7 +990,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
 
     private static func kind(of error: any Error) -> StoreError.Kind? {
         switch error {
-        case is NodeTaken: return .unavailable
+        case is NodeTaken, is ConnectionClosed: return .unavailable
         case is JSONParseError, is ProtocolError, is PostgresDecodingError: return .corrupt
         case let error as PSQLError:
             switch error.code {
