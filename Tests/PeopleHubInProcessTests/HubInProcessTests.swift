@@ -756,11 +756,10 @@ struct HubInProcessTests {
         #expect(room.revision == 5 && Array(room.model.people.elements) == final)
     }
 
-    @Test("a hello resuming into a room imported again waits for the import's commit, so its welcome can say reset")
-    func resumeIntoAnImportWaitsForItsCommit() async throws {
-        // A tester's pass: a client of a room deleted and imported again, reconnecting with `since` and
-        // `sinceTime` while the import was written, got the whole room without `reset` (the store read
-        // of its `since` found nothing yet), so it kept its queued undos of the old room's steps.
+    /// A hub keeping 2 revisions in memory, where ann made room "again" with three revisions a second
+    /// apart, left, and an admin deleted it; the ack of her third revision (its time is what a client
+    /// resuming there gives as `sinceTime`).
+    static func againDeletedAfterThreeRevisions() async throws -> (HubHarness, ServerMessage.Ack) {
         let h = HubHarness { $0.roomPolicy.keptRevisions = 2 }
         let ann = try await h.joined("ann", room: "again")
         for seq in 1...3 {
@@ -771,6 +770,15 @@ struct HubInProcessTests {
         #expect(third.rev == 3)
         await h.disconnect(ann)
         #expect(await h.http("DELETE", "/v1/rooms/again")?.status == 204)
+        return (h, third)
+    }
+
+    @Test("a hello resuming into a room imported again waits for the import's commit, so its welcome can say reset")
+    func resumeIntoAnImportWaitsForItsCommit() async throws {
+        // A tester's pass: a client of a room deleted and imported again, reconnecting with `since` and
+        // `sinceTime` while the import was written, got the whole room without `reset` (the store read
+        // of its `since` found nothing yet), so it kept its queued undos of the old room's steps.
+        let (h, third) = try await Self.againDeletedAfterThreeRevisions()
         let (body, _) = Self.export(revisions: 20)  // its revision 3 has another time
         h.store.hold()
         let put = h.start("PUT", "/v1/rooms/again", body: body)
@@ -787,15 +795,7 @@ struct HubInProcessTests {
 
     @Test("a hello waiting for an import's commit when an admin deletes the room waits for the deletion, then joins the room made anew")
     func waitingJoinAtADeletion() async throws {
-        let h = HubHarness { $0.roomPolicy.keptRevisions = 2 }
-        let ann = try await h.joined("ann", room: "again")
-        for seq in 1...3 {
-            h.clock.advance(by: 1_000)
-            await h.send(.submit(.init(seq: seq, base: seq - 1, ops: [.set(1, .name("Bob \(seq)"))])), on: ann)
-        }
-        let third = try #require(ann.acks().last)
-        await h.disconnect(ann)
-        #expect(await h.http("DELETE", "/v1/rooms/again")?.status == 204)
+        let (h, third) = try await Self.againDeletedAfterThreeRevisions()
         h.store.hold()
         let put = h.start("PUT", "/v1/rooms/again", body: Self.export(revisions: 20).body)
         await h.settle()
