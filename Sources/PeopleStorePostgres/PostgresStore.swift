@@ -19,7 +19,7 @@ import Synchronization
 /// A node that vanishes without closing its connection (power, network) is noticed by PostgreSQL's TCP
 /// keepalives on that session, which the writer connection sets (`SET tcp_keepalives_*`,
 /// `tcp_user_timeout`) so that its leases are freed about `leaseTimeout` seconds later, not after the
-/// operating system's two hours.
+/// operating system's two hours. The node's own sockets give up on a silent network as soon (`open`).
 public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     public let node: String
     /// Where clients reach this node; settable until the first lease (a node on port 0 learns its
@@ -30,6 +30,9 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     }
     private var advertised: String
     private let configuration: PostgresConnection.Configuration
+    /// Where the server is (`open` makes the socket itself).
+    private let host: String
+    private let port: Int
     /// `sslmode=prefer`: the configuration to try again with in plain text when the server refuses the
     /// user over TLS (`pg_hba.conf` `hostssl … reject` beside `hostnossl`), as libpq does.
     private let plainFallback: PostgresConnection.Configuration?
@@ -112,7 +115,8 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                 claimsNode: Bool = false, logger: Logger) throws(StoreError) {
         self.leaseTimeout = max(2, leaseTimeout)
         self.claimsNode = claimsNode
-        let host = endpoint.host, port = endpoint.port
+        host = endpoint.host
+        port = endpoint.port
         configuration = endpoint.configuration
         plainFallback = endpoint.plainConfiguration
         self.node = node
@@ -169,16 +173,60 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     private func connect() throws -> PostgresConnection {
         let id = connectionIDs.add(1, ordering: .relaxed).newValue
         do {
-            return try PostgresConnection.connect(on: group.next(), configuration: configuration,
-                                                  id: id, logger: logger).wait()
+            return try open(configuration, id: id)
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "28000" {
             // 28000: pg_hba.conf has no entry for this connection (here: over TLS). libpq's prefer
             // then tries without TLS.
             guard let plain = plainFallback else { throw error }
-            let connection = try PostgresConnection.connect(on: group.next(), configuration: plain,
-                                                            id: id, logger: logger).wait()
+            let connection = try open(plain, id: id)
             logger.warning("PostgreSQL refused this user over TLS (pg_hba.conf); connected in plain text, as sslmode prefer allows")
             return connection
+        }
+    }
+
+    /// A connection to PostgreSQL whose socket gives up on a silent network as the server's side of
+    /// it does (`bound`): keepalive probes after half of `leaseTimeout` without traffic, three more at
+    /// a sixth each, and data PostgreSQL has not acknowledged for all of it drop the connection (as
+    /// libpq's `keepalives_*` and `tcp_user_timeout`). Without them a node whose network went silent
+    /// (a cable, a partition, a dead router: nothing closes) waited in its commit, its store check and
+    /// its drain until the kernel gave up, about 15 minutes of retransmits, long after PostgreSQL had
+    /// freed its leases; now the query fails (`run` sees the connection close) and the node drops its
+    /// rooms and answers 503 until PostgreSQL is back. A slow query is not a silent network: the
+    /// server's kernel acknowledges while PostgreSQL works.
+    private func open(_ configuration: PostgresConnection.Configuration, id: Int) throws -> PostgresConnection {
+        let loop = group.next()
+        let idle = max(1, leaseTimeout / 2), interval = max(1, (leaseTimeout - idle) / 3)
+        let tcp = NIOBSDSocket.OptionLevel.tcp
+        func option(_ name: Int32) -> ChannelOptions.Types.SocketOption {
+            ChannelOptions.Types.SocketOption(level: tcp, name: NIOBSDSocket.Option(rawValue: name))
+        }
+        let channel: any Channel
+        do {
+            channel = try ClientBootstrap(group: loop)
+                .connectTimeout(configuration.options.connectTimeout)
+                .channelOption(ChannelOptions.socketOption(.so_keepalive), value: 1)
+                .channelOption(option(Int32(TCP_KEEPIDLE)), value: SocketOptionValue(idle))
+                .channelOption(option(Int32(TCP_KEEPINTVL)), value: SocketOptionValue(interval))
+                .channelOption(option(Int32(TCP_KEEPCNT)), value: 3)
+                .channelOption(option(Int32(TCP_USER_TIMEOUT)), value: SocketOptionValue(leaseTimeout * 1000))
+                .connect(host: host, port: port).wait()
+        } catch {
+            throw CannotConnect(underlying: error)
+        }
+        var established = PostgresConnection.Configuration(
+            establishedChannel: channel, tls: configuration.tls, username: configuration.username,
+            password: configuration.password, database: configuration.database)
+        established.options = configuration.options
+        // The name TLS checks the certificate against and sends as SNI, as postgres-nio does for a
+        // connection it makes itself: the host, unless it is an IP address (then the peer's address).
+        if established.options.tlsServerName == nil, (try? SocketAddress(ipAddress: host, port: port)) == nil {
+            established.options.tlsServerName = host
+        }
+        do {
+            return try PostgresConnection.connect(on: loop, configuration: established, id: id, logger: logger).wait()
+        } catch {
+            channel.close(promise: nil)
+            throw error
         }
     }
 
@@ -307,6 +355,12 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             promise.completeWith(result)
         }
         return try promise.futureResult.wait()
+    }
+
+    /// No connection could be made to the server (`open`): said as postgres-nio says its own.
+    struct CannotConnect: Error, CustomStringConvertible {
+        let underlying: any Error
+        var description: String { "connectionError: \(underlying)" }
     }
 
     /// The connection closed while a query waited for its answer (`run`).
@@ -990,7 +1044,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
 
     private static func kind(of error: any Error) -> StoreError.Kind? {
         switch error {
-        case is NodeTaken, is ConnectionClosed: return .unavailable
+        case is NodeTaken, is ConnectionClosed, is CannotConnect: return .unavailable
         case is JSONParseError, is ProtocolError, is PostgresDecodingError: return .corrupt
         case let error as PSQLError:
             switch error.code {

@@ -79,7 +79,7 @@ extension HubSetting {
         .string("cluster.advertisedURL", "",
                 "The ws:// or wss:// URL clients reach this node by, for redirects; empty: from listen"),
         .int("cluster.leaseTimeoutSeconds", 30, 2...7_200,
-             "Seconds after which PostgreSQL frees the rooms of a node that stopped answering (TCP keepalives)"),
+             "Seconds after which PostgreSQL frees the rooms of a node that stopped answering, and the node gives up on a silent PostgreSQL"),
         .int("cluster.webhookScanSeconds", 30, 1...86_400,
              "How often a node looks for rooms whose webhook deliveries no node is making, and takes them"),
 

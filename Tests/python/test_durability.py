@@ -29,6 +29,7 @@ import json
 import os
 import random
 import subprocess
+import sys
 import threading
 import time
 import traceback
@@ -1112,6 +1113,70 @@ def test_a_postgres_disk_freed_after_filling_brings_healthz_back(hub_factory, ro
         pg.halt()
         if disk is not None:
             subprocess.run(["umount", str(disk)], check=False)
+        pg.stop()
+
+
+def _silence(port: int, on: bool) -> None:
+    """Drop every packet to and from `port` (iptables, in this test's own network namespace)."""
+    for match in ("--dport", "--sport"):
+        subprocess.run(["iptables", "-I" if on else "-D", "INPUT", "-p", "tcp", match, str(port), "-j", "DROP"],
+                       check=on, capture_output=True)
+
+
+def test_a_postgres_node_whose_network_goes_silent_gives_up_within_its_lease_timeout(request, hub_factory, room):
+    """A network that goes silent between a node and PostgreSQL (a partition, a dead router: nothing
+    is closed, packets just stop) held the node's commit, its store check and its drain until the kernel
+    gave up retransmitting, about 15 minutes, long after PostgreSQL had freed its leases for another
+    node: a node stopped then waited for systemd's stop timeout. The node's own sockets now give up as
+    the server's side does, after cluster.leaseTimeoutSeconds (here 6): the waiting edit's room closes
+    1011 unacknowledged, /healthz says 503, the node serves again once packets pass, and a node stopped
+    while its commit waits on the silent network exits soon after. Packets are dropped with iptables in
+    a network namespace of the test's own (`unshare --net`, its own loopback), so nothing else on the
+    machine is touched."""
+    if os.environ.get("PEOPLEKEEPER_TEST_NETNS") != "1":
+        if os.geteuid() != 0:
+            pytest.fail("this test drops packets in a network namespace: run it as root (make test does)",
+                        pytrace=False)
+        test = f"{request.node.path}::{request.node.name}"
+        run = subprocess.run(["unshare", "--net", "sh", "-c",
+                              'ip link set lo up && exec "$0" -m pytest -q -p no:cacheprovider -p no:xdist "$1"',
+                              sys.executable, test], env={**os.environ, "PEOPLEKEEPER_TEST_NETNS": "1"},
+                             cwd=str(REPO), capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, f"in its own network namespace:\n{run.stdout[-8000:]}\n{run.stderr[-3000:]}"
+        return
+    pg = PostgresServer()
+    try:
+        pg.start()
+        hub = hub_factory({"storage": {"kind": "postgres", "postgresURL": pg.url},
+                           "cluster": {"nodeId": "a", "leaseTimeoutSeconds": 6}})
+        a = hub.join(room, "ann")
+        acked = a.edit([{"op": "set", "tag": 1, "field": "hairColor", "value": "red"}])["rev"]
+
+        _silence(pg.port, True)
+        seen = len(a.log)
+        a.submit([{"op": "set", "tag": 1, "field": "glasses", "value": True}])
+        assert a.wait_closed(timeout=40) == 1011
+        assert [m for m in a.log[seen:] if m.get("type") == "ack"] == [], a.log[seen:]
+        assert wait_for_health(hub, 503, timeout=20).startswith(b"store unavailable: ")
+
+        _silence(pg.port, False)
+        assert wait_for_health(hub, 200, timeout=60) == b"ok\n"
+        b = hub.join(room, "bob")
+        assert b.welcome["rev"] == acked
+        acked = b.edit([{"op": "set", "tag": 1, "field": "eyeColor", "value": "green"}])["rev"]
+
+        _silence(pg.port, True)
+        b.submit([{"op": "set", "tag": 1, "field": "glasses", "value": True}])
+        time.sleep(0.5)
+        started = time.monotonic()
+        hub.terminate(timeout=60)
+        assert time.monotonic() - started < 30, f"the node took {time.monotonic() - started:.1f} s to stop"
+        # Every acknowledged edit is in the database, nothing after them.
+        _silence(pg.port, False)
+        assert pg.psql(f"SELECT max(revision) FROM journal WHERE room = '{room}'") == str(acked)
+    finally:
+        _silence(pg.port, False)
+        pg.halt()
         pg.stop()
 
 
