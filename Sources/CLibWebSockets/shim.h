@@ -63,6 +63,21 @@ static inline void pk_ev_tick_stop(void *loop, void *tick) {
     free(tick);
 }
 
+/// Runs lws's handling of "this socket may be written" for `wsi` now, as if the loop had reported
+/// POLLOUT: lws first finishes what it owes the connection (a partial write, a pong for a ping it
+/// read), in its own order, then calls WRITEABLE. Used at the end of a round for a connection read in
+/// that round instead of asking epoll for POLLOUT (a syscall to arm it, a turn of the loop, a syscall
+/// to drop it). A socket that takes less than is written keeps the rest in lws, which asks for POLLOUT
+/// itself. Returns what `lws_service_fd` does (1: the connection was closed and freed).
+static inline int pk_service_writable(struct lws_context *context, struct lws *wsi) {
+    struct lws_pollfd pfd;
+    pfd.fd = lws_get_socket_fd(wsi);
+    if (pfd.fd < 0) return -1;
+    pfd.events = LWS_POLLOUT;
+    pfd.revents = LWS_POLLOUT;
+    return lws_service_fd(context, &pfd);
+}
+
 /// Names the calling thread (15 bytes are kept) as `top -H` and `perf` show it; prctl is variadic.
 static inline void pk_set_thread_name(const char *name) { prctl(PR_SET_NAME, name, 0, 0, 0); }
 

@@ -87,10 +87,17 @@ public class LWSEndpoint: @unchecked Sendable {
     }
 
     private func writeTurnEnd() {
-        guard !turnEndWrites.isEmpty else { return }
-        let due = turnEndWrites
-        turnEndWrites.removeAll(keepingCapacity: true)
-        for connection in due { connection.writeAtTurnEnd() }
+        // Writing a connection read this round runs lws's POLLOUT handling, which may hand on frames
+        // lws held back (a connection whose reading was paused): what they lead to is written here
+        // too, not left for a round that might wait on a quiet loop.
+        for pass in 0..<8 {
+            guard !turnEndWrites.isEmpty else { return }
+            let due = turnEndWrites
+            turnEndWrites.removeAll(keepingCapacity: true)
+            for connection in due {
+                if pass < 7 { connection.writeAtTurnEnd() } else { connection.writeWhenWritable() }
+            }
+        }
     }
 
     /// Wakes the endpoints posted to during this round (service thread, after each `lws_service`).

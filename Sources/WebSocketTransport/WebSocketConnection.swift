@@ -137,11 +137,24 @@ public final class WebSocketConnection: @unchecked Sendable {
     func writeAtTurnEnd() {
         guard let wsi, !closing, !peerClosed, queuedCount > 0 else { return }
         // lws's WRITEABLE handling goes first (it sends what it holds before calling us) while it still
-        // holds part of an earlier write (a write now stalled the connection on epoll), and for a
-        // connection read this round: a ping lws answers there, which the peer is owed before what
-        // its frames led to (Autobahn 5.6, 5.19).
-        if lws_partial_buffered(wsi) != 0 || lastReadTurn == owner.turn { lws_callback_on_writable(wsi); return }
-        if writeQueued() < 0 { lws_set_timeout(wsi, PENDING_TIMEOUT_CLOSE_SEND, -1) }
+        // holds part of an earlier write (a write now stalled the connection on epoll).
+        if lws_partial_buffered(wsi) != 0 { lws_callback_on_writable(wsi); return }
+        guard lastReadTurn == owner.turn else {
+            if writeQueued() < 0 { lws_set_timeout(wsi, PENDING_TIMEOUT_CLOSE_SEND, -1) }
+            return
+        }
+        // Read this round: lws may owe the peer a pong for a ping it read, which comes before what
+        // the peer's frames led to (Autobahn 5.6, 5.19). lws's own POLLOUT handling, run now, sends
+        // it first and leaves POLLOUT asked for so that WRITEABLE follows; with nothing owed it calls
+        // WRITEABLE at once: the ack to a writer goes out this round, not after a turn of epoll.
+        guard let context = owner.context, pk_service_writable(context, wsi) == 0 else { return }
+        if let wsi = self.wsi, queuedCount > 0, !closing { lws_callback_on_writable(wsi) }
+    }
+
+    /// Leaves what is queued to lws's WRITEABLE callback.
+    func writeWhenWritable() {
+        guard let wsi, !closing, queuedCount > 0 else { return }
+        lws_callback_on_writable(wsi)
     }
 
     /// Closes with `code`: after the queued messages are written, or at once with `discardQueued`.
