@@ -7,14 +7,17 @@ import Foundation
 /// stalls every other test's `await`: seen as hub tests whose clients had connected but could not send
 /// their hello before the hub's hello timeout. Anything in a test that waits on the outside world goes
 /// through here.
+///
+/// `body` runs inside the calling test's task (on a task executor of its own thread), so an `#expect`
+/// in it is the test's: it fails that test, and `withKnownIssue` around the call sees it. On a bare
+/// `Thread` it had no test; Swift Testing handed such an issue to every scope open at the time, so a
+/// property test running beside counted it as a failure of its own (TP1 failed so once).
 public func blocking<T>(_ body: @escaping () throws -> T) async throws -> T {
+    let executor = ThreadExecutor(name: nil)
+    defer { executor.stop() }
     let work = Unchecked(body)
-    return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Unchecked<T>, Error>) in
-        let thread = Thread {
-            do { continuation.resume(returning: Unchecked(try work.value())) } catch { continuation.resume(throwing: error) }
-        }
-        thread.stackSize = 8 << 20
-        thread.start()
+    return try await withTaskExecutorPreference(executor, isolation: nil) {
+        Unchecked(try work.value())
     }.value
 }
 

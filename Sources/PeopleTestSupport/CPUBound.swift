@@ -37,24 +37,23 @@ extension Trait where Self == CPUBoundTrait {
     public static var cpuBound: Self { CPUBoundTrait() }
 }
 
-/// One thread that runs the jobs given to it in order, for the life of the process.
-final class CPUBoundExecutor: TaskExecutor, @unchecked Sendable {
-    static let shared = CPUBoundExecutor()
-    static let threadName = "cpu-bound tests"
-
+/// A thread that runs the jobs given to it in order: for the life of the process (`CPUBoundExecutor`),
+/// or until `stop()` once the work it was made for is done (`blocking`).
+final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
     private let condition = NSCondition()
     /// Guarded by `condition`.
     private var jobs: [UnownedJob] = []
+    private var stopping = false
     /// The thread, once it runs (guarded by `condition`).
     private var thread: pthread_t?
 
-    private init() {
+    init(name: String?) {
         // Foundation on Linux names only a running thread, and only once `start()` has returned to
         // the thread that started it (a name set earlier is dropped: the check is by identity).
         let started = DispatchSemaphore(value: 0)
-        let thread = Thread { [unowned self] in
+        let thread = Thread { [self] in
             started.wait()
-            Thread.current.name = Self.threadName
+            if let name { Thread.current.name = name }
             condition.lock()
             self.thread = pthread_self()
             condition.unlock()
@@ -79,14 +78,29 @@ final class CPUBoundExecutor: TaskExecutor, @unchecked Sendable {
         condition.unlock()
     }
 
-    private func run() -> Never {
+    /// Ends the thread once the jobs given so far have run.
+    func stop() {
+        condition.lock()
+        stopping = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func run() {
         let executor = asUnownedTaskExecutor()
         while true {
             condition.lock()
-            while jobs.isEmpty { condition.wait() }
+            while jobs.isEmpty && !stopping { condition.wait() }
+            guard !jobs.isEmpty else { condition.unlock(); return }
             let job = jobs.removeFirst()
             condition.unlock()
             job.runSynchronously(on: executor)
         }
     }
+}
+
+/// The one thread CPU-bound tests share.
+enum CPUBoundExecutor {
+    static let threadName = "cpu-bound tests"
+    static let shared = ThreadExecutor(name: threadName)
 }
