@@ -182,6 +182,7 @@ bench: deps venv
 	scripts/bench-venv.sh >/dev/null
 	scripts/bench-peers.sh
 	scripts/bench-web.sh 1000
+	scripts/bench-terminal.sh 1000 10 100
 
 # Protocol conformance (issue 7; not part of `make test`): installs wstest into .build/autobahn/venv on
 # first use; reports in .build/autobahn/reports/. 2.10 and 2.11 (a burst of pings) fail inside
