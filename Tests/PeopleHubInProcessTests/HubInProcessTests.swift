@@ -439,6 +439,28 @@ struct HubInProcessTests {
         #expect(ann.welcome != nil && h.hub.host("r") != nil)
     }
 
+    @Test("cluster mode: /healthz answers 503 from the moment the leases are lost until a store check passes")
+    func leasesLostTurnHealthRed() async throws {
+        let store = LeasingStore()
+        let h = HubHarness(store: store)
+        let ann = try await h.joined("ann")
+        #expect(await h.http("GET", "/healthz") == HTTPResponse(status: 200, text: "ok\n"))
+        store.loseLeases()
+        await h.settle()
+        #expect(ann.closeCode == 1012)
+        // Before session 30 it said 200 until a check had waited 10 s on the unreachable database.
+        let red = await h.http("GET", "/healthz")
+        #expect(red?.status == 503)
+        let said = String(decoding: red?.body ?? [], as: UTF8.self)
+        #expect(said.hasPrefix("store unavailable: lost the room leases"), "\(said)")
+        for _ in 0..<StoreHealth.checkSeconds {
+            h.clock.advance(by: 1_000)
+            h.hub.sweep()
+            await h.settle()
+        }
+        #expect(await h.http("GET", "/healthz") == HTTPResponse(status: 200, text: "ok\n"), "the next check passed")
+    }
+
     @Test("a connection closed over its rate leaves the room when the close completes")
     func rateCloseLeaves() async throws {
         let h = HubHarness { $0.limits.opsPerSecond = 2 }

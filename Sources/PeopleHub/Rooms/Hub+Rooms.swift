@@ -385,6 +385,13 @@ extension Hub {
     /// closed with 1012 so clients reconnect and are sent to the owner.
     func dropAllRooms(reason: String) {
         leaseGeneration += 1  // and rooms loading now take their lease again (`loaded`)
+        // The store is out of reach: `/healthz` says so now, not once a check has waited it out (a
+        // partition pass saw 200 for 7 s after every lease had gone), until a check passes again. The
+        // first service thread's hub checks the store and answers `/healthz`.
+        if index == 0, storeHealth.problem == nil {
+            storeHealth.problem = StoreError(.unavailable, "\(reason): the connection that held them was lost")
+            logger.error("store check failed: /healthz answers 503", metadata: ["error": "\(storeHealth.problem!)"])
+        }
         let loaded = rooms.values.compactMap { slot -> RoomHost? in if case .loaded(let host) = slot { host } else { nil } }
         // Each service thread's hub drops its own: the one that had none says nothing.
         guard !loaded.isEmpty else { return }
