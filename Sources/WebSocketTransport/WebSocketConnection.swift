@@ -146,8 +146,12 @@ public final class WebSocketConnection: @unchecked Sendable {
         // Read this round: lws may owe the peer a pong for a ping it read, which comes before what
         // the peer's frames led to (Autobahn 5.6, 5.19). lws's own POLLOUT handling, run now, sends
         // it first and leaves POLLOUT asked for so that WRITEABLE follows; with nothing owed it calls
-        // WRITEABLE at once: the ack to a writer goes out this round, not after a turn of epoll.
-        guard let context = owner.context, pk_service_writable(context, wsi) == 0 else { return }
+        // WRITEABLE at once: the ack to a writer goes out this round, not after a turn of epoll. (The
+        // real event that read the connection this round started lws's idle watcher on the libev loop,
+        // which runs next round whatever this leaves: rx flow let go, TLS data already decrypted.)
+        // 1: lws closed and freed the connection there. Anything else with messages left (a pong went
+        // first, or lws could not take the call) waits for WRITEABLE as before.
+        if let context = owner.context, pk_service_writable(context, wsi) == 1 { return }
         if let wsi = self.wsi, queuedCount > 0, !closing { lws_callback_on_writable(wsi) }
     }
 
