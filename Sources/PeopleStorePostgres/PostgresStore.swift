@@ -42,8 +42,16 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     /// calls and reconnection take turns on it).
     private let lock = NSLock()
     private var writerConnection: PostgresConnection?
+    /// The same, for `close` to end it while the writer holds `lock` (a commit stuck on the network).
+    private let writerHandle = Mutex<PostgresConnection?>(nil)
     /// Rooms whose lease this node holds, and what on the node needs each (`LeaseHolder`).
     private var owned: [String: Set<LeaseHolder>] = [:]
+    /// Rooms whose lease went with a lost writer connection and was not taken again (guarded by
+    /// `lock`): their snapshots are not written either (`fence`).
+    private var lostLeases: Set<String> = []
+    /// `close` has begun: no connection is made any more (a stop during a partition would wait for
+    /// each attempt's connect timeout).
+    private let closing = Atomic<Bool>(false)
     /// Up to four idle connections for reads and for writes that wait for no group commit
     /// (`withPooledConnection`); guarded by `poolLock`.
     private var pool: [PostgresConnection] = []
@@ -194,7 +202,13 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     /// rooms and answers 503 until PostgreSQL is back. A slow query is not a silent network: the
     /// server's kernel acknowledges while PostgreSQL works.
     private func open(_ configuration: PostgresConnection.Configuration, id: Int) throws -> PostgresConnection {
+        guard !closing.load(ordering: .relaxed) else {
+            throw StoreError(.unavailable, "the store is closing: no new PostgreSQL connection is made")
+        }
         let loop = group.next()
+        // One deadline for the socket, TLS and the start-up exchange, as postgres-nio keeps when it
+        // connects itself (not one for the socket and a fresh one for the rest).
+        let deadline = NIODeadline.now() + configuration.options.connectTimeout
         let idle = max(1, leaseTimeout / 2), interval = max(1, (leaseTimeout - idle) / 3)
         let tcp = NIOBSDSocket.OptionLevel.tcp
         func option(_ name: Int32) -> ChannelOptions.Types.SocketOption {
@@ -217,6 +231,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             establishedChannel: channel, tls: configuration.tls, username: configuration.username,
             password: configuration.password, database: configuration.database)
         established.options = configuration.options
+        established.options.connectTimeout = max(deadline - .now(), .milliseconds(1))
         // The name TLS checks the certificate against and sends as SNI, as postgres-nio does for a
         // connection it makes itself: the host, unless it is an IP address (then the peer's address).
         if established.options.tlsServerName == nil, (try? SocketAddress(ipAddress: host, port: port)) == nil {
@@ -241,6 +256,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             writerConnection = nil
             let lost = owned
             owned = [:]
+            lostLeases.formUnion(lost.keys)
             if !lost.isEmpty {
                 logger.error("lost the PostgreSQL connection holding the room leases", metadata: ["rooms": "\(lost.count)"])
                 for handler in leasesLostHandlers { handler() }
@@ -256,6 +272,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             }
         }
         writerConnection = connection
+        writerHandle.withLock { $0 = connection }
         writerConnected = true
         return connection
     }
@@ -267,7 +284,11 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     /// reconnected first. Another node may own those rooms now, or have deleted one (rows written after
     /// its deletion would be taken for a later room's). A review found them written. Snapshots other
     /// than a creation's are left alone: an unload gives the lease back before its snapshot commits,
-    /// and a snapshot never replaces a newer one. The commands beside the nodes hold no leases.
+    /// and a snapshot never replaces a newer one; but not the snapshot of a room whose lease went with
+    /// a lost connection (the drain's, during a partition: each tried to connect again and waited out
+    /// its connect timeout, holding the stop up). The commands beside the nodes hold no leases.
+    /// Called before the writer connection is looked at too, so a batch refused here never waits for
+    /// a reconnect.
     private func fence(_ batch: [WriterWork]) throws {
         guard claimsNode else { return }
         for work in batch {
@@ -275,6 +296,8 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             switch work {
             case .append(let name, _, _), .checkpoints(let name, _), .delete(let name, _, _, _): room = name
             case .snapshot(let name, let snapshot, _) where snapshot.position == 0: room = name
+            case .snapshot(let name, _, _) where lostLeases.contains(name):
+                throw StoreError(.unavailable, "this node lost room \(name)'s lease with its PostgreSQL connection: the snapshot was not written")
             case .snapshot, .probe: continue
             }
             guard owned[room] != nil else {
@@ -498,6 +521,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             }
         }
         try lock.withLock {
+            try fence(batch)
             let connection = try writerLocked()
             try fence(batch)
             if probing {
@@ -950,6 +974,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                         ON CONFLICT (room) DO UPDATE SET node = EXCLUDED.node, url = EXCLUDED.url, since = now()
                         """, on: connection)
                     owned[room] = [holder]
+                    lostLeases.remove(room)
                     return .acquired
                 }
                 let owner = try run("SELECT node, url FROM room_owners WHERE room = \(room)", on: connection).rows.first
@@ -1077,7 +1102,19 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     }
 
     public func close() {
+        closing.store(true, ordering: .relaxed)
+        // A commit waiting on a network that answers nothing would hold the stop until the sockets
+        // give up (`cluster.leaseTimeoutSeconds`, 30 s by default: a service manager's whole stop
+        // timeout). After 10 s its connection is closed under it: the query fails (`run`), nothing
+        // connects again, and the writer ends. What it had not committed was never acknowledged.
+        let stuck = DispatchWorkItem { [self] in
+            guard let connection = writerHandle.withLock({ $0 }), !connection.isClosed else { return }
+            logger.warning("the store's writer has not finished 10 s after the stop began: closing its PostgreSQL connection")
+            _ = connection.close() as EventLoopFuture<Void>
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 10, execute: stuck)
         writer.close()
+        stuck.cancel()
         lock.withLock {
             _ = try? (writerConnection?.close() as EventLoopFuture<Void>?)?.wait()
             writerConnection = nil
