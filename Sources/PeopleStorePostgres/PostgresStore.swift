@@ -380,10 +380,10 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         return try promise.futureResult.wait()
     }
 
-    /// No connection could be made to the server (`open`): said as postgres-nio says its own.
+    /// No connection could be made to the server (`open`).
     struct CannotConnect: Error, CustomStringConvertible {
         let underlying: any Error
-        var description: String { "connectionError: \(underlying)" }
+        var description: String { PostgresStore.describe(underlying) }
     }
 
     /// The connection closed while a query waited for its answer (`run`).
@@ -1053,11 +1053,33 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         return nil
     }
 
+    /// `error` in a sentence for an operator: the server's message, or why no connection was made, with
+    /// no driver type names (a partition pass saw `/healthz` bodies naming `SingleConnectionFailure`).
     static func describe(_ error: any Error) -> String {
-        guard let error = error as? PSQLError else { return "\(error)" }
-        if let message = error.serverInfo?[.message] { return "\(error.code): \(message)" }
-        if let underlying = error.underlying { return "\(error.code): \(underlying)" }
-        return "\(error.code)"
+        switch error {
+        case let error as PSQLError:
+            if let message = error.serverInfo?[.message] { return "\(error.code): \(message)" }
+            if let underlying = error.underlying { return "\(error.code): \(describe(underlying))" }
+            return "\(error.code)"
+        case let error as CannotConnect:
+            return describe(error.underlying)
+        case let error as NIOConnectionError:
+            let place = "\(error.host):\(error.port)"
+            var causes = error.connectionErrors.map { failure -> String in
+                let tried = "\(failure.target.ipAddress ?? "?"):\(failure.target.port ?? 0)"
+                return tried == place ? describe(failure.error) : "\(tried): \(describe(failure.error))"
+            }
+            if causes.isEmpty, let dns = error.dnsAError ?? error.dnsAAAAError {
+                causes = ["the name does not resolve (\(dns))"]
+            }
+            return "cannot connect to \(place)" + (causes.isEmpty ? "" : ": " + causes.joined(separator: "; "))
+        case let error as IOError:
+            return String(cString: strerror(error.errnoCode)).lowercased()
+        case ChannelError.connectTimeout(let limit):
+            return "no answer within \(limit.nanoseconds / 1_000_000_000) s"
+        default:
+            return "\(error)"
+        }
     }
 
     /// `error` (postgres-nio's, or a stored record that does not decode) as a `StoreError` saying

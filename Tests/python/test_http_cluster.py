@@ -211,6 +211,24 @@ def test_postgres_frees_a_silent_node_s_rooms_within_cluster_lease_timeout(hub_f
         f"6 s: {timers}\n{seen}")
 
 
+def test_a_node_that_cannot_reach_postgresql_says_why_in_plain_words(tmp_path):
+    """Nothing listens at the configured port: the node exits 1 saying where it tried and what the
+    system said, in words, not the driver's types (a partition pass saw `/healthz` bodies and log
+    lines naming `SingleConnectionFailure(target: [IPv4]127.0.0.1/…)` and "PSQLError – Generic
+    description to prevent accidental leakage")."""
+    from conftest import HUB_BIN, REPO
+    from test_http_lifecycle import _free_port
+    port = _free_port()
+    path = tmp_path / "unreachable.yaml"
+    path.write_text(f"storage:\n  kind: postgres\n  postgresURL: postgres://peoplekeeper@127.0.0.1:{port}/peoplekeeper\n")
+    run = subprocess.run([HUB_BIN, "--config", str(path), "--port", "0"], cwd=str(REPO), capture_output=True,
+                         text=True, timeout=60)
+    assert run.returncode == 1, (run.returncode, run.stderr[-2000:])
+    last = run.stderr.strip().splitlines()[-1]
+    assert last == (f"peoplekeeper-hub: cannot open the PostgreSQL store at 127.0.0.1:{port} (sslmode prefer): "
+                    f"cannot connect to 127.0.0.1:{port}: connection refused"), last
+
+
 def test_a_second_node_with_the_same_node_id_waits_for_the_first_then_refuses_to_start(hub_factory, pg_server, room,
                                                                                       tmp_path):
     """A cluster pass: two nodes started with one `cluster.nodeId` both said they were healthy, and each
