@@ -193,9 +193,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     }
 
     /// A connection to PostgreSQL whose socket gives up on a silent network as the server's side of
-    /// it does (`bound`): keepalive probes after half of `leaseTimeout` without traffic, three more at
-    /// a sixth each, and data PostgreSQL has not acknowledged for all of it drop the connection (as
-    /// libpq's `keepalives_*` and `tcp_user_timeout`). Without them a node whose network went silent
+    /// it does (`keepalive`, as libpq's `keepalives_*` and `tcp_user_timeout`). Without them a node whose network went silent
     /// (a cable, a partition, a dead router: nothing closes) waited in its commit, its store check and
     /// its drain until the kernel gave up, about 15 minutes of retransmits, long after PostgreSQL had
     /// freed its leases; now the query fails (`run` sees the connection close) and the node drops its
@@ -209,7 +207,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         // One deadline for the socket, TLS and the start-up exchange, as postgres-nio keeps when it
         // connects itself (not one for the socket and a fresh one for the rest).
         let deadline = NIODeadline.now() + configuration.options.connectTimeout
-        let idle = max(1, leaseTimeout / 2), interval = max(1, (leaseTimeout - idle) / 3)
+        let bounds = keepalive
         let tcp = NIOBSDSocket.OptionLevel.tcp
         func option(_ name: Int32) -> ChannelOptions.Types.SocketOption {
             ChannelOptions.Types.SocketOption(level: tcp, name: NIOBSDSocket.Option(rawValue: name))
@@ -219,10 +217,10 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             channel = try ClientBootstrap(group: loop)
                 .connectTimeout(configuration.options.connectTimeout)
                 .channelOption(ChannelOptions.socketOption(.so_keepalive), value: 1)
-                .channelOption(option(Int32(TCP_KEEPIDLE)), value: SocketOptionValue(idle))
-                .channelOption(option(Int32(TCP_KEEPINTVL)), value: SocketOptionValue(interval))
-                .channelOption(option(Int32(TCP_KEEPCNT)), value: 3)
-                .channelOption(option(Int32(TCP_USER_TIMEOUT)), value: SocketOptionValue(leaseTimeout * 1000))
+                .channelOption(option(Int32(TCP_KEEPIDLE)), value: SocketOptionValue(bounds.idleSeconds))
+                .channelOption(option(Int32(TCP_KEEPINTVL)), value: SocketOptionValue(bounds.intervalSeconds))
+                .channelOption(option(Int32(TCP_KEEPCNT)), value: SocketOptionValue(bounds.probes))
+                .channelOption(option(Int32(TCP_USER_TIMEOUT)), value: SocketOptionValue(bounds.userTimeoutMillis))
                 .connect(host: host, port: port).wait()
         } catch {
             throw CannotConnect(underlying: error)
@@ -347,14 +345,20 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         try writer.recheck()
     }
 
-    /// The server's side of the lease connection gives up `leaseTimeout` seconds after this node stops
-    /// answering: keepalive probes after half of it without traffic, three more at a sixth each, and
-    /// unacknowledged data dropped after all of it. Session settings any user may make; PostgreSQL
-    /// ignores them on a Unix socket (no network to lose there).
+    /// How both ends of a connection give up `leaseTimeout` seconds after the other stops answering:
+    /// keepalive probes after half of it without traffic, three more at a sixth each, and data not
+    /// acknowledged for all of it dropped. The server's side (`bound`) and the node's (`open`).
+    private var keepalive: (idleSeconds: Int, intervalSeconds: Int, probes: Int, userTimeoutMillis: Int) {
+        let idle = max(1, leaseTimeout / 2)
+        return (idle, max(1, (leaseTimeout - idle) / 3), 3, leaseTimeout * 1000)
+    }
+
+    /// The server's side of the lease connection gives up as `keepalive` says. Session settings any
+    /// user may make; PostgreSQL ignores them on a Unix socket (no network to lose there).
     private func bound(_ connection: PostgresConnection) throws {
-        let idle = max(1, leaseTimeout / 2), interval = max(1, (leaseTimeout - idle) / 3)
-        for setting in ["tcp_keepalives_idle = \(idle)", "tcp_keepalives_interval = \(interval)",
-                        "tcp_keepalives_count = 3", "tcp_user_timeout = \(leaseTimeout * 1000)"] {
+        let bounds = keepalive
+        for setting in ["tcp_keepalives_idle = \(bounds.idleSeconds)", "tcp_keepalives_interval = \(bounds.intervalSeconds)",
+                        "tcp_keepalives_count = \(bounds.probes)", "tcp_user_timeout = \(bounds.userTimeoutMillis)"] {
             _ = try run(PostgresQuery(unsafeSQL: "SET \(setting)"), on: connection)
         }
     }
