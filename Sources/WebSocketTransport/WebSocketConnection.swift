@@ -152,7 +152,7 @@ public final class WebSocketConnection: @unchecked Sendable {
         // 1: lws closed and freed the connection there. Anything else with messages left (a pong went
         // first, or lws could not take the call) waits for WRITEABLE as before.
         if let context = owner.context, pk_service_writable(context, wsi) == 1 { return }
-        if let wsi = self.wsi, queuedCount > 0, !closing { lws_callback_on_writable(wsi) }
+        writeWhenWritable()
     }
 
     /// Leaves what is queued to lws's WRITEABLE callback.
