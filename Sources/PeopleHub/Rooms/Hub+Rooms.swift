@@ -388,10 +388,7 @@ extension Hub {
         // The store is out of reach: `/healthz` says so now, not once a check has waited it out (a
         // partition pass saw 200 for 7 s after every lease had gone), until a check passes again. The
         // first service thread's hub checks the store and answers `/healthz`.
-        if index == 0, storeHealth.problem == nil {
-            storeHealth.problem = StoreError(.unavailable, "\(reason): the connection that held them was lost")
-            logger.error("store check failed: /healthz answers 503", metadata: ["error": "\(storeHealth.problem!)"])
-        }
+        if index == 0 { storeUnavailable(StoreError(.unavailable, "\(reason): the connection that held them was lost")) }
         let loaded = rooms.values.compactMap { slot -> RoomHost? in if case .loaded(let host) = slot { host } else { nil } }
         // Each service thread's hub drops its own: the one that had none says nothing.
         guard !loaded.isEmpty else { return }

@@ -81,10 +81,8 @@ extension Hub {
     private func checkStore() {
         if let started = storeHealth.checkStarted {
             let waited = (clock - started) / 1000
-            if waited >= Int64(StoreHealth.checkSeconds * 2), storeHealth.problem == nil {
-                let problem = StoreError(.unavailable, "the store has not answered a check for \(waited) s")
-                storeHealth.problem = problem
-                logger.error("store check failed: /healthz answers 503", metadata: ["error": "\(problem)"])
+            if waited >= Int64(StoreHealth.checkSeconds * 2) {
+                storeUnavailable(StoreError(.unavailable, "the store has not answered a check for \(waited) s"))
             }
             return
         }
@@ -95,6 +93,13 @@ extension Hub {
             do { try store.check() } catch { found = error as? StoreError ?? StoreError(.unavailable, "\(error)") }
             self?.back(found) { hub, found in hub.checked(found) }
         }
+    }
+
+    /// `/healthz` answers 503 with `problem` from now until a check passes (the first problem stays).
+    func storeUnavailable(_ problem: StoreError) {
+        guard storeHealth.problem == nil else { return }
+        storeHealth.problem = problem
+        logger.error("store check failed: /healthz answers 503", metadata: ["error": "\(problem)"])
     }
 
     private func checked(_ found: StoreError?) {
