@@ -1156,14 +1156,18 @@ def test_a_postgres_node_whose_network_goes_silent_gives_up_within_its_lease_tim
     pg = PostgresServer()
     try:
         pg.start()
-        hub = hub_factory({"storage": {"kind": "postgres", "postgresURL": pg.url},
-                           "cluster": {"nodeId": "a", "leaseTimeoutSeconds": 6}})
-        a = hub.join(room, "ann")
-        acked = a.edit([{"op": "set", "tag": 1, "field": "hairColor", "value": "red"}])["rev"]
+        def edit_then_wait_on_silence(node: str, lease: int, user: str, field: str, value):
+            """A node, an acknowledged edit, then the network goes silent under a second edit."""
+            hub = hub_factory({"storage": {"kind": "postgres", "postgresURL": pg.url},
+                               "cluster": {"nodeId": node, "leaseTimeoutSeconds": lease}})
+            client = hub.join(room, user)
+            acked = client.edit([{"op": "set", "tag": 1, "field": field, "value": value}])["rev"]
+            _silence(pg.port, True)
+            seen = len(client.log)
+            client.submit([{"op": "set", "tag": 1, "field": "glasses", "value": True}])
+            return hub, client, acked, seen
 
-        _silence(pg.port, True)
-        seen = len(a.log)
-        a.submit([{"op": "set", "tag": 1, "field": "glasses", "value": True}])
+        hub, a, acked, seen = edit_then_wait_on_silence("a", 6, "ann", "hairColor", "red")
         # 1011 when the waiting commit fails first, 1012 ("room moved") when a store check finds the
         # lost connection first: either way unacknowledged, and the client reconnects.
         assert a.wait_closed(timeout=40) in (1011, 1012)
@@ -1180,12 +1184,7 @@ def test_a_postgres_node_whose_network_goes_silent_gives_up_within_its_lease_tim
 
         # A node with the default lease timeout (30 s: a service manager's whole stop timeout) stopped
         # while its commit waits on the silent network: the stop closes that connection after 10 s.
-        slow = hub_factory({"storage": {"kind": "postgres", "postgresURL": pg.url},
-                            "cluster": {"nodeId": "b", "leaseTimeoutSeconds": 30}})
-        c = slow.join(room, "cy")
-        acked = c.edit([{"op": "set", "tag": 1, "field": "hairLength", "value": "long"}])["rev"]
-        _silence(pg.port, True)
-        c.submit([{"op": "set", "tag": 1, "field": "glasses", "value": True}])
+        slow, _, acked, _ = edit_then_wait_on_silence("b", 30, "cy", "hairLength", "long")
         time.sleep(0.5)
         started = time.monotonic()
         code = slow.terminate(timeout=60)
