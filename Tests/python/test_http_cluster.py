@@ -217,12 +217,12 @@ def test_a_node_that_cannot_reach_postgresql_says_why_in_plain_words(tmp_path):
     lines naming `SingleConnectionFailure(target: [IPv4]127.0.0.1/…)` and "PSQLError – Generic
     description to prevent accidental leakage")."""
     from conftest import HUB_BIN, REPO
-    from test_http_lifecycle import _free_port
-    port = _free_port()
-    path = tmp_path / "unreachable.yaml"
-    path.write_text(f"storage:\n  kind: postgres\n  postgresURL: postgres://peoplekeeper@127.0.0.1:{port}/peoplekeeper\n")
-    run = subprocess.run([HUB_BIN, "--config", str(path), "--port", "0"], cwd=str(REPO), capture_output=True,
-                         text=True, timeout=60)
+    from test_http_lifecycle import _refusing_port
+    with _refusing_port() as port:
+        path = tmp_path / "unreachable.yaml"
+        path.write_text(f"storage:\n  kind: postgres\n  postgresURL: postgres://peoplekeeper@127.0.0.1:{port}/peoplekeeper\n")
+        run = subprocess.run([HUB_BIN, "--config", str(path), "--port", "0"], cwd=str(REPO), capture_output=True,
+                             text=True, timeout=60)
     assert run.returncode == 1, (run.returncode, run.stderr[-2000:])
     last = run.stderr.strip().splitlines()[-1]
     assert last == (f"peoplekeeper-hub: cannot open the PostgreSQL store at 127.0.0.1:{port} (sslmode prefer): "
@@ -266,23 +266,23 @@ def test_a_one_shot_command_sent_to_an_unreachable_owner_goes_back_once_then_nam
     is sent to the same place, and exits 69 naming where the redirect came from (it said only
     `cannot reach the hub: ws://…:PORT/…`, which the user never gave, a cluster pass)."""
     from test_client_cli import CLIENT_BIN
-    from test_http_lifecycle import _free_port
-    dead = _free_port()
-    a = hub_factory({**cluster_node(pg_server, "a"), "logging": {"level": "debug"}})
-    b = hub_factory({**cluster_node(pg_server, "b"),
-                     "cluster": {"nodeId": "b", "advertisedURL": f"ws://127.0.0.1:{dead}"}})
-    b.join(room, "bob")
-    run = subprocess.run([CLIENT_BIN, "list", "--room", room, "--url", f"ws://127.0.0.1:{a.port}", "--timeout", "5"],
-                         capture_output=True, text=True, timeout=60)
-    assert run.returncode == 69, (run.returncode, run.stdout, run.stderr)
-    assert f"ws://127.0.0.1:{dead}/v1/rooms/{room}" in run.stderr, run.stderr
-    assert f"(where ws://127.0.0.1:{a.port}/v1/rooms/{room} sent this room: the node that holds it, at its " \
-           f"cluster.advertisedURL)" in run.stderr, run.stderr
-    redirects = [line for line in a.stderr().splitlines() if line.endswith("[PeopleHub] redirect")]
-    assert len(redirects) == 2, redirects     # the first hello, and the one after going back
-    # b said at start that its advertised address is not where it listens.
-    assert (f"cluster.advertisedURL ws://127.0.0.1:{dead} names port {dead} on this machine, but this node "
-            f"listens on {b.port}: other nodes send clients there") in b.stderr(), b.stderr()[-2000:]
+    from test_http_lifecycle import _refusing_port
+    with _refusing_port() as dead:
+        a = hub_factory({**cluster_node(pg_server, "a"), "logging": {"level": "debug"}})
+        b = hub_factory({**cluster_node(pg_server, "b"),
+                         "cluster": {"nodeId": "b", "advertisedURL": f"ws://127.0.0.1:{dead}"}})
+        b.join(room, "bob")
+        run = subprocess.run([CLIENT_BIN, "list", "--room", room, "--url", f"ws://127.0.0.1:{a.port}", "--timeout", "5"],
+                             capture_output=True, text=True, timeout=60)
+        assert run.returncode == 69, (run.returncode, run.stdout, run.stderr)
+        assert f"ws://127.0.0.1:{dead}/v1/rooms/{room}" in run.stderr, run.stderr
+        assert f"(where ws://127.0.0.1:{a.port}/v1/rooms/{room} sent this room: the node that holds it, at its " \
+               f"cluster.advertisedURL)" in run.stderr, run.stderr
+        redirects = [line for line in a.stderr().splitlines() if line.endswith("[PeopleHub] redirect")]
+        assert len(redirects) == 2, redirects     # the first hello, and the one after going back
+        # b said at start that its advertised address is not where it listens.
+        assert (f"cluster.advertisedURL ws://127.0.0.1:{dead} names port {dead} on this machine, but this node "
+                f"listens on {b.port}: other nodes send clients there") in b.stderr(), b.stderr()[-2000:]
 
 
 def test_a_node_on_sqlite_with_cluster_settings_says_it_is_in_no_cluster(hub_factory):

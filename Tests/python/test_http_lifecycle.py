@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import re
@@ -406,6 +407,18 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def _refusing_port():
+    """A loopback port where nothing listens, for as long as the `with` lasts: a socket bound to it and
+    never listening holds it, so a connection there is refused and no hub started meanwhile (with
+    `--port 0`) is given it (a port only said to be free was: a cluster test's "dead" node address was
+    the very port the kernel then gave the node redirecting there, which redirected to itself)."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        yield s.getsockname()[1]
 
 
 def _wait_for_healthz(proc, port: int, timeout: float = 15) -> None:
