@@ -1,4 +1,5 @@
 import Foundation
+import PeopleClient
 
 /// A key as the screen understands it.
 enum Key: Hashable {
@@ -81,7 +82,8 @@ final class Terminal: @unchecked Sendable {
         guard raw else { return }
         restore()
         // SIGSTOP: SIGTSTP is the screen's own signal source's (libdispatch keeps it from stopping us).
-        kill(getpid(), SIGSTOP)
+        // To this thread, so that it does not enter full-screen mode again before the stop (`JobStop`).
+        JobStop.untilContinued()
         // Continued (`fg`): the shell may set the terminal back to its own modes after it sends
         // SIGCONT; `resumed` (on SIGCONT) enters raw mode again if it did.
         enter()
