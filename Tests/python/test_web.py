@@ -450,6 +450,41 @@ def test_typing_a_name_shows_live_and_undoes_as_one_step(hub, room, browsers):
     assert field_of(people, 2, "name") == "Joan", by_tag(people, 2)
 
 
+def test_a_burst_of_teammates_revisions_is_drawn_once_a_frame_and_keeps_the_caret(hub, room, browsers):
+    """A render costs milliseconds in a big room (docs/PERFORMANCE.md) and the page drew once per
+    message, so a burst of teammates' revisions drew it once each. Now the messages that come before
+    a frame are drawn in it, once. bob sends 40 revisions at once, each typing `x` before Joan's name
+    and `y` after it, while ann's caret is in that name after `Jo`: ann's editor changes in far fewer
+    steps than 40, ends at the last revision, and her caret is after `Jo` still (after the 40 `x`s): the
+    text edits drawn in one frame are followed one after the other (taken as one replaced stretch, the
+    caret went to the end)."""
+    obs = observe(hub, room)
+    bob = hub.join(room, "bob")
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.select(2)
+    a.js("const n = document.querySelector('#name'); n.focus(); n.setSelectionRange(2, 2);"
+         "window.__drawn = 0;"
+         "new MutationObserver(() => { window.__drawn += 1; })"
+         ".observe(document.querySelector('#detail'), {subtree: true, childList: true, attributes: true, characterData: true});")
+    burst = 40
+    base = bob.rev
+    for i in range(burst):
+        length = 4 + 2 * i    # "x" * i + "Joan" + "y" * i
+        bob.submit([{"op": "text", "tag": 2, "edits": [{"insert": "x"}, {"retain": length}, {"insert": "y"}]}],
+                   base=base + i)
+    for _ in range(burst):
+        assert "rev" in bob.take("ack"), bob
+    final = "x" * burst + "Joan" + "y" * burst
+    wait_model(obs, lambda p: field_of(p, 2, "name") == final, "Joan's name after bob's 40 revisions")
+    a.wait_for(lambda p: p.value("#name") == final, f"#name {final!r} on ann's page")
+    drawn = a.js("return window.__drawn;")
+    assert drawn < burst // 2, f"ann's editor changed in {drawn} steps for {burst} messages"
+    caret = a.js("const n = document.querySelector('#name');"
+                 "return [document.activeElement === n, n.selectionStart, n.selectionEnd];")
+    assert caret == [True, burst + 2, burst + 2], f"ann's caret (focused, start, end): {caret}"
+
+
 def test_a_topic_moves_in_one_click_and_undo_on_this_person_takes_back_only_that_person(hub, room, browsers):
     """Ann dislikes weather in the seed: on ann's page the weather dislike button is pressed. One click
     on its like button moves weather from Ann's dislikes to her likes (one revision; aria-pressed moves

@@ -81,6 +81,11 @@ class App {
     this.knownNames = new KnownNames();
     /** Tags a teammate removed since the last render, and by whom (to say so when it was the selected person). */
     this.removedBy = new Map();
+    // Teammates' text edits of the selected person's name since the last render, in order (null: the
+    // name was set whole, the edits are not known), for the caret; and the render asked for the next
+    // frame, if any (`scheduleRender`).
+    this.nameSteps = [];
+    this.frame = null;
     /** Teammates' changes not yet said to screen readers: {text, count}, or null. */
     this.unannounced = null;
     this.timers = {};
@@ -161,6 +166,12 @@ class App {
   }
 
   wire() {
+    // A render waiting for its frame is done before the user acts, so that what they act on is what
+    // the room has: the name they type into (a typed key is an edit of the name drawn), the row they
+    // click. Before the key changes anything (`beforeinput` comes after `keydown`, before the value).
+    for (const type of ['keydown', 'beforeinput', 'pointerdown']) {
+      document.addEventListener(type, () => { if (this.frame) this.render(); }, true);
+    }
     $('add-person').addEventListener('click', () => this.addPerson());
     // "Find a person": the list narrows as you type; ↓ or Enter goes to the first match, Esc clears.
     $('people-filter').addEventListener('input', () => this.render());
@@ -219,6 +230,7 @@ class App {
     this.renewing = null;
     this.live?.stop();
     this.selectedTag = null;
+    this.nameSteps = [];
     this.lastIndex = 0;
     this.highlights = new Highlights();
     this.notices = new NoticeBoard();
@@ -467,10 +479,8 @@ class App {
     }, ANNOUNCE_MS);
   }
 
-  /** What the room said since the last render, then the render. */
+  /** What the room said, then a render in the next frame (one for all the messages of a frame). */
   update(notices) {
-    let nameEdits = null;
-    let nameTouched = 0;
     for (const n of notices) {
       switch (n.type) {
         case 'remote': {
@@ -480,8 +490,8 @@ class App {
           this.activity(remoteText(n, this.namesBefore(n), after, this.live.sync.user));
           for (const d of n.diffs) {
             if (d.tag !== this.selectedTag) continue;
-            if (d.op === 'text') { nameEdits = d.edits; nameTouched += 1; }
-            if (d.op === 'set' && d.field === 'name') nameTouched += 2;
+            if (d.op === 'text') this.nameSteps?.push(d.edits);
+            if (d.op === 'set' && d.field === 'name') this.nameSteps = null;
           }
           break;
         }
@@ -544,6 +554,7 @@ class App {
           break;
         case 'fatal': {
           const { room, user, token } = this.request;
+          this.cancelRender();
           $('room').hidden = true;
           if (n.code === 'unauthorized') this.tokens.forget(user, room, token);
           if (n.code === 'unauthorized' && this.live.everWelcomed) {
@@ -560,7 +571,26 @@ class App {
         default: break;
       }
     }
-    this.render(nameTouched === 1 ? nameEdits : null);
+    this.scheduleRender();
+  }
+
+  /**
+   * A render before the next frame is painted, once however many messages come before it: in a big
+   * room each render costs milliseconds, and a burst of teammates' revisions drew the page once per
+   * message. A hidden page (no frames) renders from a task instead. A render for another reason (the
+   * user's own action) takes the scheduled one's place.
+   */
+  scheduleRender() {
+    if (this.frame) return;
+    const run = () => { this.frame = null; this.render(); };
+    this.frame = document.hidden ? { task: setTimeout(run, 0) } : { animation: requestAnimationFrame(run) };
+  }
+
+  cancelRender() {
+    if (!this.frame) return;
+    if (this.frame.task != null) clearTimeout(this.frame.task);
+    else cancelAnimationFrame(this.frame.animation);
+    this.frame = null;
   }
 
   /** Names of the people as a notice's `people` (the view before it) had them, else as last seen. */
@@ -575,9 +605,13 @@ class App {
 
   // MARK: Rendering
 
-  render(nameEdits = null) {
+  render() {
+    this.cancelRender();
+    const nameSteps = this.nameSteps;
+    this.nameSteps = [];
     const live = this.live;
-    if (!live) return;
+    // While the hub's session waits for a new token the room stays hidden behind the question.
+    if (!live || this.renewing === live) return;
     if (live.everWelcomed && !this.tokenKept) {
       this.tokens.keep(this.request.user, this.request.room, this.request.token);
       this.tokenKept = true;
@@ -627,7 +661,7 @@ class App {
       : this.list.shown === 0 ? `Nobody's name has “${filter.trim()}”`
         : `${this.list.shown} of ${view.count}`);
     const person = this.selectedTag != null ? view.get(this.selectedTag) : null;
-    this.editor.render(person, (key) => this.highlights.mark(`${person.tag}:${key}`), nameEdits, editable,
+    this.editor.render(person, (key) => this.highlights.mark(`${person.tag}:${key}`), nameSteps?.length ? nameSteps : null, editable,
       person ? { index: view.indexOf(person.tag), count: view.count } : null);
     this.attribution.select(person ? person.tag : null);
     this.personHistory.show(this.onlyPerson && person ? person.tag : null);

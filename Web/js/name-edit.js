@@ -80,15 +80,16 @@ function throughEdits(edits, position) {
 
 /**
  * Where a selection {start, end} (UTF-16 offsets in `before`) goes when the value becomes `after`.
- * `edits` are the text edits that made the change, when known (a teammate's `text` diff); otherwise
- * the change is taken to be one replaced stretch, and a caret inside it goes to its end.
+ * `steps` are the text edits that made the change, one after the other, when known (teammates' `text`
+ * diffs); otherwise the change is taken to be one replaced stretch, and a caret inside it goes to its
+ * end.
  */
-export function caretAfter(before, after, selection, edits) {
+export function caretAfter(before, after, selection, steps) {
   const start = scalarOffset(before, selection.start);
   const end = scalarOffset(before, selection.end);
   let map;
-  if (edits && applyText(edits, before) === after) {
-    map = (p) => throughEdits(edits, p);
+  if (steps && steps.reduce((text, edits) => (text == null ? null : applyText(edits, text)), before) === after) {
+    map = (p) => steps.reduce((q, edits) => throughEdits(edits, q), p);
   } else {
     const a = scalars(before);
     const b = scalars(after);

@@ -188,9 +188,10 @@ export class PersonEditor {
   /**
    * Shows `person` (or nobody), with `changedBy(key)` the highlight of the teammate who just changed a
    * field ({by, since, until}, or null), and whether this user may edit.
-   * `nameEdits`: a teammate's text edits of this name in this update, when known (keeps the caret).
+   * `nameSteps`: teammates' text edits of this name since the last render, in order, when known (keeps
+   * the caret).
    */
-  render(person, changedBy, nameEdits, editable = true, place = null) {
+  render(person, changedBy, nameSteps, editable = true, place = null) {
     const switched = person?.tag !== this.person?.tag;
     this.person = person ?? null;
     if (this.editable !== editable) this.setEditable(editable);
@@ -213,7 +214,7 @@ export class PersonEditor {
     // The visible words first, so that speech input ("click Undo on this person") finds the button.
     setAttr(this.undoHere, 'aria-label', `Undo on this person: your newest change to ${person.name}`);
     setAttr(this.redoHere, 'aria-label', `Redo on this person: your newest undone change to ${person.name}`);
-    this.showName(person.name, switched ? null : nameEdits);
+    this.showName(person.name, switched ? null : nameSteps);
     this.showPlace(place, { force: switched });
 
     for (const { field } of CHOICES) {
@@ -306,13 +307,13 @@ export class PersonEditor {
   }
 
   /** Puts the name in the input unless the user is in the middle of it; keeps the caret in place. */
-  showName(name, edits) {
+  showName(name, steps) {
     const input = this.name;
     if (this.composing || this.nameDraft || input.value === name) return;
     if (document.activeElement === input) {
       const before = input.value;
       const { start, end } = caretAfter(before, name,
-        { start: input.selectionStart ?? before.length, end: input.selectionEnd ?? before.length }, edits);
+        { start: input.selectionStart ?? before.length, end: input.selectionEnd ?? before.length }, steps);
       input.value = name;
       input.setSelectionRange(start, end);
     } else {
