@@ -2,7 +2,8 @@
 # The web page in a big room (session 20): a hub with an empty room filled with PEOPLE people over the
 # HTTP API, then headless Chromium opens it (time to the list, the welcome's handler, long tasks,
 # memory) and types a name while four simulated teammates edit other people at 6 edits/s in all
-# (key-to-paint latency, script time per `ops` and `presence` frame); then restores the room to
+# (key-to-paint latency, script time per `ops` and `presence` frame); then watches a burst of them at
+# 60 edits/s (session 31: script time per second and per message, frames drawn); then restores the room to
 # revision 50 from the history panel (half the people go) and undoes that (session 26: how long the
 # question, the restore and its undo take to show, and the long tasks). JSON lines per web root, so an
 # older copy of Web/ can be measured beside the current one:
@@ -36,7 +37,7 @@ for root in "${ROOTS[@]}"; do
   $PY scripts/web-bigroom/fill.py big "$PEOPLE" "$PORT" >/dev/null
   echo "bench-web: web root $root, $PEOPLE people"
   PEOPLEKEEPER_BENCH_OUT=$OUT $PY scripts/web-bigroom/web_measure.py big zoe --rows $((PEOPLE - 1)) \
-    --select $((PEOPLE / 2)) --phases open,type,restore --port "$PORT"
+    --select $((PEOPLE / 2)) --phases open,type,burst,restore --port "$PORT"
   kill "$PID"
   wait "$PID" 2>/dev/null || true
 done

@@ -17,8 +17,16 @@ try { new PerformanceObserver((l) => { for (const e of l.getEntries()) window.__
     },
   });
 })();
+// The page's animation-frame callbacks (it draws once a frame, session 31): how long each took, so a
+// revision's cost is its message handler's and its share of a frame's.
+window.__frames = [];
+const pageFrame = window.requestAnimationFrame.bind(window);
+window.requestAnimationFrame = (fn) => pageFrame((ts) => {
+  const t0 = performance.now();
+  try { return fn(ts); } finally { window.__frames.push({ t: t0, dur: performance.now() - t0 }); }
+});
 // Key-to-paint: from the input event's timestamp to the next frame after it (rAF then a task).
 document.addEventListener('input', (e) => {
   const ts = e.timeStamp; const t0 = performance.now();
-  requestAnimationFrame(() => { const ch = new MessageChannel(); ch.port1.onmessage = () => window.__keys.push({ ts, handlerStart: t0, paint: performance.now(), lat: performance.now() - ts }); ch.port2.postMessage(0); });
+  pageFrame(() => { const ch = new MessageChannel(); ch.port1.onmessage = () => window.__keys.push({ ts, handlerStart: t0, paint: performance.now(), lat: performance.now() - ts }); ch.port2.postMessage(0); });
 }, true);

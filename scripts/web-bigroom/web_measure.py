@@ -8,6 +8,7 @@ from selenium.webdriver.common.keys import Keys
 ap = argparse.ArgumentParser(); ap.add_argument("room"); ap.add_argument("user"); ap.add_argument("--port", default="18431")
 ap.add_argument("--width", type=int, default=1400); ap.add_argument("--height", type=int, default=900)
 ap.add_argument("--mates", type=int, default=4); ap.add_argument("--rate", type=float, default=6); ap.add_argument("--secs", type=float, default=40)
+ap.add_argument("--burst-rate", type=float, default=60)
 ap.add_argument("--restore-rev", type=int, default=50); ap.add_argument("--rows", type=int, default=1000); ap.add_argument("--soak", type=float, default=120); ap.add_argument("--select", type=int, default=500, help="index of the person to edit"); ap.add_argument("--phases", default="open,history,idle,type,reorder,delete,restore")
 a = ap.parse_args()
 HERE = os.path.dirname(os.path.abspath(__file__)); PY = sys.executable
@@ -149,7 +150,7 @@ try:
         name = d.find_element(By.ID, "name")
         d.execute_script("arguments[0].scrollIntoView({block:'center'})", name)
         name.click(); name.send_keys(Keys.END)
-        js("window.__keys.length = 0; window.__msg.length = 0")
+        js("window.__keys.length = 0; window.__msg.length = 0; window.__frames.length = 0")
         t = js("return performance.now()"); m0 = metrics(); sy0 = js("return scrollY"); before = name.get_attribute("value")
         typed = "Typing in a big room"; problems = []; changed_counts = []; scrolls = []
         for i, ch in enumerate(typed):
@@ -168,9 +169,11 @@ try:
         from collections import Counter; print(json.dumps({"frame_types": Counter(x["type"] for x in msgs)}), flush=True)
         pres = [x["dur"] for x in msgs if x["type"].startswith("presence")]
         keys = [x["lat"] for x in js("return window.__keys")]
+        drawn = [x["dur"] for x in js("return window.__frames")]
         lts = lt_since(t); span = (m1["Timestamp"] - m0["Timestamp"])
         out("type_while_mates_edit", mates=a.mates, rate=a.rate, mates_result=mo.strip(), key_to_paint_ms=summ(keys),
             ops_frame_handler_ms=summ(ops), presence_frame_handler_ms=summ(pres), frames_seen=len(msgs),
+            animation_frame_ms=summ(drawn), script_ms_per_message=round((sum(ops) + sum(pres) + sum(drawn)) / max(1, len(ops) + len(pres)), 2),
             longtasks={"n": len(lts), "total_ms": round(sum(x["dur"] for x in lts)), "max_ms": round(max([x["dur"] for x in lts] or [0]))},
             main_thread_busy_pct=round(100 * (m1["TaskDuration"] - m0["TaskDuration"]) / span, 1),
             script_ms_per_s=round(1000 * (m1["ScriptDuration"] - m0["ScriptDuration"]) / span), layout_ms_per_s=round(1000 * (m1["LayoutDuration"] - m0["LayoutDuration"]) / span),
@@ -179,6 +182,28 @@ try:
             changed_max=max(changed_counts + [s["changed"] for s in samples]), scroll_moved=sorted(set(scrolls + [s["scrollY"] for s in samples])) [:6] if len(set(scrolls + [s["scrollY"] for s in samples])) > 1 else "no",
             focus_after=sorted(set(str(s["focus"]) for s in samples)), js_heap_mb=round(m1["JSHeapUsedSize"] / 2**20, 1), dom_nodes=int(m1["Nodes"]),
             history_rows=js("return document.querySelectorAll('#history-list li').length"), renderer_rss_mb=renderer_rss_mb())
+
+    if "burst" in a.phases:
+        # Teammates at --burst-rate edits/s for 10 s (each with a presence update) while the user watches:
+        # the page's script time per second and per message, and how many frames drew them.
+        mates = subprocess.Popen([PY, os.path.join(HERE, "teammates.py"), a.room, "--n", str(a.mates), "--rate", str(a.burst_rate), "--secs", "12", "--avoid", str(tag), "--port", a.port],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1)
+        js("window.__msg.length = 0; window.__frames.length = 0"); t = js("return performance.now()"); m0 = metrics(); time.sleep(10); m1 = metrics()
+        import urllib.request
+        shown = js("return window.peoplekeeper.revision")
+        behind = json.load(urllib.request.urlopen(f"http://127.0.0.1:{a.port}/v1/rooms/{a.room}"))["rev"] - shown
+        msgs = js("return window.__msg"); drawn = [x["dur"] for x in js("return window.__frames")]; lts = lt_since(t)
+        handled = [x["dur"] for x in msgs]; span = m1["Timestamp"] - m0["Timestamp"]
+        mo, _ = mates.communicate()
+        out("burst", mates=a.mates, rate=a.burst_rate, messages=len(msgs), animation_frames=len(drawn), revisions_behind_at_end=behind,
+            longtasks={"n": len(lts), "max_ms": round(max([x["dur"] for x in lts] or [0]))},
+            script_ms_per_s=round(1000 * (m1["ScriptDuration"] - m0["ScriptDuration"]) / span),
+            layout_ms_per_s=round(1000 * (m1["LayoutDuration"] - m0["LayoutDuration"]) / span),
+            layouts_per_s=round((m1["LayoutCount"] - m0["LayoutCount"]) / span, 1),
+            style_ms_per_s=round(1000 * (m1["RecalcStyleDuration"] - m0["RecalcStyleDuration"]) / span),
+            main_thread_busy_pct=round(100 * (m1["TaskDuration"] - m0["TaskDuration"]) / span, 1),
+            script_ms_per_message=round((sum(handled) + sum(drawn)) / max(1, len(msgs)), 2), mates_result=mo.strip())
 
     if "reorder" in a.phases:
         # Alt+Down on the selected row, 5 times; time from key to the row's new place.
