@@ -168,10 +168,18 @@ class App {
   wire() {
     // A render waiting for its frame is done before the user acts, so that what they act on is what
     // the room has: the name they type into (a typed key is an edit of the name drawn), the row they
-    // click. Before the key changes anything (`beforeinput` comes after `keydown`, before the value).
-    for (const type of ['keydown', 'beforeinput', 'pointerdown']) {
+    // click. Before the key changes anything (`beforeinput` comes after `keydown`, before the value);
+    // `click` and `focusin` for what comes without a key or a pointer (a screen reader's click).
+    for (const type of ['keydown', 'beforeinput', 'compositionstart', 'pointerdown', 'click', 'focusin']) {
       document.addEventListener(type, () => { if (this.frame) this.render(); }, true);
     }
+    // A page hidden with a frame booked gets no frame until it is shown: the render goes to a task.
+    document.addEventListener('visibilitychange', () => {
+      if (document.hidden && this.frame?.animation != null) {
+        this.cancelRender();
+        this.scheduleRender();
+      }
+    });
     $('add-person').addEventListener('click', () => this.addPerson());
     // "Find a person": the list narrows as you type; ↓ or Enter goes to the first match, Esc clears.
     $('people-filter').addEventListener('input', () => this.render());
@@ -577,8 +585,9 @@ class App {
   /**
    * A render before the next frame is painted, once however many messages come before it: in a big
    * room each render costs milliseconds, and a burst of teammates' revisions drew the page once per
-   * message. A hidden page (no frames) renders from a task instead. A render for another reason (the
-   * user's own action) takes the scheduled one's place.
+   * message. A hidden page (no frames) renders from a task instead. The user's own edits, undos and
+   * redos come back through `update` and are drawn in the same frame; a render called directly
+   * (selecting someone, the filter, a refused edit) takes the scheduled one's place.
    */
   scheduleRender() {
     if (this.frame) return;
