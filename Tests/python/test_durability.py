@@ -1145,9 +1145,12 @@ def test_a_postgres_node_whose_network_goes_silent_gives_up_within_its_lease_tim
         assert not missing, f"this test needs {', '.join(missing)} (util-linux, iproute2, iptables)"
         test = f"{request.node.path}::{request.node.name}"
         # Its own network (a loopback of its own) and its own processes: when the run ends, or is
-        # killed for its time, everything it started (PostgreSQL, the hub) ends with it.
+        # killed for its time, everything it started (PostgreSQL, the hub) ends with it. And a /proc of
+        # its own processes: libdispatch's thread-pool monitor reads /proc/TID/stat of its workers by
+        # their ids in this namespace and traps when the file is missing; under the host's /proc a
+        # fresh-clone run's hub did (SIGILL at start: open("/proc/33/stat") had failed).
         host = str(os.stat("/proc/self/ns/net").st_ino)
-        run = subprocess.run(["unshare", "--net", "--pid", "--fork", "--kill-child", "sh", "-c",
+        run = subprocess.run(["unshare", "--net", "--pid", "--fork", "--kill-child", "--mount-proc", "sh", "-c",
                               'ip link set lo up && exec "$0" -m pytest -q -p no:cacheprovider -p no:xdist "$1"',
                               sys.executable, test], env={**os.environ, "PEOPLEKEEPER_TEST_HOST_NETNS": host},
                              cwd=str(REPO), capture_output=True, text=True, timeout=300)
