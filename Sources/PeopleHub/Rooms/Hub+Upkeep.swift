@@ -104,12 +104,13 @@ extension Hub {
 
     private func checked(_ found: StoreError?) {
         storeHealth.checkStarted = nil
-        if let found, storeHealth.problem == nil {
-            logger.error("store check failed: /healthz answers 503", metadata: ["error": "\(found)"])
-        } else if found == nil, let old = storeHealth.problem {
-            logger.notice("store check passes again", metadata: ["was": "\(old)"])
+        guard let found else {
+            if let old = storeHealth.problem { logger.notice("store check passes again", metadata: ["was": "\(old)"]) }
+            storeHealth.problem = nil
+            return
         }
-        storeHealth.problem = found
+        storeUnavailable(found)      // said once, when it starts
+        storeHealth.problem = found  // `/healthz` gives the latest check's
     }
 
     func saveSnapshotIfChanged(_ host: RoomHost) {
