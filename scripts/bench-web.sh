@@ -8,6 +8,8 @@
 # question, the restore and its undo take to show, and the long tasks). JSON lines per web root, so an
 # older copy of Web/ can be measured beside the current one:
 #   scripts/bench-web.sh [PEOPLE] [WEB_ROOT ...]       (default: 1000 Web)
+# PHASES=burst (say) runs only those of web_measure.py's phases; TRACE=60 instead traces the page
+# for 3 s while teammates edit at 60 edits/s (web_trace.py: where the main thread's time goes).
 # The hub is the release build, or PEOPLEKEEPER_HUB_BIN. The browser shares the machine's cores with
 # the hub and the teammates: the figures are the page's on this machine, not a browser's alone.
 set -euo pipefail
@@ -36,8 +38,12 @@ for root in "${ROOTS[@]}"; do
   pids+=("$PID")
   $PY scripts/web-bigroom/fill.py big "$PEOPLE" "$PORT" >/dev/null
   echo "bench-web: web root $root, $PEOPLE people"
-  PEOPLEKEEPER_BENCH_OUT=$OUT $PY scripts/web-bigroom/web_measure.py big zoe --rows $((PEOPLE - 1)) \
-    --select $((PEOPLE / 2)) --phases open,type,burst,restore --port "$PORT"
+  if [ -n "${TRACE:-}" ]; then
+    $PY scripts/web-bigroom/web_trace.py big zoe --select $((PEOPLE / 2)) --rate "$TRACE" --port "$PORT"
+  else
+    PEOPLEKEEPER_BENCH_OUT=$OUT $PY scripts/web-bigroom/web_measure.py big zoe --rows $((PEOPLE - 1)) \
+      --select $((PEOPLE / 2)) --phases "${PHASES:-open,type,burst,restore}" --port "$PORT"
+  fi
   kill "$PID"
   wait "$PID" 2>/dev/null || true
 done
