@@ -59,7 +59,7 @@ def shots(request):
     without -s (output capture is suspended for the line)."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     for old in SHOTS.glob("*.png"):
-        old.unlink()
+        old.unlink(missing_ok=True)  # another pytest worker may have taken it first
     say(request, f"web client screenshots: {SHOTS}")
     yield SHOTS
     say(request, f"web client screenshots: {SHOTS} ({len(list(SHOTS.glob('*.png')))} pictures)")
