@@ -490,6 +490,55 @@ def test_a_burst_of_teammates_revisions_is_drawn_once_a_frame_and_keeps_the_care
     assert caret == [True, burst + 2, burst + 2], f"ann's caret (focused, start, end): {caret}"
 
 
+def test_a_page_hidden_with_a_frame_booked_keeps_drawing_teammates_revisions(hub, room, browsers):
+    """The page draws in the next animation frame, and a hidden page gets none: a page hidden while a
+    frame was booked drew nothing until shown again, every later render waiting behind the booked one
+    (a tab in the background, a minimised window). Now a hidden page draws from a task, the booked
+    frame's render included. ann's page books a frame for bob's first rename (its frames are held, as
+    a browser holds them in the moment before the tab goes), then ann opens another tab; bob renames
+    Joan twice more. Watched from that other tab (a BroadcastChannel, so ann's page stays hidden): her
+    list shows each name while hidden, the last one included."""
+    bob = hub.join(room, "bob")
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    # Hold the page's animation frames (booked, not run, as for a page about to be hidden); note each
+    # name Joan's row shows, with whether the page was hidden, and say it on a channel the other tab
+    # hears (reading the page itself from the test would show it).
+    a.js("""const raf = window.requestAnimationFrame.bind(window), caf = window.cancelAnimationFrame.bind(window);
+      window.__held = new Map(); let next = 1e9;
+      window.requestAnimationFrame = (fn) => { if (!window.__holdFrames) return raf(fn); window.__held.set(next, fn); return next++; };
+      window.cancelAnimationFrame = (id) => { if (!window.__held.delete(id)) caf(id); };
+      const channel = new BroadcastChannel('pk-test'), name = document.querySelector('#people li[data-tag="2"] .name');
+      window.__holdFrames = true;
+      window.__drawn = [];
+      new MutationObserver(() => { const seen = [name.textContent, document.visibilityState]; window.__drawn.push(seen); channel.postMessage(seen); })
+        .observe(name, {subtree: true, childList: true, characterData: true});""")
+    names = ["Joan B", "Joan C", "Joan D"]
+    bob.submit([{"op": "text", "tag": 2, "edits": [{"retain": 4}, {"insert": " B"}]}])
+    assert "rev" in bob.take("ack"), bob
+    a.wait_for(lambda p: p.js("return window.peoplekeeper.revision") == bob.rev,
+               f"ann's page took bob's revision {bob.rev} (its render is booked for a frame)")
+    assert a.js("return [window.__held.size, document.querySelector('#people li[data-tag=\"2\"] .name').textContent]") \
+        == [1, "Joan"], "a frame booked for bob's rename, not drawn yet"
+    first = a.driver.current_window_handle
+    a.driver.switch_to.new_window("tab")
+    a.driver.get(a.base + "/healthz")  # the hub's origin, for the channel
+    a.js("window.__seen = []; new BroadcastChannel('pk-test').onmessage = (e) => window.__seen.push(e.data);")
+    for before, after in zip(names, names[1:]):
+        bob.submit([{"op": "text", "tag": 2, "edits": [{"delete": len(before)}, {"insert": after}]}])
+        assert "rev" in bob.take("ack"), bob
+    try:
+        a.wait_for(lambda p: [name for name, _ in p.js("return window.__seen")][-1:] == names[-1:],
+                   f"ann's hidden page drew {names[-1]!r}")
+    finally:
+        a.driver.close()
+        a.driver.switch_to.window(first)
+    drawn = a.js("return window.__drawn")  # in order, from before the other tab listened
+    assert drawn[0] == ["Joan B", "hidden"] and drawn[-1] == ["Joan D", "hidden"] \
+        and all(state == "hidden" for _, state in drawn), \
+        f"ann's page drew bob's first rename (its booked frame's) and the rest while hidden: {drawn}"
+
+
 def test_a_topic_moves_in_one_click_and_undo_on_this_person_takes_back_only_that_person(hub, room, browsers):
     """Ann dislikes weather in the seed: on ann's page the weather dislike button is pressed. One click
     on its like button moves weather from Ann's dislikes to her likes (one revision; aria-pressed moves
