@@ -363,25 +363,93 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         }
     }
 
-    /// The answer to `query`, or a failure once its connection has closed. postgres-nio could leave a
-    /// query unanswered for good when PostgreSQL shut down under it (the connection closed, the
-    /// query's future never failed): a node stopping while its database stopped waited forever in its
-    /// last commit (every run of `scripts/bench-history.sh`'s PostgreSQL part left its hub so). A
-    /// check on the connection's event loop, every second while the query waits, fails it then.
+    /// The answer to `query`, or a failure once its connection has closed or the server has stopped
+    /// answering. postgres-nio could leave a query unanswered for good when PostgreSQL shut down under
+    /// it (the connection closed, the query's future never failed): a node stopping while its database
+    /// stopped waited forever in its last commit (every run of `scripts/bench-history.sh`'s PostgreSQL
+    /// part left its hub so). And a server that is there but answers nothing (stopped, its machine
+    /// paused, its disk hung) keeps the connection alive at the TCP level, so the keepalives never
+    /// fire: the node's commit, and every room's behind it, waited until the server came back, the
+    /// clients' edits neither acknowledged nor refused. A check on the connection's event loop, every
+    /// second while the query waits, fails it in either case: once the query has waited
+    /// `queryTimeout` seconds, a new connection asks the server `SELECT 1`; a server that answers is
+    /// busy (the query waits for a lock, say: it goes on waiting, and is asked about again after as
+    /// long), one that does not is taken for stopped and the query's connection is closed (the
+    /// writer's leases go with it, as on a silent network).
     private func run(_ query: PostgresQuery, on connection: PostgresConnection) throws -> PostgresQueryResult {
         let answer = connection.query(query, logger: logger)
-        let promise = answer.eventLoop.makePromise(of: PostgresQueryResult.self)
-        // Both on the connection's event loop, so the first to complete the promise wins.
-        let watch = answer.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { task in
-            guard connection.isClosed else { return }
-            task.cancel()
-            promise.fail(ConnectionClosed())
+        let loop = answer.eventLoop
+        let promise = loop.makePromise(of: PostgresQueryResult.self)
+        let wait = QueryWait()
+        let limit = queryTimeout
+        // All on the connection's event loop, so the first to complete the promise wins.
+        let watch = loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { [self] task in
+            if connection.isClosed {
+                task.cancel()
+                promise.fail(ConnectionClosed())
+                return
+            }
+            guard !wait.asking, NIODeadline.now() - wait.since >= .seconds(Int64(limit)) else { return }
+            wait.asking = true
+            DispatchQueue.global().async { [self] in
+                let alive = answers()
+                loop.execute { [self] in
+                    wait.asking = false
+                    guard !wait.answered else { return }
+                    if alive {
+                        wait.since = .now()
+                        return
+                    }
+                    task.cancel()
+                    logger.warning("PostgreSQL has answered neither a query for \(limit) s nor a new connection: closing the query's connection",
+                                   metadata: ["seconds": "\(limit)"])
+                    _ = connection.close() as EventLoopFuture<Void>
+                    promise.fail(NoAnswer(seconds: limit))
+                }
+            }
         }
         answer.whenComplete { result in
+            wait.answered = true
             watch.cancel()
             promise.completeWith(result)
         }
         return try promise.futureResult.wait()
+    }
+
+    /// Seconds a query waits for PostgreSQL's answer before the server is asked whether it answers at
+    /// all (`run`): `cluster.leaseTimeoutSeconds`, as the sockets give up on a silent network, but
+    /// never below 10.
+    private var queryTimeout: Int { max(leaseTimeout, 10) }
+
+    /// A query's wait (`run`), touched on its connection's event loop only.
+    private final class QueryWait: @unchecked Sendable {
+        var since = NIODeadline.now()
+        var asking = false
+        var answered = false
+    }
+
+    /// Whether PostgreSQL answers at all: a new connection (within its connect timeout) and `SELECT 1`
+    /// on it within 5 s. A server that refuses the connection with an error of its own (too many
+    /// clients) answers too.
+    private func answers() -> Bool {
+        let connection: PostgresConnection
+        do { connection = try connect() } catch let error as PSQLError where error.serverInfo != nil {
+            return true
+        } catch {
+            return false
+        }
+        defer { _ = try? (connection.close() as EventLoopFuture<Void>).wait() }
+        let reply = connection.query("SELECT 1", logger: logger)
+        let answered = reply.eventLoop.makePromise(of: Bool.self)
+        reply.eventLoop.scheduleTask(in: .seconds(5)) { answered.succeed(false) }
+        reply.whenComplete { answered.succeed((try? $0.get()) != nil) }
+        return (try? answered.futureResult.wait()) ?? false
+    }
+
+    /// PostgreSQL answered neither a query nor a new connection (`run`); the query's connection was closed.
+    struct NoAnswer: Error, CustomStringConvertible {
+        let seconds: Int
+        var description: String { "PostgreSQL answers nothing (a query waited \(seconds) s; a new connection got no answer either): the connection was closed" }
     }
 
     /// No connection could be made to the server (`open`).
@@ -1095,7 +1163,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
 
     private static func kind(of error: any Error) -> StoreError.Kind? {
         switch error {
-        case is NodeTaken, is ConnectionClosed, is CannotConnect: return .unavailable
+        case is NodeTaken, is ConnectionClosed, is NoAnswer, is CannotConnect: return .unavailable
         case is JSONParseError, is ProtocolError, is PostgresDecodingError: return .corrupt
         case let error as PSQLError:
             switch error.code {

@@ -184,6 +184,31 @@ class PostgresServer:
         """Start a halted server again, on the same data and port."""
         self._launch()
 
+    def pause(self, paused: bool = True) -> None:
+        """Stop (SIGSTOP) or resume (SIGCONT) the postmaster and every process it started: a server
+        that is there but answers nothing (a paused machine, a disk that hangs), its kernel still
+        answering TCP. Its children are each a session of their own, so they are found by parent."""
+        postmaster = self._postmaster_pid()
+        assert postmaster is not None, "no postmaster to pause"
+        sig = signal.SIGSTOP if paused else signal.SIGCONT
+        if paused:
+            os.kill(postmaster, sig)  # first: it starts no backend while its children are listed
+        parents = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/stat") as stat:
+                        parents[int(entry)] = int(stat.read().rsplit(")", 1)[1].split()[1])
+                except (OSError, IndexError, ValueError):
+                    pass
+        for pid in [pid for pid, parent in parents.items() if parent == postmaster]:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        if not paused:
+            os.kill(postmaster, sig)
+
     def _postmaster_pid(self) -> int | None:
         try:
             first = (self.dir / "postmaster.pid").read_text().split("\n", 1)[0].strip()

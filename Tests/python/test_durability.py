@@ -1204,6 +1204,55 @@ def test_a_postgres_node_whose_network_goes_silent_gives_up_within_its_lease_tim
         pg.stop()
 
 
+def test_a_postgres_node_gives_up_on_a_server_that_stopped_answering_and_serves_again(hub_factory, room):
+    """A PostgreSQL that is there but does not answer (SIGSTOP to its processes: a paused machine, a
+    disk that hangs) keeps its connections alive at the TCP level, its kernel answering the keepalives:
+    the node's commit waited until the server came back, however long, the client's edit neither
+    acknowledged nor refused and nothing telling anyone. Now a query unanswered for
+    cluster.leaseTimeoutSeconds (10 s at least; here 4, so 10) closes its connection: the waiting
+    edit's room closes unacknowledged, the log says why, and once the server answers again the node
+    serves the room: every acknowledged edit, and the waiting one once when its client sends it again."""
+    pg = PostgresServer()
+    frozen = False
+    try:
+        pg.start()
+        hub = hub_factory({"storage": {"kind": "postgres", "postgresURL": pg.url},
+                           "cluster": {"nodeId": "a", "leaseTimeoutSeconds": 4}})
+        a = hub.join(room, "ann")
+        acked = a.edit([{"op": "set", "tag": 1, "field": "hairColor", "value": "red"}])["rev"]
+        pg.pause()
+        frozen = True
+        seen = len(a.log)
+        a.submit([{"op": "set", "tag": 1, "field": "glasses", "value": True}])
+        # 1011 when the waiting commit fails first, 1012 ("room moved") when the lost leases are
+        # noticed first: either way unacknowledged, and the client reconnects.
+        assert a.wait_closed(timeout=40) in (1011, 1012), hub.stderr()[-3000:]
+        assert [m for m in a.log[seen:] if m.get("type") == "ack"] == [], a.log[seen:]
+        assert "PostgreSQL has answered neither a query for 10 s nor a new connection" in hub.stderr(), \
+            hub.stderr()[-3000:]
+        assert wait_for_health(hub, 503, timeout=30).startswith(b"store unavailable: ")
+
+        pg.pause(False)
+        frozen = False
+        assert wait_for_health(hub, 200, timeout=60) == b"ok\n"
+        # The commit may have reached the server before it stopped, and been made when it went on (it
+        # was in the socket's buffer): unacknowledged is not undone. ann's client resumes its session
+        # and sends the edit again with its seq, as after any lost connection: it is in the room once.
+        ann = hub.join(room, "ann", resume=a.welcome["session"])
+        ann.submit([{"op": "set", "tag": 1, "field": "glasses", "value": True}], base=acked, seq=2)
+        assert ann.take("ack")["rev"] == acked + 1
+        acked += 1
+        b = hub.join(room, "bob")
+        assert b.welcome["rev"] == acked and by_tag(b.welcome["people"], 1)["glasses"] is True
+        acked = b.edit([{"op": "set", "tag": 1, "field": "eyeColor", "value": "green"}])["rev"]
+        assert pg.psql(f"SELECT count(*) || ' ' || max(revision) FROM journal WHERE room = '{room}' AND revision IS NOT NULL") \
+            == f"{acked} {acked}"
+    finally:
+        if frozen:
+            pg.pause(False)
+        pg.stop()
+
+
 def test_a_nul_in_a_label_or_user_name_is_kept_on_postgres(hub_factory, pg_server, room):
     """The product contract allows any text in a label or a user name. The journal's readable columns
     copied them raw, and PostgreSQL's text refuses a NUL (22021): the commit failed, the room closed
