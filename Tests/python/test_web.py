@@ -1234,6 +1234,10 @@ def test_a_highlight_names_the_latest_writer_and_fades(hub, browsers):
     fading = a.js("""const f = document.querySelector('#detail [data-field="hairColor"]');
         return {field: getComputedStyle(f).animationName, badge: getComputedStyle(f, '::after').animationName};""")
     assert fading["field"] != "none" and fading["badge"] != "none", f"the highlight and its badge fade: {fading}"
+    # Ann's row in the list too: its wash is the row's ::before (a row out of view skips it).
+    row = a.js("""const r = document.querySelector('#people li[data-tag="1"]');
+        return {by: r.dataset.by, wash: getComputedStyle(r, '::before').animationName, badge: getComputedStyle(r, '::after').animationName};""")
+    assert row["by"] == "bob" and row["wash"] != "none" and row["badge"] != "none", f"Ann's row fades, named bob: {row}"
     wait_model(obs, lambda p: field_of(p, 1, "hairColor") == "blonde", "Ann blonde (bob's edit)")
     a.wait_for(lambda p: p.js("return document.querySelectorAll('.changed').length;") == 0,
                "every highlight gone on ann's page", timeout=3.0)
