@@ -161,6 +161,10 @@ extension StackCommand {
                 say("\(past) \(result.label ?? "a change")\(which) at rev \(rev)")
             } else if let entry = result.entry, result.skipped.isEmpty {
                 say("nothing undone: entry \(entry) (\(result.label ?? "a change")) changes nothing now; it has left your undo stack")
+            } else if result.skipped.isEmpty, let tag = scope {
+                // A mistyped tag reads as "nothing to undo" too: say whose changes were looked for.
+                say(before[tag].map { "nothing of yours to \(Self.verb) on \($0.name) (tag \(tag))" }
+                    ?? "nothing of yours to \(Self.verb) on tag \(tag): nobody in room \(session.room) has that tag now")
             } else if result.skipped.isEmpty {
                 say("nothing to \(Self.verb)")
             } else {

@@ -641,7 +641,8 @@ def test_undo_scope_picks_newest_change_to_that_person(hub, room):
 
 def test_undo_and_redo_with_nothing_to_do_exit_1(hub, room):
     """`undo` / `redo` with an empty stack exit 1; `--json` has rev null and ops []. A teammate's change
-    is never the user's to undo."""
+    is never the user's to undo. With `--scope`, the sentence names the person, or says that nobody in
+    the room has the tag (it said "nothing to undo" for a mistyped tag too)."""
     obs = observe(hub, room)
     bob = hub.join(room, "bob")
     bob.edit([set_op(1, "hairColor", "red")], label="Change Hair Color")              # rev 1
@@ -656,6 +657,13 @@ def test_undo_and_redo_with_nothing_to_do_exit_1(hub, room):
     r, doc = pk(hub, room, "ann", "redo", json=True)
     assert_status(r, 1)
     assert doc.get("rev") is None and doc.get("ops") == [], describe(r)
+    # Scoped, the sentence says whose changes were looked for, and a tag nobody has (mistyped) says so.
+    r = pk(hub, room, "ann", "undo", "--scope", "1")
+    assert_status(r, 1)
+    assert r.stdout.strip() == "nothing of yours to undo on Ann (tag 1)", describe(r)
+    r = pk(hub, room, "ann", "redo", "--scope", "999")
+    assert_status(r, 1)
+    assert r.stdout.strip() == f"nothing of yours to redo on tag 999: nobody in room {room} has that tag now", describe(r)
     assert_unchanged(hub, room, obs, 1, "an undo / redo with nothing to do")
     assert by_tag(obs.people, 1)["hairColor"] == "red", "bob's change stays"
 
