@@ -118,6 +118,13 @@ def wait_presence(obs, pred, what: str, timeout: float = WAIT) -> list:
         obs.pump(POLL)
 
 
+def add_extras(obs, count: int) -> int:
+    """Adds `count` people ("Extra 0", …) after the seed's three, in one revision; the last one's tag."""
+    obs.edit([{"op": "insert", "at": 3 + i, "person": {**SEED[0], "tag": obs.new_tag(), "name": f"Extra {i}"}}
+              for i in range(count)])
+    return obs.people[-1]["tag"]
+
+
 def field_of(people: list, tag: int, field: str):
     return by_tag(people, tag)[field]
 
@@ -537,6 +544,35 @@ def test_a_page_hidden_with_a_frame_booked_keeps_drawing_teammates_revisions(hub
     assert drawn[0] == ["Joan B", "hidden"] and drawn[-1] == ["Joan D", "hidden"] \
         and all(state == "hidden" for _, state in drawn), \
         f"ann's page drew bob's first rename (its booked frame's) and the rest while hidden: {drawn}"
+
+
+def test_a_row_lit_out_of_view_fades_from_where_it_is_when_scrolled_in(hub, room, browsers):
+    """A row out of view skips its contents (content-visibility), and the fade of a teammate's change
+    runs in them (docs/PERFORMANCE.md "Only the rows in view fade"): a row lit out of view and scrolled
+    in 1.2 s later faded from the start there, at full strength, and vanished when the mark ended (a
+    code review found it; the badge did so before that too). Now it fades from where it is by then:
+    its wash and badge are past the 1.2 s, not at the start."""
+    obs = observe(hub, room)
+    last = add_extras(obs, 60)
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    assert a.js(f"""const r = document.querySelector('#people li[data-tag="{last}"]').getBoundingClientRect(),
+        list = document.querySelector('#people').getBoundingClientRect(); return r.top > list.bottom;"""), \
+        "the last row is below the list's fold"
+    obs.edit([{"op": "set", "tag": last, "field": "glasses", "value": True}])
+    a.wait_for(lambda p: p.js(f"""return document.querySelector('#people li[data-tag="{last}"]').dataset.by""") == OBSERVER,
+               "the last row lit by the observer, out of view")
+    lit = time.monotonic()
+    time.sleep(1.2)
+    a.js(f"""document.querySelector('#people li[data-tag="{last}"]').scrollIntoView({{block: 'center'}})""")
+    time.sleep(0.2)  # a frame or two: the row's contents are made, their animations with them
+    fades = a.js(f"""const r = document.querySelector('#people li[data-tag="{last}"]');
+        return document.getAnimations().filter((x) => x.effect && x.effect.target === r && x.effect.pseudoElement)
+          .map((x) => [x.effect.pseudoElement, x.effect.getComputedTiming().progress]);""")
+    waited = 1000 * (time.monotonic() - lit)
+    # 1.2 s of a 2 s fade is 0.6 of it; from the start, it was under 0.15.
+    assert sorted(p for p, _ in fades) == ["::after", "::before"] and all(t is not None and t >= 0.45 for _, t in fades), \
+        f"the wash and badge of a row lit {waited:.0f} ms ago, scrolled in: {fades} (pseudo-element, part of the fade done)"
 
 
 def test_a_topic_moves_in_one_click_and_undo_on_this_person_takes_back_only_that_person(hub, room, browsers):
@@ -2099,8 +2135,7 @@ def test_a_phone_at_320_px_keeps_long_names_topics_and_notices_on_screen(hub, ro
     long_name = "Maximiliankonstantinwolfgangbartholomeus" + "Smith"
     obs.edit([{"op": "set", "tag": 2, "field": "name", "value": long_name}])
     # Enough people that the editor, under the list, starts below the screen.
-    obs.edit([{"op": "insert", "at": 3 + i, "person": {**SEED[0], "tag": obs.new_tag(), "name": f"Extra {i}"}}
-              for i in range(12)])
+    add_extras(obs, 12)
     a = browsers(hub, "phone320", width=320, height=640)
     a.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
                              {"width": 320, "height": 640, "deviceScaleFactor": 2, "mobile": True})
@@ -2150,9 +2185,7 @@ def test_place_in_the_list_moves_a_person_anywhere_in_one_step(hub, room, browse
     of someone else changes where her person is, but not what she is typing. Her moves of one person
     in a row are one undo step, as with the arrow buttons."""
     obs = observe(hub, room)
-    obs.edit([{"op": "insert", "at": 3 + i, "person": {**SEED[0], "tag": obs.new_tag(), "name": f"Extra {i}"}}
-              for i in range(12)])
-    last = obs.people[-1]["tag"]
+    last = add_extras(obs, 12)
     a = browsers(hub, "ann")
     a.open_room(room, "ann")
     a.select(last)

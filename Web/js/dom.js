@@ -64,3 +64,15 @@ export function setChanged(el, mark, now = Date.now()) {
   el.classList.add('changed');
   setAttr(el, 'data-by', mark.by);
 }
+
+/**
+ * Starts a marked element's fade again where it is by now (`now - since` in). For a list row scrolled
+ * into view: a row out of view skips its contents (content-visibility), so its wash and badge are made
+ * when it comes into view and would fade from the start there, then vanish when the mark ends.
+ */
+export function resumeChanged(el, now = Date.now()) {
+  const since = Number(el.getAttribute('data-changed-since'));
+  if (!el.classList.contains('changed') || !Number.isFinite(since)) return;
+  el.style.setProperty('--changed-delay', `${Math.min(0, since - now)}ms`);
+  el.setAttribute('data-changed-phase', el.getAttribute('data-changed-phase') === 'a' ? 'b' : 'a');
+}

@@ -9,7 +9,7 @@
 // Alt+↑ / ↓ do nothing: only choosing a person is left.
 
 import { faceSVG, faceDescription } from './face.js';
-import { canFocus, h, setAttr, setText, setChanged } from './dom.js';
+import { canFocus, h, resumeChanged, setAttr, setText, setChanged } from './dom.js';
 
 const faceKey = (p) => `${p.hairColor}|${p.hairLength}|${p.eyeColor}|${p.glasses}|${p.facialHair.join(',')}`;
 
@@ -100,6 +100,8 @@ export class PeopleList {
       if (e.target.closest('.actions')) return;
       this.actions.select(tag, { focus: true, tapped: true });
     });
+    // A lit row that comes into view fades from where it is by now, not from the start.
+    row.li.addEventListener('contentvisibilityautostatechange', (e) => { if (!e.skipped) resumeChanged(row.li); });
     row.up.addEventListener('click', () => this.step(tag, -1));
     row.down.addEventListener('click', () => this.step(tag, 1));
     row.del.addEventListener('click', () => this.actions.remove(tag));
