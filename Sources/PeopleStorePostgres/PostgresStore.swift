@@ -58,6 +58,9 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     private let poolLock = NSLock()
     private var writer: GroupCommitWriter!
     private var leasesLostHandlers: [@Sendable () -> Void] = []
+    /// The last finding of `serverAnswers` and when (guarded by `probeLock`, held while asking).
+    private var lastProbe: (at: NIODeadline, answer: ServerAnswer)?
+    private let probeLock = NSLock()
     /// Connection ids for postgres-nio's logs (connections are opened with and without `lock`).
     private let connectionIDs = Atomic<Int>(0)
     /// Seconds after which PostgreSQL gives up on this node's writer connection once it stops
@@ -261,13 +264,18 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             }
         }
         let connection = try connect()
-        try bound(connection)
-        if claimsNode {
-            let key = Self.lockKey(node, kind: "node")
-            guard try run("SELECT pg_try_advisory_lock(\(key))", on: connection).rows.first?.decode(Bool.self) == true else {
-                _ = try? (connection.close() as EventLoopFuture<Void>).wait()
-                throw NodeTaken(node: node, again: again)
+        do {
+            try bound(connection)
+            if claimsNode {
+                let key = Self.lockKey(node, kind: "node")
+                guard try run("SELECT pg_try_advisory_lock(\(key))", on: connection).rows.first?.decode(Bool.self) == true else {
+                    throw NodeTaken(node: node, again: again)
+                }
             }
+        } catch {
+            // Closed before it goes (postgres-nio asserts that a connection is), whatever failed.
+            _ = try? (connection.close() as EventLoopFuture<Void>).wait()
+            throw error
         }
         writerConnection = connection
         writerHandle.withLock { $0 = connection }
@@ -367,15 +375,17 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     /// answering. postgres-nio could leave a query unanswered for good when PostgreSQL shut down under
     /// it (the connection closed, the query's future never failed): a node stopping while its database
     /// stopped waited forever in its last commit (every run of `scripts/bench-history.sh`'s PostgreSQL
-    /// part left its hub so). And a server that is there but answers nothing (stopped, its machine
-    /// paused, its disk hung) keeps the connection alive at the TCP level, so the keepalives never
-    /// fire: the node's commit, and every room's behind it, waited until the server came back, the
-    /// clients' edits neither acknowledged nor refused. A check on the connection's event loop, every
-    /// second while the query waits, fails it in either case: once the query has waited
-    /// `queryTimeout` seconds, a new connection asks the server `SELECT 1`; a server that answers is
-    /// busy (the query waits for a lock, say: it goes on waiting, and is asked about again after as
-    /// long), one that does not is taken for stopped and the query's connection is closed (the
-    /// writer's leases go with it, as on a silent network).
+    /// part left its hub so). And a PostgreSQL whose processes are stopped (SIGSTOP, or stuck) while
+    /// its machine runs keeps the connection alive at the TCP level, so the keepalives never fire: the
+    /// node's commit, and every room's behind it, waited until the server came back, the clients'
+    /// edits neither acknowledged nor refused. A check on the connection's event loop, every second
+    /// while the query waits, fails it in either case: once the query has waited `queryTimeout`
+    /// seconds, the server is asked whether it answers at all (`serverAnswers`). A server that answers
+    /// is busy (the query waits for a lock, say: it goes on waiting, and the server is asked again
+    /// after as long); one that does not, twice, is taken for stopped and the query's connection is
+    /// closed (the writer's leases go with it, as on a silent network). A paused machine is the
+    /// keepalives' case (its kernel stops answering too); a disk that hangs under one commit while the
+    /// server still answers `SELECT 1` is not caught here.
     private func run(_ query: PostgresQuery, on connection: PostgresConnection) throws -> PostgresQueryResult {
         let answer = connection.query(query, logger: logger)
         let loop = answer.eventLoop
@@ -392,11 +402,13 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             guard !wait.asking, NIODeadline.now() - wait.since >= .seconds(Int64(limit)) else { return }
             wait.asking = true
             DispatchQueue.global().async { [self] in
-                let alive = answers()
+                let server = serverAnswers()
+                // A stop ends a waiting query by its own deadline, and the loop may be gone by now.
+                guard server != .closing, !closing.load(ordering: .relaxed) else { return }
                 loop.execute { [self] in
                     wait.asking = false
-                    guard !wait.answered else { return }
-                    if alive {
+                    guard !wait.done else { return }
+                    guard server == .silent else {
                         wait.since = .now()
                         return
                     }
@@ -408,11 +420,11 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
                 }
             }
         }
-        answer.whenComplete { result in
-            wait.answered = true
+        promise.futureResult.whenComplete { _ in
+            wait.done = true
             watch.cancel()
-            promise.completeWith(result)
         }
+        answer.whenComplete { promise.completeWith($0) }
         return try promise.futureResult.wait()
     }
 
@@ -425,25 +437,41 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     private final class QueryWait: @unchecked Sendable {
         var since = NIODeadline.now()
         var asking = false
-        var answered = false
+        var done = false
     }
 
-    /// Whether PostgreSQL answers at all: a new connection (within its connect timeout) and `SELECT 1`
-    /// on it within 5 s. A server that refuses the connection with an error of its own (too many
-    /// clients) answers too.
-    private func answers() -> Bool {
+    /// What asking the server found (`serverAnswers`).
+    enum ServerAnswer { case answers, silent, closing }
+
+    /// Whether PostgreSQL answers at all, asked on a new connection; one question at a time for every
+    /// query that waits, its finding kept 5 s. Silent means twice without an answer (a loaded server
+    /// may miss once): up to 30 s.
+    private func serverAnswers() -> ServerAnswer {
+        probeLock.withLock {
+            if let last = lastProbe, NIODeadline.now() - last.at < .seconds(5) { return last.answer }
+            var answer = askServer()
+            if answer == .silent { answer = askServer() }
+            lastProbe = (.now(), answer)
+            return answer
+        }
+    }
+
+    /// One question (`serverAnswers`): a new connection (within its connect timeout, 10 s) and
+    /// `SELECT 1` on it within 5 s. A server that refuses the connection with an error of its own (too
+    /// many clients) answers too; a store that is closing makes no connection.
+    private func askServer() -> ServerAnswer {
         let connection: PostgresConnection
         do { connection = try connect() } catch let error as PSQLError where error.serverInfo != nil {
-            return true
+            return .answers
         } catch {
-            return false
+            return closing.load(ordering: .relaxed) ? .closing : .silent
         }
         defer { _ = try? (connection.close() as EventLoopFuture<Void>).wait() }
         let reply = connection.query("SELECT 1", logger: logger)
         let answered = reply.eventLoop.makePromise(of: Bool.self)
         reply.eventLoop.scheduleTask(in: .seconds(5)) { answered.succeed(false) }
         reply.whenComplete { answered.succeed((try? $0.get()) != nil) }
-        return (try? answered.futureResult.wait()) ?? false
+        return (try? answered.futureResult.wait()) == true ? .answers : .silent
     }
 
     /// PostgreSQL answered neither a query nor a new connection (`run`); the query's connection was closed.

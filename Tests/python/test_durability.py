@@ -1209,9 +1209,11 @@ def test_a_postgres_node_gives_up_on_a_server_that_stopped_answering_and_serves_
     disk that hangs) keeps its connections alive at the TCP level, its kernel answering the keepalives:
     the node's commit waited until the server came back, however long, the client's edit neither
     acknowledged nor refused and nothing telling anyone. Now a query unanswered for
-    cluster.leaseTimeoutSeconds (10 s at least; here 4, so 10) closes its connection: the waiting
+    cluster.leaseTimeoutSeconds (10 s at least; here 4, so 10), on a server that answers no new
+    connection either (asked twice, 10 s each), closes its connection: the waiting
     edit's room closes unacknowledged, the log says why, and once the server answers again the node
-    serves the room: every acknowledged edit, and the waiting one once when its client sends it again."""
+    serves the room: every acknowledged edit, and the waiting one once when its client sends it again.
+    A node stopped while it asks the stopped server whether it answers exits 0 within the stop's 10 s."""
     pg = PostgresServer()
     frozen = False
     try:
@@ -1226,7 +1228,7 @@ def test_a_postgres_node_gives_up_on_a_server_that_stopped_answering_and_serves_
         a.submit([{"op": "set", "tag": 1, "field": "glasses", "value": True}])
         # 1011 when the waiting commit fails first, 1012 ("room moved") when the lost leases are
         # noticed first: either way unacknowledged, and the client reconnects.
-        assert a.wait_closed(timeout=40) in (1011, 1012), hub.stderr()[-3000:]
+        assert a.wait_closed(timeout=60) in (1011, 1012), hub.stderr()[-3000:]
         assert [m for m in a.log[seen:] if m.get("type") == "ack"] == [], a.log[seen:]
         assert "PostgreSQL has answered neither a query for 10 s nor a new connection" in hub.stderr(), \
             hub.stderr()[-3000:]
@@ -1247,6 +1249,17 @@ def test_a_postgres_node_gives_up_on_a_server_that_stopped_answering_and_serves_
         acked = b.edit([{"op": "set", "tag": 1, "field": "eyeColor", "value": "green"}])["rev"]
         assert pg.psql(f"SELECT count(*) || ' ' || max(revision) FROM journal WHERE room = '{room}' AND revision IS NOT NULL") \
             == f"{acked} {acked}"
+
+        # Stopped again, and the node stopped while it asks the server whether it answers (a query
+        # waiting 10 s, then a connection waiting for its start-up): it exits 0 within the stop's 10 s.
+        pg.pause()
+        frozen = True
+        b.submit([{"op": "set", "tag": 1, "field": "hairLength", "value": "long"}])
+        time.sleep(12)
+        started = time.monotonic()
+        code = hub.terminate(timeout=60)
+        took = time.monotonic() - started
+        assert code == 0 and took < 20, f"exit {code} {took:.1f} s after SIGTERM:\n{hub.stderr()[-3000:]}"
     finally:
         if frozen:
             pg.pause(False)
