@@ -289,14 +289,21 @@ class Screen:
         return self
 
     def wait_for(self, pred, timeout: float = WAIT, what: str | None = None) -> str:
-        """Poll the pane until `pred` (a substring, or a function of the text) holds; return the text.
-        Fails at once if the command in the pane ended (an `EXIT=` line) unless that is waited for."""
+        """Poll the pane until `pred` (a substring, or a function of the text) holds in two captures
+        one after the other; return the second. Fails at once if the command in the pane ended (an
+        `EXIT=` line) unless that is waited for. Twice: a capture can fall in the middle of a redraw
+        (tmux reads the client's frame in pieces), the top of the new screen over the bottom of the
+        old, and a test that read the history view's rows from one counted 11 of 30."""
         deadline = time.monotonic() + timeout
         expecting_exit = isinstance(pred, str) and "EXIT=" in pred
+        holds = lambda text: (pred in text) if isinstance(pred, str) else pred(text)
         while True:
             text = self.text()
-            if (pred in text) if isinstance(pred, str) else pred(text):
-                return text
+            if holds(text):
+                again = self.text()
+                if again == text or holds(again):
+                    return again
+                continue
             if not expecting_exit and re.search(r"^EXIT=\d+", text, re.M):
                 raise AssertionError(f"[{self.label}] the client ended while waiting for "
                                      f"{what or _describe(pred)}; the pane:\n{text}")
