@@ -457,6 +457,17 @@ def test_typing_a_name_shows_live_and_undoes_as_one_step(hub, room, browsers):
     assert field_of(people, 2, "name") == "Joan", by_tag(people, 2)
 
 
+def ann_in_joans_name(hub, room, browsers, caret: int):
+    """An observer, bob, and ann's page with Joan selected and the caret in her name at `caret`."""
+    obs = observe(hub, room)
+    bob = hub.join(room, "bob")
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.select(2)
+    a.js("const n = document.querySelector('#name'); n.focus(); n.setSelectionRange(arguments[0], arguments[0]);", caret)
+    return obs, bob, a
+
+
 def test_a_burst_of_teammates_revisions_is_drawn_once_a_frame_and_keeps_the_caret(hub, room, browsers):
     """A render costs milliseconds in a big room (docs/PERFORMANCE.md) and the page drew once per
     message, so a burst of teammates' revisions drew it once each. Now the messages that come before
@@ -465,16 +476,11 @@ def test_a_burst_of_teammates_revisions_is_drawn_once_a_frame_and_keeps_the_care
     steps than 40, ends at the last revision, and her caret is after `Jo` still (after the 40 `x`s): the
     text edits drawn in one frame are followed one after the other (taken as one replaced stretch, the
     caret went to the end)."""
-    obs = observe(hub, room)
-    bob = hub.join(room, "bob")
-    a = browsers(hub, "ann")
-    a.open_room(room, "ann")
-    a.select(2)
+    obs, bob, a = ann_in_joans_name(hub, room, browsers, caret=2)
     # The editor's changes (one MutationObserver callback per task that changed it) and the frames the
     # page went through meanwhile: drawn once a frame, the first are at most the second (and a few of
     # the page's own direct renders); drawn once a message, they were 40 in a handful of frames.
-    a.js("const n = document.querySelector('#name'); n.focus(); n.setSelectionRange(2, 2);"
-         "window.__drawn = 0; window.__frames = 0; window.__counting = true;"
+    a.js("window.__drawn = 0; window.__frames = 0; window.__counting = true;"
          "(function count() { if (!window.__counting) return; window.__frames += 1; requestAnimationFrame(count); })();"
          "new MutationObserver(() => { window.__drawn += 1; })"
          ".observe(document.querySelector('#detail'), {subtree: true, childList: true, attributes: true, characterData: true});")
@@ -557,13 +563,8 @@ def test_a_key_typed_as_the_person_is_deleted_does_not_land_on_the_next_person(h
     with teammates editing: its script sent each key to the element that had been focused a moment
     before, and WebDriver focuses that element again first; sent to whatever has the focus, as a
     keyboard does, none did, 3 runs of 3.)"""
-    obs = observe(hub, room)
-    bob = hub.join(room, "bob")
-    a = browsers(hub, "ann")
-    a.open_room(room, "ann")
-    a.select(2)
-    a.js("const n = document.querySelector('#name'); n.focus(); n.setSelectionRange(4, 4);"
-         "window.__holdFrames = true; const raf = window.requestAnimationFrame.bind(window);"
+    obs, bob, a = ann_in_joans_name(hub, room, browsers, caret=4)
+    a.js("window.__holdFrames = true; const raf = window.requestAnimationFrame.bind(window);"
          "window.requestAnimationFrame = (fn) => window.__holdFrames ? 0 : raf(fn);")
     bob.edit([{"op": "remove", "tag": 2}], label="Delete Person")
     a.wait_for(lambda p: p.js("return window.peoplekeeper.revision") == bob.rev,
