@@ -580,6 +580,31 @@ def test_a_key_typed_as_the_person_is_deleted_does_not_land_on_the_next_person(h
     assert "bob deleted Joan. Sam is selected now." in (a.text("#notice") or ""), a.describe()
 
 
+def test_the_selected_row_stays_in_place_when_a_teammate_moves_the_top_row_in_view(hub, room, browsers):
+    """A black-box pass: a teammate moving the row at the top of the list's view far down made the list
+    scroll after it (the browser's scroll anchor is the first row in view), and the selected person
+    left the view, every time. Now the list keeps the selected row where it is on the screen."""
+    obs = observe(hub, room)
+    add_extras(obs, 37)
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    tags = [p["tag"] for p in obs.people]
+    chosen = tags[20]
+    a.js(f"""document.querySelector('#people li[data-tag="{chosen}"]').scrollIntoView({{block: 'center'}})""")
+    a.select(chosen)
+    where = f"""const list = document.querySelector('#people'), box = list.getBoundingClientRect();
+        const rows = [...list.querySelectorAll('li')].filter((li) => {{ const r = li.getBoundingClientRect(); return r.top >= box.top - 1 && r.bottom <= box.bottom + 1; }});
+        const me = list.querySelector('li[data-tag="{chosen}"]').getBoundingClientRect();
+        return {{top: Number(rows[0].dataset.tag), offset: Math.round(me.top - box.top), inView: me.top >= box.top && me.bottom <= box.bottom}};"""
+    before = a.js(where)
+    assert before["inView"] and before["top"] != chosen, before
+    obs.edit([{"op": "move", "tag": before["top"], "to": len(tags) - 1}])
+    a.wait_for(lambda p: p.list_tags()[-1] == before["top"], "the top row in view moved to the end")
+    after = a.js(where)
+    assert after["inView"] and abs(after["offset"] - before["offset"]) <= 2, \
+        f"the selected row where it was on the screen: before {before}, after {after}"
+
+
 def test_a_row_lit_out_of_view_fades_from_where_it_is_when_scrolled_in(hub, room, browsers):
     """A row out of view skips its contents (content-visibility), and the fade of a teammate's change
     runs in them (docs/PERFORMANCE.md "Only the rows in view fade"): a row lit out of view and scrolled

@@ -41,6 +41,9 @@ export class PeopleList {
     const needle = fold(filter.trim());
     this.shown = 0;
     const tags = people.map((p) => p.tag);
+    // Rows about to move, come or go: where the selected row is on the screen, to keep it there.
+    const reordered = tags.length !== this.order.length || tags.some((tag, i) => tag !== this.order[i]);
+    const anchor = reordered ? this.anchorOf(selected) : null;
     const present = new Set(tags);
     for (const [tag, row] of this.rows) {
       if (!present.has(tag)) {
@@ -78,7 +81,23 @@ export class PeopleList {
     if (focused && focused !== document.activeElement && this.ul.contains(focused)) {
       focused.focus({ preventScroll: true });
     }
+    if (anchor?.li.isConnected) {
+      this.ul.scrollTop += anchor.li.getBoundingClientRect().top - this.ul.getBoundingClientRect().top - anchor.top;
+    }
     this.order = tags;
+  }
+
+  /**
+   * The selected row and its offset from the list's top, when it is in view. The list keeps it there
+   * as rows move, come and go (`#people` has `overflow-anchor: none`: the browser's own anchor is the
+   * first row in view, and the list scrolled after it when a teammate moved that row far down).
+   */
+  anchorOf(selected) {
+    const row = selected != null ? this.rows.get(selected) : null;
+    if (!row || row.li.hidden) return null;
+    const list = this.ul.getBoundingClientRect();
+    const box = row.li.getBoundingClientRect();
+    return box.bottom > list.top && box.top < list.bottom ? { li: row.li, top: box.top - list.top } : null;
   }
 
   makeRow(tag) {
