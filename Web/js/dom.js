@@ -57,8 +57,7 @@ export function setChanged(el, mark, now = Date.now()) {
   const since = String(mark.since);
   if (el.getAttribute('data-changed-since') !== since) {
     el.style.setProperty('--highlight-ms', `${mark.until - mark.since}ms`);
-    el.style.setProperty('--changed-delay', `${Math.min(0, mark.since - now)}ms`);
-    el.setAttribute('data-changed-phase', el.getAttribute('data-changed-phase') === 'a' ? 'b' : 'a');
+    restartFade(el, mark.since, now);
     el.setAttribute('data-changed-since', since);
   }
   el.classList.add('changed');
@@ -72,7 +71,11 @@ export function setChanged(el, mark, now = Date.now()) {
  */
 export function resumeChanged(el, now = Date.now()) {
   const since = Number(el.getAttribute('data-changed-since'));
-  if (!el.classList.contains('changed') || !Number.isFinite(since)) return;
+  if (el.classList.contains('changed') && Number.isFinite(since)) restartFade(el, since, now);
+}
+
+/** Starts the fade of a mark made at `since` again, `now - since` in: the other of the two phases. */
+function restartFade(el, since, now) {
   el.style.setProperty('--changed-delay', `${Math.min(0, since - now)}ms`);
   el.setAttribute('data-changed-phase', el.getAttribute('data-changed-phase') === 'a' ? 'b' : 'a');
 }
