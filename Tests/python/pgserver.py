@@ -186,8 +186,8 @@ class PostgresServer:
 
     def pause(self, paused: bool = True) -> None:
         """Stop (SIGSTOP) or resume (SIGCONT) the postmaster and every process it started: a server
-        that is there but answers nothing (a paused machine, a disk that hangs), its kernel still
-        answering TCP. Its children are each a session of their own, so they are found by parent."""
+        that is there but answers nothing (its processes stopped or stuck), its kernel still answering
+        TCP. Its children are each a session of their own, so they are found by parent."""
         postmaster = self._postmaster_pid()
         assert postmaster is not None, "no postmaster to pause"
         sig = signal.SIGSTOP if paused else signal.SIGCONT

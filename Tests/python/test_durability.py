@@ -1205,8 +1205,8 @@ def test_a_postgres_node_whose_network_goes_silent_gives_up_within_its_lease_tim
 
 
 def test_a_postgres_node_gives_up_on_a_server_that_stopped_answering_and_serves_again(hub_factory, room):
-    """A PostgreSQL that is there but does not answer (SIGSTOP to its processes: a paused machine, a
-    disk that hangs) keeps its connections alive at the TCP level, its kernel answering the keepalives:
+    """A PostgreSQL that is there but does not answer (SIGSTOP to its processes, or processes stuck,
+    while its machine runs) keeps its connections alive at the TCP level, its kernel answering the keepalives:
     the node's commit waited until the server came back, however long, the client's edit neither
     acknowledged nor refused and nothing telling anyone. Now a query unanswered for
     cluster.leaseTimeoutSeconds (10 s at least; here 4, so 10), on a server that answers no new
