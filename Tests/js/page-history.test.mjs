@@ -83,6 +83,62 @@ test('live revisions do not pile up: past maxRows the oldest rows go, and come b
   assert.equal(t.keep, 4, 'a new connection starts from maxRows again');
 });
 
+test('while the user reads below the top no row comes or goes; back at the top the waiting revisions are read', () => {
+  // The web pass of session 32: at 60 edits/s a user who scrolled down to read saw the rows they read
+  // dropped at the bottom as new ones came at the top, several a second.
+  const t = new Timeline({ pageSize: 3, maxRows: 4 });
+  t.sent(1, t.nextRequest());
+  t.answered(1, page(6, 4, true));
+  t.loadOlder();
+  t.sent(2, t.nextRequest());
+  t.answered(2, page(3, 2, true));
+  assert.deepEqual(t.entries.map((e) => e.rev), [6, 5, 4, 3, 2]);
+  t.hold(true);
+  for (let rev = 7; rev <= 9; rev += 1) t.revision(entry(rev));
+  assert.deepEqual(t.entries.map((e) => e.rev), [6, 5, 4, 3, 2], 'the rows being read stay');
+  assert.equal(t.newer, 3, 'three newer revisions wait');
+  assert.equal(t.nextRequest(), null, 'nothing is read while the user reads');
+
+  t.stacksChanged();
+  assert.deepEqual(t.nextRequest(), { kind: 'refresh', before: 7, limit: 5 }, 'held, the marks of the rows shown only');
+  t.sent(3, t.nextRequest());
+  t.answered(3, page(6, 2, true, (rev) => (rev === 4 ? { entry: 4 } : {})));
+  assert.deepEqual(t.entries.map((e) => e.rev), [6, 5, 4, 3, 2]);
+  assert.equal(t.entries[2].entry, 4);
+  assert.equal(t.nextRequest(), null);
+
+  t.hold(false);
+  assert.equal(t.newer, 0, 'at the top nothing is said to wait');
+  const catchUp = t.nextRequest();
+  assert.deepEqual(catchUp, { kind: 'refresh', limit: 8 }, 'the waiting ones and the rows below, in one page');
+  t.sent(4, catchUp);
+  t.answered(4, page(9, 2, true));
+  assert.deepEqual(t.entries.map((e) => e.rev), [9, 8, 7, 6, 5, 4, 3, 2]);
+  assert.equal(t.nextRequest(), null);
+  t.revision(entry(10));
+  assert.equal(t.entries[0].rev, 10, 'live revisions join again');
+});
+
+test('back at the top after more revisions than a page holds, the newest page replaces the rows', () => {
+  const t = new Timeline({ pageSize: 2, refreshSize: 3, maxRows: 4 });
+  t.sent(1, t.nextRequest());
+  t.answered(1, page(5, 4, true));
+  t.hold(true);
+  for (let rev = 6; rev <= 20; rev += 1) t.revision(entry(rev));
+  assert.equal(t.newer, 15);
+  t.hold(false);
+  const catchUp = t.nextRequest();
+  assert.deepEqual(catchUp, { kind: 'refresh', limit: 3 });
+  t.sent(2, catchUp);
+  t.answered(2, page(20, 18, true));
+  assert.deepEqual(t.entries.map((e) => e.rev), [20, 19, 18], 'the newest page; older ones load on scroll');
+  assert.equal(t.more, true);
+  assert.equal(t.nextRequest(), null, 'the gap is not read down to the old rows, page after page');
+  t.hold(true);
+  t.hold(false);
+  assert.equal(t.nextRequest(), null, 'nothing waited: nothing to read');
+});
+
 test('live revisions join at the top; a gap reads the timeline again', () => {
   const t = new Timeline({ pageSize: 3 });
   t.revision(entry(1));

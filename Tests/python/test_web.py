@@ -1565,6 +1565,58 @@ def test_the_history_panel_lists_the_room_s_changes_newest_first_and_loads_older
     c.screenshot("3-scrolled-to-the-start")
 
 
+def test_rows_read_below_the_top_of_the_history_stay_while_teammates_change_the_room(hub, room, browsers):
+    """A black-box pass of session 32 read the history panel in a room with teammates at 60 edits a
+    second: the panel kept 200 rows (or as many as were scrolled to), so each live revision at the top
+    dropped the oldest row, and the rows being read at the bottom went, several a second. Now, while
+    the list is scrolled below its top, no row comes or goes: "↑ 5 newer changes" over the list says
+    what waits, and takes the list to its top, where they are.
+    Before: failed at "5 newer changes said" (the rows read were dropped, revisions 1–5 first)."""
+    obs = observe(hub, room)
+    mates = [hub.join(room, user) for user in ("carol", "dave", "erin")]
+    for i in range(240):  # 80 each: within a connection's burst of the hub's 100 frames a second
+        mates[i % 3].edit([{"op": "set", "tag": 3, "field": "hairLength", "value": ("long", "short")[i % 2]}],
+                          label="Change Hair Length")
+    head = max(m.rev for m in mates)
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.wait_for(lambda p: p.history_revs()[:1] == [head], "the newest revision at the top of ann's panel")
+    for _ in range(8):  # pages of 50: scrolled to the end until the room's start is shown
+        a.scroll_history_to_end()
+        if a.wait_for(lambda p: (lambda r: r if r and len(r) > 50 else None)(p.history_revs()), "older rows")[-1] == 0:
+            break
+        time.sleep(0.3)
+    before = a.wait_for(lambda p: (lambda r: r if r and r[-1] == 0 else None)(p.history_revs()),
+                        "every row down to the room's start")
+    assert before == list(range(head, -1, -1)), before
+    read = 'document.querySelector(\'#history-list li[data-rev="5"]\')'
+    a.js(f"{read}.scrollIntoView({{block: 'center'}});")
+    place = lambda p: p.js(f"return Math.round({read}.getBoundingClientRect().top "
+                           "- document.getElementById('history-list').getBoundingClientRect().top);")
+    y = place(a)
+    a.screenshot("1-reading-revision-5")
+
+    for i in range(5):
+        mates[0].edit([{"op": "set", "tag": 1, "field": "eyeColor", "value": ("green", "blue")[i % 2]}],
+                      label="Change Eye Color")
+    newer = a.wait_for(lambda p: (lambda e: e if e and "5 newer changes" in e else None)(p.text("#history-newer")),
+                       "5 newer changes said")
+    a.screenshot("2-five-newer-waiting")
+    assert a.history_revs() == before, "no row came or went while ann read"
+    assert abs(place(a) - y) <= 1, f"the row ann reads stayed where it was: {y} → {place(a)}"
+    assert "↑" in newer and a.q("#history-newer").is_displayed(), newer
+
+    a.click("#history-newer")
+    a.wait_for(lambda p: p.history_revs()[:6] == list(range(head + 5, head - 1, -1)),
+               "the waiting revisions at the top once ann is back there")
+    assert a.js("return document.getElementById('history-list').scrollTop;") == 0
+    assert not a.q("#history-newer").is_displayed(), "nothing waits at the top"
+    assert a.js("return document.activeElement.id;") == "history-list", "the focus is on the list, not lost"
+    mates[1].edit([{"op": "set", "tag": 2, "field": "glasses", "value": True}], label="Change Glasses")
+    a.wait_for(lambda p: p.history_revs()[:1] == [head + 6], "a teammate's next change at the top, live again")
+    a.screenshot("3-back-at-the-top")
+
+
 def test_a_person_added_renamed_by_typing_and_deleted_is_named_as_they_were_when_deleted(hub, room, browsers):
     """Session 26 (a history pass): carol adds "New person", types it into "Kim", then deletes her. A
     page opened afterwards (which never saw Kim) names her on the deletion's row as "Kim (deleted)",

@@ -145,7 +145,15 @@ class App {
       },
       onlyPerson: (only) => {
         this.onlyPerson = only;
+        this.timeline.hold(false);
+        this.history.restart();
         this.render();
+      },
+      reading: (below) => {
+        // Only the room's timeline holds its rows; one person's history is short and grows at the top.
+        this.timeline.hold(below && this.shownHistory() === this.timeline);
+        this.askReads();
+        this.renderHistory();
       },
     });
     this.wire();
@@ -817,6 +825,7 @@ class App {
       closedBy: live.closedBy,
       person: this.selectedTag != null ? (view.get(this.selectedTag)?.name ?? null) : null,
       only: t === this.personHistory,
+      newer: t === this.timeline ? t.newer : 0,
     });
     if ($('restore-dialog').open) this.renderRestoreQuestion();
   }

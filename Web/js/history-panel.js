@@ -7,6 +7,10 @@
 // the list (by scrolling, or "Show older changes") loads the next older page; a list too short to
 // scroll loads on until it scrolls or the room's first change is shown.
 //
+// While the user reads below the top of the list, no row comes or goes (timeline.js holds the live
+// revisions): a button over the list's top says how many newer changes wait ("3 newer changes"), and
+// takes the list back to its top, where they come. Scrolling to the top does the same.
+//
 // "Only <name>" (a toggle in the panel's head) lists the selected person's changes instead: the
 // revisions that named them (person-history.js), without the room's revision 0.
 //
@@ -19,11 +23,13 @@ import { actionText, relativeTime, exactTime, touchedText, historyStatusText } f
 
 /** Pixels from the bottom of the list at which the next older page is asked for. */
 const NEAR_END = 120;
+/** Pixels below the top of the list past which the user is reading there (live rows wait). */
+const READING = 4;
 
 export class HistoryPanel {
   /**
    * @param {HTMLElement} section  `#history`
-   * @param {{undoEntry(id), restore(entry), older(), onlyPerson(only)}} actions
+   * @param {{undoEntry(id), restore(entry), older(), onlyPerson(only), reading(below)}} actions
    */
   constructor(section, actions) {
     this.section = section;
@@ -33,6 +39,8 @@ export class HistoryPanel {
     /** Revisions whose row shows its exact time instead of "2 min ago" (tapped). */
     this.exact = new Set();
     this.state = null;
+    /** Whether the list is scrolled below its top (as last told to `actions.reading`). */
+    this.reading = false;
     this.build();
   }
 
@@ -40,6 +48,12 @@ export class HistoryPanel {
     this.status = h('p', { id: 'history-status', class: 'help' });
     this.list = h('ol', { id: 'history-list', class: 'history-list', 'aria-labelledby': 'history-title',
       tabindex: '0' });
+    this.newer = h('button', { id: 'history-newer', type: 'button', class: 'newer', hidden: '' });
+    this.newer.addEventListener('click', () => {
+      this.list.scrollTop = 0;
+      this.list.focus({ preventScroll: true });
+      this.scrolled();
+    });
     this.more = h('button', { id: 'history-more', type: 'button', class: 'quiet more' }, 'Show older changes');
     this.end = h('p', { id: 'history-end', class: 'help end' }, 'Nothing older: this is where the room began.');
     this.title = h('h2', { id: 'history-title' }, 'History');
@@ -61,7 +75,7 @@ export class HistoryPanel {
     });
     this.section.append(
       h('div', { class: 'pane-head' }, this.title, this.only),
-      this.status, this.list, this.more, this.end);
+      this.status, h('div', { class: 'history-scroll' }, this.newer, this.list), this.more, this.end);
   }
 
   /**
@@ -69,7 +83,8 @@ export class HistoryPanel {
    * touched(entry) → [{tag, name, gone}], head (the room's revision), now (ms), unreachable (the
    * hub is down: rows not loaded yet come when it is back), closedBy (it closed the connection
    * itself: {code, reason}, or null), person (the selected person's name, or
-   * null), only (the list is that person's changes)}.
+   * null), only (the list is that person's changes), newer (revisions waiting while the user reads
+   * below the top)}.
    */
   render(view) {
     this.state = view;
@@ -108,6 +123,11 @@ export class HistoryPanel {
     this.more.hidden = !more;
     this.more.disabled = loadingOlder;
     setText(this.more, loadingOlder ? 'Loading older changes…' : 'Show older changes');
+    const newer = view.newer ?? 0;
+    if (newer === 0 && this.newer.contains(document.activeElement)) this.list.focus({ preventScroll: true });
+    this.newer.hidden = newer === 0;
+    setText(this.newer, `↑ ${newer} newer ${newer === 1 ? 'change' : 'changes'}`);
+    setAttr(this.newer, 'title', 'Back to the top of the list, where they are');
     this.end.hidden = !(loaded && !more && entries.length > 0);
     setAttr(this.section, 'data-editable', editable ? null : 'false');
     setAttr(this.list, 'aria-busy', loaded && !loadingOlder ? null : 'true');
@@ -129,12 +149,26 @@ export class HistoryPanel {
     this.fill(row, row.entry, this.state);
   }
 
-  /** The list was scrolled: near its end, the next older page is asked for. */
+  /**
+   * The list was scrolled: below its top the user is reading there (said when it changes); near its
+   * end, the next older page is asked for.
+   */
   scrolled() {
+    const l = this.list;
+    const reading = l.scrollTop > READING;
+    if (reading !== this.reading) {
+      this.reading = reading;
+      this.actions.reading(reading);
+    }
     const v = this.state;
     if (!v || !v.more || v.loadingOlder) return;
-    const l = this.list;
     if (l.scrollTop + l.clientHeight >= l.scrollHeight - NEAR_END) this.actions.older();
+  }
+
+  /** The list shows other rows (the room's, or one person's): it starts at its top. */
+  restart() {
+    this.list.scrollTop = 0;
+    this.reading = false;
   }
 
   makeRow(rev) {

@@ -19,7 +19,12 @@
 //
 // Live revisions do not pile up: past `maxRows` (or as many as the user scrolled down to, when more),
 // each new one at the top drops the oldest row, which is loaded again if the user scrolls to it (a
-// page left open in a busy room otherwise drew and refreshed every revision it ever saw).
+// page left open in a busy room otherwise drew and refreshed every revision it ever saw). While the
+// user reads below the top of the list (`hold(true)`), no row comes and none goes: live revisions
+// wait, counted in `newer`, and a refresh of the marks reads only the rows shown. Back at the top
+// (`hold(false)`) the waiting revisions are read in one page when they fit in one (with the rows
+// below them, whose marks are read on down as in any refresh); more than that, and the page of the
+// newest replaces the rows (older ones load on scroll, as ever).
 //
 // One `log` request is in flight at a time (its answer is matched by seq; an answer to an older
 // connection's request is ignored). After a reconnect the page calls `reset()`: the timeline is read
@@ -42,6 +47,8 @@ export class Timeline extends HistoryRows {
   constructor({ pageSize = PAGE_SIZE, refreshSize = REFRESH_SIZE, maxRows = MAX_ROWS } = {}) {
     super({ pageSize, refreshSize });
     this.maxRows = maxRows;
+    /** The user reads below the top of the list: live revisions wait (a view's state, kept over a reconnect). */
+    this.held = false;
     this.reset();
   }
 
@@ -52,11 +59,34 @@ export class Timeline extends HistoryRows {
     this.refreshBefore = null;
     /** Rows kept when live revisions come: `maxRows`, or as many as the user scrolled down to. */
     this.keep = this.maxRows;
+    /** The newest revision this page was told of (live), or null. */
+    this.latest = null;
+    /** The next refresh reads the revisions that waited while the user read below the top. */
+    this.catchingUp = false;
   }
 
   /** What the panel lists: the entries, then `START` once they reach the room's first revision. */
   get rows() {
     return this.loaded && this.exhausted && this.oldest === 1 ? [...this.entries, START] : this.entries;
+  }
+
+  /** How many revisions newer than the top row wait while the user reads below it (0 when not held). */
+  get newer() {
+    if (!this.held || !this.loaded || this.latest == null) return 0;
+    return Math.max(0, this.latest - (this.newest ?? 0));
+  }
+
+  /**
+   * The user reads below the top of the list (`reading`), or is back at it: while they read no row
+   * comes or goes; back at the top, the revisions that waited are read.
+   */
+  hold(reading) {
+    if (reading === this.held) return;
+    this.held = reading;
+    if (!reading && this.loaded && this.latest != null && this.latest > (this.newest ?? 0)) {
+      this.wantRefresh = true;
+      this.catchingUp = true;
+    }
   }
 
   // MARK: What to ask
@@ -72,7 +102,12 @@ export class Timeline extends HistoryRows {
       const left = this.entries.filter((e) => e.rev < this.refreshBefore).length;
       return { kind: 'refresh', before: this.refreshBefore, limit: this.clamp(left) };
     }
-    if (this.wantRefresh) return { kind: 'refresh', limit: this.clamp(this.entries.length) };
+    if (this.wantRefresh) {
+      // Held, only the rows shown are read again; catching up, the waiting ones with them.
+      if (this.held && this.newest != null) return { kind: 'refresh', before: this.newest + 1, limit: this.clamp(this.entries.length) };
+      const waiting = this.catchingUp ? this.latest - (this.newest ?? 0) : 0;
+      return { kind: 'refresh', limit: this.clamp(this.entries.length + waiting) };
+    }
     if (this.wantOlder && this.more) return { kind: 'older', before: this.oldest, limit: this.pageSize };
     return null;
   }
@@ -80,7 +115,11 @@ export class Timeline extends HistoryRows {
   /** `request` (from nextRequest) went out with `seq`. */
   sent(seq, request) {
     this.inFlight = { seq, ...request };
-    if (request.kind === 'refresh' && request.before == null) this.wantRefresh = false;
+    if (request.kind === 'refresh' && this.refreshBefore == null) {
+      this.wantRefresh = false;
+      if (this.catchingUp && !this.held) this.inFlight.catchUp = true;
+      this.catchingUp = false;
+    }
   }
 
   // MARK: What came
@@ -91,7 +130,9 @@ export class Timeline extends HistoryRows {
    */
   revision(entry) {
     this.paused = false;
+    this.latest = Math.max(this.latest ?? 0, entry.rev);
     if (!this.loaded) return;
+    if (this.held && this.entries.length > 0) return;
     if (this.entries.length === 0) {
       this.entries = [entry];
       this.exhausted = entry.rev <= 1;
@@ -129,8 +170,13 @@ export class Timeline extends HistoryRows {
         if (lowest == null || lowest <= (this.oldest ?? lowest)) this.exhausted = !page.more;
         break;
       case 'refresh':
-        // Read on down to the bottom of what was loaded before, one page after the other.
+        // Read on down to the bottom of what was loaded before, one page after the other; but a
+        // catch-up whose page did not reach the rows shown starts the list again from it.
         this.refreshBefore = page.more && lowest != null && bottom != null && lowest > bottom ? lowest : null;
+        if (request.catchUp && bottom != null && lowest != null && lowest > bottom && this.oldest === lowest) {
+          this.refreshBefore = null;
+          this.keep = this.maxRows;
+        }
         if (lowest != null && lowest <= (this.oldest ?? lowest)) this.exhausted = !page.more;
         break;
       default: break;
