@@ -2335,6 +2335,38 @@ def test_place_in_the_list_moves_a_person_anywhere_in_one_step(hub, room, browse
     a.wait_for(lambda p: place(p) == "15", "#place saying 15")
 
 
+def test_a_teammate_s_move_between_select_all_and_a_digit_in_the_place_field_does_not_add_to_the_number(hub, room, browsers):
+    """The web pass of session 32, in a room where teammates moved people: in "Place in the list",
+    Ctrl+A then 5 read "25" or "65" and moved the person last (4 of 8). A teammate's move between the
+    two keys rewrote the number, which dropped the selection (a number field's selection can be
+    neither read nor put back), and the 5 was added to the new number. While the field has focus its
+    number is the user's now; "of N" follows, and leaving the field shows where the person is.
+    Before: failed at "what ann selected is still there for her 5" ("145")."""
+    obs = observe(hub, room)
+    last = add_extras(obs, 12)
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.select(last)
+    place = lambda p: p.js("return document.getElementById('place').value;")
+    assert place(a) == "15", place(a)
+    field = a.must("#place")
+    a.click(field)
+    field.send_keys(Keys.CONTROL, "a")
+    obs.edit([{"op": "move", "tag": 3, "to": 14}])  # Sam last: ann's person is 14th now
+    a.wait_for(lambda p: p.js("return document.querySelector('#people li[data-tag]:last-child').getAttribute('data-tag');")
+               == "3", "bob's move of Sam on ann's page")
+    assert a.text("#place-count") == "of 15"
+    field.send_keys("5")
+    assert place(a) == "5", f"what ann selected is still there for her 5 ({place(a)!r})"
+    field.send_keys(Keys.ENTER)
+    wait_model(obs, lambda people: [p["tag"] for p in people].index(last) == 4, "Extra 11 fifth")
+
+    # The field left: it shows where the person is, teammates' moves included.
+    obs.edit([{"op": "move", "tag": 3, "to": 0}])  # Sam first: ann's person is 6th now
+    a.click("#people-filter")
+    a.wait_for(lambda p: place(p) == "6", "#place saying 6 once ann left it")
+
+
 def test_text_twice_the_usual_size_takes_one_column_and_nothing_scrolls_sideways(hub, room, browsers):
     """Text-only zoom (WCAG 1.4.4): a reader who sets their browser's text size to 32 px (twice the
     usual) at 1,200 px. The layout's breakpoints were in px, so the page kept its two columns for a

@@ -17,7 +17,9 @@
 //
 // "Place in the list" (`#place`) moves the person to any place at once: a number, taken on Enter or
 // when the field is left (a move far down the list was a tap per place on a touch screen, where the
-// list cannot be dragged). While the user types in it a teammate's move does not overwrite the number.
+// list cannot be dragged). While it has focus the number in it is the user's: a teammate's move does
+// not change it (a rewrite would drop what they selected: Ctrl+A, then 5, read "25"); "of N" follows,
+// and leaving the field or Escape shows where the person is now.
 
 import { faceSVG, faceDescription } from './face.js';
 import { h, setAttr, setText, setChanged } from './dom.js';
@@ -259,19 +261,17 @@ export class PersonEditor {
   }
 
   /**
-   * Shows where the person is (`place`: {index, count}) as "3" "of 40". While the user is typing a
-   * number (the field has focus and holds something other than what was shown) it is left alone,
-   * unless `force`.
+   * Shows where the person is (`place`: {index, count}) as "3" "of 40". While the field has focus its
+   * number is left alone, unless `force`: a number input's selection cannot be read or kept, so a
+   * rewrite between a select-all and the next key would add that key to the new number.
    */
   showPlace(place, { force = false } = {}) {
     const input = this.placeInput;
-    const typing = document.activeElement === input && this.placeShown
-      && input.value !== String(this.placeShown.index + 1);
     this.placeShown = place;
     if (!place) return;
     setAttr(input, 'max', String(place.count));
     setText(this.placeCount, `of ${place.count}`);
-    if (typing && !force) return;
+    if (document.activeElement === input && !force) return;
     if (input.value !== String(place.index + 1)) input.value = String(place.index + 1);
   }
 
