@@ -1591,9 +1591,9 @@ def test_rows_read_below_the_top_of_the_history_stay_while_teammates_change_the_
     assert before == list(range(head, -1, -1)), before
     read = 'document.querySelector(\'#history-list li[data-rev="5"]\')'
     a.js(f"{read}.scrollIntoView({{block: 'center'}});")
-    place = lambda p: p.js(f"return Math.round({read}.getBoundingClientRect().top "
+    offset = lambda p: p.js(f"return Math.round({read}.getBoundingClientRect().top "
                            "- document.getElementById('history-list').getBoundingClientRect().top);")
-    y = place(a)
+    y = offset(a)
     a.screenshot("1-reading-revision-5")
 
     for i in range(5):
@@ -1603,7 +1603,7 @@ def test_rows_read_below_the_top_of_the_history_stay_while_teammates_change_the_
                        "5 newer changes said")
     a.screenshot("2-five-newer-waiting")
     assert a.history_revs() == before, "no row came or went while ann read"
-    assert abs(place(a) - y) <= 1, f"the row ann reads stayed where it was: {y} → {place(a)}"
+    assert abs(offset(a) - y) <= 1, f"the row ann reads stayed where it was: {y} → {offset(a)}"
     assert "↑" in newer and a.q("#history-newer").is_displayed(), newer
 
     a.click("#history-newer")
@@ -2289,19 +2289,29 @@ def test_a_phone_at_320_px_keeps_long_names_topics_and_notices_on_screen(hub, ro
     assert field_of(obs.people, 2, "hairColor") == "white"
 
 
+def place(p) -> str:
+    """What "Place in the list" (#place) holds."""
+    return p.js("return document.getElementById('place').value;")
+
+
+def ann_on_the_last_of_15(hub, room, browsers):
+    """ann's page with the last of 15 people selected (12 extras added): (observer, page, their tag)."""
+    obs = observe(hub, room)
+    last = add_extras(obs, 12)
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.select(last)
+    assert place(a) == "15" and a.text("#place-count") == "of 15", (place(a), a.text("#place-count"))
+    return obs, a, last
+
+
 def test_place_in_the_list_moves_a_person_anywhere_in_one_step(hub, room, browsers):
     """Session 23 (a phone pass left it: moving someone far by touch took a tap per place, as the list
     cannot be dragged with a finger). The editor's "Place in the list" takes a number: Enter moves the
     person there in one step; a number past the end means last. While ann types a number, bob's move
     of someone else changes where her person is, but not what she is typing. Her moves of one person
     in a row are one undo step, as with the arrow buttons."""
-    obs = observe(hub, room)
-    last = add_extras(obs, 12)
-    a = browsers(hub, "ann")
-    a.open_room(room, "ann")
-    a.select(last)
-    place = lambda p: p.js("return document.getElementById('place').value;")
-    assert place(a) == "15" and a.text("#place-count") == "of 15", (place(a), a.text("#place-count"))
+    obs, a, last = ann_on_the_last_of_15(hub, room, browsers)
     a.screenshot("1-place-in-the-list")
 
     field = a.must("#place")
@@ -2342,13 +2352,7 @@ def test_a_teammate_s_move_between_select_all_and_a_digit_in_the_place_field_doe
     neither read nor put back), and the 5 was added to the new number. While the field has focus its
     number is the user's now; "of N" follows, and leaving the field shows where the person is.
     Before: failed at "what ann selected is still there for her 5" ("145")."""
-    obs = observe(hub, room)
-    last = add_extras(obs, 12)
-    a = browsers(hub, "ann")
-    a.open_room(room, "ann")
-    a.select(last)
-    place = lambda p: p.js("return document.getElementById('place').value;")
-    assert place(a) == "15", place(a)
+    obs, a, last = ann_on_the_last_of_15(hub, room, browsers)
     field = a.must("#place")
     a.click(field)
     field.send_keys(Keys.CONTROL, "a")
