@@ -1350,6 +1350,66 @@ def test_a_highlight_names_the_latest_writer_and_fades(hub, browsers):
     b.screenshot("readme")
 
 
+def png_pixels(data: bytes) -> list[tuple[int, int, int]]:
+    """The pixels of an 8-bit RGB or RGBA, non-interlaced PNG (what Chrome's screenshots are), as RGB."""
+    import struct
+    import zlib
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat = 8, b""
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", body)
+            assert depth == 8 and color in (2, 6) and interlace == 0, (depth, color, interlace)
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    bpp = 3 if color == 2 else 4
+    raw, stride, prev, out = zlib.decompress(idat), width * bpp, bytearray(width * bpp), []
+    for y in range(height):
+        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p_ = a + b - c
+                pa, pb, pc = abs(p_ - a), abs(p_ - b), abs(p_ - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        out += [tuple(line[i:i + 3]) for i in range(0, stride, bpp)]
+        prev = line
+    return out
+
+
+def test_a_lit_selected_row_still_looks_selected(hub, room, browsers):
+    """The web pass of session 32: when a teammate changed the person selected, the row's yellow wash
+    covered its blue fill, so for about a second only a pale border said which row was selected. The
+    wash leaves a frame of the selection's fill now. The fade is held a moment into it, and the row's
+    picture counted: yellow inside, the selection's blue around it.
+    Before: failed at "the selection's fill shows around the wash" (0 of 18,126 pixels blue)."""
+    obs = observe(hub, room)
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.select(2)
+    obs.edit([{"op": "set", "tag": 2, "field": "hairColor", "value": "red"}])
+    a.wait_for(lambda p: p.js("return document.querySelector('#people li[data-tag=\"2\"]').classList.contains('changed');"),
+               "Joan's row lit by the observer's change")
+    a.js("for (const x of document.getAnimations()) { x.pause(); x.currentTime = 300; }")
+    row = a.must('#people li[data-tag="2"]')
+    pixels = png_pixels(row.screenshot_as_png)
+    near = lambda px, rgb: all(abs(x - y) <= 3 for x, y in zip(px, rgb))
+    selected, washed = (sum(near(px, rgb) for px in pixels) for rgb in ((0xdd, 0xe7, 0xfb), (0xff, 0xf1, 0xbf)))
+    a.screenshot("1-lit-and-selected")
+    assert washed > len(pixels) // 3, f"the wash is there: {washed} of {len(pixels)} pixels yellow"
+    assert selected > len(pixels) // 20, f"the selection's fill shows around the wash: {selected} of {len(pixels)} pixels blue"
+
+
 def test_a_skip_notice_hides_nothing_can_be_dismissed_is_logged_and_goes_with_the_next_action(hub, room, browsers):
     """Issue 17, items 7 and 5 (web). ann changes Ann's hair color, bob overwrites it, ann presses
     Ctrl+Z: #notice says "Nothing was undone:", names Ann's hair color (in the page's spelling) and bob.
