@@ -2172,6 +2172,45 @@ def test_a_teammate_deleting_the_person_you_type_into_sends_focus_to_the_list_no
     bob.close()
 
 
+def test_when_a_teammate_deletes_the_last_person_the_focus_goes_to_add_person_not_the_page(hub, room, browsers):
+    """The web pass of session 32: with the focus on the row of the room's last person, a teammate's
+    delete dropped it to the page (document.body), where the next key goes nowhere. It goes to "Add
+    person" now, the one thing left to do, and the notice says who deleted whom.
+    Before: failed at "the focus on Add person" (BODY)."""
+    obs = observe(hub, room)
+    obs.edit([{"op": "remove", "tag": 1}, {"op": "remove", "tag": 2}])
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.select(3)
+    a.js("document.querySelector('#people li[data-tag=\"3\"] .pick').focus();")
+    obs.edit([{"op": "remove", "tag": 3}], label="Delete Person")
+    a.wait_for(lambda p: p.list_tags() == [], "the list empty on ann's page")
+    a.wait_for(lambda p: p.js("return document.activeElement.id;") == "add-person", "the focus on Add person")
+    assert "observer deleted Sam" in (a.text("#notice") or ""), a.text("#notice")
+    a.keys(Keys.ENTER)
+    wait_model(obs, lambda people: len(people) == 1, "Enter there adds a person")
+
+
+def test_the_list_follows_the_selected_person_a_teammate_moves_far_and_the_focus_stays_in_view(hub, room, browsers):
+    """The web pass of session 32 saw the focus left on a row out of view when a teammate moved the
+    selected person far down; since the list keeps the selected row where it is on the screen (session
+    32), the list follows them: their row, with the focus, is in view after the move.
+    Before that: failed at the last assert (the focused row out of view)."""
+    obs = observe(hub, room)
+    add_extras(obs, 37)
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    chosen = obs.people[5]["tag"]
+    a.select(chosen)
+    a.js(f"document.querySelector('#people li[data-tag=\"{chosen}\"] .pick').focus();")
+    obs.edit([{"op": "move", "tag": chosen, "to": 35}])
+    a.wait_for(lambda p: p.list_tags()[35] == chosen, "the selected person moved to 36th on ann's page")
+    seen = a.js(f"""const list = document.querySelector('#people').getBoundingClientRect();
+        const me = document.querySelector('#people li[data-tag="{chosen}"]'), r = me.getBoundingClientRect();
+        return {{inView: r.top >= list.top - 1 && r.bottom <= list.bottom + 1, focused: me.contains(document.activeElement)}};""")
+    assert seen == {"inView": True, "focused": True}, seen
+
+
 def test_a_control_that_disables_itself_hands_focus_on_and_teammates_changes_are_announced(hub, room, browsers):
     """After joining, focus is on the selected row (not the page's body). ann undoes with #undo until it
     disables: focus moves to #redo, not to the body. bob's changes reach #teammates (a polite live

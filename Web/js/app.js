@@ -689,7 +689,9 @@ class App {
     this.askReads();
     this.focusedField = this.editor.focusedField;
     this.tellPresence();
-    if (focusList) this.list.focusSelected();
+    // Nobody to focus (the last person was deleted, or the room is empty): the way to add someone,
+    // or, for a viewer, Find a person; not the page, where the next key would go nowhere.
+    if (focusList && !this.list.focusSelected()) ($('add-person').hidden ? $('people-filter') : $('add-person')).focus();
     else this.keepFocus(focused);
 
     clearTimeout(this.timers.highlight);

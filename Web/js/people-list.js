@@ -167,10 +167,11 @@ export class PeopleList {
   /** The tags of the rows shown (all, or those "Find a person" leaves), in list order. */
   shownTags() { return this.order.filter((tag) => !this.rows.get(tag)?.li.hidden); }
 
-  /** Puts focus on the selected row's button. */
+  /** Puts focus on the selected row's button; false when no row is selected (nobody to focus). */
   focusSelected() {
-    const li = this.ul.querySelector('li[aria-selected="true"]');
-    li?.querySelector('.pick')?.focus();
+    const pick = this.ul.querySelector('li[aria-selected="true"] .pick');
+    pick?.focus();
+    return pick != null;
   }
 
   key(e) {
