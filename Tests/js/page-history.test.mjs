@@ -139,6 +139,60 @@ test('back at the top after more revisions than a page holds, the newest page re
   assert.equal(t.nextRequest(), null, 'nothing waited: nothing to read');
 });
 
+test('a catch-up answered after the user scrolled down again brings nothing above the rows, and waits', () => {
+  const t = new Timeline({ pageSize: 2, refreshSize: 3, maxRows: 4 });
+  t.sent(1, t.nextRequest());
+  t.answered(1, page(5, 4, true));
+  t.hold(true);
+  for (let rev = 6; rev <= 20; rev += 1) t.revision(entry(rev));
+  t.hold(false);
+  t.sent(2, t.nextRequest());
+  t.hold(true);
+  t.answered(2, page(20, 18, true));
+  assert.deepEqual(t.entries.map((e) => e.rev), [5, 4], 'the rows being read stay');
+  assert.equal(t.newer, 15, 'what waited still waits');
+  assert.equal(t.nextRequest(), null);
+  t.hold(false);
+  assert.deepEqual(t.nextRequest(), { kind: 'refresh', limit: 3 }, 'back at the top: the catch-up again');
+});
+
+test('a catch-up keeps as many rows as before it, the oldest going as the waiting ones come', () => {
+  const t = new Timeline({ pageSize: 2, refreshSize: 3, maxRows: 4 });
+  t.sent(1, t.nextRequest());
+  t.answered(1, page(6, 5, true));
+  t.loadOlder();
+  t.sent(2, t.nextRequest());
+  t.answered(2, page(4, 3, true));
+  t.hold(true);
+  t.revision(entry(7));
+  t.revision(entry(8));
+  t.hold(false);
+  const catchUp = t.nextRequest();
+  assert.deepEqual(catchUp, { kind: 'refresh', limit: 3 });
+  t.sent(3, catchUp);
+  t.answered(3, page(8, 6, true));
+  assert.deepEqual(t.entries.map((e) => e.rev), [8, 7, 6, 5], 'four rows, as before it');
+  assert.equal(t.more, true);
+  assert.deepEqual(t.nextRequest(), { kind: 'refresh', before: 6, limit: 2 }, 'the marks of the rows kept read on down');
+});
+
+test('a reconnect while held reads the newest page; a revision before the next render waits for it', () => {
+  const t = new Timeline({ pageSize: 2 });
+  t.sent(1, t.nextRequest());
+  t.answered(1, page(5, 4, true));
+  t.hold(true);
+  t.reset();
+  t.sent(2, t.nextRequest());
+  t.answered(2, page(9, 8, true));
+  assert.deepEqual(t.entries.map((e) => e.rev), [9, 8]);
+  t.revision(entry(10));
+  assert.equal(t.newer, 1, 'still held until the page says the list is at its top');
+  t.hold(false);
+  t.sent(3, t.nextRequest());
+  t.answered(3, page(10, 8, true));
+  assert.deepEqual(t.entries.map((e) => e.rev), [10, 9, 8]);
+});
+
 test('live revisions join at the top; a gap reads the timeline again', () => {
   const t = new Timeline({ pageSize: 3 });
   t.revision(entry(1));

@@ -1625,6 +1625,11 @@ def test_the_history_panel_lists_the_room_s_changes_newest_first_and_loads_older
     c.screenshot("3-scrolled-to-the-start")
 
 
+def two_frames_after(p, script: str) -> None:
+    """Runs `script` on the page and returns two frames later (a scroll's event comes with the next frame)."""
+    p.driver.execute_async_script(script + "; requestAnimationFrame(() => requestAnimationFrame(arguments[arguments.length - 1]));")
+
+
 def test_rows_read_below_the_top_of_the_history_stay_while_teammates_change_the_room(hub, room, browsers):
     """A black-box pass of session 32 read the history panel in a room with teammates at 60 edits a
     second: the panel kept 200 rows (or as many as were scrolled to), so each live revision at the top
@@ -1650,7 +1655,7 @@ def test_rows_read_below_the_top_of_the_history_stay_while_teammates_change_the_
                         "every row down to the room's start")
     assert before == list(range(head, -1, -1)), before
     read = 'document.querySelector(\'#history-list li[data-rev="5"]\')'
-    a.js(f"{read}.scrollIntoView({{block: 'center'}});")
+    two_frames_after(a, f"{read}.scrollIntoView({{block: 'center'}});")
     offset = lambda p: p.js(f"return Math.round({read}.getBoundingClientRect().top "
                            "- document.getElementById('history-list').getBoundingClientRect().top);")
     y = offset(a)
@@ -1675,6 +1680,15 @@ def test_rows_read_below_the_top_of_the_history_stay_while_teammates_change_the_
     mates[1].edit([{"op": "set", "tag": 2, "field": "glasses", "value": True}], label="Change Glasses")
     a.wait_for(lambda p: p.history_revs()[:1] == [head + 6], "a teammate's next change at the top, live again")
     a.screenshot("3-back-at-the-top")
+
+    # Scrolled down a little and back up by hand (no button): the same.
+    two_frames_after(a, "document.getElementById('history-list').scrollTop = 300;")
+    for value in ("green", "brown"):  # Joan's eyes are blue
+        mates[2].edit([{"op": "set", "tag": 2, "field": "eyeColor", "value": value}], label="Change Eye Color")
+    a.wait_for(lambda p: "2 newer changes" in (p.text("#history-newer") or ""), "2 newer changes said")
+    assert a.history_revs()[:1] == [head + 6]
+    a.js("document.getElementById('history-list').scrollTop = 0;")
+    a.wait_for(lambda p: p.history_revs()[:3] == [head + 8, head + 7, head + 6], "both at the top once scrolled there")
 
 
 def test_a_person_added_renamed_by_typing_and_deleted_is_named_as_they_were_when_deleted(hub, room, browsers):
@@ -2191,6 +2205,25 @@ def test_when_a_teammate_deletes_the_last_person_the_focus_goes_to_add_person_no
     wait_model(obs, lambda people: len(people) == 1, "Enter there adds a person")
 
 
+def test_when_a_teammate_deletes_the_only_person_find_a_person_shows_the_focus_goes_to_the_search(hub, room, browsers):
+    """A code review of session 33: with "Find a person" showing only Joan and the focus on her row, a
+    teammate's delete selected the next person by place (Sam), whose row the search leaves out, and
+    the focus went to the page. It goes to the search field now, where the user was looking.
+    Before: failed at "the focus on Find a person" (BODY)."""
+    obs = observe(hub, room)
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.click("#people-filter")
+    a.keys("Jo")
+    a.wait_for(lambda p: p.js("return [...document.querySelectorAll('#people li:not([hidden])')].map((li) => li.dataset.tag);")
+               == ["2"], "only Joan's row shown")
+    a.select(2)
+    a.js("document.querySelector('#people li[data-tag=\"2\"] .pick').focus();")
+    obs.edit([{"op": "remove", "tag": 2}], label="Delete Person")
+    a.wait_for(lambda p: p.js("return document.activeElement.id;") == "people-filter", "the focus on Find a person")
+    assert "observer deleted Joan" in (a.text("#notice") or ""), a.text("#notice")
+
+
 def test_the_list_follows_the_selected_person_a_teammate_moves_far_and_the_focus_stays_in_view(hub, room, browsers):
     """The web pass of session 32 saw the focus left on a row out of view when a teammate moved the
     selected person far down; since the list keeps the selected row where it is on the screen (session
@@ -2449,7 +2482,9 @@ def test_a_teammate_s_move_between_select_all_and_a_digit_in_the_place_field_doe
     Ctrl+A then 5 read "25" or "65" and moved the person last (4 of 8). A teammate's move between the
     two keys rewrote the number, which dropped the selection (a number field's selection can be
     neither read nor put back), and the 5 was added to the new number. While the field has focus its
-    number is the user's now; "of N" follows, and leaving the field shows where the person is.
+    number is the user's until it is taken (Enter), left, or Escape; "of N" follows. Taken, it follows
+    the room again (her undo from the field shows where it took her back; a code review found a first
+    fix that froze the field for as long as it had focus).
     Before: failed at "what ann selected is still there for her 5" ("145")."""
     obs, a, last = ann_on_the_last_of_15(hub, room, browsers)
     field = a.must("#place")
@@ -2464,10 +2499,17 @@ def test_a_teammate_s_move_between_select_all_and_a_digit_in_the_place_field_doe
     field.send_keys(Keys.ENTER)
     wait_model(obs, lambda people: [p["tag"] for p in people].index(last) == 4, "Extra 11 fifth")
 
+    # Taken, the field follows the room again: ann's undo there (Ctrl+Z) shows where it took her back.
+    field.send_keys(Keys.CONTROL, "z")
+    people = wait_model(obs, lambda people: [p["tag"] for p in people].index(last) != 4, "ann's move undone")
+    back = str([p["tag"] for p in people].index(last) + 1)
+    a.wait_for(lambda p: place(p) == back, f"#place saying {back} after the undo, ann still in it")
+    assert a.js("return document.activeElement.id;") == "place"
+
     # The field left: it shows where the person is, teammates' moves included.
-    obs.edit([{"op": "move", "tag": 3, "to": 0}])  # Sam first: ann's person is 6th now
     a.click("#people-filter")
-    a.wait_for(lambda p: place(p) == "6", "#place saying 6 once ann left it")
+    obs.edit([{"op": "move", "tag": 3, "to": 0}])  # Sam first: ann's person one further down
+    a.wait_for(lambda p: place(p) == str(int(back) + 1), "#place following a teammate's move once ann left it")
 
 
 def test_text_twice_the_usual_size_takes_one_column_and_nothing_scrolls_sideways(hub, room, browsers):

@@ -145,15 +145,12 @@ class App {
       },
       onlyPerson: (only) => {
         this.onlyPerson = only;
-        this.timeline.hold(false);
         this.history.restart();
         this.render();
       },
-      reading: (below) => {
-        // Only the room's timeline holds its rows; one person's history is short and grows at the top.
-        this.timeline.hold(below && this.shownHistory() === this.timeline);
-        this.askReads();
+      reading: () => {
         this.renderHistory();
+        this.askReads();
       },
     });
     this.wire();
@@ -254,6 +251,7 @@ class App {
     this.knownNames.clear();
     this.timeline = new Timeline();
     this.personHistory = new PersonHistory();
+    this.history.restart();
     this.attribution = new Attribution();
     this.lastKinds.clear();
     this.request = { room, user, token };
@@ -689,9 +687,12 @@ class App {
     this.askReads();
     this.focusedField = this.editor.focusedField;
     this.tellPresence();
-    // Nobody to focus (the last person was deleted, or the room is empty): the way to add someone,
-    // or, for a viewer, Find a person; not the page, where the next key would go nowhere.
-    if (focusList && !this.list.focusSelected()) ($('add-person').hidden ? $('people-filter') : $('add-person')).focus();
+    // Nobody to focus (the last person was deleted, the room is empty, or Find a person leaves the
+    // one selected out): the way to add someone, or Find a person (a viewer's page, or a search on);
+    // not the page, where the next key would go nowhere.
+    if (focusList && !this.list.focusSelected()) {
+      ($('add-person').hidden || $('people-filter').value.trim() ? $('people-filter') : $('add-person')).focus();
+    }
     else this.keepFocus(focused);
 
     clearTimeout(this.timers.highlight);
@@ -801,6 +802,9 @@ class App {
     const live = this.live;
     if (!live) return;
     const t = this.shownHistory();
+    // Only the room's timeline holds its rows while the user reads below the top (one person's
+    // history is short and grows at the top); the panel says where its list is scrolled.
+    this.timeline.hold(this.history.reading && t === this.timeline);
     const view = live.sync.view;
     const current = new Map(view.people.map((p) => [p.tag, p.name]));  // by tag: one lookup per row
     // Names of people gone: the newer of what this page saw and what the timeline's rows gave them

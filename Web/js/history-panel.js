@@ -120,6 +120,7 @@ export class HistoryPanel {
       closedBy: view.closedBy ?? null, person: only ? person : null }));
     this.status.hidden = loaded && entries.length > 0;
     this.list.hidden = entries.length === 0;
+    if (this.list.hidden) this.reading = false;  // a hidden list's scroll position is gone, without an event
     this.more.hidden = !more;
     this.more.disabled = loadingOlder;
     setText(this.more, loadingOlder ? 'Loading older changes…' : 'Show older changes');

@@ -167,11 +167,14 @@ export class PeopleList {
   /** The tags of the rows shown (all, or those "Find a person" leaves), in list order. */
   shownTags() { return this.order.filter((tag) => !this.rows.get(tag)?.li.hidden); }
 
-  /** Puts focus on the selected row's button; false when no row is selected (nobody to focus). */
+  /**
+   * Puts focus on the selected row's button; false when it could not (nobody selected, or the row left
+   * out by Find a person).
+   */
   focusSelected() {
     const pick = this.ul.querySelector('li[aria-selected="true"] .pick');
     pick?.focus();
-    return pick != null;
+    return pick != null && document.activeElement === pick;
   }
 
   key(e) {

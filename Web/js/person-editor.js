@@ -17,9 +17,9 @@
 //
 // "Place in the list" (`#place`) moves the person to any place at once: a number, taken on Enter or
 // when the field is left (a move far down the list was a tap per place on a touch screen, where the
-// list cannot be dragged). While it has focus the number in it is the user's: a teammate's move does
-// not change it (a rewrite would drop what they selected: Ctrl+A, then 5, read "25"); "of N" follows,
-// and leaving the field or Escape shows where the person is now.
+// list cannot be dragged). From focus until it is taken (Enter), left, or Escape, the number in it is
+// the user's: a teammate's move does not change it (a rewrite would drop what they selected: Ctrl+A,
+// then 5, read "25"); "of N" follows. After Enter, or the undo and redo keys, it follows the room.
 
 import { faceSVG, faceDescription } from './face.js';
 import { h, setAttr, setText, setChanged } from './dom.js';
@@ -97,15 +97,31 @@ export class PersonEditor {
     this.placeCount = h('span', { id: 'place-count', class: 'help' });
     /** Where the person is ({index, count}), as last shown. */
     this.placeShown = null;
+    /** The number in the field is the user's (focused, selected or typed into since it was last taken). */
+    this.placeHeld = false;
     const placeField = h('div', { class: 'field place', 'data-field': 'position' },
       h('label', { for: 'place' }, 'Place in the list'),
       h('div', { class: 'place-row' }, this.placeInput, this.placeCount));
     this.marks.set('position', [placeField]);
     this.placeInput.addEventListener('change', () => this.placeChanged());
+    // Focus (Tab selects the number), a pointer and a key make the number the user's; Enter (through
+    // `change`), Escape, leaving and the undo / redo keys give the field back to the room's place.
+    this.placeInput.addEventListener('focus', () => { this.placeHeld = true; });
+    this.placeInput.addEventListener('pointerdown', () => { this.placeHeld = true; });
     this.placeInput.addEventListener('keydown', (e) => {
-      if (e.key === 'Escape') this.showPlace(this.placeShown, { force: true });
+      if (e.key === 'Escape') {
+        this.placeHeld = false;
+        this.showPlace(this.placeShown, { force: true });
+      } else if ((e.ctrlKey || e.metaKey) && /^[zy]$/i.test(e.key)) {
+        this.placeHeld = false;
+      } else if (!['Enter', 'Tab', 'Shift', 'Control', 'Alt', 'Meta'].includes(e.key)) {
+        this.placeHeld = true;
+      }
     });
-    this.placeInput.addEventListener('blur', () => this.showPlace(this.placeShown, { force: true }));
+    this.placeInput.addEventListener('blur', () => {
+      this.placeHeld = false;
+      this.showPlace(this.placeShown, { force: true });
+    });
 
     this.selects = new Map();
     const choices = h('div', { class: 'choices' }, CHOICES.map(({ field, label, vocabulary, action }) => {
@@ -261,9 +277,9 @@ export class PersonEditor {
   }
 
   /**
-   * Shows where the person is (`place`: {index, count}) as "3" "of 40". While the field has focus its
-   * number is left alone, unless `force`: a number input's selection cannot be read or kept, so a
-   * rewrite between a select-all and the next key would add that key to the new number.
+   * Shows where the person is (`place`: {index, count}) as "3" "of 40". While the number is the
+   * user's (`placeHeld`) it is left alone, unless `force`: a number input's selection cannot be read
+   * or kept, so a rewrite between a select-all and the next key would add that key to the new number.
    */
   showPlace(place, { force = false } = {}) {
     const input = this.placeInput;
@@ -271,12 +287,13 @@ export class PersonEditor {
     if (!place) return;
     setAttr(input, 'max', String(place.count));
     setText(this.placeCount, `of ${place.count}`);
-    if (document.activeElement === input && !force) return;
+    if (this.placeHeld && document.activeElement === input && !force) return;
     if (input.value !== String(place.index + 1)) input.value = String(place.index + 1);
   }
 
   /** The user gave a place: the person goes there (a number past the end: last), or the field goes back. */
   placeChanged() {
+    this.placeHeld = false;
     const place = this.placeShown;
     const wanted = Number.parseInt(this.placeInput.value, 10);
     if (!this.person || !place || !this.editable || !Number.isFinite(wanted)) {

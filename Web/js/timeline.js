@@ -155,9 +155,11 @@ export class Timeline extends HistoryRows {
     const request = this.inFlight;
     if (!request || request.seq !== seq) return false;
     this.inFlight = null;
-    const got = page.entries ?? [];
+    // Held (the user scrolled down while it was on its way), a refresh brings nothing above the rows.
+    const got = (page.entries ?? []).filter((e) => !(request.kind === 'refresh' && this.held && this.newest != null && e.rev > this.newest));
     const lowest = got.length ? got[got.length - 1].rev : null;
     const bottom = this.oldest;
+    if (request.catchUp && this.held) this.catchingUp = true;
     this.merge(got);
     switch (request.kind) {
       case 'head':
@@ -170,12 +172,18 @@ export class Timeline extends HistoryRows {
         if (lowest == null || lowest <= (this.oldest ?? lowest)) this.exhausted = !page.more;
         break;
       case 'refresh':
-        // Read on down to the bottom of what was loaded before, one page after the other; but a
-        // catch-up whose page did not reach the rows shown starts the list again from it.
-        this.refreshBefore = page.more && lowest != null && bottom != null && lowest > bottom ? lowest : null;
-        if (request.catchUp && bottom != null && lowest != null && lowest > bottom && this.oldest === lowest) {
-          this.refreshBefore = null;
-          this.keep = this.maxRows;
+        // Read on down to the bottom of what was loaded before, one page after the other. A catch-up
+        // keeps as many rows as before it (the rows it brought push the oldest out, as live ones do),
+        // and one whose page did not reach the rows shown starts the list again from it.
+        if (request.catchUp && !this.held) {
+          if (bottom != null && lowest != null && this.oldest === lowest && lowest > bottom) this.keep = this.maxRows;
+          if (this.entries.length > Math.max(this.keep, got.length)) {
+            this.entries = this.entries.slice(0, Math.max(this.keep, got.length));
+            this.exhausted = false;
+          }
+          this.refreshBefore = page.more && lowest != null && lowest > this.oldest ? lowest : null;
+        } else {
+          this.refreshBefore = page.more && lowest != null && bottom != null && lowest > bottom ? lowest : null;
         }
         if (lowest != null && lowest <= (this.oldest ?? lowest)) this.exhausted = !page.more;
         break;
