@@ -127,7 +127,7 @@ export class HistoryPanel {
     const newer = view.newer ?? 0;
     if (newer === 0 && this.newer.contains(document.activeElement)) this.list.focus({ preventScroll: true });
     this.newer.hidden = newer === 0;
-    setText(this.newer, `↑ ${newer} newer ${newer === 1 ? 'change' : 'changes'}`);
+    setText(this.newer, `↑ ${newer.toLocaleString()} newer ${newer === 1 ? 'change' : 'changes'}`);
     setAttr(this.newer, 'title', 'Back to the top of the list, where they are');
     this.end.hidden = !(loaded && !more && entries.length > 0);
     setAttr(this.section, 'data-editable', editable ? null : 'false');
