@@ -51,6 +51,15 @@ public final class WebhookDispatcher: Sendable {
     /// Lease calls, one at a time, so a release and a later hold of the same room reach the store in order.
     private let leaseQueue = DispatchQueue(label: "peoplekeeper-webhook-leases")
     private let state: Mutex<DispatchState>
+    /// Endpoints the store keeps delivery state for that this node's config does not list (taken out
+    /// of it, or listed by other nodes' newer config in a rolling change): a room deleted here keeps
+    /// their revisions after their cursors, and a room created here starts their cursors at 0, as for
+    /// a configured endpoint, so they lose nothing if they come back (HTTP.md: an endpoint taken out of
+    /// the config keeps its state until an operator forgets it). Read at start and every
+    /// `policy.scanInterval`.
+    private let unconfigured = Mutex<[String]>([])
+    /// The task that reads them again (`readStoredEndpoints`), cancelled by `shutdown`.
+    private let endpointsReader = Mutex<Task<Void, Never>?>(nil)
 
     /// - Parameters:
     ///   - endpoints: the configured endpoints; the URL is each one's id (a second with the same URL is
@@ -95,6 +104,7 @@ public final class WebhookDispatcher: Sendable {
     /// that). In cluster mode, the rooms with deliveries left that no node holds, now and every
     /// `policy.scanInterval`. Returns at once; the store is read in the background.
     public func start() {
+        endpointsReader.withLock { $0 = Task.detached { [self] in await readStoredEndpoints() } }
         if let leases {
             leases.onLeasesLost { [weak self] in self?.leasesLost() }
             Task.detached { [self] in await scanForOrphans() }
@@ -102,6 +112,26 @@ public final class WebhookDispatcher: Sendable {
             Task.detached { [self] in await resume() }
         }
         Task.detached { [self] in await flushCursors() }
+    }
+
+    /// The endpoints the store keeps state for (`webhookEndpoints`) that the config does not list,
+    /// as the hub read them at start (before `start()`, so no room is made or deleted before they are known).
+    public func storeKeeps(_ stored: [StoredWebhookEndpoint]) {
+        let configured = Set(endpoints.map(\.url))
+        let others = stored.filter { !$0.isEmpty && !configured.contains($0.endpoint) }.map(\.endpoint).sorted()
+        unconfigured.withLock { $0 = others }
+    }
+
+    /// Reads `storeKeeps` again every `policy.scanInterval` (another node's config may list an endpoint
+    /// this one does not; an operator may forget one).
+    private func readStoredEndpoints() async {
+        while !state.withLock({ $0.stopped }) {
+            try? await Task.sleep(for: .milliseconds(max(policy.scanInterval, 1_000)))
+            if state.withLock({ $0.stopped }) { return }
+            if let stored = await storeCall("list the webhook endpoints the store keeps", [:], { try $0.webhookEndpoints() }) {
+                storeKeeps(stored)
+            }
+        }
     }
 
     /// Every `cursorInterval`, lanes that stopped with a delivered cursor not yet written are woken to
@@ -143,17 +173,21 @@ public final class WebhookDispatcher: Sendable {
     /// the same `time`). A deletion's come after an `owed` one per endpoint that wants the room's
     /// revisions: the store keeps those it had not been sent, delivered before its `room.deleted`. A
     /// creation's come after a cursor start per such endpoint: its cursor at 0 in the same commit.
+    /// The endpoints the store keeps state for but the config does not list (`storeKeeps`) are kept as
+    /// wanting the room's revisions (their rooms and events are not known here): their revisions after
+    /// their cursors on a deletion, a cursor at 0 on a creation; no room event.
     public func notices(_ event: WebhookEvent, room: String, time: Int64) -> [WebhookNotice] {
-        Self.notices(event, room: room, time: time, endpoints: endpoints)
+        Self.notices(event, room: room, time: time, endpoints: endpoints, unconfigured: unconfigured.withLock { $0 })
     }
 
-    /// `notices(_:room:time:)` for `endpoints`, without a dispatcher (the `import` command writes a
-    /// new room's `room.created` with it, for the hubs to deliver).
+    /// `notices(_:room:time:)` for `endpoints` (and `unconfigured`, URLs the store keeps state for),
+    /// without a dispatcher (the `import` command writes a new room's `room.created` with it, for the
+    /// hubs to deliver).
     public static func notices(_ event: WebhookEvent, room: String, time: Int64,
-                               endpoints: [WebhookEndpoint]) -> [WebhookNotice] {
-        let wantRevisions = endpoints.filter { $0.wants(.revision, of: room) }
-        let owed = event != .roomDeleted ? [] : wantRevisions.map { WebhookNotice.owed(endpoint: $0.url, room: room, deletedAt: time) }
-        let starts = event != .roomCreated ? [] : wantRevisions.map { WebhookNotice.startsAtZero(endpoint: $0.url, room: room) }
+                               endpoints: [WebhookEndpoint], unconfigured: [String] = []) -> [WebhookNotice] {
+        let wantRevisions = endpoints.filter { $0.wants(.revision, of: room) }.map(\.url) + unconfigured
+        let owed = event != .roomDeleted ? [] : wantRevisions.map { WebhookNotice.owed(endpoint: $0, room: room, deletedAt: time) }
+        let starts = event != .roomCreated ? [] : wantRevisions.map { WebhookNotice.startsAtZero(endpoint: $0, room: room) }
         return owed + starts + endpoints.filter { $0.wants(event, of: room) }
             .map { WebhookNotice(endpoint: $0.url, room: room, event: event.rawValue, time: time) }
     }
@@ -250,6 +284,7 @@ public final class WebhookDispatcher: Sendable {
             state.stopped = true
             return Array(state.tasks.values)
         }
+        endpointsReader.withLock { $0 }?.cancel()
         for task in tasks { task.cancel() }
         for task in tasks { await task.value }
         // What was delivered and not yet written goes to the store now, so a clean stop repeats nothing.

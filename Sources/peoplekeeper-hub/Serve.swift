@@ -153,10 +153,11 @@ struct Serve: AsyncParsableCommand {
             // own, and its rooms (the cluster's names, the seed's people) went to the shared webhooks as new.
             logger.warning("\(clusterKeys.joined(separator: " and ")) \(clusterKeys.count == 1 ? "is" : "are") set but storage.kind is \(settings.storageKind.rawValue): this hub is in no cluster; its rooms are its own, not those of the nodes on PostgreSQL")
         }
+        var storedEndpoints: [StoredWebhookEndpoint] = []
         if settings.storageKind == .memory {
             logger.warning("storage.kind memory: nothing outlives this process (rooms, edits and undo stacks are lost on restart)")
         } else {
-            Self.noteForgottenEndpoints(store: store, configured: Set(endpoints.map(\.url)), logger: logger)
+            storedEndpoints = Self.noteForgottenEndpoints(store: store, configured: Set(endpoints.map(\.url)), logger: logger)
         }
 
         var limits = HubLimits(
@@ -177,7 +178,9 @@ struct Serve: AsyncParsableCommand {
         let hub = HubGroup(threads: settings.serviceThreads, configuration: hubConfiguration, store: store,
                            logger: logger, renderMetrics: renderMetrics)
         var dispatcher: WebhookDispatcher?
-        if !endpoints.isEmpty {
+        // With none configured, still one when the store keeps state for endpoints taken out of the
+        // config: a room deleted or made meanwhile keeps what they would be owed if they come back.
+        if !endpoints.isEmpty || storedEndpoints.contains(where: { !$0.isEmpty }) {
             // In cluster mode the node holding a room's lease delivers it: the rooms this node loads
             // (each load tells the dispatcher its head, so a backlog resumes there), rooms whose
             // deliveries it has not finished (it keeps their leases after unloading them), and rooms
@@ -188,6 +191,7 @@ struct Serve: AsyncParsableCommand {
                                              logger: Logger(label: "peoplekeeper.webhooks"),
                                              policy: WebhookPolicy(scanInterval: scan, releaseAfter: min(scan, 10_000)),
                                              leases: store as? any RoomLeases)
+            webhooks.storeKeeps(storedEndpoints)
             hub.webhooks = DispatcherWebhooks(webhooks)
             dispatcher = webhooks
             logger.info("webhooks", metadata: ["endpoints": "\(endpoints.map(\.name))"])  // never the URLs: a credential
@@ -299,10 +303,12 @@ struct Serve: AsyncParsableCommand {
     /// room's revisions owed: people's names among them) for endpoints the config no longer lists,
     /// which nothing delivers or removes: how many, and the commands that list and remove it (never
     /// the URLs: they may hold a credential). A store that cannot say is left to the first delivery.
-    static func noteForgottenEndpoints(store: any PeopleStore, configured: Set<String>, logger: Logger) {
-        guard let held = try? store.webhookEndpoints() else { return }
+    /// Returns what the store keeps, per endpoint (empty when it cannot say).
+    @discardableResult
+    static func noteForgottenEndpoints(store: any PeopleStore, configured: Set<String>, logger: Logger) -> [StoredWebhookEndpoint] {
+        guard let held = try? store.webhookEndpoints() else { return [] }
         let forgotten = held.filter { !configured.contains($0.endpoint) }
-        guard !forgotten.isEmpty else { return }
+        guard !forgotten.isEmpty else { return held }
         logger.warning("""
             the store keeps webhook delivery state for endpoints no longer in the config: \
             `peoplekeeper-hub webhooks` lists them, `peoplekeeper-hub webhooks forget --unconfigured` removes it
@@ -310,6 +316,7 @@ struct Serve: AsyncParsableCommand {
                        metadata: ["endpoints": "\(forgotten.count)", "cursors": "\(forgotten.reduce(0) { $0 + $1.cursors })",
                                   "events": "\(forgotten.reduce(0) { $0 + $1.events })",
                                   "owedRevisions": "\(forgotten.reduce(0) { $0 + $1.owedRevisions })"])
+        return held
     }
 }
 

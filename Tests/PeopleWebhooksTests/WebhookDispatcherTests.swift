@@ -427,6 +427,33 @@ struct WebhookDispatcherTests {
         await dispatcher.shutdown()
     }
 
+    @Test("an endpoint the store keeps state for but the config does not list keeps a deleted room's revisions and a new room's cursor")
+    func unconfiguredEndpointsKeepTheirRevisions() async throws {
+        let receiver = try Receiver { _, _ in .status(204) }
+        defer { receiver.stop() }
+        let scratch = try ScratchSQLite()
+        defer { scratch.remove() }
+        let store = scratch.store
+        let out = "http://127.0.0.1:9/taken-out"
+        var feed = try await RoomFeed.start(store, name: "r")
+        _ = try await feed.edit(3)
+        try store.setWebhookCursor(endpoint: out, room: "r", rev: 1)
+        let dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver, rooms: ["other-*"])], store: store, logger: testLogger,
+                                           policy: quick)
+        dispatcher.storeKeeps(try store.webhookEndpoints())
+        let deletion = dispatcher.notices(.roomDeleted, room: "r", time: 3_000)
+        #expect(deletion == [WebhookNotice.owed(endpoint: out, room: "r", deletedAt: 3_000)])
+        #expect(try await blocking { try store.deleteRoom("r", notices: deletion) })
+        #expect(try store.revisionsOwed(endpoint: out) == ["r": 2], "the revisions after its cursor, kept")
+        let creation = dispatcher.notices(.roomCreated, room: "n", time: 4_000)
+        #expect(creation == [WebhookNotice.startsAtZero(endpoint: out, room: "n")], "no room event: its events are not known")
+        _ = try await RoomFeed.start(store, name: "n", notices: creation)
+        #expect(try store.webhookCursors(endpoint: out)["n"] == 0)
+        dispatcher.storeKeeps([])
+        #expect(dispatcher.notices(.roomDeleted, room: "n", time: 5_000).isEmpty, "forgotten: nothing kept for it")
+        await dispatcher.shutdown()
+    }
+
     @Test("a failing endpoint's backlog counts a deleted room's revisions it was owed before any is read, and after a restart")
     func owedRevisionsInTheBacklog() async throws {
         let receiver = try Receiver { _, _ in .status(500) }

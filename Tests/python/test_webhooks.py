@@ -1000,6 +1000,54 @@ def test_an_endpoint_taken_out_of_the_config_is_listed_and_forgotten_with_what_i
     assert [line.split()[0] for line in listed.stdout.splitlines()] == [kept], listed.stdout
 
 
+def test_an_endpoint_taken_out_of_the_config_and_put_back_gets_the_revisions_of_rooms_made_and_deleted_meanwhile(
+        hub_factory, receiver_factory, tmp_path, rooms):
+    """A backend integrator's pass (session 33): an endpoint taken out of the config keeps its state (the
+    docs: so that a node with an older config in a rolling change drops nothing), but a room deleted
+    while it was out took its cursor with it and kept nothing of what it was owed, and a room made
+    meanwhile gave it no cursor, so back in the config it started at that room's head. Now a node keeps
+    those endpoints' revisions as for configured ones: /back, out of the config for a while, gets the
+    revision made before a deletion and a new room's first revision. (Its room events are not kept: its
+    events and rooms are in the config it is not in.)
+    Before: failed at "/back given every revision" (doomed [1] and fresh [] where [1, 2] and [1])."""
+    from conftest import to_yaml
+    receiver, secrets = receiver_factory("/hook", "/back")
+    every = ["revision", "room.created", "room.deleted"]
+    mirror = {"path": "/hook", "rooms": ["*"], "events": every}
+    back = {"path": "/back", "rooms": ["*"], "events": every}
+    hub = hub_factory({**SQLITE, "webhooks": webhook_config(tmp_path, receiver, secrets, [mirror, back])})
+    kept, doomed, fresh = rooms("-kept"), rooms("-doomed"), rooms("-fresh")
+    for room in (kept, doomed):
+        ann = hub.join(room, "ann")
+        ann.edit([set_op(1, "glasses", True)])
+        ann.close()
+    wait_for(lambda: all(len(receiver.delivered("/back", r)) == 1 for r in (kept, doomed)), 20,
+             lambda: f"/back given the first revisions: {receiver.snapshot()}")
+    assert hub.terminate() == 0, hub.stderr()[-2000:]  # a clean stop writes the cursors
+
+    def configure(endpoints):
+        hub.config["webhooks"] = webhook_config(tmp_path, receiver, secrets, endpoints)
+        hub.config_path.write_text(to_yaml(hub.config))
+        hub.restart()
+
+    configure([mirror])
+    for room in (kept, doomed, fresh):
+        ann = hub.join(room, "ann")
+        ann.edit([set_op(2, "glasses", True)])
+        ann.close()
+    assert HubHTTP(hub.port).remove_room(doomed).status == 204
+    wait_for(lambda: ("room.deleted", None) in room_events(receiver, doomed, "/hook")
+             and len(receiver.delivered("/hook", fresh)) == 1, 20, lambda: f"/hook: {receiver.snapshot()[-6:]}")
+    assert hub.terminate() == 0, hub.stderr()[-2000:]
+
+    configure([mirror, back])
+    revs = lambda room: [d["rev"] for d in receiver.delivered("/back", room)]  # noqa: E731
+    want = {kept: [1, 2], doomed: [1, 2], fresh: [1]}
+    wait_for(lambda: {room: revs(room) for room in want} == want, 20,
+             lambda: f"/back given every revision: {({room: revs(room) for room in want})}, wanted {want}")
+    assert receiver.problems() == []
+
+
 def test_an_endpoint_is_forgotten_by_the_listing_s_masked_url_only_when_that_names_one(hub_factory, tmp_path):
     """From an operator's black-box pass (session 25): the listing shows a URL's password as ***, and
     after the password changed in the config the masked form named both the configured endpoint and
