@@ -218,7 +218,7 @@ public final class Hub: @unchecked Sendable {
             hub.draining = true
             if hub.index == 0 { hub.logger.info("draining: no new connections or messages; closing connections with 1001") }
             // Change-feed readers waiting for a revision get their answer before their connection goes.
-            let closing = HTTPFailure.unavailable("the hub is shutting down; try again").response(json: true)
+            let closing = HTTPFailure.shuttingDown.response(json: true)
             for case .loaded(let host) in hub.rooms.values {
                 for waiter in host.feedWaiters { waiter.call.exchange.respond(closing) }
                 host.feedWaiters.removeAll()

@@ -45,7 +45,7 @@ public struct HubLimits: Sendable, Hashable {
     public var maxConnections: Int
     /// Rooms in memory; a `hello` for a new room beyond is answered `room-full`.
     public var maxRooms: Int
-    /// People a submit may leave in a room (`room-full` beyond); 0 = no limit.
+    /// People a submit or a PUT of people may leave in a room (`room-full` beyond); 0 = no limit.
     public var maxPeoplePerRoom: Int
     /// Frames per second per connection (a token bucket with a burst of twice this); beyond it a frame
     /// is answered `rate-limited` and dropped; a connection that keeps on for a second more is closed.

@@ -42,7 +42,7 @@ extension HubSetting {
         .int("limits.maxMemoryMB", 0, 0...16_000_000,
              "Heap MB in use above which no room is opened (room-full) and idle rooms are unloaded; 0: from the container's limit, if any"),
         .int("limits.maxPeoplePerRoom", 1_000, 0...1_000_000,
-             "People a submit may leave in a room (room-full beyond); 0: no limit"),
+             "People a submit or a PUT of people may leave in a room (room-full beyond); 0: no limit"),
         .int("limits.opsPerSecond", 100, 1...1_000_000,
              "Frames per second per connection, bursts of twice this; beyond: rate-limited, then closed"),
         .int("limits.helloTimeoutSeconds", 10, 1...3600, "Seconds a connection may stay open without a hello"),

@@ -918,6 +918,23 @@ def test_put_validates_people_like_an_insert_and_creates_nothing_when_refused(hu
     assert admin.people(target) == [good]
 
 
+def test_a_put_of_more_people_than_a_room_may_hold_is_refused_as_a_submit_would_be(hub_factory, rooms, clients):
+    """A backend integrator's pass (session 33): a PUT of 1,001 people made the room (201), and every
+    insert there was `room-full` after it. Like a submit that would leave more than
+    `limits.maxPeoplePerRoom`, it is 503 `room-full` now, and nothing is made; at the limit it goes
+    through. An export with its history is taken as it is (undos may have taken its room past it)."""
+    hub = hub_factory({"limits": {"maxPeoplePerRoom": 3}})
+    admin = clients(hub)
+    four = [person(tag, f"P{tag}") for tag in range(1, 5)]
+    target = rooms("-big")
+    error = expect_error(admin.create(target, {"people": four}), 503, "room-full", "PUT of four people")
+    assert "at most 3 people" in error["message"], error
+    expect_error(admin.state(target), 404, "no-room", "a refused PUT created the room")
+    expect(admin.create(target, {"people": four[:3]}), 201, "PUT at the limit")
+    exported = {"people": four, "initial": four, "revisions": []}
+    expect(admin.create(rooms("-imported"), exported), 201, "an export of four people with its history")
+
+
 def test_a_put_of_the_largest_64_bit_tag_does_not_crash_the_hub(hub_factory, room, clients):
     """Integer fields take integers that fit 64 bits: a person with tag 2^63-1 is refused (422
     invalid-op) or kept (201), and then the room can be joined (its tag blocks start after the highest
@@ -1149,9 +1166,9 @@ def test_a_feed_page_is_full_across_the_store_and_memory(hub_factory, room, clie
 
 
 def test_a_long_poll_waiting_when_the_hub_drains_is_answered_503(hub_factory, room, clients):
-    """docs/HTTP.md: 503 `unavailable` while the hub is draining. A change-feed reader waiting at the
-    head when the hub gets SIGTERM is answered 503 (before, its connection was closed with no answer),
-    and the hub exits 0."""
+    """docs/HTTP.md: 503 `unavailable` while the hub is draining, with `Retry-After: 1`. A change-feed
+    reader waiting at the head when the hub gets SIGTERM is answered 503 (before, its connection was
+    closed with no answer), and the hub exits 0."""
     hub = hub_factory()
     observe(hub, room)
     c = clients(hub)
@@ -1161,6 +1178,9 @@ def test_a_long_poll_waiting_when_the_hub_drains_is_answered_503(hub_factory, ro
     poll["thread"].join(10)
     assert "error" not in poll, f"the waiting reader got no answer: {poll.get('error')!r}"
     expect_error(poll["resp"], 503, "unavailable", "a long poll when the hub drains")
+    # As a 429 does (a backend integrator's pass, session 33: it had none), so a client waits a moment
+    # and asks again (another node now, this one after its restart).
+    assert poll["resp"].headers.get("retry-after") == "1", poll["resp"].headers
     assert poll["elapsed"] < 10, poll["elapsed"]
 
 

@@ -187,6 +187,13 @@ struct HTTPFailure: Error, Equatable {
 
     static func notFound(_ message: String) -> HTTPFailure { .init(status: 404, code: "not-found", message: message) }
     static func unavailable(_ message: String) -> HTTPFailure { .init(status: 503, code: "unavailable", message: message) }
+    /// 503 while the hub drains, with `Retry-After: 1` (another node takes the request now, this one
+    /// after its restart), as a 429 has.
+    static var shuttingDown: HTTPFailure {
+        var failure = unavailable("the hub is shutting down; try again")
+        failure.headers = [.init("Retry-After", "1")]
+        return failure
+    }
     static func badMessage(_ message: String) -> HTTPFailure { .init(ProtocolError(.badMessage, message)) }
     static func badJSON(_ message: String) -> HTTPFailure { .init(ProtocolError(.badJSON, message)) }
     static func unauthorized(_ message: String) -> HTTPFailure { .init(ProtocolError(.unauthorized, message)) }

@@ -11,7 +11,7 @@ extension Hub {
     func api(_ call: HTTPCall, _ body: @escaping (HTTPCaller) throws -> HTTPResponse?)
         throws -> HTTPResponse?
     {
-        if draining { throw HTTPFailure.unavailable("the hub is shutting down") }
+        if draining { throw HTTPFailure.shuttingDown }
         guard let auth = configuration.auth else {
             let caller = try openCaller(call)
             try admit(call, caller: caller)

@@ -26,6 +26,12 @@ public struct RoomImport: Sendable {
         self.room = room
         let people = try Self.people(body["people"], field: "people")
         guard let list = body["revisions"], list != .null else {
+            // As a submit that would leave them there (an export is taken as it is: undos may have
+            // brought its room past the limit).
+            if policy.maxPeople > 0, people.count > policy.maxPeople {
+                throw HTTPFailure(ProtocolError(.roomFull,
+                    "the room holds at most \(policy.maxPeople) people (limits.maxPeoplePerRoom); people has \(people.count)"))
+            }
             initial = people
             built = Room(name: room, seed: people, policy: policy)
             entries = []
