@@ -53,9 +53,11 @@ public final class WebhookDispatcher: Sendable {
     private let state: Mutex<DispatchState>
     /// Endpoints the store keeps delivery state for that this node's config does not list (taken out
     /// of it, or listed by other nodes' newer config in a rolling change): a room deleted here keeps
-    /// their revisions after their cursors, and a room created here starts their cursors at 0, as for
-    /// a configured endpoint, so they lose nothing if they come back (HTTP.md: an endpoint taken out of
-    /// the config keeps its state until an operator forgets it). Read at start and every
+    /// their revisions after their cursors there, as for a configured endpoint, so a room they were
+    /// following loses nothing if they come back (HTTP.md: an endpoint taken out of the config keeps
+    /// its state until an operator forgets it). Only rooms where they have a cursor keep anything (the
+    /// store copies revisions after a cursor), so nothing is made for rooms they never followed, and
+    /// an endpoint forgotten meanwhile (no cursor left) gets nothing back. Read at start and every
     /// `policy.scanInterval`.
     private let unconfigured = Mutex<[String]>([])
     /// The task that reads them again (`readStoredEndpoints`), cancelled by `shutdown`.
@@ -173,19 +175,21 @@ public final class WebhookDispatcher: Sendable {
     /// the same `time`). A deletion's come after an `owed` one per endpoint that wants the room's
     /// revisions: the store keeps those it had not been sent, delivered before its `room.deleted`. A
     /// creation's come after a cursor start per such endpoint: its cursor at 0 in the same commit.
-    /// The endpoints the store keeps state for but the config does not list (`storeKeeps`) are kept as
-    /// wanting the room's revisions (their rooms and events are not known here): their revisions after
-    /// their cursors on a deletion, a cursor at 0 on a creation; no room event.
+    /// A deletion's also keep, for the endpoints the store keeps state for but the config does not list
+    /// (`storeKeeps`), their revisions after their cursors in the room (none where they have none). A
+    /// creation gives them nothing: which rooms they want is in a config this node does not have (back
+    /// in one, such an endpoint starts at the room's head, as a new one does), and no room event.
     public func notices(_ event: WebhookEvent, room: String, time: Int64) -> [WebhookNotice] {
-        Self.notices(event, room: room, time: time, endpoints: endpoints, unconfigured: unconfigured.withLock { $0 })
+        let others = event == .roomDeleted ? unconfigured.withLock { $0 } : []
+        return Self.notices(event, room: room, time: time, endpoints: endpoints)
+            + others.map { WebhookNotice.owed(endpoint: $0, room: room, deletedAt: time) }
     }
 
-    /// `notices(_:room:time:)` for `endpoints` (and `unconfigured`, URLs the store keeps state for),
-    /// without a dispatcher (the `import` command writes a new room's `room.created` with it, for the
-    /// hubs to deliver).
+    /// `notices(_:room:time:)` for `endpoints`, without a dispatcher (the `import` command writes a
+    /// new room's `room.created` with it, for the hubs to deliver).
     public static func notices(_ event: WebhookEvent, room: String, time: Int64,
-                               endpoints: [WebhookEndpoint], unconfigured: [String] = []) -> [WebhookNotice] {
-        let wantRevisions = endpoints.filter { $0.wants(.revision, of: room) }.map(\.url) + unconfigured
+                               endpoints: [WebhookEndpoint]) -> [WebhookNotice] {
+        let wantRevisions = endpoints.filter { $0.wants(.revision, of: room) }.map(\.url)
         let owed = event != .roomDeleted ? [] : wantRevisions.map { WebhookNotice.owed(endpoint: $0, room: room, deletedAt: time) }
         let starts = event != .roomCreated ? [] : wantRevisions.map { WebhookNotice.startsAtZero(endpoint: $0, room: room) }
         return owed + starts + endpoints.filter { $0.wants(event, of: room) }
@@ -622,6 +626,8 @@ public final class WebhookDispatcher: Sendable {
     /// page at a time, and gives each lane its cursor, head and notices; then the lanes of rooms no
     /// longer in the store that have notices or owed revisions.
     private func resume() async {
+        // None configured (a dispatcher kept for the endpoints taken out of the config): nothing to resume.
+        if endpoints.isEmpty { return }
         // Endpoint → room → notices kept and not delivered; endpoint → rooms with revisions owed.
         var kept: [Int: [String: [RoomNotice]]] = [:]
         var owed: [Int: [String: Int]] = [:]

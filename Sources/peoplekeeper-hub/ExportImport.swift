@@ -102,11 +102,7 @@ struct ImportCommand: AsyncParsableCommand {
         // room.created kept with it, and every endpoint that wants its revisions at 0 (in the same
         // commit), so the hub that loads it (now or at its next start) delivers them from the first.
         let created = Int64(Date().timeIntervalSince1970 * 1000)
-        // Endpoints the store keeps state for that the config does not list get their cursor at 0 too.
-        let configured = Set(endpoints.map(\.url))
-        let unconfigured = ((try? store.webhookEndpoints()) ?? []).filter { !$0.isEmpty && !configured.contains($0.endpoint) }
-        let notices = WebhookDispatcher.notices(.roomCreated, room: name, time: created, endpoints: endpoints,
-                                                unconfigured: unconfigured.map(\.endpoint))
+        let notices = WebhookDispatcher.notices(.roomCreated, room: name, time: created, endpoints: endpoints)
         if store.create(imported.startingSnapshot, notices: notices, entries: imported.entries,
                         checkpoints: imported.checkpoints, room: name,
                         whenDurable: { error in failure.set(error); done.signal() }) == .durable {

@@ -179,7 +179,7 @@ struct Serve: AsyncParsableCommand {
                            logger: logger, renderMetrics: renderMetrics)
         var dispatcher: WebhookDispatcher?
         // With none configured, still one when the store keeps state for endpoints taken out of the
-        // config: a room deleted or made meanwhile keeps what they would be owed if they come back.
+        // config: a room deleted meanwhile keeps what they were owed there, for if they come back.
         if !endpoints.isEmpty || storedEndpoints.contains(where: { !$0.isEmpty }) {
             // In cluster mode the node holding a room's lease delivers it: the rooms this node loads
             // (each load tells the dispatcher its head, so a backlog resumes there), rooms whose
@@ -194,7 +194,11 @@ struct Serve: AsyncParsableCommand {
             webhooks.storeKeeps(storedEndpoints)
             hub.webhooks = DispatcherWebhooks(webhooks)
             dispatcher = webhooks
-            logger.info("webhooks", metadata: ["endpoints": "\(endpoints.map(\.name))"])  // never the URLs: a credential
+            if endpoints.isEmpty {
+                logger.info("webhooks: none configured; a room deleted keeps what endpoints taken out of the config were owed there")
+            } else {
+                logger.info("webhooks", metadata: ["endpoints": "\(endpoints.map(\.name))"])  // never the URLs: a credential
+            }
         }
         let server = WebSocketServer(
             configuration: .init(

@@ -26,12 +26,9 @@ public struct RoomImport: Sendable {
         self.room = room
         let people = try Self.people(body["people"], field: "people")
         guard let list = body["revisions"], list != .null else {
-            // As a submit that would leave them there (an export is taken as it is: undos may have
-            // brought its room past the limit).
-            if policy.maxPeople > 0, people.count > policy.maxPeople {
-                throw HTTPFailure(ProtocolError(.roomFull,
-                    "the room holds at most \(policy.maxPeople) people (limits.maxPeoplePerRoom); people has \(people.count)"))
-            }
+            // As a submit that would leave them there (an export's revisions are taken as they are:
+            // undos may have brought its room past the limit).
+            try Self.checkLimit(people, policy: policy, field: "people")
             initial = people
             built = Room(name: room, seed: people, policy: policy)
             entries = []
@@ -40,6 +37,8 @@ public struct RoomImport: Sendable {
         }
         guard case .array(let items) = list else { throw HTTPFailure.badMessage("revisions must be an array") }
         initial = try Self.people(body["initial"], field: "initial")
+        // The room as it started holds what a PUT of people may (its revisions are taken as they are).
+        try Self.checkLimit(initial, policy: policy, field: "initial")
         var parsed: [Room.ExportedRevision] = []
         for (index, item) in items.enumerated() {
             do {
@@ -86,6 +85,13 @@ public struct RoomImport: Sendable {
     /// The room's first snapshot: `initial` at revision 0, before any imported revision (it and
     /// `entries` are created all or nothing, `PeopleStore.create`).
     public var startingSnapshot: RoomSnapshot { Room(name: room, seed: initial, policy: built.policy).snapshot() }
+
+    /// At most `limits.maxPeoplePerRoom` people (`room-full`, as a submit that would leave more).
+    private static func checkLimit(_ people: PeopleModel, policy: RoomPolicy, field: String) throws {
+        guard policy.maxPeople > 0, people.count > policy.maxPeople else { return }
+        throw HTTPFailure(ProtocolError(.roomFull,
+            "the room holds at most \(policy.maxPeople) people (limits.maxPeoplePerRoom); \(field) has \(people.count)"))
+    }
 
     /// People as an insert would take them: valid persons, distinct tags.
     private static func people(_ json: JSON?, field: String) throws -> PeopleModel {
