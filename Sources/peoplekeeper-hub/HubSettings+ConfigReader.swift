@@ -132,7 +132,17 @@ extension HubSettings {
     }
 
     /// The people new rooms start with: `tutorial`, `empty`, or a JSON file with an array of people.
+    /// The seed, checked: a room starts with it, so more people than `limits.maxPeoplePerRoom` would
+    /// make every new room full before anyone adds a person (a code review of session 33).
     func loadSeed() throws -> PeopleModel {
+        let model = try readSeed()
+        if maxPeoplePerRoom > 0, model.count > maxPeoplePerRoom {
+            throw ConfigProblem(key: "rooms.seed", problem: "\(seed) holds \(model.count) people, more than limits.maxPeoplePerRoom (\(maxPeoplePerRoom)): every new room would be full")
+        }
+        return model
+    }
+
+    private func readSeed() throws -> PeopleModel {
         switch seed {
         case "tutorial": return .tutorialSeed
         case "empty": return PeopleModel()

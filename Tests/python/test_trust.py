@@ -283,6 +283,14 @@ def test_token_mode_without_a_secret_stops_the_hub_with_78(start_hub_raw, tmp_pa
     assert r.returncode == 78 and "at least 32" in r.stderr, (r.returncode, r.stderr)
 
 
+def test_a_seed_with_more_people_than_a_room_may_hold_stops_the_hub_with_78(start_hub_raw):
+    """A code review of session 33: with `limits.maxPeoplePerRoom` below the seed's size, every room a
+    hello made was full before anyone added a person. The start stops (78) and says why."""
+    r = start_hub_raw("limits:\n  maxPeoplePerRoom: 2\n")
+    assert r.returncode == 78 and "rooms.seed: tutorial holds 3 people, more than limits.maxPeoplePerRoom (2)" in r.stderr, \
+        (r.returncode, r.stderr)
+
+
 def test_with_metrics_token_file_set_metrics_asks_for_that_bearer_token(hub_factory, start_hub_raw, tmp_path):
     """Session 23: /metrics answered anyone who reached the port (its webhook metrics are labelled by
     endpoint URL, which can be a credential). With `metrics.tokenFile` it asks for that token, as
