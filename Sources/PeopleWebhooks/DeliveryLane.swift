@@ -39,6 +39,10 @@ struct DeliveryLane: Sendable {
     private(set) var owedUnread = 0
     /// The last owed revision read.
     private(set) var owedRead: OwedPosition?
+    /// At a deletion here, the last revision this lane had delivered (its time the deletion's): the
+    /// store kept the revisions after the stored cursor, which trails the delivered one by up to a
+    /// cursor batch, so those up to this are forgotten when read, not sent again.
+    private(set) var sentBeforeDeletion: OwedPosition?
     /// Room events delivered whose record the store still keeps: removed before anything else.
     private(set) var forgetting: [RoomNotice] = []
     /// Revisions read from the store and not yet delivered: `cursor + 1`, `+ 2`, … in order.
@@ -245,9 +249,15 @@ struct DeliveryLane: Sendable {
     /// Owed revisions read after `after` (a chunk of at most `limit`): fewer than `limit` means none is left.
     mutating func owedLoaded(_ kept: [RoomNotice], after: OwedPosition?, limit: Int) {
         guard owedPending, after == owedRead else { return }
-        restored(kept)
+        let sent = kept.filter { notice in
+            guard let at = notice.owedPosition, let before = sentBeforeDeletion else { return false }
+            return at.time == before.time && at.rev <= before.rev
+        }
+        let owed = kept.filter { !sent.contains($0) }
+        restored(owed)
+        forgetting += sent.filter { !forgetting.contains($0) }
         if let last = kept.last?.owedPosition { owedRead = last }
-        owedUnread = max(owedUnread - kept.count, 0)
+        owedUnread = max(owedUnread - owed.count, 0)
         if kept.count < max(limit, 1) {
             owedPending = false
             owedUnread = 0
@@ -264,11 +274,13 @@ struct DeliveryLane: Sendable {
         if let notice { notices.append(notice) }
     }
 
-    /// The room was deleted: nothing more of it is delivered but the revisions the store kept for this
-    /// endpoint (`owed`: it wants the room's revisions), then `notice`; its cursor goes.
-    mutating func deleted(_ notice: RoomNotice?, owed: Bool = false) {
+    /// The room was deleted (at `time`): nothing more of it is delivered but the revisions the store
+    /// kept for this endpoint (`owed`: it wants the room's revisions) that this lane had not delivered,
+    /// then `notice`; its cursor goes.
+    mutating func deleted(_ notice: RoomNotice?, owed: Bool = false, at time: Int64? = nil) {
         // The store keeps what the endpoint had not been sent: the backlog keeps counting it.
         if owed { owedUnread += revisionsBehind }
+        if owed, let time, let cursor { sentBeforeDeletion = OwedPosition(time: time, rev: cursor) }
         beginGeneration()
         bornAt = nil
         reset = .forget

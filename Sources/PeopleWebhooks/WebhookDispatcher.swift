@@ -220,7 +220,7 @@ public final class WebhookDispatcher: Sendable {
     /// the room's cursors go. Never blocks.
     public func roomDeleted(room: String, time: Int64) {
         roomEvent(.roomDeleted, room: room, time: time) { lane, notice, endpoint in
-            lane.deleted(notice, owed: endpoint.wants(.revision, of: room))
+            lane.deleted(notice, owed: endpoint.wants(.revision, of: room), at: time)
         }
     }
 

@@ -163,6 +163,54 @@ struct DeliveryLaneTests {
         #expect(!lane.owedPending)
     }
 
+    @Test("a room deleted just after deliveries whose cursor is not written yet: what the store kept of those is forgotten, not sent again")
+    func deletionAfterUnwrittenDeliveries() {
+        var lane = DeliveryLane()
+        lane.resume(head: 0, stored: 0)
+        lane.revisionDurable(4)
+        // Cursors are written every 10 deliveries or minute here (the first at once): after 1 to 3
+        // the stored one is 1.
+        func step() -> DeliveryLane.Step { lane.next(endpointFailing: false, chunk: 10, cursorBatch: 10, cursorInterval: 60_000) }
+        guard case .read(after: 0, through: 4, let generation) = step() else { Issue.record("expected a read"); return }
+        #expect(lane.read((1...4).map(revision), after: 0, through: 4, generation: generation).isEmpty)
+        var stored = 0, sent: [Int] = []
+        while sent.count < 3 {
+            switch step() {
+            case .post(.revision(let posted), _):
+                sent.append(posted.number)
+                lane.delivered(.revision(posted), generation: generation)
+            case .writeCursor(let rev):
+                stored = rev
+                lane.wrote(rev)
+            default: Issue.record("unexpected step"); return
+            }
+        }
+        #expect(sent == [1, 2, 3] && stored == 1 && lane.unwritten == 3)
+        // Deleted before 4 went: the store kept 2 to 4 (after its cursor), the endpoint was sent 2 and 3.
+        lane.deleted(RoomNotice(event: .roomDeleted, time: 2_000), owed: true, at: 2_000)
+        #expect(lane.backlog == 2, "revision 4 and room.deleted")
+        let kept = ((stored + 1)...4).map { RoomNotice(event: .revision, time: 2_000, revision: revision($0)) }
+        var posted: [String] = [], forgotten: [Int] = []
+        loop: while true {
+            switch step() {
+            case .resetCursor(let reset): lane.didReset(reset)
+            case .loadOwed(let after, let limit):
+                lane.owedLoaded(Array(kept.filter { after == nil || $0.owedPosition! > after! }.prefix(limit)), after: after, limit: limit)
+            case .forgetNotice(let notice):
+                if let number = notice.revision?.number, !posted.contains("\(number)") { forgotten.append(number) }
+                lane.forgot(notice)
+            case .post(.notice(let notice), let generation):
+                posted.append(notice.revision.map { "\($0.number)" } ?? notice.event.rawValue)
+                lane.delivered(.notice(notice), generation: generation)
+            case .stop: break loop
+            default: Issue.record("unexpected step"); return
+            }
+        }
+        #expect(posted == ["4", "room.deleted"])
+        #expect(forgotten == [2, 3], "removed from the store unsent")
+        #expect(lane.backlog == 0 && lane.isEmpty)
+    }
+
     @Test("while its endpoint fails a lane still resets a new room's cursor and reads one chunk of what a deleted room owes, then stops; shutting down, it reads nothing")
     func storeWorkWhileFailing() {
         var lane = DeliveryLane()
