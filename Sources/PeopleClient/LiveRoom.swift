@@ -77,6 +77,9 @@ public final class LiveRoom: @unchecked Sendable {
         /// `undo.cascade`, an undo whose newest step had nothing left goes on to the one before, so
         /// the step done may not be the one offered (a `skipped` notice of the same answer follows).
         case stepDone(redo: Bool, label: String?)
+        /// This user's undo (or redo) found nothing of theirs to take back (an empty stack, or nothing
+        /// on that person for a scoped one): no revision, no step named, nothing skipped.
+        case nothingToDo(redo: Bool)
         /// The hub answered this user's restore to `rev`: `made` is the revision it made, nil when the
         /// room already looked as it did at `rev`.
         case restored(rev: Int, made: Int?)
@@ -322,6 +325,8 @@ public final class LiveRoom: @unchecked Sendable {
         switch message {
         case .undone(let r) where r.rev != nil: notices.append(.stepDone(redo: false, label: r.label))
         case .redone(let r) where r.rev != nil: notices.append(.stepDone(redo: true, label: r.label))
+        case .undone(let r) where r.label == nil && r.skipped.isEmpty && r.entry == nil: notices.append(.nothingToDo(redo: false))
+        case .redone(let r) where r.label == nil && r.skipped.isEmpty && r.entry == nil: notices.append(.nothingToDo(redo: true))
         default: break
         }
         var droppedUndos: [(label: String?, ops: [Diff])] = []

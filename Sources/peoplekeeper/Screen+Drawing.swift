@@ -303,14 +303,17 @@ extension Screen {
             let label = wide ? r.label : r.shortLabel
             var text = TerminalText.fit(label, width: labelWidth) + value
             let typing = if case .editingName = mode, r == .field(.name) { true } else { false }
-            if let record, !typing {
+            let waiting = confirmed.map { r.value(of: $0) != r.value(of: person) } ?? true
+            // A value of this user's not yet confirmed says so even before the hub has said who wrote
+            // the others (offline, or a person selected since: a black-box pass found no word of it).
+            if !typing, record != nil || waiting {
                 // The writer in a column of its own (values are at most 8 characters but for names);
                 // on a narrow pane without "ago", or shorter still; left out where even that is cut.
                 text += String(repeating: " ", count: max(2, writerColumn - visibleCount(text)))
-                let writer = r.writer(in: record)
                 let room = width - 2 - visibleCount(text)
-                let waiting = confirmed.map { r.value(of: $0) != r.value(of: person) } ?? true
-                let forms = waiting ? [Self.waitingWriter, "waiting"] : [writer.words(now: now), writer.words(now: now, ago: false)]
+                let forms = if waiting { [Self.waitingWriter, "waiting"] } else if let record {
+                    [r.writer(in: record).words(now: now), r.writer(in: record).words(now: now, ago: false)]
+                } else { [String]() }
                 if let words = forms.first(where: { visibleCount($0) <= room }) { text += style(words, "2") }
             }
             out.append(inDetails && i == row ? style("▶ " + text, "7") : "  " + text)

@@ -150,6 +150,9 @@ final class Screen: @unchecked Sendable {
             case .stepDone(let redo, let label):
                 done = "\(redo ? "redid" : "undid") \(label ?? "a change")"
                 report = Report(text: done!, warning: false)
+            case .nothingToDo(let redo):
+                // As the command says it (`nothing to undo`, exit 1): a press that did nothing says so.
+                report = Report(text: "nothing of yours to \(redo ? "redo" : "undo")", warning: false)
             case .skipped(let reports, let before):
                 let skipped = reports.sentences(people: before, known: knownNames.byTag, me: room.sync.user)
                 report = Report(text: done.map { "\($0); skipped: " + skipped.joined(separator: "; ") }

@@ -769,6 +769,37 @@ def test_colours_do_not_break_the_layout(hub, room, screens):
     assert {line.find(" │") for line in screen_lines(text)[2:_rules(text)[-1]]} == {32}, text
 
 
+def test_offline_a_value_of_someone_selected_since_says_you_waiting(hub_factory, screens):
+    """A black-box pass (session 33): offline, ann selects Joan (the hub was never asked who wrote her
+    values) and turns her glasses on: the title said `1 change waiting`, but no row said which value
+    had not been sent (the writer column waited for the hub's word). The glasses row says `you ·
+    waiting` now; the others say nothing, as nobody has told the screen who wrote them.
+    Before: failed at "Joan's glasses you · waiting" (no writer)."""
+    hub = hub_factory({"storage": {"kind": "embedded", "path": "{workdir}/data/pk.sqlite"}})
+    ann = screens(hub, "team-c", "ann")
+    ann.wait_for(shows("Ann"))
+    hub.kill()
+    ann.wait_for(title_has("○ offline"))
+    ann.keys("j").wait_for(shows("Joan"))
+    to_row(ann, "glasses").keys("Enter")
+    text = ann.wait_for(all_of(shows("Joan", glasses="on"), title_has("1 change waiting")))
+    writers = details(text)["writers"]
+    assert writers.get("glasses") == "you · waiting", f"Joan's glasses you · waiting: {writers}\n{text}"
+    assert not writers.get("hairColor"), writers
+
+
+def test_an_undo_or_redo_with_nothing_to_take_back_says_so(hub, room, screens):
+    """A black-box pass (session 33): carol, who has changed nothing, pressed u, r, U and R and nothing
+    happened, with nothing said (the command line says `nothing to undo`, the web page says so too).
+    Each press now says it on the status line.
+    Before: failed at "nothing of yours to undo said"."""
+    carol = screens(hub, room, "carol")
+    carol.wait_for(shows("Ann"))
+    carol.keys("u").wait_for(status_has("nothing of yours to undo"))
+    carol.keys("r").wait_for(status_has("nothing of yours to redo"))
+    carol.keys("j", "U").wait_for(status_has("nothing of yours to undo"))
+
+
 def test_waiting_count_is_visible_offline_on_80_columns(hub_factory, screens):
     """On a standard 80 x 24 terminal, with the hub gone, an edit made offline is announced in the title
     bar (`1 change waiting`): a user must be able to see that the change has not reached the hub."""
