@@ -244,7 +244,10 @@ extension Screen {
         let index = selectedIndex ?? 0
         let first = max(0, min(index - rows / 2, people.count - rows))
         for (i, person) in people.enumerated().dropFirst(first).prefix(rows) {
-            let viewers = room.sync.presence.filter { $0.viewing == person.tag && $0.user != room.sync.user }.map(\.user)
+            // Who looks at them is what the hub last said, as on the bottom line: not shown while it
+            // cannot be asked (a black-box pass saw `[bob]` kept offline beside "not known").
+            let online = if case .online = room.link { true } else { false }
+            let viewers = !online ? [] : room.sync.presence.filter { $0.viewing == person.tag && $0.user != room.sync.user }.map(\.user)
             let marker = i == index ? (inDetails ? "›" : "▶") : " "
             var text = "\(marker) \(person.name)"
             if !viewers.isEmpty { text += " " + style("[\(viewers.joined(separator: ","))]", "36") }

@@ -800,6 +800,20 @@ def test_an_undo_or_redo_with_nothing_to_take_back_says_so(hub, room, screens):
     carol.keys("j", "U").wait_for(status_has("nothing of yours to undo"))
 
 
+def test_offline_the_list_does_not_say_who_looks_at_a_person(hub_factory, screens):
+    """A black-box pass (session 33): offline, the bottom line says who is here is not known, but the
+    list still showed `[bob]` beside the person bob had been looking at. Offline it shows none.
+    Before: failed at "no viewer shown offline"."""
+    hub = hub_factory()
+    ann = screens(hub, "team-v", "ann")
+    bob = hub.join("team-v", "bob")
+    bob.send({"type": "presence", "viewing": 2})
+    ann.wait_for(_pred(lambda t: any(p["viewers"] == ["bob"] for p in people_list(t)), "[bob] beside Joan"))
+    hub.kill()
+    ann.wait_for(all_of(title_has("○ offline"),
+                        _pred(lambda t: not any(p["viewers"] for p in people_list(t)), "no viewer shown offline")))
+
+
 def test_waiting_count_is_visible_offline_on_80_columns(hub_factory, screens):
     """On a standard 80 x 24 terminal, with the hub gone, an edit made offline is announced in the title
     bar (`1 change waiting`): a user must be able to see that the change has not reached the hub."""
