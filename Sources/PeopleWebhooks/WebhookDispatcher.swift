@@ -304,6 +304,12 @@ public final class WebhookDispatcher: Sendable {
         await poster.shutdown()
     }
 
+    /// Whether a lane of `room` still has store work to do or runs (tests wait for a new room's cursor
+    /// reset to be done before they delete it: the reset removes the cursor, then writes 0).
+    func busy(room: String) -> Bool {
+        state.withLock { state in state.lanes.contains { $0.key.room == room && ($0.value.reset != nil || $0.value.running) } }
+    }
+
     // MARK: Lanes
 
     private func endpointIndices(wanting event: WebhookEvent, of room: String) -> [Int] {

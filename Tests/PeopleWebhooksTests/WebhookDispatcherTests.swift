@@ -5,7 +5,7 @@ import PeopleCore
 import PeopleStore
 import PeopleStoreSQLite
 import PeopleTestSupport
-import PeopleWebhooks
+@testable import PeopleWebhooks
 import Synchronization
 import Testing
 
@@ -414,6 +414,9 @@ struct WebhookDispatcherTests {
         // Its cursor (0) is written though the endpoint fails, so the deletion keeps what it was owed.
         #expect(await eventually { (try? store.webhookCursors(endpoint: receiver.url))?["r"] == 0 },
                 "cursors \(String(describing: try? store.webhookCursors(endpoint: receiver.url)))")
+        // The creation's commit wrote it; the lane's reset removes it and writes it again: a deletion
+        // between the two kept nothing (a fresh-clone run under load, session 33). Wait for the lane.
+        #expect(await eventually { !dispatcher.busy(room: "r") })
         let deletion = dispatcher.notices(.roomDeleted, room: "r", time: 3_000)
         #expect(try await blocking { try store.deleteRoom("r", notices: deletion) })
         dispatcher.roomDeleted(room: "r", time: 3_000)
