@@ -308,7 +308,6 @@ struct Serve: AsyncParsableCommand {
     /// which nothing delivers or removes: how many, and the commands that list and remove it (never
     /// the URLs: they may hold a credential). A store that cannot say is left to the first delivery.
     /// Returns what the store keeps, per endpoint (empty when it cannot say).
-    @discardableResult
     static func noteForgottenEndpoints(store: any PeopleStore, configured: Set<String>, logger: Logger) -> [StoredWebhookEndpoint] {
         guard let held = try? store.webhookEndpoints() else { return [] }
         let forgotten = held.filter { !configured.contains($0.endpoint) }

@@ -243,10 +243,10 @@ extension Screen {
         let rows = prompt == nil ? height : max(0, height - 1)
         let index = selectedIndex ?? 0
         let first = max(0, min(index - rows / 2, people.count - rows))
+        // Who looks at a person is what the hub last said, as on the bottom line: not shown while it
+        // cannot be asked (a black-box pass saw `[bob]` kept offline beside "not known").
+        let online = if case .online = room.link { true } else { false }
         for (i, person) in people.enumerated().dropFirst(first).prefix(rows) {
-            // Who looks at them is what the hub last said, as on the bottom line: not shown while it
-            // cannot be asked (a black-box pass saw `[bob]` kept offline beside "not known").
-            let online = if case .online = room.link { true } else { false }
             let viewers = !online ? [] : room.sync.presence.filter { $0.viewing == person.tag && $0.user != room.sync.user }.map(\.user)
             let marker = i == index ? (inDetails ? "›" : "▶") : " "
             var text = "\(marker) \(person.name)"
@@ -314,9 +314,9 @@ extension Screen {
                 // on a narrow pane without "ago", or shorter still; left out where even that is cut.
                 text += String(repeating: " ", count: max(2, writerColumn - visibleCount(text)))
                 let room = width - 2 - visibleCount(text)
-                let forms = if waiting { [Self.waitingWriter, "waiting"] } else if let record {
-                    [r.writer(in: record).words(now: now), r.writer(in: record).words(now: now, ago: false)]
-                } else { [String]() }
+                let writer = record.map { r.writer(in: $0) }
+                let forms = waiting ? [Self.waitingWriter, "waiting"]
+                    : writer.map { [$0.words(now: now), $0.words(now: now, ago: false)] } ?? []
                 if let words = forms.first(where: { visibleCount($0) <= room }) { text += style(words, "2") }
             }
             out.append(inDetails && i == row ? style("▶ " + text, "7") : "  " + text)

@@ -119,12 +119,18 @@ test('while the user reads below the top no row comes or goes; back at the top t
   assert.equal(t.entries[0].rev, 10, 'live revisions join again');
 });
 
-test('back at the top after more revisions than a page holds, the newest page replaces the rows', () => {
+/** A timeline of revisions 5 and 4 (pages of 2, refreshes of 3, 4 rows kept), held while 6 to 20 came. */
+function heldWithFifteenWaiting() {
   const t = new Timeline({ pageSize: 2, refreshSize: 3, maxRows: 4 });
   t.sent(1, t.nextRequest());
   t.answered(1, page(5, 4, true));
   t.hold(true);
   for (let rev = 6; rev <= 20; rev += 1) t.revision(entry(rev));
+  return t;
+}
+
+test('back at the top after more revisions than a page holds, the newest page replaces the rows', () => {
+  const t = heldWithFifteenWaiting();
   assert.equal(t.newer, 15);
   t.hold(false);
   const catchUp = t.nextRequest();
@@ -140,11 +146,7 @@ test('back at the top after more revisions than a page holds, the newest page re
 });
 
 test('a catch-up answered after the user scrolled down again brings nothing above the rows, and waits', () => {
-  const t = new Timeline({ pageSize: 2, refreshSize: 3, maxRows: 4 });
-  t.sent(1, t.nextRequest());
-  t.answered(1, page(5, 4, true));
-  t.hold(true);
-  for (let rev = 6; rev <= 20; rev += 1) t.revision(entry(rev));
+  const t = heldWithFifteenWaiting();
   t.hold(false);
   t.sent(2, t.nextRequest());
   t.hold(true);

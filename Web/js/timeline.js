@@ -70,10 +70,14 @@ export class Timeline extends HistoryRows {
     return this.loaded && this.exhausted && this.oldest === 1 ? [...this.entries, START] : this.entries;
   }
 
+  /** How many revisions newer than the top row this page was told of and has not shown. */
+  get waiting() {
+    return this.latest == null ? 0 : Math.max(0, this.latest - (this.newest ?? 0));
+  }
+
   /** How many revisions newer than the top row wait while the user reads below it (0 when not held). */
   get newer() {
-    if (!this.held || !this.loaded || this.latest == null) return 0;
-    return Math.max(0, this.latest - (this.newest ?? 0));
+    return this.held && this.loaded ? this.waiting : 0;
   }
 
   /**
@@ -83,7 +87,7 @@ export class Timeline extends HistoryRows {
   hold(reading) {
     if (reading === this.held) return;
     this.held = reading;
-    if (!reading && this.loaded && this.latest != null && this.latest > (this.newest ?? 0)) {
+    if (!reading && this.loaded && this.waiting > 0) {
       this.wantRefresh = true;
       this.catchingUp = true;
     }
@@ -105,8 +109,7 @@ export class Timeline extends HistoryRows {
     if (this.wantRefresh) {
       // Held, only the rows shown are read again; catching up, the waiting ones with them.
       if (this.held && this.newest != null) return { kind: 'refresh', before: this.newest + 1, limit: this.clamp(this.entries.length) };
-      const waiting = this.catchingUp ? this.latest - (this.newest ?? 0) : 0;
-      return { kind: 'refresh', limit: this.clamp(this.entries.length + waiting) };
+      return { kind: 'refresh', limit: this.clamp(this.entries.length + (this.catchingUp ? this.waiting : 0)) };
     }
     if (this.wantOlder && this.more) return { kind: 'older', before: this.oldest, limit: this.pageSize };
     return null;
