@@ -167,8 +167,10 @@ public final class InMemoryStore: PeopleStore {
         state.withLock { $0.cursors[endpoint, default: [:]][room] = max($0.cursors[endpoint]?[room] ?? rev, rev) }
     }
 
-    public func removeWebhookCursor(endpoint: String, room: String) throws(StoreError) {
-        state.withLock { _ = $0.cursors[endpoint]?.removeValue(forKey: room) }
+    public func resetWebhookCursor(endpoint: String, room: String, to rev: Int?) throws(StoreError) {
+        state.withLock { state in
+            if let rev { state.cursors[endpoint, default: [:]][room] = rev } else { _ = state.cursors[endpoint]?.removeValue(forKey: room) }
+        }
     }
 
     public func webhookEndpoints() throws(StoreError) -> [StoredWebhookEndpoint] {

@@ -77,11 +77,13 @@ public protocol PeopleStore: Sendable {
     func webhookCursors(endpoint: String) throws(StoreError) -> [String: Int]
 
     /// Records that `endpoint` has had every revision of `room` up to `rev`. Never lowers a cursor: a
-    /// smaller `rev` than the one stored changes nothing (to start a room over, remove its cursor first).
+    /// smaller `rev` than the one stored changes nothing (to start a room over, `resetWebhookCursor`).
     func setWebhookCursor(endpoint: String, room: String, rev: Int) throws(StoreError)
 
-    /// Forgets the cursor of `endpoint` for `room` (nothing if there is none).
-    func removeWebhookCursor(endpoint: String, room: String) throws(StoreError)
+    /// Puts the cursor of `endpoint` for `room` at `rev`, lower or higher than the one stored, or forgets
+    /// it (`rev` nil; nothing if there is none), in one write: a room deleted or made again meanwhile
+    /// never finds the cursor missing half-way.
+    func resetWebhookCursor(endpoint: String, room: String, to rev: Int?) throws(StoreError)
 
     /// The room events `endpoint` has not been told of yet, oldest first (by time; at the same time, in
     /// the order they were kept). Not the revisions owed (`owedRevisions`).

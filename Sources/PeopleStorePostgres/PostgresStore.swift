@@ -994,13 +994,20 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         }
     }
 
-    public func removeWebhookCursor(endpoint: String, room: String) throws(StoreError) {
+    public func resetWebhookCursor(endpoint: String, room: String, to rev: Int?) throws(StoreError) {
         do {
             try withPooledConnection { connection in
-                _ = try run("DELETE FROM webhook_cursors WHERE endpoint = \(endpoint) AND room = \(room)", on: connection)
+                if let rev {
+                    _ = try run("""
+                        INSERT INTO webhook_cursors (endpoint, room, rev) VALUES (\(endpoint), \(room), \(rev))
+                        ON CONFLICT (endpoint, room) DO UPDATE SET rev = EXCLUDED.rev
+                        """, on: connection)
+                } else {
+                    _ = try run("DELETE FROM webhook_cursors WHERE endpoint = \(endpoint) AND room = \(room)", on: connection)
+                }
             }
         } catch {
-            throw Self.storeError(error, "cannot remove an endpoint's webhook cursor for \(room): \(Self.describe(error))")
+            throw Self.storeError(error, "cannot reset an endpoint's webhook cursor for \(room): \(Self.describe(error))")
         }
     }
 

@@ -589,13 +589,20 @@ public final class SQLiteStore: PeopleStore {
         }
     }
 
-    public func removeWebhookCursor(endpoint: String, room: String) throws(StoreError) {
+    public func resetWebhookCursor(endpoint: String, room: String, to rev: Int?) throws(StoreError) {
         do {
             try pool.write { db in
-                try db.execute(sql: "DELETE FROM webhook_cursors WHERE endpoint = ? AND room = ?", arguments: [endpoint, room])
+                if let rev {
+                    try db.execute(sql: """
+                        INSERT INTO webhook_cursors (endpoint, room, rev) VALUES (?, ?, ?)
+                        ON CONFLICT (endpoint, room) DO UPDATE SET rev = excluded.rev
+                        """, arguments: [endpoint, room, rev])
+                } else {
+                    try db.execute(sql: "DELETE FROM webhook_cursors WHERE endpoint = ? AND room = ?", arguments: [endpoint, room])
+                }
             }
         } catch {
-            throw Self.storeError(error, "cannot remove an endpoint's webhook cursor for \(room): \(error)")
+            throw Self.storeError(error, "cannot reset an endpoint's webhook cursor for \(room): \(error)")
         }
     }
 

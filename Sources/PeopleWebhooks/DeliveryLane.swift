@@ -63,7 +63,7 @@ struct DeliveryLane: Sendable {
     enum CursorReset: Sendable, Hashable {
         /// The room is gone: remove the cursor.
         case forget
-        /// The room began anew: remove the cursor and write 0, so every revision is delivered.
+        /// The room began anew: put the cursor at 0 (in one write), so every revision is delivered.
         case zero
     }
 

@@ -304,12 +304,6 @@ public final class WebhookDispatcher: Sendable {
         await poster.shutdown()
     }
 
-    /// Whether a lane of `room` still has store work to do or runs (tests wait for a new room's cursor
-    /// reset to be done before they delete it: the reset removes the cursor, then writes 0).
-    func busy(room: String) -> Bool {
-        state.withLock { state in state.lanes.contains { $0.key.room == room && ($0.value.reset != nil || $0.value.running) } }
-    }
-
     // MARK: Lanes
 
     private func endpointIndices(wanting event: WebhookEvent, of room: String) -> [Int] {
@@ -378,8 +372,7 @@ public final class WebhookDispatcher: Sendable {
                 withLane(key) { lane in lane.loaded(stored) }
             case .resetCursor(let reset):
                 guard await storeCall("reset the webhook cursor", lane, { store in
-                    try store.removeWebhookCursor(endpoint: endpoint.url, room: room)
-                    if reset == .zero { try store.setWebhookCursor(endpoint: endpoint.url, room: room, rev: 0) }
+                    try store.resetWebhookCursor(endpoint: endpoint.url, room: room, to: reset == .zero ? 0 : nil)
                     return true
                 }) != nil else { continue }
                 withLane(key) { lane in lane.didReset(reset) }

@@ -218,8 +218,8 @@ class ScriptedStore: PeopleStore, @unchecked Sendable {
     func setWebhookCursor(endpoint: String, room: String, rev: Int) throws(StoreError) {
         try inner.setWebhookCursor(endpoint: endpoint, room: room, rev: rev)
     }
-    func removeWebhookCursor(endpoint: String, room: String) throws(StoreError) {
-        try inner.removeWebhookCursor(endpoint: endpoint, room: room)
+    func resetWebhookCursor(endpoint: String, room: String, to rev: Int?) throws(StoreError) {
+        try inner.resetWebhookCursor(endpoint: endpoint, room: room, to: rev)
     }
     func webhookEndpoints() throws(StoreError) -> [StoredWebhookEndpoint] { try inner.webhookEndpoints() }
     func forgetWebhookEndpoint(_ endpoint: String) throws(StoreError) -> StoredWebhookEndpoint? {

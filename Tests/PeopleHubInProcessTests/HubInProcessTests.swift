@@ -966,7 +966,7 @@ final class LeasedElsewhere: PeopleStore, RoomLeases, @unchecked Sendable {
     func removeWebhookNotice(_ notice: WebhookNotice) throws(StoreError) {}
     func webhookCursors(endpoint: String) throws(StoreError) -> [String: Int] { [:] }
     func setWebhookCursor(endpoint: String, room: String, rev: Int) throws(StoreError) {}
-    func removeWebhookCursor(endpoint: String, room: String) throws(StoreError) {}
+    func resetWebhookCursor(endpoint: String, room: String, to rev: Int?) throws(StoreError) {}
     func webhookEndpoints() throws(StoreError) -> [StoredWebhookEndpoint] { [] }
     func forgetWebhookEndpoint(_ endpoint: String) throws(StoreError) -> StoredWebhookEndpoint? { nil }
     func check() throws(StoreError) {}

@@ -350,8 +350,8 @@ struct StoreContract {
         #expect(try reopened.checkpoint(room: other.room.name, atOrBelow: 10)?.revision == 0)
     }
 
-    /// Cursors are per endpoint and room, never move back, can be removed, and outlive the store
-    /// being closed and opened again.
+    /// Cursors are per endpoint and room, never move back unless reset, can be forgotten, and outlive
+    /// the store being closed and opened again.
     func webhookCursorsPersist() throws {
         let store = try open()
         let (e1, e2) = ("\(prefix)https://one.example/hook", "\(prefix)https://two.example/hook")
@@ -363,17 +363,20 @@ struct StoreContract {
         try store.setWebhookCursor(endpoint: e1, room: r2, rev: 1)
         try store.setWebhookCursor(endpoint: e2, room: r1, rev: 9)
         #expect(try store.webhookCursors(endpoint: e1) == [r1: 5, r2: 1])
-        try store.removeWebhookCursor(endpoint: e1, room: r2)
-        try store.removeWebhookCursor(endpoint: e1, room: "\(prefix)never")
+        try store.resetWebhookCursor(endpoint: e1, room: r2, to: nil)
+        try store.resetWebhookCursor(endpoint: e1, room: "\(prefix)never", to: nil)
         #expect(try store.webhookCursors(endpoint: e1) == [r1: 5])
-        // After a removal a room starts over from any revision.
-        try store.removeWebhookCursor(endpoint: e2, room: r1)
+        // A reset puts a cursor anywhere, lower too, and makes one where there was none.
+        try store.resetWebhookCursor(endpoint: e2, room: r1, to: 0)
+        try store.resetWebhookCursor(endpoint: e1, room: r2, to: 4)
+        try store.resetWebhookCursor(endpoint: e1, room: r2, to: 2)
+        #expect(try store.webhookCursors(endpoint: e1) == [r1: 5, r2: 2])
         try store.setWebhookCursor(endpoint: e2, room: r1, rev: 0)
         store.close()
 
         let reopened = try open()
         defer { reopened.close() }
-        #expect(try reopened.webhookCursors(endpoint: e1) == [r1: 5])
+        #expect(try reopened.webhookCursors(endpoint: e1) == [r1: 5, r2: 2])
         #expect(try reopened.webhookCursors(endpoint: e2) == [r1: 0])
     }
 

@@ -414,9 +414,6 @@ struct WebhookDispatcherTests {
         // Its cursor (0) is written though the endpoint fails, so the deletion keeps what it was owed.
         #expect(await eventually { (try? store.webhookCursors(endpoint: receiver.url))?["r"] == 0 },
                 "cursors \(String(describing: try? store.webhookCursors(endpoint: receiver.url)))")
-        // The creation's commit wrote it; the lane's reset removes it and writes it again: a deletion
-        // between the two kept nothing (a fresh-clone run under load, session 33). Wait for the lane.
-        #expect(await eventually { !dispatcher.busy(room: "r") })
         let deletion = dispatcher.notices(.roomDeleted, room: "r", time: 3_000)
         #expect(try await blocking { try store.deleteRoom("r", notices: deletion) })
         dispatcher.roomDeleted(room: "r", time: 3_000)
@@ -603,4 +600,97 @@ func eventually(_ condition: () -> Bool) async -> Bool {
         try? await Task.sleep(for: .milliseconds(10))
     }
     return condition()
+}
+
+/// An SQLite store that runs `afterReset` (once, off the test's task) right after the first cursor
+/// reset of `room` to 0: a test puts a room's deletion in the moment a lane starts the room over.
+final class ResetWatchingStore: PeopleStore, @unchecked Sendable {
+    let inner: SQLiteStore
+    let room: String
+    private let hook: Mutex<(@Sendable () -> Void)?>
+
+    init(_ inner: SQLiteStore, room: String, afterReset: @escaping @Sendable () -> Void) {
+        (self.inner, self.room) = (inner, room)
+        hook = Mutex(afterReset)
+    }
+
+    var kind: String { inner.kind }
+    func append(_ entries: [JournalEntry], room: String,
+                whenDurable: @escaping @Sendable (StoreError?) -> Void) -> AppendOutcome {
+        inner.append(entries, room: room, whenDurable: whenDurable)
+    }
+    func save(_ snapshot: RoomSnapshot, room: String, notices: [WebhookNotice]) { inner.save(snapshot, room: room, notices: notices) }
+    func create(_ snapshot: RoomSnapshot, notices: [WebhookNotice], entries: [JournalEntry], checkpoints: [Checkpoint],
+                room: String, whenDurable: @escaping @Sendable (StoreError?) -> Void) -> AppendOutcome {
+        inner.create(snapshot, notices: notices, entries: entries, checkpoints: checkpoints, room: room, whenDurable: whenDurable)
+    }
+    func load(room: String) throws(StoreError) -> StoredRoom? { try inner.load(room: room) }
+    func revisions(room: String, after: Int, through: Int) throws(StoreError) -> [Revision] {
+        try inner.revisions(room: room, after: after, through: through)
+    }
+    func checkpoint(room: String, atOrBelow rev: Int) throws(StoreError) -> Checkpoint? { try inner.checkpoint(room: room, atOrBelow: rev) }
+    func keepCheckpoint(_ checkpoint: Checkpoint, room: String) throws(StoreError) { try inner.keepCheckpoint(checkpoint, room: room) }
+    func listRooms(after: String?, prefix: String?, limit: Int) throws(StoreError) -> [StoredRoomSummary] {
+        try inner.listRooms(after: after, prefix: prefix, limit: limit)
+    }
+    func deleteRoom(_ room: String, notices: [WebhookNotice]) throws(StoreError) -> Bool { try inner.deleteRoom(room, notices: notices) }
+    func webhookCursors(endpoint: String) throws(StoreError) -> [String: Int] { try inner.webhookCursors(endpoint: endpoint) }
+    func setWebhookCursor(endpoint: String, room: String, rev: Int) throws(StoreError) {
+        try inner.setWebhookCursor(endpoint: endpoint, room: room, rev: rev)
+    }
+    func resetWebhookCursor(endpoint: String, room: String, to rev: Int?) throws(StoreError) {
+        try inner.resetWebhookCursor(endpoint: endpoint, room: room, to: rev)
+        if room == self.room, rev == 0, let afterReset = hook.withLock({ hook in defer { hook = nil }; return hook }) { afterReset() }
+    }
+    func webhookNotices(endpoint: String) throws(StoreError) -> [WebhookNotice] { try inner.webhookNotices(endpoint: endpoint) }
+    func owedRevisions(endpoint: String, room: String, after: OwedPosition?, limit: Int) throws(StoreError) -> [WebhookNotice] {
+        try inner.owedRevisions(endpoint: endpoint, room: room, after: after, limit: limit)
+    }
+    func revisionsOwed(endpoint: String) throws(StoreError) -> [String: Int] { try inner.revisionsOwed(endpoint: endpoint) }
+    func removeWebhookNotice(_ notice: WebhookNotice) throws(StoreError) { try inner.removeWebhookNotice(notice) }
+    func webhookBacklog(endpoint: String) throws(StoreError) -> [WebhookBacklog] { try inner.webhookBacklog(endpoint: endpoint) }
+    func webhookEndpoints() throws(StoreError) -> [StoredWebhookEndpoint] { try inner.webhookEndpoints() }
+    func forgetWebhookEndpoint(_ endpoint: String) throws(StoreError) -> StoredWebhookEndpoint? {
+        try inner.forgetWebhookEndpoint(endpoint)
+    }
+    func check() throws(StoreError) { try inner.check() }
+    func close() { inner.close() }
+}
+
+@Suite("A room deleted while its lane starts it over")
+struct CursorResetRaceTests {
+    @Test("a deletion right after the lane's cursor reset keeps every revision the endpoint was owed")
+    func deletionRightAfterTheReset() async throws {
+        let receiver = try Receiver { _, _ in .status(204) }
+        defer { receiver.stop() }
+        let scratch = try ScratchSQLite()
+        defer { scratch.remove() }
+        // The hook stands for the hub: the deletion's commit, then (once the test has told the
+        // dispatcher) the lane's reset call returns.
+        let steps = Mutex((deleted: false, told: false))
+        let deletion = Mutex<[WebhookNotice]>([])
+        let inner = scratch.store
+        let store = ResetWatchingStore(inner, room: "r") {
+            _ = try? inner.deleteRoom("r", notices: deletion.withLock { $0 })
+            steps.withLock { $0.deleted = true }
+            let deadline = Date().addingTimeInterval(10)
+            while !steps.withLock({ $0.told }), Date() < deadline { usleep(2_000) }
+        }
+        let dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver)], store: store, logger: testLogger, policy: quick)
+        dispatcher.start()
+        deletion.withLock { $0 = dispatcher.notices(.roomDeleted, room: "r", time: 3_000) }
+        var feed = try await RoomFeed.start(store, name: "r", notices: dispatcher.notices(.roomCreated, room: "r", time: 2_000))
+        let revisions = try await feed.edit(3)
+        dispatcher.roomCreated(room: "r", time: 2_000)
+        announce(dispatcher, "r", revisions)
+        #expect(await eventually { steps.withLock { $0.deleted } })
+        // Kept in the deletion's commit: the revisions after the endpoint's cursor, which must be there.
+        #expect(try store.revisionsOwed(endpoint: receiver.url) == ["r": 3])
+        dispatcher.roomDeleted(room: "r", time: 3_000)
+        steps.withLock { $0.told = true }
+        #expect(await receiver.wait { _ in receivedOnce(receiver, room: "r").count >= 5 })
+        #expect(receivedOnce(receiver, room: "r") == ["room.created", "1", "2", "3", "room.deleted"])
+        #expect(await eventually { dispatcher.status().first?.backlog == 0 })
+        await dispatcher.shutdown()
+    }
 }
