@@ -110,6 +110,10 @@ public protocol PeopleStore: Sendable {
     /// `peoplekeeper-hub webhooks` lists, to find endpoints that are no longer configured.
     func webhookEndpoints() throws(StoreError) -> [StoredWebhookEndpoint]
 
+    /// The ids of `webhookEndpoints`, without counting what each has: what a running dispatcher reads
+    /// every scan (the durable stores step through their indexes, a few rows per endpoint).
+    func webhookEndpointIDs() throws(StoreError) -> [String]
+
     /// Removes everything the store keeps for `endpoint` (its cursors, room events and owed revisions),
     /// in one commit, and returns what it was (nil: nothing). For an endpoint removed from the config
     /// of every hub: one still configured would write its cursors again, and start at each room's head
@@ -125,6 +129,11 @@ public protocol PeopleStore: Sendable {
 }
 
 extension PeopleStore {
+    /// From `webhookEndpoints`: for the in-memory store and stand-ins.
+    public func webhookEndpointIDs() throws(StoreError) -> [String] {
+        try webhookEndpoints().filter { !$0.isEmpty }.map(\.endpoint)
+    }
+
     /// From `webhookCursors`, `webhookNotices`, `revisionsOwed` and `listRooms` (every room, a page at a
     /// time): for the in-memory store and stand-ins; the durable stores answer with one query.
     public func webhookBacklog(endpoint: String) throws(StoreError) -> [WebhookBacklog] {

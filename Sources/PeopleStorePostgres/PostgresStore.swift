@@ -1032,6 +1032,27 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         }
     }
 
+    /// Each table's endpoints by a skip through its index (the next id after the last), not a count of its rows.
+    public func webhookEndpointIDs() throws(StoreError) -> [String] {
+        do {
+            return try withPooledConnection { connection in
+                try run("""
+                    WITH RECURSIVE
+                      c(e) AS (SELECT min(endpoint) FROM webhook_cursors UNION ALL
+                               SELECT (SELECT min(endpoint) FROM webhook_cursors WHERE endpoint > c.e) FROM c WHERE c.e IS NOT NULL),
+                      n(e) AS (SELECT min(endpoint) FROM webhook_notices UNION ALL
+                               SELECT (SELECT min(endpoint) FROM webhook_notices WHERE endpoint > n.e) FROM n WHERE n.e IS NOT NULL),
+                      o(e) AS (SELECT min(endpoint) FROM webhook_owed UNION ALL
+                               SELECT (SELECT min(endpoint) FROM webhook_owed WHERE endpoint > o.e) FROM o WHERE o.e IS NOT NULL)
+                    SELECT e FROM (SELECT e FROM c UNION SELECT e FROM n UNION SELECT e FROM o) AS every
+                    WHERE e IS NOT NULL ORDER BY e COLLATE "C"
+                    """, on: connection).rows.map { row in try row.decode(String.self) }
+            }
+        } catch {
+            throw Self.storeError(error, "cannot list the webhook endpoints: \(Self.describe(error))")
+        }
+    }
+
     /// One statement (so one transaction) on a pooled connection.
     public func forgetWebhookEndpoint(_ endpoint: String) throws(StoreError) -> StoredWebhookEndpoint? {
         do {

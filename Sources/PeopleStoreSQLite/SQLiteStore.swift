@@ -501,6 +501,27 @@ public final class SQLiteStore: PeopleStore {
         }
     }
 
+    /// Each table's endpoints by a skip through its index (the next id after the last), not a count of its rows.
+    public func webhookEndpointIDs() throws(StoreError) -> [String] {
+        do {
+            return try pool.read { db in
+                try String.fetchAll(db, sql: """
+                    WITH RECURSIVE
+                      c(e) AS (SELECT min(endpoint) FROM webhook_cursors UNION ALL
+                               SELECT (SELECT min(endpoint) FROM webhook_cursors WHERE endpoint > c.e) FROM c WHERE c.e IS NOT NULL),
+                      n(e) AS (SELECT min(endpoint) FROM webhook_notices UNION ALL
+                               SELECT (SELECT min(endpoint) FROM webhook_notices WHERE endpoint > n.e) FROM n WHERE n.e IS NOT NULL),
+                      o(e) AS (SELECT min(endpoint) FROM webhook_owed UNION ALL
+                               SELECT (SELECT min(endpoint) FROM webhook_owed WHERE endpoint > o.e) FROM o WHERE o.e IS NOT NULL)
+                    SELECT e FROM (SELECT e FROM c UNION SELECT e FROM n UNION SELECT e FROM o)
+                    WHERE e IS NOT NULL ORDER BY CAST(e AS BLOB)
+                    """)
+            }
+        } catch {
+            throw Self.storeError(error, "cannot list the webhook endpoints: \(error)")
+        }
+    }
+
     /// One transaction; then, as after a room's deletion, the write-ahead log is emptied into the file
     /// (`forgetDeletedPages`), where `secure_delete` has zeroed the rows: what the endpoint was owed
     /// (copies of deleted rooms' people) is left readable in neither file. Beside a running hub that

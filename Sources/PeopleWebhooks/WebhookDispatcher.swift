@@ -116,11 +116,12 @@ public final class WebhookDispatcher: Sendable {
         Task.detached { [self] in await flushCursors() }
     }
 
-    /// The endpoints the store keeps state for (`webhookEndpoints`) that the config does not list,
-    /// as the hub read them at start (before `start()`, so no room is made or deleted before they are known).
-    public func storeKeeps(_ stored: [StoredWebhookEndpoint]) {
+    /// The endpoints the store keeps state for (`webhookEndpointIDs`), of which those the config does
+    /// not list are kept: as the hub read them at start (before `start()`, so no room is made or
+    /// deleted before they are known).
+    public func storeKeeps(_ stored: [String]) {
         let configured = Set(endpoints.map(\.url))
-        let others = stored.filter { !$0.isEmpty && !configured.contains($0.endpoint) }.map(\.endpoint).sorted()
+        let others = stored.filter { !configured.contains($0) }.sorted()
         unconfigured.withLock { $0 = others }
     }
 
@@ -130,7 +131,7 @@ public final class WebhookDispatcher: Sendable {
         while !state.withLock({ $0.stopped }) {
             try? await Task.sleep(for: .milliseconds(max(policy.scanInterval, 1_000)))
             if state.withLock({ $0.stopped }) { return }
-            if let stored = await storeCall("list the webhook endpoints the store keeps", [:], { try $0.webhookEndpoints() }) {
+            if let stored = await storeCall("list the webhook endpoints the store keeps", [:], { try $0.webhookEndpointIDs() }) {
                 storeKeeps(stored)
             }
         }
@@ -157,13 +158,15 @@ public final class WebhookDispatcher: Sendable {
     }
 
     /// A revision of `room` is durable. Called from the hub's service thread for every one, in order:
-    /// records it and wakes the room's lanes; never blocks. `revisions` (the durable ones up to `rev`,
-    /// oldest first, as the hub has them) are kept as a copy of the store's latest, so lanes that keep
-    /// up need not read the store; anything else is read from it. `after`: the revisions after it
+    /// records it and wakes the room's lanes; never blocks. `revisions` gives the durable ones up to
+    /// `rev`, oldest first, as the hub has them (asked only if an endpoint wants the room's revisions),
+    /// kept as a copy of the store's latest, so lanes that keep up need not read the store; anything
+    /// else is read from it. `after`: the revisions after it
     /// through `rev` became durable together (default `rev` - 1); a lane with no cursor starts there.
-    public func revisionDurable(room: String, rev: Int, after: Int? = nil, revisions: [Revision] = []) {
+    public func revisionDurable(room: String, rev: Int, after: Int? = nil, revisions: () -> [Revision] = { [] }) {
         let wanting = endpointIndices(wanting: .revision, of: room)
         guard !wanting.isEmpty else { return }
+        let revisions = revisions()
         state.withLock { state in
             if !revisions.isEmpty { state.recent[room, default: RecentRevisions()].add(revisions) }
             for index in wanting { update(LaneKey(endpoint: index, room: room), in: &state) { $0.revisionDurable(rev, after: after) } }

@@ -178,9 +178,10 @@ struct Serve: AsyncParsableCommand {
         let hub = HubGroup(threads: settings.serviceThreads, configuration: hubConfiguration, store: store,
                            logger: logger, renderMetrics: renderMetrics)
         var dispatcher: WebhookDispatcher?
-        // With none configured, still one when the store keeps state for endpoints taken out of the
-        // config: a room deleted meanwhile keeps what they were owed there, for if they come back.
-        if !endpoints.isEmpty || storedEndpoints.contains(where: { !$0.isEmpty }) {
+        // With none configured, still one on a durable store: a room deleted here keeps what the
+        // endpoints the store keeps state for were owed there (taken out of the config, for if they
+        // come back; or listed by another node's config, which may begin to follow a room at any time).
+        if !endpoints.isEmpty || settings.storageKind != .memory {
             // In cluster mode the node holding a room's lease delivers it: the rooms this node loads
             // (each load tells the dispatcher its head, so a backlog resumes there), rooms whose
             // deliveries it has not finished (it keeps their leases after unloading them), and rooms
@@ -191,11 +192,11 @@ struct Serve: AsyncParsableCommand {
                                              logger: Logger(label: "peoplekeeper.webhooks"),
                                              policy: WebhookPolicy(scanInterval: scan, releaseAfter: min(scan, 10_000)),
                                              leases: store as? any RoomLeases)
-            webhooks.storeKeeps(storedEndpoints)
+            webhooks.storeKeeps(storedEndpoints.filter { !$0.isEmpty }.map(\.endpoint))
             hub.webhooks = DispatcherWebhooks(webhooks)
             dispatcher = webhooks
             if endpoints.isEmpty {
-                logger.info("webhooks: none configured; a room deleted keeps what endpoints taken out of the config were owed there")
+                logger.debug("webhooks: none configured; a room deleted keeps what the endpoints the store keeps state for were owed there")
             } else {
                 logger.info("webhooks", metadata: ["endpoints": "\(endpoints.map(\.name))"])  // never the URLs: a credential
             }

@@ -118,7 +118,7 @@ final class DispatcherWebhooks: HubWebhooks {
 
     init(_ dispatcher: WebhookDispatcher) { self.dispatcher = dispatcher }
 
-    func revisionsDurable(room: String, after: Int, through: Int, revisions: [Revision]) {
+    func revisionsDurable(room: String, after: Int, through: Int, revisions: () -> [Revision]) {
         dispatcher.revisionDurable(room: room, rev: through, after: after, revisions: revisions)
     }
     func notices(roomCreated room: String, time: Int64) -> [WebhookNotice] {

@@ -678,7 +678,7 @@ struct HubInProcessTests {
     /// What the hub tells the webhooks, in order.
     final class WebhookCalls: HubWebhooks, @unchecked Sendable {
         var calls: [String] = []
-        func revisionsDurable(room: String, after: Int, through: Int, revisions: [Revision]) {
+        func revisionsDurable(room: String, after: Int, through: Int, revisions: () -> [Revision]) {
             calls.append("revisions \(room) \(after + 1)-\(through)")
         }
         func notices(roomCreated room: String, time: Int64) -> [WebhookNotice] { [] }

@@ -491,7 +491,8 @@ struct StoreContract {
     /// The endpoints the store keeps something for are listed with how much; forgetting one removes
     /// its cursors, room events and owed revisions together and says what they were, leaves the other
     /// endpoints and the rooms alone, and outlives the store being reopened; forgetting it again, or
-    /// an endpoint never seen, finds nothing.
+    /// an endpoint never seen, finds nothing. The ids alone (`webhookEndpointIDs`) are the same list,
+    /// an endpoint with only owed revisions or only a room event among them.
     func forgetWebhookEndpoint() throws {
         let store = try open()
         let (gone, kept) = ("\(prefix)https://gone.example/forget", "\(prefix)https://kept.example/forget")
@@ -509,8 +510,23 @@ struct StoreContract {
         try store.setWebhookCursor(endpoint: gone, room: live, rev: 1)
         try store.setWebhookCursor(endpoint: gone, room: deleted, rev: 1)
         try store.setWebhookCursor(endpoint: kept, room: live, rev: 2)
+        let (owedOnly, eventOnly) = ("\(prefix)https://owed.example/forget", "\(prefix)https://event.example/forget")
+        try store.setWebhookCursor(endpoint: owedOnly, room: deleted, rev: 2)
         #expect(try store.deleteRoom(deleted, notices: [.owed(endpoint: gone, room: deleted, deletedAt: 2_000),
-                                                        WebhookNotice(endpoint: gone, room: deleted, event: "room.deleted", time: 2_000)]))
+                                                        WebhookNotice(endpoint: gone, room: deleted, event: "room.deleted", time: 2_000),
+                                                        .owed(endpoint: owedOnly, room: deleted, deletedAt: 2_000),
+                                                        WebhookNotice(endpoint: eventOnly, room: deleted, event: "room.deleted", time: 2_000)]))
+        let ids = { (store: any PeopleStore) throws -> [String] in
+            try store.webhookEndpointIDs().filter { $0.hasPrefix(prefix) && $0.hasSuffix("/forget") }
+        }
+        #expect(try ids(store) == [eventOnly, gone, kept, owedOnly])
+        #expect(try store.webhookEndpoints().filter { [eventOnly, owedOnly].contains($0.endpoint) } == [
+            StoredWebhookEndpoint(endpoint: eventOnly, cursors: 0, events: 1, owedRevisions: 0),
+            StoredWebhookEndpoint(endpoint: owedOnly, cursors: 0, events: 0, owedRevisions: head - 2),
+        ])
+        #expect(try store.forgetWebhookEndpoint(owedOnly) != nil)
+        #expect(try store.forgetWebhookEndpoint(eventOnly) != nil)
+        #expect(try ids(store) == [gone, kept])
         let ours = { (store: any PeopleStore) throws -> [StoredWebhookEndpoint] in
             try store.webhookEndpoints().filter { $0.endpoint.hasPrefix(prefix) && $0.endpoint.hasSuffix("/forget") }
         }
@@ -519,6 +535,7 @@ struct StoreContract {
         #expect(try ours(store) == [goneHeld, keptHeld])
         #expect(try store.forgetWebhookEndpoint(gone) == goneHeld)
         #expect(try ours(store) == [keptHeld])
+        #expect(try ids(store) == [kept])
         #expect(try store.webhookCursors(endpoint: gone).isEmpty)
         #expect(try store.webhookNotices(endpoint: gone).isEmpty)
         #expect(try store.revisionsOwed(endpoint: gone).isEmpty)
@@ -532,6 +549,7 @@ struct StoreContract {
         let reopened = try open()
         defer { reopened.close() }
         #expect(try ours(reopened) == [keptHeld])
+        #expect(try ids(reopened) == [kept])
         #expect(try reopened.webhookCursors(endpoint: gone).isEmpty)
     }
 

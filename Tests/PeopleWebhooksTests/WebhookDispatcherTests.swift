@@ -440,7 +440,7 @@ struct WebhookDispatcherTests {
         try store.setWebhookCursor(endpoint: out, room: "r", rev: 1)
         let dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver, rooms: ["other-*"])], store: store, logger: testLogger,
                                            policy: quick)
-        dispatcher.storeKeeps(try store.webhookEndpoints())
+        dispatcher.storeKeeps(try store.webhookEndpointIDs())
         let deletion = dispatcher.notices(.roomDeleted, room: "r", time: 3_000)
         #expect(deletion == [WebhookNotice.owed(endpoint: out, room: "r", deletedAt: 3_000)])
         #expect(try await blocking { try store.deleteRoom("r", notices: deletion) })
@@ -455,6 +455,26 @@ struct WebhookDispatcherTests {
         #expect(try store.revisionsOwed(endpoint: out) == ["r": 2], "a room it never followed keeps nothing for it")
         dispatcher.storeKeeps([])
         #expect(dispatcher.notices(.roomDeleted, room: "r", time: 6_000).isEmpty, "forgotten: nothing asked for it")
+        await dispatcher.shutdown()
+    }
+
+    @Test("a dispatcher with no endpoint of its own learns, within a scan, of an endpoint the store begins to keep state for")
+    func endpointsTheStoreBeginsToKeep() async throws {
+        let scratch = try ScratchSQLite()
+        defer { scratch.remove() }
+        let store = scratch.store
+        var policy = quick
+        policy.scanInterval = 1_000
+        let dispatcher = WebhookDispatcher(endpoints: [], store: store, logger: testLogger, policy: policy)
+        dispatcher.storeKeeps(try store.webhookEndpointIDs())
+        dispatcher.start()
+        #expect(dispatcher.notices(.roomDeleted, room: "r", time: 1_000).isEmpty)
+        // Another node's config lists it: its deliveries write a cursor.
+        let other = "http://127.0.0.1:9/another-nodes"
+        try store.setWebhookCursor(endpoint: other, room: "r", rev: 2)
+        #expect(await eventually { dispatcher.notices(.roomDeleted, room: "r", time: 2_000) == [.owed(endpoint: other, room: "r", deletedAt: 2_000)] })
+        _ = try store.forgetWebhookEndpoint(other)
+        #expect(await eventually { dispatcher.notices(.roomDeleted, room: "r", time: 3_000).isEmpty })
         await dispatcher.shutdown()
     }
 

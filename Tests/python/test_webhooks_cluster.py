@@ -73,3 +73,40 @@ def test_a_backlog_stays_with_its_node_after_unload_and_is_taken_over_when_the_n
     time.sleep(0.5)
     assert not receiver.problems(), receiver.problems()
     check_deliveries(receiver, "/c", room, feed)
+
+
+def test_a_node_with_no_endpoint_keeps_what_a_room_it_deletes_owed_another_nodes_endpoint(
+        hub_factory, pg_server, receiver_factory, tmp_path, room):
+    """HTTP.md, "An endpoint taken out of the config": a deletion keeps, for every endpoint the store
+    keeps state for, the revisions after its cursor in the room. Node a lists /c, node b lists none,
+    and both start before the store holds anything for /c. /c follows the room through a; the room
+    then goes to b, which makes revisions 4 and 5 (not delivered: b does not deliver /c, and a may
+    not while b holds the room) and deletes it. b keeps them for /c, and a delivers them.
+    Before (session 33): a node with no endpoint and nothing kept at its start read the store's
+    endpoints never, so its deletion kept nothing (/c had [1, 2, 3])."""
+    receiver, secrets = receiver_factory("/c")
+    hooks = webhook_config(tmp_path, receiver, secrets, [{"path": "/c", "rooms": ["*"], "events": ["revision"]}])
+    storage = {"storage": {"kind": "postgres", "postgresURL": pg_server.url}, "rooms": {"unloadAfterSeconds": 1}}
+    a = hub_factory({**storage, "cluster": {"nodeId": "a", "webhookScanSeconds": 1}, "webhooks": hooks})
+    b = hub_factory({**storage, "cluster": {"nodeId": "b", "webhookScanSeconds": 1}})
+    revs = lambda: [d["rev"] for d in receiver.delivered("/c", room)]  # noqa: E731
+
+    ann = a.join(room, "ann")
+    for i in range(3):
+        ann.edit([set_op(1, "name", f"Ann {i}")])
+    ann.sync(3)
+    ann.close()
+    wait_for(lambda: revs() == [1, 2, 3], 20, lambda: f"/c given {revs()} through node a")
+    # a unloads the idle room and, its deliveries made, lets it go: b can take it.
+    wait_for(lambda: get(b.port, f"/v1/rooms/{room}?user=dan")[0] == 200, 30,
+             lambda: f"node b still sends callers elsewhere: {get(b.port, f'/v1/rooms/{room}?user=dan')}")
+    bob = b.join(room, "bob")
+    for i in range(2):
+        bob.edit([set_op(1, "name", f"Bob {i}")])
+    bob.sync(5)
+    bob.close()
+    time.sleep(1.5)                                  # b's next read of the store's endpoints
+    assert HubHTTP(b.port, user="dan").remove_room(room).status == 204
+    wait_for(lambda: revs() == [1, 2, 3, 4, 5], 30, lambda: f"/c given {revs()} after node b deleted the room")
+    time.sleep(0.5)
+    assert revs() == [1, 2, 3, 4, 5] and not receiver.problems(), (revs(), receiver.problems())

@@ -281,9 +281,8 @@ extension Hub {
         guard rev > host.durableRevision else { return }
         let previous = host.durableRevision
         host.durableRevision = rev
-        if let webhooks {
-            let revisions = host.room.revisions(after: previous, through: rev)
-            webhooks.revisionsDurable(room: host.room.name, after: previous, through: rev, revisions: revisions)
+        webhooks?.revisionsDurable(room: host.room.name, after: previous, through: rev) {
+            host.room.revisions(after: previous, through: rev)
         }
         let ready = host.joinsAwaitingDurable.filter { $0.through <= rev }
         if !ready.isEmpty {

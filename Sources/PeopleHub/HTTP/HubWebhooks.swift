@@ -5,9 +5,10 @@ import PeopleStore
 /// thread: each call must return at once (the deliverer works on its own threads and reads what it
 /// sends from the store, so nothing here is the only copy).
 public protocol HubWebhooks: AnyObject, Sendable {
-    /// Revisions `after + 1 ... through` of `room` are durable; `revisions` are those the hub still has
-    /// in memory (a copy the deliverer may use instead of reading the store; possibly none).
-    func revisionsDurable(room: String, after: Int, through: Int, revisions: [Revision])
+    /// Revisions `after + 1 ... through` of `room` are durable; `revisions` gives those the hub still
+    /// has in memory (a copy the deliverer may use instead of reading the store; possibly none), called
+    /// only if an endpoint wants the room's revisions.
+    func revisionsDurable(room: String, after: Int, through: Int, revisions: () -> [Revision])
     /// The `room.created` notices to keep with a new room's first snapshot (one per endpoint that wants
     /// it), before `roomCreated` with the same `time`.
     func notices(roomCreated room: String, time: Int64) -> [WebhookNotice]

@@ -215,7 +215,7 @@ extension Hub {
             // The node that loads a room delivers its webhooks (cluster mode): a backlog resumes here,
             // after the notices kept for it (the `import` command's room.created).
             webhooks?.roomLoaded(room: name)
-            webhooks?.revisionsDurable(room: name, after: room.revision, through: room.revision, revisions: [])
+            webhooks?.revisionsDurable(room: name, after: room.revision, through: room.revision, revisions: { [] })
             logger.info("room loaded", metadata: [
                 "room": "\(name)", "rev": "\(room.revision)", "seconds": "\(String(format: "%.3f", seconds))",
             ])
