@@ -34,8 +34,9 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 # store (GRDB links the system SQLite). postgresql-15: the tests (and make bench) start a throwaway
 # PostgreSQL server for the cluster store; the hub itself only needs a reachable PostgreSQL. tmux: the
 # tests drive the terminal client's interactive screen in it. chromium, chromium-driver: the web
-# client's browser tests (selenium, headless).
-APT_PACKAGES := libwebsockets-dev pkg-config libsqlite3-dev postgresql-15 tmux chromium chromium-driver
+# client's browser tests (selenium, headless). iptables, iproute2: a durability test drops a PostgreSQL
+# node's packets in a network namespace of its own (a machine without iptables failed it).
+APT_PACKAGES := libwebsockets-dev pkg-config libsqlite3-dev postgresql-15 tmux chromium chromium-driver iptables iproute2
 
 # `make venv` runs `python3 -m venv`, which on Debian needs python3-venv (ensurepip); `deps` installs it
 # when the python3 on PATH cannot import ensurepip (a python3 that can, from pyenv say, needs nothing).
