@@ -579,6 +579,30 @@ struct HubInProcessTests {
         #expect(await h.http("GET", "/healthz") == HTTPResponse(status: 503, text: "store unavailable: gone\n"))
     }
 
+    @Test("a request that comes while the hub drains is 503 unavailable with Retry-After: 1, on every route of the API")
+    func drainingAnswersEveryRoute() async throws {
+        let h = HubHarness()
+        let ann = try #require(h.connect("/v1/rooms/r"))
+        await h.send(.hello(.init(user: "ann")), on: ann)
+        await h.settle()
+        h.hub.beginDrain()
+        await h.settle()
+        let batch = #"{"key":"k1","ops":[{"op":"set","tag":1,"field":"name","value":"Joan"}],"base":0}"#
+        let calls: [(String, String, String)] = [
+            ("GET", "/v1/rooms/r", ""), ("POST", "/v1/rooms/r/batches", batch), ("POST", "/v1/rooms/r/undo", #"{"key":"k2"}"#),
+            ("GET", "/v1/rooms/r/log", ""), ("GET", "/v1/rooms/r/revisions", ""), ("GET", "/v1/rooms", ""),
+            ("PUT", "/v1/rooms/new", #"{"people":[]}"#), ("DELETE", "/v1/rooms/r", ""), ("GET", "/v1/webhooks", ""),
+        ]
+        for (method, path, body) in calls {
+            let response = await h.http(method, path, query: ["user": "ann"], body: body)
+            #expect(response?.status == 503, "\(method) \(path)")
+            #expect(response?.json?["error"]?["code"] == .string("unavailable"), "\(method) \(path)")
+            #expect(response?.headers.first { $0.name == "Retry-After" }?.value == "1", "\(method) \(path)")
+        }
+        #expect(await h.http("GET", "/v1/rooms/r", query: ["user": "ann"])?.status == 503)
+        #expect(h.hub.rooms["new"] == nil, "nothing made while draining")
+    }
+
     /// An export of the tutorial's people with `count` revisions, each renaming the first person.
     static func export(revisions count: Int) -> (body: String, final: [Person]) {
         let seed = Array(PeopleModel.tutorialSeed.people.elements)
