@@ -63,15 +63,31 @@ struct PeopleKeeper: AsyncParsableCommand {
                 message = "unknown command '\(first)': peoplekeeper help lists them"
             } else if let dashed, helpByAccident || ["Missing", "Unknown option", "Unexpected argument"].contains(where: message.hasPrefix) {
                 // The parser's complaints that a dashed value explains (a command's own checks say more).
-                message += (message.isEmpty ? "" : "; ") + "'\(dashed)' was read as options: to give a value that starts "
-                    + "with -, put -- before the command's values (e.g. peoplekeeper set 4 name -- \(dashed)), or write "
-                    + "an option's value with = (e.g. --name=\(dashed))"
+                message += (message.isEmpty ? "" : "; ") + "'\(dashed)' was read as options: "
+                if let first = arguments.first, let numbers = Self.negativeNumberMeaning(first), Int(dashed) != nil {
+                    // Not the way to give a negative number (`restore -1`): there is none to give.
+                    message += numbers
+                } else {
+                    message += "to give a value that starts with -, put -- before the command's values (e.g. "
+                        + "peoplekeeper set 4 name -- \(dashed)), or write an option's value with = (e.g. --name=\(dashed))"
+                }
             }
             if arguments.contains("--json") {
                 output(JSON.object(["error": JSON.object(["code": .string("usage"), "message": .string(message)])]).text)
             }
             complain(message)
             Foundation.exit(status.rawValue)
+        }
+    }
+
+    /// What a command's numbers are, for a negative one the parser read as options: nil for a command
+    /// whose values may be text (`set`'s value, a topic, a room).
+    static func negativeNumberMeaning(_ command: String) -> String? {
+        switch command {
+        case "restore": "REV is a revision number, 0 or more"
+        case "move": "TAG is a person's tag and INDEX a place in the list, 0 or more (0 is first)"
+        case "remove", "show", "blame": "TAG is a person's tag (peoplekeeper list shows them), 1 or more"
+        default: nil
         }
     }
 

@@ -124,10 +124,13 @@ extension Screen {
         lines.append(String(repeating: "─", count: width))
 
         let body = height - 7
+        let left = min(32, max(18, width / 3))
         if showingHistory && !isHelp {
             lines += historyPane(width: width, height: body).map { fit($0, width) }
+        } else if isHelp && left < Self.helpWidth {
+            // Too narrow a list pane for the help (every line was cut at 40 columns): the whole width.
+            lines += listPane(width: width, height: body).map { fit($0, width) }
         } else {
-            let left = min(32, max(18, width / 3))
             let right = width - left - 3
             let listLines = listPane(width: left, height: body)
             let detailLines = detailPane(width: right, height: body)
@@ -305,19 +308,26 @@ extension Screen {
             }
             let label = wide ? r.label : r.shortLabel
             var text = TerminalText.fit(label, width: labelWidth) + value
-            let typing = if case .editingName = mode, r == .field(.name) { true } else { false }
+            // A value being typed or chosen is the user's, not yet anyone's: no writer beside it (the
+            // chooser's marks pushed the writer a column right of the others').
+            let editing = switch mode {
+            case .editingName: r == .field(.name)
+            case .choosing(let chosen, _): chosen == r
+            default: false
+            }
             let waiting = confirmed.map { r.value(of: $0) != r.value(of: person) } ?? true
             // A value of this user's not yet confirmed says so even before the hub has said who wrote
             // the others (offline, or a person selected since: a black-box pass found no word of it).
-            if !typing, record != nil || waiting {
+            if !editing, record != nil || waiting {
                 // The writer in a column of its own (values are at most 8 characters but for names);
-                // on a narrow pane without "ago", or shorter still; left out where even that is cut.
-                text += String(repeating: " ", count: max(2, writerColumn - visibleCount(text)))
-                let room = width - 2 - visibleCount(text)
+                // on a narrow pane without "ago", or shorter still; left out, with the gap before
+                // it, where even that is cut (a 40-column window showed `·   …`).
+                let gap = String(repeating: " ", count: max(2, writerColumn - visibleCount(text)))
+                let room = width - 2 - visibleCount(text + gap)
                 let writer = record.map { r.writer(in: $0) }
                 let forms = waiting ? [Self.waitingWriter, "waiting"]
                     : writer.map { [$0.words(now: now), $0.words(now: now, ago: false)] } ?? []
-                if let words = forms.first(where: { visibleCount($0) <= room }) { text += style(words, "2") }
+                if let words = forms.first(where: { visibleCount($0) <= room }) { text += gap + style(words, "2") }
             }
             out.append(inDetails && i == row ? style("▶ " + text, "7") : "  " + text)
         }
@@ -352,8 +362,11 @@ extension Screen {
     /// under them).
     var helpRows: Int { max(1, terminal.size.rows - 7) }
 
-    /// The help pane (lines of at most 25 characters: the list pane of an 80-column window; at most 17:
-    /// the body of a 24-line one).
+    /// The help pane's width: the list pane of an 80-column window (a narrower window shows the help
+    /// across the body).
+    static let helpWidth = 25
+
+    /// The help pane (lines of at most `helpWidth` characters; at most 17: the body of a 24-line one).
     static let help = [
         "Keys",
         "↑↓ jk PgUp/PgDn g/G move",

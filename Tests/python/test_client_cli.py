@@ -1401,6 +1401,25 @@ def test_a_usage_error_with_json_is_json_on_stdout_too(hub, room):
 
 # -- a script author's pass (session 27) ----------------------------------------------------------------
 
+def test_a_negative_number_for_a_revision_tag_or_place_says_what_the_number_is(hub, room):
+    """A terminal pass (session 33): `restore -1` was told to write `peoplekeeper set 4 name -- -1`, a
+    way to give a negative number where none is right. A command whose values are numbers says what
+    they are instead; `set`'s text value keeps the hint about `--`. Usage error 64, nothing sent."""
+    obs = observe(hub, room)
+    for args, says in ((["restore", "-1"], "REV is a revision number, 0 or more"),
+                       (["move", "2", "-3"], "INDEX a place in the list, 0 or more"),
+                       (["remove", "-2"], "TAG is a person's tag"),
+                       (["blame", "-2"], "TAG is a person's tag")):
+        r = pk(hub, room, "ann", *args)
+        assert_error(r, 64)
+        assert "was read as options" in r.stderr and says in r.stderr, describe(r)
+        assert "set 4 name" not in r.stderr, describe(r)
+    r = pk(hub, room, "ann", "set", "2", "name", "-1")
+    assert_error(r, 64)
+    assert "set 4 name -- -1" in r.stderr, describe(r)
+    assert_unchanged(hub, room, obs, 0, "a negative number read as options")
+
+
 def test_a_value_that_starts_with_a_dash_is_a_usage_error_with_the_way_to_give_it(hub, room):
     """`set 2 name -John` printed `set`'s help and exited 0 with nothing changed (the parser reads
     `-John` as -J -o -h -n, and -h is help): a script renaming people saw success. It is a usage error

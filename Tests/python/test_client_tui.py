@@ -2352,3 +2352,51 @@ def test_a_screen_redirected_to_a_node_that_dies_goes_back_to_its_own_address(hu
     obs = a.join(room, OBSERVER)                     # a serves the room now (no redirect)
     obs.edit([{"op": "set", "tag": 1, "field": "hairColor", "value": "red"}])
     ann.wait_for(shows("Ann", hairColor="red"), what="the edit made at node a on ann's screen")
+
+
+# -- a terminal pass as a new user (session 33), left then, fixed in session 34 ---------------------------
+
+def test_the_help_on_a_narrow_window_takes_the_body_s_whole_width(hub, room, screens):
+    """On a 40 x 10 window the list pane is 18 columns and the help's lines are up to 25: every one was
+    cut (`↑↓ jk PgUp/PgDn…`). Where the list pane is narrower than the help, the help takes the body's
+    whole width; on a wide window it stays in the list pane."""
+    s = screens.raw("help40")
+    s.start(open_command(hub.port, room, "ann"), width=40, height=10)
+    s.wait_for(all_of(title_has("● online"), selection_is("Ann")))
+    text = s.keys("?").wait_for(_pred(lambda t: any(left == "Keys" for left, _ in body(t)), "the help's first line"))
+    lines = [line.rstrip() for line in screen_lines(text)[_rules(text)[0] + 1:_rules(text)[-1]]]
+    assert lines[:3] == ["Keys", "↑↓ jk PgUp/PgDn g/G move", "Tab → ←  list / details"], "\n".join(lines)
+    assert not any("│" in line or "…" in line for line in lines), text
+    s.keys("Down").wait_for(_pred(lambda t: "Enter    on a field: type" in t, "the help scrolled, whole"))
+    wide = screens(hub, room, "bob")
+    text = wide.keys("?").wait_for(_pred(lambda t: body(t) and body(t)[0][0] == "Keys", "`Keys` in the list pane"))
+    assert body(text)[1][0] == "↑↓ jk PgUp/PgDn g/G move" and body(text)[0][1] != "", text
+
+
+def test_the_value_being_chosen_has_no_writer_beside_it_and_the_others_stay_in_their_column(hub, room, screens):
+    """The chooser's `‹ brown ›` is four columns wider than `brown`, and pushed its row's writer one
+    column right of the others'. A value being chosen is the user's, not yet anyone's: as while a name
+    is typed, no writer beside it; the other rows' writers do not move."""
+    ann = screens(hub, room, "ann")
+    before = to_row(ann, "hairColor").wait_for(_pred(lambda t: details(t)["writers"].get("eyeColor") == "(seed)",
+                                                     "the writers shown"))
+    column = lambda t, label: next(r for _, r in body(t) if r[2:26].strip() == label).find("(seed)")  # noqa: E731
+    text = ann.keys("Enter").wait_for(_pred(lambda t: "‹ brown ›" in t, "the chooser open at brown"))
+    chosen = next(r for _, r in body(text) if "‹ brown ›" in r)
+    assert "(seed)" not in chosen and chosen.rstrip().endswith("‹ brown ›"), text
+    for label in ("Name", "Hair length", "Eye color"):
+        assert column(text, label) == column(before, label) > 0, (label, text)
+    ann.keys("Escape").wait_for(_pred(lambda t: details(t)["writers"].get("hairColor") == "(seed)",
+                                      "the writer back once the chooser is closed"))
+
+
+def test_on_a_40_column_window_a_writer_that_does_not_fit_is_left_out_with_its_gap(hub, room, screens):
+    """At 40 columns the details pane is 19 wide: the writer column did not fit, but its gap did, so the
+    rows read `Mustache    off   …`, cut. Now a row without room for its writer ends at its value."""
+    s = screens.raw("rows40")
+    s.start(open_command(hub.port, room, "ann"), width=40, height=24)
+    text = s.wait_for(all_of(title_has("● online"), selection_is("Ann")))
+    text = s.keys("Tab").wait_for(selection_is("Ann", "›"))
+    rows = [r for _, r in body(text)][2:]
+    assert len(rows) >= 10 and not any(r.endswith("…") for r in rows), "\n".join(rows)
+    assert any(r.strip().startswith("Mustache") and r.rstrip().endswith("off") for r in rows), "\n".join(rows)
