@@ -169,7 +169,11 @@ public final class InMemoryStore: PeopleStore {
 
     public func resetWebhookCursor(endpoint: String, room: String, to rev: Int?) throws(StoreError) {
         state.withLock { state in
-            if let rev { state.cursors[endpoint, default: [:]][room] = rev } else { _ = state.cursors[endpoint]?.removeValue(forKey: room) }
+            switch (rev, state.rooms[room] != nil) {
+            case (let rev?, true): state.cursors[endpoint, default: [:]][room] = rev
+            case (nil, false): _ = state.cursors[endpoint]?.removeValue(forKey: room)
+            default: break
+            }
         }
     }
 

@@ -80,9 +80,11 @@ public protocol PeopleStore: Sendable {
     /// smaller `rev` than the one stored changes nothing (to start a room over, `resetWebhookCursor`).
     func setWebhookCursor(endpoint: String, room: String, rev: Int) throws(StoreError)
 
-    /// Puts the cursor of `endpoint` for `room` at `rev`, lower or higher than the one stored, or forgets
-    /// it (`rev` nil; nothing if there is none), in one write: a room deleted or made again meanwhile
-    /// never finds the cursor missing half-way.
+    /// Starts a room over for `endpoint`: puts its cursor at `rev` (lower or higher than the one stored)
+    /// if the room is in the store, or forgets it (`rev` nil) if the room is not. One statement, which
+    /// checks the room and writes together: a deletion never finds the cursor missing half-way, a
+    /// forget that comes after the room was made again leaves the new life's cursor, and a cursor put
+    /// after a deletion makes none for a room that is gone.
     func resetWebhookCursor(endpoint: String, room: String, to rev: Int?) throws(StoreError)
 
     /// The room events `endpoint` has not been told of yet, oldest first (by time; at the same time, in

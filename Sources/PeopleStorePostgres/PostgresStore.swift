@@ -999,11 +999,15 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
             try withPooledConnection { connection in
                 if let rev {
                     _ = try run("""
-                        INSERT INTO webhook_cursors (endpoint, room, rev) VALUES (\(endpoint), \(room), \(rev))
+                        INSERT INTO webhook_cursors (endpoint, room, rev)
+                        SELECT \(endpoint), \(room), \(rev) WHERE EXISTS (SELECT 1 FROM snapshots WHERE room = \(room))
                         ON CONFLICT (endpoint, room) DO UPDATE SET rev = EXCLUDED.rev
                         """, on: connection)
                 } else {
-                    _ = try run("DELETE FROM webhook_cursors WHERE endpoint = \(endpoint) AND room = \(room)", on: connection)
+                    _ = try run("""
+                        DELETE FROM webhook_cursors WHERE endpoint = \(endpoint) AND room = \(room)
+                        AND NOT EXISTS (SELECT 1 FROM snapshots WHERE room = \(room))
+                        """, on: connection)
                 }
             }
         } catch {

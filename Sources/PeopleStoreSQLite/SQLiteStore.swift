@@ -615,11 +615,15 @@ public final class SQLiteStore: PeopleStore {
             try pool.write { db in
                 if let rev {
                     try db.execute(sql: """
-                        INSERT INTO webhook_cursors (endpoint, room, rev) VALUES (?, ?, ?)
+                        INSERT INTO webhook_cursors (endpoint, room, rev)
+                        SELECT ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM snapshots WHERE room = ?2)
                         ON CONFLICT (endpoint, room) DO UPDATE SET rev = excluded.rev
                         """, arguments: [endpoint, room, rev])
                 } else {
-                    try db.execute(sql: "DELETE FROM webhook_cursors WHERE endpoint = ? AND room = ?", arguments: [endpoint, room])
+                    try db.execute(sql: """
+                        DELETE FROM webhook_cursors WHERE endpoint = ?1 AND room = ?2
+                        AND NOT EXISTS (SELECT 1 FROM snapshots WHERE room = ?2)
+                        """, arguments: [endpoint, room])
                 }
             }
         } catch {

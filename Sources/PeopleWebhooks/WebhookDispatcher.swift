@@ -46,7 +46,8 @@ public final class WebhookDispatcher: Sendable {
     private let now: @Sendable () -> Int64
     private let leases: (any RoomLeases)?
     private let random: @Sendable () -> Double
-    private let poster = WebhookPoster()
+    /// None without endpoints (a dispatcher kept for the endpoints the store keeps: no thread of its own).
+    private let poster: WebhookPoster?
     private let storeQueue = DispatchQueue(label: "peoplekeeper-webhook-store", attributes: .concurrent)
     /// Lease calls, one at a time, so a release and a later hold of the same room reach the store in order.
     private let leaseQueue = DispatchQueue(label: "peoplekeeper-webhook-leases")
@@ -97,6 +98,7 @@ public final class WebhookDispatcher: Sendable {
         self.leases = leases
         self.random = random
         state = Mutex(DispatchState(endpoints: unique.count))
+        poster = unique.isEmpty ? nil : WebhookPoster()
     }
 
     // MARK: What the hub calls
@@ -107,6 +109,8 @@ public final class WebhookDispatcher: Sendable {
     /// `policy.scanInterval`. Returns at once; the store is read in the background.
     public func start() {
         endpointsReader.withLock { $0 = Task.detached { [self] in await readStoredEndpoints() } }
+        // None configured: only that read (no lanes, so no leases held, no cursors to write, no scan).
+        guard !endpoints.isEmpty else { return }
         if let leases {
             leases.onLeasesLost { [weak self] in self?.leasesLost() }
             Task.detached { [self] in await scanForOrphans() }
@@ -304,7 +308,7 @@ public final class WebhookDispatcher: Sendable {
                 return true
             }
         }
-        await poster.shutdown()
+        await poster?.shutdown()
     }
 
     // MARK: Lanes
@@ -424,6 +428,7 @@ public final class WebhookDispatcher: Sendable {
     private func post(_ item: LaneItem, generation: Int, key: LaneKey) async {
         let endpoint = endpoints[key.endpoint], metrics = self.metrics[key.endpoint]
         let payload = WebhookPayload(room: key.room, item: item)
+        guard let poster else { return }  // a lane has an endpoint, and so the dispatcher a poster
         let outcome = await poster.post(url: endpoint.url, body: payload.body,
                                         signature: payload.signature(secret: endpoint.secret, unixSeconds: now() / 1000),
                                         timeout: policy.timeout)
@@ -628,8 +633,6 @@ public final class WebhookDispatcher: Sendable {
     /// page at a time, and gives each lane its cursor, head and notices; then the lanes of rooms no
     /// longer in the store that have notices or owed revisions.
     private func resume() async {
-        // None configured (a dispatcher kept for the endpoints taken out of the config): nothing to resume.
-        if endpoints.isEmpty { return }
         // Endpoint → room → notices kept and not delivered; endpoint → rooms with revisions owed.
         var kept: [Int: [String: [RoomNotice]]] = [:]
         var owed: [Int: [String: Int]] = [:]

@@ -350,8 +350,8 @@ struct StoreContract {
         #expect(try reopened.checkpoint(room: other.room.name, atOrBelow: 10)?.revision == 0)
     }
 
-    /// Cursors are per endpoint and room, never move back unless reset, can be forgotten, and outlive
-    /// the store being closed and opened again.
+    /// Cursors are per endpoint and room, never move back, can be forgotten, and outlive the store
+    /// being closed and opened again.
     func webhookCursorsPersist() throws {
         let store = try open()
         let (e1, e2) = ("\(prefix)https://one.example/hook", "\(prefix)https://two.example/hook")
@@ -363,21 +363,46 @@ struct StoreContract {
         try store.setWebhookCursor(endpoint: e1, room: r2, rev: 1)
         try store.setWebhookCursor(endpoint: e2, room: r1, rev: 9)
         #expect(try store.webhookCursors(endpoint: e1) == [r1: 5, r2: 1])
+        // Rooms not in the store: a forget removes their cursors.
         try store.resetWebhookCursor(endpoint: e1, room: r2, to: nil)
         try store.resetWebhookCursor(endpoint: e1, room: "\(prefix)never", to: nil)
         #expect(try store.webhookCursors(endpoint: e1) == [r1: 5])
-        // A reset puts a cursor anywhere, lower too, and makes one where there was none.
-        try store.resetWebhookCursor(endpoint: e2, room: r1, to: 0)
-        try store.resetWebhookCursor(endpoint: e1, room: r2, to: 4)
-        try store.resetWebhookCursor(endpoint: e1, room: r2, to: 2)
-        #expect(try store.webhookCursors(endpoint: e1) == [r1: 5, r2: 2])
+        // After a removal a room starts over from any revision.
+        try store.resetWebhookCursor(endpoint: e2, room: r1, to: nil)
         try store.setWebhookCursor(endpoint: e2, room: r1, rev: 0)
         store.close()
 
         let reopened = try open()
         defer { reopened.close() }
-        #expect(try reopened.webhookCursors(endpoint: e1) == [r1: 5, r2: 2])
+        #expect(try reopened.webhookCursors(endpoint: e1) == [r1: 5])
         #expect(try reopened.webhookCursors(endpoint: e2) == [r1: 0])
+    }
+
+    /// A lane's reset is one statement that looks at the room: a cursor is put (lower too) only for a
+    /// room in the store, and forgotten only for a room that is not (a forget that comes after the room
+    /// was made again leaves the new life's cursor; a cursor put after a deletion makes none).
+    func webhookCursorReset() throws {
+        let store = try open()
+        defer { store.close() }
+        let (e1, e2) = ("\(prefix)https://one.example/reset", "\(prefix)https://two.example/reset")
+        let (here, gone) = ("\(prefix)reset-here", "\(prefix)reset-gone")
+        _ = try seededRoom(store, here, rounds: 1)
+        try store.setWebhookCursor(endpoint: e1, room: here, rev: 5)
+        try store.resetWebhookCursor(endpoint: e1, room: here, to: 2)
+        #expect(try store.webhookCursors(endpoint: e1) == [here: 2], "lowered")
+        try store.resetWebhookCursor(endpoint: e2, room: here, to: 0)
+        #expect(try store.webhookCursors(endpoint: e2) == [here: 0], "made")
+        try store.resetWebhookCursor(endpoint: e1, room: here, to: nil)
+        #expect(try store.webhookCursors(endpoint: e1) == [here: 2], "the room is in the store: kept")
+        try store.resetWebhookCursor(endpoint: e1, room: gone, to: 0)
+        #expect(try store.webhookCursors(endpoint: e1)[gone] == nil, "no cursor for a room not in the store")
+        #expect(try store.deleteRoom(here))
+        #expect(try store.webhookCursors(endpoint: e1).isEmpty && store.webhookCursors(endpoint: e2).isEmpty)
+        try store.resetWebhookCursor(endpoint: e1, room: here, to: 0)
+        #expect(try store.webhookCursors(endpoint: e1).isEmpty, "deleted: no cursor put")
+        try store.setWebhookCursor(endpoint: e1, room: here, rev: 3)  // a stale flush after the deletion
+        try store.resetWebhookCursor(endpoint: e1, room: here, to: nil)
+        #expect(try store.webhookCursors(endpoint: e1).isEmpty, "deleted: forgotten")
     }
 
     /// Room-event notices are kept in the same commit as a room's first snapshot or its deletion,
@@ -705,6 +730,7 @@ struct InMemoryStoreContractTests {
     @Test func deleteThenRecreate() async throws { try await contract.run { try $0.deleteThenRecreate() } }
     @Test func deleteAfterPendingAppend() async throws { try await contract.run { try $0.deleteAfterPendingAppend() } }
     @Test func webhookCursorsPersist() async throws { try await contract.run { try $0.webhookCursorsPersist() } }
+    @Test func webhookCursorReset() async throws { try await contract.run { try $0.webhookCursorReset() } }
     @Test func webhookNoticesKept() async throws { try await contract.run { try $0.webhookNoticesKept() } }
     @Test func cursorStartWithCreation() async throws { try await contract.run { try $0.cursorStartWithCreation() } }
     @Test func webhookRevisionsOwed() async throws { try await contract.run { try $0.webhookRevisionsOwed() } }
@@ -735,6 +761,7 @@ final class SQLiteStoreContractTests: Sendable {
     @Test func deleteThenRecreate() async throws { try await contract.run { try $0.deleteThenRecreate() } }
     @Test func deleteAfterPendingAppend() async throws { try await contract.run { try $0.deleteAfterPendingAppend() } }
     @Test func webhookCursorsPersist() async throws { try await contract.run { try $0.webhookCursorsPersist() } }
+    @Test func webhookCursorReset() async throws { try await contract.run { try $0.webhookCursorReset() } }
     @Test func webhookNoticesKept() async throws { try await contract.run { try $0.webhookNoticesKept() } }
     @Test func cursorStartWithCreation() async throws { try await contract.run { try $0.cursorStartWithCreation() } }
     @Test func webhookRevisionsOwed() async throws { try await contract.run { try $0.webhookRevisionsOwed() } }
@@ -838,6 +865,7 @@ struct PostgresStoreContractTests {
     @Test func deleteThenRecreate() async throws { try await contract.run { try $0.deleteThenRecreate() } }
     @Test func deleteAfterPendingAppend() async throws { try await contract.run { try $0.deleteAfterPendingAppend() } }
     @Test func webhookCursorsPersist() async throws { try await contract.run { try $0.webhookCursorsPersist() } }
+    @Test func webhookCursorReset() async throws { try await contract.run { try $0.webhookCursorReset() } }
     @Test func webhookNoticesKept() async throws { try await contract.run { try $0.webhookNoticesKept() } }
     @Test func cursorStartWithCreation() async throws { try await contract.run { try $0.cursorStartWithCreation() } }
     @Test func webhookRevisionsOwed() async throws { try await contract.run { try $0.webhookRevisionsOwed() } }

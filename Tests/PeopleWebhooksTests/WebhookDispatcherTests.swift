@@ -622,16 +622,28 @@ func eventually(_ condition: () -> Bool) async -> Bool {
     return condition()
 }
 
-/// An SQLite store that runs `afterReset` (once, off the test's task) right after the first cursor
-/// reset of `room` to 0: a test puts a room's deletion in the moment a lane starts the room over.
+/// An SQLite store that runs `hook` (once, off the test's task) at the first cursor reset of `room`:
+/// right after one to 0 (a lane starting the room over), or right before a forget (a lane's forget
+/// of a deleted room on its way to the store). A test puts a deletion or a creation there.
 final class ResetWatchingStore: PeopleStore, @unchecked Sendable {
+    enum Moment { case afterZero, beforeForget }
     let inner: SQLiteStore
     let room: String
+    let moment: Moment
     private let hook: Mutex<(@Sendable () -> Void)?>
+    private let done = Mutex<[Int?]>([])
+    /// The resets of `room` that have reached the store, in order (nil: a forget).
+    var resets: [Int?] { done.withLock { $0 } }
 
-    init(_ inner: SQLiteStore, room: String, afterReset: @escaping @Sendable () -> Void) {
-        (self.inner, self.room) = (inner, room)
-        hook = Mutex(afterReset)
+    init(_ inner: SQLiteStore, room: String, _ moment: Moment = .afterZero, hook: @escaping @Sendable () -> Void) {
+        (self.inner, self.room, self.moment) = (inner, room, moment)
+        self.hook = Mutex(hook)
+    }
+
+    private func run(at moment: Moment, room: String) {
+        guard room == self.room, moment == self.moment, let hook = hook.withLock({ hook in defer { hook = nil }; return hook })
+        else { return }
+        hook()
     }
 
     var kind: String { inner.kind }
@@ -659,8 +671,10 @@ final class ResetWatchingStore: PeopleStore, @unchecked Sendable {
         try inner.setWebhookCursor(endpoint: endpoint, room: room, rev: rev)
     }
     func resetWebhookCursor(endpoint: String, room: String, to rev: Int?) throws(StoreError) {
+        if rev == nil { run(at: .beforeForget, room: room) }
         try inner.resetWebhookCursor(endpoint: endpoint, room: room, to: rev)
-        if room == self.room, rev == 0, let afterReset = hook.withLock({ hook in defer { hook = nil }; return hook }) { afterReset() }
+        if room == self.room { done.withLock { $0.append(rev) } }
+        if rev == 0 { run(at: .afterZero, room: room) }
     }
     func webhookNotices(endpoint: String) throws(StoreError) -> [WebhookNotice] { try inner.webhookNotices(endpoint: endpoint) }
     func owedRevisions(endpoint: String, room: String, after: OwedPosition?, limit: Int) throws(StoreError) -> [WebhookNotice] {
@@ -690,7 +704,7 @@ struct CursorResetRaceTests {
         let steps = Mutex((deleted: false, told: false))
         let deletion = Mutex<[WebhookNotice]>([])
         let inner = scratch.store
-        let store = ResetWatchingStore(inner, room: "r") {
+        let store = ResetWatchingStore(inner, room: "r", .afterZero) {
             _ = try? inner.deleteRoom("r", notices: deletion.withLock { $0 })
             steps.withLock { $0.deleted = true }
             let deadline = Date().addingTimeInterval(10)
@@ -711,6 +725,47 @@ struct CursorResetRaceTests {
         #expect(await receiver.wait { _ in receivedOnce(receiver, room: "r").count >= 5 })
         #expect(receivedOnce(receiver, room: "r") == ["room.created", "1", "2", "3", "room.deleted"])
         #expect(await eventually { dispatcher.status().first?.backlog == 0 })
+        await dispatcher.shutdown()
+    }
+
+    @Test("a lane's forget of a deleted room that reaches the store after the room was made again leaves the new life's cursor")
+    func forgetAfterTheRoomWasMadeAgain() async throws {
+        let receiver = try Receiver { _, _ in .status(204) }
+        defer { receiver.stop() }
+        let scratch = try ScratchSQLite()
+        defer { scratch.remove() }
+        let inner = scratch.store
+        let again = Mutex<RoomFeed?>(nil)
+        let creation = Mutex<[WebhookNotice]>([])
+        // The room's second life is made (its creation's commit writes its cursor at 0) while the
+        // lane's forget of the first is on its way to the store.
+        let store = ResetWatchingStore(inner, room: "r", .beforeForget) {
+            let feed = try? RoomFeed(inner, name: "r", clock: 1_700_000_100_000, notices: creation.withLock { $0 })
+            again.withLock { $0 = feed }
+        }
+        let dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver)], store: store, logger: testLogger, policy: quick)
+        dispatcher.start()
+        var first = try await RoomFeed.start(store, name: "r", notices: dispatcher.notices(.roomCreated, room: "r", time: 1_000))
+        dispatcher.roomCreated(room: "r", time: 1_000)
+        announce(dispatcher, "r", try await first.edit(2))
+        #expect(await receiver.wait { _ in receivedOnce(receiver, room: "r").count >= 3 })
+        creation.withLock { $0 = dispatcher.notices(.roomCreated, room: "r", time: 3_000) }
+        #expect(try await blocking { try store.deleteRoom("r", notices: dispatcher.notices(.roomDeleted, room: "r", time: 2_000)) })
+        dispatcher.roomDeleted(room: "r", time: 2_000)
+        #expect(await eventually { again.withLock { $0 } != nil && store.resets.contains(nil) })
+        // The forget has reached the store; the new life gets three revisions and is deleted before the
+        // dispatcher hears of it: what its endpoint is owed is kept after its cursor, still there.
+        #expect(try store.webhookCursors(endpoint: receiver.url)["r"] == 0)
+        var second = try #require(again.withLock { $0 })
+        let revisions = try await second.edit(3)
+        #expect(try await blocking { try store.deleteRoom("r", notices: dispatcher.notices(.roomDeleted, room: "r", time: 4_000)) })
+        #expect(try store.revisionsOwed(endpoint: receiver.url) == ["r": 3])
+        dispatcher.roomCreated(room: "r", time: 3_000)
+        announce(dispatcher, "r", revisions)
+        dispatcher.roomDeleted(room: "r", time: 4_000)
+        let lives = ["room.created", "1", "2", "room.deleted", "room.created", "1", "2", "3", "room.deleted"]
+        #expect(await receiver.wait { _ in receivedOnce(receiver, room: "r").count >= lives.count })
+        #expect(receivedOnce(receiver, room: "r") == lives)
         await dispatcher.shutdown()
     }
 }

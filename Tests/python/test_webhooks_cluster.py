@@ -86,9 +86,12 @@ def test_a_node_with_no_endpoint_keeps_what_a_room_it_deletes_owed_another_nodes
     endpoints never, so its deletion kept nothing (/c had [1, 2, 3])."""
     receiver, secrets = receiver_factory("/c")
     hooks = webhook_config(tmp_path, receiver, secrets, [{"path": "/c", "rooms": ["*"], "events": ["revision"]}])
-    storage = {"storage": {"kind": "postgres", "postgresURL": pg_server.url}, "rooms": {"unloadAfterSeconds": 1}}
-    a = hub_factory({**storage, "cluster": {"nodeId": "a", "webhookScanSeconds": 1}, "webhooks": hooks})
-    b = hub_factory({**storage, "cluster": {"nodeId": "b", "webhookScanSeconds": 1}})
+    storage = {"kind": "postgres", "postgresURL": pg_server.url}
+    # a lets the room go a second after its deliveries; b keeps it (unloaded and let go, a would take
+    # it back and deliver 4 and 5 itself, and b's DELETE would be sent to a or find nothing owed).
+    a = hub_factory({"storage": storage, "rooms": {"unloadAfterSeconds": 1},
+                     "cluster": {"nodeId": "a", "webhookScanSeconds": 1}, "webhooks": hooks})
+    b = hub_factory({"storage": storage, "rooms": {"unloadAfterSeconds": 60}, "cluster": {"nodeId": "b", "webhookScanSeconds": 1}})
     revs = lambda: [d["rev"] for d in receiver.delivered("/c", room)]  # noqa: E731
 
     ann = a.join(room, "ann")
