@@ -1407,9 +1407,11 @@ def test_a_negative_number_for_a_revision_tag_or_place_says_what_the_number_is(h
     they are instead; `set`'s text value keeps the hint about `--`. Usage error 64, nothing sent."""
     obs = observe(hub, room)
     for args, says in ((["restore", "-1"], "REV is a revision number, 0 or more"),
-                       (["move", "2", "-3"], "INDEX a place in the list, 0 or more"),
+                       (["move", "2", "-3"], "INDEX is a place in the list, 0 or more"),
                        (["remove", "-2"], "TAG is a person's tag"),
-                       (["blame", "-2"], "TAG is a person's tag")):
+                       (["blame", "-2"], "TAG is a person's tag"),
+                       (["like", "-2", "music"], "TAG is a person's tag"),
+                       (["set", "-4", "name", "Kim"], "TAG is a person's tag")):
         r = pk(hub, room, "ann", *args)
         assert_error(r, 64)
         assert "was read as options" in r.stderr and says in r.stderr, describe(r)
@@ -1417,6 +1419,9 @@ def test_a_negative_number_for_a_revision_tag_or_place_says_what_the_number_is(h
     r = pk(hub, room, "ann", "set", "2", "name", "-1")
     assert_error(r, 64)
     assert "set 4 name -- -1" in r.stderr, describe(r)
+    r = run_client(["restore", "3", "--url", hub_url(hub), "--room", room, "--user", "-1"])
+    assert_error(r, 64)
+    assert "REV" not in r.stderr and "--user=-1" in r.stderr, describe(r)
     assert_unchanged(hub, room, obs, 0, "a negative number read as options")
 
 
