@@ -289,6 +289,17 @@ public enum AppendOutcome: Sendable, Hashable {
     case pending
 }
 
+/// The serving nodes that share a store (cluster mode) and the webhook endpoints each one's config
+/// lists, as their heartbeats say: every node must list the same (a room made on a node that does not
+/// list an endpoint is not followed by it), and an endpoint another node lists is not one to forget.
+public protocol ClusterNodes: Sendable {
+    /// This node's id (`cluster.nodeId`).
+    var node: String { get }
+    /// Node id → the endpoint ids its config lists, for every node heard from within the time after
+    /// which a silent node is taken for gone (this one's row too, if it serves).
+    func webhooksOfLiveNodes() throws(StoreError) -> [String: [String]]
+}
+
 /// Room ownership among hub nodes sharing one store (cluster mode): a node serves a room only while
 /// it holds the room's lease. Calls block: make them off the service thread.
 public protocol RoomLeases: AnyObject, Sendable {

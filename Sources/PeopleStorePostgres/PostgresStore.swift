@@ -20,7 +20,7 @@ import Synchronization
 /// keepalives on that session, which the writer connection sets (`SET tcp_keepalives_*`,
 /// `tcp_user_timeout`) so that its leases are freed about `leaseTimeout` seconds later, not after the
 /// operating system's two hours. The node's own sockets give up on a silent network as soon (`open`).
-public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
+public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchecked Sendable {
     public let node: String
     /// Where clients reach this node; settable until the first lease (a node on port 0 learns its
     /// port after the store is open).
@@ -73,11 +73,13 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     private var ended: Set<Int> = []
     /// Whether a writer connection was ever made (guarded by `lock`): a later connect is a reconnect.
     private var writerConnected = false
+    /// The webhook endpoints (ids) this serving node's config lists, said in its heartbeat.
+    private let webhooks: [String]
     /// This node's row in `nodes`, written on its writer connection (so with that session's pid).
     private var heartbeat: PostgresQuery {
         """
-        INSERT INTO nodes (node, pid, seen) VALUES (\(node), pg_backend_pid(), now())
-        ON CONFLICT (node) DO UPDATE SET pid = EXCLUDED.pid, seen = EXCLUDED.seen
+        INSERT INTO nodes (node, pid, seen, webhooks) VALUES (\(node), pg_backend_pid(), now(), \(webhooks))
+        ON CONFLICT (node) DO UPDATE SET pid = EXCLUDED.pid, seen = EXCLUDED.seen, webhooks = EXCLUDED.webhooks
         """
     }
     /// Seconds a holder may go without a heartbeat before a node that wants one of its rooms ends its
@@ -103,13 +105,14 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     /// the writer. `logger` is the caller's: the store logs lost leases and unsaved snapshots there, and
     /// postgres-nio its connections.
     public convenience init(url: String, password: String? = nil, node: String, advertisedURL: String,
-                            leaseTimeout: Int = 30, claimsNode: Bool = false, logger: Logger) throws(StoreError) {
+                            leaseTimeout: Int = 30, claimsNode: Bool = false, webhooks: [String] = [],
+                            logger: Logger) throws(StoreError) {
         let endpoint: PostgresEndpoint
         do { endpoint = try PostgresEndpoint(url: url, password: password) } catch {
             throw StoreError(.invalidRequest, "storage.postgresURL \(error)")
         }
         try self.init(endpoint: endpoint, node: node, advertisedURL: advertisedURL, leaseTimeout: leaseTimeout,
-                      claimsNode: claimsNode, logger: logger)
+                      claimsNode: claimsNode, webhooks: webhooks, logger: logger)
     }
 
     /// Connects to `endpoint` (TLS as its `sslmode` says), creates the tables if missing, and starts the
@@ -121,11 +124,13 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
     /// `cluster.nodeId` waits up to twice `leaseTimeout`, 20 s at least (an earlier run of this node
     /// whose session PostgreSQL has not ended yet; one frozen is ended once silent), and then fails to
     /// open. The commands that read or write beside the
-    /// nodes (`history`, `import`, …) do not claim it.
+    /// nodes (`history`, `import`, …) do not claim it. `webhooks`: the endpoints a serving node's
+    /// config lists, which its heartbeat tells the other nodes and the commands (`webhooksOfLiveNodes`).
     public init(endpoint: PostgresEndpoint, node: String, advertisedURL: String, leaseTimeout: Int = 30,
-                claimsNode: Bool = false, logger: Logger) throws(StoreError) {
+                claimsNode: Bool = false, webhooks: [String] = [], logger: Logger) throws(StoreError) {
         self.leaseTimeout = max(2, leaseTimeout)
         self.claimsNode = claimsNode
+        self.webhooks = webhooks.sorted()
         host = endpoint.host
         port = endpoint.port
         configuration = endpoint.configuration
@@ -563,6 +568,9 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
         // than `silentAfter` has its session ended (`acquire`): a frozen node's kernel answers the
         // keepalives that free a vanished node's leases, so nothing else would free them.
         "CREATE TABLE IF NOT EXISTS nodes (node text PRIMARY KEY, pid integer NOT NULL, seen timestamptz NOT NULL)",
+        // The webhook endpoints each node's config lists (its heartbeat says them): a node and the
+        // `webhooks` commands tell an endpoint another node delivers to from one no node lists.
+        "ALTER TABLE nodes ADD COLUMN IF NOT EXISTS webhooks text[] NOT NULL DEFAULT '{}'",
     ]
 
     /// The probe after a failed commit (`GroupCommitWriter.recheck`, committed alone): a write that
@@ -1088,6 +1096,24 @@ public final class PostgresStore: PeopleStore, RoomLeases, @unchecked Sendable {
 
     public func onLeasesLost(_ handler: @escaping @Sendable () -> Void) {
         lock.withLock { leasesLostHandlers.append(handler) }
+    }
+
+    /// Nodes heard from within `silentAfter` (a heartbeat every 5 s), on a pooled connection.
+    public func webhooksOfLiveNodes() throws(StoreError) -> [String: [String]] {
+        do {
+            return try withPooledConnection { connection in
+                var nodes: [String: [String]] = [:]
+                for row in try run("""
+                    SELECT node, webhooks FROM nodes WHERE seen > now() - make_interval(secs => \(silentAfter))
+                    """, on: connection).rows {
+                    let (node, webhooks) = try row.decode((String, [String]).self)
+                    nodes[node] = webhooks
+                }
+                return nodes
+            }
+        } catch {
+            throw Self.storeError(error, "cannot read the cluster's nodes: \(Self.describe(error))")
+        }
     }
 
     public func acquire(room: String, for holder: LeaseHolder) throws(StoreError) -> LeaseOutcome {

@@ -140,7 +140,7 @@ struct Serve: AsyncParsableCommand {
 
         let store: any PeopleStore
         do {
-            store = try settings.openStore(logger: logger, claim: true)
+            store = try settings.openStore(logger: logger, claim: true, webhooks: endpoints.map(\.url))
         } catch {
             logger.critical("cannot open the store: \(error)")
             writeStandardError(line: "peoplekeeper-hub: \(error)")
@@ -309,9 +309,26 @@ struct Serve: AsyncParsableCommand {
     /// which nothing delivers or removes: how many, and the commands that list and remove it (never
     /// the URLs: they may hold a credential). A store that cannot say is left to the first delivery.
     /// Returns what the store keeps, per endpoint (empty when it cannot say).
+    ///
+    /// In a cluster, an endpoint another live node's config lists is not forgotten: this node and that
+    /// one list different webhooks, which is warned of instead (every node must list the same: a room
+    /// made here is not followed by an endpoint this node does not list).
     static func noteForgottenEndpoints(store: any PeopleStore, configured: Set<String>, logger: Logger) -> [StoredWebhookEndpoint] {
+        var elsewhere: Set<String> = []
+        if let cluster = store as? any ClusterNodes, let nodes = try? cluster.webhooksOfLiveNodes() {
+            let others = nodes.filter { $0.key != cluster.node }
+            elsewhere = Set(others.values.joined())
+            let differing = others.filter { Set($0.value) != configured }.keys.sorted()
+            if !differing.isEmpty {
+                logger.warning("""
+                    this node's webhooks differ from those of \(differing.count == 1 ? "node" : "nodes") \(differing.joined(separator: ", ")): \
+                    every node must list the same webhooks (a room made on a node that does not list an endpoint is not \
+                    followed by it; the revisions waiting for it show on no node while that node holds the room)
+                    """, metadata: ["nodes": "\(differing)", "endpoints": "\(configured.count)"])
+            }
+        }
         guard let held = try? store.webhookEndpoints() else { return [] }
-        let forgotten = held.filter { !configured.contains($0.endpoint) }
+        let forgotten = held.filter { !configured.contains($0.endpoint) && !elsewhere.contains($0.endpoint) }
         guard !forgotten.isEmpty else { return held }
         logger.warning("""
             the store keeps webhook delivery state for endpoints no longer in the config: \
@@ -389,7 +406,8 @@ extension HubSettings {
     /// The store `storage.kind` names: SQLite at `storage.path`, PostgreSQL (cluster mode: this node
     /// leases rooms and redirects to their owners), or memory. `claim`: the hub's own store, one hub
     /// per SQLite file (the commands that read beside a running hub do not claim).
-    func openStore(logger: Logger, claim: Bool = false) throws -> any PeopleStore {
+    /// `webhooks`: the endpoints a serving node's config lists (a cluster node's heartbeat says them).
+    func openStore(logger: Logger, claim: Bool = false, webhooks: [String] = []) throws -> any PeopleStore {
         switch storageKind {
         case .memory:
             return InMemoryStore()
@@ -411,7 +429,7 @@ extension HubSettings {
             }
             let node = nodeID.isEmpty ? ProcessInfo.processInfo.hostName : nodeID
             return try PostgresStore(endpoint: endpoint, node: node, advertisedURL: advertisedBase,
-                                     leaseTimeout: leaseTimeoutSeconds, claimsNode: claim, logger: logger)
+                                     leaseTimeout: leaseTimeoutSeconds, claimsNode: claim, webhooks: webhooks, logger: logger)
         }
     }
 

@@ -44,6 +44,23 @@ struct WebhooksCommand: AsyncParsableCommand {
         do { return try store.webhookEndpoints() } catch { throw StoreAccess.fail(74, command, "\(error)") }
     }
 
+    /// In a cluster, endpoint → the live nodes whose config lists it (their heartbeats say so); empty
+    /// for a store with no nodes (SQLite).
+    static func listedByNodes(in store: any PeopleStore, command: String) throws -> [String: [String]] {
+        guard let cluster = store as? any ClusterNodes else { return [:] }
+        let nodes: [String: [String]]
+        do { nodes = try cluster.webhooksOfLiveNodes() } catch { throw StoreAccess.fail(74, command, "\(error)") }
+        var listed: [String: [String]] = [:]
+        for (node, endpoints) in nodes.sorted(by: { $0.key < $1.key }) {
+            for endpoint in endpoints { listed[endpoint, default: []].append(node) }
+        }
+        return listed
+    }
+
+    static func nodes(_ names: [String]) -> String {
+        "\(names.count == 1 ? "node" : "nodes") \(names.joined(separator: ", "))"
+    }
+
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "list",
@@ -67,10 +84,12 @@ struct WebhooksCommand: AsyncParsableCommand {
             let (endpoints, store) = try await WebhooksCommand.open(config: config, command: "webhooks")
             defer { store.close() }
             let held = try WebhooksCommand.held(in: store, command: "webhooks")
+            let listed = try WebhooksCommand.listedByNodes(in: store, command: "webhooks")
             if held.isEmpty { try output("the store keeps nothing for any webhook endpoint") }
             for entry in held {
                 let configured = endpoints.firstIndex { $0.url == entry.endpoint }
-                let status = configured.map { "\"\(endpoints[$0].name)\" (webhooks[\($0)])" } ?? "not in the config"
+                let elsewhere = listed[entry.endpoint].map { "; \(WebhooksCommand.nodes($0)) of the cluster \($0.count == 1 ? "lists" : "list") it" } ?? ""
+                let status = configured.map { "\"\(endpoints[$0].name)\" (webhooks[\($0)])" } ?? "not in the config" + elsewhere
                 try output("\(WebhooksCommand.shown(entry.endpoint))  \(status): \(WebhooksCommand.describe(entry))")
             }
         }
@@ -118,12 +137,21 @@ struct WebhooksCommand: AsyncParsableCommand {
             let (endpoints, store) = try await WebhooksCommand.open(config: config, command: "webhooks forget")
             defer { store.close() }
             let held = try WebhooksCommand.held(in: store, command: "webhooks forget")
+            let listed = try WebhooksCommand.listedByNodes(in: store, command: "webhooks forget")
             let configured = Set(endpoints.map(\.url))
             var chosen: [String] = []
             var status: Int32 = 0
             if unconfigured {
-                chosen = held.map(\.endpoint).filter { !configured.contains($0) }
-                if chosen.isEmpty {
+                // One that a running node of the cluster lists is that node's to deliver: kept.
+                for endpoint in held.map(\.endpoint) where !configured.contains(endpoint) {
+                    if let nodes = listed[endpoint] {
+                        try output("kept \(WebhooksCommand.shown(endpoint)): \(WebhooksCommand.nodes(nodes)) of the cluster "
+                                   + "\(nodes.count == 1 ? "lists" : "list") it (take it out of every node's config first)")
+                    } else {
+                        chosen.append(endpoint)
+                    }
+                }
+                if chosen.isEmpty && !held.contains(where: { !configured.contains($0.endpoint) && listed[$0.endpoint] != nil }) {
                     try output(held.isEmpty ? "the store keeps nothing for any webhook endpoint: nothing to forget"
                           : "every endpoint the store keeps something for is in the config: nothing to forget")
                 }
@@ -141,6 +169,10 @@ struct WebhooksCommand: AsyncParsableCommand {
                     if let index = endpoints.firstIndex(where: { $0.url == endpoint }) {
                         throw StoreAccess.fail(64, "webhooks forget", "\(url) is in the config (webhooks[\(index)], \"\(endpoints[index].name)\"): "
                                                + "take it out of every hub's config first (a hub delivering to it writes its cursors again)")
+                    }
+                    if let nodes = listed[endpoint] {
+                        throw StoreAccess.fail(64, "webhooks forget", "\(url) is in the config of \(WebhooksCommand.nodes(nodes)) of the cluster: "
+                                               + "take it out of every node's config first (a node delivering to it writes its cursors again)")
                     }
                 }
                 named[url] = matches

@@ -113,3 +113,44 @@ def test_a_node_with_no_endpoint_keeps_what_a_room_it_deletes_owed_another_nodes
     wait_for(lambda: revs() == [1, 2, 3, 4, 5], 30, lambda: f"/c given {revs()} after node b deleted the room")
     time.sleep(0.5)
     assert revs() == [1, 2, 3, 4, 5] and not receiver.problems(), (revs(), receiver.problems())
+
+
+def test_an_endpoint_another_node_lists_is_neither_warned_of_as_gone_nor_forgotten(
+        hub_factory, pg_server, receiver_factory, tmp_path, room):
+    """An operator's pass (session 34): with /c in node a's config only, node b's start said the store
+    keeps state "for endpoints no longer in the config" and pointed at `webhooks forget --unconfigured`,
+    which, run with b's config, removed /c's cursors while a delivered to it: revisions were never sent.
+    Each node's heartbeat now says which endpoints its config lists. b's start warns that its webhooks
+    differ from node a's (every node must list the same) and not that /c is gone; `webhooks` says node a
+    lists it; `forget --unconfigured` keeps it, and `forget URL` refuses it (64)."""
+    from test_export_import import command
+    receiver, secrets = receiver_factory("/c")
+    hooks = webhook_config(tmp_path, receiver, secrets, [{"path": "/c", "rooms": ["*"], "events": ["revision"]}])
+    storage = {"kind": "postgres", "postgresURL": pg_server.url}
+    a = hub_factory({"storage": storage, "cluster": {"nodeId": "a"}, "webhooks": hooks})
+    ann = a.join(room, "ann")
+    ann.edit([set_op(1, "glasses", True)])
+    ann.close()
+    wait_for(lambda: len(receiver.delivered("/c", room)) == 1, 20, lambda: f"/c: {receiver.snapshot()}")
+    time.sleep(0.5)                                   # the cursor written (every 250 ms)
+    b = hub_factory({"storage": storage, "cluster": {"nodeId": "b"}})
+    start = b.stderr()
+    assert "differ from those of node a" in start, start[-2000:]
+    url = receiver.url("/c")
+    listed = command(b, "webhooks")
+    assert listed.returncode == 0 and f"{url}  not in the config; node a of the cluster lists it" in listed.stdout, listed
+    # The database is the file's: earlier tests' endpoints, in no live node's config, are gone indeed.
+    stale = [line for line in listed.stdout.splitlines() if "not in the config" in line and "lists it" not in line]
+    warned = next((line for line in start.splitlines() if "no longer in the config" in line), "")
+    assert (f"endpoints={len(stale)} " in warned) if stale else not warned, (warned, stale)
+    forgot = command(b, "webhooks", "forget", "--unconfigured")
+    assert forgot.returncode == 0 and f"kept {url}: node a of the cluster lists it" in forgot.stdout, forgot
+    assert f"forgot {url}" not in forgot.stdout, forgot
+    refused = command(b, "webhooks", "forget", url)
+    assert refused.returncode == 64 and "node a" in refused.stderr, refused
+    ours = [line for line in command(b, "webhooks").stdout.splitlines() if line.startswith(url + " ")]
+    assert len(ours) == 1 and "cursors in 1 room" in ours[0], ("the cursor is still there", ours)
+    ann = a.join(room, "ann")
+    ann.edit([set_op(2, "glasses", True)])
+    ann.close()
+    wait_for(lambda: [d["rev"] for d in receiver.delivered("/c", room)] == [1, 2], 20, lambda: f"/c: {receiver.snapshot()}")
