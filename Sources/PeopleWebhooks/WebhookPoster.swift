@@ -117,7 +117,21 @@ final class WebhookPoster: Sendable {
            [.deadlineExceeded, .readTimeout, .writeTimeout, .cancelled].contains(error) {
             return .timeout
         }
-        return .connectError("\(error)")
+        return .connectError(describe(error))
+    }
+
+    /// An error in words for `lastError` and the log: the system's sentence for a socket error
+    /// (`connection refused`), not NIO's layered description (an operator's pass read `connection reset
+    /// (error set): Connection refused) (errno: 111)`).
+    static func describe(_ error: any Error) -> String {
+        if let io = error as? IOError {
+            return String(cString: strerror(io.errnoCode)).lowercased() + " (errno \(io.errnoCode))"
+        }
+        if let connect = error as? NIOConnectionError {
+            if let first = connect.connectionErrors.first { return describe(first.error) }
+            if let dns = connect.dnsAError ?? connect.dnsAAAAError { return "cannot resolve \(connect.host): \(dns)" }
+        }
+        return "\(error)"
     }
 
     /// Closes the connections and stops the event loop.

@@ -165,6 +165,26 @@ struct WebhookDispatcherTests {
         await dispatcher.shutdown()
     }
 
+    @Test("a refused connection's last error is in the system's words, not NIO's layers")
+    func refusedConnectionInWords() async throws {
+        let receiver = try Receiver { _, _ in .status(204) }
+        receiver.stop()  // its port now refuses connections
+        let store = InMemoryStore()
+        var feed = try await RoomFeed.start(store, name: "r")
+        var policy = quick
+        policy.backoffStart = 5_000
+        policy.backoffMax = 5_000
+        let dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver, events: [.revision])], store: store, logger: testLogger,
+                                           policy: policy)
+        dispatcher.start()
+        dispatcher.roomCreated(room: "r", time: 1)
+        announce(dispatcher, "r", try await feed.edit(1))
+        #expect(await eventually { dispatcher.status().first?.lastError != nil })
+        let lastError = try #require(dispatcher.status().first?.lastError)
+        #expect(lastError.contains("cannot connect: connection refused (errno 111)") && !lastError.contains("error set"), "\(lastError)")
+        await dispatcher.shutdown()
+    }
+
     @Test("a receiver that hangs past the timeout is retried")
     func hangingReceiverIsRetried() async throws {
         let receiver = try Receiver { _, count in count == 0 ? .hang : .status(200) }
