@@ -194,14 +194,21 @@ public final class RoomSession: @unchecked Sendable {
     }
 
     /// The next revision by anyone (`ops`), waiting as long as it takes; nil if the connection closed
-    /// (`ended` says why when the hub did).
+    /// (`ended` says why when the hub did, `lost` how the connection ended).
     public func nextRevision() async -> ServerMessage.Ops? {
         let seen = revisions.count
         while revisions.count == seen {
-            do { try await take(timeout: 3600) } catch { return nil }
+            do { try await take(timeout: 3600) } catch {
+                if case .unreachable(let how) = error { lost = how }
+                return nil
+            }
         }
         return revisions.last
     }
+
+    /// How the connection ended, once `nextRevision` found it closed: `ws://…/v1/rooms/r closed the
+    /// connection (1001 hub shutting down)`, so a drain and a crash read apart.
+    public private(set) var lost: String?
 
     public func close() { connection.close() }
 

@@ -274,7 +274,7 @@ struct Watch: AsyncParsableCommand {
                     // The hub ends a session whose token expired with an error first: 77, not 69 (a
                     // supervisor that reconnects on 69 would loop with a dead token).
                     if let ended = session.ended { throw Failure(.refused(ended)) }
-                    throw Failure(status: 69, code: "closed", message: "the hub closed the connection")
+                    throw Failure(status: 69, code: "closed", message: session.lost ?? "the hub closed the connection")
                 }
                 seen += 1
                 if options.json { output(ServerMessage.ops(o).json.text) } else { say(describe(o, before: before)) }

@@ -1353,6 +1353,25 @@ def test_blame_names_who_last_changed_each_field_and_when(hub, room):
 
 # -- output that cannot be written (session 21: a terminal power-user pass) ---------------------------------
 
+def test_watch_says_how_the_hub_closed_the_connection(hub_factory, room):
+    """An operator's pass (session 34): when a node drained, `watch` ended with "the hub closed the
+    connection" and exit 69, and a drain read as a crash. It says the close code and reason now."""
+    hub = hub_factory()
+    obs = observe(hub, room)
+    proc = start_watch(hub, room, "watcher")
+    try:
+        wait_until_present(obs, "watcher", proc)
+        assert hub.terminate() == 0
+        proc.wait(timeout=RUN_TIMEOUT)
+        err = proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 69, (proc.returncode, err)
+    assert "closed the connection (1001 hub shutting down)" in err, err
+
+
 def test_watch_ends_quietly_when_its_reader_goes_away(hub, room):
     """`watch | head -1`: once `head` has its line and exits, watch's next write meets a broken pipe. It
     crashed there (a fatal error and a crash report, exit 132); it ends quietly with 0, as any Unix tool."""
