@@ -52,29 +52,37 @@ public final class RoomSession: @unchecked Sendable {
     }
 
     /// Connects to `room` on the hub at `base`, says hello and waits for the welcome, following redirects
-    /// to another node (and once back to `base` when a node one named cannot be reached: then the
-    /// whole can take up to twice `timeout`). With `since`, the missed revisions are taken too (in
-    /// `revisions`).
+    /// to another node, and back to `base` when a node one named cannot be reached: at once, then twice
+    /// more a second apart (a node that drains or dies holds its rooms until it has exited; the others
+    /// send its clients to it meanwhile), so the whole can take up to four times `timeout` and 2 s.
+    /// With `since`, the missed revisions are taken too (in `revisions`).
     public static func join(base: String, room: String, user: String, token: String? = nil, client: WebSocketClient,
                             timeout: Double, since: Int? = nil, clientName: String = "peoplekeeper") async throws(ClientError) -> RoomSession {
         let home = HubConnection.roomURL(base: base, room: room)
         var url = home
         let hello = ClientMessage.hello(.init(user: user, token: token, client: clientName, since: since))
-        // A node a redirect named that cannot be reached: back to `home` once (its node may take the
-        // room from a node that died), as the product contract says; then the failure names the
-        // redirect, whose URL is the owner's `cluster.advertisedURL`.
+        // A node a redirect named that cannot be reached: back to `home` (its node may take the room
+        // from a node that died), as the product contract says, up to three times; then the failure
+        // names the redirect, whose URL is the owner's `cluster.advertisedURL`.
         var redirectedBy: String?
-        var wentBack = false
+        var wentBack = 0
         func unreachable(_ text: String) -> ClientError? {
             guard let from = redirectedBy else { return .unreachable(text) }
-            if !wentBack {
-                wentBack = true
+            if wentBack < 3 {
+                wentBack += 1
                 (url, redirectedBy) = (home, nil)
                 return nil
             }
             return .unreachable("\(text) (where \(from) sent this room: the node that holds it, at its cluster.advertisedURL)")
         }
-        for _ in 0...4 {
+        var backs = 0
+        for _ in 0...9 {
+            // After the first return home, a second before each next one: a draining node lets its
+            // rooms go when it exits, about a second after it stopped taking connections.
+            if wentBack > backs {
+                if backs > 0 { try? await Task.sleep(for: .seconds(1)) }
+                backs = wentBack
+            }
             let connection: HubConnection
             do { connection = try HubConnection(url: url, client: client, first: hello) } catch {
                 if let failure = unreachable("\(error)") { throw failure }

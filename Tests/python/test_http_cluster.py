@@ -258,13 +258,14 @@ def test_a_second_node_with_the_same_node_id_waits_for_the_first_then_refuses_to
     assert again.join(room, "bob").welcome["rev"] == 1
 
 
-def test_a_one_shot_command_sent_to_an_unreachable_owner_goes_back_once_then_names_the_redirect(
+def test_a_one_shot_command_sent_to_an_unreachable_owner_goes_back_then_names_the_redirect(
         hub_factory, pg_server, room):
     """Node b says it is at an address where nothing listens (`cluster.advertisedURL` wrong). A command
-    at node a is redirected there, cannot connect, goes back to a once (the product contract: a client
+    at node a is redirected there, cannot connect, goes back to a (the product contract: a client
     goes back to an address it was given before; a node that died would have its rooms taken there),
-    is sent to the same place, and exits 69 naming where the redirect came from (it said only
-    `cannot reach the hub: ws://…:PORT/…`, which the user never gave, a cluster pass)."""
+    three times (since session 34; the second and third a second later), is sent to the same place,
+    and exits 69 naming where the redirect came from (it said only `cannot reach the hub: ws://…:PORT/…`,
+    which the user never gave, a cluster pass)."""
     from test_client_cli import CLIENT_BIN
     from test_http_lifecycle import _refusing_port
     with _refusing_port() as dead:
@@ -279,10 +280,36 @@ def test_a_one_shot_command_sent_to_an_unreachable_owner_goes_back_once_then_nam
         assert f"(where ws://127.0.0.1:{a.port}/v1/rooms/{room} sent this room: the node that holds it, at its " \
                f"cluster.advertisedURL)" in run.stderr, run.stderr
         redirects = [line for line in a.stderr().splitlines() if line.endswith("[PeopleHub] redirect")]
-        assert len(redirects) == 2, redirects     # the first hello, and the one after going back
+        assert len(redirects) == 4, redirects     # the first hello, and one after each return
         # b said at start that its advertised address is not where it listens.
         assert (f"cluster.advertisedURL ws://127.0.0.1:{dead} names port {dead} on this machine, but this node "
                 f"listens on {b.port}: other nodes send clients there") in b.stderr(), b.stderr()[-2000:]
+
+
+def test_a_one_shot_command_redirected_to_a_node_that_goes_away_is_served_once_its_room_is_free(
+        hub_factory, pg_server, room):
+    """An operator's pass (session 34): while a node drained, the others still sent its rooms' clients
+    to it (it holds their leases until it exits) and a one-shot command exited 69 "unreachable": it
+    went back to the node it was given once, at once, and was sent to the same place. It goes back
+    three times now, the second and third a second later: the node holding the room (here one whose
+    advertised address refuses, killed half a second in) has let it go by then, and the command is
+    served by the node it was given."""
+    from test_client_cli import CLIENT_BIN
+    from test_http_lifecycle import _refusing_port
+    with _refusing_port() as dead:
+        a = hub_factory(cluster_node(pg_server, "a"))
+        b = hub_factory({**cluster_node(pg_server, "b"),
+                         "cluster": {"nodeId": "b", "advertisedURL": f"ws://127.0.0.1:{dead}"}})
+        bob = b.join(room, "bob")
+        bob.edit([{"op": "set", "tag": 1, "field": "glasses", "value": True}])
+        bob.sync(1)
+        run = subprocess.Popen([CLIENT_BIN, "list", "--json", "--room", room, "--url", f"ws://127.0.0.1:{a.port}",
+                                "--timeout", "5"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(0.5)
+        b.kill()
+        out, err = run.communicate(timeout=60)
+        assert run.returncode == 0, (run.returncode, out, err)
+        assert json.loads(out)["rev"] == 1, out
 
 
 def test_a_node_on_sqlite_with_cluster_settings_says_it_is_in_no_cluster(hub_factory):
