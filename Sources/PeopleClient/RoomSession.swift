@@ -54,7 +54,8 @@ public final class RoomSession: @unchecked Sendable {
     /// Connects to `room` on the hub at `base`, says hello and waits for the welcome, following redirects
     /// to another node, and back to `base` when a node one named cannot be reached: at once, then twice
     /// more a second apart (a node that drains or dies holds its rooms until it has exited; the others
-    /// send its clients to it meanwhile), so the whole can take up to four times `timeout` and 2 s.
+    /// send its clients to it meanwhile): each attempt may take up to `timeout`, and the whole up to
+    /// eight attempts and 2 s when nothing answers.
     /// With `since`, the missed revisions are taken too (in `revisions`).
     public static func join(base: String, room: String, user: String, token: String? = nil, client: WebSocketClient,
                             timeout: Double, since: Int? = nil, clientName: String = "peoplekeeper") async throws(ClientError) -> RoomSession {
@@ -76,7 +77,8 @@ public final class RoomSession: @unchecked Sendable {
             return .unreachable("\(text) (where \(from) sent this room: the node that holds it, at its cluster.advertisedURL)")
         }
         var backs = 0
-        for _ in 0...9 {
+        // Four passes (the first and three returns) of a redirect or two each; more is a loop.
+        for _ in 0..<16 {
             // After the first return home, a second before each next one: a draining node lets its
             // rooms go when it exits, about a second after it stopped taking connections.
             if wentBack > backs {

@@ -295,9 +295,10 @@ public enum AppendOutcome: Sendable, Hashable {
 public protocol ClusterNodes: Sendable {
     /// This node's id (`cluster.nodeId`).
     var node: String { get }
-    /// Node id → the endpoint ids its config lists, for every node heard from within the time after
-    /// which a silent node is taken for gone (this one's row too, if it serves).
-    func webhooksOfLiveNodes() throws(StoreError) -> [String: [String]]
+    /// Node id → the endpoint ids its config lists, for every serving node whose session with the
+    /// store is there (this one's too, if it serves); nil for a node of an older version, which does
+    /// not say.
+    func webhooksOfLiveNodes() throws(StoreError) -> [String: [String]?]
 }
 
 /// Room ownership among hub nodes sharing one store (cluster mode): a node serves a room only while

@@ -569,8 +569,9 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
         // keepalives that free a vanished node's leases, so nothing else would free them.
         "CREATE TABLE IF NOT EXISTS nodes (node text PRIMARY KEY, pid integer NOT NULL, seen timestamptz NOT NULL)",
         // The webhook endpoints each node's config lists (its heartbeat says them): a node and the
-        // `webhooks` commands tell an endpoint another node delivers to from one no node lists.
-        "ALTER TABLE nodes ADD COLUMN IF NOT EXISTS webhooks text[] NOT NULL DEFAULT '{}'",
+        // `webhooks` commands tell an endpoint another node delivers to from one no node lists. NULL:
+        // a node of an older version, whose heartbeat does not say (not "none").
+        "ALTER TABLE nodes ADD COLUMN IF NOT EXISTS webhooks text[]",
     ]
 
     /// The probe after a failed commit (`GroupCommitWriter.recheck`, committed alone): a write that
@@ -1098,15 +1099,17 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
         lock.withLock { leasesLostHandlers.append(handler) }
     }
 
-    /// Nodes heard from within `silentAfter` (a heartbeat every 5 s), on a pooled connection.
-    public func webhooksOfLiveNodes() throws(StoreError) -> [String: [String]] {
+    /// The nodes whose writer session (the one their heartbeat names) is still there: one busy in a
+    /// long commit, which writes no heartbeat meanwhile, is live; one stopped is not, at once. On a
+    /// pooled connection.
+    public func webhooksOfLiveNodes() throws(StoreError) -> [String: [String]?] {
         do {
             return try withPooledConnection { connection in
-                var nodes: [String: [String]] = [:]
+                var nodes: [String: [String]?] = [:]
                 for row in try run("""
-                    SELECT node, webhooks FROM nodes WHERE seen > now() - make_interval(secs => \(silentAfter))
+                    SELECT n.node, n.webhooks FROM nodes n WHERE EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = n.pid)
                     """, on: connection).rows {
-                    let (node, webhooks) = try row.decode((String, [String]).self)
+                    let (node, webhooks) = try row.decode((String, [String]?).self)
                     nodes[node] = webhooks
                 }
                 return nodes

@@ -125,7 +125,13 @@ final class WebhookPoster: Sendable {
     /// (error set): Connection refused) (errno: 111)`).
     static func describe(_ error: any Error) -> String {
         if let io = error as? IOError {
-            return String(cString: strerror(io.errnoCode)).lowercased() + " (errno \(io.errnoCode))"
+            var text = [CChar](repeating: 0, count: 256)
+            // The XSI strerror_r (as Swift imports glibc's): the sentence into `text`; thread-safe.
+            let sentence = text.withUnsafeMutableBufferPointer { buffer -> String in
+                guard let base = buffer.baseAddress, strerror_r(io.errnoCode, base, buffer.count) == 0 else { return "error" }
+                return String(cString: base)
+            }
+            return sentence.lowercased() + " (errno \(io.errnoCode))"
         }
         if let connect = error as? NIOConnectionError {
             if let first = connect.connectionErrors.first { return describe(first.error) }

@@ -315,10 +315,14 @@ struct Serve: AsyncParsableCommand {
     /// made here is not followed by an endpoint this node does not list).
     static func noteForgottenEndpoints(store: any PeopleStore, configured: Set<String>, logger: Logger) -> [StoredWebhookEndpoint] {
         var elsewhere: Set<String> = []
+        var unknown = false
         if let cluster = store as? any ClusterNodes, let nodes = try? cluster.webhooksOfLiveNodes() {
             let others = nodes.filter { $0.key != cluster.node }
-            elsewhere = Set(others.values.joined())
-            let differing = others.filter { Set($0.value) != configured }.keys.sorted()
+            // A node of an older version does not say (a rolling upgrade): none of the store's
+            // endpoints is called gone meanwhile.
+            unknown = others.values.contains { $0 == nil }
+            elsewhere = Set(others.values.compactMap { $0 }.joined())
+            let differing = others.filter { $0.value.map { Set($0) != configured } ?? false }.keys.sorted()
             if !differing.isEmpty {
                 logger.warning("""
                     this node's webhooks differ from those of \(differing.count == 1 ? "node" : "nodes") \(differing.joined(separator: ", ")): \
@@ -328,7 +332,7 @@ struct Serve: AsyncParsableCommand {
             }
         }
         guard let held = try? store.webhookEndpoints() else { return [] }
-        let forgotten = held.filter { !configured.contains($0.endpoint) && !elsewhere.contains($0.endpoint) }
+        let forgotten = unknown ? [] : held.filter { !configured.contains($0.endpoint) && !elsewhere.contains($0.endpoint) }
         guard !forgotten.isEmpty else { return held }
         logger.warning("""
             the store keeps webhook delivery state for endpoints no longer in the config: \

@@ -44,17 +44,20 @@ struct WebhooksCommand: AsyncParsableCommand {
         do { return try store.webhookEndpoints() } catch { throw StoreAccess.fail(74, command, "\(error)") }
     }
 
-    /// In a cluster, endpoint → the live nodes whose config lists it (their heartbeats say so); empty
-    /// for a store with no nodes (SQLite).
-    static func listedByNodes(in store: any PeopleStore, command: String) throws -> [String: [String]] {
-        guard let cluster = store as? any ClusterNodes else { return [:] }
-        let nodes: [String: [String]]
+    /// In a cluster, endpoint → the live nodes whose config lists it (their heartbeats say so), and the
+    /// live nodes of an older version, which do not say (any endpoint may be theirs); empty for a
+    /// store with no nodes (SQLite).
+    static func listedByNodes(in store: any PeopleStore, command: String) throws -> (listed: [String: [String]], unknown: [String]) {
+        guard let cluster = store as? any ClusterNodes else { return ([:], []) }
+        let nodes: [String: [String]?]
         do { nodes = try cluster.webhooksOfLiveNodes() } catch { throw StoreAccess.fail(74, command, "\(error)") }
         var listed: [String: [String]] = [:]
+        var unknown: [String] = []
         for (node, endpoints) in nodes.sorted(by: { $0.key < $1.key }) {
+            guard let endpoints else { unknown.append(node); continue }
             for endpoint in endpoints { listed[endpoint, default: []].append(node) }
         }
-        return listed
+        return (listed, unknown)
     }
 
     static func nodes(_ names: [String]) -> String {
@@ -84,8 +87,12 @@ struct WebhooksCommand: AsyncParsableCommand {
             let (endpoints, store) = try await WebhooksCommand.open(config: config, command: "webhooks")
             defer { store.close() }
             let held = try WebhooksCommand.held(in: store, command: "webhooks")
-            let listed = try WebhooksCommand.listedByNodes(in: store, command: "webhooks")
+            let (listed, unknown) = try WebhooksCommand.listedByNodes(in: store, command: "webhooks")
             if held.isEmpty { try output("the store keeps nothing for any webhook endpoint") }
+            if !unknown.isEmpty && !held.isEmpty {
+                try output("(\(WebhooksCommand.nodes(unknown)) of the cluster \(unknown.count == 1 ? "runs" : "run") an older version, "
+                           + "which does not say which endpoints \(unknown.count == 1 ? "its config lists" : "their configs list"))")
+            }
             for entry in held {
                 let configured = endpoints.firstIndex { $0.url == entry.endpoint }
                 let elsewhere = listed[entry.endpoint].map { "; \(WebhooksCommand.nodes($0)) of the cluster \($0.count == 1 ? "lists" : "list") it" } ?? ""
@@ -137,7 +144,14 @@ struct WebhooksCommand: AsyncParsableCommand {
             let (endpoints, store) = try await WebhooksCommand.open(config: config, command: "webhooks forget")
             defer { store.close() }
             let held = try WebhooksCommand.held(in: store, command: "webhooks forget")
-            let listed = try WebhooksCommand.listedByNodes(in: store, command: "webhooks forget")
+            let (listed, unknown) = try WebhooksCommand.listedByNodes(in: store, command: "webhooks forget")
+            if !unknown.isEmpty {
+                // Any endpoint may be theirs: nothing is removed while they run.
+                throw StoreAccess.fail(64, "webhooks forget", "\(WebhooksCommand.nodes(unknown)) of the cluster "
+                                       + "\(unknown.count == 1 ? "runs" : "run") an older version, which does not say which "
+                                       + "endpoints \(unknown.count == 1 ? "its config lists" : "their configs list"): "
+                                       + "upgrade \(unknown.count == 1 ? "it" : "them") first; nothing is removed")
+            }
             let configured = Set(endpoints.map(\.url))
             var chosen: [String] = []
             var status: Int32 = 0

@@ -154,3 +154,43 @@ def test_an_endpoint_another_node_lists_is_neither_warned_of_as_gone_nor_forgott
     ann.edit([set_op(2, "glasses", True)])
     ann.close()
     wait_for(lambda: [d["rev"] for d in receiver.delivered("/c", room)] == [1, 2], 20, lambda: f"/c: {receiver.snapshot()}")
+
+
+def test_while_a_node_of_an_older_version_runs_no_endpoint_is_forgotten(
+        hub_factory, pg_server, receiver_factory, tmp_path, room):
+    """A review of the heartbeat's webhooks (session 34): a node of an older version writes no list, and
+    read as "none" it made every endpoint look unlisted, so in a rolling upgrade `forget --unconfigured`
+    would remove what that node delivers from. A session that writes a `nodes` row as an older node
+    does (no webhooks) stands in for one. While it is there, `webhooks forget` removes nothing (64,
+    naming it) and `webhooks` says it cannot tell; once it has gone, the forget is done."""
+    import subprocess
+    from pgserver import PG_BIN
+    from test_export_import import command
+    receiver, secrets = receiver_factory("/gone")
+    hooks = webhook_config(tmp_path, receiver, secrets, [{"path": "/gone", "rooms": ["*"], "events": ["revision"]}])
+    storage = {"kind": "postgres", "postgresURL": pg_server.url}
+    a = hub_factory({"storage": storage, "cluster": {"nodeId": "a"}, "webhooks": hooks})
+    ann = a.join(room, "ann")
+    ann.edit([set_op(1, "glasses", True)])
+    ann.close()
+    wait_for(lambda: len(receiver.delivered("/gone", room)) == 1, 20, lambda: f"/gone: {receiver.snapshot()}")
+    a.stop()                                          # /gone is now in no running node's config
+    old = subprocess.Popen([str(PG_BIN / "psql"), "-X", "-q", pg_server.url], stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        old.stdin.write("INSERT INTO nodes (node, pid, seen) VALUES ('old', pg_backend_pid(), now()) "
+                        "ON CONFLICT (node) DO UPDATE SET pid = EXCLUDED.pid, seen = EXCLUDED.seen, webhooks = NULL;\n")
+        old.stdin.flush()                             # psql's output to a pipe comes only at its end
+        wait_for(lambda: pg_server.psql("SELECT count(*) FROM nodes WHERE node = 'old' AND webhooks IS NULL") == "1", 10,
+                 "the older node's row")
+        b = hub_factory({"storage": storage, "cluster": {"nodeId": "b"}})
+        listed = command(b, "webhooks")
+        assert "node old of the cluster runs an older version" in listed.stdout, listed
+        refused = command(b, "webhooks", "forget", "--unconfigured")
+        assert refused.returncode == 64 and "node old" in refused.stderr and "nothing is removed" in refused.stderr, refused
+        assert receiver.url("/gone") in command(b, "webhooks").stdout, "still kept"
+    finally:
+        old.stdin.close()
+        old.wait(timeout=10)
+    forgot = command(b, "webhooks", "forget", "--unconfigured")
+    assert forgot.returncode == 0 and f"forgot {receiver.url('/gone')}" in forgot.stdout, forgot
