@@ -61,13 +61,14 @@ struct PeopleKeeper: AsyncParsableCommand {
                 .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: " ")
             if let first = arguments.first, !first.hasPrefix("-"), !commandNames.contains(first) {
                 message = "unknown command '\(first)': peoplekeeper help lists them"
-            } else if let dashed, helpByAccident || ["Missing", "Unknown option", "Unexpected argument", "The value"].contains(where: message.hasPrefix) {
+            } else if let (dashed, place) = dashed,
+                      helpByAccident || ["Missing", "Unknown option", "Unexpected argument", "The value"].contains(where: message.hasPrefix) {
                 // The parser's complaints that a dashed value explains (a command's own checks say more).
                 message += (message.isEmpty ? "" : "; ") + "'\(dashed)' was read as options: "
-                if let numbers = Self.negativeNumberMeaning(arguments, dashed: dashed) {
+                if let numbers = Self.negativeNumberMeaning(arguments, at: place) {
                     // Not the way to give a negative number (`restore -1`): there is none to give.
                     message += numbers
-                } else if let place = arguments.firstIndex(of: dashed), place > 0, arguments[place - 1].hasPrefix("--") {
+                } else if place > 0, arguments[place - 1].hasPrefix("--") {
                     // An option's value (`--user -1`): the way to give it is that option's.
                     message += "write the option's value with = (\(arguments[place - 1])=\(dashed))"
                 } else {
@@ -86,10 +87,10 @@ struct PeopleKeeper: AsyncParsableCommand {
     /// What a number is, for a negative one the parser read as options where a command takes a number
     /// (`restore -1`, `move 2 -3`, `like -2 music`): nil where the value may be text (`set 4 name -1`)
     /// or is an option's (`--user -1`).
-    static func negativeNumberMeaning(_ arguments: [String], dashed: String) -> String? {
-        guard Int(dashed) != nil, let command = arguments.first,
-              let place = arguments.firstIndex(of: dashed), !arguments[place - 1].hasPrefix("-") || place == 1
-        else { return nil }
+    /// `place`: where the dashed value is (`dashedValue`); none before the command's name.
+    static func negativeNumberMeaning(_ arguments: [String], at place: Int) -> String? {
+        guard place > 0, Int(arguments[place]) != nil, !arguments[place - 1].hasPrefix("-") else { return nil }
+        let command = arguments[0]
         let tag = "TAG is a person's tag (peoplekeeper list shows them), 1 or more"
         switch (command, place) {
         case ("restore", 1): return "REV is a revision number, 0 or more"
@@ -123,14 +124,15 @@ struct PeopleKeeper: AsyncParsableCommand {
 
     /// The first argument before `--` that starts with one `-` and is not `-h`: a value (a name such as
     /// `-John`, a negative number) the parser takes for options.
-    static func dashedValue(in arguments: [String]) -> String? {
+    /// Returned with its place in `arguments`.
+    static func dashedValue(in arguments: [String]) -> (value: String, place: Int)? {
         let options = Array(arguments.prefix { $0 != "--" })
         return options.indices.first { index in
             let argument = options[index]
             // Not one that `--name`, `--label` or `--at` took as its value (they take whatever comes next).
             return argument.count > 1 && argument.hasPrefix("-") && !argument.hasPrefix("--") && argument != "-h"
                 && !(index > 0 && Self.takesAnyValue.contains(options[index - 1]))
-        }.map { options[$0] }
+        }.map { (options[$0], $0) }
     }
 
     /// The options that take the next argument whatever it starts with (`parsing: .unconditional`).

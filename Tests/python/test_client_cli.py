@@ -1441,6 +1441,11 @@ def test_a_negative_number_for_a_revision_tag_or_place_says_what_the_number_is(h
     r = run_client(["restore", "3", "--url", hub_url(hub), "--room", room, "--user", "-1"])
     assert_error(r, 64)
     assert "REV" not in r.stderr and "--user=-1" in r.stderr, describe(r)
+    # A negative number before any command (the first version of this read the argument before it,
+    # and crashed: a reread of the session's change).
+    r = run_client(["-5"])
+    assert_error(r, 64)
+    assert "'-5' was read as options" in r.stderr, describe(r)
     assert_unchanged(hub, room, obs, 0, "a negative number read as options")
 
 
