@@ -301,6 +301,32 @@ public protocol ClusterNodes: Sendable {
     func webhooksOfLiveNodes() throws(StoreError) -> [String: [String]?]
 }
 
+extension ClusterNodes {
+    /// `webhooksOfLiveNodes` as the hub's start and the `webhooks` commands read it, leaving out
+    /// `except` (a node's own row).
+    public func webhookListing(except: String? = nil) throws(StoreError) -> ClusterWebhooks {
+        var listing = ClusterWebhooks()
+        for (node, endpoints) in try webhooksOfLiveNodes().sorted(by: { $0.key < $1.key }) where node != except {
+            guard let endpoints else { listing.unknown.append(node); continue }
+            listing.byNode[node] = endpoints
+            for endpoint in endpoints { listing.listed[endpoint, default: []].append(node) }
+        }
+        return listing
+    }
+}
+
+/// The webhooks of a cluster's live nodes (`ClusterNodes.webhookListing`).
+public struct ClusterWebhooks: Sendable, Hashable {
+    /// Node → the endpoint ids its config lists.
+    public var byNode: [String: [String]] = [:]
+    /// Endpoint id → the nodes whose config lists it, in order of their ids.
+    public var listed: [String: [String]] = [:]
+    /// The nodes of an older version, which do not say (any endpoint may be theirs).
+    public var unknown: [String] = []
+
+    public init() {}
+}
+
 /// Room ownership among hub nodes sharing one store (cluster mode): a node serves a room only while
 /// it holds the room's lease. Calls block: make them off the service thread.
 public protocol RoomLeases: AnyObject, Sendable {

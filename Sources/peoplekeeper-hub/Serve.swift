@@ -316,13 +316,12 @@ struct Serve: AsyncParsableCommand {
     static func noteForgottenEndpoints(store: any PeopleStore, configured: Set<String>, logger: Logger) -> [StoredWebhookEndpoint] {
         var elsewhere: Set<String> = []
         var unknown = false
-        if let cluster = store as? any ClusterNodes, let nodes = try? cluster.webhooksOfLiveNodes() {
-            let others = nodes.filter { $0.key != cluster.node }
+        if let cluster = store as? any ClusterNodes, let others = try? cluster.webhookListing(except: cluster.node) {
             // A node of an older version does not say (a rolling upgrade): none of the store's
             // endpoints is called gone meanwhile.
-            unknown = others.values.contains { $0 == nil }
-            elsewhere = Set(others.values.compactMap { $0 }.joined())
-            let differing = others.filter { $0.value.map { Set($0) != configured } ?? false }.keys.sorted()
+            unknown = !others.unknown.isEmpty
+            elsewhere = Set(others.listed.keys)
+            let differing = others.byNode.filter { Set($0.value) != configured }.keys.sorted()
             if !differing.isEmpty {
                 logger.warning("""
                     this node's webhooks differ from those of \(differing.count == 1 ? "node" : "nodes") \(differing.joined(separator: ", ")): \

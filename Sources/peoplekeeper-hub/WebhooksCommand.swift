@@ -49,15 +49,10 @@ struct WebhooksCommand: AsyncParsableCommand {
     /// store with no nodes (SQLite).
     static func listedByNodes(in store: any PeopleStore, command: String) throws -> (listed: [String: [String]], unknown: [String]) {
         guard let cluster = store as? any ClusterNodes else { return ([:], []) }
-        let nodes: [String: [String]?]
-        do { nodes = try cluster.webhooksOfLiveNodes() } catch { throw StoreAccess.fail(74, command, "\(error)") }
-        var listed: [String: [String]] = [:]
-        var unknown: [String] = []
-        for (node, endpoints) in nodes.sorted(by: { $0.key < $1.key }) {
-            guard let endpoints else { unknown.append(node); continue }
-            for endpoint in endpoints { listed[endpoint, default: []].append(node) }
-        }
-        return (listed, unknown)
+        do {
+            let listing = try cluster.webhookListing()
+            return (listing.listed, listing.unknown)
+        } catch { throw StoreAccess.fail(74, command, "\(error)") }
     }
 
     static func nodes(_ names: [String]) -> String {
