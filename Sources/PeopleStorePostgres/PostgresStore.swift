@@ -496,14 +496,29 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
         var description: String { "the PostgreSQL connection closed before the query was answered" }
     }
 
+    /// Makes what the schema lacks. Each step's object is looked up in the catalog first, and when all
+    /// are there (every open but a new version's first) no DDL runs: even `… IF NOT EXISTS` takes its
+    /// table's lock before it looks (an `ALTER TABLE` the exclusive one), and would wait behind a
+    /// `pg_dump` or a long commit with every later query on that table queued behind it.
     private func migrate() throws {
         try lock.withLock {
             let connection = try writerLocked()
+            let relations = Self.schema.compactMap(\.relation), columns = Self.schema.compactMap(\.column)
+            let current = try run("""
+                SELECT (SELECT bool_and(to_regclass(name) IS NOT NULL) FROM unnest(\(relations)::text[]) AS r(name))
+                   AND (SELECT bool_and(EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(c.t)
+                                                AND attname = c.name AND NOT attisdropped))
+                        FROM unnest(\(columns.map(\.table))::text[], \(columns.map(\.column))::text[]) AS c(t, name))
+                """, on: connection).rows.first?.decode(Bool?.self) ?? nil
+            if current == true {
+                for case .data(let sql) in Self.schema { _ = try run(PostgresQuery(unsafeSQL: sql), on: connection) }
+                return
+            }
             // One node creates the tables while the others wait (nodes may start together).
             _ = try run("BEGIN", on: connection)
             do {
                 _ = try run("SELECT pg_advisory_xact_lock(7354610427)", on: connection)
-                for statement in Self.schema { _ = try run(PostgresQuery(unsafeSQL: statement), on: connection) }
+                for step in Self.schema { _ = try run(step.query, on: connection) }
                 _ = try run("COMMIT", on: connection)
             } catch {
                 _ = try? run("ROLLBACK", on: connection)
@@ -512,66 +527,93 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
         }
     }
 
-    static let schema = [
-        """
+    /// One statement of the schema and the object it makes (a data step makes none: it runs at every open).
+    enum SchemaStep {
+        case table(String, String)
+        case index(String, String)
+        case column(table: String, column: String, String)
+        case data(String)
+
+        var query: PostgresQuery {
+            switch self {
+            case .table(_, let sql), .index(_, let sql), .column(_, _, let sql), .data(let sql): PostgresQuery(unsafeSQL: sql)
+            }
+        }
+
+        /// The table or index the step makes.
+        var relation: String? {
+            switch self {
+            case .table(let name, _), .index(let name, _): name
+            case .column, .data: nil
+            }
+        }
+
+        /// The column the step adds.
+        var column: (table: String, column: String)? {
+            if case .column(let table, let column, _) = self { (table, column) } else { nil }
+        }
+    }
+
+    static let schema: [SchemaStep] = [
+        .table("journal", """
         CREATE TABLE IF NOT EXISTS journal (
             room text NOT NULL, position bigint NOT NULL, revision bigint, kind text NOT NULL,
             author text, label text, at bigint, record text NOT NULL, PRIMARY KEY (room, position))
-        """,
-        "CREATE UNIQUE INDEX IF NOT EXISTS journal_revision ON journal (room, revision) WHERE revision IS NOT NULL",
-        """
+        """),
+        .index("journal_revision", "CREATE UNIQUE INDEX IF NOT EXISTS journal_revision ON journal (room, revision) WHERE revision IS NOT NULL"),
+        .table("snapshots", """
         CREATE TABLE IF NOT EXISTS snapshots (
             room text PRIMARY KEY, position bigint NOT NULL, revision bigint NOT NULL, floor bigint NOT NULL,
             state text NOT NULL)
-        """,
-        """
+        """),
+        .table("room_owners", """
         CREATE TABLE IF NOT EXISTS room_owners (
             room text PRIMARY KEY, node text NOT NULL, url text NOT NULL, since timestamptz NOT NULL DEFAULT now())
-        """,
+        """),
         // The room list reads a snapshot's count of people and save time instead of parsing it; rows
         // from before these columns get them once here (people from the JSON, the time as now).
-        "ALTER TABLE snapshots ADD COLUMN IF NOT EXISTS people bigint",
-        "ALTER TABLE snapshots ADD COLUMN IF NOT EXISTS saved_at bigint",
-        """
+        .column(table: "snapshots", column: "people", "ALTER TABLE snapshots ADD COLUMN IF NOT EXISTS people bigint"),
+        .column(table: "snapshots", column: "saved_at", "ALTER TABLE snapshots ADD COLUMN IF NOT EXISTS saved_at bigint"),
+        .data("""
         UPDATE snapshots SET people = coalesce(json_array_length(state::json -> 'people'), 0),
             saved_at = coalesce(saved_at, (extract(epoch FROM now()) * 1000)::bigint)
         WHERE people IS NULL OR saved_at IS NULL
-        """,
+        """),
         // Byte order for the room list's pages, whatever the database's collation.
-        #"CREATE INDEX IF NOT EXISTS snapshots_room_bytes ON snapshots (room COLLATE "C")"#,
-        """
+        .index("snapshots_room_bytes", #"CREATE INDEX IF NOT EXISTS snapshots_room_bytes ON snapshots (room COLLATE "C")"#),
+        .table("webhook_cursors", """
         CREATE TABLE IF NOT EXISTS webhook_cursors (
             endpoint text NOT NULL, room text NOT NULL, rev bigint NOT NULL, PRIMARY KEY (endpoint, room))
-        """,
-        "CREATE INDEX IF NOT EXISTS webhook_cursors_room ON webhook_cursors (room)",
+        """),
+        .index("webhook_cursors_room", "CREATE INDEX IF NOT EXISTS webhook_cursors_room ON webhook_cursors (room)"),
         // The people at each snapshot's revision, kept from now on (rooms stored before have none and
         // fall back to reading revisions): a restore or `?at=` far back replays from the nearest.
-        """
+        .table("checkpoints", """
         CREATE TABLE IF NOT EXISTS checkpoints (
             room text NOT NULL, revision bigint NOT NULL, people text NOT NULL, PRIMARY KEY (room, revision))
-        """,
+        """),
         // Room events not yet delivered to a webhook endpoint, kept with the creation or deletion.
-        """
+        .table("webhook_notices", """
         CREATE TABLE IF NOT EXISTS webhook_notices (
             id bigserial PRIMARY KEY, endpoint text NOT NULL, room text NOT NULL, event text NOT NULL,
             at bigint NOT NULL, UNIQUE (endpoint, room, event, at))
-        """,
+        """),
         // The revisions of a deleted room that an endpoint had not been sent, copied from the journal
         // by the deletion (a journal row as it was), delivered before the room's `room.deleted`.
-        """
+        .table("webhook_owed", """
         CREATE TABLE IF NOT EXISTS webhook_owed (
             endpoint text NOT NULL, room text NOT NULL, deleted_at bigint NOT NULL, revision bigint NOT NULL,
             position bigint NOT NULL, record text NOT NULL, PRIMARY KEY (endpoint, room, deleted_at, revision))
-        """,
+        """),
         // Each serving node's heartbeat: its writer session's pid, and when it last said it lives (its
         // store check, every 5 s). A node whose rooms another wants and that has been silent longer
         // than `silentAfter` has its session ended (`acquire`): a frozen node's kernel answers the
         // keepalives that free a vanished node's leases, so nothing else would free them.
-        "CREATE TABLE IF NOT EXISTS nodes (node text PRIMARY KEY, pid integer NOT NULL, seen timestamptz NOT NULL)",
+        .table("nodes", "CREATE TABLE IF NOT EXISTS nodes (node text PRIMARY KEY, pid integer NOT NULL, seen timestamptz NOT NULL)"),
         // The webhook endpoints each node's config lists (its heartbeat says them): a node and the
         // `webhooks` commands tell an endpoint another node delivers to from one no node lists. NULL:
         // a node of an older version, whose heartbeat does not say (not "none").
-        "ALTER TABLE nodes ADD COLUMN IF NOT EXISTS webhooks text[]",
+        .column(table: "nodes", column: "webhooks", "ALTER TABLE nodes ADD COLUMN IF NOT EXISTS webhooks text[]"),
     ]
 
     /// The probe after a failed commit (`GroupCommitWriter.recheck`, committed alone): a write that
@@ -647,6 +689,14 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
             }
             _ = try run("BEGIN", on: connection)
             do {
+                // A room made with webhook cursors or deleted is the lanes' rooms' lock for the commit
+                // (`resetWebhookCursor`), taken first and in one order (no two commits wait on each other).
+                let rooms = segments.flatMap { segment in
+                    segment.notices.filter(\.isCursorStart).map(\.room) + (segment.deletion.map { [$0.0] } ?? [])
+                }
+                for key in Set(rooms.map(Self.cursorLockKey)).sorted() {
+                    _ = try run("SELECT pg_advisory_xact_lock(\(key))", on: connection)
+                }
                 for segment in segments { try write(segment, on: connection) }
                 _ = try run("COMMIT", on: connection)
             } catch {
@@ -1003,20 +1053,32 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
         }
     }
 
+    /// In a transaction that first takes the room's cursor lock, which a commit making the room with
+    /// webhook cursors or deleting it holds too: the room is read after that commit, not before it
+    /// (under READ COMMITTED a forget that waited on the new life's cursor row would still see the room
+    /// gone, and remove that cursor).
     public func resetWebhookCursor(endpoint: String, room: String, to rev: Int?) throws(StoreError) {
         do {
             try withPooledConnection { connection in
-                if let rev {
-                    _ = try run("""
-                        INSERT INTO webhook_cursors (endpoint, room, rev)
-                        SELECT \(endpoint), \(room), \(rev) WHERE EXISTS (SELECT 1 FROM snapshots WHERE room = \(room))
-                        ON CONFLICT (endpoint, room) DO UPDATE SET rev = EXCLUDED.rev
-                        """, on: connection)
-                } else {
-                    _ = try run("""
-                        DELETE FROM webhook_cursors WHERE endpoint = \(endpoint) AND room = \(room)
-                        AND NOT EXISTS (SELECT 1 FROM snapshots WHERE room = \(room))
-                        """, on: connection)
+                _ = try run("BEGIN", on: connection)
+                do {
+                    _ = try run("SELECT pg_advisory_xact_lock(\(Self.cursorLockKey(room)))", on: connection)
+                    if let rev {
+                        _ = try run("""
+                            INSERT INTO webhook_cursors (endpoint, room, rev)
+                            SELECT \(endpoint), \(room), \(rev) WHERE EXISTS (SELECT 1 FROM snapshots WHERE room = \(room))
+                            ON CONFLICT (endpoint, room) DO UPDATE SET rev = EXCLUDED.rev
+                            """, on: connection)
+                    } else {
+                        _ = try run("""
+                            DELETE FROM webhook_cursors WHERE endpoint = \(endpoint) AND room = \(room)
+                            AND NOT EXISTS (SELECT 1 FROM snapshots WHERE room = \(room))
+                            """, on: connection)
+                    }
+                    _ = try run("COMMIT", on: connection)
+                } catch {
+                    _ = try? run("ROLLBACK", on: connection)
+                    throw error
                 }
             }
         } catch {
@@ -1272,6 +1334,9 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
         default: return nil
         }
     }
+
+    /// The advisory lock key of a room's webhook cursors (`resetWebhookCursor`), apart from its lease's.
+    static func cursorLockKey(_ room: String) -> Int { lockKey(room, kind: "cursors") }
 
     /// The advisory lock key of a room (or, `kind` "node", of a node's id): 64-bit FNV-1a of its name
     /// (stable across nodes and versions).

@@ -165,6 +165,13 @@ public final class PostgresServer: @unchecked Sendable {
         return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// A `psql` session that stays open between statements (a transaction a test holds open while a
+    /// store works beside it). Close it with `close()`.
+    public func session() throws -> PsqlSession {
+        try PsqlSession(path: binDirectory + "/psql", arguments: ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", host,
+                                                                   "-p", String(port), "-U", user, "-d", database])
+    }
+
     // MARK: - Processes
 
     private func tool(_ name: String, _ arguments: [String], asServerUser: Bool = false) throws {
@@ -259,4 +266,58 @@ private func procStat(_ pid: pid_t) -> (state: Substring, parent: pid_t)? {
     let fields = text[text.index(after: end)...].split(separator: " ")
     guard fields.count > 1, let parent = pid_t(fields[1]) else { return nil }
     return (fields[0], parent)
+}
+
+/// An interactive `psql` (`PostgresServer.session()`): statements go in on its standard input, one
+/// call at a time, and each call waits until psql has run them.
+public final class PsqlSession: @unchecked Sendable {
+    private let process = Process()
+    private let input = Pipe(), output = Pipe()
+    private var buffered = ""
+    private var calls = 0
+    /// The session's backend process id (`pg_blocking_pids` names it when a store waits on it).
+    public private(set) var pid = 0
+
+    init(path: String, arguments: [String]) throws {
+        (process.executableURL, process.arguments) = (URL(fileURLWithPath: path), arguments)
+        (process.standardInput, process.standardOutput, process.standardError) = (input, output, output)
+        try process.run()
+        guard let pid = Int(try run("SELECT pg_backend_pid()").last ?? "") else {
+            close()
+            throw PostgresServerError("psql did not say its backend pid")
+        }
+        self.pid = pid
+    }
+
+    deinit { close() }
+
+    /// Runs `sql` (one or more statements) and returns the lines they printed; throws with psql's
+    /// output if psql ended (a failed statement ends it: `ON_ERROR_STOP`).
+    @discardableResult
+    public func run(_ sql: String) throws -> [String] {
+        calls += 1
+        let marker = "psql-session-done-\(calls)"
+        input.fileHandleForWriting.write(Data((sql + ";\nSELECT '\(marker)';\n").utf8))
+        var lines: [String] = []
+        while true {
+            while let newline = buffered.firstIndex(of: "\n") {
+                let line = String(buffered[..<newline])
+                buffered.removeSubrange(...newline)
+                if line == marker { return lines }
+                lines.append(line)
+            }
+            let data = output.fileHandleForReading.availableData
+            guard !data.isEmpty else {
+                throw PostgresServerError("psql ended:\n" + (lines + [buffered]).joined(separator: "\n"))
+            }
+            buffered += String(decoding: data, as: UTF8.self)
+        }
+    }
+
+    /// Ends psql (and with it the session, rolling back an open transaction).
+    public func close() {
+        guard process.isRunning else { return }
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
 }

@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import PeopleCore
 import PeopleStore
-import PeopleStorePostgres
+@testable import PeopleStorePostgres
 @testable import PeopleStoreSQLite
 import PeopleTestSupport
 import Synchronization
@@ -937,6 +937,115 @@ struct PostgresStoreContractTests {
             }
             #expect(refused?.kind == .unavailable)
             #expect(try store.revisions(room: room, after: 0, through: 100).count == made, "only what was made under the lease")
+        }
+    }
+
+    /// Whether a session of the server waits on `pid`'s locks within 10 s (or `done` becomes true first).
+    private func waitsOn(_ pid: Int, unless done: () -> Bool = { false }) throws -> Bool {
+        let server = try SharedPostgres.server.get()
+        for _ in 0..<200 {
+            if try server.psql("SELECT count(*) FROM pg_stat_activity WHERE \(pid) = ANY(pg_blocking_pids(pid))") != "0" {
+                return true
+            }
+            if done() { return false }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return false
+    }
+
+    @Test("a lane's forget of a deleted room that waits on the room's new life reads the room after it: the new cursor stays")
+    func cursorForgetBehindANewLife() async throws {
+        let url = self.url
+        try await blocking {
+            let server = try SharedPostgres.server.get()
+            let store = try PostgresStore(url: url, node: "t", advertisedURL: "ws://t.example", logger: storeLogger)
+            defer { store.close() }
+            let room = "life-\(UInt32.random(in: 0...UInt32.max))", endpoint = "https://life.example/hook"
+            // The first life's lane flushed its cursor after the room was deleted: a stale row.
+            try store.setWebhookCursor(endpoint: endpoint, room: room, rev: 3)
+            // The room made again as a node's writer makes it (the room's cursor lock, its snapshot, the
+            // endpoint's cursor at 0), the commit not yet made.
+            let maker = try server.session()
+            defer { maker.close() }
+            try maker.run("""
+                BEGIN; SELECT pg_advisory_xact_lock(\(PostgresStore.cursorLockKey(room)));
+                INSERT INTO snapshots (room, position, revision, floor, state, people, saved_at)
+                VALUES ('\(room)', 0, 0, 0, '{"people": []}', 0, 0);
+                INSERT INTO webhook_cursors (endpoint, room, rev) VALUES ('\(endpoint)', '\(room)', 0)
+                ON CONFLICT (endpoint, room) DO UPDATE SET rev = 0
+                """)
+            // The lane of the first life forgets the room's cursor meanwhile.
+            let forgot = Mutex<Result<Void, any Error>?>(nil)
+            DispatchQueue.global().async {
+                let result = Result<Void, any Error> { try store.resetWebhookCursor(endpoint: endpoint, room: room, to: nil) }
+                forgot.withLock { $0 = result }
+            }
+            #expect(try waitsOn(maker.pid), "the forget waits for the commit")
+            try maker.run("COMMIT")
+            for _ in 0..<200 where forgot.withLock({ $0 == nil }) { Thread.sleep(forTimeInterval: 0.05) }
+            try #require(forgot.withLock { $0 }).get()
+            #expect(try store.webhookCursors(endpoint: endpoint) == [room: 0], "the new life's cursor")
+            #expect(try store.deleteRoom(room))
+        }
+    }
+
+    @Test("a commit that makes a room with webhook cursors, or deletes one, first takes the room's cursor lock")
+    func creationAndDeletionTakeTheCursorLock() async throws {
+        let url = self.url
+        try await blocking {
+            let server = try SharedPostgres.server.get()
+            let store = try PostgresStore(url: url, node: "t", advertisedURL: "ws://t.example", logger: storeLogger)
+            defer { store.close() }
+            let room = "locked-\(UInt32.random(in: 0...UInt32.max))", endpoint = "https://locked.example/hook"
+            let key = PostgresStore.cursorLockKey(room)
+            let holder = try server.session()
+            defer { holder.close() }
+            try holder.run("SELECT pg_advisory_lock(\(key))")
+            var driver = RoomDriver(name: room)
+            store.save(driver.room.snapshot(), room: room, notices: [.startsAtZero(endpoint: endpoint, room: room)])
+            #expect(try waitsOn(holder.pid), "the creation waits for the lock")
+            #expect(try store.load(room: room) == nil)
+            try holder.run("SELECT pg_advisory_unlock(\(key))")
+            driver.play(rounds: 1)
+            try appendAndWait(store, driver.entries, room: room)
+            #expect(try store.webhookCursors(endpoint: endpoint) == [room: 0])
+
+            try holder.run("SELECT pg_advisory_lock(\(key))")
+            let deleted = Mutex<Result<Bool, any Error>?>(nil)
+            DispatchQueue.global().async {
+                let result = Result<Bool, any Error> { try store.deleteRoom(room) }
+                deleted.withLock { $0 = result }
+            }
+            #expect(try waitsOn(holder.pid), "the deletion waits for the lock")
+            #expect(try store.load(room: room) != nil)
+            try holder.run("SELECT pg_advisory_unlock(\(key))")
+            for _ in 0..<200 where deleted.withLock({ $0 == nil }) { Thread.sleep(forTimeInterval: 0.05) }
+            #expect(try #require(deleted.withLock { $0 }).get())
+            #expect(try store.webhookCursors(endpoint: endpoint).isEmpty)
+        }
+    }
+
+    @Test("a store opens beside a transaction holding the lock writes take on every table: no DDL when the schema is there")
+    func opensBesideWrites() async throws {
+        let url = self.url
+        try await blocking {
+            let server = try SharedPostgres.server.get()
+            try PostgresStore(url: url, node: "t", advertisedURL: "ws://t.example", logger: storeLogger).close()
+            let holder = try server.session()
+            defer { holder.close() }
+            let tables = PostgresStore.schema.compactMap { step in if case .table(let name, _) = step { name } else { nil } }
+            try holder.run("BEGIN; LOCK TABLE \(tables.joined(separator: ", ")) IN ROW EXCLUSIVE MODE")
+            let opened = Mutex<Result<PostgresStore, any Error>?>(nil)
+            DispatchQueue.global().async {
+                let result = Result<PostgresStore, any Error> {
+                    try PostgresStore(url: url, node: "t", advertisedURL: "ws://t.example", logger: storeLogger)
+                }
+                opened.withLock { $0 = result }
+            }
+            #expect(try !waitsOn(holder.pid, unless: { opened.withLock { $0 != nil } }), "the open waited on the transaction")
+            try holder.run("ROLLBACK")
+            for _ in 0..<200 where opened.withLock({ $0 == nil }) { Thread.sleep(forTimeInterval: 0.05) }
+            try #require(opened.withLock { $0 }).get().close()
         }
     }
 
