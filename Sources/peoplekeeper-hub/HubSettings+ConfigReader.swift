@@ -128,6 +128,7 @@ extension HubSettings {
             undo: UndoPolicy(depth: undoDepth, conflicts: undoConflicts, cascade: undoCascade,
                              coalesceMillis: Int64(coalesceMillis)),
             tagBlockSize: tagBlockSize, keptRevisions: keptRevisions, repliesKept: repliesKept,
+            keysKept: keysKept,
             maxPeople: maxPeoplePerRoom, keptSessions: keptSessions, maxCatchUp: maxCatchUp)
     }
 

@@ -18,6 +18,7 @@ struct HubSettings: Sendable {
     var tagBlockSize: Int
     var keptRevisions: Int
     var repliesKept: Int
+    var keysKept: Int
     var keptSessions: Int
     var unloadAfterSeconds: Int
     /// `rooms.maxCatchUp`, capped at `sendQueueMessages` − 64 (a catch-up is queued at once behind the
@@ -80,6 +81,7 @@ struct HubSettings: Sendable {
         tagBlockSize = values.int("rooms.tagBlockSize")
         keptRevisions = values.int("rooms.keptRevisions")
         repliesKept = values.int("rooms.repliesKept")
+        keysKept = values.int("rooms.keysKept")
         keptSessions = values.int("rooms.keptSessions")
         unloadAfterSeconds = values.int("rooms.unloadAfterSeconds")
         undoDepth = values.int("undo.depth")

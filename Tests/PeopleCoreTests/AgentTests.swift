@@ -85,6 +85,40 @@ struct AgentTests {
         #expect(other.contains { if case .persist = $0 { true } else { false } }, "keys are per user")
     }
 
+    @Test("a caller's keys are bounded: past rooms.keysKept the oldest go, a tenth at a time, the same in a room restored from any snapshot")
+    func keysAreBounded() throws {
+        var j = Journalled(Room(name: "r", seed: PeopleModel(people: Fixtures.start), policy: RoomPolicy(keysKept: 10)))
+        let tag = Fixtures.start[0].tag
+        func write(_ n: Int, at now: Int64) -> ClientMessage {
+            .submit(.init(seq: 0, base: j.room.revision, ops: [.set(tag, .name("Bob \(n)"))]))
+        }
+        var answers: [String: ServerMessage] = [:]
+        for n in 1...11 {
+            answers["k\(n)"] = j.take(j.room.request(write(n, at: Int64(n)), as: "ann", key: "k\(n)", now: Int64(n) * 1_000)).first
+            if n == 5 { j.snapshots.append(j.room.snapshot()) }
+        }
+        // 11 keys: not yet a tenth past 10, all kept.
+        #expect(j.room.sessions[Room.agentSession(of: "ann")]!.keys.count == 11)
+        answers["k12"] = j.take(j.room.request(write(12, at: 12), as: "ann", key: "k12", now: 12_000)).first
+        #expect(j.room.sessions[Room.agentSession(of: "ann")]!.keys.count == 10, "the newest 10 kept")
+        j.snapshots.append(j.room.snapshot())
+        for snapshot in j.snapshots {
+            var restored = try j.restored(from: snapshot)
+            #expect(DurableState(restored) == DurableState(j.room))
+            for n in 3...12 {
+                let again = restored.request(write(n, at: 20), as: "ann", key: "k\(n)", now: 20_000)
+                #expect(again == [.send(answers["k\(n)"]!, to: [Room.agentSession(of: "ann")])], "k\(n): the first answer")
+            }
+            #expect(restored.revision == 12)
+            let forgotten = restored.request(write(1, at: 20), as: "ann", key: "k1", now: 20_000)
+            #expect(forgotten.contains { if case .persist = $0 { true } else { false } }, "the oldest key went: applied again")
+        }
+        // A key past its 24 hours goes at the next pass, whatever the count.
+        let late = 12_000 + Room.keyLifetime + Room.keyLifetime / 24
+        _ = j.take(j.room.request(write(13, at: late), as: "ann", key: "k13", now: late))
+        #expect(j.room.sessions[Room.agentSession(of: "ann")]!.keys.count == 1)
+    }
+
     @Test("an error is not kept for its key: the same key, retried with a fresher base, is applied once")
     func errorsAreNotKeptForTheirKey() throws {
         var j = Journalled(Room(name: "r", seed: PeopleModel(people: Fixtures.start)))

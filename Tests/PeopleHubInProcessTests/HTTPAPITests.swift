@@ -199,6 +199,39 @@ struct HTTPAPITests {
         #expect(entries.first?["entry"] != nil, "ann's own entry is marked undoable for ann")
     }
 
+    @Test("a write's body is read only once its caller may write there: without a token, as a viewer or for another room, a body that is not JSON is 401 or 403, not 400")
+    func bodyReadAfterTheCaller() async throws {
+        let authority = try await TokenAuthority(secret: Array(repeating: UInt8(7), count: 32))
+        let h = HubHarness { $0.auth = authority }
+        let viewer = try await authority.mint(user: "vic", rooms: ["r"], role: .viewer, ttl: 600)
+        let editor = try await authority.mint(user: "ann", rooms: ["r"], role: .editor, ttl: 600)
+        let notJSON = String(repeating: "[", count: 10_000)
+        for (path, token, status) in [("/v1/rooms/r/batches", nil, 401), ("/v1/rooms/r/undo", viewer, 403),
+                                      ("/v1/rooms/other/restore", editor, 403), ("/v1/webhooks/enable", editor, 403)] {
+            let refused = h.start("POST", path, body: notJSON, token: token)
+            await h.settle(until: { refused.response != nil })
+            #expect(refused.response?.status == status, "\(path)")
+        }
+        let parsed = h.start("POST", "/v1/rooms/r/batches", body: notJSON, token: editor)
+        await h.settle(until: { parsed.response != nil })
+        #expect(parsed.response?.status == 400 && parsed.response?.json?["error"]?["code"] == .string("bad-json"))
+    }
+
+    @Test("a key is 1 to 128 code points: 64 letters each with a combining accent (128) pass, 65 do not; 128 two-byte letters pass")
+    func keyLengthInCodePoints() async throws {
+        let h = HubHarness()
+        _ = try await h.joined("bob")
+        let accented = String(repeating: "e\u{301}", count: 64)
+        let fits = await h.http("POST", "/v1/rooms/r/batches", query: ["user": "ann"], body: Self.insertBody(key: accented))
+        #expect(fits?.status == 200)
+        let over = await h.http("POST", "/v1/rooms/r/batches", query: ["user": "ann"],
+                                body: Self.insertBody(key: accented + "e\u{301}", base: 1))
+        #expect(over?.status == 400 && over?.json?["error"]?["code"] == .string("bad-message"), "65 characters, 130 code points")
+        let twoByte = await h.http("POST", "/v1/rooms/r/batches", query: ["user": "ann"],
+                                   body: Self.insertBody(key: String(repeating: "é", count: 128), base: 1))
+        #expect(twoByte?.status == 200)
+    }
+
     @Test("the change feed: every revision in order from 0, paged; only durable revisions; a waiting poll answered by the next commit")
     func changeFeed() async throws {
         let h = HubHarness()

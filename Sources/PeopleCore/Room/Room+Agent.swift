@@ -22,12 +22,6 @@ extension Room {
     /// Whether `id` is an agent session (WebSocket session ids are hex: they never start with `http:`).
     public static func isAgent(_ id: SessionID) -> Bool { id.hasPrefix(agentPrefix) }
 
-    /// A first answer kept for an idempotency key, and when it was given.
-    struct KeyedReply: Hashable, Sendable {
-        var reply: ServerMessage
-        var time: Int64
-    }
-
     /// An HTTP write as `user`: a `submit`, `undo`, `redo` or `restore` (their `seq` is ignored).
     ///
     /// Answered like the same request from a WebSocket session: the reply goes to the agent session

@@ -168,8 +168,8 @@ extension Room {
                 }
                 for k in try f.optionalArray("keys") ?? [] {
                     let g = try WireFields(k, context: "key", code: .serverError)
-                    session.keys[try g.string("key")] = KeyedReply(
-                        reply: try ServerMessage(json: g.raw("reply") ?? .null), time: Int64(try g.int("time")))
+                    session.keys.restore(try ServerMessage(json: g.raw("reply") ?? .null), key: try g.string("key"),
+                                         time: Int64(try g.int("time")))
                 }
                 sessions[id] = session
                 if !Self.isAgent(id) { disconnectedOrder.append(id) }
@@ -258,7 +258,7 @@ extension RoomSnapshot {
                 "replies": .array(s.replyOrder.compactMap { seq in
                     s.replies[seq].map { .object(["seq": .int(seq), "reply": $0.json]) }
                 }),
-                "keys": s.keys.isEmpty ? nil : .array(s.keys.sorted { $0.key < $1.key }.map { key, kept in
+                "keys": s.keys.isEmpty ? nil : .array(s.keys.replies.sorted { $0.key < $1.key }.map { key, kept in
                     .object(["key": .string(key), "time": .int(Int(kept.time)), "reply": kept.reply.json])
                 }),
             ])

@@ -19,7 +19,7 @@ public struct Room: Sendable {
         var viewing: Tag?
         var field: String?
         /// An agent session's idempotency keys and their first answers (Room+Agent.swift).
-        var keys: [String: KeyedReply] = [:]
+        var keys = IdempotencyKeys()
     }
 
     /// What belongs to a user in this room, shared by all the user's sessions.
@@ -318,10 +318,10 @@ public struct Room: Sendable {
         return [journal(.answered(answer))] + handled.sends
     }
 
-    /// Keeps an agent's answer for its idempotency key, and forgets keys older than `keyLifetime`.
+    /// Keeps an agent's answer for its idempotency key (`IdempotencyKeys`: for `keyLifetime`, the
+    /// newest `policy.keysKept` at least).
     mutating func keep(_ reply: ServerMessage, key: String, time: Int64, for id: SessionID) {
-        sessions[id]!.keys = sessions[id]!.keys.filter { time - $0.value.time < Self.keyLifetime }
-        sessions[id]!.keys[key] = KeyedReply(reply: reply, time: time)
+        sessions[id]!.keys.keep(reply, key: key, time: time, lifetime: Self.keyLifetime, limit: policy.keysKept)
     }
 
     mutating func keep(_ reply: ServerMessage, seq: Int, for id: SessionID) {

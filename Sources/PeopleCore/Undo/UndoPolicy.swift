@@ -30,6 +30,9 @@ public struct RoomPolicy: Hashable, Sendable {
     public var keptRevisions: Int
     /// Replies kept per session for replay of resent seqs.
     public var repliesKept: Int
+    /// Idempotency keys kept per HTTP caller (an agent session) at least, each for `Room.keyLifetime`
+    /// at most: beyond it the oldest keys' first answers go (`IdempotencyKeys`).
+    public var keysKept: Int
     /// Most people a submit may leave in the room (`room-full` beyond it). 0 = no limit. Undo and redo
     /// may restore people above it: they only bring back what was there.
     public var maxPeople: Int
@@ -50,7 +53,7 @@ public struct RoomPolicy: Hashable, Sendable {
     public static let defaultListWork: Double = 20_000_000
 
     public init(undo: UndoPolicy = UndoPolicy(), tagBlockSize: Int = 100, keptRevisions: Int = 0, repliesKept: Int = 64,
-                maxPeople: Int = 0, keptSessions: Int = 256, maxCatchUp: Int = 1000,
+                keysKept: Int = 10_000, maxPeople: Int = 0, keptSessions: Int = 256, maxCatchUp: Int = 1000,
                 maxListWork: Double = RoomPolicy.defaultListWork) {
         self.maxListWork = maxListWork
         self.keptSessions = keptSessions
@@ -59,6 +62,7 @@ public struct RoomPolicy: Hashable, Sendable {
         self.tagBlockSize = tagBlockSize
         self.keptRevisions = keptRevisions
         self.repliesKept = repliesKept
+        self.keysKept = keysKept
         self.maxPeople = maxPeople
     }
 }

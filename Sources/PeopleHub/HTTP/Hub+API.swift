@@ -90,13 +90,7 @@ extension Hub {
         let now = clock
         let limits = configuration.limits
         // Shared by the hubs of every service thread: a caller's rate is the hub's, whichever rooms it asks for.
-        let admitted = shared.httpRates.withLock { rates in
-            var bucket = rates[who] ?? TokenBucket(perSecond: limits.opsPerSecond, burst: limits.opsPerSecond * 2, now: now)
-            let admitted = bucket.take(now: now)
-            rates[who] = bucket
-            if rates.count > 10_000 { rates.removeAll() }  // a flood of names: start over
-            return admitted
-        }
+        let admitted = shared.httpRates.withLock { $0.take(who, rate: limits.opsPerSecond, now: now) }
         guard admitted else {
             var failure = HTTPFailure(ProtocolError(.rateLimited,
                 "over \(configuration.limits.opsPerSecond) requests a second (limits.opsPerSecond)"))
@@ -209,9 +203,11 @@ extension Hub {
         return json
     }
 
-    /// The idempotency `key` a write must carry: 1 to 128 characters.
+    /// The idempotency `key` a write must carry: 1 to 128 characters, counted as Unicode code points (as
+    /// JSON Schema's `maxLength` does), so at most 512 bytes: counted as Swift `Character`s, one letter
+    /// with thousands of combining marks was one, and 128 of them a megabyte kept for a day.
     static func key(_ body: JSON) throws -> String {
-        guard case .string(let key)? = body["key"], (1...128).contains(key.count) else {
+        guard case .string(let key)? = body["key"], (1...128).contains(key.unicodeScalars.count) else {
             throw HTTPFailure.badMessage("key (1 to 128 characters) is required: a retry with the same key gets the first answer")
         }
         return key

@@ -58,17 +58,18 @@ extension Hub {
             }
         }
         routes.add("POST", "/v1/webhooks/enable") { [unowned self] call throws in
-            // By its URL, or by the name the metrics and the log call it (an alert names only that).
-            let body = try Self.bodyObject(call)
-            let endpoint: WebhookEndpointReference
-            switch (body["url"], body["name"]) {
-            case (.string(let url)?, nil): endpoint = .url(url)
-            case (nil, .string(let name)?): endpoint = .name(name)
-            default: throw HTTPFailure.badMessage("give url (the endpoint's URL) or name (its name in the metrics and the log), one of them")
-            }
-            return try api(call) { [unowned self] caller throws in
+            // The body is read only for a caller who may re-enable (parsing costs the service thread).
+            try api(call) { [unowned self] caller throws in
                 guard caller.role.allows(.admin) else { throw HTTPFailure.forbidden("re-enabling a webhook needs an admin") }
                 guard caller.seesEveryRoom else { throw Self.webhooksNeedEveryRoom }
+                // By its URL, or by the name the metrics and the log call it (an alert names only that).
+                let body = try Self.bodyObject(call)
+                let endpoint: WebhookEndpointReference
+                switch (body["url"], body["name"]) {
+                case (.string(let url)?, nil): endpoint = .url(url)
+                case (nil, .string(let name)?): endpoint = .name(name)
+                default: throw HTTPFailure.badMessage("give url (the endpoint's URL) or name (its name in the metrics and the log), one of them")
+                }
                 guard webhooks?.reenable(endpoint) == true else { throw HTTPFailure.notFound("no webhook endpoint has \(endpoint)") }
                 return .json(webhooks?.status() ?? .object(["webhooks": .array([])]))
             }

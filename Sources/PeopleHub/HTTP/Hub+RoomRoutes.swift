@@ -106,17 +106,20 @@ extension Hub {
 
     // MARK: Writes
 
-    /// A write as the caller: parse the body into the room's request, then hand it to the room.
+    /// A write as the caller: once the caller may write in the room, parse the body into the room's
+    /// request, then hand it to the room. The body is not read before (a request without a token or
+    /// over the caller's rate would cost the service thread its parse).
     private func write(_ call: HTTPCall, _ parse: @escaping (JSON) throws -> ClientMessage)
         throws -> HTTPResponse?
     {
-        let body = try Self.bodyObject(call)
-        if call.request.body.isEmpty {
-            throw HTTPFailure.badMessage("the request has no body: send a JSON object with at least key (1 to 128 characters)")
-        }
-        let key = try Self.key(body)
-        let message = try parse(body)
-        return try api(call) { [unowned self] caller throws in
+        try api(call) { [unowned self] caller throws in
+            try caller.check(.editor, room: roomName(call))
+            let body = try Self.bodyObject(call)
+            if call.request.body.isEmpty {
+                throw HTTPFailure.badMessage("the request has no body: send a JSON object with at least key (1 to 128 characters)")
+            }
+            let key = try Self.key(body)
+            let message = try parse(body)
             let user = try caller.writer(body: body)
             return try inRoom(call, caller, need: .editor) { [unowned self] host throws in
                 request(message, as: user, key: key, in: host, call: call)

@@ -12,7 +12,7 @@ final class HubShared: Sendable {
     /// Rooms in memory or loading, summed over the hubs (each adds its changes).
     let rooms = Atomic<Int>(0)
     /// HTTP API callers' buckets, by user and peer.
-    let httpRates = Mutex<[String: TokenBucket]>([:])
+    let httpRates = Mutex(CallerRates())
     /// The process is over `limits.maxMemoryBytes` (and has not yet fallen under 90 % of it): no room
     /// is loaded or created. Set by the first hub's sweep, read by every hub.
     let memoryShort = Atomic<Bool>(false)

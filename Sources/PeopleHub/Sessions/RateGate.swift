@@ -63,3 +63,41 @@ struct TokenBucket {
         return true
     }
 }
+
+extension TokenBucket {
+    /// Whether the bucket has refilled by `now`: forgetting it changes nothing (a new one starts full).
+    func isFull(at now: Int64) -> Bool {
+        tokens + Double(max(0, now - last)) * rate / 1000 >= burst
+    }
+}
+
+/// The HTTP API's buckets, one per caller (user and peer), shared by the hubs of every service thread.
+///
+/// The table is kept small by forgetting callers whose bucket has refilled, not by starting over: a
+/// flood of new names (open mode, or many token subjects) emptied it before, and with it every other
+/// caller's limit. A pass reads the whole table, so it runs when the table has doubled since the last
+/// one (and holds at least `prunesAbove`).
+struct CallerRates {
+    private var buckets: [String: TokenBucket] = [:]
+    private var pruneAt: Int
+    private let prunesAbove: Int
+
+    init(prunesAbove: Int = 10_000) {
+        self.prunesAbove = prunesAbove
+        pruneAt = prunesAbove
+    }
+
+    var count: Int { buckets.count }
+
+    /// Takes a token from `caller`'s bucket (a new one: `rate` a second, a burst of twice that).
+    mutating func take(_ caller: String, rate: Int, now: Int64) -> Bool {
+        var bucket = buckets[caller] ?? TokenBucket(perSecond: rate, burst: rate * 2, now: now)
+        let taken = bucket.take(now: now)
+        buckets[caller] = bucket
+        if buckets.count > pruneAt {
+            buckets = buckets.filter { !$0.value.isFull(at: now) }
+            pruneAt = max(prunesAbove, buckets.count * 2)
+        }
+        return taken
+    }
+}
