@@ -81,8 +81,9 @@ public protocol PeopleStore: Sendable {
     func setWebhookCursor(endpoint: String, room: String, rev: Int) throws(StoreError)
 
     /// Starts a room over for `endpoint`: puts its cursor at `rev` (lower or higher than the one stored)
-    /// if the room is in the store, or forgets it (`rev` nil) if the room is not. One statement, which
-    /// checks the room and writes together: a deletion never finds the cursor missing half-way, a
+    /// if the room is in the store, or forgets it (`rev` nil) if the room is not. The room is checked
+    /// and the cursor written together (one statement; on PostgreSQL also after the room's cursor lock,
+    /// which its creation and deletion take): a deletion never finds the cursor missing half-way, a
     /// forget that comes after the room was made again leaves the new life's cursor, and a cursor put
     /// after a deletion makes none for a room that is gone.
     func resetWebhookCursor(endpoint: String, room: String, to rev: Int?) throws(StoreError)

@@ -687,7 +687,9 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
                 if !segments[0].rows.isEmpty { _ = try run(segments[0].rows.insert, on: connection) }
                 return
             }
-            _ = try run("BEGIN", on: connection)
+            // READ COMMITTED whatever the database's default: each statement reads what is committed
+            // when it starts, so what follows a lock reads after the lock's last holder.
+            _ = try run("BEGIN ISOLATION LEVEL READ COMMITTED", on: connection)
             do {
                 // A room made with webhook cursors or deleted is the lanes' rooms' lock for the commit
                 // (`resetWebhookCursor`), taken first and in one order (no two commits wait on each other).
@@ -1060,8 +1062,11 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
     public func resetWebhookCursor(endpoint: String, room: String, to rev: Int?) throws(StoreError) {
         do {
             try withPooledConnection { connection in
-                _ = try run("BEGIN", on: connection)
+                _ = try run("BEGIN ISOLATION LEVEL READ COMMITTED", on: connection)
                 do {
+                    // A node lost between the lock and the commit would hold it (and a writer waiting
+                    // on it) until its TCP connection is found dead: the server ends it idle after 10 s.
+                    _ = try run("SET LOCAL idle_in_transaction_session_timeout = 10000", on: connection)
                     _ = try run("SELECT pg_advisory_xact_lock(\(Self.cursorLockKey(room)))", on: connection)
                     if let rev {
                         _ = try run("""
@@ -1335,8 +1340,12 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
         }
     }
 
-    /// The advisory lock key of a room's webhook cursors (`resetWebhookCursor`), apart from its lease's.
-    static func cursorLockKey(_ room: String) -> Int { lockKey(room, kind: "cursors") }
+    /// The advisory lock key of a room's webhook cursors (`resetWebhookCursor`), apart from its lease's:
+    /// one of 256 stripes, so a commit making or deleting thousands of rooms takes at most 256 locks (a
+    /// lock per room could fill the server's shared lock table); rooms of one stripe wait on each other.
+    static func cursorLockKey(_ room: String) -> Int {
+        lockKey("stripe-\(UInt64(bitPattern: Int64(lockKey(room, kind: "cursors"))) % 256)", kind: "cursors")
+    }
 
     /// The advisory lock key of a room (or, `kind` "node", of a node's id): 64-bit FNV-1a of its name
     /// (stable across nodes and versions).

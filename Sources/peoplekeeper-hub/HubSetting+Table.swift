@@ -23,7 +23,7 @@ extension HubSetting {
         .int("rooms.maxCatchUp", 1000, 0...1_000_000,
              "A hello at most this far behind is caught up revision by revision, else sent the full state; capped at limits.sendQueueMessages - 64"),
         .int("rooms.repliesKept", 64, 1...100_000, "Replies kept per session so a resent seq is answered once"),
-        .int("rooms.keysKept", 10_000, 1...10_000_000,
+        .int("rooms.keysKept", 100_000, 1...10_000_000,
              "HTTP idempotency keys kept per caller per room, each for 24 hours at most; beyond it the oldest go"),
         .int("rooms.keptSessions", 256, 0...1_000_000, "Disconnected sessions kept per room for hello.resume"),
         .int("rooms.unloadAfterSeconds", 60, 1...604_800,

@@ -119,6 +119,37 @@ struct AgentTests {
         #expect(j.room.sessions[Room.agentSession(of: "ann")]!.keys.count == 1)
     }
 
+    @Test("a key kept again after it expired: the room restored from a snapshot prunes when the live room does")
+    func expiredKeyKeptAgain() throws {
+        var j = Journalled(Room(name: "r", seed: PeopleModel(people: Fixtures.start), policy: RoomPolicy(keysKept: 10)))
+        let tag = Fixtures.start[0].tag
+        let hour = Room.keyLifetime / 24
+        func write(_ key: String, at now: Int64) {
+            let batch = ClientMessage.submit(.init(seq: 0, base: j.room.revision, ops: [.set(tag, .name("Bob \(key)"))]))
+            _ = j.take(j.room.request(batch, as: "ann", key: key, now: now))
+        }
+        write("a", at: 1_000)
+        write("a", at: 1_000 + 24 * hour + hour / 2)  // expired: applied and kept again
+        for n in 1...9 { write("k\(n)", at: 1_000 + 24 * hour + hour / 2 + Int64(n)) }
+        j.snapshots.append(j.room.snapshot())
+        write("k10", at: 1_000 + 25 * hour + 100)
+        let restored = try j.restored(from: j.snapshots.last!)
+        #expect(DurableState(restored) == DurableState(j.room))
+        #expect(restored.sessions[Room.agentSession(of: "ann")]!.keys.count == j.room.sessions[Room.agentSession(of: "ann")]!.keys.count)
+    }
+
+    @Test("keys are compared byte for byte: \"é\" and \"e\" with a combining accent are two keys, both applied")
+    func keysAreBytes() throws {
+        var room = Room(name: "r", seed: PeopleModel(people: Fixtures.start))
+        let tag = Fixtures.start[0].tag
+        for (n, key) in ["\u{e9}", "e\u{301}"].enumerated() {
+            let batch = ClientMessage.submit(.init(seq: 0, base: room.revision, ops: [.set(tag, .name("Bob \(n)"))]))
+            let actions = room.request(batch, as: "ann", key: key, now: 1_000 + Int64(n))
+            #expect(actions.contains { if case .persist = $0 { true } else { false } }, "key \(n) applied")
+        }
+        #expect(room.revision == 2)
+    }
+
     @Test("an error is not kept for its key: the same key, retried with a fresher base, is applied once")
     func errorsAreNotKeptForTheirKey() throws {
         var j = Journalled(Room(name: "r", seed: PeopleModel(people: Fixtures.start)))

@@ -258,7 +258,7 @@ extension RoomSnapshot {
                 "replies": .array(s.replyOrder.compactMap { seq in
                     s.replies[seq].map { .object(["seq": .int(seq), "reply": $0.json]) }
                 }),
-                "keys": s.keys.isEmpty ? nil : .array(s.keys.replies.sorted { $0.key < $1.key }.map { key, kept in
+                "keys": s.keys.isEmpty ? nil : .array(s.keys.sorted.map { key, kept in
                     .object(["key": .string(key), "time": .int(Int(kept.time)), "reply": kept.reply.json])
                 }),
             ])

@@ -53,7 +53,7 @@ public struct RoomPolicy: Hashable, Sendable {
     public static let defaultListWork: Double = 20_000_000
 
     public init(undo: UndoPolicy = UndoPolicy(), tagBlockSize: Int = 100, keptRevisions: Int = 0, repliesKept: Int = 64,
-                keysKept: Int = 10_000, maxPeople: Int = 0, keptSessions: Int = 256, maxCatchUp: Int = 1000,
+                keysKept: Int = 100_000, maxPeople: Int = 0, keptSessions: Int = 256, maxCatchUp: Int = 1000,
                 maxListWork: Double = RoomPolicy.defaultListWork) {
         self.maxListWork = maxListWork
         self.keptSessions = keptSessions
