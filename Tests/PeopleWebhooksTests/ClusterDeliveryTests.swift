@@ -127,6 +127,36 @@ struct ClusterDeliveryTests {
         await b.shutdown()
     }
 
+    @Test("a room made again on a node that did not hold its last life: that life's room events and owed revisions go first, in order")
+    func newLifeAfterAnotherNodesLife() async throws {
+        let receiver = try Receiver()
+        defer { receiver.stop() }
+        let store = InMemoryStore(), table = LeaseTable()
+        // No scan in the test's time: only the lane can find what node a left.
+        let slow = WebhookPolicy(timeout: 2_000, backoffStart: 10, backoffMax: 40, jitter: 0.2, giveUpAfter: 60_000, chunk: 3,
+                                 scanInterval: 600_000, releaseAfter: 100)
+        let leasesB = table.node("b")
+        let b = WebhookDispatcher(endpoints: [endpoint(receiver)], store: store, logger: testLogger, policy: slow, leases: leasesB)
+        b.start()
+        try await Task.sleep(for: .milliseconds(300))  // its start and first scan read an empty store
+        // Node a makes the room, three revisions and deletes it, delivering nothing, and dies.
+        let a = table.node("a")
+        #expect(try a.acquire(room: "r", for: .room) == .acquired)
+        var first = try await RoomFeed.start(store, name: "r", notices: b.notices(.roomCreated, room: "r", time: 1_000))
+        _ = try await first.edit(3)
+        #expect(try store.deleteRoom("r", notices: b.notices(.roomDeleted, room: "r", time: 2_000)))
+        a.loseAll()
+        // Node b makes it again, with two revisions.
+        #expect(try leasesB.acquire(room: "r", for: .room) == .acquired)
+        var second = try await RoomFeed.start(store, name: "r", notices: b.notices(.roomCreated, room: "r", time: 3_000))
+        b.roomCreated(room: "r", time: 3_000)
+        for rev in try await second.edit(2) { b.revisionDurable(room: "r", rev: rev) }
+        #expect(await receiver.wait { $0.filter(\.delivered).count >= 8 })
+        #expect(receiver.delivered.map { $0.rev.map(String.init) ?? $0.event }
+                == ["room.created", "1", "2", "3", "room.deleted", "room.created", "1", "2"])
+        await b.shutdown()
+    }
+
     @Test("a room whose deliveries are not done keeps its lease after the hub lets it go, so no other node can take it; it is let go once they are")
     func backlogKeepsTheLease() async throws {
         let down = Mutex(true)
