@@ -515,15 +515,24 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
                 return
             }
             // One node creates the tables while the others wait (nodes may start together).
-            _ = try run("BEGIN", on: connection)
-            do {
+            try transaction(on: connection) {
                 _ = try run("SELECT pg_advisory_xact_lock(7354610427)", on: connection)
                 for step in Self.schema { _ = try run(step.query, on: connection) }
-                _ = try run("COMMIT", on: connection)
-            } catch {
-                _ = try? run("ROLLBACK", on: connection)
-                throw error
             }
+        }
+    }
+
+    /// `body` in one transaction on `connection`, committed if it returns, rolled back if it throws.
+    /// READ COMMITTED whatever the database's default: each statement reads what is committed when it
+    /// starts, so what follows a lock reads after the lock's last holder.
+    private func transaction(on connection: PostgresConnection, _ body: () throws -> Void) throws {
+        _ = try run("BEGIN ISOLATION LEVEL READ COMMITTED", on: connection)
+        do {
+            try body()
+            _ = try run("COMMIT", on: connection)
+        } catch {
+            _ = try? run("ROLLBACK", on: connection)
+            throw error
         }
     }
 
@@ -687,10 +696,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
                 if !segments[0].rows.isEmpty { _ = try run(segments[0].rows.insert, on: connection) }
                 return
             }
-            // READ COMMITTED whatever the database's default: each statement reads what is committed
-            // when it starts, so what follows a lock reads after the lock's last holder.
-            _ = try run("BEGIN ISOLATION LEVEL READ COMMITTED", on: connection)
-            do {
+            try transaction(on: connection) {
                 // A room made with webhook cursors or deleted is the lanes' rooms' lock for the commit
                 // (`resetWebhookCursor`), taken first and in one order (no two commits wait on each other).
                 let rooms = segments.flatMap { segment in
@@ -700,10 +706,6 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
                     _ = try run("SELECT pg_advisory_xact_lock(\(key))", on: connection)
                 }
                 for segment in segments { try write(segment, on: connection) }
-                _ = try run("COMMIT", on: connection)
-            } catch {
-                _ = try? run("ROLLBACK", on: connection)
-                throw error
             }
         }
     }
@@ -1062,8 +1064,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
     public func resetWebhookCursor(endpoint: String, room: String, to rev: Int?) throws(StoreError) {
         do {
             try withPooledConnection { connection in
-                _ = try run("BEGIN ISOLATION LEVEL READ COMMITTED", on: connection)
-                do {
+                try transaction(on: connection) {
                     // A node lost between the lock and the commit would hold it (and a writer waiting
                     // on it) until its TCP connection is found dead: the server ends it idle after 10 s.
                     _ = try run("SET LOCAL idle_in_transaction_session_timeout = 10000", on: connection)
@@ -1080,10 +1081,6 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
                             AND NOT EXISTS (SELECT 1 FROM snapshots WHERE room = \(room))
                             """, on: connection)
                     }
-                    _ = try run("COMMIT", on: connection)
-                } catch {
-                    _ = try? run("ROLLBACK", on: connection)
-                    throw error
                 }
             }
         } catch {

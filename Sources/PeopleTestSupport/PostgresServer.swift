@@ -159,8 +159,7 @@ public final class PostgresServer: @unchecked Sendable {
     /// tuples-only output.
     @discardableResult
     public func psql(_ sql: String) throws -> String {
-        let result = try Self.run(binDirectory + "/psql", ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", host,
-                                                           "-p", String(port), "-U", user, "-d", database, "-c", sql])
+        let result = try Self.run(binDirectory + "/psql", psqlArguments + ["-c", sql])
         guard result.status == 0 else { throw PostgresServerError("psql failed (exit \(result.status)):\n\(result.output)") }
         return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
@@ -168,8 +167,13 @@ public final class PostgresServer: @unchecked Sendable {
     /// A `psql` session that stays open between statements (a transaction a test holds open while a
     /// store works beside it). Close it with `close()`.
     public func session() throws -> PsqlSession {
-        try PsqlSession(path: binDirectory + "/psql", arguments: ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", host,
-                                                                   "-p", String(port), "-U", user, "-d", database])
+        try PsqlSession(path: binDirectory + "/psql", arguments: psqlArguments)
+    }
+
+    /// psql in the database as the stores' role: no startup file, quiet, unaligned, tuples only, and
+    /// stopped at the first error.
+    private var psqlArguments: [String] {
+        ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", host, "-p", String(port), "-U", user, "-d", database]
     }
 
     // MARK: - Processes

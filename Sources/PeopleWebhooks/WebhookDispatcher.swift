@@ -206,32 +206,32 @@ public final class WebhookDispatcher: Sendable {
     /// `room` was loaded from the store (not made here): the notices the store keeps for it are read
     /// before anything of it is delivered (a room the `import` command made while the hub ran: its
     /// `room.created` waited for a restart, and came after the revisions that followed); in cluster
-    /// mode also the revisions owed of its earlier lives (`catchUp`). Never blocks.
+    /// mode also the revisions owed of its earlier lives (`updateForRoom`). Never blocks.
     public func roomLoaded(room: String) {
         state.withLock { state in
             guard !state.stopped else { return }
             for index in endpoints.indices
             where endpoints[index].wants(.revision, of: room) || endpoints[index].wants(.roomCreated, of: room) {
-                let key = LaneKey(endpoint: index, room: room)
-                let new = state.lanes[key] == nil
-                update(key, in: &state) { lane in
-                    lane.mayHaveNotices()
-                    if new { catchUp(&lane) }
-                }
+                updateForRoom(LaneKey(endpoint: index, room: room), in: &state) { $0.mayHaveNotices() }
             }
         }
     }
 
-    /// In cluster mode a lane made here for a room this node did not hold may follow lives of the
-    /// room another node made, deleted and could not deliver (it died, or its endpoint failed): what
+    /// `update` for the hub's news of `key`'s room. In cluster mode a lane the news makes here may follow
+    /// lives of the room another node made, deleted and could not deliver (it died, or its endpoint failed): what
     /// they left in the store (their room events, the revisions they owed) is read and delivered
     /// first, in order, as a scan or a start would. It came after this node's own events of the room,
     /// from the next scan, once the lane was done (an operator's pass: a room made again here got its
     /// events and revisions out before the earlier lives' `room.created` and `room.deleted`).
-    private func catchUp(_ lane: inout DeliveryLane) {
-        guard leases != nil else { return }
-        lane.mayHaveNotices()
-        lane.mayBeOwed()
+    private func updateForRoom(_ key: LaneKey, in state: inout DispatchState, _ change: (inout DeliveryLane) -> Void) {
+        let catchUp = leases != nil && state.lanes[key] == nil
+        update(key, in: &state) { lane in
+            if catchUp {
+                lane.mayHaveNotices()
+                lane.mayBeOwed()
+            }
+            change(&lane)
+        }
     }
 
     /// `room` was created at `time` (milliseconds since the epoch): endpoints that want `room.created`
@@ -256,12 +256,7 @@ public final class WebhookDispatcher: Sendable {
             state.recent[room] = nil
             for index in indices {
                 let notice = endpoints[index].events.contains(event) ? RoomNotice(event: event, time: time) : nil
-                let key = LaneKey(endpoint: index, room: room)
-                let new = state.lanes[key] == nil
-                update(key, in: &state) { lane in
-                    if new { catchUp(&lane) }
-                    apply(&lane, notice, endpoints[index])
-                }
+                updateForRoom(LaneKey(endpoint: index, room: room), in: &state) { apply(&$0, notice, endpoints[index]) }
             }
         }
     }

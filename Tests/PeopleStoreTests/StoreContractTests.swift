@@ -832,6 +832,26 @@ final class SQLiteStoreContractTests: Sendable {
     }
 }
 
+/// A store call on another thread, while the test holds what it waits for.
+private final class Background<T: Sendable>: Sendable {
+    private let outcome = Mutex<Result<T, any Error>?>(nil)
+
+    init(_ body: @escaping @Sendable () throws -> T) {
+        DispatchQueue.global().async { [self] in
+            let result = Result<T, any Error> { try body() }
+            self.outcome.withLock { $0 = result }
+        }
+    }
+
+    var done: Bool { outcome.withLock { $0 != nil } }
+
+    /// What the call returned or threw, waiting up to 10 s for it.
+    func result() throws -> T {
+        for _ in 0..<200 where !done { Thread.sleep(forTimeInterval: 0.05) }
+        return try #require(outcome.withLock { $0 }).get()
+    }
+}
+
 /// One real PostgreSQL 15 server for the whole run (started on first use, stopped at exit).
 enum SharedPostgres {
     static let server: Result<PostgresServer, Error> = {
@@ -975,15 +995,10 @@ struct PostgresStoreContractTests {
                 ON CONFLICT (endpoint, room) DO UPDATE SET rev = 0
                 """)
             // The lane of the first life forgets the room's cursor meanwhile.
-            let forgot = Mutex<Result<Void, any Error>?>(nil)
-            DispatchQueue.global().async {
-                let result = Result<Void, any Error> { try store.resetWebhookCursor(endpoint: endpoint, room: room, to: nil) }
-                forgot.withLock { $0 = result }
-            }
+            let forget = Background { try store.resetWebhookCursor(endpoint: endpoint, room: room, to: nil) }
             #expect(try waitsOn(maker.pid), "the forget waits for the commit")
             try maker.run("COMMIT")
-            for _ in 0..<200 where forgot.withLock({ $0 == nil }) { Thread.sleep(forTimeInterval: 0.05) }
-            try #require(forgot.withLock { $0 }).get()
+            try forget.result()
             #expect(try store.webhookCursors(endpoint: endpoint) == [room: 0], "the new life's cursor")
             #expect(try store.deleteRoom(room))
         }
@@ -1011,16 +1026,11 @@ struct PostgresStoreContractTests {
             #expect(try store.webhookCursors(endpoint: endpoint) == [room: 0])
 
             try holder.run("SELECT pg_advisory_lock(\(key))")
-            let deleted = Mutex<Result<Bool, any Error>?>(nil)
-            DispatchQueue.global().async {
-                let result = Result<Bool, any Error> { try store.deleteRoom(room) }
-                deleted.withLock { $0 = result }
-            }
+            let deletion = Background { try store.deleteRoom(room) }
             #expect(try waitsOn(holder.pid), "the deletion waits for the lock")
             #expect(try store.load(room: room) != nil)
             try holder.run("SELECT pg_advisory_unlock(\(key))")
-            for _ in 0..<200 where deleted.withLock({ $0 == nil }) { Thread.sleep(forTimeInterval: 0.05) }
-            #expect(try #require(deleted.withLock { $0 }).get())
+            #expect(try deletion.result())
             #expect(try store.webhookCursors(endpoint: endpoint).isEmpty)
         }
     }
@@ -1035,17 +1045,10 @@ struct PostgresStoreContractTests {
             defer { holder.close() }
             let tables = PostgresStore.schema.compactMap { step in if case .table(let name, _) = step { name } else { nil } }
             try holder.run("BEGIN; LOCK TABLE \(tables.joined(separator: ", ")) IN ROW EXCLUSIVE MODE")
-            let opened = Mutex<Result<PostgresStore, any Error>?>(nil)
-            DispatchQueue.global().async {
-                let result = Result<PostgresStore, any Error> {
-                    try PostgresStore(url: url, node: "t", advertisedURL: "ws://t.example", logger: storeLogger)
-                }
-                opened.withLock { $0 = result }
-            }
-            #expect(try !waitsOn(holder.pid, unless: { opened.withLock { $0 != nil } }), "the open waited on the transaction")
+            let open = Background { try PostgresStore(url: url, node: "t", advertisedURL: "ws://t.example", logger: storeLogger) }
+            #expect(try !waitsOn(holder.pid, unless: { open.done }), "the open waited on the transaction")
             try holder.run("ROLLBACK")
-            for _ in 0..<200 where opened.withLock({ $0 == nil }) { Thread.sleep(forTimeInterval: 0.05) }
-            try #require(opened.withLock { $0 }).get().close()
+            try open.result().close()
         }
     }
 
