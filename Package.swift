@@ -190,6 +190,8 @@ let package = Package(
             dependencies: [
                 "PeopleCore", "PeopleStore", "PeopleStoreSQLite", "PeopleStorePostgres", "PeopleTestSupport",
                 .product(name: "Logging", package: "swift-log"),
+                // To ask SQLite how it runs the store's queries (its plan), beside the store.
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         // Every committed fuzz input (Tests/Fuzz) replayed through the harness, and the issues fuzzing found.

@@ -10,7 +10,17 @@ people at every revision (as the users' own models saw them) and who made each r
 `Tests/python/test_upgrade.py` opens that file with the current hub. The edits are fixed (no randomness),
 so a fixture made again from the same commit holds the same rooms.
 
-Loopback only. Needs the test suite's Python client (Tests/python/pkclient.py)."""
+    scripts/make-upgrade-fixture.py --keys --hub OLD/peoplekeeper-hub --commit COMMIT --out Tests/fixtures/upgrade-keys
+
+Hubs before session 36 kept every HTTP idempotency key and its first answer in each snapshot of the
+room; later ones keep only where the keys start in the journal and read the answers back from it.
+With `--keys` the hub (a snapshot every 5 revisions) gets room `keys` made with `PUT` and 12 keyed
+writes as `ann` (keys `key-1` … `key-12`, each a `set` of one name; the last two after the last
+snapshot), and is killed (SIGKILL: no snapshot at exit, so the last keys are only in the journal's
+tail, as after a crash). `expected.json` holds each key's first answer (status and body) and the keys
+the snapshot holds.
+
+Loopback only. Needs the test suite's Python clients (Tests/python/pkclient.py, pkhttp.py)."""
 
 from __future__ import annotations
 
@@ -29,9 +39,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "Tests" / "python"))
 from pkclient import HubClient, person  # noqa: E402
+from pkhttp import HubHTTP  # noqa: E402
 
 LISTEN = re.compile(r"listening on https?://127\.0\.0\.1:(\d+)/")
 TEAM, QUIET = "upgrade-team", "upgrade-quiet"
+KEYS_ROOM, KEYED_WRITES = "keys", 12
 
 
 def set_op(tag, field, value):
@@ -126,12 +138,29 @@ def play_quiet(port: int) -> dict:
     return {"rev": bob.rev, "people": rec.states[bob.rev], "states": rec.states, "log": rec.log}
 
 
+def play_keys(port: int) -> dict:
+    http = HubHTTP(port, user="ann")
+    bob = {"tag": 1, "name": "Bob", "hairColor": "black", "hairLength": "short", "eyeColor": "brown",
+           "glasses": False, "facialHair": [], "likes": [], "dislikes": []}
+    made = http.put(HubHTTP.room_path(KEYS_ROOM), {"people": [bob]})
+    assert made.status == 201, made
+    answers = {}
+    for n in range(1, KEYED_WRITES + 1):
+        resp = http.batch(KEYS_ROOM, [set_op(1, "name", f"Bob {n}")], n - 1, key=f"key-{n}")
+        assert resp.status == 200, resp
+        answers[f"key-{n}"] = {"status": resp.status, "body": resp.json}
+    http.close()
+    return answers
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hub", required=True, help="the older hub's binary")
     parser.add_argument("--commit", required=True, help="the commit it was built from (recorded in expected.json)")
     parser.add_argument("--out", required=True, help="the fixture's directory (pk.sqlite, expected.json)")
+    parser.add_argument("--keys", action="store_true", help="the idempotency keys' fixture (upgrade-keys)")
     args = parser.parse_args()
+    every = 5 if args.keys else 25
 
     work = Path(tempfile.mkdtemp(prefix="pk-upgrade-fixture-"))
     try:
@@ -147,7 +176,7 @@ logging:
 storage:
   kind: embedded
   path: {store}
-  snapshotEvery: 25
+  snapshotEvery: {every}
 """)
         hub = subprocess.Popen([args.hub, "--config", str(config), "--port", "0"], cwd=str(REPO),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
@@ -158,21 +187,34 @@ storage:
             print(f"the hub did not start: {line!r} {hub.stderr.read()[-2000:]}", file=sys.stderr)
             return 1
         port = int(match.group(1))
-        rooms = {TEAM: play_team(port), QUIET: play_quiet(port)}
-        hub.send_signal(signal.SIGTERM)
-        if hub.wait(30) != 0:
-            print(f"the hub exited {hub.returncode}: {hub.stderr.read()[-2000:]}", file=sys.stderr)
-            return 1
+        if args.keys:
+            answers = play_keys(port)
+            hub.kill()
+            hub.wait(30)
+        else:
+            rooms = {TEAM: play_team(port), QUIET: play_quiet(port)}
+            hub.send_signal(signal.SIGTERM)
+            if hub.wait(30) != 0:
+                print(f"the hub exited {hub.returncode}: {hub.stderr.read()[-2000:]}", file=sys.stderr)
+                return 1
         db = sqlite3.connect(store)
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         db.execute("VACUUM")
+        if args.keys:
+            snapshot = json.loads(db.execute("SELECT state FROM snapshots WHERE room = ?", (KEYS_ROOM,)).fetchone()[0])
+            in_snapshot = sorted(k["key"] for s in snapshot["sessions"] for k in (s.get("keys") or []))
+            assert snapshot["rev"] == 10 and len(in_snapshot) == 10, (snapshot["rev"], in_snapshot)
+            expected = {"madeBy": args.commit, "room": KEYS_ROOM, "snapshotEvery": every, "snapshotRev": snapshot["rev"],
+                        "keysInSnapshot": in_snapshot, "answers": answers}
+            made = f"{KEYED_WRITES} keyed writes in {KEYS_ROOM}, {len(in_snapshot)} keys in the snapshot at revision 10"
+        else:
+            expected = {"madeBy": args.commit, "snapshotEvery": every, "rooms": rooms}
+            made = ", ".join(f"{name} at revision {room['rev']}" for name, room in rooms.items())
         db.close()
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(store, out / "pk.sqlite")
-        expected = {"madeBy": args.commit, "snapshotEvery": 25, "rooms": rooms}
-        (out / "expected.json").write_text(json.dumps(expected, sort_keys=True) + "\n")
-        made = ", ".join(f"{name} at revision {room['rev']}" for name, room in rooms.items())
+        (out / "expected.json").write_text(json.dumps(expected, sort_keys=True, indent=1 if args.keys else None) + "\n")
         print(f"{out}/pk.sqlite: {made}")
         return 0
     finally:

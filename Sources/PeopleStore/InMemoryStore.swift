@@ -78,7 +78,11 @@ public final class InMemoryStore: PeopleStore {
         let window = stored.journal.compactMap(\.record.revision)
             .filter { $0.number > snapshot.floor && $0.number <= snapshot.revision }
         let tail = stored.journal.filter { $0.position > snapshot.position }
-        return StoredRoom(snapshot: snapshot.json, window: window, tail: tail)
+        let json = snapshot.json
+        let keyed = StoredRoom.keyedPositions(inSnapshot: json).map { range in
+            stored.journal.filter { range.contains($0.position) && $0.keepsKey }
+        } ?? []
+        return StoredRoom(snapshot: json, window: window, keyed: keyed, tail: tail)
     }
 
     public func revisions(room: String, after: Int, through: Int) throws(StoreError) -> [Revision] {

@@ -623,7 +623,16 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
         // `webhooks` commands tell an endpoint another node delivers to from one no node lists. NULL:
         // a node of an older version, whose heartbeat does not say (not "none").
         .column(table: "nodes", column: "webhooks", "ALTER TABLE nodes ADD COLUMN IF NOT EXISTS webhooks text[]"),
+        // The answers that kept an idempotency key, found by their record's own `"keyTime":` member
+        // (`JournalEntry.keyMarker`): a room's load reads those from its snapshot's `keysFrom` on
+        // (`StoredRoom.keyed`). On the record's text, not a new column, so rows written before, and by
+        // a node of an older version in a rolling upgrade, are in it too. Building it reads the
+        // journal once, holding off writes to it meanwhile.
+        .index("journal_keys", "CREATE INDEX IF NOT EXISTS journal_keys ON journal (room, position) WHERE \(PostgresStore.keyedRecord)"),
     ]
+
+    /// The predicate of the keyed answers' index, which a query must repeat word for word to use it.
+    static let keyedRecord = "strpos(record, '\(JournalEntry.keyMarker)') > 0"
 
     /// The probe after a failed commit (`GroupCommitWriter.recheck`, committed alone): a write that
     /// grows a table, as a journal insert does. Rewriting a row in place (the heartbeat) passes on a
@@ -846,7 +855,15 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
                 let tail = try records(run("""
                     SELECT position, record FROM journal WHERE room = \(room) AND position > \(position) ORDER BY position
                     """, on: connection))
-                return StoredRoom(snapshot: try JSON.parse(state), window: window, tail: tail)
+                let snapshot = try JSON.parse(state)
+                var keyed: [JournalEntry] = []
+                if let range = StoredRoom.keyedPositions(inSnapshot: snapshot) {
+                    keyed = try records(run("""
+                        SELECT position, record FROM journal WHERE room = \(room) AND position >= \(range.lowerBound)
+                        AND position <= \(range.upperBound) AND \(unescaped: Self.keyedRecord) ORDER BY position
+                        """, on: connection))
+                }
+                return StoredRoom(snapshot: snapshot, window: window, keyed: keyed, tail: tail)
             }
         } catch {
             throw Self.storeError(error, "cannot load room \(room): \(Self.describe(error))")

@@ -166,8 +166,26 @@ public final class SQLiteStore: PeopleStore {
                 ) WITHOUT ROWID;
                 """)
         }
+        // The answers that kept an idempotency key, found by their record's own `"keyTime":` member
+        // (`JournalEntry.keyMarker`): a room's load reads those from its snapshot's `keysFrom` on
+        // (`StoredRoom.keyed`) instead of every record since. On the record's text, not a new column,
+        // so rows written before, and by a hub of an older version beside this one, are in it too.
+        // Building it reads the journal once.
+        migrator.registerMigration("v6: keyed answers") { db in
+            try db.execute(sql: "CREATE INDEX journal_keys ON journal (room, position) WHERE \(Self.keyedRecord)")
+        }
         return migrator
     }
+
+    /// The predicate of the keyed answers' index, which a query must repeat word for word to use it.
+    static let keyedRecord = "instr(record, '\(JournalEntry.keyMarker)') > 0"
+    /// A room's keyed answers between two positions (room, from, through), on that index (named: without
+    /// statistics SQLite takes the primary key's, and reads every record in the range).
+    static let keyedQuery = """
+        SELECT position, record FROM journal INDEXED BY journal_keys
+        WHERE room = ? AND position >= ? AND position <= ? AND \(keyedRecord)
+        ORDER BY position
+        """
 
     public func append(_ entries: [JournalEntry], room: String,
                        whenDurable: @escaping @Sendable (StoreError?) -> Void) -> AppendOutcome {
@@ -319,7 +337,11 @@ public final class SQLiteStore: PeopleStore {
                 let tail = try Self.records(db, sql: """
                     SELECT position, record FROM journal WHERE room = ? AND position > ? ORDER BY position
                     """, arguments: [room, position])
-                return StoredRoom(snapshot: try JSON.parse(state), window: window, tail: tail)
+                let snapshot = try JSON.parse(state)
+                let keyed = try StoredRoom.keyedPositions(inSnapshot: snapshot).map { range in
+                    try Self.records(db, sql: Self.keyedQuery, arguments: [room, range.lowerBound, range.upperBound])
+                } ?? []
+                return StoredRoom(snapshot: snapshot, window: window, keyed: keyed, tail: tail)
             }
         } catch {
             throw Self.storeError(error, "cannot load room \(room): \(error)")

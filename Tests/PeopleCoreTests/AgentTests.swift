@@ -32,11 +32,7 @@ struct AgentTests {
         }
 
         func restored(from snapshot: RoomSnapshot) throws -> Room {
-            let window = journal.compactMap(\.record.revision).filter { $0.number > snapshot.floor && $0.number <= snapshot.revision }
-            let tail = try journal.filter { $0.position > snapshot.position }
-                .map { JournalEntry(position: $0.position, record: try RoomRecord(json: JSON.parse($0.record.json.bytes))) }
-            return try Room(restoring: StoredRoom(snapshot: JSON.parse(snapshot.json.bytes), window: window, tail: tail),
-                            policy: room.policy)
+            try Room(restoring: StoredRoom.stored(from: snapshot, journal: journal), policy: room.policy)
         }
     }
 
@@ -136,6 +132,81 @@ struct AgentTests {
         let restored = try j.restored(from: j.snapshots.last!)
         #expect(DurableState(restored) == DurableState(j.room))
         #expect(restored.sessions[Room.agentSession(of: "ann")]!.keys.count == j.room.sessions[Room.agentSession(of: "ann")]!.keys.count)
+    }
+
+    @Test("a snapshot says where the keys start in the journal, not the keys: it does not grow with them, and the room comes back with them from the journal")
+    func snapshotsDoNotHoldKeys() throws {
+        var j = Journalled(Room(name: "r", seed: PeopleModel(people: Fixtures.start)))
+        var twin = Room(name: "r", seed: PeopleModel(people: Fixtures.start))
+        let tag = Fixtures.start[0].tag
+        var firstKeyed: Int?
+        for n in 1...200 {
+            let batch = ClientMessage.submit(.init(seq: 0, base: j.room.revision, ops: [.set(tag, .name("Bob \(n)"))]))
+            _ = j.take(j.room.request(batch, as: "ann", key: "key-\(n)-" + String(repeating: "x", count: 100), now: Int64(n) * 1_000))
+            _ = twin.request(batch, as: "ann", key: nil, now: Int64(n) * 1_000)
+            firstKeyed = firstKeyed ?? j.journal.last!.position
+            if n == 1 { j.snapshots.append(j.room.snapshot()) }
+        }
+        j.snapshots.append(j.room.snapshot())
+        let (one, many) = (j.snapshots[1].json, j.snapshots[2].json)
+        #expect(many["keysFrom"] == .int(firstKeyed!) && one["keysFrom"] == .int(firstKeyed!))
+        #expect(!many.text.contains("key-"), "no key in the snapshot")
+        // The same as the twin room's, whose writes had no keys, but for `"keysFrom":N`.
+        var keyless = many
+        if case .object(let members) = many { keyless = .object(members.filter { $0.key != "keysFrom" }) }
+        #expect(keyless == twin.snapshot().json)
+        // The store hands back the 200 keyed answers with it (by the marker in their text), and only those.
+        let stored = try StoredRoom.stored(from: j.snapshots[2], journal: j.journal)
+        #expect(stored.keyed.count == 200 && stored.keyed.allSatisfy(\.keepsKey))
+        #expect(j.journal.filter { $0.record.json.text.contains(JournalEntry.keyMarker) } .count == 200)
+        var restored = try j.restored(from: j.snapshots[2])
+        #expect(DurableState(restored) == DurableState(j.room))
+        let retry = ClientMessage.submit(.init(seq: 0, base: 0, ops: [.set(tag, .name("Again"))]))
+        let again = restored.request(retry, as: "ann", key: "key-7-" + String(repeating: "x", count: 100), now: 300_000)
+        #expect(again.count == 1 && !again.contains { if case .persist = $0 { true } else { false } }, "answered, not applied")
+        // Without them the room would not know its keys: they come from the journal, not the snapshot.
+        var bare = try Room(restoring: StoredRoom(snapshot: stored.snapshot, window: stored.window, tail: stored.tail),
+                            policy: j.room.policy)
+        #expect(bare.request(retry, as: "ann", key: "key-7-" + String(repeating: "x", count: 100), now: 300_000)
+            .contains { if case .persist = $0 { true } else { false } })
+    }
+
+    @Test("keys in a snapshot of before positions come back, stay in later snapshots while they are kept, and go when pruned")
+    func keysFromAnOlderSnapshot() throws {
+        var j = Journalled(Room(name: "r", seed: PeopleModel(people: Fixtures.start)))
+        let tag = Fixtures.start[0].tag
+        let first = ClientMessage.submit(.init(seq: 0, base: 0, ops: [.set(tag, .name("Old"))]))
+        let answer = j.take(j.room.request(first, as: "ann", key: "old", now: 1_000)).first!
+        // The snapshot as a hub of the previous version wrote it: the key in the session, no `keysFrom`.
+        guard case .object(var members) = j.room.snapshot().json,
+              let s = members.firstIndex(where: { $0.key == "sessions" }), case .array(var sessions) = members[s].value,
+              let a = sessions.firstIndex(where: { $0["id"] == .string(Room.agentSession(of: "ann")) }),
+              case .object(var agent) = sessions[a] else { Issue.record("no agent session"); return }
+        members.removeAll { $0.key == "keysFrom" }
+        agent.append(.init("keys", .array([.object(["key": .string("old"), "time": .int(1_000), "reply": answer.json])])))
+        sessions[a] = .object(agent)
+        members[s].value = .array(sessions)
+        var stored = try StoredRoom.stored(from: j.room.snapshot(), journal: j.journal)
+        stored.snapshot = try JSON.parse(JSON.object(members).bytes)
+        stored.keyed = []
+        var room = try Room(restoring: stored, policy: j.room.policy)
+        #expect(room.request(first, as: "ann", key: "old", now: 2_000) == [.send(answer, to: [Room.agentSession(of: "ann")])])
+        // A keyed write after it: the next snapshot starts the journal's keys there and still holds the old one.
+        var later = Journalled(room)
+        later.journal = j.journal
+        let second = ClientMessage.submit(.init(seq: 0, base: 1, ops: [.set(tag, .name("New"))]))
+        _ = later.take(later.room.request(second, as: "ann", key: "new", now: 3_000))
+        let snapshot = later.room.snapshot()
+        #expect(snapshot.json["keysFrom"] == .int(later.journal.last!.position))
+        #expect(snapshot.json.text.contains(#""key":"old""#) && !snapshot.json.text.contains(#""key":"new""#))
+        room = try later.restored(from: snapshot)
+        #expect(DurableState(room) == DurableState(later.room))
+        // A day and an hour on, the old key is pruned: no longer in a snapshot.
+        let late = 1_000 + Room.keyLifetime + Room.keyLifetime / 24
+        _ = later.take(later.room.request(.submit(.init(seq: 0, base: 2, ops: [.set(tag, .name("Late"))])),
+                                          as: "ann", key: "late", now: late))
+        #expect(!later.room.snapshot().json.text.contains(#""key":"old""#))
+        #expect(later.room.snapshot().json["sessions"].map { !$0.text.contains(#""keys""#) } == true)
     }
 
     @Test("keys are compared byte for byte: \"é\" and \"e\" with a combining accent are two keys, both applied")

@@ -2,17 +2,32 @@
 import Testing
 import PeopleTestSupport
 
-extension Network {
+extension StoredRoom {
     /// What a store would hand back for the snapshot: its encoding (through text, as stored), the
-    /// revisions of its window and the journal after it (each record through text too).
-    func stored(from snapshot: RoomSnapshot) throws -> StoredRoom {
+    /// revisions of its window, the keyed answers from its `keysFrom` on, and the journal after it
+    /// (each record through text too).
+    static func stored(from snapshot: RoomSnapshot, journal: [JournalEntry]) throws -> StoredRoom {
         func roundTrip(_ json: JSON) throws -> JSON { try JSON.parse(json.bytes) }
+        func roundTrip(_ entry: JournalEntry) throws -> JournalEntry {
+            JournalEntry(position: entry.position, record: try RoomRecord(json: roundTrip(entry.record.json)))
+        }
         let window = try journal.compactMap(\.record.revision)
             .filter { $0.number > snapshot.floor && $0.number <= snapshot.revision }
             .map { try Revision(json: roundTrip($0.json)) }
-        let tail = try journal.filter { $0.position > snapshot.position }
-            .map { JournalEntry(position: $0.position, record: try RoomRecord(json: roundTrip($0.record.json))) }
-        return StoredRoom(snapshot: try roundTrip(snapshot.json), window: window, tail: tail)
+        let json = try roundTrip(snapshot.json)
+        // As the stores find them: by the marker in the record's text.
+        let keyed = try StoredRoom.keyedPositions(inSnapshot: json).map { range in
+            try journal.filter { range.contains($0.position) && $0.record.json.text.contains(JournalEntry.keyMarker) }.map(roundTrip)
+        } ?? []
+        let tail = try journal.filter { $0.position > snapshot.position }.map(roundTrip)
+        return StoredRoom(snapshot: json, window: window, keyed: keyed, tail: tail)
+    }
+}
+
+extension Network {
+    /// What a store would hand back for the snapshot (`StoredRoom.stored(from:journal:)`).
+    func stored(from snapshot: RoomSnapshot) throws -> StoredRoom {
+        try StoredRoom.stored(from: snapshot, journal: journal)
     }
 
     /// The hub "crashes" and comes back: the room is rebuilt from a random snapshot and the journal;
@@ -43,8 +58,11 @@ struct DurableState: Equatable, CustomStringConvertible {
     var snapshot: JSON
     var floor: Int
     var window: [Revision]
+    /// Each session's idempotency keys (a snapshot says only where they start in the journal).
+    var keys: [SessionID: IdempotencyKeys]
 
     init(_ room: Room) {
+        keys = room.sessions.filter { !$0.value.keys.isEmpty }.mapValues(\.keys)
         var json = room.snapshot().json
         if case .object(var members) = json, let i = members.firstIndex(where: { $0.key == "sessions" }),
            case .array(let sessions) = members[i].value {
@@ -56,7 +74,9 @@ struct DurableState: Equatable, CustomStringConvertible {
         window = room.revision > floor ? (floor + 1...room.revision).compactMap { room.revision($0) } : []
     }
 
-    var description: String { "floor \(floor), \(window.count) revisions, \(String(decoding: snapshot.bytes, as: UTF8.self))" }
+    var description: String {
+        "floor \(floor), \(window.count) revisions, \(keys.values.map(\.count).reduce(0, +)) keys, \(String(decoding: snapshot.bytes, as: UTF8.self))"
+    }
 }
 
 @Suite("Durable room: snapshot + journal rebuild the room exactly", .cpuBound)

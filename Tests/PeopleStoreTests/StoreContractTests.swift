@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Logging
 import PeopleCore
 import PeopleStore
@@ -42,6 +43,13 @@ struct RoomDriver {
 
     mutating func take(_ actions: [RoomAction]) {
         for case .persist(let entry) in actions { entries.append(entry) }
+    }
+
+    /// An HTTP write by ann with idempotency `key`: a rename of person 3.
+    mutating func write(_ n: Int, key: String) {
+        now += 700
+        take(room.request(.submit(.init(seq: 0, base: room.revision, ops: [.set(3, .name("Sam \(n)"))])),
+                          as: "ann", key: key, now: now))
     }
 
     /// Entries not yet handed to the store (after `position`).
@@ -670,6 +678,39 @@ struct StoreContract {
 
     /// A room's first snapshot never replaces a room that exists: another process (the import command
     /// beside a hub) may make the same room meanwhile, and the later of the two fails.
+    /// A room's keyed answers come back with its snapshot (from its `keysFrom` on, only those), so a
+    /// retry after a restart gets its first answer though the snapshot does not hold the keys.
+    func keyedAnswers() throws {
+        let store = try open()
+        defer { store.close() }
+        let name = "\(prefix)keyed"
+        var driver = try seededRoom(store, name, rounds: 2)
+        let seeded = driver.room.journalPosition
+        for n in 1...5 { driver.write(n, key: "early-\(n)") }
+        driver.play(rounds: 2)
+        for n in 6...10 { driver.write(n, key: "k-\(n)") }
+        let before = driver.room.journalPosition
+        let snapshot = driver.room.snapshot()
+        store.save(snapshot, room: name)
+        driver.play(rounds: 1)
+        driver.write(11, key: "k-11")
+        try appendAndWait(store, driver.entries(after: seeded), room: name)
+        let stored = try #require(try store.load(room: name))
+        let keyed = driver.entries.filter { $0.keepsKey && $0.position <= before }
+        #expect(keyed.count == 10)
+        #expect(stored.keyed == keyed, "the keyed answers up to the snapshot, in order, and nothing else")
+        #expect(stored.snapshot["keysFrom"] == .int(keyed[0].position))
+        #expect(!stored.snapshot.text.contains("early-1"))
+        var restored = try Room(restoring: stored, policy: driver.room.policy)
+        #expect(durableState(restored) == durableState(driver.room))
+        for key in ["early-1", "k-10", "k-11"] {
+            let again = restored.request(.submit(.init(seq: 0, base: 0, ops: [.set(3, .name("Again"))])),
+                                         as: "ann", key: key, now: driver.now + 1)
+            #expect(again.count == 1 && again.allSatisfy { if case .send = $0 { true } else { false } }, "\(key): the first answer again")
+        }
+        #expect(restored.revision == driver.room.revision)
+    }
+
     func firstSnapshotNeverReplaces() throws {
         guard durable else { return }
         let store = try open()
@@ -740,6 +781,7 @@ struct InMemoryStoreContractTests {
     @Test func checkpoints() async throws { try await contract.run { try $0.checkpoints() } }
     @Test func createWithHistory() async throws { try await contract.run { try $0.createWithHistory() } }
     @Test func firstSnapshotNeverReplaces() async throws { try await contract.run { try $0.firstSnapshotNeverReplaces() } }
+    @Test func keyedAnswers() async throws { try await contract.run { try $0.keyedAnswers() } }
 }
 
 @Suite("Store contract: SQLite")
@@ -771,6 +813,7 @@ final class SQLiteStoreContractTests: Sendable {
     @Test func checkpoints() async throws { try await contract.run { try $0.checkpoints() } }
     @Test func createWithHistory() async throws { try await contract.run { try $0.createWithHistory() } }
     @Test func firstSnapshotNeverReplaces() async throws { try await contract.run { try $0.firstSnapshotNeverReplaces() } }
+    @Test func keyedAnswers() async throws { try await contract.run { try $0.keyedAnswers() } }
     @Test func failedAppendBreaksTheRoom() async throws { try await contract.run { try $0.failedAppendBreaksTheRoom() } }
 
     @Test("a commit waits for another process's write lock on the file instead of failing (the import command beside a hub)")
@@ -811,6 +854,30 @@ final class SQLiteStoreContractTests: Sendable {
             FileManager.default.createFile(atPath: path + suffix, contents: Data())
             let again = #expect(throws: StoreError.self) { try store.check() }
             #expect(again?.message.contains("replaced by another file") == true, "\(String(describing: again))")
+        }
+    }
+
+    @Test("a load reads a room's keyed answers through their own index, not every record since")
+    func keyedAnswersIndexed() async throws {
+        let directory = self.directory
+        try await blocking {
+            let store = try SQLiteStore(path: directory + "/keys.sqlite", logger: storeLogger)
+            var driver = try seededRoom(store, "keyed", rounds: 1)
+            let position = driver.room.journalPosition
+            driver.write(1, key: "k")
+            try appendAndWait(store, driver.entries(after: position), room: "keyed")
+            store.close()
+            let queue = try DatabaseQueue(path: directory + "/keys.sqlite")
+            defer { try? queue.close() }
+            let plan = try queue.read { db in
+                try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + SQLiteStore.keyedQuery, arguments: ["keyed", 1, 9])
+                    .map { $0["detail"] as String }.joined(separator: "; ")
+            }
+            #expect(plan.contains("journal_keys"), "\(plan)")
+            let indexed = try queue.read { db in
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM journal INDEXED BY journal_keys WHERE room = 'keyed' AND \(SQLiteStore.keyedRecord)")
+            }
+            #expect(indexed == 1)
         }
     }
 
@@ -895,6 +962,7 @@ struct PostgresStoreContractTests {
     @Test func checkpoints() async throws { try await contract.run { try $0.checkpoints() } }
     @Test func createWithHistory() async throws { try await contract.run { try $0.createWithHistory() } }
     @Test func firstSnapshotNeverReplaces() async throws { try await contract.run { try $0.firstSnapshotNeverReplaces() } }
+    @Test func keyedAnswers() async throws { try await contract.run { try $0.keyedAnswers() } }
     @Test func failedAppendBreaksTheRoom() async throws { try await contract.run { try $0.failedAppendBreaksTheRoom() } }
 
     @Test("a room is leased to one node at a time; the others are told its URL; a dead node's rooms are free at once")
@@ -1049,6 +1117,28 @@ struct PostgresStoreContractTests {
             #expect(try !waitsOn(holder.pid, unless: { open.done }), "the open waited on the transaction")
             try holder.run("ROLLBACK")
             try open.result().close()
+        }
+    }
+
+    @Test("a load reads a room's keyed answers through their own index, which holds those and no other record")
+    func keyedAnswersIndexed() async throws {
+        let (url, prefix) = (self.url, contract.prefix)
+        try await blocking {
+            let server = try SharedPostgres.server.get()
+            let store = try PostgresStore(url: url, node: "t", advertisedURL: "ws://t.example", logger: storeLogger)
+            defer { store.close() }
+            let room = prefix + "indexed"
+            var driver = try seededRoom(store, room, rounds: 3)
+            let position = driver.room.journalPosition
+            driver.write(1, key: "k")
+            try appendAndWait(store, driver.entries(after: position), room: room)
+            let plan = try server.psql("""
+                SET enable_seqscan = off; EXPLAIN SELECT position, record FROM journal WHERE room = '\(room)' AND position >= 1
+                AND position <= 1000 AND \(PostgresStore.keyedRecord) ORDER BY position
+                """)
+            #expect(plan.contains("journal_keys"), "\(plan)")
+            let rows = try server.psql("SELECT count(*) FROM journal WHERE room = '\(room)' AND \(PostgresStore.keyedRecord)")
+            #expect(rows == "1", "only the keyed answer")
         }
     }
 

@@ -2,7 +2,7 @@
 
 `Tests/fixtures/upgrade-v1/pk.sqlite` was written by the hub of the commit named in its
 `expected.json` (`madeBy`), the last one whose store had only the first schema (`v1: journal and
-snapshots`): every migration since (`v2` … `v5`) runs on it here, as at a real upgrade
+snapshots`): every migration since (`v2` … `v6`) runs on it here, as at a real upgrade
 (docs/OPERATIONS.md, "Upgrade"). `scripts/make-upgrade-fixture.py` made it: two users edited two rooms
 over WebSocket (inserts, sets, typing a name, moves, a removal, undo and redo; a snapshot every 25
 revisions), and `expected.json` holds the people at every revision as the users saw them and who made
@@ -13,7 +13,13 @@ people; each room's people at its head and at every earlier revision (`?at=`, fr
 checkpoints); the timeline with its authors and kinds; the change feed from revision 0; ann's undo of
 her last edit, made before the upgrade (her undo stack came through); the checkpoints command filling
 the rooms' past; and an edit after the upgrade that outlives a crash and a second start on the
-upgraded file."""
+upgraded file.
+
+`Tests/fixtures/upgrade-keys/pk.sqlite` (`scripts/make-upgrade-fixture.py --keys`) was written by a hub that
+kept HTTP idempotency keys in each snapshot: twelve keyed writes, the first ten in the snapshot, the
+last two only in the journal after it (the hub was killed). The current hub must answer every key
+with its first answer, keep doing so after it saves snapshots of its own (which hold no keys) and
+restarts, and apply a new key once."""
 
 from __future__ import annotations
 
@@ -21,11 +27,13 @@ import json
 import shutil
 import sqlite3
 import subprocess
+import time
 
 from conftest import HUB_BIN, REPO
 from pkhttp import HubHTTP, expect
 
 FIXTURE = REPO / "Tests" / "fixtures" / "upgrade-v1"
+KEYS_FIXTURE = REPO / "Tests" / "fixtures" / "upgrade-keys"
 
 
 def expected() -> dict:
@@ -113,3 +121,64 @@ def test_a_store_written_by_an_older_hub_opens_with_every_room_history_and_undo_
     quiet_now = expect(http.state("upgrade-quiet"), 200, "the quiet room after the crash")
     assert quiet_now["rev"] == quiet["rev"] + 1
     assert next(p for p in quiet_now["people"] if p["tag"] == tag)["eyeColor"] == "green"
+
+
+def test_keys_kept_in_an_older_hubs_snapshots_and_journal_are_answered_after_the_upgrade(hub_factory, tmp_path):
+    want = json.loads((KEYS_FIXTURE / "expected.json").read_text())
+    room, answers = want["room"], want["answers"]
+    path = tmp_path / "old" / "pk.sqlite"
+    path.parent.mkdir()
+    shutil.copyfile(KEYS_FIXTURE / "pk.sqlite", path)
+    # As if the older hub had run a minute ago: a key is answered again for 24 hours from its time, so
+    # the copy's key times are moved to now (in the snapshot's keys and the journal's records), nothing else.
+    db = sqlite3.connect(path)
+    state = json.loads(db.execute("SELECT state FROM snapshots WHERE room = ?", (room,)).fetchone()[0])
+    kept = [k for s in state["sessions"] for k in (s.get("keys") or [])]
+    assert sorted(k["key"] for k in kept) == want["keysInSnapshot"] and "keysFrom" not in state
+    shift = int(time.time() * 1000) - 60_000 - min(k["time"] for k in kept)
+    for k in kept:
+        k["time"] += shift
+    db.execute("UPDATE snapshots SET state = ? WHERE room = ?", (json.dumps(state, separators=(",", ":")), room))
+    keyed = 0
+    for position, text in db.execute("SELECT position, record FROM journal WHERE room = ?", (room,)).fetchall():
+        record = json.loads(text)
+        if "keyTime" in record:
+            record["keyTime"] += shift
+            keyed += 1
+            db.execute("UPDATE journal SET record = ? WHERE room = ? AND position = ?",
+                       (json.dumps(record, separators=(",", ":")), room, position))
+    db.commit()
+    db.close()
+    assert keyed == len(answers) == 12
+
+    hub = hub_factory({"storage": {"kind": "embedded", "path": str(path), "snapshotEvery": 5}})
+    http = HubHTTP(hub.port, user="ann")
+
+    def retry_all(head: int) -> None:
+        for key, first in answers.items():
+            again = http.batch(room, [{"op": "set", "tag": 1, "field": "name", "value": "Again"}], 0, key=key)
+            assert (again.status, again.json) == (first["status"], first["body"]), key
+        state = expect(http.state(room), 200, "the room")
+        assert state["rev"] == head and state["people"][0]["name"] == f"Bob {head}", state
+
+    retry_all(12)
+    # Three new keyed writes: a snapshot of the current hub's (every 5) comes and holds no key.
+    for n in range(13, 16):
+        made = http.batch(room, [{"op": "set", "tag": 1, "field": "name", "value": f"Bob {n}"}], n - 1, key=f"key-{n}")
+        answers[f"key-{n}"] = {"status": made.status, "body": expect(made, 200, f"key-{n}")}
+    retry_all(15)
+    assert hub.terminate() == 0
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    state = json.loads(db.execute("SELECT state FROM snapshots WHERE room = ?", (room,)).fetchone()[0])
+    db.close()
+    in_snapshot = sorted(k["key"] for s in state["sessions"] for k in (s.get("keys") or []))
+    assert state["rev"] == 15 and in_snapshot == want["keysInSnapshot"], "only the older hub's keys stay in it"
+    assert "keysFrom" in state
+    # Started again on that snapshot, then after a crash: every key still gets its first answer.
+    hub.restart()
+    http = HubHTTP(hub.port, user="ann")
+    retry_all(15)
+    hub.kill()
+    hub.restart()
+    http = HubHTTP(hub.port, user="ann")
+    retry_all(15)

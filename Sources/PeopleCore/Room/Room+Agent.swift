@@ -40,7 +40,8 @@ extension Room {
             actions.append(journal(.opened(session: id, user: user, role: .editor, client: "http", tags: block)))
         }
         if let key, let kept = sessions[id]!.keys[key], now - kept.time < Self.keyLifetime {
-            return actions + [.send(kept.reply, to: [id])]
+            let reply = kept.reply ?? .error(.init(ProtocolError(.serverError, "the first answer for this key cannot be read")))
+            return actions + [.send(reply, to: [id])]
         }
         let seq = sessions[id]!.lastSeq + 1
         switch message {

@@ -37,7 +37,9 @@ extension Room {
             guard let user = sessions[answer.session]?.user else { throw unknown(answer.session) }
             sessions[answer.session]!.lastSeq = answer.seq
             keep(answer.reply, seq: answer.seq, for: answer.session)
-            if let key = answer.key { keep(answer.reply, key: key, time: answer.keyTime ?? 0, for: answer.session) }
+            if let key = answer.key {
+                keep(answer.reply, key: key, time: answer.keyTime ?? 0, position: entry.position, for: answer.session)
+            }
             if case .ack(let ack) = answer.reply { sessions[answer.session]!.lastAckRevision = ack.rev }
             if let revision = answer.revision {
                 guard revision.author == user else {
@@ -166,13 +168,26 @@ extension Room {
                     session.replies[seq] = try ServerMessage(json: g.raw("reply") ?? .null)
                     session.replyOrder.append(seq)
                 }
+                // Keys from before positions were kept (the others come back from the journal, below).
                 for k in try f.optionalArray("keys") ?? [] {
                     let g = try WireFields(k, context: "key", code: .serverError)
                     session.keys.restore(try ServerMessage(json: g.raw("reply") ?? .null), key: try g.string("key"),
-                                         time: Int64(try g.int("time")))
+                                         time: Int64(try g.int("time")), position: nil)
                 }
                 sessions[id] = session
                 if !Self.isAgent(id) { disconnectedOrder.append(id) }
+            }
+            // The keys kept: the journal's keyed answers from the snapshot's `keysFrom` up to it.
+            let position = journalPosition
+            let from = try s.optionalInt("keysFrom")
+            for entry in stored.keyed {
+                guard case .answered(let answer) = entry.record, let key = answer.key else { continue }
+                guard let from, entry.position >= from, entry.position <= position else {
+                    throw RestoreError("room \(name): keyed answer at \(entry.position) is outside \(from.map(String.init) ?? "none")...\(position)")
+                }
+                guard sessions[answer.session] != nil else { throw unknown(answer.session) }
+                sessions[answer.session]!.keys.restore(answer.reply, key: key, time: answer.keyTime ?? 0,
+                                                       position: entry.position)
             }
             // Who wrote what (kept since this field came in; an older snapshot's people count as the seed's).
             if let records = try s.optionalArray("blame") {
@@ -258,8 +273,8 @@ extension RoomSnapshot {
                 "replies": .array(s.replyOrder.compactMap { seq in
                     s.replies[seq].map { .object(["seq": .int(seq), "reply": $0.json]) }
                 }),
-                "keys": s.keys.isEmpty ? nil : .array(s.keys.sorted.map { key, kept in
-                    .object(["key": .string(key), "time": .int(Int(kept.time)), "reply": kept.reply.json])
+                "keys": s.keys.unplaced.isEmpty ? nil : .array(s.keys.unplaced.map { key, kept in
+                    .object(["key": .string(key), "time": .int(Int(kept.time)), "reply": kept.reply?.json ?? .null])
                 }),
             ])
         }
@@ -268,6 +283,7 @@ extension RoomSnapshot {
             "rev": .int(revision), "floor": .int(floor), "nextTag": .int(room.nextTag),
             "people": .array(people.map(\.json)), "retiredTags": .array(retired.map(JSON.int)),
             "users": .array(users), "sessions": .array(sessions),
+            "keysFrom": room.sessions.values.compactMap(\.keys.from).min().map(JSON.int),
             "blame": .array(people.compactMap { person in
                 room.blame[person.tag].map { .object([.init("tag", .int(person.tag))] + $0.members) }
             }),

@@ -310,18 +310,21 @@ public struct Room: Sendable {
                                        effect: handled.effect)
         // An error applied nothing: it is not kept for the key, so a retry with the same key (after a
         // 503, or with a fresher base after a 409) is tried again instead of refused for 24 hours.
-        if let key, !handled.reply.isError {
-            keep(handled.reply, key: key, time: now, for: id)
-            answer.key = key
+        let keyed = key.flatMap { handled.reply.isError ? nil : $0 }
+        if let keyed {
+            answer.key = keyed
             answer.keyTime = now
         }
-        return [journal(.answered(answer))] + handled.sends
+        let persist = journal(.answered(answer))
+        if let keyed { keep(handled.reply, key: keyed, time: now, position: journalPosition, for: id) }
+        return [persist] + handled.sends
     }
 
-    /// Keeps an agent's answer for its idempotency key (`IdempotencyKeys`: for `keyLifetime`, the
-    /// newest `policy.keysKept` at least).
-    mutating func keep(_ reply: ServerMessage, key: String, time: Int64, for id: SessionID) {
-        sessions[id]!.keys.keep(reply, key: key, time: time, lifetime: Self.keyLifetime, limit: policy.keysKept)
+    /// Keeps an agent's answer for its idempotency key, journalled at `position` (`IdempotencyKeys`:
+    /// for `keyLifetime`, the newest `policy.keysKept` at least).
+    mutating func keep(_ reply: ServerMessage, key: String, time: Int64, position: Int, for id: SessionID) {
+        sessions[id]!.keys.keep(reply, key: key, time: time, position: position, lifetime: Self.keyLifetime,
+                                limit: policy.keysKept)
     }
 
     mutating func keep(_ reply: ServerMessage, seq: Int, for id: SessionID) {

@@ -88,19 +88,45 @@ public struct RoomSnapshot: Sendable {
 }
 
 /// A room as a store holds it: the latest snapshot, the revisions the room's memory window needs
-/// from before it, and the journal after it.
+/// from before it, the idempotency keys it kept, and the journal after it.
 public struct StoredRoom: Sendable {
     /// The snapshot, encoded (`RoomSnapshot.json`).
     public var snapshot: JSON
     /// Revisions after the snapshot's floor up to its revision, oldest first.
     public var window: [Revision]
+    /// The journal's `answered` entries that kept an idempotency key (`JournalEntry.keepsKey`), from
+    /// the snapshot's `keysFrom` (`keysFrom(inSnapshot:)`) up to its position, in order: the snapshot
+    /// does not repeat them.
+    public var keyed: [JournalEntry]
     /// Journal entries after the snapshot's position, in order.
     public var tail: [JournalEntry]
 
-    public init(snapshot: JSON, window: [Revision], tail: [JournalEntry]) {
+    public init(snapshot: JSON, window: [Revision], keyed: [JournalEntry] = [], tail: [JournalEntry]) {
         self.snapshot = snapshot
         self.window = window
+        self.keyed = keyed
         self.tail = tail
+    }
+
+    /// The journal positions whose keyed answers a store loads with an encoded snapshot (`keyed`), or
+    /// nil when it kept no key there.
+    public static func keyedPositions(inSnapshot json: JSON) -> ClosedRange<Int>? {
+        guard case .int(let from)? = json["keysFrom"], case .int(let position)? = json["position"], from <= position else {
+            return nil
+        }
+        return from...position
+    }
+}
+
+extension JournalEntry {
+    /// Text every stored record of an answer that kept an idempotency key has, and no other record:
+    /// the stores' index of keyed answers is on it (`StoredRoom.keyed`). A key or a name holding it
+    /// is escaped in the record (`\"keyTime\":`), so it is found only as the record's own member.
+    public static let keyMarker = #""keyTime":"#
+
+    /// Whether this entry kept an idempotency key.
+    public var keepsKey: Bool {
+        if case .answered(let answer) = record { answer.key != nil } else { false }
     }
 }
 
