@@ -524,12 +524,16 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
 
     /// `body` in one transaction on `connection`, committed if it returns, rolled back if it throws.
     /// READ COMMITTED whatever the database's default: each statement reads what is committed when it
-    /// starts, so what follows a lock reads after the lock's last holder.
-    private func transaction(on connection: PostgresConnection, _ body: () throws -> Void) throws {
-        _ = try run("BEGIN ISOLATION LEVEL READ COMMITTED", on: connection)
+    /// starts, so what follows a lock reads after the lock's last holder. `snapshot`: REPEATABLE READ,
+    /// READ ONLY instead: every statement reads what was committed when the first started (a load's
+    /// reads all of one life of the room, even if it is deleted and made again meanwhile).
+    private func transaction<T>(on connection: PostgresConnection, snapshot: Bool = false, _ body: () throws -> T) throws -> T {
+        _ = try run(snapshot ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN ISOLATION LEVEL READ COMMITTED",
+                    on: connection)
         do {
-            try body()
+            let result = try body()
             _ = try run("COMMIT", on: connection)
+            return result
         } catch {
             _ = try? run("ROLLBACK", on: connection)
             throw error
@@ -633,6 +637,11 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
 
     /// The predicate of the keyed answers' index, which a query must repeat word for word to use it.
     static let keyedRecord = "strpos(record, '\(JournalEntry.keyMarker)') > 0"
+    /// A room's keyed answers between two positions ($1 room, $2 from, $3 through), on that index.
+    static let keyedQuery = """
+        SELECT position, record FROM journal WHERE room = $1 AND position >= $2 AND position <= $3 AND \(keyedRecord)
+        ORDER BY position
+        """
 
     /// The probe after a failed commit (`GroupCommitWriter.recheck`, committed alone): a write that
     /// grows a table, as a journal insert does. Rewriting a row in place (the heartbeat) passes on a
@@ -841,35 +850,42 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
 
     // MARK: Reading
 
+    /// One REPEATABLE READ transaction: the snapshot, window, keyed answers and tail are all of one
+    /// life of the room, whatever commits meanwhile.
     public func load(room: String) throws(StoreError) -> StoredRoom? {
         let stored: StoredRoom?
         do {
-            stored = try withPooledConnection { connection -> StoredRoom? in
-                let rows = try run("SELECT position, revision, floor, state FROM snapshots WHERE room = \(room)", on: connection)
-                guard let row = rows.rows.first else { return nil }
-                let (position, revision, floor, state) = try row.decode((Int, Int, Int, String).self)
-                let window = try records(run("""
-                    SELECT position, record FROM journal WHERE room = \(room) AND revision > \(floor)
-                    AND revision <= \(revision) ORDER BY revision
-                    """, on: connection)).compactMap(\.record.revision)
-                let tail = try records(run("""
-                    SELECT position, record FROM journal WHERE room = \(room) AND position > \(position) ORDER BY position
-                    """, on: connection))
-                let snapshot = try JSON.parse(state)
-                var keyed: [JournalEntry] = []
-                if let range = StoredRoom.keyedPositions(inSnapshot: snapshot) {
-                    keyed = try records(run("""
-                        SELECT position, record FROM journal WHERE room = \(room) AND position >= \(range.lowerBound)
-                        AND position <= \(range.upperBound) AND \(unescaped: Self.keyedRecord) ORDER BY position
-                        """, on: connection))
-                }
-                return StoredRoom(snapshot: snapshot, window: window, keyed: keyed, tail: tail)
+            stored = try withPooledConnection { connection in
+                try transaction(on: connection, snapshot: true) { try load(room: room, on: connection) }
             }
         } catch {
             throw Self.storeError(error, "cannot load room \(room): \(Self.describe(error))")
         }
         writer.reopen(room: room)
         return stored
+    }
+
+    private func load(room: String, on connection: PostgresConnection) throws -> StoredRoom? {
+        let rows = try run("SELECT position, revision, floor, state FROM snapshots WHERE room = \(room)", on: connection)
+        guard let row = rows.rows.first else { return nil }
+        let (position, revision, floor, state) = try row.decode((Int, Int, Int, String).self)
+        let window = try records(run("""
+            SELECT position, record FROM journal WHERE room = \(room) AND revision > \(floor)
+            AND revision <= \(revision) ORDER BY revision
+            """, on: connection)).compactMap(\.record.revision)
+        let tail = try records(run("""
+            SELECT position, record FROM journal WHERE room = \(room) AND position > \(position) ORDER BY position
+            """, on: connection))
+        let snapshot = try JSON.parse(state)
+        var keyed: [JournalEntry] = []
+        if let range = StoredRoom.keyedPositions(inSnapshot: snapshot) {
+            var binds = PostgresBindings()
+            binds.append(room)
+            binds.append(range.lowerBound)
+            binds.append(range.upperBound)
+            keyed = try records(run(PostgresQuery(unsafeSQL: Self.keyedQuery, binds: binds), on: connection))
+        }
+        return StoredRoom(snapshot: snapshot, window: window, keyed: keyed, tail: tail)
     }
 
     public func revisions(room: String, after: Int, through: Int) throws(StoreError) -> [Revision] {

@@ -151,10 +151,16 @@ struct AgentTests {
         let (one, many) = (j.snapshots[1].json, j.snapshots[2].json)
         #expect(many["keysFrom"] == .int(firstKeyed!) && one["keysFrom"] == .int(firstKeyed!))
         #expect(!many.text.contains("key-"), "no key in the snapshot")
-        // The same as the twin room's, whose writes had no keys, but for `"keysFrom":N`.
-        var keyless = many
-        if case .object(let members) = many { keyless = .object(members.filter { $0.key != "keysFrom" }) }
-        #expect(keyless == twin.snapshot().json)
+        // The same as the twin room's, whose writes had no keys, but for `"keysFrom":N` (the room's and
+        // the session's).
+        func keyless(_ json: JSON) -> JSON {
+            switch json {
+            case .object(let members): .object(members.filter { $0.key != "keysFrom" }.map { .init($0.key, keyless($0.value)) })
+            case .array(let items): .array(items.map(keyless))
+            default: json
+            }
+        }
+        #expect(keyless(many) == twin.snapshot().json)
         // The store hands back the 200 keyed answers with it (by the marker in their text), and only those.
         let stored = try StoredRoom.stored(from: j.snapshots[2], journal: j.journal)
         #expect(stored.keyed.count == 200 && stored.keyed.allSatisfy(\.keepsKey))
@@ -169,6 +175,33 @@ struct AgentTests {
                             policy: j.room.policy)
         #expect(bare.request(retry, as: "ann", key: "key-7-" + String(repeating: "x", count: 100), now: 300_000)
             .contains { if case .persist = $0 { true } else { false } })
+    }
+
+    @Test("two callers: each comes back with its own keys only, and one who stopped writing does not hold the room's keysFrom past a day")
+    func keysOfTwoCallers() throws {
+        var j = Journalled(Room(name: "r", seed: PeopleModel(people: Fixtures.start), policy: RoomPolicy(keysKept: 10)))
+        let tag = Fixtures.start[0].tag
+        func write(_ user: String, _ key: String, at now: Int64) {
+            let batch = ClientMessage.submit(.init(seq: 0, base: j.room.revision, ops: [.set(tag, .name("\(user) \(key)"))]))
+            _ = j.take(j.room.request(batch, as: user, key: key, now: now))
+        }
+        func keys(_ room: Room, _ user: String) -> Int { room.sessions[Room.agentSession(of: user)]!.keys.count }
+        write("ann", "a", at: 1_000)
+        for n in 1...200 { write("bob", "b\(n)", at: 1_000 + Int64(n)) }
+        j.snapshots.append(j.room.snapshot())
+        let restored = try j.restored(from: j.snapshots.last!)
+        #expect(DurableState(restored) == DurableState(j.room))
+        #expect(keys(restored, "bob") <= 11 && keys(restored, "ann") == 1, "bob's newest 10 (or 11), not his 200")
+        // A day and an hour later bob writes once: ann's key is past its 24 hours and goes, though she
+        // did not write; the room's keys start at bob's now, and a load reads only his.
+        let late = 2_000 + Room.keyLifetime + Room.keyLifetime / 24
+        write("bob", "late", at: late)
+        #expect(keys(j.room, "ann") == 0 && keys(j.room, "bob") == 1)
+        let snapshot = j.room.snapshot()
+        j.snapshots.append(snapshot)
+        let stored = try StoredRoom.stored(from: snapshot, journal: j.journal)
+        #expect(stored.keyed.count == 1, "only bob's last key is read back, not \(stored.keyed.count)")
+        #expect(DurableState(try j.restored(from: snapshot)) == DurableState(j.room))
     }
 
     @Test("keys in a snapshot of before positions come back, stay in later snapshots while they are kept, and go when pruned")

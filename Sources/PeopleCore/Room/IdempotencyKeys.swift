@@ -11,9 +11,14 @@
 ///
 /// A snapshot does not hold the keys (a backend writing once a second keeps some 86,000 of them: 17 MB
 /// in every snapshot): each key's answer is in the journal already, on the `answered` record that
-/// kept it, so a snapshot says only from which journal position the kept keys start (`from`) and the
-/// store reads those records back with it (`StoredRoom.keyed`). Kept in the order of the journal and
-/// pruned by it (the newest by position), the records from `from` on are exactly the keys kept.
+/// kept it, so a snapshot says only from which journal position each session's kept keys start
+/// (`from`) and the store reads the room's keyed records from the lowest of those on with it
+/// (`StoredRoom.keyed`). Kept in the order of the journal and pruned by it (the newest by position),
+/// a session's records from its `from` on are exactly its keys kept, as long as time only goes
+/// forward; a clock stepped back can bring back a key a pass had dropped as expired, which is still
+/// expired (never answered) and goes at the next pass. Every keyed write in the room also lets the
+/// other sessions' passes that are due by time run (`expire`), so that a caller who stopped writing
+/// does not hold the room's `from`, and the records a load reads, at its last key for good.
 struct IdempotencyKeys: Sendable {
     /// A first answer kept for an idempotency key, when it was given, and the journal position of the
     /// record that kept it (nil: a key restored from a snapshot written before positions were kept).
@@ -66,6 +71,12 @@ struct IdempotencyKeys: Sendable {
         if let oldest, time - oldest >= lifetime + lifetime / 24 || replies.count > limit + limit / 10 {
             prune(now: time, lifetime: lifetime, limit: limit)
         }
+    }
+
+    /// Runs the pass if it is due by time (the oldest key an hour past `lifetime` at `now`): for a
+    /// session that has not written since, when another writes.
+    mutating func expire(now: Int64, lifetime: Int64, limit: Int) {
+        if let oldest, now - oldest >= lifetime + lifetime / 24 { prune(now: now, lifetime: lifetime, limit: limit) }
     }
 
     /// A key as it was kept: read back from the journal, or from a snapshot of before positions.

@@ -153,6 +153,7 @@ extension Room {
                 for b in try f.array("blocks") { state.tagBlocks.append(try Self.block(b)) }
                 users[try f.string("user")] = state
             }
+            var keysFrom: [SessionID: Int] = [:]
             for x in try s.array("sessions") {
                 let f = try WireFields(x, context: "session", code: .serverError)
                 let id = try f.string("id")
@@ -168,7 +169,9 @@ extension Room {
                     session.replies[seq] = try ServerMessage(json: g.raw("reply") ?? .null)
                     session.replyOrder.append(seq)
                 }
-                // Keys from before positions were kept (the others come back from the journal, below).
+                // Keys from before positions were kept (the others come back from the journal, below,
+                // from this session's `keysFrom` on).
+                if let start = try f.optionalInt("keysFrom") { keysFrom[id] = start }
                 for k in try f.optionalArray("keys") ?? [] {
                     let g = try WireFields(k, context: "key", code: .serverError)
                     session.keys.restore(try ServerMessage(json: g.raw("reply") ?? .null), key: try g.string("key"),
@@ -177,7 +180,8 @@ extension Room {
                 sessions[id] = session
                 if !Self.isAgent(id) { disconnectedOrder.append(id) }
             }
-            // The keys kept: the journal's keyed answers from the snapshot's `keysFrom` up to it.
+            // The keys kept: the journal's keyed answers from the snapshot's `keysFrom` up to it, each
+            // session's from its own `keysFrom` on.
             let position = journalPosition
             let from = try s.optionalInt("keysFrom")
             for entry in stored.keyed {
@@ -186,6 +190,7 @@ extension Room {
                     throw RestoreError("room \(name): keyed answer at \(entry.position) is outside \(from.map(String.init) ?? "none")...\(position)")
                 }
                 guard sessions[answer.session] != nil else { throw unknown(answer.session) }
+                guard let start = keysFrom[answer.session], entry.position >= start else { continue }
                 sessions[answer.session]!.keys.restore(answer.reply, key: key, time: answer.keyTime ?? 0,
                                                        position: entry.position)
             }
@@ -274,8 +279,9 @@ extension RoomSnapshot {
                     s.replies[seq].map { .object(["seq": .int(seq), "reply": $0.json]) }
                 }),
                 "keys": s.keys.unplaced.isEmpty ? nil : .array(s.keys.unplaced.map { key, kept in
-                    .object(["key": .string(key), "time": .int(Int(kept.time)), "reply": kept.reply?.json ?? .null])
+                    .object(["key": .string(key), "time": .int(Int(kept.time)), "reply": (try? JSON.parse(kept.encoded)) ?? .null])
                 }),
+                "keysFrom": s.keys.from.map(JSON.int),
             ])
         }
         return .object([

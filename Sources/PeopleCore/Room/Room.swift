@@ -325,6 +325,11 @@ public struct Room: Sendable {
     mutating func keep(_ reply: ServerMessage, key: String, time: Int64, position: Int, for id: SessionID) {
         sessions[id]!.keys.keep(reply, key: key, time: time, position: position, lifetime: Self.keyLifetime,
                                 limit: policy.keysKept)
+        // The other callers' keys past their 24 hours go too (their pass is due by time), whether or not
+        // they write again: in the live room and, replaying this record, in a restored one alike.
+        for (other, session) in sessions where other != id && !session.keys.isEmpty {
+            sessions[other]!.keys.expire(now: time, lifetime: Self.keyLifetime, limit: policy.keysKept)
+        }
     }
 
     mutating func keep(_ reply: ServerMessage, seq: Int, for id: SessionID) {

@@ -95,7 +95,7 @@ public struct StoredRoom: Sendable {
     /// Revisions after the snapshot's floor up to its revision, oldest first.
     public var window: [Revision]
     /// The journal's `answered` entries that kept an idempotency key (`JournalEntry.keepsKey`), from
-    /// the snapshot's `keysFrom` (`keysFrom(inSnapshot:)`) up to its position, in order: the snapshot
+    /// the snapshot's `keysFrom` (`keyedPositions(inSnapshot:)`) up to its position, in order: the snapshot
     /// does not repeat them.
     public var keyed: [JournalEntry]
     /// Journal entries after the snapshot's position, in order.
