@@ -516,17 +516,27 @@ def test_a_page_hidden_with_a_frame_booked_keeps_drawing_teammates_revisions(hub
     a.open_room(room, "ann")
     # Hold the page's animation frames (booked, not run, as for a page about to be hidden); note each
     # name Joan's row shows, with whether the page was hidden, and say it on a channel the other tab
-    # hears (reading the page itself from the test would show it).
+    # hears (reading the page itself from the test would show it). The hold starts once no frame the
+    # page booked is pending (a render booked for a message before it would draw bob's rename too,
+    # with no frame held: seen under load): frames booked before these hooks have run after two
+    # frames, and those booked since are counted.
     a.js("""const raf = window.requestAnimationFrame.bind(window), caf = window.cancelAnimationFrame.bind(window);
-      window.__held = new Map(); let next = 1e9;
-      window.requestAnimationFrame = (fn) => { if (!window.__holdFrames) return raf(fn); window.__held.set(next, fn); return next++; };
-      window.cancelAnimationFrame = (id) => { if (!window.__held.delete(id)) caf(id); };
+      window.__held = new Map(); window.__pending = new Set(); let next = 1e9;
+      window.requestAnimationFrame = (fn) => {
+        if (window.__holdFrames) { window.__held.set(next, fn); return next++; }
+        const id = raf((t) => { window.__pending.delete(id); fn(t); });
+        window.__pending.add(id);
+        return id;
+      };
+      window.cancelAnimationFrame = (id) => { window.__pending.delete(id); if (!window.__held.delete(id)) caf(id); };
       const channel = new BroadcastChannel('pk-test'), name = document.querySelector('#people li[data-tag="2"] .name');
-      window.__holdFrames = true;
       window.__drawn = [];
       channel.onmessage = (e) => { if (e.data === 'visibility?') channel.postMessage(['visibility', document.visibilityState]); };
       new MutationObserver(() => { const seen = [name.textContent, document.visibilityState]; window.__drawn.push(seen); channel.postMessage(seen); })
         .observe(name, {subtree: true, childList: true, characterData: true});""")
+    a.js("return new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(() => done(true))))")
+    a.wait_for(lambda p: p.js("if (window.__pending.size) return false; window.__holdFrames = true; return true"),
+               "no frame of the page's pending, frames held from now")
     names = ["Joan B", "Joan C", "Joan D"]
     bob.submit([{"op": "text", "tag": 2, "edits": [{"retain": 4}, {"insert": " B"}]}])
     assert "rev" in bob.take("ack"), bob
