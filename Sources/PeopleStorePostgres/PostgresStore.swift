@@ -69,6 +69,15 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
     /// A serving node: its writer connection holds the node's own lock (`init`) and says it lives in
     /// `nodes` at every check.
     private let claimsNode: Bool
+    /// The background build of the schema's concurrent indexes (`buildIndexes`).
+    private final class IndexBuild: @unchecked Sendable {
+        let lock = NSLock()
+        var connection: PostgresConnection?
+        var stopping = false
+        var started = false
+        let done = DispatchSemaphore(value: 0)
+    }
+    private let indexBuild = IndexBuild()
     /// The sessions of silent holders this node has ended (guarded by `lock`): each is logged once.
     private var ended: Set<Int> = []
     /// Whether a writer connection was ever made (guarded by `lock`): a later connect is a reconnect.
@@ -164,6 +173,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
             }
             try migrate()
             if claimsNode { try lock.withLock { _ = try run(heartbeat, on: try writerLocked()) } }
+            buildIndexes()
         } catch let taken as NodeTaken {
             try? group.syncShutdownGracefully()
             throw StoreError(.unavailable, "\(taken): give each node its own cluster.nodeId")
@@ -517,7 +527,53 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
             // One node creates the tables while the others wait (nodes may start together).
             try transaction(on: connection) {
                 _ = try run("SELECT pg_advisory_xact_lock(7354610427)", on: connection)
-                for step in Self.schema { _ = try run(step.query, on: connection) }
+                for step in Self.schema where step.relation != nil || step.column != nil { _ = try run(step.query, on: connection) }
+                for case .data(let sql) in Self.schema { _ = try run(PostgresQuery(unsafeSQL: sql), on: connection) }
+            }
+        }
+    }
+
+    /// Builds the schema's concurrent indexes that are missing, or left invalid by a build that did not
+    /// finish (a node stopped during it), on a connection of its own in the background: `CREATE INDEX
+    /// CONCURRENTLY` holds no lock that writes wait on (the plain one held off every node's journal
+    /// writes while it read the journal), and the open does not wait for it. Until it is there the
+    /// queries it serves read the table without it (the same answer, slower). One node builds at a
+    /// time (an advisory lock: another node would take a build under way for one that failed).
+    /// Serving nodes only: a command's short open would start builds its close stops.
+    private func buildIndexes() {
+        let steps = Self.schema.compactMap { step -> (name: String, sql: String)? in
+            if case .concurrentIndex(let name, let sql) = step { (name, sql) } else { nil }
+        }
+        guard claimsNode, !steps.isEmpty else { return }
+        indexBuild.started = true
+        Thread.detachNewThread { [self] in
+            defer { indexBuild.done.signal() }
+            do {
+                let connection = try connect()
+                let stopping = indexBuild.lock.withLock { () -> Bool in
+                    indexBuild.connection = connection
+                    return indexBuild.stopping
+                }
+                defer { _ = try? (connection.close() as EventLoopFuture<Void>).wait() }
+                guard !stopping,
+                      try run("SELECT pg_try_advisory_lock(\(Self.lockKey("indexes", kind: "schema")))", on: connection)
+                        .rows.first?.decode(Bool.self) == true else { return }
+                for (name, sql) in steps {
+                    let valid = try run("SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(\(name))", on: connection)
+                        .rows.first?.decode(Bool.self)
+                    if valid == true { continue }
+                    let started = NIODeadline.now()
+                    logger.notice("building index \(name) (CREATE INDEX CONCURRENTLY: writes go on meanwhile)")
+                    if valid == false { _ = try run(PostgresQuery(unsafeSQL: "DROP INDEX CONCURRENTLY IF EXISTS \(name)"), on: connection) }
+                    _ = try run(PostgresQuery(unsafeSQL: sql.replacingOccurrences(of: "CREATE INDEX ", with: "CREATE INDEX CONCURRENTLY ")),
+                                on: connection)
+                    let seconds = Double((NIODeadline.now() - started).nanoseconds) / 1e9
+                    logger.notice("index \(name) built", metadata: ["seconds": "\(String(format: "%.1f", seconds))"])
+                }
+            } catch {
+                if !indexBuild.lock.withLock({ indexBuild.stopping }) {
+                    logger.warning("could not build the store's indexes (queries read without them): \(Self.describe(error))")
+                }
             }
         }
     }
@@ -546,18 +602,22 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
         case index(String, String)
         case column(table: String, column: String, String)
         case data(String)
+        /// An index on a table that may be big when it comes (`buildIndexes`): built `CONCURRENTLY`,
+        /// after the open, by a serving node, so writes go on meanwhile. `sql` lacks the keyword.
+        case concurrentIndex(String, String)
 
         var query: PostgresQuery {
             switch self {
             case .table(_, let sql), .index(_, let sql), .column(_, _, let sql), .data(let sql): PostgresQuery(unsafeSQL: sql)
+            case .concurrentIndex(_, let sql): PostgresQuery(unsafeSQL: sql)
             }
         }
 
-        /// The table or index the step makes.
+        /// The table or index the step makes in the open's transaction.
         var relation: String? {
             switch self {
             case .table(let name, _), .index(let name, _): name
-            case .column, .data: nil
+            case .column, .data, .concurrentIndex: nil
             }
         }
 
@@ -630,9 +690,9 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
         // The answers that kept an idempotency key, found by their record's own `"keyTime":` member
         // (`JournalEntry.keyMarker`): a room's load reads those from its snapshot's `keysFrom` on
         // (`StoredRoom.keyed`). On the record's text, not a new column, so rows written before, and by
-        // a node of an older version in a rolling upgrade, are in it too. Building it reads the
-        // journal once, holding off writes to it meanwhile.
-        .index("journal_keys", "CREATE INDEX IF NOT EXISTS journal_keys ON journal (room, position) WHERE \(PostgresStore.keyedRecord)"),
+        // a node of an older version in a rolling upgrade, are in it too. Built concurrently, after
+        // the open (`buildIndexes`): building it reads the journal once.
+        .concurrentIndex("journal_keys", "CREATE INDEX IF NOT EXISTS journal_keys ON journal (room, position) WHERE \(PostgresStore.keyedRecord)"),
     ]
 
     /// The predicate of the keyed answers' index, which a query must repeat word for word to use it.
@@ -1390,6 +1450,14 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
 
     public func close() {
         closing.store(true, ordering: .relaxed)
+        // An index build under way stops (its connection closed under it: PostgreSQL leaves the index
+        // invalid, and the next serving node's open builds it again).
+        let building = indexBuild.lock.withLock { () -> PostgresConnection? in
+            indexBuild.stopping = true
+            return indexBuild.connection
+        }
+        if let building, !building.isClosed { _ = try? (building.close() as EventLoopFuture<Void>).wait() }
+        if indexBuild.started { indexBuild.done.wait() }
         // A commit waiting on a network that answers nothing would hold the stop until the sockets
         // give up (`cluster.leaseTimeoutSeconds`, 30 s by default: a service manager's whole stop
         // timeout). After 10 s its connection is closed under it: the query fails (`run`), nothing

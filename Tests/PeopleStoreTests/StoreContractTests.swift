@@ -1030,6 +1030,16 @@ struct PostgresStoreContractTests {
         }
     }
 
+    /// Whether the keyed answers' index is there and valid, waiting up to 10 s for a build under way.
+    private func keysIndexValid(_ server: PostgresServer) throws -> Bool {
+        let query = "SELECT count(*) FROM pg_index WHERE indexrelid = to_regclass('journal_keys') AND indisvalid"
+        for _ in 0..<200 {
+            if try server.psql(query) == "1" { return true }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return false
+    }
+
     /// Whether a session of the server waits on `pid`'s locks within 10 s (or `done` becomes true first).
     private func waitsOn(_ pid: Int, unless done: () -> Bool = { false }) throws -> Bool {
         let server = try SharedPostgres.server.get()
@@ -1127,6 +1137,11 @@ struct PostgresStoreContractTests {
         let (url, prefix) = (self.url, contract.prefix)
         try await blocking {
             let server = try SharedPostgres.server.get()
+            // A serving node's open builds the index (in the background): wait for it.
+            let node = try PostgresStore(url: url, node: "t-plan", advertisedURL: "ws://t.example", claimsNode: true,
+                                         logger: storeLogger)
+            defer { node.close() }
+            #expect(try keysIndexValid(server))
             let store = try PostgresStore(url: url, node: "t", advertisedURL: "ws://t.example", logger: storeLogger)
             defer { store.close() }
             let room = prefix + "indexed"
@@ -1142,6 +1157,43 @@ struct PostgresStoreContractTests {
             #expect(plan.contains("journal_keys"), "\(plan)")
             let rows = try server.psql("SELECT count(*) FROM journal WHERE room = '\(room)' AND \(PostgresStore.keyedRecord)")
             #expect(rows == "1", "only the keyed answer")
+        }
+    }
+
+    @Test("a serving node builds a missing (or invalid) keyed-answers index concurrently: its open and the writes go on beside a transaction writing the journal")
+    func indexBuiltConcurrently() async throws {
+        let (url, prefix) = (self.url, contract.prefix)
+        try await blocking {
+            let server = try SharedPostgres.server.get()
+            try PostgresStore(url: url, node: "t", advertisedURL: "ws://t.example", logger: storeLogger).close()  // the tables
+            try server.psql("DROP INDEX IF EXISTS journal_keys")
+            let holder = try server.session()
+            defer { holder.close() }
+            try holder.run("BEGIN; LOCK TABLE journal IN ROW EXCLUSIVE MODE")
+            let open = Background {
+                try PostgresStore(url: url, node: "builder", advertisedURL: "ws://b.example", claimsNode: true, logger: storeLogger)
+            }
+            // `result()` waits up to 10 s: the open returns while the transaction holds on (the build, in
+            // the background, waits for it).
+            let store = try open.result()
+            defer { store.close() }
+            let room = prefix + "while-building"
+            #expect(try store.acquire(room: room) == .acquired)
+            var driver = RoomDriver(name: room)
+            store.save(driver.room.snapshot(), room: room)
+            driver.write(1, key: "k")
+            try appendAndWait(store, driver.entries, room: room)
+            // The build waits for the transaction (as CONCURRENTLY does), and is there once it ends.
+            #expect(try server.psql("SELECT count(*) FROM pg_index WHERE indexrelid = to_regclass('journal_keys') AND indisvalid") == "0")
+            try holder.run("ROLLBACK")
+            #expect(try keysIndexValid(server), "the index was built once the transaction ended")
+            #expect(try store.load(room: room)?.keyed.count == 0, "the snapshot was taken before the key: none read")
+            // An index a build left invalid (a node stopped during it) is built again by the next serving node.
+            try server.psql("UPDATE pg_index SET indisvalid = false WHERE indexrelid = to_regclass('journal_keys')")
+            let next = try PostgresStore(url: url, node: "builder-2", advertisedURL: "ws://b.example", claimsNode: true,
+                                         logger: storeLogger)
+            defer { next.close() }
+            #expect(try keysIndexValid(server), "the invalid index was dropped and built again")
         }
     }
 
