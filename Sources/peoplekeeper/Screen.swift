@@ -102,6 +102,9 @@ final class Screen: @unchecked Sendable {
     /// What the answers to requests queued offline said, until the "sent" line says it with it (at
     /// most `keptForSent`: the line is one line).
     private var saidWhileResending: [Report] = []
+    /// Why the link last went down, until it is back (or refused): the status line keeps saying it
+    /// through the attempts to reconnect (`◌ connecting`), which are not yet the hub answering.
+    private var lastLoss: LiveRoom.Loss?
     /// What the last reset said of this user's saved changes gone, and of the queued changes that no
     /// longer apply ("1 queued change no longer applies"), for the line that later says the rest were sent.
     private var resetSaved: String?
@@ -133,6 +136,11 @@ final class Screen: @unchecked Sendable {
     // MARK: Updates from the room
 
     func update(_ notices: [LiveRoom.Notice]) {
+        switch room.link {
+        case .offline(_, let why): lastLoss = why
+        case .online, .refused: lastLoss = nil
+        case .connecting: break
+        }
         let hasSent = notices.contains { if case .sent = $0 { true } else { false } }
         // The step an undo or redo did, said with its skips when the same answer has some.
         var done: String?
@@ -233,18 +241,22 @@ final class Screen: @unchecked Sendable {
         knownNames.read(room.reader.rows, present: room.sync.view)
     }
 
-    /// What the status line says about the connection, straight from the link: nothing while online.
+    /// What the status line says about the connection, from the link: nothing while online, nor while
+    /// connecting the first time; while connecting again, why it was lost (it is not back yet: a hub
+    /// that never answers the attempts left the line empty but for the moment between them).
     var connectionNote: Report? {
-        switch room.link {
-        case .offline(_, let why):
-            Report(text: why.sentence + (isViewer ? "" : "; your edits are kept and sent when it is back"),
-                   warning: true)
+        func lost(_ why: LiveRoom.Loss) -> Report {
+            Report(text: why.sentence + (isViewer ? "" : "; your edits are kept and sent when it is back"), warning: true)
+        }
+        return switch room.link {
+        case .offline(_, let why): lost(why)
+        case .connecting: lastLoss.map(lost)
         case .refused(let why) where room.tokenEnded:
             // The room stays open with what was not sent: a new token carries it on.
             renewNote(expired: why.contains("expired"))
         case .refused(let why):
             Report(text: "the hub refused you: \(why)", warning: true)
-        case .online, .connecting:
+        case .online:
             nil
         }
     }
