@@ -456,6 +456,15 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             if read.request.body.count + length > configuration.limits.maxMessageBytes {
                 return respond(wsi: wsi, Self.tooLarge(configuration.limits.maxMessageBytes))
             }
+            if read.request.body.isEmpty, let input, Self.isOwnRequestLine(UnsafeRawBufferPointer(start: input, count: length),
+                                                                          method: read.request.method) {
+                // lws 4.1 read this request from bytes a client pipelined behind another, and hands
+                // the request's own head as its body: it cannot be read right on this connection.
+                // Closed unanswered, as HTTP/1.1 lets a server do to a pipeline (the client sends it
+                // again on a new connection), rather than answered 400 for a body it never sent.
+                http[wsi] = nil
+                return -1
+            }
             if let input, length > 0 {
                 http[wsi] = nil  // the body is appended to in place, not copied
                 read.request.body.append(contentsOf: UnsafeRawBufferPointer(start: input, count: length))
@@ -464,9 +473,30 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             return 0
 
         case LWS_CALLBACK_HTTP_BODY_COMPLETION:
-            guard case .readingBody(let read)? = http[wsi] else { return 0 }
-            http[wsi] = nil
-            return dispatch(wsi: wsi, read.request, closeAfter: false)
+            switch http[wsi] {
+            case .readingBody(let read)?:
+                http[wsi] = nil
+                return dispatch(wsi: wsi, read.request, closeAfter: false, afterBody: true)
+            case .writing(var out)?:
+                // Called again for a body already read: lws 4.1 holds bytes past it (a client's next
+                // request, pipelined, after a request it had read from those it held) and hands them to
+                // the callback as the end of this body, over and over, consuming nothing: the service
+                // thread spun at 100 % CPU and never wrote the answer (an integrator's pass). The answer
+                // is written now and the connection closed: what the client pipelined after it is
+                // not read (RFC 9112 §9.3.2: it sends those again on a new connection; a write's
+                // idempotency key makes that safe).
+                out.response.closeAfter = true
+                http[wsi] = .writing(out)
+                _ = writeResponse(wsi: wsi)
+                http[wsi] = nil
+                return -1
+            case .awaitingAnswer(let exchange, _)?:
+                http[wsi] = .awaitingAnswer(exchange, closeAfter: true)
+                holdPipelined(wsi)
+                return 0
+            default:
+                return 0
+            }
 
         case LWS_CALLBACK_HTTP_WRITEABLE:
             guard case .writing? = http[wsi] else {
@@ -627,6 +657,14 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         return dispatch(wsi: wsi, request, closeAfter: closeAfter)
     }
 
+    /// Whether a body starts as a request line of `method` does (`POST /v1/…`): what lws 4.1 hands as
+    /// the body of a request it parsed from pipelined bytes (its own head). No JSON or CSV body starts
+    /// so.
+    static func isOwnRequestLine(_ bytes: UnsafeRawBufferPointer, method: String) -> Bool {
+        let prefix = Array((method + " /").utf8)
+        return bytes.count >= prefix.count && zip(bytes, prefix).allSatisfy { $0 == $1 }
+    }
+
     /// A `Content-Length` value: digits only (spaces around allowed), at most 18 of them.
     static func contentLength(_ text: String) -> Int? {
         let digits = text.trimmingCharacters(in: .whitespaces)
@@ -678,7 +716,7 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
     /// Hands a whole request to the delegate; what it leaves is a file under the web root, or 404.
     /// On another context than the request's home, a request the delegate claims is handed to the
     /// home thread (and answered from there through the exchange); the rest is served here.
-    private func dispatch(wsi: OpaquePointer, _ request: HTTPRequest, closeAfter: Bool) -> Int32 {
+    private func dispatch(wsi: OpaquePointer, _ request: HTTPRequest, closeAfter: Bool, afterBody: Bool = false) -> Int32 {
         // A HEAD's answer is the head alone, its errors too (a body after it would be read as the
         // start of the next answer on the connection).
         let headOnly = request.method == "HEAD"
@@ -691,6 +729,7 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             http[wsi] = .awaitingAnswer(exchange, closeAfter: closeAfter)
             if home !== self {
                 lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0)
+                if afterBody { holdPipelined(wsi) }
                 call(at: home) { delegate in
                     if !delegate.handle(exchange) { exchange.respond(HTTPResponse(status: 404, text: "not found\n")) }
                 }
@@ -698,7 +737,10 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             }
             if delegate.handle(exchange) {
                 // Answered now or later (a long poll, a commit): lws must not time the request out meanwhile.
-                if awaitedCloseAfter(exchange) != nil { lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0) }
+                if awaitedCloseAfter(exchange) != nil {
+                    lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0)
+                    if afterBody { holdPipelined(wsi) }
+                }
                 return 0
             }
             if awaitedCloseAfter(exchange) != nil { http[wsi] = nil }
@@ -738,8 +780,22 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         var response = response
         if closeAfter { response.closeAfter = true }
         http[wsi] = .writing(OutgoingResponse(response: response, headOnly: headOnly))
+        // lws 4.1 serves no POLLOUT to an HTTP connection whose reading is held (`holdPipelined`).
+        lws_rx_flow_control(wsi, 1)
         lws_callback_on_writable(wsi)
         return 0
+    }
+
+    /// While a request with a body waits for its answer (a commit, another thread), lws reads nothing
+    /// more from its connection: bytes it already holds past the body are the client's next request
+    /// (HTTP/1.1 pipelining), which lws 4.1 would otherwise hand to the callback again and again as
+    /// the end of this body (BODY_COMPLETION, consuming nothing: a service thread at 100 % CPU, the
+    /// other requests never answered, and a stop that never ended; an integrator's pass). `respond`
+    /// lets it read again (the callback's BODY_COMPLETION case closes such a pipeline after the
+    /// answer). Not for a request without a body (a long poll): a client gone meanwhile is seen only
+    /// while its connection is read.
+    private func holdPipelined(_ wsi: OpaquePointer) {
+        lws_rx_flow_control(wsi, 0)
     }
 
     /// The connection's HTTP part is over (CLOSED_HTTP) or the wsi is gone (`upgrade`: WSI_DESTROY, which
@@ -845,3 +901,4 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         "txt": "text/plain; charset=utf-8", "webmanifest": "application/manifest+json",
     ]
 }
+

@@ -97,6 +97,67 @@ def test_requests_share_one_keep_alive_connection(hub, room, clients):
     assert ann.connections == 1, f"{ann.requests} requests needed {ann.connections} connections"
 
 
+def _read_answers(sock, count: int, timeout: float) -> list[tuple[int, bytes]]:
+    """Up to `count` HTTP/1.1 answers read off `sock` in order (status, body), within `timeout`."""
+    import socket as _socket
+    sock.settimeout(0.2)
+    buffer, answers, deadline = b"", [], time.monotonic() + timeout
+    while len(answers) < count and time.monotonic() < deadline:
+        head_end = buffer.find(b"\r\n\r\n")
+        if head_end >= 0:
+            head = buffer[:head_end].decode("latin-1").split("\r\n")
+            length = next((int(line.split(":", 1)[1]) for line in head[1:] if line.lower().startswith("content-length:")), 0)
+            if len(buffer) >= head_end + 4 + length:
+                answers.append((int(head[0].split()[1]), buffer[head_end + 4:head_end + 4 + length]))
+                buffer = buffer[head_end + 4 + length:]
+                continue
+        try:
+            data = sock.recv(65536)
+        except _socket.timeout:
+            continue
+        if not data:
+            break
+        buffer += data
+    return answers
+
+
+def test_pipelined_requests_are_answered_in_order_or_sent_again_and_the_hub_stays_up(hub, room, clients):
+    """HTTP/1.1 pipelining: a client (or a proxy, or an async library) that sends its next requests on
+    a keep-alive connection before the answer to the first comes gets answers in order, and the hub
+    may close the connection after one of them (RFC 9112 §9.3.2): the requests it did not answer were
+    not applied, and sent again (same keys) they are, once. Before (a backend integrator's pass found
+    it), three keyed batches sent in one write got one answer, the others were never applied, and a
+    service thread spun at 100 % CPU from then on: every other new connection hung, and a SIGTERM
+    never ended the hub (this test's teardown requires a clean stop)."""
+    import socket
+    observe(hub, room)
+    def batch(n: int) -> bytes:
+        body = json.dumps({"base": 0, "key": f"pipe-{n}", "ops": [set_op(1, "name", f"Piped {n}")]}).encode()
+        return (f"POST /v1/rooms/{room}/batches?user=ann HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+    read = f"GET /v1/rooms/{room} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
+    with socket.create_connection(("127.0.0.1", hub.port)) as sock:
+        sock.sendall(batch(1) + batch(2) + batch(3) + read)
+        answers = _read_answers(sock, 4, timeout=15)
+    assert answers and all(status == 200 for status, _ in answers), answers
+    answered = [json.loads(body)["ops"][0]["value"] for _, body in answers[:3]]
+    assert answered == [f"Piped {n}" for n in range(1, len(answered) + 1)], f"answers out of order: {answers}"
+    # What was answered was applied once; what was not, not at all.
+    ann = clients(hub, user="ann")
+    feed = expect(ann.feed(room, 0), 200, "the feed")
+    assert [r["ops"][0]["value"] for r in feed["revisions"]] == answered, (feed, answers)
+    # Sent again, the rest is applied once; the answered ones get their first answers.
+    for n in range(1, 4):
+        again = ann.batch(room, [set_op(1, "name", f"Piped {n}")], 0, key=f"pipe-{n}")
+        expect(again, 200, f"batch {n} sent again")
+    feed = expect(ann.feed(room, 0), 200, "the feed")
+    assert sorted(r["ops"][0]["value"] for r in feed["revisions"]) == ["Piped 1", "Piped 2", "Piped 3"], feed
+    # The hub's threads all still answer (a new connection lands on either).
+    for _ in range(6):
+        health = clients(hub, timeout=5).get("/healthz")
+        assert health.status == 200, health
+
+
 def test_rooms_that_do_not_exist_are_404_no_room_and_http_creates_none(hub, rooms, clients):
     """A room nobody created (no hello, no PUT): every room route is 404 `no-room`, and none of them
     creates it (the admin list does not show it afterwards)."""
