@@ -269,8 +269,11 @@ extension RoomSnapshot {
         }
         let agents = room.sessions.keys.filter(Room.isAgent).sorted()
         let order = room.disconnectedOrder + agents + room.connectedSessions
+        // Where each session's kept keys start in the journal (one pass over each session's keys).
+        let keysFrom = room.sessions.compactMapValues(\.keys.from)
         let sessions = order.compactMap { id -> JSON? in
             guard let s = room.sessions[id] else { return nil }
+            let unplaced = s.keys.unplaced
             return .object([
                 "id": .string(id), "user": .string(s.user), "role": .string(s.role.rawValue),
                 "client": s.client.map(JSON.string), "tags": s.tags.json,
@@ -278,10 +281,10 @@ extension RoomSnapshot {
                 "replies": .array(s.replyOrder.compactMap { seq in
                     s.replies[seq].map { .object(["seq": .int(seq), "reply": $0.json]) }
                 }),
-                "keys": s.keys.unplaced.isEmpty ? nil : .array(s.keys.unplaced.map { key, kept in
+                "keys": unplaced.isEmpty ? nil : .array(unplaced.map { key, kept in
                     .object(["key": .string(key), "time": .int(Int(kept.time)), "reply": (try? JSON.parse(kept.encoded)) ?? .null])
                 }),
-                "keysFrom": s.keys.from.map(JSON.int),
+                "keysFrom": keysFrom[id].map(JSON.int),
             ])
         }
         return .object([
@@ -289,7 +292,7 @@ extension RoomSnapshot {
             "rev": .int(revision), "floor": .int(floor), "nextTag": .int(room.nextTag),
             "people": .array(people.map(\.json)), "retiredTags": .array(retired.map(JSON.int)),
             "users": .array(users), "sessions": .array(sessions),
-            "keysFrom": room.sessions.values.compactMap(\.keys.from).min().map(JSON.int),
+            "keysFrom": keysFrom.values.min().map(JSON.int),
             "blame": .array(people.compactMap { person in
                 room.blame[person.tag].map { .object([.init("tag", .int(person.tag))] + $0.members) }
             }),
