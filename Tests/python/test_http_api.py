@@ -158,6 +158,27 @@ def test_pipelined_requests_are_answered_in_order_or_sent_again_and_the_hub_stay
         assert health.status == 200, health
 
 
+def test_a_request_pipelined_behind_a_long_poll_is_answered_after_it(hub, room, clients):
+    """A change-feed long poll has no body, so the transport goes on reading its connection: a GET
+    pipelined behind it must still be answered after the poll's answer, not before it nor never.
+    The poll waits until a teammate's batch comes (its `wait` is far longer than the test), then the
+    GET's answer follows on the same connection and shows that revision."""
+    import socket
+    observe(hub, room)
+    poll = f"GET /v1/rooms/{room}/revisions?after=0&wait=30&user=ann HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
+    read = f"GET /v1/rooms/{room}?user=ann HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
+    with socket.create_connection(("127.0.0.1", hub.port)) as sock:
+        sock.sendall(poll + read)
+        early = _read_answers(sock, 1, timeout=0.6)
+        assert early == [], f"answered while the poll still waits: {early}"
+        expect(clients(hub, user="bob").batch(room, [set_op(1, "name", "After the poll")], 0), 200, "bob's batch")
+        answers = _read_answers(sock, 2, timeout=15)
+    assert [status for status, _ in answers] == [200, 200], answers
+    feed, state = (json.loads(body) for _, body in answers)
+    assert [r["ops"][0]["value"] for r in feed["revisions"]] == ["After the poll"], f"first answer is not the poll's: {answers}"
+    assert state["rev"] == 1 and any(p["name"] == "After the poll" for p in state["people"]), f"second is not the state: {state}"
+
+
 def test_rooms_that_do_not_exist_are_404_no_room_and_http_creates_none(hub, rooms, clients):
     """A room nobody created (no hello, no PUT): every room route is 404 `no-room`, and none of them
     creates it (the admin list does not show it afterwards)."""
