@@ -336,8 +336,32 @@ class App {
     const person = this.live?.sync.view.get(tag);
     if (!person || !this.editable) return;
     this.pendingDelete = tag;
-    setText($('confirm-text'), `Delete ${person.name}? You can undo it.`);
+    this.renderDeleteQuestion();
     $('confirm-dialog').showModal();
+  }
+
+  /**
+   * The delete question as the room is now: a teammate may rename the person while it is open, or
+   * delete them (then it says so, offers no Delete, and Close has the focus if Delete had it; before,
+   * it went on asking, and Delete did nothing and said nothing). #confirm-text is a live region.
+   */
+  renderDeleteQuestion() {
+    const tag = this.pendingDelete;
+    if (tag == null || !this.live) return;
+    const person = this.live.sync.view.get(tag);
+    const hadFocus = document.activeElement === $('confirm-delete');
+    if (person) {
+      setText($('confirm-text'), `Delete ${person.name}? You can undo it.`);
+    } else if (!$('confirm-delete').hidden) {  // said once, with who did it (known in this render only)
+      const name = this.knownNames.get(tag) ?? 'This person';
+      const by = this.removedBy.get(tag);
+      const who = by == null ? null : by === this.live.sync.user ? 'You (elsewhere)' : by;
+      setText($('confirm-text'), who ? `${who} deleted ${name} meanwhile: there is nothing to delete.`
+        : `${name} was deleted meanwhile: there is nothing to delete.`);
+    }
+    $('confirm-delete').hidden = !person;
+    setText($('cancel-delete'), person ? 'Keep' : 'Close');
+    if (hadFocus && !person) $('cancel-delete').focus();
   }
 
   confirmDelete() {
@@ -421,12 +445,17 @@ class App {
     else this.live.redo(scope);
   }
 
-  /** Ctrl/Cmd+Z, Shift+Ctrl/Cmd+Z, Ctrl+Y; the name field keeps the browser's own text undo. */
+  /**
+   * Ctrl/Cmd+Z, Shift+Ctrl/Cmd+Z, Ctrl+Y. A field of typed text (the name, Find a person) keeps the
+   * browser's own text undo: there the keys undid a change to the room instead of the typing, unsaid.
+   * The place field's number is the room's (its undo keys undo the move, and it shows where that took
+   * the person).
+   */
   shortcut(e) {
     if (!this.live || !this.editable || $('room').hidden || $('confirm-dialog').open
         || $('restore-dialog').open) return;
     if (!(e.ctrlKey || e.metaKey) || e.altKey) return;
-    if (e.target === this.editor.name) return;
+    if (isTypedText(e.target)) return;
     const key = e.key.toLowerCase();
     if (key === 'z') {
       e.preventDefault();
@@ -447,6 +476,8 @@ class App {
   notice(text) {
     this.notices.show(text);
     this.renderNotices();
+    // #notice is behind an open dialog, where it is not read.
+    if (text && document.querySelector('dialog[open]')) this.say('notice', text);
   }
 
   renderNotices() {
@@ -464,6 +495,18 @@ class App {
       return li;
     }));
     $('notice-log-box').hidden = log.length === 0;
+  }
+
+  /**
+   * Says `text` to screen readers through the live region `region` (#announcer, #teammates). While a
+   * dialog is open the page behind it is inert, and an inert live region is not read: the dialog's
+   * own region (`.dialog-live`) says it instead.
+   */
+  say(region, text) {
+    const dialog = document.querySelector('dialog[open]');
+    const el = dialog?.querySelector('.dialog-live') ?? $(region);
+    // The same words again (a second undo of the same kind) are a change too, or nothing is read.
+    el.textContent = el.textContent === text ? `${text}\u00a0` : text;
   }
 
   activity(text) {
@@ -484,7 +527,7 @@ class App {
       this.unannounced = { text, count: (this.unannounced?.count ?? 0) + 1 };
       return;
     }
-    setText($('teammates'), text);
+    this.say('teammates', text);
     this.timers.announce = setTimeout(() => {
       this.timers.announce = null;
       const left = this.unannounced;
@@ -495,6 +538,8 @@ class App {
 
   /** What the room said, then a render in the next frame (one for all the messages of a frame). */
   update(notices) {
+    // A notice about this user's own request is said already (#notice): no second sentence for it.
+    const told = notices.some((n) => ['skipped', 'nothing', 'undoDropped', 'error'].includes(n.type));
     for (const n of notices) {
       switch (n.type) {
         case 'remote': {
@@ -512,6 +557,13 @@ class App {
         case 'mine':
           // This user wrote these values last: no teammate's highlight stays on them.
           this.highlights.clear(n.diffs);
+          // An undo, redo or restore changes what the user is not looking at: screen readers hear what
+          // it did ("You undid a change: Joan's hair color is now black"), as a teammate's change is
+          // said. An edit is not: its control says its new value itself.
+          if (n.kind !== 'edit' && !told) {
+            const after = (tag) => this.live.sync.view.get(tag)?.name ?? null;
+            this.say('announcer', remoteText({ ...n, author: 'You' }, this.namesBefore(n), after));
+          }
           break;
         case 'skipped':
           this.notice(reportsText(n.reports, this.namesBefore(n),
@@ -656,6 +708,7 @@ class App {
         }
       }
     }
+    if ($('confirm-dialog').open) this.renderDeleteQuestion();
     this.removedBy.clear();
     if (this.selectedTag != null) this.lastIndex = view.indexOf(this.selectedTag);
     this.knownNames.saw(view.people, live.sync.revision);
@@ -735,10 +788,10 @@ class App {
     setText($('connection-detail'), status.detail);
     // Said once to screen readers when it starts being true, and again when it stops.
     if (status.down !== this.lastDown && live.everWelcomed) {
-      setText($('announcer'), status.down
+      this.say('announcer', status.down
         ? 'Connection lost. Your changes are kept and sent when the hub is back.' : 'Back online.');
     } else if (this.lastCatchingUp && !live.catchingUp && status.state === 'online') {
-      setText($('announcer'), 'Back online. Your changes were sent.');
+      this.say('announcer', 'The changes you made while offline were sent.');
     }
     this.lastDown = status.down;
     this.lastCatchingUp = live.catchingUp;
@@ -899,6 +952,12 @@ const app = new App();
 app.join.start();
 
 /** A revision notice as a timeline entry (the shape of a `log` entry, without `entry`: it is read). */
+/** Whether `el` is a field of typed text, whose Ctrl+Z is the browser's text undo. */
+function isTypedText(el) {
+  if (el instanceof HTMLTextAreaElement || el?.isContentEditable) return true;
+  return el instanceof HTMLInputElement && ['text', 'search', 'password', 'email', 'url', 'tel'].includes(el.type);
+}
+
 function entryOf({ rev, time, author, kind, label, ops }) {
   const e = { rev };
   if (time != null) e.time = time;

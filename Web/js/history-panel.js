@@ -18,9 +18,11 @@
 // changed in place, so a render after every message leaves focus and the scroll position alone. A
 // viewer (`editable` false) gets no buttons. No word here is a wire name (history-text.js words it).
 
-import { h, setAttr, setText } from './dom.js';
+import { canFocus, h, setAttr, setText } from './dom.js';
 import { actionText, relativeTime, exactTime, touchedText, historyStatusText } from './history-text.js';
 
+/** The focusable controls of a row, by class: the one that had the focus gets it back (`keepRowFocus`). */
+const ROW_CONTROLS = ['undo-entry', 'restore-here'];
 /** Pixels from the bottom of the list at which the next older page is asked for. */
 const NEAR_END = 120;
 /** Pixels below the top of the list past which the user is reading there (live rows wait). */
@@ -33,6 +35,10 @@ export class HistoryPanel {
    */
   constructor(section, actions) {
     this.section = section;
+    // Focusable from script only: it holds the focus while a row that had it is read again.
+    this.section.tabIndex = -1;
+    /** {rev, control} of the row whose button had the focus when the row went, until it is back. */
+    this.refocus = null;
     this.actions = actions;
     /** rev → {li, who, what, touched, when, rev, undo, restore, entry} */
     this.rows = new Map();
@@ -96,8 +102,13 @@ export class HistoryPanel {
     setText(this.only, person == null ? 'Only this person' : `Only ${person}`);
     setText(this.end, only ? `Nothing older: that is every change to ${person}.` : 'Nothing older: this is where the room began.');
     const revs = new Set(entries.map((e) => e.rev));
+    const had = document.activeElement;
     for (const [rev, row] of this.rows) {
       if (!revs.has(rev)) {
+        // The row with the focus goes (the timeline is read again after a reconnect): the panel keeps
+        // the focus, and gives it back to the same button of that revision's row once it is back.
+        const control = row.li.contains(had) ? [...had.classList].find((c) => ROW_CONTROLS.includes(c)) : null;
+        if (control) this.refocus = { rev, control };
         row.li.remove();
         this.rows.delete(rev);
       }
@@ -132,12 +143,40 @@ export class HistoryPanel {
     this.end.hidden = !(loaded && !more && entries.length > 0);
     setAttr(this.section, 'data-editable', editable ? null : 'false');
     setAttr(this.list, 'aria-busy', loaded && !loadingOlder ? null : 'true');
+    this.keepRowFocus(loaded && !loadingOlder);
     // A list too short to scroll cannot be scrolled to its end: load on. Asking the list's height
     // lays the page out, so once it scrolls with N rows it is not asked again while it has as many
     // (in a big room that layout was most of every render).
     if (more && !loadingOlder && entries.length > 0 && !(this.scrollsWith != null && entries.length >= this.scrollsWith)) {
       if (this.list.scrollHeight <= this.list.clientHeight + 1) queueMicrotask(() => this.actions.older());
       else this.scrollsWith = entries.length;
+    }
+  }
+
+  /**
+   * After the row with the focus went (`refocus`): while the user has not moved on, the focus waits on
+   * the panel and goes back to the same button of that revision's row when it is there again (a
+   * keyboard user was sent to the people list by a reconnect before). `settled`: every row that will
+   * come has come; the row is not among them (older than the pages read), so the list keeps it.
+   */
+  keepRowFocus(settled) {
+    const want = this.refocus;
+    if (!want) return;
+    const now = document.activeElement;
+    const waiting = now == null || now === document.body || now === this.section || now === this.list;
+    if (!waiting) {  // the user went elsewhere, or the row is still there (a render moved nothing)
+      this.refocus = null;
+      return;
+    }
+    const target = this.rows.get(want.rev)?.li.querySelector(`.${want.control}`);
+    if (canFocus(target)) {
+      target.focus();
+      this.refocus = null;
+    } else if (settled && canFocus(this.list)) {
+      if (now !== this.list) this.list.focus();
+      this.refocus = null;
+    } else if (now !== this.section && now !== this.list) {
+      this.section.focus({ preventScroll: true });
     }
   }
 

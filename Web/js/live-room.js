@@ -15,7 +15,9 @@
 //   {type:'remote', rev, author, kind, label?, diffs, people}  a teammate's (or another tab's)
 //                                      revision; `people` is the view before it
 //   {type:'mine', kind, diffs}         this user's own change: an edit as made, an undo / redo as the
-//                                      hub applied it (what it touched is no teammate's any more)
+//                                      hub applied it (what it touched is no teammate's any more); an
+//                                      undo / redo / restore's also has `people` (the view before) and
+//                                      the hub's `label`
 //   {type:'nothing', kind}             an undo / redo with nothing to do
 //   {type:'undoDropped', label?, reports, people}  an undo pressed for a queued edit went with it,
 //                                      unsent: the edit changed nothing, or the hub refused it. `reports`
@@ -508,7 +510,8 @@ export class LiveRoom {
     }
     const own = { undone: 'undo', redone: 'redo', restored: 'restore' }[message.type];
     if (own && message.rev != null && message.ops.length > 0) {
-      notices.unshift({ type: 'mine', kind: own, diffs: message.ops });
+      notices.unshift({ type: 'mine', kind: own, diffs: message.ops, people: before,
+        ...(message.label != null ? { label: message.label } : {}) });
     }
     if (message.type === 'undone' && message.entry != null) {
       notices.push({ type: 'entryUndone', entry: message.entry });

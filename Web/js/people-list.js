@@ -104,8 +104,7 @@ export class PeopleList {
     const row = {};
     row.face = h('span', { class: 'face' });
     row.name = h('span', { class: 'name', dir: 'auto' });  // a right-to-left name reads as one
-    row.description = h('span', { class: 'sr-only' });
-    row.pick = h('button', { type: 'button', class: 'pick', tabindex: '-1' }, row.face, row.name, row.description);
+    row.pick = h('button', { type: 'button', class: 'pick', tabindex: '-1' }, row.face, row.name);
     row.viewers = h('span', { class: 'viewers', role: 'gridcell' });
     row.up = h('button', { type: 'button', class: 'move-up icon', tabindex: '-1' }, '↑');
     row.down = h('button', { type: 'button', class: 'move-down icon', tabindex: '-1' }, '↓');
@@ -131,7 +130,9 @@ export class PeopleList {
 
   fill(row, person, index, count, selected, viewers, changedBy) {
     setText(row.name, person.name);
-    setText(row.description, `, ${faceDescription(person)}`);
+    // Its name and looks, in one label: from the name's and a hidden description's text, a screen
+    // reader read "Bob , brown short hair" (a space between the button's flex items).
+    setAttr(row.pick, 'aria-label', `${person.name}, ${faceDescription(person)}`);
     const key = faceKey(person);
     if (row.faceKey !== key) {
       row.face.innerHTML = faceSVG(person, 40);

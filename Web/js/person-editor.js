@@ -128,7 +128,12 @@ export class PersonEditor {
       const select = h('select', { id: field, 'data-presence': field, 'aria-describedby': `writer-${field}` },
         vocabulary.words.map((w) => h('option', { value: w }, titleCase(w))));
       select.addEventListener('change', () => {
-        if (this.person) this.actions.edit([set(this.person.tag, field, select.value)], { label: action });
+        // Arrow keys on a closed choice change it at each press: a run of them is one undo step (as
+        // typing a name is), not one per value passed on the way.
+        if (this.person) {
+          this.actions.edit([set(this.person.tag, field, select.value)], { label: action,
+            coalesce: `${field}:${this.person.tag}` });
+        }
       });
       this.selects.set(field, select);
       const wrap = h('div', { class: 'field', 'data-field': field }, h('label', { for: field }, label), select,

@@ -1,0 +1,180 @@
+"""The web page for people who use only a keyboard, a screen reader or high contrast (docs/WEB.md).
+
+Each test here is a finding of an accessibility pass of the page (a helper, black box: keyboard only,
+Chromium's accessibility tree through the DevTools protocol, forced colors), and fails on the page
+before its fix. What a screen reader is told is read from the live regions the page writes to
+(`#announcer`, `#teammates`, `#notice`, and each dialog's own `.dialog-live`); the focus from
+`document.activeElement`. Fixtures, helpers and conventions are test_web.py's (nothing waits by
+sleeping; every test checks the room itself through an observer's HubClient).
+"""
+
+from __future__ import annotations
+
+from selenium.webdriver.common.keys import Keys
+
+from pkclient import by_tag
+from test_web import (RECONNECT_WAIT, ann_on_a_sqlite_hub, browsers, field_of, kill_hub_under,  # noqa: F401
+                      observe, shots, wait_model)
+
+
+def said(page, region: str) -> str:
+    """What the live region `region` (a CSS selector) holds now, its spaces made one."""
+    return page.js("const e = document.querySelector(arguments[0]); "
+                   "return e ? e.textContent.replace(/\\s+/g, ' ').trim() : null;", region) or ""
+
+
+def active(page) -> str:
+    """The focused element, as `#id`, or `tag.class[data-rev=N]` inside a history row."""
+    return page.js("""const e = document.activeElement;
+        if (!e || e === document.body) return 'body';
+        if (e.id) return '#' + e.id;
+        const li = e.closest('li[data-rev]');
+        return e.tagName.toLowerCase() + '.' + [...e.classList].join('.') + (li ? '[data-rev=' + li.dataset.rev + ']' : '');""")
+
+
+def test_ctrl_z_in_find_a_person_undoes_the_typing_not_a_change_to_the_room(hub, room, browsers):
+    """Ctrl+Z in "Find a person" took back ann's last change to the room (unsaid), not the letters
+    she typed: only the name field was left its text undo. A field of typed text keeps it now. The
+    barrier: an edit made after the Ctrl+Z is the room's next revision (it was the third)."""
+    obs = observe(hub, room)
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.select(1)
+    assert a.toggle("#glasses") is True
+    wait_model(obs, lambda p: field_of(p, 1, "glasses") is True, "Ann's glasses on (rev 1)")
+    a.wait_for(lambda p: (p.button("#undo") or {}).get("disabled") is False, "#undo enabled")
+
+    a.click("#people-filter")
+    a.keys("jo")
+    a.keys("z", modifier=Keys.CONTROL)
+    a.choose("hairColor", "red")
+    people = wait_model(obs, lambda p: field_of(p, 1, "hairColor") == "red", "Ann's hair red (ann's next edit)")
+    assert field_of(people, 1, "glasses") is True, f"Ctrl+Z in Find a person undid ann's glasses: {by_tag(people, 1)}"
+    assert obs.rev == 2, f"the edit after the Ctrl+Z is revision 2, the room is at {obs.rev}"
+
+
+def test_your_own_undo_redo_and_restore_are_said_to_a_screen_reader(hub, room, browsers):
+    """A screen reader heard nothing when ann's own undo, redo or restore was done (only refusals and
+    skips were said), though each changes what she is not looking at. #announcer says what it did, in
+    the words a teammate's change is said in."""
+    obs = observe(hub, room)
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.select(2)
+    a.choose("hairColor", "red")
+    wait_model(obs, lambda p: field_of(p, 2, "hairColor") == "red", "Joan's hair red")
+    a.wait_for(lambda p: (p.button("#undo") or {}).get("disabled") is False, "#undo enabled")
+
+    a.undo_key()
+    a.wait_for(lambda p: said(p, "#announcer") == "You undid a change: Joan's hair color is now black",
+               "#announcer saying what ann's undo did")
+    a.keys("y", modifier=Keys.CONTROL)
+    a.wait_for(lambda p: said(p, "#announcer") == "You redid a change: Joan's hair color is now red",
+               "#announcer saying what ann's redo did")
+    # The same words twice (undo, redo, undo) are a change of the region too, so they are read again.
+    before = a.js("return document.getElementById('announcer').textContent;")
+    a.undo_key()
+    a.wait_for(lambda p: said(p, "#announcer") == "You undid a change: Joan's hair color is now black"
+               and p.js("return document.getElementById('announcer').textContent;") != before,
+               "#announcer saying the second undo again")
+
+    # A restore from the timeline: said, with the revision it went back to.
+    wait_model(obs, lambda p: field_of(p, 2, "hairColor") == "black", "Joan's hair black again")
+    a.click(a.history_row(1) + " button.restore-here")
+    a.wait_for(lambda p: p.js("return document.getElementById('restore-dialog').open;"), "the restore question")
+    a.click("#confirm-restore")
+    wait_model(obs, lambda p: field_of(p, 2, "hairColor") == "red", "the room as it was after revision 1")
+    a.wait_for(lambda p: said(p, "#announcer").startswith("You restored an earlier version"),
+               "#announcer saying ann's restore")
+
+
+def test_a_person_deleted_by_a_teammate_while_the_delete_question_is_open(hub, room, browsers):
+    """With "Delete Joan?" open (a modal dialog: the page behind it is inert, and its live regions are
+    not read), a teammate deleted Joan: the dialog went on asking, Delete did nothing and said nothing,
+    and "observer: Joan was deleted" went to a region nobody heard. The question now says what
+    happened and offers only Close (which has the focus if Delete had it), and the teammate's change
+    is said inside the dialog."""
+    obs = observe(hub, room)
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.select(2)
+    a.click(a.row(2) + " .delete")
+    a.wait_for(lambda p: p.js("return document.getElementById('confirm-dialog').open;"), "the delete question")
+    assert said(a, "#confirm-text") == "Delete Joan? You can undo it."
+    a.js("document.getElementById('confirm-delete').focus();")
+
+    obs.edit([{"op": "set", "tag": 3, "field": "glasses", "value": False}])
+    a.wait_for(lambda p: said(p, "#confirm-dialog .dialog-live") == "observer: Sam no longer wears glasses",
+               "a teammate's change said inside the open dialog")
+    obs.edit([{"op": "remove", "tag": 2}])
+    a.wait_for(lambda p: said(p, "#confirm-text") == "observer deleted Joan meanwhile: there is nothing to delete.",
+               "the question saying Joan is gone")
+    assert a.js("return document.getElementById('confirm-delete').hidden;") is True
+    assert said(a, "#cancel-delete") == "Close" and active(a) == "#cancel-delete", active(a)
+    a.keys(Keys.ENTER)
+    a.wait_for(lambda p: not p.js("return document.getElementById('confirm-dialog').open;"), "the dialog closed")
+    assert obs.rev == 2, f"nothing more was done: the room is at {obs.rev}"
+
+
+def test_arrow_keys_through_a_choice_are_one_undo_step(hub_factory, room, browsers):
+    """Arrow keys on a closed choice change it at every press: four presses were four revisions and
+    four undos. They are one coalesced step now, as typing a name is (the hub's coalesce window is
+    made long here, so a slow machine does not split the run)."""
+    hub = hub_factory({"undo": {"coalesceMillis": 60000}})
+    obs = observe(hub, room)
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.select(2)
+    start = a.value("select#hairColor")
+    a.js("document.getElementById('hairColor').focus();")
+    a.keys(Keys.ARROW_DOWN, Keys.ARROW_DOWN, Keys.ARROW_DOWN)
+    moved = a.value("select#hairColor")
+    assert moved != start, f"the arrows changed nothing ({start!r})"
+    wait_model(obs, lambda p: field_of(p, 2, "hairColor") == moved, f"Joan's hair {moved}")
+    assert obs.rev >= 2, f"the arrows made one revision ({obs.rev}): nothing to coalesce"
+    a.wait_for(lambda p: (p.button("#undo") or {}).get("disabled") is False, "#undo enabled")
+    a.undo_key()
+    people = wait_model(obs, lambda p: field_of(p, 2, "hairColor") == start, f"one undo back to {start}")
+    assert by_tag(people, 2)["hairColor"] == start
+
+
+def test_the_focus_on_a_timeline_row_comes_back_after_a_reconnect(hub_factory, room, browsers):
+    """A keyboard user on a row's "Restore to here" when the hub went and came back was sent to the
+    people list (the timeline is read again after a reconnect: its rows went, and the focus with
+    them). The panel keeps the focus meanwhile and gives it back to the same button of that row."""
+    hub, a = ann_on_a_sqlite_hub(hub_factory, room, browsers)
+    for color in ("red", "blonde", "brown"):
+        a.choose("hairColor", color)
+    a.wait_for(lambda p: p.history_revs()[:4] == [3, 2, 1, 0], "the timeline's rows 3 to 0")
+    target = a.history_row(2) + " button.restore-here"
+    a.js("document.querySelector(arguments[0]).focus();", target)
+    assert active(a) == "button.restore-here[data-rev=2]", active(a)
+
+    kill_hub_under(hub, a)
+    hub.restart(same_port=True)
+    a.wait_for(lambda p: p.summary()["connection"] == "online", "online again", timeout=RECONNECT_WAIT)
+    a.wait_for(lambda p: active(p) == "button.restore-here[data-rev=2]",
+               "the focus back on revision 2's Restore to here")
+
+
+def test_high_contrast_shows_the_selected_person_and_the_chosen_opinion(hub, room, browsers):
+    """Forced colors (Windows high contrast) replace backgrounds and borders with the system's: the
+    selected row and a topic's chosen like / neutral / dislike, told apart by background alone, looked
+    like the others. They are marked in the system's colors. Also: a row's accessible name reads
+    "Ann, brown …" (it was "Ann , brown …")."""
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.select(1)
+    a.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "forced-colors", "value": "active"}]})
+    assert a.js("return matchMedia('(forced-colors: active)').matches;") is True
+    look = a.js("""
+        const cs = (s) => getComputedStyle(document.querySelector(s));
+        const row = (t) => cs('#people li[data-tag="' + t + '"]');
+        const pressed = document.querySelector('.opinions button[aria-pressed="true"]');
+        const other = pressed.parentElement.querySelector('button[aria-pressed="false"]');
+        return {selected: row(1).outlineStyle + ' ' + row(1).outlineWidth, other: row(2).outlineStyle,
+                pressed: getComputedStyle(pressed).backgroundColor, unpressed: getComputedStyle(other).backgroundColor,
+                name: document.querySelector('#people li[data-tag="1"] .pick').getAttribute('aria-label')};""")
+    assert look["selected"].startswith("solid") and look["other"] == "none", look
+    assert look["pressed"] != look["unpressed"], look
+    assert look["name"].startswith("Ann, "), look
