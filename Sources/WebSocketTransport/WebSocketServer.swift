@@ -153,6 +153,10 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
     public static let httpDrainSeconds = 10
     /// Where each HTTP connection's request stands, by wsi: one stage at a time (service thread only).
     private var http: [OpaquePointer: HTTPStage] = [:]
+    /// POSTs with `Content-Length: 0` whose BODY_COMPLETION is still to come: lws 4.1 calls it right
+    /// after the head for those, and it is theirs, not the sign of a pipeline (which closed the
+    /// connection after every such answer).
+    private var zeroLengthPost: Set<OpaquePointer> = []
     private let webRootURL: URL?
 
     public init(configuration: Configuration, delegate: WebSocketServerDelegate) {
@@ -478,23 +482,33 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
                 http[wsi] = nil
                 return dispatch(wsi: wsi, read.request, closeAfter: false, afterBody: true)
             case .writing(var out)?:
+                if zeroLengthPost.remove(wsi) != nil { return 0 }  // a POST's own (empty) body: no pipeline
                 // Called again for a body already read: lws 4.1 holds bytes past it (a client's next
                 // request, pipelined, after a request it had read from those it held) and hands them to
                 // the callback as the end of this body, over and over, consuming nothing: the service
-                // thread spun at 100 % CPU and never wrote the answer (an integrator's pass). The answer
-                // is written now and the connection closed: what the client pipelined after it is
-                // not read (RFC 9112 §9.3.2: it sends those again on a new connection; a write's
-                // idempotency key makes that safe).
+                // thread spun at 100 % CPU and never wrote the answer (an integrator's pass). The rest
+                // of the answer is handed to lws whole now (it keeps what the socket does not take,
+                // and sends it before it closes: written piece by piece, an answer longer than the
+                // socket took at once was cut short) and the connection closed: what the client
+                // pipelined after it is not read (RFC 9112 §9.3.2: it sends those again on a new
+                // connection; a write's idempotency key makes that safe).
                 out.response.closeAfter = true
                 http[wsi] = .writing(out)
-                _ = writeResponse(wsi: wsi)
+                _ = writeResponse(wsi: wsi, whole: true)
+                http[wsi] = nil
+                return -1
+            case .flushing?:
+                // The same, once the answer is all handed to lws and part of it is still in its buffer
+                // (a slow reader): the thread spun until the client read it. Closed once it is out.
                 http[wsi] = nil
                 return -1
             case .awaitingAnswer(let exchange, _)?:
+                if zeroLengthPost.remove(wsi) != nil { return 0 }
                 http[wsi] = .awaitingAnswer(exchange, closeAfter: true)
                 holdPipelined(wsi)
                 return 0
             default:
+                zeroLengthPost.remove(wsi)
                 return 0
             }
 
@@ -568,11 +582,17 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         case awaitingAnswer(ServerHTTPExchange, closeAfter: Bool)
         /// The answer being written.
         case writing(OutgoingResponse)
+        /// The answer is all handed to lws, part of it still in lws's own buffer (the socket did not
+        /// take it): lws completes the request when it is sent. Gone at the next request's head.
+        case flushing
 
         /// A drain waits for requests taken (up to `httpDrainSeconds`), not for upgrades: those
         /// become connections, which it waits for anyway.
         var holdsUpDrain: Bool {
-            if case .upgrading = self { false } else { true }
+            switch self {
+            case .upgrading, .flushing: false  // an answer written whole: lws sends it before it closes
+            default: true
+            }
         }
     }
 
@@ -646,6 +666,9 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         if declared > configuration.limits.maxMessageBytes {
             return respond(wsi: wsi, Self.tooLarge(configuration.limits.maxMessageBytes))
         }
+        if case .flushing? = http[wsi] { http[wsi] = nil }  // the answer before this request is out
+        zeroLengthPost.remove(wsi)
+        if hasLength && declared == 0 && method == "POST" { zeroLengthPost.insert(wsi) }
         if declared > 0 {
             http[wsi] = .readingBody(BodyRead(
                 request: request, deadline: .now + .milliseconds(Int(configuration.bodySeconds * 1000))))
@@ -746,6 +769,16 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             if awaitedCloseAfter(exchange) != nil { http[wsi] = nil }
         }
         if ["GET", "HEAD"].contains(request.method), let file = staticFile(for: request.path) {
+            if afterBody {
+                // A GET that came with a body: lws 4.1 would hand bytes pipelined behind it to
+                // BODY_COMPLETION over and over while it sends the file (a thread spinning for as long
+                // as a slow reader takes). From memory instead, as any answer (the web client's files
+                // are small), which that case writes whole before it closes the connection.
+                guard let bytes = FileManager.default.contents(atPath: file.path) else { return -1 }
+                return respond(wsi: wsi, HTTPResponse(status: 200, contentType: file.mime, body: [UInt8](bytes),
+                                                      headers: Self.staticFileHeaderList),
+                               headOnly: headOnly, closeAfter: true)
+            }
             let result = Self.staticFileHeaders.withCString { headers in
                 lws_serve_http_file(wsi, file.path, file.mime, headers, Int32(Self.staticFileHeaders.utf8.count))
             }
@@ -806,9 +839,10 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         case .awaitingAnswer(let exchange, _)?:
             http[wsi] = nil
             exchange.clientGone()
-        case .readingBody?, .writing?: http[wsi] = nil
+        case .readingBody?, .writing?, .flushing?: http[wsi] = nil
         case nil: break
         }
+        zeroLengthPost.remove(wsi)
     }
 
     /// On every answer the server writes (the API's, `/healthz`, `/metrics`, errors): none is to be
@@ -821,11 +855,15 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
     /// another site (clickjacking its edit controls).
     static let staticFileHeaders = "x-content-type-options: nosniff\r\nx-frame-options: DENY\r\n"
         + "content-security-policy: frame-ancestors 'none'\r\n"
+    /// The same, for a file answered from memory (beside `answerHeaders`, which has the first).
+    static let staticFileHeaderList: [HTTPResponse.Header] = [
+        .init("x-frame-options", "DENY"), .init("content-security-policy", "frame-ancestors 'none'"),
+    ]
 
     /// Writes the pending answer's head, then as much of its body as the socket takes (16 KiB pieces);
     /// the rest goes on the next WRITEABLE. After the last piece the connection waits for the next
     /// request (keep-alive), or closes when the answer says so.
-    private func writeResponse(wsi: OpaquePointer) -> Int32 {
+    private func writeResponse(wsi: OpaquePointer, whole: Bool = false) -> Int32 {
         guard case .writing(var out)? = http[wsi] else { return 0 }
         let response = out.response
         if !out.headSent {
@@ -856,8 +894,9 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             out.headSent = true
         }
         if out.headOnly { out.offset = response.body.count }
-        let piece = 16 * 1024
-        while out.offset < response.body.count && lws_send_pipe_choked(wsi) == 0 {
+        // `whole`: the rest in one write, whatever the socket takes (lws keeps the remainder).
+        let piece = whole ? response.body.count : 16 * 1024
+        while out.offset < response.body.count && (whole || lws_send_pipe_choked(wsi) == 0) {
             let end = min(response.body.count, out.offset + piece)
             let last = end == response.body.count
             var buffer = [UInt8](repeating: 0, count: pk_lws_pre)
@@ -875,7 +914,10 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         }
         http[wsi] = nil
         if response.closeAfter { return -1 }
-        return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
+        if lws_http_transaction_completed(wsi) != 0 { return -1 }
+        // The last piece only partly sent: lws completes the request once it has sent the rest.
+        if lws_partial_buffered(wsi) != 0 { http[wsi] = .flushing }
+        return 0
     }
 
     /// The file under the web root for a request path, or nil. `/` and paths ending in `/` mean

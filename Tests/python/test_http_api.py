@@ -158,6 +158,95 @@ def test_pipelined_requests_are_answered_in_order_or_sent_again_and_the_hub_stay
         assert health.status == 200, health
 
 
+def _answer_with_head(sock, timeout: float) -> tuple[dict, bytes]:
+    """The first HTTP/1.1 answer on `sock`: its head's fields (lower-case names; `status`) and as much of
+    its body as comes before the connection ends or `timeout` passes."""
+    import socket as _socket
+    sock.settimeout(0.5)
+    buffer, deadline = b"", time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        head_end = buffer.find(b"\r\n\r\n")
+        if head_end >= 0:
+            lines = buffer[:head_end].decode("latin-1").split("\r\n")
+            head = {"status": int(lines[0].split()[1])}
+            head.update({k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])})
+            if len(buffer) - head_end - 4 >= int(head.get("content-length", 0)):
+                return head, buffer[head_end + 4:head_end + 4 + int(head.get("content-length", 0))]
+        try:
+            data = sock.recv(1 << 20)
+        except _socket.timeout:
+            continue
+        if not data:
+            break
+        buffer += data
+    head_end = buffer.find(b"\r\n\r\n")
+    assert head_end >= 0, f"no answer's head within {timeout}s: {buffer[:200]!r}"
+    lines = buffer[:head_end].decode("latin-1").split("\r\n")
+    head = {"status": int(lines[0].split()[1])}
+    head.update({k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])})
+    return head, buffer[head_end + 4:]
+
+
+def test_a_long_answer_to_a_request_with_a_body_comes_whole_with_a_request_pipelined_behind(hub_factory, room, clients):
+    """A request with a body (here a feed read sent with `{}`) and a request pipelined behind it, read by
+    a slow client: the answer, longer than the socket takes at once, must come whole before the hub
+    closes the connection. Before (a code review found it), the transport wrote what the socket took,
+    then closed: the rest of a 2.5 MB answer was never sent (the client read a cut body, then EOF)."""
+    import socket
+    hub = hub_factory({"limits": {"opsPerSecond": 1000000}})
+    observe(hub, room)
+    ann = clients(hub, user="ann")
+    for i in range(100):  # 100 revisions of 100 renames, about 25 KB each
+        ops = [set_op(1, "name", f"{i}-{n}-".ljust(200, "x")) for n in range(100)]
+        expect(ann.batch(room, ops, i), 200, f"batch {i}")
+    target = f"/v1/rooms/{room}/revisions?after=0&limit=1000&user=ann"
+    whole = expect(ann.feed(room, 0, limit=1000), 200, "the feed, read as usual")
+    assert sum(len(r["ops"]) for r in whole["revisions"]) == 10000
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a slow reader: the hub's writes fill up
+        sock.connect(("127.0.0.1", hub.port))
+        sock.sendall((f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{{}}"
+                      "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").encode())
+        time.sleep(2)  # the scenario itself: the client reads nothing while the hub writes
+        head, body = _answer_with_head(sock, timeout=30)
+    assert head["status"] == 200, head
+    assert len(body) == int(head["content-length"]), \
+        f"the answer was cut: {len(body)} of {head['content-length']} bytes"
+    assert json.loads(body)["revisions"] == whole["revisions"]
+    assert clients(hub, timeout=5).get("/healthz").status == 200, "the hub after it"
+
+
+def test_a_post_with_content_length_0_keeps_its_connection(hub, room, clients):
+    """A POST with an explicit `Content-Length: 0` (an empty batch: 400) is answered and its keep-alive
+    connection kept, as any other: lws calls the end-of-body callback right after such a head, which
+    the transport took for a pipeline and closed the connection after the answer (a code review)."""
+    import socket
+    observe(hub, room)
+    with socket.create_connection(("127.0.0.1", hub.port)) as sock:
+        sock.sendall(f"POST /v1/rooms/{room}/batches?user=ann HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     "Content-Length: 0\r\n\r\n".encode())
+        head, body = _answer_with_head(sock, timeout=10)
+        assert head["status"] == 400 and head.get("connection") != "close", (head, body)
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        head, _ = _answer_with_head(sock, timeout=10)
+        assert head["status"] == 200, f"the connection did not serve a second request: {head}"
+
+
+def test_a_get_of_a_page_that_comes_with_a_body_gets_the_page(hub, clients):
+    """A GET of one of the web client's files sent with a body is answered with the file (from memory,
+    and the connection closed after it: while lws sends a file, bytes pipelined behind such a request
+    spin its thread), with the page's own headers."""
+    import socket
+    page = (REPO / "Web" / "index.html").read_bytes()
+    with socket.create_connection(("127.0.0.1", hub.port)) as sock:
+        sock.sendall(b"GET /index.html HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}"
+                     b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        head, body = _answer_with_head(sock, timeout=10)
+    assert head["status"] == 200 and body == page, (head, len(body), len(page))
+    assert head.get("content-type", "").startswith("text/html") and head.get("x-frame-options") == "DENY", head
+    assert clients(hub, timeout=5).get("/healthz").status == 200, "the hub after it"
+
+
 def test_a_request_pipelined_behind_a_long_poll_is_answered_after_it(hub, room, clients):
     """A change-feed long poll has no body, so the transport goes on reading its connection: a GET
     pipelined behind it must still be answered after the poll's answer, not before it nor never.
