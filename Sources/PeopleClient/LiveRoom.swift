@@ -119,6 +119,11 @@ public final class LiveRoom: @unchecked Sendable {
     private var connection: Connection?
     private var generation = 0
     private var backoff = 0.25
+    /// Redirects followed since the last welcome: the next one goes at once, and is no loss of the
+    /// link (up to `maxRedirects` in a row; past them, as any lost connection).
+    private var redirects = 0
+    private var redirecting = false
+    static let maxRedirects = 3
     private var stopped = false
     /// Why the hub refused this user, once it has (then it is not asked again until `renew(token:)`).
     private var refusal: String?
@@ -343,6 +348,7 @@ public final class LiveRoom: @unchecked Sendable {
                 link = .online
                 welcomedHere = true
                 backoff = 0.25
+                redirects = 0
                 resending = sync.pendingCount
                 welcomed = true
                 questions = [:]
@@ -367,6 +373,8 @@ public final class LiveRoom: @unchecked Sendable {
                 }
             case .redirect(let target):
                 url = target
+                redirects += 1
+                redirecting = redirects <= Self.maxRedirects
                 connection?.close(via: client)
             case .undoDropped(let label, let ops):
                 droppedUndos.append((label, ops))
@@ -439,6 +447,16 @@ public final class LiveRoom: @unchecked Sendable {
         if let refusal {
             link = .refused(refusal)
             onUpdate?([])
+            return
+        }
+        if redirecting {
+            // The hub sent this room to its node (cluster mode): no loss of the link to tell of, and no
+            // wait (the screen said "the hub closed the connection (1000 redirect)" through the connect).
+            redirecting = false
+            queue.async { [weak self] in
+                guard let self, self.generation == generation else { return }
+                self.connect()
+            }
             return
         }
         let wait = backoff

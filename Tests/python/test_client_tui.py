@@ -2358,6 +2358,33 @@ def test_a_screen_redirected_to_a_node_that_dies_goes_back_to_its_own_address(hu
     ann.wait_for(shows("Ann", hairColor="red"), what="the edit made at node a on ann's screen")
 
 
+def test_a_redirect_is_no_lost_connection_on_the_status_line(hub_factory, pg_server, room, screens):
+    """Cluster mode: a redirect ends the connection to the node that sent it (1000 `redirect`), and the
+    screen said "the hub closed the connection (1000 redirect) …" while it connected to the owner, for
+    as long as that took (a code review of the session that kept a loss on the status line through the
+    connect). Here the owner is stopped (SIGSTOP) so the connect waits: the status line says nothing of
+    a loss, and once the owner goes on, ann is online there."""
+    import signal
+    from test_http_cluster import cluster_node
+    a = hub_factory(cluster_node(pg_server, "a"))
+    b = hub_factory(cluster_node(pg_server, "b"))
+    b.join(room, "bob")                              # b owns the room
+    os.kill(b.proc.pid, signal.SIGSTOP)
+    try:
+        s = screens.raw("ann")
+        s.start(open_command(a.port, room, "ann"))
+        s.wait_for(title_has("connecting"), what="ann's screen connecting")
+        deadline = time.monotonic() + 2.5              # a's redirect, then the connect to b waits
+        while time.monotonic() < deadline:
+            line = status(s.text())
+            assert "closed the connection" not in line and "unreachable" not in line, \
+                f"a redirect shown as a lost link: {line!r}"
+            time.sleep(0.1)
+    finally:
+        os.kill(b.proc.pid, signal.SIGCONT)
+    s.wait_for(title_has("● online"), timeout=30, what="ann online at b")
+
+
 # -- a terminal pass as a new user (session 33), left then, fixed in session 34 ---------------------------
 
 def test_the_help_on_a_narrow_window_takes_the_body_s_whole_width(hub, room, screens):
