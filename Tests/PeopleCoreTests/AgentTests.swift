@@ -287,6 +287,30 @@ struct AgentTests {
         #expect(DurableState(restored) == DurableState(j.room))
     }
 
+    @Test("an export encoded as it is read, a page of older revisions at a time, is the export's bytes")
+    func exportBytesPaged() throws {
+        // The same edits in a room that keeps every revision and in one that keeps 3 in memory (the
+        // store gives it the rest, here the first room, in pages of 2).
+        var whole = Harness(people: Fixtures.start, users: ["ann", "bob"])
+        var short = Harness(people: Fixtures.start, policy: RoomPolicy(keptRevisions: 3), users: ["ann", "bob"])
+        for n in 0..<9 {
+            let (user, ops) = (n % 2 == 0 ? "ann" : "bob", [Diff.set(Fixtures.start[n % 3].tag, .name("N\(n)"))])
+            whole.submit(user, ops, label: "Rename")
+            short.submit(user, ops, label: "Rename")
+        }
+        #expect(short.room.oldestKeptBase > 0)
+        guard let expected = whole.room.export(history: true, older: []), let initial = whole.room.people(at: 0) else {
+            Issue.record("no export"); return
+        }
+        var asked: [ClosedRange<Int>] = []
+        let bytes = short.room.exportBytes(initial: initial, page: 2) { after, through in
+            asked.append((after + 1)...through)
+            return whole.room.revisions(after: after, through: through)
+        }
+        #expect(bytes == expected.bytes)
+        #expect(asked.first == 1...2 && asked.last?.upperBound == short.room.oldestKeptBase && asked.allSatisfy { $0.count <= 2 })
+    }
+
     @Test("an import replays its revisions exactly, on nobody's stack; a revision that does not apply is refused")
     func importReplays() throws {
         var source = Harness(people: Fixtures.start, users: ["ann", "bob"])

@@ -1137,6 +1137,26 @@ def test_a_put_of_the_largest_64_bit_tag_does_not_crash_the_hub(hub_factory, roo
         assert r.error_code() == "invalid-op", r
 
 
+def test_an_export_whose_history_is_mostly_in_the_store_is_the_feed_from_the_start(hub_factory, room, clients):
+    """With `rooms.keptRevisions` 3 the room's memory holds its last revisions only: an export with its
+    history reads the rest from the store a page at a time and revision 0 from the checkpoint the room
+    was made with (since session 37: it read every older revision at once and built one JSON value of
+    them all, six times the export's size). The same export: initial is the seed, the revisions are the
+    feed's, and applied to initial they give the people."""
+    hub = hub_factory({**SQLITE, "rooms": {"keptRevisions": 3}, "limits": {"opsPerSecond": 100000}})
+    observe(hub, room)
+    ann_ws = hub.join(room, "ann")
+    for i in range(30):
+        ann_ws.edit([set_op(1 + i % 3, "name", f"Name {i}") if i % 2 else set_op(1 + i % 3, "glasses", i % 4 == 0)])
+    admin = clients(hub)
+    full = expect(admin.export(room, history=True), 200, "export with history")
+    feed, _ = admin.feed_all(room)
+    assert [r["rev"] for r in full["revisions"]] == list(range(1, 31)) and full["revisions"] == feed
+    assert norm(full["initial"]) == norm(SEED), "initial: the people at rev 0"
+    assert norm(apply_ops(copy.deepcopy(full["initial"]), [op for r in full["revisions"] for op in r["ops"]])) == \
+        norm(full["people"]) == norm(admin.people(room))
+
+
 def test_export_as_csv(hub, room, clients):
     """Accept: text/csv → the header row, then one row per person in the room's order: booleans
     true/false, sets joined with `;` (compared as sets), RFC 4180 quoting (commas, quotes, line breaks)."""

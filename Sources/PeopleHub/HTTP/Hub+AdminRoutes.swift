@@ -372,23 +372,34 @@ extension Hub {
 
     /// `{"room","rev","people"}`; with the history also `initial` (the people at revision 0) and every
     /// revision as the change feed gives it, older ones read from the store. A history is read and
-    /// encoded off the service thread, from a copy of the room as it is now (a long one is megabytes).
+    /// encoded off the service thread, from a copy of the room as it is now (a long one is megabytes),
+    /// a page of older revisions at a time (`Room.exportBytes`), revision 0 from the checkpoint the
+    /// room was made with; then malloc gives its freed pages back (a big export left the hub gigabytes
+    /// larger for good).
     private func export(_ host: RoomHost, history: Bool, call: HTTPCall) throws -> HTTPResponse? {
         let room = host.room
         guard history else {
             guard let json = room.export(history: false, older: []) else { throw HTTPFailure.unavailable("try again") }
             return answerDurable(call, .json(json), showing: room.revision, in: host)
         }
-        let (store, work) = (store, UncheckedSendable((call, host)))
+        let (store, work, release) = (store, UncheckedSendable((call, host)), runtime.releaseFreeMemory)
         runtime.background { [weak self] in
             let result = Result { () throws -> HTTPResponse in
-                let older = room.oldestKeptBase == 0 ? []
-                    : try Self.olderHistory(store, room: room.name, after: 0, through: room.oldestKeptBase).revisions
-                guard let json = room.export(history: true, older: older) else {
+                let floor = room.oldestKeptBase
+                // Revision 0 from its checkpoint; a room stored before checkpoints, from every older revision.
+                let start = floor == 0 ? OlderHistory(revisions: [])
+                    : try Self.olderHistory(store, room: room.name, after: 0, through: floor, modelAt: 0)
+                let whole = start.checkpoint == nil ? start.revisions : nil
+                guard let initial = room.people(at: 0, older: start.revisions, checkpoint: start.checkpoint) else {
                     throw HTTPFailure.unavailable("the room's first revision cannot be rebuilt; try again")
                 }
-                return .json(json)
+                let body = try room.exportBytes(initial: initial) { after, through in
+                    if let whole { return Array(whole[after..<through]) }
+                    return try Self.olderHistory(store, room: room.name, after: after, through: through).revisions
+                }
+                return HTTPResponse(status: 200, contentType: "application/json", body: body)
             }
+            release()
             self?.back(work) { hub, work in
                 let (call, host) = work.value
                 hub.answer(call) { hub.answerDurable(call, try result.get(), showing: room.revision, in: host) }
