@@ -555,6 +555,11 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
                     return indexBuild.stopping
                 }
                 defer { _ = try? (connection.close() as EventLoopFuture<Void>).wait() }
+                // A build goes on without its client (closing the connection at `close()` does not stop
+                // it, nor free its lock, until it would next write to it): the server looks for the
+                // client every second while it runs, and ends a build whose node stopped, leaving the
+                // index invalid for the next one (PostgreSQL 14 and later; before, it runs to its end).
+                _ = try? run("SET client_connection_check_interval = '1s'", on: connection)
                 guard !stopping,
                       try run("SELECT pg_try_advisory_lock(\(Self.lockKey("indexes", kind: "schema")))", on: connection)
                         .rows.first?.decode(Bool.self) == true else { return }

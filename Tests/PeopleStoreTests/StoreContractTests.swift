@@ -1197,6 +1197,41 @@ struct PostgresStoreContractTests {
         }
     }
 
+    @Test("a node's close ends the index build it started: the server does not go on with it for a client gone")
+    func indexBuildEndsWithItsNode() async throws {
+        let url = self.url
+        try await blocking {
+            let server = try SharedPostgres.server.get()
+            try PostgresStore(url: url, node: "t", advertisedURL: "ws://t.example", logger: storeLogger).close()  // the tables
+            try server.psql("DROP INDEX IF EXISTS journal_keys")
+            let holder = try server.session()
+            defer { holder.close() }
+            try holder.run("BEGIN; LOCK TABLE journal IN ROW EXCLUSIVE MODE")
+            let building = "SELECT count(*) FROM pg_stat_activity WHERE query ILIKE 'create index concurrently%' AND pid <> pg_backend_pid()"
+            func waitFor(_ sql: String, _ value: String) throws -> Bool {
+                for _ in 0..<100 {
+                    if try server.psql(sql) == value { return true }
+                    Thread.sleep(forTimeInterval: 0.1)
+                }
+                return false
+            }
+            let open = Background {
+                try PostgresStore(url: url, node: "stopping", advertisedURL: "ws://s.example", claimsNode: true, logger: storeLogger)
+            }
+            let store = try open.result()
+            #expect(try waitFor(building, "1"), "the build, waiting for the transaction")
+            store.close()
+            // Before, the server went on with the build (and kept its advisory lock) for as long as the
+            // transaction held on, and built the index after it: the next node skipped its build.
+            #expect(try waitFor(building, "0"), "the build ended with the node's connection")
+            try holder.run("ROLLBACK")
+            #expect(try server.psql("SELECT count(*) FROM pg_index WHERE indexrelid = to_regclass('journal_keys') AND indisvalid") == "0")
+            let next = try PostgresStore(url: url, node: "next", advertisedURL: "ws://n.example", claimsNode: true, logger: storeLogger)
+            defer { next.close() }
+            #expect(try keysIndexValid(server), "the next serving node built it")
+        }
+    }
+
     @Test("after a commit failed because the database was gone, the check passes once it is back, with no other write")
     func checkRecoversWithoutAWrite() async throws {
         let url = self.url
