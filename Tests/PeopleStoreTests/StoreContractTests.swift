@@ -1031,6 +1031,16 @@ struct PostgresStoreContractTests {
     }
 
     /// Whether the keyed answers' index is there and valid, waiting up to 10 s for a build under way.
+    /// The tables without the keyed-answers index, and a session holding a transaction that writes the
+    /// journal (a build with CREATE INDEX CONCURRENTLY waits for it).
+    private func writerWithoutKeysIndex(_ server: PostgresServer, url: String) throws -> PsqlSession {
+        try PostgresStore(url: url, node: "t", advertisedURL: "ws://t.example", logger: storeLogger).close()  // the tables
+        try server.psql("DROP INDEX IF EXISTS journal_keys")
+        let holder = try server.session()
+        try holder.run("BEGIN; LOCK TABLE journal IN ROW EXCLUSIVE MODE")
+        return holder
+    }
+
     private func keysIndexValid(_ server: PostgresServer) throws -> Bool {
         let query = "SELECT count(*) FROM pg_index WHERE indexrelid = to_regclass('journal_keys') AND indisvalid"
         for _ in 0..<200 {
@@ -1165,11 +1175,8 @@ struct PostgresStoreContractTests {
         let (url, prefix) = (self.url, contract.prefix)
         try await blocking {
             let server = try SharedPostgres.server.get()
-            try PostgresStore(url: url, node: "t", advertisedURL: "ws://t.example", logger: storeLogger).close()  // the tables
-            try server.psql("DROP INDEX IF EXISTS journal_keys")
-            let holder = try server.session()
+            let holder = try writerWithoutKeysIndex(server, url: url)
             defer { holder.close() }
-            try holder.run("BEGIN; LOCK TABLE journal IN ROW EXCLUSIVE MODE")
             let open = Background {
                 try PostgresStore(url: url, node: "builder", advertisedURL: "ws://b.example", claimsNode: true, logger: storeLogger)
             }
@@ -1202,11 +1209,8 @@ struct PostgresStoreContractTests {
         let url = self.url
         try await blocking {
             let server = try SharedPostgres.server.get()
-            try PostgresStore(url: url, node: "t", advertisedURL: "ws://t.example", logger: storeLogger).close()  // the tables
-            try server.psql("DROP INDEX IF EXISTS journal_keys")
-            let holder = try server.session()
+            let holder = try writerWithoutKeysIndex(server, url: url)
             defer { holder.close() }
-            try holder.run("BEGIN; LOCK TABLE journal IN ROW EXCLUSIVE MODE")
             let building = "SELECT count(*) FROM pg_stat_activity WHERE query ILIKE 'create index concurrently%' AND pid <> pg_backend_pid()"
             func waitFor(_ sql: String, _ value: String) throws -> Bool {
                 for _ in 0..<100 {
