@@ -39,8 +39,11 @@ struct HistoryCommand: AsyncParsableCommand {
         defer { store.close() }
         let revisions: [Revision]
         do {
-            guard let stored = try store.load(room: room) else { throw fail(66, "there is no room \(room) in the store") }
-            let head = try Room(restoring: stored, policy: RoomPolicy(keptRevisions: 1)).revision
+            // The head from the store's room list, not from loading the room (its snapshot, its journal
+            // since, its kept answers: 2.4 s and 300 MB for `--last 20` of a room of a million revisions).
+            guard let head = try store.listRooms(after: nil, prefix: room, limit: 1).first(where: { $0.name == room })?.rev else {
+                throw fail(66, "there is no room \(room) in the store")
+            }
             revisions = try store.revisions(room: room, after: last == 0 ? 0 : max(0, head - last), through: head)
         } catch let exit as ExitCode {
             throw exit
