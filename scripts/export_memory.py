@@ -6,8 +6,10 @@ For each REVISIONS: a room of that many revisions (import_stall.py's export: the
 people, every revision a rename) is imported into a fresh SQLite store with `peoplekeeper-hub import`,
 a hub is started on it (`serve`, one service thread), the room is opened (a state read), and its export
 with history is read once (`GET /v1/rooms/ROOM/export?history=true`) while the hub's resident size is
-sampled every 20 ms. Printed: the export's size and time, the hub's resident size before, at its peak
-during the export, and 3 s after. Standard library only; the hub and its files are removed after.
+sampled every 20 ms; then the same export is `PUT` as another room (when it fits the 64 MiB body
+limit). Printed: the export's size and time, the hub's resident size before, at its peak during the
+export, 3 s after it, and 3 s after the `PUT`. Standard library only; the hub and its files are
+removed after.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ def measure(hub_bin: str, count: int) -> dict:
         port = free_port()
         config = work / "hub.yaml"
         config.write_text(f"listen:\n  host: 127.0.0.1\n  port: {port}\nstorage:\n  kind: embedded\n"
-                          f"  path: {work}/pk.sqlite\ntransport:\n  serviceThreads: 1\n")
+                          f"  path: {work}/pk.sqlite\nlimits:\n  maxMessageBytes: 67108864\n  opsPerSecond: 1000000\ntransport:\n  serviceThreads: 1\n")
         source = work / "export.json"
         source.write_bytes(export(count))
         imported = subprocess.run([hub_bin, "import", "--config", str(config), "long", str(source)],
@@ -91,8 +93,21 @@ def measure(hub_bin: str, count: int) -> dict:
             time.sleep(3)
             done.set()
             sampler.join()
+            after = rss_mb(hub.pid)
+            # The export imported again as another room, over HTTP (if it fits the body limit).
+            body = export(count)
+            put_status, put_after = None, None
+            if len(body) <= 64 * 1024 * 1024:
+                conn.request("PUT", "/v1/rooms/copy", body, {"Content-Type": "application/json"})
+                answer = conn.getresponse()
+                answer.read()
+                put_status = answer.status
+                del body
+                time.sleep(3)
+                put_after = round(rss_mb(hub.pid))
             return {"revisions": count, "export_mb": round(size / 1e6, 1), "seconds": round(took, 2),
-                    "rss_before_mb": round(before), "rss_peak_mb": round(peak[0]), "rss_after_mb": round(rss_mb(hub.pid))}
+                    "rss_before_mb": round(before), "rss_peak_mb": round(peak[0]), "rss_after_mb": round(after),
+                    "put_status": put_status, "rss_after_put_mb": put_after}
         finally:
             hub.terminate()
             hub.wait(timeout=60)

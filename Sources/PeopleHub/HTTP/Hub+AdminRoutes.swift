@@ -182,10 +182,13 @@ extension Hub {
             }
         }
         let (policy, now, every, body) = (configuration.roomPolicy, clock, configuration.snapshotEvery, call.request.body)
-        let work = UncheckedSendable(call)
+        let (work, release) = (UncheckedSendable(call), runtime.releaseFreeMemory)
         runtime.background { [weak self] in
             let result = Result { try RoomImport(room: room, body: try Self.bodyObject(body), policy: policy,
                                                  now: now, snapshotEvery: every) }
+            // The body's parsed JSON is gone: malloc hands its pages back (a long history's left the hub
+            // hundreds of MB larger for good).
+            release()
             self?.back(result) { hub, result in hub.importChecked(room, result, call: work.value) }
         }
     }
