@@ -231,7 +231,7 @@ extension Hub {
                         throw HTTPFailure.unavailable("room \(name) was deleted while it was created; try again")
                     }
                     let answer = HTTPResponse.json(.object(["room": .string(name), "rev": .int(imported.built.revision)]), status: 201)
-                    afterDurable(of: name, call: call, answer)
+                    afterDurable(of: name, call: call, answer, release: true)
                     return nil
                 case .loaded(let host) where host.broken && self.host(name) !== host:
                     // A `DELETE` that came before this `PUT` took the room away: make it once that is done.
@@ -264,13 +264,15 @@ extension Hub {
 
     /// Answers `call` with `response` once everything handed to the store for `room` so far is durable
     /// (503 if that failed).
-    func afterDurable(of room: String, call: HTTPCall, _ response: HTTPResponse) {
+    /// `release`: malloc hands its freed pages back after (what an import held for its commit is gone).
+    func afterDurable(of room: String, call: HTTPCall, _ response: HTTPResponse, release: Bool = false) {
         let box = UncheckedSendable((call.exchange, response))
         let answer: @Sendable (StoreError?) -> Void = { [weak self] error in
-            self?.back(box) { _, box in
+            self?.back(box) { hub, box in
                 let (exchange, response) = box.value
                 exchange.respond(error == nil ? response
                     : HTTPFailure.unavailable("the store failed: \(error!)").response(json: true))
+                if release { hub.runtime.background(hub.runtime.releaseFreeMemory) }
             }
         }
         if store.append([], room: room, whenDurable: answer) == .durable { answer(nil) }
