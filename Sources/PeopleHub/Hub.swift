@@ -50,6 +50,9 @@ public final class Hub: @unchecked Sendable {
     private var roomsCounted = 0
     /// A memory check is reading the heap (off the service thread): the next sweep does not start another.
     var memoryCheckUnderWay = false
+    /// Sweeps until malloc is asked to hand its freed pages back (0: not asked for): after a long
+    /// export or import, once what it held is gone (`releaseMemorySoon`).
+    var releaseMemoryIn = 0
     /// What the hubs of every service thread share: admission, the number of rooms, memory, HTTP rates.
     let shared: HubShared
     /// This hub's service thread among the group's (0 alone); hub 0 checks the store and answers `/healthz`.

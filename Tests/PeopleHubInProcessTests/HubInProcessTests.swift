@@ -118,6 +118,33 @@ struct HubInProcessTests {
         #expect(await h.http("DELETE", "/v1/rooms/stored")?.json?["error"]?["code"] == .string("no-room"))
     }
 
+    @Test("after an export with its history and after an import, malloc's freed pages are handed back at the second sweep, once")
+    func memoryHandedBackAfterLongWork() async throws {
+        let h = HubHarness()
+        let bob = try await h.joined("bob")
+        await h.send(.submit(seq: 1, base: 0, [Self.set(1, glasses: false)]), on: bob)
+        #expect(await h.http("GET", "/v1/rooms/r/export", query: ["history": "true"])?.status == 200)
+        h.hub.sweep()
+        await h.settle()
+        #expect(h.memory.releases.withLock { $0 } == 0, "not at once: what the answer held may not be freed yet")
+        h.hub.sweep()
+        await h.settle()
+        #expect(h.memory.releases.withLock { $0 } == 1)
+        h.hub.sweep()
+        await h.settle()
+        #expect(h.memory.releases.withLock { $0 } == 1, "once")
+        #expect(await h.http("GET", "/v1/rooms/r/export")?.status == 200)  // people only: nothing to hand back
+        h.hub.sweep()
+        h.hub.sweep()
+        await h.settle()
+        #expect(h.memory.releases.withLock { $0 } == 1)
+        #expect(await h.http("PUT", "/v1/rooms/copy", body: #"{"people":[]}"#)?.status == 201)
+        h.hub.sweep()
+        h.hub.sweep()
+        await h.settle()
+        #expect(h.memory.releases.withLock { $0 } == 2, "after the import")
+    }
+
     @Test("over limits.maxMemoryMB no room is opened (room-full, 503), idle rooms go at once, loaded rooms go on; under 90 % rooms open again")
     func memoryShort() async throws {
         let mb = 1 << 20

@@ -182,13 +182,10 @@ extension Hub {
             }
         }
         let (policy, now, every, body) = (configuration.roomPolicy, clock, configuration.snapshotEvery, call.request.body)
-        let (work, release) = (UncheckedSendable(call), runtime.releaseFreeMemory)
+        let work = UncheckedSendable(call)
         runtime.background { [weak self] in
             let result = Result { try RoomImport(room: room, body: try Self.bodyObject(body), policy: policy,
                                                  now: now, snapshotEvery: every) }
-            // The body's parsed JSON is gone: malloc hands its pages back (a long history's left the hub
-            // hundreds of MB larger for good).
-            release()
             self?.back(result) { hub, result in hub.importChecked(room, result, call: work.value) }
         }
     }
@@ -264,7 +261,7 @@ extension Hub {
 
     /// Answers `call` with `response` once everything handed to the store for `room` so far is durable
     /// (503 if that failed).
-    /// `release`: malloc hands its freed pages back after (what an import held for its commit is gone).
+    /// `release`: malloc hands its freed pages back soon after (what an import held is gone by then).
     func afterDurable(of room: String, call: HTTPCall, _ response: HTTPResponse, release: Bool = false) {
         let box = UncheckedSendable((call.exchange, response))
         let answer: @Sendable (StoreError?) -> Void = { [weak self] error in
@@ -272,7 +269,7 @@ extension Hub {
                 let (exchange, response) = box.value
                 exchange.respond(error == nil ? response
                     : HTTPFailure.unavailable("the store failed: \(error!)").response(json: true))
-                if release { hub.runtime.background(hub.runtime.releaseFreeMemory) }
+                if release { hub.releaseMemorySoon() }
             }
         }
         if store.append([], room: room, whenDurable: answer) == .durable { answer(nil) }
@@ -379,15 +376,15 @@ extension Hub {
     /// revision as the change feed gives it, older ones read from the store. A history is read and
     /// encoded off the service thread, from a copy of the room as it is now (a long one is megabytes),
     /// a page of older revisions at a time (`Room.exportBytes`), revision 0 from the checkpoint the
-    /// room was made with; then malloc gives its freed pages back (a big export left the hub gigabytes
-    /// larger for good).
+    /// room was made with; then malloc gives its freed pages back (`releaseMemorySoon`: a big export
+    /// left the hub gigabytes larger for good).
     private func export(_ host: RoomHost, history: Bool, call: HTTPCall) throws -> HTTPResponse? {
         let room = host.room
         guard history else {
             guard let json = room.export(history: false, older: []) else { throw HTTPFailure.unavailable("try again") }
             return answerDurable(call, .json(json), showing: room.revision, in: host)
         }
-        let (store, work, release) = (store, UncheckedSendable((call, host)), runtime.releaseFreeMemory)
+        let (store, work) = (store, UncheckedSendable((call, host)))
         runtime.background { [weak self] in
             let result = Result { () throws -> HTTPResponse in
                 let floor = room.oldestKeptBase
@@ -404,10 +401,10 @@ extension Hub {
                 }
                 return HTTPResponse(status: 200, contentType: "application/json", body: body)
             }
-            release()
             self?.back(work) { hub, work in
                 let (call, host) = work.value
                 hub.answer(call) { hub.answerDurable(call, try result.get(), showing: room.revision, in: host) }
+                hub.releaseMemorySoon()
             }
         }
         return nil

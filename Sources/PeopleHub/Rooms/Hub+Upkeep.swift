@@ -42,6 +42,18 @@ extension Hub {
             logger.info(short ? "room unloaded (memory short)" : "room unloaded (idle)", metadata: ["room": "\(name)"])
         }
         if short, unloaded { runtime.background(runtime.releaseFreeMemory) }
+        if releaseMemoryIn > 0 {
+            releaseMemoryIn -= 1
+            if releaseMemoryIn == 0 { runtime.background(runtime.releaseFreeMemory) }
+        }
+    }
+
+    /// malloc hands its freed pages back at the second sweep from now, once what an export or an import
+    /// held (its parsed body, its revisions, the closures that answered it) is gone: a long one left the
+    /// hub hundreds of MB larger for good, and a release right after its answer came before the last of
+    /// it was freed.
+    func releaseMemorySoon() {
+        releaseMemoryIn = 2
     }
 
     /// Compares the heap in use with `limits.maxMemoryBytes` (off the service thread: it walks
