@@ -121,6 +121,11 @@ test("a teammate's change names the person it touched", () => {
   same, same, 'ann'), 'bob changed Sam (Sync from CRM)');
   assert.equal(remoteText({ author: 'bob', kind: 'edit', diffs: [{ op: 'remove', tag: 3 }] }, same, () => null),
     'bob: Sam was deleted');
+  // A move says where to (a listener cannot see the row go), counted from 1 as "Place in the list" is.
+  assert.equal(edit([{ op: 'move', tag: 2, to: 0 }]), 'carol: Joan was moved to place 1');
+  // This user's own undo, said to a screen reader the same way.
+  assert.equal(remoteText({ author: 'You', kind: 'undo', diffs: [{ op: 'move', tag: 3, to: 2 }] }, same, same),
+    'You undid a change: Sam was moved to place 3');
 });
 
 test('refusals to let a user in are plain words that say what to do, never wire names', () => {

@@ -56,7 +56,8 @@ def test_ctrl_z_in_find_a_person_undoes_the_typing_not_a_change_to_the_room(hub,
 def test_your_own_undo_redo_and_restore_are_said_to_a_screen_reader(hub, room, browsers):
     """A screen reader heard nothing when ann's own undo, redo or restore was done (only refusals and
     skips were said), though each changes what she is not looking at. #announcer says what it did, in
-    the words a teammate's change is said in."""
+    the words a teammate's change is said in. Also: two timeline rows of one action on one person had
+    the same "Restore to here: …" name; it says when and which revision now."""
     obs = observe(hub, room)
     a = browsers(hub, "ann")
     a.open_room(room, "ann")
@@ -80,6 +81,9 @@ def test_your_own_undo_redo_and_restore_are_said_to_a_screen_reader(hub, room, b
 
     # A restore from the timeline: said, with the revision it went back to.
     wait_model(obs, lambda p: field_of(p, 2, "hairColor") == "black", "Joan's hair black again")
+    # Rows of the same action on the same person are told apart by their buttons' names (when, which).
+    names = a.js("return [...document.querySelectorAll('#history-list button.restore-here')].map((b) => b.getAttribute('aria-label'));")
+    assert len(set(names)) == len(names) and any(n.endswith("(revision 1)") for n in names), names
     a.click(a.history_row(1) + " button.restore-here")
     a.wait_for(lambda p: p.js("return document.getElementById('restore-dialog').open;"), "the restore question")
     a.click("#confirm-restore")

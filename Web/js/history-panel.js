@@ -264,12 +264,15 @@ export class HistoryPanel {
     row.undo.hidden = !canUndo;
     row.undo.disabled = !mayUndo;
     const what = `${action}${whom ? ` on ${whom}` : ''}`;
-    setAttr(row.undo, 'aria-label', `Undo this change of yours on its own: ${what}`);
+    // When and which revision too: two rows of the same action on the same person read alike (a pass
+    // with a screen reader), and the row's time is no tab stop of its own.
+    const which = `${entry.time != null ? `, ${ago}` : ''} (revision ${entry.rev})`;
+    setAttr(row.undo, 'aria-label', `Undo this change of yours on its own: ${what}${which}`);
     setAttr(row.undo, 'title', 'Takes back this change of yours, and nothing done after it');
     row.restore.hidden = !editable;
     row.restore.disabled = !editable || isHead;
     setAttr(row.restore, 'aria-label', start ? 'Restore to here: the room as it was when it started'
-      : `Restore to here: the room as it was right after ${entry.author}'s ${what}`);
+      : `Restore to here: the room as it was right after ${entry.author}'s ${what}${which}`);
     setAttr(row.restore, 'title', isHead ? 'This is how the room is now'
       : 'Makes the room as it was right after this change (asks first; you can undo it)');
     row.actions.hidden = !editable;

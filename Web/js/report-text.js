@@ -169,7 +169,8 @@ export function changeClause(diff, before, after) {
       return `${now} is now neutral on ${diff.topic}`;
     case 'insert': return `${diff.person?.name ?? now} was added`;
     case 'remove': return `${was} was deleted`;
-    case 'move': return `${now} was moved in the list`;
+    // Where to (a listener cannot see the row go): the place it ends at, as "Place in the list" counts.
+    case 'move': return Number.isInteger(diff.to) ? `${now} was moved to place ${diff.to + 1}` : `${now} was moved in the list`;
     default: return `${now} changed`;
   }
 }
