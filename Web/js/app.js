@@ -334,7 +334,7 @@ class App {
 
   askDelete(tag) {
     const person = this.live?.sync.view.get(tag);
-    if (!person || !this.editable) return;
+    if (!person || !this.acting()) return;  // a viewer is told they can only view the room
     this.pendingDelete = tag;
     this.renderDeleteQuestion();
     $('confirm-dialog').showModal();
@@ -452,8 +452,7 @@ class App {
    * the person).
    */
   shortcut(e) {
-    if (!this.live || !this.editable || $('room').hidden || $('confirm-dialog').open
-        || $('restore-dialog').open) return;
+    if (!this.live || $('room').hidden || $('confirm-dialog').open || $('restore-dialog').open) return;
     if (!(e.ctrlKey || e.metaKey) || e.altKey) return;
     if (isTypedText(e.target)) return;
     const key = e.key.toLowerCase();

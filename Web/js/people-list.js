@@ -5,8 +5,8 @@
 // is an ARIA grid of one-row-per-person; the selected row carries `aria-selected="true"` and the
 // grid's one tab stop, its name (roving tabindex), so Tab goes list → editor, ↑ / ↓ move the
 // selection and ← / → move between the row's cells (its name, move up, move down, delete). For a viewer
-// (`editable` false) the move and delete buttons are not shown, rows cannot be dragged, and Delete and
-// Alt+↑ / ↓ do nothing: only choosing a person is left.
+// (`editable` false) the move and delete buttons are not shown and rows cannot be dragged; Delete and
+// Alt+↑ / ↓ go to the page, which says the user can only view the room (they did nothing, unsaid).
 
 import { faceSVG, faceDescription } from './face.js';
 import { canFocus, h, resumeChanged, setAttr, setText, setChanged } from './dom.js';
@@ -158,7 +158,6 @@ export class PeopleList {
 
   /** Moves `tag` one place up (-1) or down (+1). */
   step(tag, delta) {
-    if (!this.editable) return;
     const index = this.order.indexOf(tag);
     const to = index + delta;
     if (index < 0 || to < 0 || to >= this.order.length) return;
@@ -207,7 +206,7 @@ export class PeopleList {
       }
       case 'Home': choose(0); break;
       case 'End': choose(shown.length - 1); break;
-      case 'Delete': if (this.editable) this.actions.remove(tag); break;
+      case 'Delete': this.actions.remove(tag); break;
       default: return;
     }
     e.preventDefault();
