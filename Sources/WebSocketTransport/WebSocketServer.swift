@@ -752,7 +752,7 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             http[wsi] = .awaitingAnswer(exchange, closeAfter: closeAfter)
             if home !== self {
                 lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0)
-                if afterBody { holdPipelined(wsi) }
+                holdPipelined(wsi)
                 call(at: home) { delegate in
                     if !delegate.handle(exchange) { exchange.respond(HTTPResponse(status: 404, text: "not found\n")) }
                 }
@@ -762,7 +762,7 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
                 // Answered now or later (a long poll, a commit): lws must not time the request out meanwhile.
                 if awaitedCloseAfter(exchange) != nil {
                     lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0)
-                    if afterBody { holdPipelined(wsi) }
+                    holdPipelined(wsi)
                 }
                 return 0
             }
@@ -819,14 +819,15 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         return 0
     }
 
-    /// While a request with a body waits for its answer (a commit, another thread), lws reads nothing
-    /// more from its connection: bytes it already holds past the body are the client's next request
-    /// (HTTP/1.1 pipelining), which lws 4.1 would otherwise hand to the callback again and again as
-    /// the end of this body (BODY_COMPLETION, consuming nothing: a service thread at 100 % CPU, the
-    /// other requests never answered, and a stop that never ended; an integrator's pass). `respond`
-    /// lets it read again (the callback's BODY_COMPLETION case closes such a pipeline after the
-    /// answer). Not for a request without a body (a long poll): a client gone meanwhile is seen only
-    /// while its connection is read.
+    /// While a request waits for its answer (a commit, a long poll, another thread), lws reads nothing
+    /// more from its connection: bytes it already holds past the request are the client's next one
+    /// (HTTP/1.1 pipelining), which lws 4.1 would otherwise go back to on every turn of its loop,
+    /// consuming nothing (after a body, as the end of that body: BODY_COMPLETION, the other requests
+    /// never answered and a stop that never ended, an integrator's pass; behind a long poll, a loop
+    /// that never waits: a service thread at 100 % CPU for the poll's whole `wait`, a code review).
+    /// `respond` lets it read again (the callback's BODY_COMPLETION case closes a pipeline behind a
+    /// body after the answer). A client that goes away meanwhile is seen when the answer is written
+    /// (a long poll's, within its `wait`, at most 60 s).
     private func holdPipelined(_ wsi: OpaquePointer) {
         lws_rx_flow_control(wsi, 0)
     }
