@@ -10,6 +10,8 @@ sleeping; every test checks the room itself through an observer's HubClient).
 
 from __future__ import annotations
 
+import time
+
 from selenium.webdriver.common.keys import Keys
 
 from pkclient import by_tag
@@ -106,6 +108,9 @@ def test_a_person_deleted_by_a_teammate_while_the_delete_question_is_open(hub, r
     a.wait_for(lambda p: p.js("return document.getElementById('confirm-dialog').open;"), "the delete question")
     assert said(a, "#confirm-text") == "Delete Joan? You can undo it."
     a.js("document.getElementById('confirm-delete').focus();")
+    # Every text the dialog's region is given, in order (what a screen reader is told there).
+    a.js("""window.__said = []; const live = document.querySelector('#confirm-dialog .dialog-live');
+        new MutationObserver(() => window.__said.push(live.textContent.trim())).observe(live, {childList: true, characterData: true, subtree: true});""")
 
     obs.edit([{"op": "set", "tag": 3, "field": "glasses", "value": False}])
     a.wait_for(lambda p: said(p, "#confirm-dialog .dialog-live") == "observer: Sam no longer wears glasses",
@@ -115,6 +120,10 @@ def test_a_person_deleted_by_a_teammate_while_the_delete_question_is_open(hub, r
                "the question saying Joan is gone")
     assert a.js("return document.getElementById('confirm-delete').hidden;") is True
     assert said(a, "#cancel-delete") == "Close" and active(a) == "#cancel-delete", active(a)
+    # Said once, by the question (the teammate's "observer: Joan was deleted" said it a second time).
+    a.wait_for(lambda p: "observer deleted Joan meanwhile: there is nothing to delete." in p.js("return window.__said;"),
+               "the question's new words said in the dialog")
+    assert not any("Joan was deleted" in t for t in a.js("return window.__said;")), a.js("return window.__said;")
     a.keys(Keys.ENTER)
     a.wait_for(lambda p: not p.js("return document.getElementById('confirm-dialog').open;"), "the dialog closed")
     assert obs.rev == 2, f"nothing more was done: the room is at {obs.rev}"
@@ -123,7 +132,8 @@ def test_a_person_deleted_by_a_teammate_while_the_delete_question_is_open(hub, r
 def test_arrow_keys_through_a_choice_are_one_undo_step(hub_factory, room, browsers):
     """Arrow keys on a closed choice change it at every press: four presses were four revisions and
     four undos. They are one coalesced step now, as typing a name is (the hub's coalesce window is
-    made long here, so a slow machine does not split the run)."""
+    made long here, so a slow machine does not split the run); a change a while later is a step of its
+    own (a code review: queued edits with one key were merged however far apart)."""
     hub = hub_factory({"undo": {"coalesceMillis": 60000}})
     obs = observe(hub, room)
     a = browsers(hub, "ann")
@@ -140,6 +150,15 @@ def test_arrow_keys_through_a_choice_are_one_undo_step(hub_factory, room, browse
     a.undo_key()
     people = wait_model(obs, lambda p: field_of(p, 2, "hairColor") == start, f"one undo back to {start}")
     assert by_tag(people, 2)["hairColor"] == start
+    # Only a quick run is one step: a choice changed again a while later (here 1.5 s, under the hub's
+    # long window) is a step of its own (queued offline, such edits were merged however far apart).
+    a.choose("hairColor", "red")
+    wait_model(obs, lambda p: field_of(p, 2, "hairColor") == "red", "Joan's hair red")
+    time.sleep(1.5)  # the user's pause between two changes: the scenario itself
+    a.choose("hairColor", "blonde")
+    wait_model(obs, lambda p: field_of(p, 2, "hairColor") == "blonde", "Joan's hair blonde")
+    a.undo_key()
+    wait_model(obs, lambda p: field_of(p, 2, "hairColor") == "red", "one undo back to red, not to the start")
 
 
 def test_the_focus_on_a_timeline_row_comes_back_after_a_reconnect(hub_factory, room, browsers):

@@ -81,6 +81,8 @@ class App {
     this.knownNames = new KnownNames();
     /** Tags a teammate removed since the last render, and by whom (to say so when it was the selected person). */
     this.removedBy = new Map();
+    /** Live region → the words said to it in this task, said together once it is done (`say`). */
+    this.saying = new Map();
     // Teammates' text edits of the selected person's name since the last render, in order (null: the
     // name was set whole, the edits are not known), for the caret; and the render asked for the next
     // frame, if any (`scheduleRender`).
@@ -209,6 +211,10 @@ class App {
     });
     $('confirm-delete').addEventListener('click', () => this.confirmDelete());
     $('cancel-delete').addEventListener('click', () => $('confirm-dialog').close());
+    for (const dialog of document.querySelectorAll('dialog')) {
+      // What a dialog's region said is not met again, read in browse mode, in the next dialog.
+      dialog.addEventListener('close', () => setText(dialog.querySelector('.dialog-live'), ''));
+    }
     $('confirm-dialog').addEventListener('close', () => {
       this.pendingDelete = null;
       if (!$('room').hidden) this.list.focusSelected();
@@ -343,7 +349,7 @@ class App {
   /**
    * The delete question as the room is now: a teammate may rename the person while it is open, or
    * delete them (then it says so, offers no Delete, and Close has the focus if Delete had it; before,
-   * it went on asking, and Delete did nothing and said nothing). #confirm-text is a live region.
+   * it went on asking, and Delete did nothing and said nothing), in the dialog's live region.
    */
   renderDeleteQuestion() {
     const tag = this.pendingDelete;
@@ -356,8 +362,10 @@ class App {
       const name = this.knownNames.get(tag) ?? 'This person';
       const by = this.removedBy.get(tag);
       const who = by == null ? null : by === this.live.sync.user ? 'You (elsewhere)' : by;
-      setText($('confirm-text'), who ? `${who} deleted ${name} meanwhile: there is nothing to delete.`
-        : `${name} was deleted meanwhile: there is nothing to delete.`);
+      const words = who ? `${who} deleted ${name} meanwhile: there is nothing to delete.`
+        : `${name} was deleted meanwhile: there is nothing to delete.`;
+      setText($('confirm-text'), words);
+      this.say('announcer', words);  // in the dialog's region, with the teammate's change it explains
     }
     $('confirm-delete').hidden = !person;
     setText($('cancel-delete'), person ? 'Keep' : 'Close');
@@ -504,16 +512,27 @@ class App {
   say(region, text) {
     const dialog = document.querySelector('dialog[open]');
     const el = dialog?.querySelector('.dialog-live') ?? $(region);
-    // The same words again (a second undo of the same kind) are a change too, or nothing is read.
-    el.textContent = el.textContent === text ? `${text}\u00a0` : text;
+    // What is said to one region in one task is said together (a dialog's one region gets what three
+    // would: the last words alone were read), once the task is done.
+    if (!this.saying.has(el)) {
+      this.saying.set(el, []);
+      queueMicrotask(() => {
+        const words = this.saying.get(el).join(' ');
+        this.saying.delete(el);
+        // The same words again (a second undo of the same kind) are a change too, or nothing is read.
+        el.textContent = el.textContent === words ? `${words}\u00a0` : words;
+      });
+    }
+    this.saying.get(el).push(text);
   }
 
-  activity(text) {
+  /** A teammate's change in words, shown; said too unless `quiet` (something else will say it). */
+  activity(text, { quiet = false } = {}) {
     setText($('activity'), text);
     setAttr($('activity'), 'title', text || null);
     clearTimeout(this.timers.activity);
     this.timers.activity = setTimeout(() => setText($('activity'), ''), ACTIVITY_MS);
-    this.announceActivity(text);
+    if (!quiet) this.announceActivity(text);
   }
 
   /**
@@ -545,7 +564,10 @@ class App {
           this.highlights.add(n.diffs, n.author);
           for (const d of n.diffs) if (d.op === 'remove') this.removedBy.set(d.tag, n.author);
           const after = (tag) => this.live.sync.view.get(tag)?.name ?? null;
-          this.activity(remoteText(n, this.namesBefore(n), after, this.live.sync.user));
+          // The person the open delete question asks about, deleted: the question says so (not twice).
+          const answersQuestion = $('confirm-dialog').open
+            && n.diffs.some((d) => d.op === 'remove' && d.tag === this.pendingDelete);
+          this.activity(remoteText(n, this.namesBefore(n), after, this.live.sync.user), { quiet: answersQuestion });
           for (const d of n.diffs) {
             if (d.tag !== this.selectedTag) continue;
             if (d.op === 'text') this.nameSteps?.push(d.edits);

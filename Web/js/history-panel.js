@@ -108,7 +108,7 @@ export class HistoryPanel {
         // The row with the focus goes (the timeline is read again after a reconnect): the panel keeps
         // the focus, and gives it back to the same button of that revision's row once it is back.
         const control = row.li.contains(had) ? [...had.classList].find((c) => ROW_CONTROLS.includes(c)) : null;
-        if (control) this.refocus = { rev, control };
+        if (control) this.refocus = { rev, control, lost: true };
         row.li.remove();
         this.rows.delete(rev);
       }
@@ -163,8 +163,11 @@ export class HistoryPanel {
     const want = this.refocus;
     if (!want) return;
     const now = document.activeElement;
-    const waiting = now == null || now === document.body || now === this.section || now === this.list;
-    if (!waiting) {  // the user went elsewhere, or the row is still there (a render moved nothing)
+    // Waiting: the focus went with the row in this render (to the page), or is where the panel put
+    // it. Anywhere else (a click on the page, a Tab to the list) the user has moved on.
+    const waiting = now === this.section || (want.lost && (now == null || now === document.body));
+    want.lost = false;
+    if (!waiting) {
       this.refocus = null;
       return;
     }
@@ -172,10 +175,11 @@ export class HistoryPanel {
     if (canFocus(target)) {
       target.focus();
       this.refocus = null;
-    } else if (settled && canFocus(this.list)) {
-      if (now !== this.list) this.list.focus();
+    } else if (settled) {  // every row that will come is here, and not that one: the list, or stay
+      if (canFocus(this.list)) this.list.focus();
+      else if (now !== this.section) this.section.focus({ preventScroll: true });
       this.refocus = null;
-    } else if (now !== this.section && now !== this.list) {
+    } else if (now !== this.section) {
       this.section.focus({ preventScroll: true });
     }
   }

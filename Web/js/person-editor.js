@@ -32,6 +32,8 @@ import { nameEdit, caretAfter, scalarOffset } from './name-edit.js';
 const CHOICES = [['hairColor', HairColor], ['hairLength', HairLength], ['eyeColor', EyeColor]]
   .map(([field, vocabulary]) => ({ field, label: fieldLabels[field], vocabulary, action: actionLabels[field] }));
 const OPINIONS = [['like', 'Like'], ['none', 'Neutral'], ['dislike', 'Dislike']];
+/** Milliseconds between two changes of one choice that make them one run (one undo step). */
+const CHOICE_RUN_MS = 1000;
 
 export class PersonEditor {
   /**
@@ -129,11 +131,18 @@ export class PersonEditor {
         vocabulary.words.map((w) => h('option', { value: w }, titleCase(w))));
       select.addEventListener('change', () => {
         // Arrow keys on a closed choice change it at each press: a run of them is one undo step (as
-        // typing a name is), not one per value passed on the way.
-        if (this.person) {
-          this.actions.edit([set(this.person.tag, field, select.value)], { label: action,
-            coalesce: `${field}:${this.person.tag}` });
+        // typing a name is), not one per value passed on the way. Only a quick run: a change made
+        // a while after the last (offline, where queued edits with one key are merged whenever made)
+        // is a step of its own.
+        if (!this.person) return;
+        const base = `${field}:${this.person.tag}`;
+        const now = performance.now();
+        if (this.choiceRun?.base !== base || now - this.choiceRun.at >= CHOICE_RUN_MS) {
+          this.choiceRun = { base, id: (this.choiceRun?.id ?? 0) + 1 };
         }
+        this.choiceRun.at = now;
+        this.actions.edit([set(this.person.tag, field, select.value)],
+          { label: action, coalesce: `${base}:${this.choiceRun.id}` });
       });
       this.selects.set(field, select);
       const wrap = h('div', { class: 'field', 'data-field': field }, h('label', { for: field }, label), select,

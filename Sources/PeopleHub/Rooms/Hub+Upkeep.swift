@@ -53,7 +53,7 @@ extension Hub {
     /// hub hundreds of MB larger for good, and a release right after its answer came before the last of
     /// it was freed.
     func releaseMemorySoon() {
-        releaseMemoryIn = 2
+        if releaseMemoryIn == 0 { releaseMemoryIn = 2 }  // one already due is not put off (a run of them)
     }
 
     /// Compares the heap in use with `limits.maxMemoryBytes` (off the service thread: it walks
