@@ -445,6 +445,7 @@ public final class LiveRoom: @unchecked Sendable {
             url = home
         }
         if let refusal {
+            redirecting = false  // a redirect that came with it is not followed: no loss to hide later
             link = .refused(refusal)
             onUpdate?([])
             return
