@@ -242,7 +242,9 @@ struct History: AsyncParsableCommand {
                 let h = session.history
                 say("undo: \(h.undoLabel ?? "(nothing)")    redo: \(h.redoLabel ?? "(nothing)")")
                 output(table([["REV", "AUTHOR", "KIND", "LABEL"]]
-                            + revisions.map { [String($0.rev), $0.author, $0.kind.rawValue, $0.label ?? ""] }))
+                            // Unlabelled (a script's batch): what it did, as `log` names it.
+                            + revisions.map { [String($0.rev), $0.author, $0.kind.rawValue,
+                                               $0.label ?? ($0.kind == .restore ? "Restore an Earlier Version" : $0.ops.actionLabel)] }))
             }
         }
     }

@@ -780,6 +780,17 @@ def test_history_json_plain_and_last(hub, room):
     assert_status(r, 0)
     assert history_of(doc, r).get("undoLabel") == "Toggle Glasses" and doc["rev"] == 4, describe(r)
 
+    # A batch a script sent without a label: the table names what it did, as `log` does (it left the
+    # column blank: a long-history pass); the JSON keeps what was sent (no label).
+    bob.edit([set_op(1, "hairLength", "long")])                                                  # rev 5
+    revision(obs, 5)
+    r = pk(hub, room, "ann", "history", "--last", "1")
+    assert_status(r, 0)
+    assert [line.split(None, 3) for line in r.stdout.splitlines() if line.strip()][2:] == \
+        [["5", "bob", "edit", "Change Hair Length"]], describe(r)
+    r, doc = pk(hub, room, "ann", "history", "--last", "1", json=True)
+    assert doc["revisions"][-1].get("label") is None, describe(r)
+
 
 def test_history_defaults_to_the_last_20(hub, room):
     """Without `--last`, `history` shows the 20 latest revisions."""
