@@ -184,7 +184,8 @@ def test_high_contrast_shows_the_selected_person_and_the_chosen_opinion(hub, roo
     """Forced colors (Windows high contrast) replace backgrounds and borders with the system's: the
     selected row and a topic's chosen like / neutral / dislike, told apart by background alone, looked
     like the others. They are marked in the system's colors. Also: a row's accessible name reads
-    "Ann, brown …" (it was "Ann , brown …")."""
+    "Ann, brown …" (it was "Ann , brown …"), and "Only Ann"'s tooltip names her whole (a long name is
+    cut with … in the button)."""
     a = browsers(hub, "ann")
     a.open_room(room, "ann")
     a.select(1)
@@ -201,3 +202,5 @@ def test_high_contrast_shows_the_selected_person_and_the_chosen_opinion(hub, roo
     assert look["selected"].startswith("solid") and look["other"] == "none", look
     assert look["pressed"] != look["unpressed"], look
     assert look["name"].startswith("Ann, "), look
+    # "Only <name>" is cut with … when the name is long: its tooltip names the person whole.
+    assert a.js("return document.getElementById('history-only').title;") == "Lists only the changes to Ann"

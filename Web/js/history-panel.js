@@ -100,6 +100,9 @@ export class HistoryPanel {
     this.only.hidden = person == null;
     setAttr(this.only, 'aria-pressed', only ? 'true' : 'false');
     setText(this.only, person == null ? 'Only this person' : `Only ${person}`);
+    // A long name is cut with … in the button (half the panel's head): the tooltip says it whole.
+    setAttr(this.only, 'title', person == null ? 'Lists only the changes to the person selected'
+      : `Lists only the changes to ${person}`);
     setText(this.end, only ? `Nothing older: that is every change to ${person}.` : 'Nothing older: this is where the room began.');
     const revs = new Set(entries.map((e) => e.rev));
     const had = document.activeElement;
