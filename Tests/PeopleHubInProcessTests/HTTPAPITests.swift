@@ -281,6 +281,25 @@ struct HTTPAPITests {
         #expect(missing?.status == 404 && missing?.json?["error"]?["code"] == .string("no-entry"))
     }
 
+    @Test("an export whose room was made again while its pages were read is refused (503), not two lives mixed")
+    func exportAcrossLives() async throws {
+        let h = HubHarness { $0.roomPolicy.keptRevisions = 3 }
+        let bob = try await h.joined("bob")
+        for seq in 1...10 {
+            await h.send(.submit(seq: seq, base: seq - 1, [.set(1, .glasses(seq % 2 == 0))], label: "G\(seq)"), on: bob)
+        }
+        #expect(await h.http("GET", "/v1/rooms/r/export", query: ["history": "true"])?.status == 200)
+        // The store's revision 1 as a new life of the room would have it, once the first page is read.
+        h.store.rewriteRead = { after, through, revisions in
+            guard after == 0, through == 1, let first = revisions.first else { return revisions }
+            return [Revision(number: 1, author: "someone else", kind: first.kind, label: first.label,
+                             applied: first.applied, timestamp: first.timestamp + 1)]
+        }
+        let mixed = await h.http("GET", "/v1/rooms/r/export", query: ["history": "true"])
+        #expect(mixed?.status == 503 && mixed?.json?["error"]?["code"] == .string("unavailable"),
+                "\(String(decoding: mixed?.body ?? [], as: UTF8.self))")
+    }
+
     @Test("below the memory window (keptRevisions 3): ?at=, a restore, a long log, the feed and an export read the store")
     func belowMemory() async throws {
         let h = HubHarness { $0.roomPolicy.keptRevisions = 3 }

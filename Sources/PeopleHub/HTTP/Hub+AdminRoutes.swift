@@ -395,9 +395,17 @@ extension Hub {
                 guard let initial = room.people(at: 0, older: start.revisions, checkpoint: start.checkpoint) else {
                     throw HTTPFailure.unavailable("the room's first revision cannot be rebuilt; try again")
                 }
+                var first: Revision?
                 let body = try room.exportBytes(initial: initial) { after, through in
                     if let whole { return Array(whole[after..<through]) }
-                    return try Self.olderHistory(store, room: room.name, after: after, through: through).revisions
+                    let page = try Self.olderHistory(store, room: room.name, after: after, through: through).revisions
+                    if after == 0 { first = page.first }
+                    return page
+                }
+                // The pages are reads of their own: a room deleted and made again meanwhile would give
+                // the later ones from its new life. Its first revision, read again, tells (a code review).
+                if let first, try Self.olderHistory(store, room: room.name, after: 0, through: 1).revisions.first != first {
+                    throw HTTPFailure.unavailable("room \(room.name) was deleted and made again during the export; try again")
                 }
                 return HTTPResponse(status: 200, contentType: "application/json", body: body)
             }
