@@ -281,13 +281,19 @@ struct HTTPAPITests {
         #expect(missing?.status == 404 && missing?.json?["error"]?["code"] == .string("no-entry"))
     }
 
-    @Test("an export whose room was made again while its pages were read is refused (503), not two lives mixed")
-    func exportAcrossLives() async throws {
+    /// A hub keeping 3 revisions in memory, and bob's 10 revisions in room `r` (most of them in the store only).
+    static func tenBelowMemory() async throws -> HubHarness {
         let h = HubHarness { $0.roomPolicy.keptRevisions = 3 }
         let bob = try await h.joined("bob")
         for seq in 1...10 {
             await h.send(.submit(seq: seq, base: seq - 1, [.set(1, .glasses(seq % 2 == 0))], label: "G\(seq)"), on: bob)
         }
+        return h
+    }
+
+    @Test("an export whose room was made again while its pages were read is refused (503), not two lives mixed")
+    func exportAcrossLives() async throws {
+        let h = try await Self.tenBelowMemory()
         #expect(await h.http("GET", "/v1/rooms/r/export", query: ["history": "true"])?.status == 200)
         // The store's revision 1 as a new life of the room would have it, once the first page is read.
         h.store.rewriteRead = { after, through, revisions in
@@ -302,11 +308,7 @@ struct HTTPAPITests {
 
     @Test("below the memory window (keptRevisions 3): ?at=, a restore, a long log, the feed and an export read the store")
     func belowMemory() async throws {
-        let h = HubHarness { $0.roomPolicy.keptRevisions = 3 }
-        let bob = try await h.joined("bob")
-        for seq in 1...10 {
-            await h.send(.submit(seq: seq, base: seq - 1, [.set(1, .glasses(seq % 2 == 0))], label: "G\(seq)"), on: bob)
-        }
+        let h = try await Self.tenBelowMemory()
         let at2 = await h.http("GET", "/v1/rooms/r", query: ["at": "2"])
         #expect(at2?.status == 200 && at2?.json?["rev"] == .int(2), "\(String(decoding: at2?.body ?? [], as: UTF8.self))")
         guard case .array(let people)? = at2?.json?["people"] else { Issue.record("no people"); return }
