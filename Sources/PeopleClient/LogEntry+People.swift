@@ -6,11 +6,8 @@ extension ServerMessage.LogEntry {
         ops.reduce(into: []) { tags, diff in if !tags.contains(diff.tag) { tags.append(diff.tag) } }
     }
 
-    /// Its label, or for one that came without, what it did (`[Diff].actionLabel`; a restore:
-    /// "Restore an Earlier Version"), as the web page names it.
-    public var actionLabel: String {
-        label ?? (kind == .restore ? "Restore an Earlier Version" : ops.actionLabel)
-    }
+    /// Its label, or for one that came without, what it did (`RevisionKind.actionLabel`).
+    public var actionLabel: String { kind.actionLabel(label, ops: ops) }
 
     /// A person this revision touched, by their name now; someone no longer in the room by the name
     /// they last had (in `known`: what this client saw, or what the rows at hand say, `lastNames`),
@@ -47,5 +44,18 @@ extension Sequence<ServerMessage.LogEntry> {
             }
         }
         return names.filter { !$0.value.name.isEmpty }
+    }
+}
+
+extension ServerMessage.Ops {
+    /// Its label, or for one that came without, what it did (`RevisionKind.actionLabel`).
+    public var actionLabel: String { kind.actionLabel(label, ops: ops) }
+}
+
+extension RevisionKind {
+    /// A revision's `label`, or for one that came without (a script's batch), what its `ops` did
+    /// (`[Diff].actionLabel`; a restore: "Restore an Earlier Version"), as the web page names it.
+    public func actionLabel(_ label: String?, ops: [Diff]) -> String {
+        label ?? (self == .restore ? "Restore an Earlier Version" : ops.actionLabel)
     }
 }

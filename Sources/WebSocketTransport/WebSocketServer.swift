@@ -854,12 +854,13 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
 
     /// On the web client's files: not read as another type, and the page is not to be framed by
     /// another site (clickjacking its edit controls).
-    static let staticFileHeaders = "x-content-type-options: nosniff\r\nx-frame-options: DENY\r\n"
-        + "content-security-policy: frame-ancestors 'none'\r\n"
-    /// The same, for a file answered from memory (beside `answerHeaders`, which has the first).
+    /// As a file answered from memory has them (beside `answerHeaders`, which has `nosniff`).
     static let staticFileHeaderList: [HTTPResponse.Header] = [
         .init("x-frame-options", "DENY"), .init("content-security-policy", "frame-ancestors 'none'"),
     ]
+    /// The same, as lws's file server takes them, `nosniff` first.
+    static let staticFileHeaders = ([.init("x-content-type-options", "nosniff")] + staticFileHeaderList)
+        .map { "\($0.name): \($0.value)\r\n" }.joined()
 
     /// Writes the pending answer's head, then as much of its body as the socket takes (16 KiB pieces);
     /// the rest goes on the next WRITEABLE. After the last piece the connection waits for the next
@@ -944,4 +945,3 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         "txt": "text/plain; charset=utf-8", "webmanifest": "application/manifest+json",
     ]
 }
-

@@ -243,8 +243,7 @@ struct History: AsyncParsableCommand {
                 say("undo: \(h.undoLabel ?? "(nothing)")    redo: \(h.redoLabel ?? "(nothing)")")
                 output(table([["REV", "AUTHOR", "KIND", "LABEL"]]
                             // Unlabelled (a script's batch): what it did, as `log` names it.
-                            + revisions.map { [String($0.rev), $0.author, $0.kind.rawValue,
-                                               $0.label ?? ($0.kind == .restore ? "Restore an Earlier Version" : $0.ops.actionLabel)] }))
+                            + revisions.map { [String($0.rev), $0.author, $0.kind.rawValue, $0.actionLabel] }))
             }
         }
     }
