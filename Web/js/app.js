@@ -558,12 +558,12 @@ class App {
   update(notices) {
     // A notice about this user's own request is said already (#notice): no second sentence for it.
     const told = notices.some((n) => ['skipped', 'nothing', 'undoDropped', 'error'].includes(n.type));
+    const after = (tag) => this.live.sync.view.get(tag)?.name ?? null;  // a person's name after these
     for (const n of notices) {
       switch (n.type) {
         case 'remote': {
           this.highlights.add(n.diffs, n.author);
           for (const d of n.diffs) if (d.op === 'remove') this.removedBy.set(d.tag, n.author);
-          const after = (tag) => this.live.sync.view.get(tag)?.name ?? null;
           // The person the open delete question asks about, deleted: the question says so (not twice).
           const answersQuestion = $('confirm-dialog').open
             && n.diffs.some((d) => d.op === 'remove' && d.tag === this.pendingDelete);
@@ -582,7 +582,6 @@ class App {
           // it did ("You undid a change: Joan's hair color is now black"), as a teammate's change is
           // said. An edit is not: its control says its new value itself.
           if (n.kind !== 'edit' && !told) {
-            const after = (tag) => this.live.sync.view.get(tag)?.name ?? null;
             this.say('announcer', remoteText({ ...n, author: 'You' }, this.namesBefore(n), after));
           }
           break;
@@ -972,13 +971,13 @@ class App {
 const app = new App();
 app.join.start();
 
-/** A revision notice as a timeline entry (the shape of a `log` entry, without `entry`: it is read). */
 /** Whether `el` is a field of typed text, whose Ctrl+Z is the browser's text undo. */
 function isTypedText(el) {
   if (el instanceof HTMLTextAreaElement || el?.isContentEditable) return true;
   return el instanceof HTMLInputElement && ['text', 'search', 'password', 'email', 'url', 'tel'].includes(el.type);
 }
 
+/** A revision notice as a timeline entry (the shape of a `log` entry, without `entry`: it is read). */
 function entryOf({ rev, time, author, kind, label, ops }) {
   const e = { rev };
   if (time != null) e.time = time;

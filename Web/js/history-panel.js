@@ -37,7 +37,8 @@ export class HistoryPanel {
     this.section = section;
     // Focusable from script only: it holds the focus while a row that had it is read again.
     this.section.tabIndex = -1;
-    /** {rev, control} of the row whose button had the focus when the row went, until it is back. */
+    /** {rev, control, lost} of the row whose button had the focus when the row went, until it is back
+     * (`lost`: it went in the render under way, the focus with it). */
     this.refocus = null;
     this.actions = actions;
     /** rev → {li, who, what, touched, when, rev, undo, restore, entry} */
