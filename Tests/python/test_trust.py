@@ -19,7 +19,7 @@ import time
 import pytest
 
 from conftest import HUB_BIN, REPO, SEED
-from pkclient import HubClient
+from pkclient import HubClient, TLSWebSocket
 
 SECRET = "a-test-secret-of-more-than-32-bytes-0123456789"
 CLIENT_BIN = os.environ.get("PEOPLEKEEPER_CLIENT_BIN", str(REPO / ".build" / "debug" / "peoplekeeper"))
@@ -430,22 +430,21 @@ def test_tls_serves_wss_with_the_configured_certificate_and_nothing_in_clear(hub
     assert hub.stdout_lines[0].startswith("peoplekeeper-hub listening on https://"), hub.stdout_lines[0]
     assert "wss://" in hub.stdout_lines[0]
     trusting = ssl.create_default_context(cafile=cert)
-    with connect(f"wss://127.0.0.1:{hub.port}/v1/rooms/{room}", ssl=trusting, open_timeout=5) as ws:
+    with TLSWebSocket(f"wss://127.0.0.1:{hub.port}/v1/rooms/{room}", trusting) as ws:
         ws.send(json.dumps({"type": "hello", "protocol": 1, "user": "ann"}))
-        welcome = json.loads(ws.recv(timeout=5))
+        welcome = json.loads(ws.recv())
         assert welcome["type"] == "welcome", welcome
         ws.send(json.dumps({"type": "submit", "seq": 1, "base": 0,
                             "ops": [{"op": "set", "tag": 1, "field": "glasses", "value": True}]}))
         while True:
-            m = json.loads(ws.recv(timeout=5))
+            m = json.loads(ws.recv())
             if m["type"] == "ack":
                 assert m["rev"] == 1
                 break
     # A client that does not trust the certificate is refused by its own TLS check; one that speaks
     # plain ws:// to the TLS port gets no WebSocket.
     with pytest.raises(ssl.SSLError):
-        with connect(f"wss://127.0.0.1:{hub.port}/v1/rooms/{room}", ssl=ssl.create_default_context(), open_timeout=5):
-            pass
+        TLSWebSocket(f"wss://127.0.0.1:{hub.port}/v1/rooms/{room}", ssl.create_default_context())
     with pytest.raises(Exception):
         with connect(f"ws://127.0.0.1:{hub.port}/v1/rooms/{room}", open_timeout=5) as ws:
             ws.send(json.dumps({"type": "hello", "protocol": 1, "user": "ann"}))
@@ -469,11 +468,9 @@ def test_the_terminal_client_speaks_wss_and_checks_the_hub_s_certificate(hub_fac
     assert shown.returncode == 0 and json.loads(shown.stdout)["hairColor"] == "red", (shown.returncode, shown.stderr)
     # An independent client sees the same revision.
     import ssl
-    from websockets.sync.client import connect
-    with connect(f"wss://127.0.0.1:{hub.port}/v1/rooms/{room}", ssl=ssl.create_default_context(cafile=cert),
-                 open_timeout=5) as ws:
+    with TLSWebSocket(f"wss://127.0.0.1:{hub.port}/v1/rooms/{room}", ssl.create_default_context(cafile=cert)) as ws:
         ws.send(json.dumps({"type": "hello", "protocol": 1, "user": "bob"}))
-        welcome = json.loads(ws.recv(timeout=5))
+        welcome = json.loads(ws.recv())
         assert next(p for p in welcome["people"] if p["tag"] == 1)["hairColor"] == "red", welcome
     # Without trusting it (the system store does not know a self-signed certificate), the client
     # refuses the hub: unreachable (69), and nothing is sent.
