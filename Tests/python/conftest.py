@@ -121,6 +121,7 @@ class Hub:
         self.clients: list[HubClient] = []
         self.exit_code: int | None = None
         self.starts = 0          # how many processes this Hub has launched (1 + restarts)
+        _STARTED_HUBS.append(self)
         self._launch()
 
     def _launch(self, port: int = 0) -> None:
@@ -244,6 +245,30 @@ class Hub:
         code = self.terminate()
         assert code == 0, f"hub exited {code} after SIGTERM; stderr tail:\n{self.stderr()[-3000:]}"
         shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+# Every Hub made in this process, in order: a failing test's report carries the log of each hub it
+# started (or shared), so a failure seen only in CI says what the hub said.
+_STARTED_HUBS: list[Hub] = []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed or call.when == "teardown":
+        return
+    first = getattr(item, "_pk_first_hub", len(_STARTED_HUBS))
+    shared = [v for v in getattr(item, "funcargs", {}).values() if isinstance(v, Hub)]
+    for h in shared + [h for h in _STARTED_HUBS[first:] if h not in shared]:
+        text = h.stderr()
+        if text:
+            report.sections.append((f"hub on port {getattr(h, 'port', '?')}: stderr (last 4 KB)", text[-4096:]))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    item._pk_first_hub = len(_STARTED_HUBS)
 
 
 def pytest_configure(config):
