@@ -204,3 +204,31 @@ def test_high_contrast_shows_the_selected_person_and_the_chosen_opinion(hub, roo
     assert look["name"].startswith("Ann, "), look
     # "Only <name>" is cut with … when the name is long: its tooltip names the person whole.
     assert a.js("return document.getElementById('history-only').title;") == "Lists only the changes to Ann"
+
+
+def test_a_teammate_s_typing_is_said_once_as_one_rename(hub, room, browsers):
+    """The a11y pass of session 37: bob typing a name was said at his first letter ("bob: Joan is now
+    called Joann") and then every 3 s as a summary ("5 changes by teammates; the last: …"), so one
+    rename read as several. A teammate's typing is said once now, when it pauses, from the name before
+    it to the name after; what ann sees (#activity) follows each letter. A change of another kind
+    after it is said after it."""
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.js("""window.__said = []; const live = document.getElementById('teammates');
+        new MutationObserver(() => window.__said.push(live.textContent.replace(/\\s+/g, ' ').trim())).observe(
+            live, {childList: true, characterData: true, subtree: true});""")
+    bob = hub.join(room, "bob")
+    name = "Joan"
+    for letter in "na Lee":
+        bob.edit([{"op": "text", "tag": 2, "edits": [{"retain": len(name)}, {"insert": letter}]}],
+                 label="Change Name", coalesce="name:2")
+        name += letter
+        if letter == "a":
+            a.wait_for(lambda p: "Joanna" in said(p, "#activity"), "bob's typing shown as it comes")
+    a.wait_for(lambda p: any("Joanna Lee" in t for t in p.js("return window.__said;")), "bob's typing said", timeout=8)
+    bob.edit([{"op": "set", "tag": 3, "field": "hairColor", "value": "red"}], label="Change Hair Color")
+    a.wait_for(lambda p: any("Sam's hair color is now red" in t for t in p.js("return window.__said;")),
+               "bob's next change said after it", timeout=8)
+    told = [t for t in a.js("return window.__said;") if t]
+    assert told == ["bob: Joan is now called Joanna Lee", "bob: Sam's hair color is now red"], told
+    bob.close()

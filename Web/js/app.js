@@ -47,6 +47,8 @@ import { canFocus, setAttr, setText } from './dom.js';
 const ACTIVITY_MS = 8000;
 /** At most one announcement of teammates' changes to screen readers per this many ms. */
 const ANNOUNCE_MS = 3000;
+/** A teammate's typing in a name is said once it pauses this long (one rename, not one per pause). */
+const TYPING_PAUSE_MS = 1500;
 /** How often relative times ("2 min ago") are redrawn. */
 const CLOCK_MS = 15000;
 const $ = (id) => document.getElementById(id);
@@ -90,6 +92,8 @@ class App {
     this.frame = null;
     /** Teammates' changes not yet said to screen readers: {text, count}, or null. */
     this.unannounced = null;
+    /** A teammate's typing not said yet: {author, tag, from (the name before it), notice, timer}. */
+    this.typingRun = null;
     this.timers = {};
     this.pendingDelete = null;
     this.lastDown = false;
@@ -554,6 +558,34 @@ class App {
     }, ANNOUNCE_MS);
   }
 
+  /**
+   * A teammate typing a name sends a revision at each pause in their typing: said as they came (at
+   * most one every ANNOUNCE_MS), a run read as several renames ("Joan is now called Joa", then "3
+   * changes by teammates; the last: …"). A step of such a run is held, and the run said once it pauses
+   * (TYPING_PAUSE_MS) or another change comes: from the name before it to the name after. Returns
+   * whether `notice` was such a step.
+   */
+  holdTyping(notice) {
+    const tags = new Set(notice.diffs.map(diffTag));
+    if (notice.kind !== 'edit' || tags.size !== 1 || !notice.diffs.every((d) => d.op === 'text')) return false;
+    const [tag] = tags;
+    if (this.typingRun && (this.typingRun.author !== notice.author || this.typingRun.tag !== tag)) this.sayTyping();
+    const from = this.typingRun?.from ?? this.namesBefore(notice)(tag);
+    clearTimeout(this.typingRun?.timer);
+    this.typingRun = { author: notice.author, tag, from, notice, timer: setTimeout(() => this.sayTyping(), TYPING_PAUSE_MS) };
+    return true;
+  }
+
+  /** Says the teammate's typing that holdTyping holds, if any. */
+  sayTyping() {
+    const run = this.typingRun;
+    if (!run) return;
+    clearTimeout(run.timer);
+    this.typingRun = null;
+    const after = (tag) => this.live.sync.view.get(tag)?.name ?? null;
+    this.announceActivity(remoteText(run.notice, (tag) => (tag === run.tag ? run.from : null), after, this.live.sync.user));
+  }
+
   /** What the room said, then a render in the next frame (one for all the messages of a frame). */
   update(notices) {
     // A notice about this user's own request is said already (#notice): no second sentence for it.
@@ -567,7 +599,10 @@ class App {
           // The person the open delete question asks about, deleted: the question says so (not twice).
           const answersQuestion = $('confirm-dialog').open
             && n.diffs.some((d) => d.op === 'remove' && d.tag === this.pendingDelete);
-          this.activity(remoteText(n, this.namesBefore(n), after, this.live.sync.user), { quiet: answersQuestion });
+          // Shown at once; a teammate's typing is said when it pauses, anything else now (after it).
+          const typing = !answersQuestion && this.holdTyping(n);
+          if (!typing) this.sayTyping();
+          this.activity(remoteText(n, this.namesBefore(n), after, this.live.sync.user), { quiet: answersQuestion || typing });
           for (const d of n.diffs) {
             if (d.tag !== this.selectedTag) continue;
             if (d.op === 'text') this.nameSteps?.push(d.edits);
