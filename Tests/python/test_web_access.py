@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from selenium.webdriver.common.keys import Keys
 
 from pkclient import by_tag
@@ -214,21 +215,73 @@ def test_a_teammate_s_typing_is_said_once_as_one_rename(hub, room, browsers):
     after it is said after it."""
     a = browsers(hub, "ann")
     a.open_room(room, "ann")
-    a.js("""window.__said = []; const live = document.getElementById('teammates');
+    a.js("""window.__said = []; window.__shown = [];
+        const live = document.getElementById('teammates'), shown = document.getElementById('activity');
         new MutationObserver(() => window.__said.push(live.textContent.replace(/\\s+/g, ' ').trim())).observe(
-            live, {childList: true, characterData: true, subtree: true});""")
+            live, {childList: true, characterData: true, subtree: true});
+        new MutationObserver(() => window.__shown.push(shown.textContent)).observe(
+            shown, {childList: true, characterData: true, subtree: true});""")
     bob = hub.join(room, "bob")
     name = "Joan"
-    for letter in "na Lee":
+    for letter in "na Lee":  # one letter after another, each waiting only for its ack (no page round trip)
         bob.edit([{"op": "text", "tag": 2, "edits": [{"retain": len(name)}, {"insert": letter}]}],
                  label="Change Name", coalesce="name:2")
         name += letter
-        if letter == "a":
-            a.wait_for(lambda p: "Joanna" in said(p, "#activity"), "bob's typing shown as it comes")
     a.wait_for(lambda p: any("Joanna Lee" in t for t in p.js("return window.__said;")), "bob's typing said", timeout=8)
+    shown = a.js("return window.__shown;")
+    assert len({t for t in shown if "is now called" in t}) >= 2, f"#activity did not follow the letters: {shown}"
     bob.edit([{"op": "set", "tag": 3, "field": "hairColor", "value": "red"}], label="Change Hair Color")
     a.wait_for(lambda p: any("Sam's hair color is now red" in t for t in p.js("return window.__said;")),
                "bob's next change said after it", timeout=8)
     told = [t for t in a.js("return window.__said;") if t]
     assert told == ["bob: Joan is now called Joanna Lee", "bob: Sam's hair color is now red"], told
+    bob.close()
+
+
+def row_badge_box(page, tag: int) -> dict | None:
+    """The border box of the `::after` (a teammate's name badge) of the list row of `tag`, as the
+    DevTools protocol lays it out ({left, top, right, bottom}; None when it has none): a pseudo-element
+    has no DOM rectangle to read from the page."""
+    def find(node):
+        attributes = node.get("attributes", [])
+        if node.get("nodeName") == "LI" and dict(zip(attributes[::2], attributes[1::2])).get("data-tag") == str(tag):
+            return next((p for p in node.get("pseudoElements", []) if p.get("pseudoType") == "after"), None)
+        return next((found for child in node.get("children", []) if (found := find(child))), None)
+    after = find(page.driver.execute_cdp_cmd("DOM.getDocument", {"depth": -1})["root"])
+    if after is None:
+        return None
+    quad = page.driver.execute_cdp_cmd("DOM.getBoxModel", {"nodeId": after["nodeId"]})["model"]["border"]
+    return {"left": min(quad[0::2]), "top": min(quad[1::2]), "right": max(quad[0::2]), "bottom": max(quad[1::2])}
+
+
+def element_box(page, selector: str) -> dict:
+    """The border box of `selector`'s element, as the DevTools protocol lays it out (row_badge_box's frame)."""
+    root = page.driver.execute_cdp_cmd("DOM.getDocument", {"depth": 0})["root"]
+    node = page.driver.execute_cdp_cmd("DOM.querySelector", {"nodeId": root["nodeId"], "selector": selector})["nodeId"]
+    quad = page.driver.execute_cdp_cmd("DOM.getBoxModel", {"nodeId": node})["model"]["border"]
+    return {"left": min(quad[0::2]), "top": min(quad[1::2]), "right": max(quad[0::2]), "bottom": max(quad[1::2])}
+
+
+@pytest.mark.parametrize("width", [1200, 390])
+def test_a_teammate_s_name_on_a_changed_row_leaves_its_buttons_in_view(hub, room, browsers, width):
+    """The a11y pass of session 37: the teammate's name a changed row wears for two seconds sat over the
+    row's ↑ ↓ × (the name badge lets clicks through, but the buttons were hidden under it). It sits at
+    the end of the row's name cell now, clear of the buttons, on a wide window and on a phone's."""
+    a = browsers(hub, "ann", width=width, height=900)
+    a.open_room(room, "ann")
+    a.select(1)
+    bob = hub.join(room, "bob")
+    bob.edit([{"op": "set", "tag": 2, "field": "hairColor", "value": "red"}], label="Change Hair Color")
+    row = 'li[data-tag="2"]'
+    a.wait_for(lambda p: p.js(f"return document.querySelector('{row}').classList.contains('changed');"),
+               "Joan's row marked as changed by bob")
+    badge = row_badge_box(a, 2)
+    a.screenshot(f"1-bob-on-joan-s-row-{width}")
+    assert badge is not None and badge["right"] > badge["left"], f"no name badge on Joan's row: {badge}"
+    for button in ("button.move-up", "button.move-down", "button.delete"):
+        box = element_box(a, f"{row} {button}")
+        overlap = min(badge["right"], box["right"]) - max(badge["left"], box["left"])
+        assert overlap <= 0, f"bob's name badge {badge} covers the row's {button} {box}"
+    row_box = element_box(a, row)
+    assert row_box["left"] <= badge["left"] and badge["right"] <= row_box["right"], (badge, row_box)
     bob.close()
