@@ -425,13 +425,14 @@ def test_rate_limited(hub_factory, room):
     h = hub_factory({"limits": {"opsPerSecond": RATE}})
     r = Room(h, room)
     x = h.join(room, "X")
-    for i in range(2 * RATE + 1):            # with the hello: 2 over the burst
+    sent = 2 * RATE + 5                      # with the hello: 6 over the burst (a token comes back each
+    for i in range(sent):                    # 1/RATE s: slack for a loaded machine reading them late)
         x.send({"type": "ping", "seq": i + 1})
     err = x.take_error()
     assert err["code"] == "rate-limited", err
     assert not err.get("fatal", False), err
     x.pump(0.2)
-    assert len([m for m in x.log if m["type"] == "pong"]) < 2 * RATE + 1
+    assert len([m for m in x.log if m["type"] == "pong"]) < sent
     r.still_works()
     time.sleep(1.0)                          # the bucket refills
     assert x.is_open(), f"the offender's connection was closed (code {x.closed_code})"

@@ -150,8 +150,8 @@ def test_hello_timeout_closes_a_silent_connection_with_1008(hub_factory, room):
     a = h.join(room, "A")
     silent = h.connect(room, "silent")
     t0 = time.monotonic()
-    code = silent.wait_closed(timeout=5)
-    assert time.monotonic() - t0 < 4
+    code = silent.wait_closed(timeout=9)
+    assert time.monotonic() - t0 < 8          # well before the default 10 s (slack for a loaded machine)
     assert code == 1008, code
     assert silent.ws.close_reason == "no hello within 1 s", silent.ws.close_reason
     assert a.is_open()                          # a connection that said hello stays

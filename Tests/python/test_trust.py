@@ -171,16 +171,17 @@ def test_a_room_outside_the_token_s_patterns_is_refused(auth_hub, rooms):
 def test_a_session_ends_when_its_token_expires_and_a_new_token_resumes_it(auth_hub, room):
     # A token checked only at hello kept its session for as long as the connection lasted, however
     # short its exp. Now the session ends at exp (unauthorized, 1008) even on a quiet connection.
-    ann, first = hello(auth_hub, room, "ann", token("ann", [room], ttl=3))
+    # 6 s: two hellos and an edit come before the expiry on a loaded machine too.
+    ann, first = hello(auth_hub, room, "ann", token("ann", [room], ttl=6))
     assert first["type"] == "welcome", first
     bob, bfirst = hello(auth_hub, room, "bob", token("bob", [room]))
     assert bfirst["type"] == "welcome", bfirst
     ack = ann.edit([{"op": "set", "tag": 1, "field": "glasses", "value": True}])
     started = time.monotonic()
-    err = ann.take("error", timeout=10)
+    err = ann.take("error", timeout=13)
     assert err["code"] == "unauthorized" and "expired" in err["message"], err
     assert ann.wait_closed() == 1008
-    assert time.monotonic() - started <= 8, "ended about when its exp came (3 s at most after the edit)"
+    assert time.monotonic() - started <= 11, "ended about when its exp came (6 s at most after the edit)"
     assert bob.is_open(), "a teammate with a longer token goes on"
     assert "peoplekeeper_expired_sessions_total 1" in auth_hub.metrics().splitlines()
     # The old token is refused; a new one resumes the same session, with nothing lost.

@@ -419,11 +419,13 @@ def test_a_terminal_client_edit_appears_in_the_browser_with_a_new_face(hub, room
     assert field_of(people, 2, "hairLength") == "long", by_tag(people, 2)
 
 
-def test_typing_a_name_shows_live_and_undoes_as_one_step(hub, room, browsers):
+def test_typing_a_name_shows_live_and_undoes_as_one_step(hub_factory, room, browsers):
     """ann and bob look at Joan. ann types `xy` at the end of #name: bob's list row and #name show
     `Joanxy`, and so does the room (each revision ann made is a text edit on Joan). One Ctrl+Z with
     the focus outside the field gives `Joan` back everywhere: all the typed characters are one undo
-    step, and #undo is then disabled."""
+    step, and #undo is then disabled. (The page sends `y` once `x` is acked: this hub's coalesce
+    window is a minute, so a loaded machine does not split the run.)"""
+    hub = hub_factory({"undo": {"coalesceMillis": 60000}})
     obs = observe(hub, room)
     a = browsers(hub, "ann")
     a.open_room(room, "ann")
@@ -620,7 +622,8 @@ def test_a_row_lit_out_of_view_fades_from_where_it_is_when_scrolled_in(hub, room
     runs in them (docs/PERFORMANCE.md "Only the rows in view fade"): a row lit out of view and scrolled
     in 1.2 s later faded from the start there, at full strength, and vanished when the mark ended (a
     code review found it; the badge did so before that too). Now it fades from where it is by then:
-    its wash and badge are past the 1.2 s, not at the start."""
+    its wash and badge are past the time it waited, not at the start. (It waits 0.8 s here: the mark
+    ends at 2 s, and on a loaded machine the reads after the wait took much of what 1.2 s left.)"""
     obs = observe(hub, room)
     last = add_extras(obs, 60)
     a = browsers(hub, "ann")
@@ -632,15 +635,15 @@ def test_a_row_lit_out_of_view_fades_from_where_it_is_when_scrolled_in(hub, room
     a.wait_for(lambda p: p.js(f"""return document.querySelector('#people li[data-tag="{last}"]').dataset.by""") == OBSERVER,
                "the last row lit by the observer, out of view")
     lit = time.monotonic()
-    time.sleep(1.2)
+    time.sleep(0.8)
     a.js(f"""document.querySelector('#people li[data-tag="{last}"]').scrollIntoView({{block: 'center'}})""")
     time.sleep(0.2)  # a frame or two: the row's contents are made, their animations with them
     fades = a.js(f"""const r = document.querySelector('#people li[data-tag="{last}"]');
         return document.getAnimations().filter((x) => x.effect && x.effect.target === r && x.effect.pseudoElement)
           .map((x) => [x.effect.pseudoElement, x.effect.getComputedTiming().progress]);""")
     waited = 1000 * (time.monotonic() - lit)
-    # 1.2 s of a 2 s fade is 0.6 of it; from the start, it was under 0.15.
-    assert sorted(p for p, _ in fades) == ["::after", "::before"] and all(t is not None and t >= 0.45 for _, t in fades), \
+    # 0.8 s of a 2 s fade is 0.4 of it; from the start, it was under 0.15.
+    assert sorted(p for p, _ in fades) == ["::after", "::before"] and all(t is not None and t >= 0.3 for _, t in fades), \
         f"the wash and badge of a row lit {waited:.0f} ms ago, scrolled in: {fades} (pseudo-element, part of the fade done)"
 
 
@@ -770,15 +773,15 @@ def test_offline_an_undo_and_a_redo_of_a_queued_edit_show_at_once(hub_factory, r
     a.wait_for(undo_text_is("Undo Toggle Glasses"), "#undo offering the glasses toggle made offline")
 
     a.click("#undo")
-    a.wait_for(lambda p: p.value("#glasses") is False, "Ann's glasses off at once, with the hub away", timeout=3)
+    a.wait_for(lambda p: p.value("#glasses") is False, "Ann's glasses off at once, with the hub away", timeout=10)
     assert a.value("select#hairColor") == "red", a.describe()
     a.wait_for(undo_text_is("Undo Change Hair Color"), "#undo offering the hair color next")
     a.click("#undo")
-    a.wait_for(lambda p: p.value("select#hairColor") == "brown", "Ann's hair brown again at once", timeout=3)
+    a.wait_for(lambda p: p.value("select#hairColor") == "brown", "Ann's hair brown again at once", timeout=10)
     a.wait_for(lambda p: (lambda r: r if r and r["text"] == "Redo Change Hair Color" and r["disabled"] is False
                           else None)(p.button("#redo")), "#redo offering the hair color")
     a.click("#redo")
-    a.wait_for(lambda p: p.value("select#hairColor") == "red", "Ann's hair red again at once", timeout=3)
+    a.wait_for(lambda p: p.value("select#hairColor") == "red", "Ann's hair red again at once", timeout=10)
     assert a.value("#glasses") is False, a.describe()
     assert a.summary()["connection"] != "online", "all of it shown before the hub was back"
     kept = "Your 2 changes, 2 undos and 1 redo are kept and sent when it is back."
@@ -1349,7 +1352,7 @@ def test_a_highlight_names_the_latest_writer_and_fades(hub, browsers):
     assert row["by"] == "bob" and row["wash"] != "none" and row["badge"] != "none", f"Ann's row fades, named bob: {row}"
     wait_model(obs, lambda p: field_of(p, 1, "hairColor") == "blonde", "Ann blonde (bob's edit)")
     a.wait_for(lambda p: p.js("return document.querySelectorAll('.changed').length;") == 0,
-               "every highlight gone on ann's page", timeout=3.0)
+               "every highlight gone on ann's page", timeout=10.0)
 
     # The README's picture: two people editing one room, with roles, the connection and a highlight
     # (the observer leaves first, so that "Here now" shows only the two of them).
