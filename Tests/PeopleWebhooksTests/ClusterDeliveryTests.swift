@@ -68,7 +68,7 @@ final class NodeLeases: RoomLeases, @unchecked Sendable {
 /// its deliveries are not done, and a backlog no node is delivering is found and taken.
 @Suite("Webhook delivery in cluster mode: the lease holder delivers")
 struct ClusterDeliveryTests {
-    let policy = WebhookPolicy(timeout: 2_000, backoffStart: 10, backoffMax: 40, jitter: 0.2, giveUpAfter: 60_000, chunk: 3,
+    let policy = WebhookPolicy(timeout: 30_000, backoffStart: 10, backoffMax: 40, jitter: 0.2, giveUpAfter: 60_000, chunk: 3,
                                scanInterval: 50, releaseAfter: 100)
 
     @Test("a room another node holds is not delivered here; once it is let go, this node's scan takes it, delivers the rest in order, and lets it go when done")
@@ -133,7 +133,7 @@ struct ClusterDeliveryTests {
         defer { receiver.stop() }
         let store = InMemoryStore(), table = LeaseTable()
         // No scan in the test's time: only the lane can find what node a left.
-        let slow = WebhookPolicy(timeout: 2_000, backoffStart: 10, backoffMax: 40, jitter: 0.2, giveUpAfter: 60_000, chunk: 3,
+        let slow = WebhookPolicy(timeout: 30_000, backoffStart: 10, backoffMax: 40, jitter: 0.2, giveUpAfter: 60_000, chunk: 3,
                                  scanInterval: 600_000, releaseAfter: 100)
         let leasesB = table.node("b")
         let b = WebhookDispatcher(endpoints: [endpoint(receiver)], store: store, logger: testLogger, policy: slow, leases: leasesB)

@@ -298,7 +298,7 @@ struct ServiceThreadsTests {
         let trickled = try await blocking { try rawPOST(port: port, path: "/api/x", body: Array(repeating: 120, count: 40),
                                                         pause: 0.2) }
         #expect(trickled.text.isEmpty, "answered: \(trickled.text)")
-        #expect(trickled.seconds < 4, "closed after \(trickled.seconds) s")
+        #expect(trickled.seconds < 6, "closed after \(trickled.seconds) s")  // the whole trickle: 8 s
         await server.drain()
     }
 
