@@ -211,8 +211,10 @@ def test_a_teammate_s_typing_is_said_once_as_one_rename(hub, room, browsers):
     """The a11y pass of session 37: bob typing a name was said at his first letter ("bob: Joan is now
     called Joann") and then every 3 s as a summary ("5 changes by teammates; the last: …"), so one
     rename read as several. A teammate's typing is said once now, when it pauses, from the name before
-    it to the name after; what ann sees (#activity) follows each letter. A change of another kind
-    after it is said after it."""
+    it to the name after; what ann sees (#activity) follows each letter. Another teammate's typing in
+    the same name right after it is said after it, and bob's is said with the name he left (a review:
+    the name at the moment it was said gave bob cat's letter); a change of another kind after them
+    is said after them."""
     a = browsers(hub, "ann")
     a.open_room(room, "ann")
     a.js("""window.__said = []; window.__shown = [];
@@ -222,20 +224,33 @@ def test_a_teammate_s_typing_is_said_once_as_one_rename(hub, room, browsers):
         new MutationObserver(() => window.__shown.push(shown.textContent)).observe(
             shown, {childList: true, characterData: true, subtree: true});""")
     bob = hub.join(room, "bob")
+    cat = hub.join(room, "cat")
     name = "Joan"
     for letter in "na Lee":  # one letter after another, each waiting only for its ack (no page round trip)
         bob.edit([{"op": "text", "tag": 2, "edits": [{"retain": len(name)}, {"insert": letter}]}],
                  label="Change Name", coalesce="name:2")
         name += letter
-    a.wait_for(lambda p: any("Joanna Lee" in t for t in p.js("return window.__said;")), "bob's typing said", timeout=8)
+    cat.sync(6)  # cat has bob's six letters
+    cat.edit([{"op": "text", "tag": 2, "edits": [{"retain": len(name)}, {"insert": "!"}]}],
+             label="Change Name", coalesce="name:2")
+    a.wait_for(lambda p: any("Joanna Lee!" in t for t in p.js("return window.__said;")), "cat's typing said", timeout=8)
     shown = a.js("return window.__shown;")
     assert len({t for t in shown if "is now called" in t}) >= 2, f"#activity did not follow the letters: {shown}"
     bob.edit([{"op": "set", "tag": 3, "field": "hairColor", "value": "red"}], label="Change Hair Color")
     a.wait_for(lambda p: any("Sam's hair color is now red" in t for t in p.js("return window.__said;")),
                "bob's next change said after it", timeout=8)
     told = [t for t in a.js("return window.__said;") if t]
-    assert told == ["bob: Joan is now called Joanna Lee", "bob: Sam's hair color is now red"], told
+    assert told == ["bob: Joan is now called Joanna Lee", "cat: Joanna Lee is now called Joanna Lee!",
+                    "bob: Sam's hair color is now red"], told
+    # A letter, and ann leaves the room before the pause: nothing is said of it later, nothing fails.
+    bob.edit([{"op": "text", "tag": 3, "edits": [{"retain": 3}, {"insert": "m"}]}], label="Change Name", coalesce="name:3")
+    a.wait_for(lambda p: "Samm" in said(p, "#activity"), "bob's letter on Sam shown")
+    a.click("#leave")
+    time.sleep(2.0)  # past the 1.5 s pause: the scenario itself
+    assert not any("Samm" in t for t in a.js("return window.__said;")), a.js("return window.__said;")
+    assert not a.console(), f"the page's console after leaving mid-typing: {a.console()}"
     bob.close()
+    cat.close()
 
 
 def row_badge_box(page, tag: int) -> dict | None:
@@ -265,13 +280,15 @@ def element_box(page, selector: str) -> dict:
 @pytest.mark.parametrize("width", [1200, 390])
 def test_a_teammate_s_name_on_a_changed_row_leaves_its_buttons_in_view(hub, room, browsers, width):
     """The a11y pass of session 37: the teammate's name a changed row wears for two seconds sat over the
-    row's ↑ ↓ × (the name badge lets clicks through, but the buttons were hidden under it). It sits at
-    the end of the row's name cell now, clear of the buttons, on a wide window and on a phone's."""
+    row's ↑ ↓ × (the name badge lets clicks through, but the buttons were hidden under it). It has a
+    column of its own between the name and the buttons now, clear of both (a review: placed at the end
+    of the name's cell, it covered a long name's end, the part a teammate types), on a wide window
+    and on a phone's."""
     a = browsers(hub, "ann", width=width, height=900)
     a.open_room(room, "ann")
     a.select(1)
     bob = hub.join(room, "bob")
-    bob.edit([{"op": "set", "tag": 2, "field": "hairColor", "value": "red"}], label="Change Hair Color")
+    bob.edit([{"op": "set", "tag": 2, "field": "name", "value": "Joan Antonia Ellington-Beauchamp"}], label="Rename")
     row = 'li[data-tag="2"]'
     a.wait_for(lambda p: p.js(f"return document.querySelector('{row}').classList.contains('changed');"),
                "Joan's row marked as changed by bob")
@@ -282,6 +299,8 @@ def test_a_teammate_s_name_on_a_changed_row_leaves_its_buttons_in_view(hub, room
         box = element_box(a, f"{row} {button}")
         overlap = min(badge["right"], box["right"]) - max(badge["left"], box["left"])
         assert overlap <= 0, f"bob's name badge {badge} covers the row's {button} {box}"
+    name = element_box(a, f"{row} .name")
+    assert name["right"] <= badge["left"] + 0.5, f"bob's name badge {badge} covers the end of the name {name}"
     row_box = element_box(a, row)
     assert row_box["left"] <= badge["left"] and badge["right"] <= row_box["right"], (badge, row_box)
     bob.close()

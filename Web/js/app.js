@@ -252,6 +252,7 @@ class App {
     }
     this.renewing = null;
     this.live?.stop();
+    this.forgetTeammateWords();
     this.selectedTag = null;
     this.nameSteps = [];
     this.lastIndex = 0;
@@ -281,6 +282,7 @@ class App {
 
   leave() {
     this.live?.stop();
+    this.forgetTeammateWords();
     this.live = null;
     this.renewing = null;
     $('people-filter').value = '';
@@ -571,19 +573,34 @@ class App {
     const [tag] = tags;
     if (this.typingRun && (this.typingRun.author !== notice.author || this.typingRun.tag !== tag)) this.sayTyping();
     const from = this.typingRun?.from ?? this.namesBefore(notice)(tag);
+    // The name this step left (the view has it applied): what is said, whatever comes after it.
+    const to = this.live.sync.view.get(tag)?.name ?? null;
     clearTimeout(this.typingRun?.timer);
-    this.typingRun = { author: notice.author, tag, from, notice, timer: setTimeout(() => this.sayTyping(), TYPING_PAUSE_MS) };
+    this.typingRun = { author: notice.author, tag, from, to, notice, timer: setTimeout(() => this.sayTyping(), TYPING_PAUSE_MS) };
     return true;
   }
 
   /** Says the teammate's typing that holdTyping holds, if any. */
   sayTyping() {
     const run = this.typingRun;
-    if (!run) return;
-    clearTimeout(run.timer);
+    if (!run || !this.live) return;
+    this.dropTyping();
+    const only = (name) => (tag) => (tag === run.tag ? name : null);
+    this.announceActivity(remoteText(run.notice, only(run.from), only(run.to), this.live.sync.user));
+  }
+
+  /** Forgets the teammate's typing that holdTyping holds, unsaid. */
+  dropTyping() {
+    clearTimeout(this.typingRun?.timer);
     this.typingRun = null;
-    const after = (tag) => this.live.sync.view.get(tag)?.name ?? null;
-    this.announceActivity(remoteText(run.notice, (tag) => (tag === run.tag ? run.from : null), after, this.live.sync.user));
+  }
+
+  /** Forgets what is waiting to be said of teammates' changes: the room it was about is gone from view. */
+  forgetTeammateWords() {
+    this.dropTyping();
+    clearTimeout(this.timers.announce);
+    this.timers.announce = null;
+    this.unannounced = null;
   }
 
   /** What the room said, then a render in the next frame (one for all the messages of a frame). */
@@ -600,6 +617,8 @@ class App {
           const answersQuestion = $('confirm-dialog').open
             && n.diffs.some((d) => d.op === 'remove' && d.tag === this.pendingDelete);
           // Shown at once; a teammate's typing is said when it pauses, anything else now (after it).
+          // The open delete question says its person was deleted: typing in that name goes unsaid.
+          if (answersQuestion && this.typingRun?.tag === this.pendingDelete) this.dropTyping();
           const typing = !answersQuestion && this.holdTyping(n);
           if (!typing) this.sayTyping();
           this.activity(remoteText(n, this.namesBefore(n), after, this.live.sync.user), { quiet: answersQuestion || typing });
@@ -676,6 +695,7 @@ class App {
         case 'fatal': {
           const { room, user, token } = this.request;
           this.cancelRender();
+          this.forgetTeammateWords();
           $('room').hidden = true;
           if (n.code === 'unauthorized') this.tokens.forget(user, room, token);
           if (n.code === 'unauthorized' && this.live.everWelcomed) {
