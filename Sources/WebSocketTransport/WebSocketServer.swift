@@ -254,6 +254,10 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
                 options |= pk_option_do_ssl_global_init
                 info.ssl_cert_filepath = keep(cert)
                 info.ssl_private_key_filepath = keep(key)
+                // HTTP/1.1 only: lws offered h2 too, and over h2 the page's files (their headers
+                // written as HTTP/1 bytes) reached browsers empty (ERR_HTTP2_COMPRESSION_ERROR) and
+                // the API refused the page's own origin. WebSockets upgrade over HTTP/1.1 as before.
+                info.alpn = keep("http/1.1")
             }
             info.options = options
             info.pt_serv_buf_size = 32 * 1024

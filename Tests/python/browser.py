@@ -86,7 +86,8 @@ return {
 
 class Browser:
     """One headless Chromium with a profile of its own. `label` names it in failure messages and in
-    screenshot file names; `base` is the hub's http://HOST:PORT."""
+    screenshot file names; `base` is the hub's http://HOST:PORT (https:// for a hub with TLS: the
+    test's self-signed certificate is then taken without a trust store, `--ignore-certificate-errors`)."""
 
     def __init__(self, label: str, base: str, shots: Path, *, prefix: str = "", width: int = 1200,
                  height: int = 900, font_size: int | None = None, clock_offset_ms: int = 0):
@@ -107,6 +108,8 @@ class Browser:
                     "--disable-background-timer-throttling", "--disable-renderer-backgrounding",
                     "--disable-backgrounding-occluded-windows", "--disable-crash-reporter", "--lang=en-US"):
             opts.add_argument(arg)
+        if base.startswith("https://"):
+            opts.add_argument("--ignore-certificate-errors")
         opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
         if font_size is not None:
             # The reader's text size (Settings → Appearance → Font size; 16 px by default): text-only

@@ -81,7 +81,8 @@ def browsers(request, shots):
     test = request.node.name.removeprefix("test_")[:60]
 
     def make(hub, label: str, **kw) -> PeoplePage:
-        b = PeoplePage(label, f"http://127.0.0.1:{hub.port}", shots, prefix=f"{test}-", **kw)
+        scheme = "https" if "tls" in hub.config else "http"
+        b = PeoplePage(label, f"{scheme}://127.0.0.1:{hub.port}", shots, prefix=f"{test}-", **kw)
         made.append(b)
         return b
 
@@ -2582,3 +2583,35 @@ def test_a_phone_on_its_side_keeps_the_name_field_clear_of_the_top_bar(hub, room
                     const hit = document.elementFromPoint(x, y);
                     return {top: n.top, bottom: n.bottom, hit: hit && (hit.id || hit.className)};""")
     assert found["top"] >= 0 and found["bottom"] <= 360 and found["hit"] == "name", found
+
+
+def test_the_page_over_https_loads_joins_and_edits(hub_factory, room, browsers, tmp_path):
+    """An operator's black-box pass of a TLS cluster (session 38): with `tls` on, Chromium got the page's
+    files empty and showed nothing (the hub offered HTTP/2, over which its file answers were broken:
+    ERR_HTTP2_COMPRESSION_ERROR), and the API refused the page's own origin. The hub speaks HTTP/1.1
+    over TLS now: the page loads over https, joins over wss, an edit reaches the room, and the page's
+    own `?at=` read (a restore's check) is answered."""
+    import http.client
+    import ssl
+    from test_trust import self_signed
+    cert, key = self_signed(tmp_path)
+    hub = hub_factory({"tls": {"certFile": cert, "keyFile": key}})
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.select(1)
+    assert a.toggle("#glasses") is True
+    a.wait_for(lambda p: p.summary()["peoplekeeper"]["pending"] == 0 and p.summary()["peoplekeeper"]["revision"] == 1,
+               "ann's change acknowledged (revision 1)")
+    read = a.driver.execute_async_script("""const done = arguments[arguments.length - 1];
+        fetch('/v1/rooms/' + encodeURIComponent(arguments[0]) + '?at=0').then((r) => done(r.status), (e) => done(String(e)));""",
+        room)
+    assert read == 200, f"the page's ?at=0 read over https: {read}"
+    https = http.client.HTTPSConnection("127.0.0.1", hub.port, timeout=5, context=ssl.create_default_context(cafile=cert))
+    try:
+        https.request("GET", f"/v1/rooms/{room}")
+        answer = https.getresponse()
+        state = json.loads(answer.read())
+    finally:
+        https.close()
+    assert answer.status == 200 and by_tag(state["people"], 1)["glasses"] is True, (answer.status, state)
+    assert not a.console(), f"the page's console over https: {a.console()}"
