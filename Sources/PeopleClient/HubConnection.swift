@@ -40,6 +40,16 @@ public final class HubConnection: WebSocketClientDelegate, @unchecked Sendable {
         (base.hasSuffix("/") ? String(base.dropLast()) : base) + "/v1/rooms/" + room
     }
 
+    /// Why a `redirect` from `current` to `target` is not followed, or nil when it is: a room opened
+    /// over TLS never goes on over a connection without it (an operator's pass found the client
+    /// following a `wss://` node's redirect to a `ws://` one, its hello and access token in clear).
+    public static func unfollowedRedirect(from current: String, to target: String) -> String? {
+        guard current.lowercased().hasPrefix("wss://"), !target.lowercased().hasPrefix("wss://") else { return nil }
+        return "\(current) sent this room to \(target), which is not encrypted: not followed (nothing goes over a "
+            + "connection without TLS once the room was opened with wss://; that node's cluster.advertisedURL "
+            + "should be a wss:// URL)"
+    }
+
     public var isOpen: Bool { lock.withLock { opened && !finished } }
 
     public func send(_ message: ClientMessage) {

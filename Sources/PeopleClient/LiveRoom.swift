@@ -372,9 +372,13 @@ public final class LiveRoom: @unchecked Sendable {
                     tokenEnded = sync.session != nil  // welcomed before: the room is this user's to carry on
                 }
             case .redirect(let target):
-                url = target
-                redirects += 1
-                redirecting = redirects <= Self.maxRedirects
+                if let why = HubConnection.unfollowedRedirect(from: url, to: target) {
+                    refusal = why  // the screen stops there and says why
+                } else {
+                    url = target
+                    redirects += 1
+                    redirecting = redirects <= Self.maxRedirects
+                }
                 connection?.close(via: client)
             case .undoDropped(let label, let ops):
                 droppedUndos.append((label, ops))

@@ -98,6 +98,7 @@ public final class RoomSession: @unchecked Sendable {
                 if let failure = unreachable(Self.closedText(url: url, code: code, reason: reason, error: error)) { throw failure }
             case .message(.redirect(let target))?:
                 connection.close()
+                if let why = HubConnection.unfollowedRedirect(from: url, to: target) { throw .unreachable(why) }
                 redirectedBy = url
                 url = target
             case .message(.error(let e))?:

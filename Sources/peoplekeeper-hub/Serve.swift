@@ -374,6 +374,11 @@ struct HubService: Service, CustomStringConvertible {
             // redirected there and could not connect). A container's mapped port is not remarked.
             logger.warning("cluster.advertisedURL \(settings.advertisedURL) names port \(named) on this machine, but this node listens on \(port): other nodes send clients there")
         }
+        if store is any RoomLeases, settings.tls, settings.advertisedURL.lowercased().hasPrefix("ws://") {
+            // This node speaks only TLS: clients sent to a ws:// address cannot talk to it, and the
+            // terminal client does not follow a wss:// node's redirect to one (an operator's pass).
+            logger.warning("cluster.advertisedURL \(settings.advertisedURL) is ws://, but this node speaks TLS (tls.certFile): other nodes send clients there without TLS, which cannot reach it; use wss://")
+        }
         if let leases = store as? any RoomLeases, settings.advertisedURL.isEmpty {
             leases.advertisedURL = "\(settings.tls ? "wss" : "ws")://\(shownHost):\(port)"
             if ["0.0.0.0", "::", ""].contains(settings.host) {

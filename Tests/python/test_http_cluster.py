@@ -440,3 +440,29 @@ def test_a_batch_queued_before_the_lease_connection_broke_is_not_written_after_i
     bob = hub.join(room, "bob")
     assert bob.welcome["rev"] == first
     assert by_tag(bob.welcome["people"], 2)["glasses"] is False
+
+
+def test_a_wss_node_s_redirect_to_a_ws_node_is_not_followed(hub_factory, pg_server, room, tmp_path):
+    """An operator's pass of a TLS cluster (session 38): node a speaks TLS; node b, holding the room,
+    speaks none (or a TLS node says `ws://` in its `cluster.advertisedURL`). A terminal command opened
+    with `wss://` at a followed a's redirect to `ws://` and sent its hello, access token included, in
+    clear. Now it does not follow it: exit 69 with the reason, and b hears nothing from it. A TLS
+    node whose advertised URL is `ws://` says so at start."""
+    from test_client_cli import CLIENT_BIN
+    from test_trust import self_signed
+    cert, key = self_signed(tmp_path)
+    a = hub_factory({**cluster_node(pg_server, "a"), "tls": {"certFile": cert, "keyFile": key}})
+    b = hub_factory({**cluster_node(pg_server, "b"), "logging": {"level": "debug"}})
+    b.join(room, "bob")
+    run = subprocess.run([CLIENT_BIN, "show", "1", "--room", room, "--user", "carol", "--url", f"wss://127.0.0.1:{a.port}",
+                          "--ca-file", cert, "--timeout", "5"], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 69, (run.returncode, run.stdout, run.stderr)
+    assert (f"wss://127.0.0.1:{a.port}/v1/rooms/{room} sent this room to ws://127.0.0.1:{b.port}/v1/rooms/{room}, "
+            f"which is not encrypted: not followed") in run.stderr, run.stderr
+    assert "carol" not in b.stderr(), "b heard from the client: " + b.stderr()[-2000:]
+
+    # A TLS node advertising ws:// is told at start.
+    c = hub_factory({**cluster_node(pg_server, "c"), "tls": {"certFile": cert, "keyFile": key},
+                     "cluster": {"nodeId": "c", "advertisedURL": "ws://127.0.0.1:9"}})
+    assert ("cluster.advertisedURL ws://127.0.0.1:9 is ws://, but this node speaks TLS (tls.certFile)"
+            in c.stderr()), c.stderr()[-2000:]
