@@ -116,6 +116,12 @@ public final class WebSocketClient: LWSEndpoint, @unchecked Sendable {
 
         case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
             var error = input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? "connection failed"
+            if error.hasPrefix("connect SSL err") {
+                // lws's words for a refused certificate say nothing ("error:00000001:lib(0)::reason(1)");
+                // its certificate check logged why (pk_lws_emit kept it).
+                let why = LWSEndpoint.takeTLSReason()
+                if !why.isEmpty { error = "the hub's TLS certificate is not trusted: \(why)" }
+            }
             let status = Int(lws_http_client_http_response(wsi))
             if let connection = self.connection(of: wsi), status != 0, status != 101 {
                 connection.refusedStatus = status

@@ -271,11 +271,16 @@ struct Failure: Error {
         self.message = message
     }
 
-    init(_ error: ClientError) {
+    /// `caFile`: the certificates trusted instead of the system's, if any (what a TLS failure advises).
+    init(_ error: ClientError, caFile: String? = nil) {
         switch error {
         case .unreachable(let why) where why.contains("SSL") || why.contains("certificate"):
-            self.init(status: 69, code: "unreachable", message: "cannot reach the hub over TLS: \(why) (a hub whose "
-                      + "certificate is self-signed or from a private CA: pass --ca-file, or set PEOPLEKEEPER_CA_FILE)")
+            let advice = if let caFile {
+                "none of the certificates in \(caFile) signed it: give the file with the hub's own certificate or its CA's"
+            } else {
+                "a hub whose certificate is self-signed or from a private CA: pass --ca-file, or set PEOPLEKEEPER_CA_FILE"
+            }
+            self.init(status: 69, code: "unreachable", message: "cannot reach the hub over TLS: \(why) (\(advice))")
         case .unreachable(let why): self.init(status: 69, code: "unreachable", message: "cannot reach the hub: \(why)")
         case .timedOut(let what): self.init(status: 69, code: "timeout", message: "no answer from the hub: \(what)")
         case .refused(let error):
@@ -307,11 +312,11 @@ struct Run {
                                                      token: options.accessToken, client: client, timeout: options.timeout,
                                                      since: since)
             do { try await body(session) } catch let error as Failure { failure = error } catch let error as ClientError {
-                failure = Failure(error)
+                failure = Failure(error, caFile: options.trustedCAFile)
             }
             session.close()
         } catch let error as ClientError {
-            failure = Failure(error)
+            failure = Failure(error, caFile: options.trustedCAFile)
         }
         await client.shutdown()
         if let failure { try fail(failure) }

@@ -478,6 +478,16 @@ def test_the_terminal_client_speaks_wss_and_checks_the_hub_s_certificate(hub_fac
     refused = pk("set", "1", "hairColor", "white")
     assert refused.returncode == 69, (refused.returncode, refused.stderr)
     assert "cannot reach the hub over TLS" in refused.stderr and "--ca-file" in refused.stderr, refused.stderr
+    # Why, in words (lws's own read "connect SSL err 1: error:00000001:lib(0)::reason(1)", its reason
+    # only on raw log lines, one per attempt: an operator's pass, session 38).
+    assert "the hub's TLS certificate is not trusted: self-signed certificate" in refused.stderr, refused.stderr
+    assert "SSL error" not in refused.stderr and "lib(0)" not in refused.stderr, refused.stderr
+    # A --ca-file that does not hold the hub's certificate: the advice names the file, not the flag.
+    other_dir = tmp_path / "other"
+    other_dir.mkdir()
+    other, _ = self_signed(other_dir)
+    wrong = pk("set", "1", "hairColor", "white", "--ca-file", other)
+    assert wrong.returncode == 69 and f"none of the certificates in {other} signed it" in wrong.stderr, wrong.stderr
     # Plain ws:// to the TLS port gets no WebSocket either.
     clear = subprocess.run([CLIENT_BIN, "list", "--url", f"ws://127.0.0.1:{hub.port}", "--room", room, "--user", "ann",
                             "--timeout", "5"], capture_output=True, text=True, timeout=30, env=env)
