@@ -395,6 +395,17 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
             // WebSocket only: such a connection is closed at once.
             return -1
 
+        case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
+            // `Upgrade: h2c` on a plain-HTTP request: lws would switch the connection to HTTP/2, over
+            // which this server's answers break (the page's files came back empty; a review found it
+            // after ALPN stopped offering h2 over TLS). The upgrade is ignored, as HTTP/1.1 lets a
+            // server do, and the request answered in HTTP/1.1: lws compares the name again after this
+            // callback, in its own copy, so its first letter becomes one no upgrade name has.
+            if let input, strcasecmp(input.assumingMemoryBound(to: CChar.self), "h2c") == 0 {
+                input.assumingMemoryBound(to: CChar.self).pointee = CChar(UInt8(ascii: "-"))
+            }
+            return 0
+
         case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
             guard !draining, let delegate else {
                 return refuseUpgrade(wsi, UpgradeRefusal(status: 503, reason: "the server is shutting down"))

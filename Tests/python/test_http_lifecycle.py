@@ -7,6 +7,7 @@ import http.client
 import json
 import re
 import signal
+import socket
 import threading
 import time
 
@@ -603,3 +604,26 @@ def test_a_hub_short_of_memory_opens_no_room_unloads_idle_ones_and_recovers(hub_
     assert metric(text, "peoplekeeper_memory_short") == 0.0
     assert 0 < metric(text, "peoplekeeper_heap_bytes") < 24 << 20, text
     assert metric(text, "peoplekeeper_resident_memory_bytes") > metric(text, "peoplekeeper_heap_bytes")
+
+
+def test_an_h2c_upgrade_is_ignored_and_the_request_answered_in_http_1_1(hub_factory):
+    """A review of session 38's TLS fix: a plain-HTTP request with `Upgrade: h2c` (curl --http2 sends
+    one) was switched to HTTP/2, over which the page's files came back empty (`101`, then nothing).
+    The hub ignores that upgrade, as HTTP/1.1 lets a server do, and answers the request itself."""
+    hub = hub_factory()
+    with socket.create_connection(("127.0.0.1", hub.port), timeout=5) as s:
+        s.sendall(f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{hub.port}\r\nConnection: Upgrade, HTTP2-Settings\r\n"
+                  "Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n".encode())
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            chunk = s.recv(65536)
+            assert chunk, f"closed after {answer!r}"
+            answer += chunk
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200"), head
+        length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))
+        while len(body) < length:
+            chunk = s.recv(65536)
+            assert chunk, f"closed after {len(body)} of {length} bytes"
+            body += chunk
+    assert b"<title>PeopleKeeper" in body, body[:200]
