@@ -22,7 +22,7 @@ static const enum lws_write_protocol pk_lws_write_raw = LWS_WRITE_RAW;
 static char pk_tls_reason[200] = {0};
 static pthread_mutex_t pk_tls_reason_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/// lws's log lines to stderr, as its default emitter does, but for a certificate check's reason.
+/// lws's log lines to stderr through its own emitter, but for a certificate check's reason.
 static void pk_lws_emit(int level, const char *line) {
     const char *reason = strstr(line, "SSL error: ");
     if (reason != NULL) {
@@ -36,8 +36,7 @@ static void pk_lws_emit(int level, const char *line) {
         pthread_mutex_unlock(&pk_tls_reason_lock);
         return;
     }
-    (void)level;
-    fputs(line, stderr);
+    lwsl_emit_stderr(level, line);  // lws's own: its timestamp, level letter and colour
 }
 
 /// Copies out (and forgets) the last certificate check's reason: "" when there is none.

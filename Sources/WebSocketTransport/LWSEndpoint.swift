@@ -234,9 +234,9 @@ public class LWSEndpoint: @unchecked Sendable {
     }
 
     /// The reason lws's certificate check logged last (shim.h `pk_lws_emit`), taken: "" when none.
-    /// Read here, in the file that installs the emitter: the shim's buffer is a C `static`, one copy
-    /// in each object file that uses it.
-    static func takeTLSReason() -> String {
+    /// Read here, in the file that installs the emitter, and never inlined elsewhere: the shim's
+    /// buffer is a C `static`, one copy in each object file that uses it.
+    @inline(never) static func takeTLSReason() -> String {
         var reason = [CChar](repeating: 0, count: 200)
         pk_tls_reason_take(&reason, reason.count)
         return String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)

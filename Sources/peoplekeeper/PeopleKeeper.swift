@@ -275,8 +275,12 @@ struct Failure: Error {
     init(_ error: ClientError, caFile: String? = nil) {
         switch error {
         case .unreachable(let why) where why.contains("SSL") || why.contains("certificate"):
-            let advice = if let caFile {
+            // Who signed the certificate is the question only when that is what the check said.
+            let unsigned = ["self-signed", "issuer"].contains { why.contains($0) }
+            let advice = if let caFile, unsigned {
                 "none of the certificates in \(caFile) signed it: give the file with the hub's own certificate or its CA's"
+            } else if caFile != nil {
+                "the hub's certificate must be valid now and name the host in the URL"
             } else {
                 "a hub whose certificate is self-signed or from a private CA: pass --ca-file, or set PEOPLEKEEPER_CA_FILE"
             }
