@@ -395,3 +395,34 @@ test('the room keeps how the hub closed the connection as a value, not as words 
   assert.equal(room.connection.closedBy, null);
   assert.equal(status().detail, '');
 });
+
+test('a room opened over wss:// does not follow a redirect to ws://, and says why (session 38)', () => {
+  FakeSocket.made = [];
+  const timers = fakeTimers();
+  const notices = [];
+  const room = new LiveRoom({ url: 'wss://a.example/v1/rooms/r', user: 'ann', WebSocket: FakeSocket,
+    timers: { setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout, now: () => timers.now } });
+  room.onUpdate = (n) => notices.push(...n);
+  room.start();
+  const first = FakeSocket.made[0];
+  first.onopen();
+  first.hear({ type: 'redirect', url: 'ws://b.example/v1/rooms/r' });
+  timers.advance(60_000);
+  assert.equal(FakeSocket.made.length, 1, `no connection to ${FakeSocket.made.map((s) => s.url)}`);
+  assert.ok(first.closed);
+  const fatal = notices.find((n) => n.type === 'fatal');
+  assert.equal(fatal?.code, 'insecure-redirect');
+  assert.match(fatal.message, /ws:\/\/b\.example\/v1\/rooms\/r, which is not encrypted/);
+  assert.equal(room.connection.link, 'offline');
+
+  // Over wss:// to another wss:// node, the redirect is followed at once.
+  FakeSocket.made = [];
+  const other = new LiveRoom({ url: 'wss://a.example/v1/rooms/r', user: 'ann', WebSocket: FakeSocket,
+    timers: { setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout, now: () => timers.now } });
+  other.onUpdate = () => {};
+  other.start();
+  FakeSocket.made[0].onopen();
+  FakeSocket.made[0].hear({ type: 'redirect', url: 'wss://b.example/v1/rooms/r' });
+  timers.advance(10);
+  assert.deepEqual(FakeSocket.made.map((s) => s.url), ['wss://a.example/v1/rooms/r', 'wss://b.example/v1/rooms/r']);
+});

@@ -491,6 +491,18 @@ export class LiveRoom {
           this.drop(1000);
           break;
         case 'redirect':
+          if (/^wss:/i.test(this.url) && !/^wss:/i.test(event.url)) {
+            // A room opened over TLS never goes on without it (the terminal client does the same; a
+            // browser would refuse the connection anyway, and the page went round the redirect for ever).
+            const message = `The hub sent this room to ${event.url}, which is not encrypted, so this page does not `
+              + 'follow it. The operator should give that hub a wss:// address (cluster.advertisedURL).';
+            notices.push({ type: 'fatal', code: 'insecure-redirect', message });
+            this.stopped = true;
+            this.link = 'offline';
+            this.why = message;
+            this.drop(1000);
+            break;
+          }
           this.url = event.url;
           this.redirects += 1;
           // Straight to the node named, unless redirects go round in circles (then back off).
