@@ -39,14 +39,19 @@ function fakeTimers() {
   return t;
 }
 
-function online() {
+/** A LiveRoom of ann's at `url`, started over a fake socket (not yet open) and a fake clock. */
+function started(url = 'ws://hub/v1/rooms/r', timers = fakeTimers()) {
   FakeSocket.made = [];
-  const timers = fakeTimers();
   const notices = [];
-  const room = new LiveRoom({ url: 'ws://hub/v1/rooms/r', user: 'ann', WebSocket: FakeSocket,
+  const room = new LiveRoom({ url, user: 'ann', WebSocket: FakeSocket,
     timers: { setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout, now: () => timers.now } });
   room.onUpdate = (n) => notices.push(...n);
   room.start();
+  return { room, timers, notices };
+}
+
+function online() {
+  const { room, timers, notices } = started();
   const socket = FakeSocket.made[0];
   socket.onopen();
   socket.hear(welcome());
@@ -397,13 +402,7 @@ test('the room keeps how the hub closed the connection as a value, not as words 
 });
 
 test('a room opened over wss:// does not follow a redirect to ws://, and says why (session 38)', () => {
-  FakeSocket.made = [];
-  const timers = fakeTimers();
-  const notices = [];
-  const room = new LiveRoom({ url: 'wss://a.example/v1/rooms/r', user: 'ann', WebSocket: FakeSocket,
-    timers: { setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout, now: () => timers.now } });
-  room.onUpdate = (n) => notices.push(...n);
-  room.start();
+  const { room, timers, notices } = started('wss://a.example/v1/rooms/r');
   const first = FakeSocket.made[0];
   first.onopen();
   first.hear({ type: 'redirect', url: 'ws://b.example/v1/rooms/r' });
@@ -416,11 +415,7 @@ test('a room opened over wss:// does not follow a redirect to ws://, and says wh
   assert.equal(room.connection.link, 'offline');
 
   // Over wss:// to another wss:// node, the redirect is followed at once.
-  FakeSocket.made = [];
-  const other = new LiveRoom({ url: 'wss://a.example/v1/rooms/r', user: 'ann', WebSocket: FakeSocket,
-    timers: { setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout, now: () => timers.now } });
-  other.onUpdate = () => {};
-  other.start();
+  started('wss://a.example/v1/rooms/r', timers);
   FakeSocket.made[0].onopen();
   FakeSocket.made[0].hear({ type: 'redirect', url: 'wss://b.example/v1/rooms/r' });
   timers.advance(10);
