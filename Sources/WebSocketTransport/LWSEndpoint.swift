@@ -193,7 +193,7 @@ public class LWSEndpoint: @unchecked Sendable {
                 // lws says no more; both causes have been seen (an SRE's pass found the second named
                 // as the first).
                 failure.value = "libwebsockets could not create its context (is the port in use, or the open-file "
-                    + "limit, ulimit -n, too low?)"
+                    + "limit, ulimit -n, too low?\(self.contextFailureHint))"
                 started.signal()
                 return
             }
@@ -232,6 +232,10 @@ public class LWSEndpoint: @unchecked Sendable {
             throw WebSocketTransportError.startFailed(message)
         }
     }
+
+    /// More to say when lws cannot create the context (a subclass's own settings that also fail it),
+    /// starting with a space.
+    var contextFailureHint: String { "" }
 
     /// The reason lws's certificate check logged last (shim.h `pk_lws_emit`), taken: "" when none.
     /// Read here, in the file that installs the emitter, and never inlined elsewhere: the shim's

@@ -281,6 +281,12 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         return listenPort.value
     }
 
+    /// A certificate and a key that do not belong together fail the context too (lws says only
+    /// "lws_context_init_server_ssl failed").
+    override var contextFailureHint: String {
+        configuration.tlsCertFile != nil ? " Or, with TLS: is tls.keyFile the private key of tls.certFile?" : ""
+    }
+
     /// This context's thread: serves a socket the acceptor dealt it, as lws serves one it accepted.
     private func adopt(_ fd: Int32) {
         guard !draining, let vhost else { close(fd); return }

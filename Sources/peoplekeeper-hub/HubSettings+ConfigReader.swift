@@ -73,11 +73,31 @@ extension HubSettings {
                 throw ConfigProblem(key: key, problem: "cannot read \(path)")
             }
         }
+        if tls { try Self.checkTLSFiles(cert: tlsCertFile, key: tlsKeyFile) }
         for origin in allowedOrigins where origin != "*" && !(origin.hasPrefix("http://") || origin.hasPrefix("https://")) {
             throw ConfigProblem(key: "auth.allowedOrigins", problem: "'\(origin)' is not an origin: scheme://host[:port], or *")
         }
         if !advertisedURL.isEmpty, !(advertisedURL.hasPrefix("ws://") || advertisedURL.hasPrefix("wss://")) {
             throw ConfigProblem(key: "cluster.advertisedURL", problem: "must start with ws:// or wss:// (\(advertisedURL))")
+        }
+    }
+
+    /// What can be told of the TLS files without OpenSSL: a certificate in the one, an unencrypted
+    /// private key in the other. (An HTTPS pass gave the hub a key with a pass phrase: OpenSSL asked
+    /// for it on the terminal and the hub waited for ever; other wrong files stopped it saying the
+    /// port might be in use.) A key that is not the certificate's is told when the port is opened.
+    static func checkTLSFiles(cert: String, key: String) throws {
+        let pem = { (path: String) in (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
+        guard pem(cert).contains("-----BEGIN CERTIFICATE-----") else {
+            throw ConfigProblem(key: "tls.certFile", problem: "\(cert) holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
+        }
+        let keyText = pem(key)
+        if keyText.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") || keyText.contains("Proc-Type: 4,ENCRYPTED") {
+            throw ConfigProblem(key: "tls.keyFile", problem: "\(key) is encrypted (it has a pass phrase): the hub needs "
+                                + "the key unencrypted (openssl pkey -in \(key) -out PLAIN.key, kept readable by the hub's user only)")
+        }
+        guard keyText.range(of: "-----BEGIN [A-Z ]*PRIVATE KEY-----", options: .regularExpression) != nil else {
+            throw ConfigProblem(key: "tls.keyFile", problem: "\(key) holds no PEM private key (-----BEGIN PRIVATE KEY-----)")
         }
     }
 

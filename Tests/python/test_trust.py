@@ -502,6 +502,27 @@ def test_tls_needs_both_files(start_hub_raw, tmp_path):
     assert r.returncode == 78 and "tls.keyFile" in r.stderr, (r.returncode, r.stderr)
 
 
+def test_tls_files_that_cannot_serve_are_named_at_start(start_hub_raw, tmp_path):
+    """An HTTPS pass (session 38): a key with a pass phrase made OpenSSL ask for it on the terminal
+    (the hub waited for ever, started by hand), and a key that is not the certificate's, or files
+    swapped, stopped the hub with "is the port in use, or the open-file limit too low?". Each is named
+    now: the files' contents at start (exit 78), a key of another certificate when the port opens."""
+    cert, key = self_signed(tmp_path)
+    (tmp_path / "other").mkdir()
+    _, other_key = self_signed(tmp_path / "other")
+    locked = tmp_path / "locked.key"
+    subprocess.run(["openssl", "pkey", "-in", key, "-aes256", "-passout", "pass:secret", "-out", str(locked)],
+                   check=True, capture_output=True, timeout=30)
+    for cert_file, key_file, words in ((key, key, f"tls.certFile: {key} holds no PEM certificate"),
+                                       (cert, cert, f"tls.keyFile: {cert} holds no PEM private key"),
+                                       (cert, str(locked), f"tls.keyFile: {locked} is encrypted (it has a pass phrase)")):
+        r = start_hub_raw(f"tls:\n  certFile: {cert_file}\n  keyFile: {key_file}\n")
+        assert r.returncode == 78 and words in r.stderr, (cert_file, key_file, r.returncode, r.stderr)
+    mismatched = start_hub_raw(f"listen:\n  port: 0\ntls:\n  certFile: {cert}\n  keyFile: {other_key}\n")
+    assert mismatched.returncode != 0 and "is tls.keyFile the private key of tls.certFile?" in mismatched.stderr, \
+        (mismatched.returncode, mismatched.stderr)
+
+
 # ----------------------------------------------------------------------------------------------------
 # Connections per IP
 # ----------------------------------------------------------------------------------------------------
