@@ -117,7 +117,15 @@ struct HubSettings: Sendable {
         authSecretFile = values.string("auth.secretFile")
         authIssuer = values.string("auth.issuer")
         authAudience = values.string("auth.audience")
-        allowedOrigins = values.strings("auth.allowedOrigins")
+        // A browser leaves a scheme's default port out of Origin and Host: "https://a.example:443"
+        // listed never matched what it sends (an HTTPS pass). Compared as the browser sends it.
+        allowedOrigins = values.strings("auth.allowedOrigins").map { origin in
+            for (scheme, port) in [("https://", ":443"), ("http://", ":80")]
+            where origin.lowercased().hasPrefix(scheme) && origin.hasSuffix(port) {
+                return String(origin.dropLast(port.count))
+            }
+            return origin
+        }
         tlsCertFile = values.string("tls.certFile")
         tlsKeyFile = values.string("tls.keyFile")
         nodeID = values.string("cluster.nodeId")

@@ -366,6 +366,11 @@ def test_allowed_origins_let_listed_sites_in(hub_factory, room):
     assert can_connect(hub, room, "https://app.example")
     assert can_connect(hub, room, "http://localhost:3000")
     assert not can_connect(hub, room, "https://app.example.evil")
+    # A default port listed is the origin a browser sends without it (an HTTPS pass, session 38:
+    # "https://pk.example:443" matched nothing a browser sends).
+    ported = hub_factory({"auth": {"allowedOrigins": ["https://pk.example:443", "http://plain.example:80"]}})
+    assert can_connect(ported, room, "https://pk.example") and can_connect(ported, room, "http://plain.example")
+    assert not can_connect(ported, room, "https://pk.example:8443")
     anyone = hub_factory({"auth": {"allowedOrigins": ["*"]}})
     assert can_connect(anyone, room, "http://evil.example")
 
