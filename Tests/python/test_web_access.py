@@ -15,6 +15,7 @@ import time
 import pytest
 from selenium.webdriver.common.keys import Keys
 
+from conftest import unique_room
 from pkclient import by_tag
 from test_web import (RECONNECT_WAIT, ann_on_a_sqlite_hub, browsers, field_of, kill_hub_under,  # noqa: F401
                       observe, shots, wait_model)
@@ -214,9 +215,34 @@ def test_a_teammate_s_typing_is_said_once_as_one_rename(hub, room, browsers):
     it to the name after; what ann sees (#activity) follows each letter. Another teammate's typing in
     the same name right after it is said after it, and bob's is said with the name he left (a review:
     the name at the moment it was said gave bob cat's letter); a change of another kind after them
-    is said after them."""
+    is said after them. A pause of the page's 1.5 s between two of bob's acks (a stalled machine)
+    ends his run there by design: that attempt runs again in a new room, up to three times."""
     a = browsers(hub, "ann")
+    for attempt in range(3):
+        told = typing_told(hub, room if attempt == 0 else unique_room(f"typing-again-{attempt}"), a)
+        if told is not None:
+            break
+    else:
+        raise AssertionError("bob's acks came over a second apart on every attempt: a stalled machine")
+    assert told == ["bob: Joan is now called Joanna Lee", "cat: Joanna Lee is now called Joanna Lee!",
+                    "bob: Sam's hair color is now red"], told
+    # A letter, and ann leaves the room before the pause: nothing is said of it later, nothing fails.
+    bob = hub.join(a.room, "bob")
+    bob.edit([{"op": "text", "tag": 3, "edits": [{"retain": 3}, {"insert": "m"}]}], label="Change Name", coalesce="name:3")
+    a.wait_for(lambda p: "Samm" in said(p, "#activity"), "bob's letter on Sam shown")
+    a.click("#leave")
+    time.sleep(2.0)  # past the 1.5 s pause: the scenario itself
+    assert not any("Samm" in t for t in a.js("return window.__said;")), a.js("return window.__said;")
+    assert not a.console(), f"the page's console after leaving mid-typing: {a.console()}"
+    bob.close()
+
+
+def typing_told(hub, room: str, a) -> list | None:
+    """ann's page in `room`; bob types "na Lee" after Joan, cat "!", then bob changes Sam's hair: what
+    #teammates said, or None when two of bob's acks came more than 1.2 s apart (his run may have
+    paused there, which the page ends a run at)."""
     a.open_room(room, "ann")
+    a.room = room
     a.js("""window.__said = []; window.__shown = [];
         const live = document.getElementById('teammates'), shown = document.getElementById('activity');
         new MutationObserver(() => window.__said.push(live.textContent.replace(/\\s+/g, ' ').trim())).observe(
@@ -225,32 +251,29 @@ def test_a_teammate_s_typing_is_said_once_as_one_rename(hub, room, browsers):
             shown, {childList: true, characterData: true, subtree: true});""")
     bob = hub.join(room, "bob")
     cat = hub.join(room, "cat")
-    name = "Joan"
-    for letter in "na Lee":  # one letter after another, each waiting only for its ack (no page round trip)
-        bob.edit([{"op": "text", "tag": 2, "edits": [{"retain": len(name)}, {"insert": letter}]}],
+    try:
+        name = "Joan"
+        acked = [time.monotonic()]
+        for letter in "na Lee":  # one letter after another, each waiting only for its ack (no page round trip)
+            bob.edit([{"op": "text", "tag": 2, "edits": [{"retain": len(name)}, {"insert": letter}]}],
+                     label="Change Name", coalesce="name:2")
+            acked.append(time.monotonic())
+            name += letter
+        cat.sync(6)  # cat has bob's six letters
+        cat.edit([{"op": "text", "tag": 2, "edits": [{"retain": len(name)}, {"insert": "!"}]}],
                  label="Change Name", coalesce="name:2")
-        name += letter
-    cat.sync(6)  # cat has bob's six letters
-    cat.edit([{"op": "text", "tag": 2, "edits": [{"retain": len(name)}, {"insert": "!"}]}],
-             label="Change Name", coalesce="name:2")
-    a.wait_for(lambda p: any("Joanna Lee!" in t for t in p.js("return window.__said;")), "cat's typing said", timeout=8)
-    shown = a.js("return window.__shown;")
-    assert len({t for t in shown if "is now called" in t}) >= 2, f"#activity did not follow the letters: {shown}"
-    bob.edit([{"op": "set", "tag": 3, "field": "hairColor", "value": "red"}], label="Change Hair Color")
-    a.wait_for(lambda p: any("Sam's hair color is now red" in t for t in p.js("return window.__said;")),
-               "bob's next change said after it", timeout=8)
-    told = [t for t in a.js("return window.__said;") if t]
-    assert told == ["bob: Joan is now called Joanna Lee", "cat: Joanna Lee is now called Joanna Lee!",
-                    "bob: Sam's hair color is now red"], told
-    # A letter, and ann leaves the room before the pause: nothing is said of it later, nothing fails.
-    bob.edit([{"op": "text", "tag": 3, "edits": [{"retain": 3}, {"insert": "m"}]}], label="Change Name", coalesce="name:3")
-    a.wait_for(lambda p: "Samm" in said(p, "#activity"), "bob's letter on Sam shown")
-    a.click("#leave")
-    time.sleep(2.0)  # past the 1.5 s pause: the scenario itself
-    assert not any("Samm" in t for t in a.js("return window.__said;")), a.js("return window.__said;")
-    assert not a.console(), f"the page's console after leaving mid-typing: {a.console()}"
-    bob.close()
-    cat.close()
+        if max(later - earlier for earlier, later in zip(acked[1:], acked[2:])) > 1.2:
+            return None
+        a.wait_for(lambda p: any("Joanna Lee!" in t for t in p.js("return window.__said;")), "cat's typing said", timeout=8)
+        shown = a.js("return window.__shown;")
+        assert len({t for t in shown if "is now called" in t}) >= 2, f"#activity did not follow the letters: {shown}"
+        bob.edit([{"op": "set", "tag": 3, "field": "hairColor", "value": "red"}], label="Change Hair Color")
+        a.wait_for(lambda p: any("Sam's hair color is now red" in t for t in p.js("return window.__said;")),
+                   "bob's next change said after it", timeout=8)
+        return [t for t in a.js("return window.__said;") if t]
+    finally:
+        bob.close()
+        cat.close()
 
 
 def row_badge_box(page, tag: int) -> dict | None:
