@@ -286,17 +286,19 @@ def row_badge_box(page, tag: int) -> dict | None:
             return next((p for p in node.get("pseudoElements", []) if p.get("pseudoType") == "after"), None)
         return next((found for child in node.get("children", []) if (found := find(child))), None)
     after = find(page.driver.execute_cdp_cmd("DOM.getDocument", {"depth": -1})["root"])
-    if after is None:
-        return None
-    quad = page.driver.execute_cdp_cmd("DOM.getBoxModel", {"nodeId": after["nodeId"]})["model"]["border"]
-    return {"left": min(quad[0::2]), "top": min(quad[1::2]), "right": max(quad[0::2]), "bottom": max(quad[1::2])}
+    return None if after is None else node_box(page, after["nodeId"])
 
 
 def element_box(page, selector: str) -> dict:
     """The border box of `selector`'s element, as the DevTools protocol lays it out (row_badge_box's frame)."""
     root = page.driver.execute_cdp_cmd("DOM.getDocument", {"depth": 0})["root"]
-    node = page.driver.execute_cdp_cmd("DOM.querySelector", {"nodeId": root["nodeId"], "selector": selector})["nodeId"]
-    quad = page.driver.execute_cdp_cmd("DOM.getBoxModel", {"nodeId": node})["model"]["border"]
+    return node_box(page, page.driver.execute_cdp_cmd("DOM.querySelector",
+                                                      {"nodeId": root["nodeId"], "selector": selector})["nodeId"])
+
+
+def node_box(page, node_id: int) -> dict:
+    """The border box of the DevTools protocol's node `node_id`: {left, top, right, bottom}."""
+    quad = page.driver.execute_cdp_cmd("DOM.getBoxModel", {"nodeId": node_id})["model"]["border"]
     return {"left": min(quad[0::2]), "top": min(quad[1::2]), "right": max(quad[0::2]), "bottom": max(quad[1::2])}
 
 

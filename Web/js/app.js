@@ -92,7 +92,7 @@ class App {
     this.frame = null;
     /** Teammates' changes not yet said to screen readers: {text, count}, or null. */
     this.unannounced = null;
-    /** A teammate's typing not said yet: {author, tag, from (the name before it), notice, timer}. */
+    /** A teammate's typing not said yet: {author, tag, from and to (the names before and after it), notice, timer}. */
     this.typingRun = null;
     this.timers = {};
     this.pendingDelete = null;

@@ -476,10 +476,7 @@ export class LiveRoom {
             this.reads.delete(message.seq);
             notices.push({ type: 'readFailed', seq: message.seq, code: event.code });
           } else if (isFatal(event.code)) {
-            notices.push({ type: 'fatal', code: event.code, message: event.message });
-            this.stopped = true;
-            this.link = 'offline';
-            this.why = event.message;
+            this.stopFor(event.code, event.message, notices);
           } else {
             notices.push({ type: 'error', code: event.code, message: event.message });
           }
@@ -494,12 +491,8 @@ export class LiveRoom {
           if (/^wss:/i.test(this.url) && !/^wss:/i.test(event.url)) {
             // A room opened over TLS never goes on without it (the terminal client does the same; a
             // browser would refuse the connection anyway, and the page went round the redirect for ever).
-            const message = `The hub sent this room to ${event.url}, which is not encrypted, so this page does not `
-              + 'follow it. The operator should give that hub a wss:// address (cluster.advertisedURL).';
-            notices.push({ type: 'fatal', code: 'insecure-redirect', message });
-            this.stopped = true;
-            this.link = 'offline';
-            this.why = message;
+            this.stopFor('insecure-redirect', `The hub sent this room to ${event.url}, which is not encrypted, so this page `
+              + 'does not follow it. The operator should give that hub a wss:// address (cluster.advertisedURL).', notices);
             this.drop(1000);
             break;
           }
@@ -559,6 +552,14 @@ export class LiveRoom {
       this.tagsAsked = true;
       this.send([{ type: 'tags' }]);
     }
+  }
+
+  /** The room stops for good (no reconnecting), and the page hears why as a `fatal` notice. */
+  stopFor(code, message, notices) {
+    notices.push({ type: 'fatal', code, message });
+    this.stopped = true;
+    this.link = 'offline';
+    this.why = message;
   }
 
   /** Closes the current socket (its late events are ignored) and counts the connection as lost. */
