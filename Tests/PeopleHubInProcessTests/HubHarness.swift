@@ -472,8 +472,8 @@ extension HubHarness {
 
     /// An HTTP request and its answer once everything it started has settled.
     func http(_ method: String, _ path: String, query: [String: String] = [:], body: String = "",
-              token: String? = nil, peer: String = "127.0.0.1") async -> HTTPResponse? {
-        let exchange = start(method, path, query: query, body: body, token: token, peer: peer)
+              token: String? = nil, peer: String = "127.0.0.1", headers: [String: String] = [:]) async -> HTTPResponse? {
+        let exchange = start(method, path, query: query, body: body, token: token, peer: peer, headers: headers)
         await settle()
         return exchange.response
     }

@@ -593,6 +593,49 @@ struct HubInProcessTests {
 
     // MARK: HTTP
 
+    @Test("cross-origin: pages of listed origins may read the API's answers and pass its preflight; other pages may not")
+    func crossOrigin() async throws {
+        let listed = "http://node-b:8080"
+        let h = HubHarness { $0.allowedOrigins = [listed] }
+        let ann = try #require(h.connect("/v1/rooms/r"))
+        await h.send(.hello(.init(user: "ann")), on: ann)
+        await h.settle()
+        func header(_ response: HTTPResponse?, _ name: String) -> String? {
+            response?.headers.first { $0.name.lowercased() == name.lowercased() }?.value
+        }
+
+        let read = await h.http("GET", "/v1/rooms/r", query: ["at": "0"], headers: ["origin": listed, "host": "localhost:8080"])
+        #expect(read?.status == 200)
+        #expect(header(read, "Access-Control-Allow-Origin") == listed && header(read, "Vary") == "Origin")
+        let preflight = await h.http("OPTIONS", "/v1/rooms/r", headers: ["origin": listed, "host": "localhost:8080"])
+        #expect(preflight?.status == 200 && header(preflight, "Access-Control-Allow-Origin") == listed)
+        #expect(header(preflight, "Access-Control-Allow-Methods") == "GET, HEAD, PUT, DELETE, OPTIONS")
+        #expect(header(preflight, "Access-Control-Allow-Headers") == "Authorization, Content-Type")
+        let own = await h.http("OPTIONS", "/v1/rooms/r/batches", headers: ["origin": "http://localhost:8080", "host": "localhost:8080"])
+        #expect(header(own, "Access-Control-Allow-Methods") == "POST, OPTIONS", "the hub's own origin")
+
+        let other = "https://evil.example"
+        let refused = await h.http("OPTIONS", "/v1/rooms/r", headers: ["origin": other, "host": "localhost:8080"])
+        #expect(refused?.status == 403 && refused?.json?["error"]?["code"] == .string("forbidden"))
+        #expect(header(refused, "Access-Control-Allow-Origin") == nil)
+        let unread = await h.http("GET", "/v1/rooms/r", headers: ["origin": other, "host": "localhost:8080"])
+        #expect(unread?.status == 403 && header(unread, "Access-Control-Allow-Origin") == nil)
+        let plain = await h.http("OPTIONS", "/v1/rooms/r/log")
+        #expect(plain?.status == 200 && header(plain, "Allow") == "GET, HEAD, OPTIONS" && header(plain, "Access-Control-Allow-Origin") == nil,
+                "no Origin: an ordinary OPTIONS")
+        #expect(await h.http("OPTIONS", "/v1/nothing", headers: ["origin": listed])?.status == 404)
+        let file = FakeExchange(HTTPRequest(method: "OPTIONS", path: "/index.html", headers: ["origin": listed]))
+        #expect(!h.hub.handle(file), "the page's files are the transport's")
+    }
+
+    @Test("cross-origin: a room another node holds is 307 there with the listed page's origin granted, so its browser follows it")
+    func crossOriginRedirect() async throws {
+        let h = HubHarness(configure: { $0.allowedOrigins = ["http://owner:9000"] }, store: LeasedElsewhere())
+        let response = await h.http("GET", "/v1/rooms/far", query: ["at": "2"], headers: ["origin": "http://owner:9000"])
+        #expect(response?.status == 307)
+        #expect(response?.headers.contains(.init("Access-Control-Allow-Origin", "http://owner:9000")) == true)
+    }
+
     @Test("HTTP routes: /healthz, /metrics when off, unknown /v1/ paths, and files left to the transport")
     func routes() async {
         let h = HubHarness { $0.metricsEnabled = false }

@@ -536,6 +536,16 @@ test('a restore to how the room already is is no question: the past state is rea
   const open = readRoomAt({ room: 'r', fetch });
   await open(0);
   assert.deepEqual(asked.at(-1), ['/v1/rooms/r?at=0', {}], 'no token: no Authorization header');
+
+  // In a cluster the room is read where the page's WebSocket was sent (another node would answer with
+  // a 307, which a browser follows without the token), at the node's address as the page knows it then.
+  let node = 'ws://10.1.1.1:8080/v1/rooms/team%20a';
+  const clustered = readRoomAt({ room: 'team a', token: 'tok', node: () => node, fetch });
+  await clustered(3);
+  assert.deepEqual(asked.at(-1), ['http://10.1.1.1:8080/v1/rooms/team%20a?at=3', { Authorization: 'Bearer tok' }]);
+  node = 'wss://b.example/people/v1/rooms/team a';
+  await clustered(0);
+  assert.equal(asked.at(-1)[0], 'https://b.example/people/v1/rooms/team%20a?at=0', 'TLS, and a path in front');
   assert.equal(alreadyRestoredText(entry(4, 'bob'), 1_000_000 + 7),
     "The room already looks like it did right after bob's Change Hair Color (just now): restoring it would change nothing.");
   assert.equal(alreadyRestoredText(START, 0),

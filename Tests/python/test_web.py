@@ -1919,6 +1919,56 @@ def test_restore_to_a_revision_the_room_already_looks_like_offers_no_restore(hub
     a.click("#cancel-restore")
 
 
+def test_in_a_cluster_the_restore_question_reads_the_room_at_the_node_that_holds_it(hub_factory, pg_server, room,
+                                                                                      browsers, tmp_path):
+    """Two nodes on one PostgreSQL with tokens, each listing both nodes' pages in auth.allowedOrigins.
+    bob's client holds the room at node b and makes r1 (Ann's hair), r2 (glasses on) and r3 (glasses
+    off: the room is as right after r1 again). ann's page is served by node a, whose WebSocket sends it
+    to b. "Restore to here" on r1 says the room already looks like that and offers no Restore, as on
+    one node: the page reads `?at=1` at b (the node its WebSocket was sent to) with its token, and b
+    lets a's page read the answer (CORS, preflight and all).
+    Before the fix: the page asked a, whose 307 the browser followed to b without the token (401), and
+    b's answer had no Access-Control-Allow-Origin anyway: the question asked to take back 2 changes."""
+    from conftest import merge, to_yaml
+    secret = tmp_path / "secret"
+    secret.write_text(TOKEN_SECRET + "\n")
+    nodes = [hub_factory({"storage": {"kind": "postgres", "postgresURL": pg_server.url}, "cluster": {"nodeId": name},
+                          "auth": {"mode": "token", "secretFile": str(secret)}, "metrics": {"enabled": True}})
+             for name in ("a", "b")]
+    origins = [f"http://127.0.0.1:{n.port}" for n in nodes]
+    for n in nodes:  # each node lets both nodes' pages in: only known once both have their ports
+        n.config = merge(n.config, {"auth": {"allowedOrigins": origins}})
+        n.config_path.write_text(to_yaml(n.config))
+        n.restart(same_port=True)
+    a, b = nodes
+    bob = b.join(room, "bob", token=jwt("bob", [room]))
+    for ops in ([{"op": "set", "tag": 1, "field": "hairColor", "value": "red"}],
+                [{"op": "set", "tag": 1, "field": "glasses", "value": True}],
+                [{"op": "set", "tag": 1, "field": "glasses", "value": False}]):
+        bob.submit(ops)
+        assert "rev" in bob.take("ack"), bob
+    assert bob.rev == 3
+
+    ann = browsers(a, "ann")
+    join_with_token(ann, room, "ann", jwt("ann", [room]))
+    assert ann.js("return window.peoplekeeper.revision") == 3
+    ann.wait_for(history_is([3, 2, 1, 0]), "ann's panel with bob's revisions 3 to 1 and the start")
+    dialog = ("const d = document.getElementById('restore-dialog'); return {open: d.open, count: d.getAttribute('data-count'),"
+              " already: d.getAttribute('data-already'), restore: !document.getElementById('confirm-restore').hidden,"
+              " text: document.getElementById('restore-text').textContent.trim()};")
+    ann.click(ann.history_row(1) + " button.restore-here")
+    said = ann.wait_for(lambda p: (lambda d: d if d["open"] and (d["already"] == "true" or d["count"] not in (None, "0"))
+                                   else None)(p.js(dialog)), "the restore question on revision 1")
+    assert said["already"] == "true" and said["count"] == "0" and said["restore"] is False, said
+    assert said["text"].startswith("The room already looks like it did right after bob's"), said
+    ann.click("#cancel-restore")
+    preflights = re.search(r'^peoplekeeper_http_requests_total\{(?=[^}]*route="OPTIONS \(preflight\)")(?=[^}]*status="200")'
+                           r'[^}]*\} (\d+)', b.metrics(), re.MULTILINE)
+    assert preflights and int(preflights.group(1)) >= 1, "the page's read went to b, preflight first"
+    status, _, body = b.http("GET", f"/v1/rooms/{room}", {"Authorization": "Bearer " + jwt("bob", [room])})
+    assert status == 200 and json.loads(body)["rev"] == 3, (status, body)
+
+
 def test_no_restore_is_offered_or_queued_while_the_hub_is_unreachable(hub_factory, room, browsers):
     """A restore is worked out by the hub when it gets there, so one queued offline would take back
     whatever teammates sent meanwhile, which the question never counted. ann changes Ann's hair (r1)

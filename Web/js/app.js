@@ -246,8 +246,9 @@ class App {
       this.renewing = null;
       this.request = { room, user, token };
       this.tokenKept = false;
-      this.restoreCheck = new RestoreCheck(readRoomAt({ room, token }));
-      this.live.renew(token);
+      const live = this.live;
+      this.restoreCheck = new RestoreCheck(readRoomAt({ room, token, node: () => live.url }));
+      live.renew(token);
       return;
     }
     this.renewing = null;
@@ -271,7 +272,7 @@ class App {
     this.lastCatchingUp = false;
     const live = new LiveRoom({ url: roomURL(location, room), user, token });
     this.live = live;
-    this.restoreCheck = new RestoreCheck(readRoomAt({ room, token: live.token }));
+    this.restoreCheck = new RestoreCheck(readRoomAt({ room, token: live.token, node: () => live.url }));
     this.roomName = room;
     setText($('room-name'), room);
     setText($('me-name'), user);

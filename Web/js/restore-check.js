@@ -13,18 +13,37 @@ import { PeopleModel } from './core/model.js';
 
 /**
  * A reader of the room's past states over HTTP: `(rev) → Promise<PeopleModel>` from
- * `GET /v1/rooms/ROOM?at=REV` on the hub that served the page, with the access token as a bearer
- * token when there is one. Rejects on any answer but a 200 with that revision's people.
+ * `GET /v1/rooms/ROOM?at=REV`, with the access token as a bearer token when there is one. Rejects on
+ * any answer but a 200 with that revision's people.
+ *
+ * `node()` is the room's WebSocket address on the hub node the page is connected to (LiveRoom's `url`,
+ * which follows the cluster's redirects): the read goes to that node, whose answer the page may read
+ * when the node lists the page's origin (`auth.allowedOrigins`). Another node would send it there
+ * with a 307, which a browser follows without the token. Without `node`, the hub that served the page.
  */
-export function readRoomAt({ room, token, fetch = (...args) => globalThis.fetch(...args) }) {
+export function readRoomAt({ room, token, node, fetch = (...args) => globalThis.fetch(...args) }) {
   return async (rev) => {
     const headers = token ? { Authorization: `Bearer ${token}` } : {};
-    const answer = await fetch(`/v1/rooms/${encodeURIComponent(room)}?at=${rev}`, { headers });
+    const answer = await fetch(roomStateURL(node?.(), room, rev), { headers });
     if (!answer.ok) throw new Error(`the hub answered ${answer.status}`);
     const body = await answer.json();
     if (body?.rev !== rev || !Array.isArray(body.people)) throw new Error('not the state asked for');
     return PeopleModel.fromJSON(body.people);
   };
+}
+
+/**
+ * The HTTP address of `room` as it was right after `rev`, on the node of the WebSocket address `node`
+ * (`ws(s)://HOST/…/v1/rooms/ROOM` → `http(s)://HOST/…/v1/rooms/ROOM?at=REV`); a path on the page's own
+ * hub when `node` is not given.
+ */
+export function roomStateURL(node, room, rev) {
+  let base = '';
+  if (node) {
+    const cut = node.lastIndexOf('/v1/rooms/');
+    base = (cut < 0 ? node : node.slice(0, cut)).replace(/^ws(s?):/i, 'http$1:');
+  }
+  return `${base}/v1/rooms/${encodeURIComponent(room)}?at=${rev}`;
 }
 
 export class RestoreCheck {

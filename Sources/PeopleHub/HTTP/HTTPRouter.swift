@@ -78,6 +78,19 @@ struct HTTPRouter {
         return routes.contains { Self.match($0.segments, parts) != nil }
     }
 
+    /// The methods the routes matching `path` take, in the order they were added (`HEAD` after a
+    /// `GET`); empty when no route matches it.
+    func methods(for path: String) -> [String] {
+        let parts = Self.split(path)
+        var methods: [String] = []
+        for route in routes where Self.match(route.segments, parts) != nil {
+            for method in route.method == "GET" ? ["GET", "HEAD"] : [route.method] where !methods.contains(method) {
+                methods.append(method)
+            }
+        }
+        return methods
+    }
+
     private static func split(_ path: String) -> [Substring] {
         path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { $0 }
     }

@@ -45,9 +45,21 @@ extension Hub {
     }
 
     /// A plain HTTP request (the transport's callback, on the service thread): a route takes it, a
-    /// path under `/v1/` that none matches is 404 `not-found`, anything else is left for a file.
+    /// path under `/v1/` that none matches is 404 `not-found`, anything else is left for a file. Under
+    /// `/v1/`, a page of an origin `auth.allowedOrigins` lets in may read the answer, and `OPTIONS` is
+    /// a browser's preflight (CrossOrigin.swift).
     public func handle(_ exchange: any HTTPExchange) -> Bool {
-        let metered = MeteredExchange(exchange, metrics: httpMetrics)
+        let request = exchange.request
+        let api = request.path.hasPrefix("/v1/")
+        if api, request.method == "OPTIONS", case let methods = routes.methods(for: request.path), !methods.isEmpty {
+            let metered = MeteredExchange(exchange, metrics: httpMetrics)
+            metered.route = "OPTIONS (preflight)"
+            metered.respond(CrossOrigin.preflight(request, methods: methods, allowed: configuration.allowedOrigins))
+            return true
+        }
+        let granted = api ? CrossOrigin.grant(request, allowed: configuration.allowedOrigins) : []
+        let metered = MeteredExchange(granted.isEmpty ? exchange : HeaderedExchange(exchange, headers: granted),
+                                      metrics: httpMetrics)
         if routes.route(metered, matched: { metered.route = $0 }) { return true }
         guard exchange.request.path.hasPrefix("/v1/") else { return false }
         metered.route = "\(exchange.request.method) (no route)"
