@@ -258,6 +258,11 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
                 // written as HTTP/1 bytes) reached browsers empty (ERR_HTTP2_COMPRESSION_ERROR) and
                 // the API refused the page's own origin. WebSockets upgrade over HTTP/1.1 as before.
                 info.alpn = keep("http/1.1")
+                // TLS 1.2 with forward secrecy and AEAD only (ECDHE with AES-GCM or ChaCha20-Poly1305,
+                // Mozilla's "intermediate" list without DHE); OpenSSL's default also took static-RSA
+                // and CBC suites (AES128-SHA). Nothing older than TLS 1.2 has these, so 1.0 and 1.1 are
+                // refused too. TLS 1.3's suites (all forward secret) are OpenSSL's.
+                info.ssl_cipher_list = keep(Self.tls12Ciphers)
             }
             info.options = options
             info.pt_serv_buf_size = 32 * 1024
@@ -643,6 +648,12 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
         (WSI_TOKEN_HTTP_AUTHORIZATION, "authorization"), (WSI_TOKEN_HTTP_ACCEPT, "accept"),
         (WSI_TOKEN_HTTP_CONTENT_TYPE, "content-type"), (WSI_TOKEN_ORIGIN, "origin"), (WSI_TOKEN_HOST, "host"),
     ]
+
+    /// The TLS 1.2 cipher suites a TLS port accepts (OpenSSL names).
+    static let tls12Ciphers = [
+        "ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-RSA-AES128-GCM-SHA256", "ECDHE-ECDSA-AES256-GCM-SHA384",
+        "ECDHE-RSA-AES256-GCM-SHA384", "ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-RSA-CHACHA20-POLY1305",
+    ].joined(separator: ":")
 
     /// The most a request's headers may take (lws closes a connection whose headers are longer).
     public static let maxHeaderBytes = 16 * 1024

@@ -457,6 +457,36 @@ def test_tls_serves_wss_with_the_configured_certificate_and_nothing_in_clear(hub
             ws.recv(timeout=5)
 
 
+def test_tls_1_2_takes_only_forward_secret_aead_suites(hub_factory, tmp_path):
+    """A TLS port's TLS 1.2 suites are ECDHE with AES-GCM or ChaCha20-Poly1305 (docs/SECURITY.md, "TLS"):
+    a client offering only a suite without forward secrecy (static RSA key exchange) or a CBC one is
+    refused at the handshake; the usual suites and TLS 1.3 are taken.
+    Before (an operator's pass, session 38): OpenSSL's defaults took `AES128-SHA` and the like."""
+    import socket
+    import ssl
+    cert, key = self_signed(tmp_path)
+    hub = hub_factory({"tls": {"certFile": cert, "keyFile": key}})
+
+    def handshake(ciphers: str | None = None, version=ssl.TLSVersion.TLSv1_2) -> str:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.load_verify_locations(cert)
+        context.minimum_version = context.maximum_version = version
+        if ciphers:
+            context.set_ciphers(ciphers + ":@SECLEVEL=0")   # this client offers them whatever its defaults
+        with socket.create_connection(("127.0.0.1", hub.port), timeout=5) as raw:
+            with context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+                return tls.cipher()[0]
+
+    assert handshake() in ("ECDHE-RSA-AES256-GCM-SHA384", "ECDHE-RSA-AES128-GCM-SHA256", "ECDHE-RSA-CHACHA20-POLY1305")
+    assert handshake("ECDHE-RSA-CHACHA20-POLY1305") == "ECDHE-RSA-CHACHA20-POLY1305"
+    for weak in ("AES128-SHA", "AES256-GCM-SHA384", "ECDHE-RSA-AES128-SHA", "ECDHE-RSA-AES256-SHA384",
+                 "DHE-RSA-AES128-GCM-SHA256"):
+        with pytest.raises(ssl.SSLError):
+            handshake(weak)
+    assert handshake(version=ssl.TLSVersion.TLSv1_3).startswith("TLS_")
+    assert hub.alive()
+
+
 def test_the_terminal_client_speaks_wss_and_checks_the_hub_s_certificate(hub_factory, room, tmp_path):
     cert, key = self_signed(tmp_path)
     hub = hub_factory({"tls": {"certFile": cert, "keyFile": key}})
