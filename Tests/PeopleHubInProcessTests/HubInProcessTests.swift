@@ -626,6 +626,22 @@ struct HubInProcessTests {
         #expect(await h.http("OPTIONS", "/v1/nothing", headers: ["origin": listed])?.status == 404)
         let file = FakeExchange(HTTPRequest(method: "OPTIONS", path: "/index.html", headers: ["origin": listed]))
         #expect(!h.hub.handle(file), "the page's files are the transport's")
+        let wrongMethod = await h.http("PATCH", "/v1/rooms/r", headers: ["origin": listed, "host": "localhost:8080"])
+        #expect(wrongMethod?.status == 405 && header(wrongMethod, "Allow") == "GET, HEAD, PUT, DELETE, OPTIONS")
+
+        // Open mode makes a loopback caller an admin, but never a page of another origin, listed or
+        // not: it may do what the room's WebSocket lets it do, not delete, create, list or export rooms
+        // for whoever opened it on the hub's machine (a helper's review of the CORS commit).
+        let fromPage = ["origin": listed, "host": "localhost:8080"]
+        #expect(await h.http("DELETE", "/v1/rooms/r", headers: fromPage)?.status == 403)
+        #expect(await h.http("PUT", "/v1/rooms/made", body: #"{"people":[]}"#, headers: fromPage)?.status == 403)
+        #expect(await h.http("GET", "/v1/rooms", headers: fromPage)?.status == 403)
+        #expect(await h.http("GET", "/v1/rooms/r/export", headers: fromPage)?.status == 403)
+        #expect(await h.http("GET", "/v1/rooms/r", headers: fromPage)?.status == 200, "a room's read is the WebSocket's too")
+        let ownPage = ["origin": "http://localhost:8080", "host": "localhost:8080"]
+        #expect(await h.http("GET", "/v1/rooms", headers: ownPage)?.status == 200, "the hub's own page, on loopback")
+        #expect(await h.http("GET", "/v1/rooms")?.status == 200, "no Origin: not a browser")
+        #expect(await h.http("DELETE", "/v1/rooms/r", headers: ownPage)?.status == 204)
     }
 
     @Test("cross-origin: a room another node holds is 307 there with the listed page's origin granted, so its browser follows it")

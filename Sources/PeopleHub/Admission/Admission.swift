@@ -109,13 +109,26 @@ struct Admission {
 
     static let hostRefusal = "auth.mode is open: a request from this machine must address the hub as localhost or a loopback address, or as a host listed in auth.allowedOrigins (a page of another site may be pointing its name at this machine)"
 
+    /// Whether a request comes from a web page of another origin than the hub's own (`Origin` other
+    /// than `http(s)://` + `Host`); false without an `Origin` (not a browser, or a same-origin GET).
+    static func isCrossOrigin(_ origin: String?, host: String?) -> Bool {
+        guard let origin, !origin.isEmpty else { return false }
+        let normalized = normalized(origin)
+        guard let host = host?.lowercased() else { return true }
+        return normalized != "http://\(host)" && normalized != "https://\(host)"
+    }
+
     static func originAllowed(_ origin: String?, host: String?, allowed: [String]) -> Bool {
         guard let origin, !origin.isEmpty else { return true }
         if allowed.contains("*") { return true }
-        let lowered = origin.lowercased()
-        let normalized = lowered.hasSuffix("/") ? String(lowered.dropLast()) : lowered
+        let normalized = normalized(origin)
         if allowed.contains(where: { $0.lowercased() == normalized }) { return true }
-        guard let host = host?.lowercased() else { return false }
-        return normalized == "http://\(host)" || normalized == "https://\(host)"
+        return !isCrossOrigin(origin, host: host)
+    }
+
+    /// An origin as compared: lower case, without a trailing `/`.
+    private static func normalized(_ origin: String) -> String {
+        let lowered = origin.lowercased()
+        return lowered.hasSuffix("/") ? String(lowered.dropLast()) : lowered
     }
 }

@@ -67,6 +67,8 @@ struct HTTPRouter {
         matched("\(request.method) (not allowed)")
         var failure = HTTPFailure(status: 405, code: "method-not-allowed",
                                   message: "\(request.method) is not a method of \(request.path)")
+        // Under /v1/ every path with a route also takes OPTIONS (a browser's preflight, CrossOrigin.swift).
+        if request.path.hasPrefix("/v1/") { allowed.append("OPTIONS") }
         failure.headers = [.init("Allow", allowed.joined(separator: ", "))]
         exchange.respond(failure.response(json: request.path.hasPrefix("/v1/")))
         return true

@@ -55,7 +55,7 @@ extension Hub {
     }
 
     /// Open mode: the `user` query argument (writes may name it in the body instead), an editor; an
-    /// admin only from a loopback peer.
+    /// admin only from a loopback peer, and not from a page of another origin.
     ///
     /// Anyone may act as anyone here, so what a browser may do is checked as for a WebSocket: a page
     /// of another site is refused (`Origin`, `auth.allowedOrigins`), and so is a request from this
@@ -71,7 +71,11 @@ extension Hub {
             guard (try? UserName(name)) != nil else { throw HTTPFailure.badMessage("user must be 1 to 64 bytes of UTF-8") }
             user = name
         }
-        return HTTPCaller(user: user, role: Admission.isLoopback(call.request.peer) ? .admin : .editor, rooms: nil)
+        // A page of another origin, even a listed one, is never an admin: it may do what a room's
+        // WebSocket lets it do, not delete, create, list or export rooms for whoever opened it here.
+        let admin = Admission.isLoopback(call.request.peer)
+            && !Admission.isCrossOrigin(headers["origin"], host: headers["host"])
+        return HTTPCaller(user: user, role: admin ? .admin : .editor, rooms: nil)
     }
 
     /// Open mode: a request from this machine that addresses the hub by another name than a loopback
