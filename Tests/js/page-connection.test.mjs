@@ -307,6 +307,60 @@ test('an upgrade the hub never answers is given up after CONNECT_SECONDS and tri
   assert.equal(stuck.sent.length, 0, 'nothing went on the socket given up');
 });
 
+test('a hub that answers but never lets the socket open is said to refuse the page, not to be unreachable', async () => {
+  // A black-box pass over https (session 38): a handshake the hub refused (a full hub, a page address
+  // it does not allow) looked like an outage: a browser tells a page nothing of why a WebSocket failed.
+  const timers = fakeTimers();
+  FakeSocket.made = [];
+  let running = true;
+  const probed = [];
+  const room = new LiveRoom({ url: 'ws://a:8080/v1/rooms/r', user: 'ann', WebSocket: FakeSocket,
+    timers: { setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout, now: () => timers.now },
+    probe: async (url) => { probed.push(url); return running; } });
+  const status = () => connectionStatus(room.connection, timers.now);
+  const settle = () => new Promise((r) => setTimeout(r, 0));
+  room.start();
+  const refuse = async () => { FakeSocket.made.at(-1).onclose({ code: 1006 }); await settle(); };
+  await refuse();
+  assert.deepEqual(probed, ['ws://a:8080/v1/rooms/r'], 'asked whether the hub runs');
+  assert.equal(room.refused, false, 'once could be a hub that was starting');
+  assert.match(status().detail, /^The hub can't be reached\./);
+  timers.advance(250);
+  await refuse();
+  assert.equal(room.refused, true);
+  assert.match(status().detail, /^The hub is running but won't let this page connect: it may be full, or not set up for pages from this address\. Changes you make are kept/);
+  assert.equal(status().down, true, 'still down: changes are kept, retries go on');
+
+  running = false;                                          // the hub stops answering too
+  timers.advance(500);
+  await refuse();
+  assert.equal(room.refused, false);
+  assert.match(status().detail, /^The hub can't be reached\./);
+  running = true;
+  timers.advance(1000);
+  await refuse();
+  timers.advance(2000);
+  await refuse();
+  assert.equal(room.refused, true);
+  timers.advance(4000);
+  const socket = FakeSocket.made.at(-1);
+  socket.onopen();
+  socket.hear(welcome());
+  assert.equal(room.refused, false, 'a welcome ends it');
+  assert.equal(status().detail, '');
+
+  // A socket that opened and was closed by the hub, or dropped after its welcome, asks nothing.
+  const asked = probed.length;
+  socket.onclose({ code: 1006 });
+  await settle();
+  assert.equal(probed.length, asked + 0, 'an outage after an open socket: no probe');
+  timers.advance(250);
+  FakeSocket.made.at(-1).onclose({ code: 1001, reason: 'shutting down' });
+  await settle();
+  assert.equal(probed.length, asked, 'the hub closed it itself: it is up, and says so');
+  room.stop();
+});
+
 test('a silent connection gets a ping after HEARTBEAT_SECONDS and is given up after a second silent spell', () => {
   const { room, timers, socket, status } = online();
   timers.advance(HEARTBEAT_SECONDS * 1000);

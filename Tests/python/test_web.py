@@ -1117,6 +1117,36 @@ def status_text(p: PeoplePage) -> str:
     return p.js("const r = document.querySelector('#room .topbar'); return r ? r.innerText : '';")
 
 
+def test_a_hub_that_refuses_the_page_s_connection_is_not_called_unreachable(hub_factory, room, browsers):
+    """The hub takes one connection (limits.maxConnections: 1) and a client holds it. ann opens the
+    room's link: the hub answers its WebSocket handshake 503, which a browser tells a page nothing
+    about. The page asks the hub's /healthz, which answers, and says the hub is running but won't let
+    this page connect (not "can't reach the hub"), and keeps trying; when the client leaves, ann joins
+    and nothing of it is said any more. A hub that is away is still called unreachable.
+    Before the fix: "Can't reach the hub. Offline, retrying in N s." throughout (a black-box pass,
+    session 38: an origin or Host refusal looked like an outage)."""
+    hub = hub_factory({"limits": {"maxConnections": 1}})
+    holder = hub.join(room, "holder")
+    a = browsers(hub, "ann")
+    a.open("/?" + urllib.parse.urlencode({"room": room, "user": "ann"}))
+    said = a.wait_for(lambda p: (lambda t: t if "won't let this page connect" in t else None)(p.text("#join-status") or ""),
+                      "the join screen saying the hub refuses the page")
+    assert said.startswith("The hub is running but won't let this page connect: it may be full, or not set up for "
+                           "pages from this address."), said
+    assert not UNREACHABLE.search(said), said
+    assert not WIRE_WORDS.search(said), said
+    holder.close()
+    a.wait_online()
+    assert "won't let" not in room_text(a), room_text(a)
+    assert (a.text("#connection-detail") or "") == "", a.text("#connection-detail")
+
+    hub.kill()                                   # away: unreachable, as before
+    a.wait_for(lambda p: "The hub can't be reached." in (p.text("#connection-detail") or ""),
+               "#connection-detail saying the hub can't be reached", timeout=15)
+    time.sleep(2)                                # retries meanwhile: /healthz does not answer either
+    assert "won't let" not in (a.text("#connection-detail") or ""), a.text("#connection-detail")
+
+
 def test_after_the_hub_comes_back_nothing_still_says_it_is_unreachable(hub_factory, room, browsers):
     """Issue 17, item 1. ann's page is online; the hub is killed: the page says the hub cannot be
     reached and that her changes are kept. She makes two changes offline; the hub restarts. From then

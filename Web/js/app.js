@@ -23,14 +23,14 @@
 // Test hooks (docs/WEB.md) are kept here and in the views: `window.peoplekeeper` = {revision,
 // pending, link, role} is read-only state for browser tests.
 
-import { LiveRoom, roomURL } from './live-room.js';
+import { LiveRoom, roomURL, nodeAddress } from './live-room.js';
 import { JoinScreen } from './join.js';
 import { PeopleList } from './people-list.js';
 import { PersonEditor } from './person-editor.js';
 import { Highlights } from './highlights.js';
 import { NoticeBoard } from './notices.js';
 import { TokenStore } from './token-store.js';
-import { connectionStatus } from './connection.js';
+import { connectionStatus, awayText } from './connection.js';
 import { reportsText, remoteText, errorText, refusalText, droppedUndoText, resetText } from './report-text.js';
 import { actionLabels, presenceWords, roleWords } from './words.js';
 import { Timeline } from './timeline.js';
@@ -42,6 +42,14 @@ import { RestoreCheck, readRoomAt } from './restore-check.js';
 import { undoOffer } from './core/undo-offer.js';
 import { insert, remove, move, diffTag } from './core/diff.js';
 import { canFocus, setAttr, setText } from './dom.js';
+
+/**
+ * Whether a hub answers plain HTTP at the node of a room address (its `/healthz`; any answer counts,
+ * an opaque one from another node's origin too): LiveRoom asks after a connection that never opened.
+ */
+function hubRunning(roomAddress) {
+  return fetch(`${nodeAddress(roomAddress)}/healthz`, { mode: 'no-cors', cache: 'no-store' }).then(() => true, () => false);
+}
 
 /** How long a teammate's latest change stays in the activity line (it is not a notice of yours). */
 const ACTIVITY_MS = 8000;
@@ -270,7 +278,7 @@ class App {
     this.tokenKept = false;
     this.lastDown = false;
     this.lastCatchingUp = false;
-    const live = new LiveRoom({ url: roomURL(location, room), user, token });
+    const live = new LiveRoom({ url: roomURL(location, room), user, token, probe: hubRunning });
     this.live = live;
     this.restoreCheck = new RestoreCheck(readRoomAt({ room, token: live.token, node: () => live.url }));
     this.roomName = room;
@@ -427,10 +435,12 @@ class App {
     const offline = this.live.link !== 'online';
     const already = !offline && this.restoreCheck.verdict(entry.rev, this.live.sync.view) === 'same';
     const closed = offline && this.live.closedBy != null;
-    const q = offline ? { count: 0, text: restoreOfflineText(entry, now, { closed }) }
+    const refused = offline && !closed && this.live.refused;
+    const q = offline ? { count: 0, text: restoreOfflineText(entry, now, { closed, refused }) }
       : already ? { count: 0, text: alreadyRestoredText(entry, now) }
         : restoreQuestion(entry, this.live.sync.revision, now);
-    setText($('restore-title'), closed ? 'The hub closed the connection' : offline ? 'The hub is unreachable'
+    setText($('restore-title'), closed ? 'The hub closed the connection' : refused ? "The hub won't let this page connect"
+      : offline ? 'The hub is unreachable'
       : already ? 'Nothing to restore' : 'Restore an earlier version?');
     setText($('restore-text'), q.text);
     setAttr($('restore-dialog'), 'data-count', q.count);
@@ -872,7 +882,8 @@ class App {
     this.lastDown = status.down;
     this.lastCatchingUp = live.catchingUp;
     if (!live.everWelcomed) {
-      this.join.status(status.down ? `Can't reach the hub. ${status.words}.` : `Connecting to room ${this.roomName}…`);
+      const away = live.refused && !live.closedBy ? awayText(null, true) : "Can't reach the hub.";
+      this.join.status(status.down ? `${away} ${status.words}.` : `Connecting to room ${this.roomName}…`);
     }
 
     const role = live.role;
@@ -958,6 +969,7 @@ class App {
       now: live.hubNow(),
       unreachable: connectionStatus(live.connection, Date.now()).down,
       closedBy: live.closedBy,
+      refused: live.refused,
       person: this.selectedTag != null ? (view.get(this.selectedTag)?.name ?? null) : null,
       only: t === this.personHistory,
       newer: t === this.timeline ? t.newer : 0,

@@ -26,18 +26,22 @@ function onlyRequest({ changes = 0, undos = 0, redos = 0 }) {
 /**
  * Why the hub is out of reach, as a sentence: a hub that closed the connection itself (a commit it
  * could not make, a drain; `closedBy` {code, reason}) is up, and is not called unreachable (an
- * operator's drill; the terminal says the same).
+ * operator's drill; the terminal says the same); nor is one that answers but refuses this page's
+ * connection (`refused`).
  */
-export function awayText(closedBy) {
-  return closedBy ? `The hub closed the connection (${closedBy.code}${closedBy.reason ? ` ${closedBy.reason}` : ''}).`
-    : "The hub can't be reached.";
+export function awayText(closedBy, refused = false) {
+  if (closedBy) return `The hub closed the connection (${closedBy.code}${closedBy.reason ? ` ${closedBy.reason}` : ''}).`;
+  // Running, but its handshake refused this page: whoever runs the hub can tell why from its log.
+  if (refused) return "The hub is running but won't let this page connect: it may be full, or not set up for pages from this address.";
+  return "The hub can't be reached.";
 }
 
 /**
  * @param {object} s  the room's state (LiveRoom.connection):
  *   link: 'connecting' | 'online' | 'offline'; outage: the hub has been out of reach since the last
  *   welcome (a 'connecting' retry is still part of it); why: why the last connection was lost (words for a
- *   tooltip); closedBy: {code, reason} when the hub closed it itself; retryAt: when the next attempt starts (ms) while offline; pending: requests not yet
+ *   tooltip); closedBy: {code, reason} when the hub closed it itself; refused: the hub is running but
+ *   does not let this page connect (LiveRoom.refused); retryAt: when the next attempt starts (ms) while offline; pending: requests not yet
  *   answered; catchingUp: some of them were kept through the outage; kept: those, by kind
  *   ({changes, undos, redos}; without it, every pending request counts as a change).
  * @param {number} now  ms, on the clock of `retryAt`
@@ -46,8 +50,8 @@ export function awayText(closedBy) {
  *   `words` the short label, `detail` the sentence beside it (empty when there is nothing to say),
  *   `title` the technical reason, for a tooltip.
  */
-export function connectionStatus({ link, outage = false, why = null, closedBy = null, retryAt = null, pending = 0,
-  catchingUp = false, kept = null }, now) {
+export function connectionStatus({ link, outage = false, why = null, closedBy = null, refused = false, retryAt = null,
+  pending = 0, catchingUp = false, kept = null }, now) {
   const counts = kept ?? { changes: pending };
   const one = onlyRequest(counts);
   const some = requestWords(counts) !== '';
@@ -59,7 +63,7 @@ export function connectionStatus({ link, outage = false, why = null, closedBy = 
     }
     const yours = one ? `Your ${one} is` : `Your ${requestWords(counts)} are`;
     const said = some ? `${yours} kept and sent when it is back.` : 'Changes you make are kept and sent when it is back.';
-    return { state: link, down, words, detail: `${awayText(closedBy)} ${said}`, title: why };
+    return { state: link, down, words, detail: `${awayText(closedBy, refused)} ${said}`, title: why };
   }
   if (link === 'connecting') return { state: link, down, words: 'Connecting…', detail: '', title: null };
   const detail = catchingUp && some

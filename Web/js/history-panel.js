@@ -89,7 +89,8 @@ export class HistoryPanel {
    * Draws the timeline. `view`: {entries, loaded, more, loadingOlder, editable, undoable(entry),
    * touched(entry) → [{tag, name, gone}], head (the room's revision), now (ms), unreachable (the
    * hub is down: rows not loaded yet come when it is back), closedBy (it closed the connection
-   * itself: {code, reason}, or null), person (the selected person's name, or
+   * itself: {code, reason}, or null), refused (it is running but does not let this page connect),
+   * person (the selected person's name, or
    * null), only (the list is that person's changes), newer (revisions waiting while the user reads
    * below the top)}.
    */
@@ -132,7 +133,7 @@ export class HistoryPanel {
       focused.focus({ preventScroll: true });
     }
     setText(this.status, historyStatusText({ loaded, count: entries.length, unreachable: view.unreachable,
-      closedBy: view.closedBy ?? null, person: only ? person : null }));
+      closedBy: view.closedBy ?? null, refused: view.refused ?? false, person: only ? person : null }));
     this.status.hidden = loaded && entries.length > 0;
     this.list.hidden = entries.length === 0;
     if (this.list.hidden) this.reading = false;  // a hidden list's scroll position is gone, without an event

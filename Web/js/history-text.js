@@ -222,9 +222,11 @@ export function writerText(w, now, locale = undefined) {
  * What the history panel says above its rows, or '' when the rows say it all: the first page is read
  * from the hub, so while the hub is unreachable and none has come, the panel says when it will.
  */
-export function historyStatusText({ loaded, count, unreachable, closedBy = null, person = null }) {
+export function historyStatusText({ loaded, count, unreachable, closedBy = null, refused = false, person = null }) {
   if (!loaded && unreachable) {
-    return `${closedBy ? 'The hub closed the connection' : 'The hub is unreachable'}: the history shows when it is back.`;
+    const away = closedBy ? 'The hub closed the connection' : refused ? "The hub won't let this page connect"
+      : 'The hub is unreachable';
+    return `${away}: the history shows when it is back.`;
   }
   if (!loaded) return 'Loading…';
   if (count > 0) return '';
@@ -253,10 +255,11 @@ export function restoreQuestion(entry, head, now, locale = undefined) {
  * What the restore question says instead while the hub is unreachable: a restore is worked out by the
  * hub when it gets there, so it is neither counted nor sent (queued, it would take back whatever
  * teammates send meanwhile, which nobody was asked about). `closed`: the hub closed the connection
- * itself (it is up, not unreachable).
+ * itself (it is up, not unreachable); `refused`: it is running but does not let this page connect.
  */
-export function restoreOfflineText(entry, now, { closed = false, locale = undefined } = {}) {
-  const hub = closed ? 'The hub closed the connection' : "The hub can't be reached right now";
+export function restoreOfflineText(entry, now, { closed = false, refused = false, locale = undefined } = {}) {
+  const hub = closed ? 'The hub closed the connection' : refused ? "The hub won't let this page connect right now"
+    : "The hub can't be reached right now";
   return `${hub}, so the room can't be restored to how it was ${restorePoint(entry, now, locale)}: `
     + 'what that would take back can only be counted once the hub is back. Try again then.';
 }

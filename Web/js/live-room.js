@@ -50,10 +50,12 @@
 // `skipped` and `nothing` notices of a selective undo carry its `entry`; a restore that changed
 // nothing is {type:'nothing', kind:'restore'}.
 //
-// The connection is state, not notices: `connection` ({link, outage, why, closedBy, retryAt, pending,
-// catchingUp, kept}) says at any moment whether the hub is reachable and whether the requests kept
-// while it was not (`kept`: those pending when it went, and those made until it was back, by kind)
-// are still going out; a page derives every word about the connection from it (connection.js).
+// The connection is state, not notices: `connection` ({link, outage, why, closedBy, refused, retryAt,
+// pending, catchingUp, kept}) says at any moment whether the hub is reachable (or running but refusing
+// this page's handshake: `refused`, from the `probe` asked after a socket that never opened) and
+// whether the requests kept while it was not (`kept`: those pending when it went, and those made
+// until it was back, by kind) are still going out; a page derives every word about the connection
+// from it (connection.js).
 //
 // The hub's clock is not this one: `hubNow()` is the hub's time now, as far as the last ping's `pong`
 // tells (hub-clock.js), for every "2 min ago" of a revision's `time`. A ping goes after each welcome,
@@ -128,6 +130,15 @@ class LastWriters {
   }
 }
 
+/**
+ * The `http(s)://` address of the hub node a room address names (`ws(s)://HOST[/PREFIX]/v1/rooms/ROOM`
+ * → `http(s)://HOST[/PREFIX]`): where its HTTP API and `/healthz` answer.
+ */
+export function nodeAddress(roomAddress) {
+  const cut = roomAddress.lastIndexOf('/v1/rooms/');
+  return (cut < 0 ? roomAddress : roomAddress.slice(0, cut)).replace(/^ws(s?):/i, 'http$1:');
+}
+
 /** The `ws(s)://host/v1/rooms/ROOM` address of `room` on the hub that served `location`. */
 export function roomURL(location, room) {
   const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
@@ -143,8 +154,10 @@ export class LiveRoom {
    * @param {string} [options.client]
    * @param {Function} [options.WebSocket] the socket constructor (the browser's by default)
    * @param {{setTimeout, clearTimeout, now}} [options.timers]
+   * @param {(url: string) => Promise<boolean>} [options.probe] whether a hub answers plain HTTP at the
+   *   node of a room address (`nodeAddress`); asked after a connection that never opened
    */
-  constructor({ url, user, token, client = 'web/0.1', WebSocket = globalThis.WebSocket, timers } = {}) {
+  constructor({ url, user, token, client = 'web/0.1', WebSocket = globalThis.WebSocket, timers, probe = null } = {}) {
     this.sync = new ClientSync(user);
     this.home = url;
     this.url = url;
@@ -170,6 +183,19 @@ export class LiveRoom {
      * commit it could not make: 1011): the hub is up, and is not called unreachable. Null otherwise.
      */
     this.closedBy = null;
+    /**
+     * Whether the hub is running but does not let this page connect: twice running, a connection to
+     * it never opened (its handshake refused: a full hub, a page address it does not allow; a browser
+     * tells a page nothing of why). Cleared by a welcome, or when the hub stops answering.
+     */
+    this.refused = false;
+    this.probe = probe;
+    /** Connections that never opened since the last welcome whose hub answered the probe. */
+    this.unopenedRunning = 0;
+    /** Whether the current connection's socket opened. */
+    this.openedHere = false;
+    /** Welcomes so far (a probe's answer from before the last one is stale). */
+    this.welcomeCount = 0;
     /** Whether a welcome has ever come (the page shows the room from then on). */
     this.everWelcomed = false;
     this.onUpdate = () => {};
@@ -309,8 +335,8 @@ export class LiveRoom {
 
   /** The connection as a page shows it (see the header; connection.js turns it into words). */
   get connection() {
-    return { link: this.link, outage: this.outage, why: this.why, closedBy: this.closedBy, retryAt: this.retryAt,
-      pending: this.pending, catchingUp: this.catchingUp, kept: this.kept };
+    return { link: this.link, outage: this.outage, why: this.why, closedBy: this.closedBy, refused: this.refused,
+      retryAt: this.retryAt, pending: this.pending, catchingUp: this.catchingUp, kept: this.kept };
   }
 
   /** 'editor' or 'viewer', as the last welcome said. */
@@ -345,6 +371,7 @@ export class LiveRoom {
     this.link = 'connecting';
     this.retryAt = null;
     this.welcomedHere = false;
+    this.openedHere = false;
     this.connectedURL = this.url;
     this.reads = new Set();
     this.clock.connectionLost();
@@ -365,6 +392,7 @@ export class LiveRoom {
     }, CONNECT_SECONDS * 1000);
     socket.onopen = () => {
       if (generation !== this.generation) return;
+      this.openedHere = true;
       const hello = this.sync.connect({ client: this.client, token: this.token });
       socket.send(encode(hello));
       if (this.viewing) socket.send(encode(this.viewing));
@@ -421,6 +449,7 @@ export class LiveRoom {
     for (const event of events) {
       switch (event.type) {
         case 'welcomed':
+          this.welcomeCount += 1;
           this.link = 'online';
           this.backoff = FIRST_BACKOFF;
           this.everWelcomed = true;
@@ -428,6 +457,8 @@ export class LiveRoom {
           this.outage = false;
           this.why = null;
           this.closedBy = null;
+          this.refused = false;
+          this.unopenedRunning = 0;
           this.tagsAsked = false;
           this.redirects = 0;
           notices.push({ type: 'welcomed' });
@@ -587,6 +618,7 @@ export class LiveRoom {
       this.onUpdate([]);
       return;
     }
+    if (!this.openedHere && !closedBy) this.askWhetherRunning(this.connectedURL);
     if (!this.welcomedHere && this.connectedURL === this.url && this.url !== this.home) {
       // A node we were redirected to cannot be reached: go back to the address we started with.
       this.url = this.home;
@@ -612,6 +644,24 @@ export class LiveRoom {
       if (next === this.generation) this.connect();
     }, wait * 1000);
     this.onUpdate([]);
+  }
+
+  /**
+   * A connection to `url` never opened: is its hub running (it answers plain HTTP)? Twice so, with no
+   * welcome between, and the page says the hub does not let it connect instead of calling it
+   * unreachable (once could be a hub that was starting).
+   */
+  askWhetherRunning(url) {
+    if (!this.probe) return;
+    const welcomes = this.welcomeCount;
+    this.probe(url).then((running) => running, () => false).then((running) => {
+      if (this.stopped || this.welcomeCount !== welcomes || this.link === 'online') return;
+      this.unopenedRunning = running ? this.unopenedRunning + 1 : 0;
+      const refused = this.unopenedRunning >= 2;
+      if (refused === this.refused) return;
+      this.refused = refused;
+      this.onUpdate([]);
+    });
   }
 
   /** A ping after a quiet spell; a connection that stays silent through the next one is dropped. */

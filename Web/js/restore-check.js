@@ -10,6 +10,7 @@
 // (readRoomAt makes one over `fetch`), so node tests it with a fake (Tests/js/page-history.test.mjs).
 
 import { PeopleModel } from './core/model.js';
+import { nodeAddress } from './live-room.js';
 
 /**
  * A reader of the room's past states over HTTP: `(rev) → Promise<PeopleModel>` from
@@ -38,12 +39,7 @@ export function readRoomAt({ room, token, node, fetch = (...args) => globalThis.
  * hub when `node` is not given.
  */
 export function roomStateURL(node, room, rev) {
-  let base = '';
-  if (node) {
-    const cut = node.lastIndexOf('/v1/rooms/');
-    base = (cut < 0 ? node : node.slice(0, cut)).replace(/^ws(s?):/i, 'http$1:');
-  }
-  return `${base}/v1/rooms/${encodeURIComponent(room)}?at=${rev}`;
+  return `${node ? nodeAddress(node) : ''}/v1/rooms/${encodeURIComponent(room)}?at=${rev}`;
 }
 
 export class RestoreCheck {
