@@ -74,12 +74,21 @@ extension HubSettings {
             }
         }
         if tls { try Self.checkTLSFiles(cert: tlsCertFile, key: tlsKeyFile) }
-        for origin in allowedOrigins where origin != "*" && !(origin.hasPrefix("http://") || origin.hasPrefix("https://")) {
+        for origin in allowedOrigins where origin != "*" && !Self.isOrigin(origin) {
             throw ConfigProblem(key: "auth.allowedOrigins", problem: "'\(origin)' is not an origin: scheme://host[:port], or *")
         }
         if !advertisedURL.isEmpty, !(advertisedURL.hasPrefix("ws://") || advertisedURL.hasPrefix("wss://")) {
             throw ConfigProblem(key: "cluster.advertisedURL", problem: "must start with ws:// or wss:// (\(advertisedURL))")
         }
+    }
+
+    /// Whether `text` is an origin as a browser sends one: `http://` or `https://`, then a host and
+    /// perhaps a port, with no path, query, fragment or user (one of those matched no `Origin`).
+    static func isOrigin(_ text: String) -> Bool {
+        let lowered = text.lowercased()
+        guard let scheme = ["http://", "https://"].first(where: { lowered.hasPrefix($0) }) else { return false }
+        let rest = lowered.dropFirst(scheme.count)
+        return !rest.isEmpty && !rest.contains { "/?#@ \t".contains($0) }
     }
 
     /// What can be told of the TLS files without OpenSSL: a certificate in the one, an unencrypted

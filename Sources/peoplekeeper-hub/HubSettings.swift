@@ -119,7 +119,9 @@ struct HubSettings: Sendable {
         authAudience = values.string("auth.audience")
         // A browser leaves a scheme's default port out of Origin and Host: "https://a.example:443"
         // listed never matched what it sends (an HTTPS pass). Compared as the browser sends it.
-        allowedOrigins = values.strings("auth.allowedOrigins").map { origin in
+        allowedOrigins = values.strings("auth.allowedOrigins").map { listed in
+            // An address bar's URL pasted as it is ends with "/", which no Origin has (a CORS pass).
+            let origin = listed.hasSuffix("/") && !listed.hasSuffix("://") ? String(listed.dropLast()) : listed
             for (scheme, port) in [("https://", ":443"), ("http://", ":80")]
             where origin.lowercased().hasPrefix(scheme) && origin.hasSuffix(port) {
                 return String(origin.dropLast(port.count))

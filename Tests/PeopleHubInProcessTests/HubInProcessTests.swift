@@ -623,7 +623,13 @@ struct HubInProcessTests {
         let plain = await h.http("OPTIONS", "/v1/rooms/r/log")
         #expect(plain?.status == 200 && header(plain, "Allow") == "GET, HEAD, OPTIONS" && header(plain, "Access-Control-Allow-Origin") == nil,
                 "no Origin: an ordinary OPTIONS")
-        #expect(await h.http("OPTIONS", "/v1/nothing", headers: ["origin": listed])?.status == 404)
+        // A path no route takes: a listed page's preflight passes, so its request gets a 404 it can read.
+        let typo = await h.http("OPTIONS", "/v1/room/r", headers: ["origin": listed, "host": "localhost:8080"])
+        #expect(typo?.status == 200 && header(typo, "Access-Control-Allow-Methods") == "GET, HEAD, POST, PUT, DELETE, OPTIONS")
+        let missing = await h.http("GET", "/v1/room/r", headers: ["origin": listed, "host": "localhost:8080"])
+        #expect(missing?.status == 404 && header(missing, "Access-Control-Allow-Origin") == listed)
+        #expect(await h.http("OPTIONS", "/v1/nothing")?.status == 404, "not a browser's: no route")
+        #expect(await h.http("OPTIONS", "/v1/nothing", headers: ["origin": other, "host": "localhost:8080"])?.status == 404)
         let file = FakeExchange(HTTPRequest(method: "OPTIONS", path: "/index.html", headers: ["origin": listed]))
         #expect(!h.hub.handle(file), "the page's files are the transport's")
         let wrongMethod = await h.http("PATCH", "/v1/rooms/r", headers: ["origin": listed, "host": "localhost:8080"])
@@ -638,10 +644,31 @@ struct HubInProcessTests {
         #expect(await h.http("GET", "/v1/rooms", headers: fromPage)?.status == 403)
         #expect(await h.http("GET", "/v1/rooms/r/export", headers: fromPage)?.status == 403)
         #expect(await h.http("GET", "/v1/rooms/r", headers: fromPage)?.status == 200, "a room's read is the WebSocket's too")
+        let refusal = await h.http("DELETE", "/v1/rooms/r", headers: fromPage)?.json?["error"]?["message"]
+        #expect(refusal == .string("this needs an admin: in auth.mode open, a web page of another origin is never one"))
         let ownPage = ["origin": "http://localhost:8080", "host": "localhost:8080"]
         #expect(await h.http("GET", "/v1/rooms", headers: ownPage)?.status == 200, "the hub's own page, on loopback")
         #expect(await h.http("GET", "/v1/rooms")?.status == 200, "no Origin: not a browser")
         #expect(await h.http("DELETE", "/v1/rooms/r", headers: ownPage)?.status == 204)
+    }
+
+    @Test("open mode with allowedOrigins *: any page's origin is let in, not any name for the hub (DNS rebinding stays refused)")
+    func anyOriginIsNotAnyHost() async throws {
+        let h = HubHarness { $0.allowedOrigins = ["*"] }
+        let ann = try #require(h.connect("/v1/rooms/r"))
+        await h.send(.hello(.init(user: "ann")), on: ann)
+        await h.settle()
+        // A page of evil.example whose name now points at 127.0.0.1: same-origin to the browser.
+        let rebound = ["origin": "http://evil.example:8080", "host": "evil.example:8080"]
+        #expect(await h.http("DELETE", "/v1/rooms/r", headers: rebound)?.status == 403)
+        #expect(await h.http("GET", "/v1/rooms", headers: rebound)?.status == 403)
+        #expect(await h.http("GET", "/v1/rooms/r", headers: rebound)?.status == 403)
+        #expect(h.hub.rooms["r"] != nil, "not deleted")
+        let page = ["origin": "http://evil.example:8080", "host": "localhost:8080"]
+        #expect(await h.http("GET", "/v1/rooms/r", headers: page)?.status == 200, "any origin's page may read, addressing the hub by a loopback name")
+        #expect(await h.http("DELETE", "/v1/rooms/r", headers: page)?.status == 403, "but is no admin")
+        #expect(h.connect("/v1/rooms/r", peer: "127.0.0.1", origin: "http://evil.example:8080", host: "evil.example:8080") == nil,
+                "nor may a rebinding page open the room's WebSocket")
     }
 
     @Test("cross-origin: a room another node holds is 307 there with the listed page's origin granted, so its browser follows it")

@@ -378,6 +378,22 @@ def test_allowed_origins_let_listed_sites_in(hub_factory, room):
 def test_an_allowed_origin_that_is_not_an_origin_stops_the_hub(start_hub_raw):
     r = start_hub_raw("auth:\n  allowedOrigins: [app.example]\n")
     assert r.returncode == 78 and "auth.allowedOrigins" in r.stderr, (r.returncode, r.stderr)
+    # A path, a query or a user matched no Origin a browser sends, and the hub started anyway (a CORS
+    # pass, session 39): they stop it now, naming the entry.
+    for entry in ("https://app.example/path", "https://app.example:8443/v1", "https://app.example?x=1",
+                  "https://user@app.example", "https://"):
+        r = start_hub_raw(f"auth:\n  allowedOrigins: ['{entry}']\n")
+        assert r.returncode == 78 and f"'{entry}' is not an origin" in r.stderr, (entry, r.returncode, r.stderr)
+
+
+def test_an_allowed_origin_pasted_with_its_trailing_slash_matches_the_page(hub_factory, room):
+    """An address bar's URL ends with "/", which no Origin has: listed so, it matched nothing (a CORS
+    pass, session 39); the slash is dropped now."""
+    hub = hub_factory({"auth": {"allowedOrigins": ["https://app.example/", "http://tool.example:3000/"]}})
+    assert can_connect(hub, room, "https://app.example") and can_connect(hub, room, "http://tool.example:3000")
+    assert not can_connect(hub, room, "https://other.example")
+    status, headers, _ = hub.http("OPTIONS", f"/v1/rooms/{room}", {"Origin": "http://tool.example:3000"})
+    assert status == 200 and headers.get("access-control-allow-origin") == "http://tool.example:3000", (status, headers)
 
 
 # ----------------------------------------------------------------------------------------------------

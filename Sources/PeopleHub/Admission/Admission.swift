@@ -94,7 +94,9 @@ struct Admission {
     static func hostAllowed(_ host: String?, peer: String, allowed: [String]) -> Bool {
         guard isLoopback(peer) else { return true }
         guard let host = host?.lowercased(), !host.isEmpty else { return true }  // HTTP/1.0: no name given
-        if allowed.contains("*") || allowed.contains(where: { ["http://\(host)", "https://\(host)"].contains($0.lowercased()) }) {
+        // Listed hosts only: `*` lets any page's origin in, not any name a page on this machine may
+        // give the hub (with it, a rebinding page's name was let in, and in open mode was an admin).
+        if allowed.contains(where: { ["http://\(host)", "https://\(host)"].contains($0.lowercased()) }) {
             return true
         }
         let name: Substring

@@ -26,6 +26,8 @@ struct HTTPCaller {
     var rooms: [RoomPattern]?
     /// When the token expires (the hub's clock, ms; nil: open mode): a long poll waits no longer.
     var expires: Int64? = nil
+    /// Why the caller is not an admin, when the usual "this needs an admin" would puzzle (open mode).
+    var notAdmin: String? = nil
 
     /// Whether the caller may `need` in `room`: a room outside the token's patterns or a role too
     /// small is `forbidden`.
@@ -34,7 +36,7 @@ struct HTTPCaller {
             throw HTTPFailure.forbidden("the token does not give access to room \(room)")
         }
         guard role.allows(need) else {
-            throw HTTPFailure.forbidden(need == .admin ? "this needs an admin" : "a viewer cannot change the room")
+            throw HTTPFailure.forbidden(need == .admin ? notAdmin ?? "this needs an admin" : "a viewer cannot change the room")
         }
     }
 

@@ -13,7 +13,9 @@ enum CrossOrigin {
     /// The request headers a page may send: a token, and a JSON body.
     static let allowedHeaders = "Authorization, Content-Type"
     /// The answer headers a page may read besides the simple ones.
-    static let exposedHeaders = "Location, Retry-After, WWW-Authenticate"
+    static let exposedHeaders = "Allow, Location, Retry-After, WWW-Authenticate"
+    /// The methods the API's routes take, granted to a preflight for a path no route takes.
+    static let apiMethods = ["GET", "HEAD", "POST", "PUT", "DELETE"]
     /// How long a browser may keep a preflight's answer, in seconds.
     static let maxAge = "600"
 

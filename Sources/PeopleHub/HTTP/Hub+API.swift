@@ -73,9 +73,11 @@ extension Hub {
         }
         // A page of another origin, even a listed one, is never an admin: it may do what a room's
         // WebSocket lets it do, not delete, create, list or export rooms for whoever opened it here.
-        let admin = Admission.isLoopback(call.request.peer)
-            && !Admission.isCrossOrigin(headers["origin"], host: headers["host"])
-        return HTTPCaller(user: user, role: admin ? .admin : .editor, rooms: nil)
+        let loopback = Admission.isLoopback(call.request.peer)
+        let page = Admission.isCrossOrigin(headers["origin"], host: headers["host"])
+        return HTTPCaller(user: user, role: loopback && !page ? .admin : .editor, rooms: nil,
+                          notAdmin: page ? "this needs an admin: in auth.mode open, a web page of another origin is never one"
+                              : "this needs an admin: in auth.mode open, only a caller on the hub's machine (loopback) is one")
     }
 
     /// Open mode: a request from this machine that addresses the hub by another name than a loopback
