@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connectionStatus } from '../../Web/js/connection.js';
-import { LiveRoom, CONNECT_SECONDS, HEARTBEAT_SECONDS } from '../../Web/js/live-room.js';
+import { LiveRoom, CONNECT_SECONDS, HEARTBEAT_SECONDS, hubRunning } from '../../Web/js/live-room.js';
 import { reportsText, droppedUndoText } from '../../Web/js/report-text.js';
 import { set } from '../../Web/js/core/diff.js';
 
@@ -328,7 +328,9 @@ test('a hub that answers but never lets the socket open is said to refuse the pa
   timers.advance(250);
   await refuse();
   assert.equal(room.refused, true);
-  assert.match(status().detail, /^The hub is running but won't let this page connect: it may be full, or not set up for pages from this address\. Changes you make are kept/);
+  assert.equal(status().detail, "The hub is running but won't let this page connect: it may be full, or not set up for "
+    + 'pages from this address. Changes you make are kept and sent once it lets this page in.');
+  assert.equal(status().title, "the hub answers, but refused this page's connection", 'the tooltip agrees');
   assert.equal(status().down, true, 'still down: changes are kept, retries go on');
 
   running = false;                                          // the hub stops answering too
@@ -358,6 +360,55 @@ test('a hub that answers but never lets the socket open is said to refuse the pa
   FakeSocket.made.at(-1).onclose({ code: 1001, reason: 'shutting down' });
   await settle();
   assert.equal(probed.length, asked, 'the hub closed it itself: it is up, and says so');
+  room.stop();
+});
+
+test("the probe asks the node's /healthz: an ok or another origin's opaque answer is a running hub, a proxy's 502 is not", async () => {
+  const asked = [];
+  const answering = (answer) => async (url, options) => { asked.push([url, options.mode, options.signal instanceof AbortSignal]); return answer; };
+  assert.equal(await hubRunning('wss://b.example/pk/v1/rooms/r', answering({ ok: true, type: 'basic' })), true);
+  assert.deepEqual(asked, [['https://b.example/pk/healthz', 'no-cors', true]], 'the node named, with a deadline');
+  assert.equal(await hubRunning('ws://b:1/v1/rooms/r', answering({ ok: false, status: 0, type: 'opaque' })), true);
+  assert.equal(await hubRunning('ws://a:1/v1/rooms/r', answering({ ok: false, status: 502, type: 'basic' })), false);
+  assert.equal(await hubRunning('ws://a:1/v1/rooms/r', async () => { throw new TypeError('Failed to fetch'); }), false);
+});
+
+test("only the newest probe's answer counts, and a token's renewal starts afresh", async () => {
+  // A review (session 39): answers came in any order, so a slow "running" after a later "not running"
+  // said the hub refused the page; and renew() kept the old connection's verdict.
+  const timers = fakeTimers();
+  FakeSocket.made = [];
+  const answers = [];
+  const room = new LiveRoom({ url: 'ws://a:8080/v1/rooms/r', user: 'ann', WebSocket: FakeSocket,
+    timers: { setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout, now: () => timers.now },
+    probe: () => new Promise((resolve) => answers.push(resolve)) });
+  const settle = () => new Promise((r) => setTimeout(r, 0));
+  room.start();
+  for (const wait of [250, 500, 1000]) {
+    FakeSocket.made.at(-1).onclose({ code: 1006 });
+    timers.advance(wait);
+  }
+  FakeSocket.made.at(-1).onclose({ code: 1006 });
+  assert.equal(answers.length, 4);
+  answers[3](false);                                        // the newest: not running
+  await settle();
+  answers[0](true); answers[1](true); answers[2](true);     // older ones, late
+  await settle();
+  assert.equal(room.refused, false, 'late answers to older questions count for nothing');
+
+  timers.advance(2000);
+  FakeSocket.made.at(-1).onclose({ code: 1006 });
+  answers[4](true);
+  await settle();
+  timers.advance(4000);
+  FakeSocket.made.at(-1).onclose({ code: 1006 });
+  answers[5](true);
+  await settle();
+  assert.equal(room.refused, true);
+  room.stop();
+  room.renew('new-token');
+  assert.equal(room.refused, false, 'a renewal starts afresh');
+  assert.equal(room.connection.refused, false);
   room.stop();
 });
 

@@ -554,7 +554,9 @@ test('a restore to how the room already is is no question: the past state is rea
     "The hub can't be reached right now, so the room can't be restored to how it was right after bob's Change Hair "
     + 'Color (just now): what that would take back can only be counted once the hub is back. Try again then.');
   assert.ok(!hasWireWords(restoreOfflineText(START, 0)));
-  assert.match(restoreOfflineText(START, 0, { refused: true }), /^The hub won't let this page connect right now, so the room can't/);
+  assert.equal(restoreOfflineText(START, 0, { refused: true }), "The hub won't let this page connect right now, so the room "
+    + "can't be restored to how it was when it started: what that would take back can only be counted once the hub lets "
+    + 'this page in. Try again then.');
   // A hub that closed the connection itself (a drain, a commit it could not make) is up: not "can't be reached".
   assert.equal(restoreOfflineText(entry(4, 'bob'), 1_000_000 + 7, { closed: true }),
     "The hub closed the connection, so the room can't be restored to how it was right after bob's Change Hair "
@@ -689,7 +691,7 @@ test('the panel says why it has no rows: loading, the hub unreachable before the
   assert.equal(historyStatusText({ loaded: false, count: 0, unreachable: true, closedBy: { code: 1011, reason: 'store failed' } }),
     'The hub closed the connection: the history shows when it is back.');
   assert.equal(historyStatusText({ loaded: false, count: 0, unreachable: true, refused: true }),
-    "The hub won't let this page connect: the history shows when it is back.");
+    "The hub won't let this page connect: the history shows once it does.");
   assert.equal(historyStatusText({ loaded: true, count: 0, unreachable: false }), 'No changes yet.');
   // Rows loaded stay while the hub is away: they say it all.
   assert.equal(historyStatusText({ loaded: true, count: 3, unreachable: true }), '');

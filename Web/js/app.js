@@ -23,7 +23,7 @@
 // Test hooks (docs/WEB.md) are kept here and in the views: `window.peoplekeeper` = {revision,
 // pending, link, role} is read-only state for browser tests.
 
-import { LiveRoom, roomURL, nodeAddress } from './live-room.js';
+import { LiveRoom, roomURL, hubRunning } from './live-room.js';
 import { JoinScreen } from './join.js';
 import { PeopleList } from './people-list.js';
 import { PersonEditor } from './person-editor.js';
@@ -42,14 +42,6 @@ import { RestoreCheck, readRoomAt } from './restore-check.js';
 import { undoOffer } from './core/undo-offer.js';
 import { insert, remove, move, diffTag } from './core/diff.js';
 import { canFocus, setAttr, setText } from './dom.js';
-
-/**
- * Whether a hub answers plain HTTP at the node of a room address (its `/healthz`; any answer counts,
- * an opaque one from another node's origin too): LiveRoom asks after a connection that never opened.
- */
-function hubRunning(roomAddress) {
-  return fetch(`${nodeAddress(roomAddress)}/healthz`, { mode: 'no-cors', cache: 'no-store' }).then(() => true, () => false);
-}
 
 /** How long a teammate's latest change stays in the activity line (it is not a notice of yours). */
 const ACTIVITY_MS = 8000;
@@ -105,6 +97,8 @@ class App {
     this.timers = {};
     this.pendingDelete = null;
     this.lastDown = false;
+    /** Whether the header last said the hub refuses the page (said once to screen readers). */
+    this.lastRefused = false;
     this.lastCatchingUp = false;
     this.presenceKey = '';
     this.logKey = '';
@@ -277,6 +271,7 @@ class App {
     this.request = { room, user, token };
     this.tokenKept = false;
     this.lastDown = false;
+    this.lastRefused = false;
     this.lastCatchingUp = false;
     const live = new LiveRoom({ url: roomURL(location, room), user, token, probe: hubRunning });
     this.live = live;
@@ -879,11 +874,17 @@ class App {
     } else if (this.lastCatchingUp && !live.catchingUp && status.state === 'online') {
       this.say('announcer', 'The changes you made while offline were sent.');
     }
+    // A hub found to refuse the page while it is down is said once too (#connection-detail is not live).
+    if (status.down && live.refused && !this.lastRefused && live.everWelcomed && !live.closedBy) {
+      this.say('announcer', awayText(null, true));
+    }
+    this.lastRefused = status.down && live.refused;
     this.lastDown = status.down;
     this.lastCatchingUp = live.catchingUp;
     if (!live.everWelcomed) {
+      // A live region: said again at every change, so no countdown in it (it changed every second).
       const away = live.refused && !live.closedBy ? awayText(null, true) : "Can't reach the hub.";
-      this.join.status(status.down ? `${away} ${status.words}.` : `Connecting to room ${this.roomName}…`);
+      this.join.status(status.down ? `${away} Retrying…` : `Connecting to room ${this.roomName}…`);
     }
 
     const role = live.role;

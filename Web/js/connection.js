@@ -62,8 +62,11 @@ export function connectionStatus({ link, outage = false, why = null, closedBy = 
       words = `Offline, retrying in ${Math.max(0, Math.ceil((retryAt - now) / 1000))} s`;
     }
     const yours = one ? `Your ${one} is` : `Your ${requestWords(counts)} are`;
-    const said = some ? `${yours} kept and sent when it is back.` : 'Changes you make are kept and sent when it is back.';
-    return { state: link, down, words, detail: `${awayText(closedBy, refused)} ${said}`, title: why };
+    const when = refused && !closedBy ? 'once it lets this page in' : 'when it is back';
+    const said = some ? `${yours} kept and sent ${when}.` : `Changes you make are kept and sent ${when}.`;
+    // The tooltip agrees with the sentence (the last attempt's own reason said "cannot be reached").
+    const title = refused && !closedBy ? "the hub answers, but refused this page's connection" : why;
+    return { state: link, down, words, detail: `${awayText(closedBy, refused)} ${said}`, title };
   }
   if (link === 'connecting') return { state: link, down, words: 'Connecting…', detail: '', title: null };
   const detail = catchingUp && some

@@ -224,9 +224,8 @@ export function writerText(w, now, locale = undefined) {
  */
 export function historyStatusText({ loaded, count, unreachable, closedBy = null, refused = false, person = null }) {
   if (!loaded && unreachable) {
-    const away = closedBy ? 'The hub closed the connection' : refused ? "The hub won't let this page connect"
-      : 'The hub is unreachable';
-    return `${away}: the history shows when it is back.`;
+    if (refused && !closedBy) return "The hub won't let this page connect: the history shows once it does.";
+    return `${closedBy ? 'The hub closed the connection' : 'The hub is unreachable'}: the history shows when it is back.`;
   }
   if (!loaded) return 'Loading…';
   if (count > 0) return '';
@@ -260,8 +259,9 @@ export function restoreQuestion(entry, head, now, locale = undefined) {
 export function restoreOfflineText(entry, now, { closed = false, refused = false, locale = undefined } = {}) {
   const hub = closed ? 'The hub closed the connection' : refused ? "The hub won't let this page connect right now"
     : "The hub can't be reached right now";
+  const back = refused && !closed ? 'once the hub lets this page in' : 'once the hub is back';
   return `${hub}, so the room can't be restored to how it was ${restorePoint(entry, now, locale)}: `
-    + 'what that would take back can only be counted once the hub is back. Try again then.';
+    + `what that would take back can only be counted ${back}. Try again then.`;
 }
 
 /**

@@ -139,6 +139,17 @@ export function nodeAddress(roomAddress) {
   return (cut < 0 ? roomAddress : roomAddress.slice(0, cut)).replace(/^ws(s?):/i, 'http$1:');
 }
 
+/**
+ * Whether a hub runs at the node of a room address, for LiveRoom's `probe`: its `/healthz` says ok (a
+ * proxy's 502 for a hub that is down does not count), or, from another node's origin, answers at all
+ * (an opaque answer, whose status a page cannot read). No answer within CONNECT_SECONDS is none.
+ */
+export function hubRunning(roomAddress, fetch = (...args) => globalThis.fetch(...args)) {
+  return fetch(`${nodeAddress(roomAddress)}/healthz`,
+    { mode: 'no-cors', cache: 'no-store', signal: AbortSignal.timeout(CONNECT_SECONDS * 1000) })
+    .then((answer) => answer.ok || answer.type === 'opaque', () => false);
+}
+
 /** The `ws(s)://host/v1/rooms/ROOM` address of `room` on the hub that served `location`. */
 export function roomURL(location, room) {
   const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
@@ -155,7 +166,8 @@ export class LiveRoom {
    * @param {Function} [options.WebSocket] the socket constructor (the browser's by default)
    * @param {{setTimeout, clearTimeout, now}} [options.timers]
    * @param {(url: string) => Promise<boolean>} [options.probe] whether a hub answers plain HTTP at the
-   *   node of a room address (`nodeAddress`); asked after a connection that never opened
+   *   node of a room address (`nodeAddress`); asked after a connection that never opened, it must
+   *   settle within a bounded time (a question still open counts for nothing)
    */
   constructor({ url, user, token, client = 'web/0.1', WebSocket = globalThis.WebSocket, timers, probe = null } = {}) {
     this.sync = new ClientSync(user);
@@ -196,6 +208,8 @@ export class LiveRoom {
     this.openedHere = false;
     /** Welcomes so far (a probe's answer from before the last one is stale). */
     this.welcomeCount = 0;
+    /** Probes asked so far (only the newest one's answer counts). */
+    this.probesAsked = 0;
     /** Whether a welcome has ever come (the page shows the room from then on). */
     this.everWelcomed = false;
     this.onUpdate = () => {};
@@ -248,6 +262,8 @@ export class LiveRoom {
     this.stopped = false;
     this.why = null;
     this.closedBy = null;
+    this.refused = false;
+    this.unopenedRunning = 0;
     this.backoff = FIRST_BACKOFF;
     this.connect();
   }
@@ -654,8 +670,10 @@ export class LiveRoom {
   askWhetherRunning(url) {
     if (!this.probe) return;
     const welcomes = this.welcomeCount;
+    // Only the newest question's answer counts (an older one may come after it).
+    const asked = ++this.probesAsked;
     this.probe(url).then((running) => running, () => false).then((running) => {
-      if (this.stopped || this.welcomeCount !== welcomes || this.link === 'online') return;
+      if (this.stopped || this.welcomeCount !== welcomes || this.link === 'online' || asked !== this.probesAsked) return;
       this.unopenedRunning = running ? this.unopenedRunning + 1 : 0;
       const refused = this.unopenedRunning >= 2;
       if (refused === this.refused) return;
