@@ -16,40 +16,6 @@ static const size_t pk_lws_pre = LWS_PRE;
 /// Bytes written to the socket as they are (LWS_WRITE_RAW is a macro): ready-made frames.
 static const enum lws_write_protocol pk_lws_write_raw = LWS_WRITE_RAW;
 
-/// The reason lws logged for the last certificate it did not trust ("unable to get local issuer
-/// certificate"): its "SSL error: …" line is kept here instead of printed, and a client's failure
-/// says it in its own words (lws's own error for it reads "connect SSL err 1: error:00000001:lib(0)…").
-static char pk_tls_reason[200] = {0};
-static pthread_mutex_t pk_tls_reason_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/// lws's log lines to stderr through its own emitter, but for a certificate check's reason.
-static void pk_lws_emit(int level, const char *line) {
-    const char *reason = strstr(line, "SSL error: ");
-    if (reason != NULL) {
-        reason += strlen("SSL error: ");
-        size_t length = strcspn(reason, "(\n");
-        while (length > 0 && reason[length - 1] == ' ') length--;
-        if (length >= sizeof(pk_tls_reason)) length = sizeof(pk_tls_reason) - 1;
-        pthread_mutex_lock(&pk_tls_reason_lock);
-        memcpy(pk_tls_reason, reason, length);
-        pk_tls_reason[length] = 0;
-        pthread_mutex_unlock(&pk_tls_reason_lock);
-        return;
-    }
-    lwsl_emit_stderr(level, line);  // lws's own: its timestamp, level letter and colour
-}
-
-/// Copies out (and forgets) the last certificate check's reason: "" when there is none.
-static inline void pk_tls_reason_take(char *out, size_t size) {
-    pthread_mutex_lock(&pk_tls_reason_lock);
-    snprintf(out, size, "%s", pk_tls_reason);
-    pk_tls_reason[0] = 0;
-    pthread_mutex_unlock(&pk_tls_reason_lock);
-}
-
-/// lws_set_log_level with the emitter above.
-static inline void pk_lws_set_log_level(int level) { lws_set_log_level(level, pk_lws_emit); }
-
 /// Option bits (64-bit macros that do not import as constants).
 static const uint64_t pk_option_validate_utf8 = LWS_SERVER_OPTION_VALIDATE_UTF8;
 static const uint64_t pk_option_disable_ipv6 = LWS_SERVER_OPTION_DISABLE_IPV6;

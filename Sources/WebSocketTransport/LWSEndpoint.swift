@@ -173,7 +173,7 @@ public class LWSEndpoint: @unchecked Sendable {
                    created: @escaping (OpaquePointer) -> Void) throws {
         let started = DispatchSemaphore(value: 0)
         let failure = Box<String?>(nil)
-        pk_lws_set_log_level(lwsLogLevel)
+        lws_set_log_level(lwsLogLevel, LWSEndpoint.emit)
         let hooks = UncheckedSendable((configure, created))
         try thread.start(name: name, stackSize: 1 << 20) { [self] in
             let (configure, created) = hooks.value
@@ -237,13 +237,28 @@ public class LWSEndpoint: @unchecked Sendable {
     /// starting with a space.
     var contextFailureHint: String { "" }
 
-    /// The reason lws's certificate check logged last (shim.h `pk_lws_emit`), taken: "" when none.
-    /// Read here, in the file that installs the emitter, and never inlined elsewhere: the shim's
-    /// buffer is a C `static`, one copy in each object file that uses it.
-    @inline(never) static func takeTLSReason() -> String {
-        var reason = [CChar](repeating: 0, count: 200)
-        pk_tls_reason_take(&reason, reason.count)
-        return String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    /// The reason lws logged for the last certificate it did not trust ("unable to get local issuer
+    /// certificate"), taken: "" when none. Its "SSL error: …" line is kept instead of printed (`emit`),
+    /// and a client's failure says it in its own words (lws's own error for it reads "connect SSL err
+    /// 1: error:00000001:lib(0)…").
+    static func takeTLSReason() -> String {
+        tlsReason.withLock { reason in
+            defer { reason = "" }
+            return reason
+        }
+    }
+
+    private static let tlsReason = Mutex("")
+
+    /// lws's log lines (any thread), to stderr through lws's own emitter (its timestamp, level letter
+    /// and colour), but for a certificate check's reason, kept for `takeTLSReason`.
+    private static let emit: @convention(c) (Int32, UnsafePointer<CChar>?) -> Void = { level, line in
+        guard let line else { return }
+        let text = String(cString: line)
+        guard let found = text.range(of: "SSL error: ") else { return lwsl_emit_stderr(level, line) }
+        var reason = text[found.upperBound...].prefix { $0 != "(" && $0 != "\n" }
+        while reason.last == " " { reason = reason.dropLast() }
+        tlsReason.withLock { $0 = String(reason.prefix(200)) }
     }
 
     /// lws's own stderr logging (process-wide, set when a loop starts): errors and warnings for a
