@@ -436,6 +436,9 @@ public final class LiveRoom: @unchecked Sendable {
         return kept
     }
 
+    /// The hub's close reason (with 1000) when an admin deletes the room (`DELETE /v1/rooms/NAME`).
+    static let deletedReason = "room deleted"
+
     fileprivate func lost(generation: Int, why: Loss) {
         // Once per connection: one given up may still report its close.
         guard generation == self.generation, !stopped, connection != nil else { return }
@@ -447,6 +450,12 @@ public final class LiveRoom: @unchecked Sendable {
             // room was opened with, whose node sends the hello on or takes the room (PROTOCOL.md,
             // `redirect`; the web page does the same). Before, the screen tried the dead node forever.
             url = home
+        }
+        if case .closedByHub(code: 1000, reason: Self.deletedReason) = why {
+            // An admin deleted the room: a reconnect would make a new room of the name from the seed and
+            // undo the deletion unasked (a black-box pass, session 39). The screen stops and says so.
+            refusal = "an admin deleted room \(room); open it again to start a new room of that name"
+                + (sync.pendingCount > 0 ? " (your changes not sent yet were not made)" : "")
         }
         if let refusal {
             redirecting = false  // a redirect that came with it is not followed: no loss to hide later

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connectionStatus } from '../../Web/js/connection.js';
 import { LiveRoom, CONNECT_SECONDS, HEARTBEAT_SECONDS, hubRunning } from '../../Web/js/live-room.js';
-import { reportsText, droppedUndoText } from '../../Web/js/report-text.js';
+import { reportsText, droppedUndoText, refusalText, hasWireWords } from '../../Web/js/report-text.js';
 import { set } from '../../Web/js/core/diff.js';
 
 const person = (tag, name, more = {}) => ({ tag, name, hairColor: 'brown', hairLength: 'short', eyeColor: 'brown',
@@ -371,6 +371,31 @@ test("the probe asks the node's /healthz: an ok or another origin's opaque answe
   assert.equal(await hubRunning('ws://b:1/v1/rooms/r', answering({ ok: false, status: 0, type: 'opaque' })), true);
   assert.equal(await hubRunning('ws://a:1/v1/rooms/r', answering({ ok: false, status: 502, type: 'basic' })), false);
   assert.equal(await hubRunning('ws://a:1/v1/rooms/r', async () => { throw new TypeError('Failed to fetch'); }), false);
+});
+
+test('a room an admin deleted stops the page, which says so, instead of making the room again', () => {
+  // A black-box pass (session 39): the page reconnected at once, and its hello made a new room of the
+  // name from the seed, undoing the admin's delete unasked ("room reset on the hub").
+  const { room, timers, notices } = online();
+  room.edit([set(3, 'glasses', false)], { label: 'Toggle Glasses' });
+  FakeSocket.made[0].onclose({ code: 1000, reason: 'room deleted' });
+  const fatal = notices.find((n) => n.type === 'fatal');
+  assert.equal(fatal?.code, 'room-deleted');
+  assert.equal(fatal.message, 'An admin deleted this room and all of its history, so your change not sent yet was not '
+    + 'made. Join again to start a new room with this name.');
+  assert.equal(refusalText(fatal), fatal.message, 'the join screen says it as it is');
+  assert.ok(!hasWireWords(fatal.message));
+  timers.advance(60_000);
+  assert.equal(FakeSocket.made.length, 1, 'no reconnect');
+  assert.equal(room.link, 'offline');
+
+  // Another close with 1000 (a redirect's, a drain's) is not a deletion.
+  const other = online();
+  FakeSocket.made[0].onclose({ code: 1000, reason: 'redirect' });
+  assert.ok(!other.notices.some((n) => n.type === 'fatal'));
+  other.timers.advance(1000);
+  assert.equal(FakeSocket.made.length, 2, 'reconnected');
+  other.room.stop();
 });
 
 test("only the newest probe's answer counts, and a token's renewal starts afresh", async () => {

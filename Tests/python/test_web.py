@@ -1147,6 +1147,33 @@ def test_a_hub_that_refuses_the_page_s_connection_is_not_called_unreachable(hub_
     assert "won't let" not in (a.text("#connection-detail") or ""), a.text("#connection-detail")
 
 
+def test_a_room_an_admin_deletes_is_not_made_again_by_the_page(hub_factory, room, browsers):
+    """ann's page is in the room with a change made; an admin deletes the room (`DELETE`, which closes
+    its connections with 1000 "room deleted"). The page stops and says so on the join screen, in
+    words; the room stays deleted (404), until ann presses Join, which makes a new room of the name.
+    Before the fix: the page reconnected at once and its hello made the room again from the seed,
+    undoing the delete unasked ("room reset on the hub"; a black-box pass, session 39)."""
+    hub = hub_factory()
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.select(1)
+    assert a.toggle("#glasses") is True
+    a.wait_for(lambda p: p.summary()["peoplekeeper"]["pending"] == 0, "ann's change acknowledged")
+    status, _, body = hub.http("DELETE", f"/v1/rooms/{room}")
+    assert status == 204, (status, body)
+    said = a.wait_for(lambda p: (lambda t: t if "deleted" in t else None)(p.text("#join-error") or ""),
+                      "the join screen saying an admin deleted the room")
+    assert said == "An admin deleted this room and all of its history. Join again to start a new room with this name.", said
+    assert not WIRE_WORDS.search(said), said
+    time.sleep(2)                                        # a page that reconnects would have by now
+    status, _, body = hub.http("GET", f"/v1/rooms/{room}")
+    assert status == 404, f"the room was made again: {status} {body[:200]!r}"
+    a.click("#join-submit")
+    a.wait_online()
+    assert a.summary()["peoplekeeper"]["revision"] == 0
+    assert hub.http("GET", f"/v1/rooms/{room}")[0] == 200
+
+
 def test_after_the_hub_comes_back_nothing_still_says_it_is_unreachable(hub_factory, room, browsers):
     """Issue 17, item 1. ann's page is online; the hub is killed: the page says the hub cannot be
     reached and that her changes are kept. She makes two changes offline; the hub restarts. From then

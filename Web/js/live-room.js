@@ -139,6 +139,9 @@ export function nodeAddress(roomAddress) {
   return (cut < 0 ? roomAddress : roomAddress.slice(0, cut)).replace(/^ws(s?):/i, 'http$1:');
 }
 
+/** The hub's close reason (with 1000) when an admin deletes the room (`DELETE /v1/rooms/NAME`). */
+export const ROOM_DELETED = 'room deleted';
+
 /**
  * Whether a hub runs at the node of a room address, for LiveRoom's `probe`: its `/healthz` says ok (a
  * proxy's 502 for a hub that is down does not count), or, from another node's origin, answers at all
@@ -427,6 +430,21 @@ export class LiveRoom {
       this.received(message);
     };
     socket.onclose = (event) => {
+      if (generation === this.generation && event?.code === 1000 && event.reason === ROOM_DELETED) {
+        // An admin deleted the room: a reconnect would make a new room of the name from the seed and
+        // undo the deletion unasked (a black-box pass, session 39). The page stops and says so.
+        const notices = [];
+        const unsent = this.sync.pendingCount;
+        this.stopFor('room-deleted', `An admin deleted this room and all of its history${unsent > 0
+          ? `, so your ${unsent === 1 ? 'change' : `${unsent} changes`} not sent yet ${unsent === 1 ? 'was' : 'were'} not made` : ''}. `
+          + 'Join again to start a new room with this name.', notices);
+        this.generation += 1;
+        this.timers.clearTimeout(this.heartbeatTimer);
+        this.sync.disconnected();
+        this.socket = null;
+        this.onUpdate(notices);
+        return;
+      }
       const closedBy = event?.code && event.code !== 1006 ? { code: event.code, reason: event.reason ?? '' } : null;
       const why = closedBy ? `closed by the hub: ${closedBy.code}${closedBy.reason ? ` ${closedBy.reason}` : ''}`
         : 'the hub cannot be reached';

@@ -254,7 +254,7 @@ export function refusalText({ code, message = '' }, { kept = null } = {}) {
     return 'The hub did not accept your access token. Ask for a new one and paste it here.';
   }
   if (code === 'unsupported-protocol') return 'This page and the hub speak different versions. Reload the page.';
-  if (code === 'insecure-redirect') return message;  // the page's own words (live-room.js)
+  if (code === 'insecure-redirect' || code === 'room-deleted') return message;  // the page's own words (live-room.js)
   if (!message || hasWireWords(message)) return 'The hub did not let you in. Try again in a moment.';
   return `The hub did not let you in: ${message}`;
 }
