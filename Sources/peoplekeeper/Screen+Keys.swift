@@ -207,10 +207,12 @@ extension Screen {
         case .backspace:
             guard cursor > 0 else { return }
             let from = NameCaret.left(of: cursor, in: name)
+            guard from > 0 || cursor < length else { return refuseEmptyName() }
             text((from > 0 ? [.retain(from)] : []) + [.delete(cursor - from)], caret: from)
         case .delete:
             guard cursor < length else { return }
             let to = NameCaret.right(of: cursor, in: name)
+            guard cursor > 0 || to < length else { return refuseEmptyName() }
             text((cursor > 0 ? [.retain(cursor)] : []) + [.delete(to - cursor)], caret: cursor)
         case .char(let c):
             text((cursor > 0 ? [.retain(cursor)] : []) + [.insert(String(c))], caret: cursor + c.unicodeScalars.count)
@@ -220,6 +222,14 @@ extension Screen {
             text((cursor > 0 ? [.retain(cursor)] : []) + [.insert(typed)], caret: cursor + typed.unicodeScalars.count)
         default: break
         }
+    }
+
+    /// Backspace or Delete on a name's last letter: nothing is sent and the letter stays. Each key of a
+    /// name is sent as it is typed, so taking the last letter stored a blank person that `/` cannot
+    /// find (a black-box pass, session 39), where `set … name ''` and the add prompt refuse an empty
+    /// name.
+    private func refuseEmptyName() {
+        say("a person needs a name: type the new name before deleting the last letter", warning: true)
     }
 
     /// Pasted text as it goes into a name: line breaks and tabs become spaces, other control characters

@@ -2436,3 +2436,26 @@ def test_on_a_40_column_window_a_writer_that_does_not_fit_is_left_out_with_its_g
     rows = [r for _, r in body(text)][2:]
     assert len(rows) >= 10 and not any(r.endswith("…") for r in rows), "\n".join(rows)
     assert any(r.strip().startswith("Mustache") and r.rstrip().endswith("off") for r in rows), "\n".join(rows)
+
+
+# -- a black-box pass of the screen (session 39) -------------------------------------------------------------
+
+def test_the_last_letter_of_a_name_is_not_taken(hub, room, screens):
+    """Backspace on the Name row until it was empty stored `"name": ""`: a blank row that `/` cannot
+    find, where `set … name ''` and the add prompt refuse an empty name. The key that would take the last
+    letter (Backspace after it, Delete before it) sends nothing and says why; the letter stays, and Esc
+    ends the typing as CLIENT.md has it (Enter or Esc ends: it keeps the name, it does not cancel)."""
+    obs = observe(hub, room)
+    ann = screens(hub, room, "ann")
+    ann.keys("Tab", "Enter").wait_for(_pred(lambda t: detail(t, "name") == "Ann▏", "typing at the end of Ann"))
+    ann.keys("BSpace", "BSpace").wait_for(_pred(lambda t: detail(t, "name") == "A▏", "one letter left"))
+    wait_model(obs, lambda p: field_of(p, 1, "name") == "A", "the name A")
+    mark = obs.mark()
+    refused = all_of(status_has("a person needs a name"), _pred(lambda t: details(t)["name"] == "A", "A kept"))
+    ann.keys("BSpace").wait_for(all_of(refused, _pred(lambda t: detail(t, "name") == "A▏", "the caret after A")))
+    ann.keys("Home").wait_for(_pred(lambda t: detail(t, "name") == "▏A", "the caret before A"))
+    ann.keys("DC").wait_for(all_of(refused, _pred(lambda t: detail(t, "name") == "▏A", "the caret still before A")))
+    ann.keys("Escape").wait_for(all_of(_pred(lambda t: detail(t, "name") == "A", "the typing ended, A kept"),
+                                       keys_line(lambda k: "Enter type" in k, "the details' keys again")))
+    obs.expect_nothing("ops", since=mark)
+    assert field_of(obs.people, 1, "name") == "A"
