@@ -174,13 +174,14 @@ extension Screen {
 
     /// The column widths of a row after the selection mark, for a body `width` wide: rev, when, who,
     /// action, undo mark; the people take the rest. Rev, who and the mark are as wide as the rows
-    /// need (an entry id of 1,000 or more keeps its space); what is left is shared by the action (up
+    /// need (an entry id of 1,000 or more keeps its space), when as its longest words
+    /// (`historyWhenWidth`); what is left is shared by the action (up
     /// to its longest label) and the people, who keep at least a third of it (a second pass found
     /// the people gone at 60 columns and the action cut at 100).
     static func historyColumns(width: Int, rows: [ServerMessage.LogEntry], actions: [String]) -> [Int] {
         let digits = { (n: Int) in String(n).count }
         let rev = max(3, digits(rows.map(\.rev).max() ?? 0)) + 2
-        let when = 11  // "59 min ago", "yesterday", "2026-11-25"
+        let when = historyWhenWidth
         let who = min(11, max(7, (rows.map { TerminalText.columns($0.author) }.max() ?? 0) + 1))
         let undo = max(5, 3 + digits(rows.compactMap(\.entry).max() ?? 0))
         let rest = max(0, width - 2 - rev - when - who - undo)
@@ -189,6 +190,12 @@ extension Screen {
         let action = max(8, min(longest + 1, rest - people))
         return [rev, when, who, action, undo]
     }
+
+    /// The when column: the longest of `TimeWords.ago`'s words (`29 days ago`; `59 min ago`, `23 h ago`
+    /// and a date such as `2026-10-01` are shorter) and a space before who. Fixed, so that the columns
+    /// do not move as time passes. It was 11: `29 days ago` was cut (`29 days a…`), and `10 min ago`
+    /// left one space before who, where shorter times left two (a black-box pass, session 39).
+    static let historyWhenWidth = TerminalText.columns("29 days ago") + 1
 
     private func historyLine(_ mark: String, _ cells: [String], columns: [Int]) -> String {
         var line = mark

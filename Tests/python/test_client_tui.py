@@ -37,6 +37,7 @@ import pytest
 
 from conftest import SEED, room_state
 from pkclient import by_tag, norm, person, tags
+from pkhttp import HubHTTP
 from stallproxy import StallProxy
 from test_trust import SECRET, token as make_token
 
@@ -2459,3 +2460,39 @@ def test_the_last_letter_of_a_name_is_not_taken(hub, room, screens):
                                        keys_line(lambda k: "Enter type" in k, "the details' keys again")))
     obs.expect_nothing("ops", since=mark)
     assert field_of(obs.people, 1, "name") == "A"
+
+
+def test_the_history_s_when_column_is_wide_enough_for_its_longest_words(hub, room, screens):
+    """The WHEN column was 11 wide: `29 days ago` was cut (`29 days a…`) and `10 min ago` left a single
+    space before WHO, at every width (`peoplekeeper log` sized it right). The room is imported with
+    revisions made 40 days, 29½ days, 23½ h, 59½ min and 10½ min ago: at 60, 80 and 120 columns each
+    time reads whole under WHEN, with a space before WHO."""
+    now = int(time.time() * 1000)
+    ages = [40 * 86400, 29.5 * 86400, 23.5 * 3600, 59.5 * 60, 10.5 * 60]   # seconds, oldest first
+    colors = ["red", "gray", "white", "black", "blonde"]
+    revisions = [{"rev": i + 1, "time": now - int(age * 1000), "author": "bob", "kind": "edit",
+                  "label": "Change Hair Color", "ops": [set_op(1, "hairColor", color)]}
+                 for i, (age, color) in enumerate(zip(ages, colors))]
+    people = [dict(p, hairColor=colors[-1]) if p["tag"] == 1 else p for p in SEED]
+    made = HubHTTP(hub.port, user="admin").create(room, {"room": room, "rev": len(revisions), "people": people,
+                                                         "initial": SEED, "revisions": revisions})
+    assert made.status == 201, made
+    when = {5: "10 min ago", 4: "59 min ago", 3: "23 h ago", 2: "29 days ago",
+            1: time.strftime("%Y-%m-%d", time.localtime(revisions[0]["time"] / 1000))}
+
+    def whole(t: str) -> bool:
+        h = history(t)
+        if not h or history_revs(t) != [5, 4, 3, 2, 1, 0]:
+            return False
+        lines = screen_lines(t)
+        header = next(line for line in lines if line.strip().startswith("REV"))
+        who = header.find("WHO")
+        rows = [line for line in lines if re.match(r"^[▶ ] [1-5] ", line)]
+        return all(line[who - 1] == " " and line[who:].startswith("bob ") for line in rows) \
+            and {int(r["REV"]): r["WHEN"] for r in h["rows"] if r["REV"] != "0"} == when
+
+    for width, height in ((60, 20), (80, 24), (120, 40)):
+        s = screens.raw(f"when{width}")
+        s.start(open_command(hub.port, room, "ann"), width=width, height=height)
+        s.wait_for(all_of(title_has("● online"), selection_is("Ann")))
+        s.keys("h").wait_for(_pred(whole, f"at {width} columns, {when} whole under WHEN and a space before WHO"))
