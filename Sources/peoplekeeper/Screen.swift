@@ -78,7 +78,11 @@ final class Screen: @unchecked Sendable {
     /// The name as it was when the caret was last placed in it: a change since is a teammate's (or the
     /// hub's answer reshaping this user's own), which moves the caret with the text (`settle`).
     var caretName: String?
+    /// The details' current row (an index into `Row.all`), which also scrolls the pane.
     var row = 0
+    /// Whose details `row` is in: another person's start from the top (`settle`). A pass found every
+    /// person shown from `Facial hair` on, after G in one person's details and back to the list.
+    private var rowOf: Tag?
     /// The history view (`h`) is shown instead of the list and the details.
     var showingHistory = false
     /// The revision selected in the history view (by revision, so it stays on its row as rows come);
@@ -272,12 +276,17 @@ final class Screen: @unchecked Sendable {
     }
 
     /// After any change: the selection stays on the same person (by tag) whatever moved, or at the same
-    /// place if they are gone; the name cursor stays inside the name; a chooser closes with its person;
-    /// the history's selection stays on its revision; the others are told what this user is looking at,
-    /// and the selected person's writers are asked for (`LiveRoom.attribute`: only when it changes).
+    /// place if they are gone; another person's details show from the top; the name cursor stays inside
+    /// the name; a chooser closes with its person; the history's selection stays on its revision; the
+    /// others are told what this user is looking at, and the selected person's writers are asked for
+    /// (`LiveRoom.attribute`: only when it changes).
     func settle() {
         if selectedTag == nil || room.sync.view[selectedTag!] == nil { selectedTag = selected?.tag }
         if let index = selectedIndex { lastIndex = index }
+        if selected?.tag != rowOf {
+            row = 0
+            rowOf = selected?.tag
+        }
         switch mode {
         case .editingName(let cursor):
             if let person = selected {

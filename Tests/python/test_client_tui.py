@@ -2496,3 +2496,19 @@ def test_the_history_s_when_column_is_wide_enough_for_its_longest_words(hub, roo
         s.start(open_command(hub.port, room, "ann"), width=width, height=height)
         s.wait_for(all_of(title_has("● online"), selection_is("Ann")))
         s.keys("h").wait_for(_pred(whole, f"at {width} columns, {when} whole under WHEN and a space before WHO"))
+
+
+def test_another_person_s_details_show_from_the_top(hub, room, screens):
+    """On 80 x 24 the details pane shows 15 of its 20 rows. After G in Ann's details (her last row) and
+    back to the list, every person selected showed from `Facial hair: …` on, their name and colours
+    hidden. Another person's details show from the top, and Tab goes into them at Name; the same
+    person's keep their row."""
+    s = screens.raw("rows80")
+    s.start(open_command(hub.port, room, "ann"), width=80, height=24)
+    s.wait_for(all_of(title_has("● online"), selection_is("Ann")))
+    s.keys("Tab", "G").wait_for(_pred(lambda t: details(t)["current"] == "technology", "Ann's last row current"))
+    s.keys("Escape").wait_for(selection_is("Ann"))
+    s.keys("j").wait_for(all_of(selection_is("Joan"), shows("Joan", name="Joan", hairColor="black")))
+    s.keys("Tab").wait_for(_pred(lambda t: details(t)["current"] == "name", "Tab into Joan's details at Name"))
+    s.keys("j", "j", "Escape", "Tab").wait_for(_pred(lambda t: details(t)["current"] == "hairLength",
+                                                    "back in Joan's details at the row left"))
