@@ -200,7 +200,7 @@ struct CommonOptions: ParsableArguments {
     var trustedCAFile: String? { Defaults.caFile(caFile) }
 
     func validate() throws {
-        try Defaults.validate(url: hubURL, user: userName)
+        try Defaults.validate(url: hubURL, user: user)
         guard timeout > 0 else { throw ValidationError("--timeout must be more than 0") }
     }
 }
@@ -218,9 +218,18 @@ enum Defaults {
         do { return try RoomName(room).rawValue } catch { throw ValidationError(error.description) }
     }
 
-    static func user(_ given: String?) -> String {
+    static func user(_ given: String?) -> String { userSource(given).name }
+
+    /// Who the user is and what said so: `--user`, else the first of PEOPLEKEEPER_USER and USER that is
+    /// set and not empty, else `anonymous` (nil: the default). An empty variable counts as unset
+    /// (`USER= peoplekeeper …` was refused as an invalid `--user`, given by nobody).
+    static func userSource(_ given: String?) -> (name: String, source: String?) {
+        if let given { return (given, "--user") }
         let environment = ProcessInfo.processInfo.environment
-        return given ?? environment["PEOPLEKEEPER_USER"] ?? environment["USER"] ?? "anonymous"
+        for variable in ["PEOPLEKEEPER_USER", "USER"] {
+            if let name = environment[variable], !name.isEmpty { return (name, variable) }
+        }
+        return ("anonymous", nil)
     }
 
     static func token(_ given: String?) -> String? {
@@ -231,7 +240,8 @@ enum Defaults {
         given ?? ProcessInfo.processInfo.environment["PEOPLEKEEPER_CA_FILE"]
     }
 
-    static func validate(url: String, user: String) throws {
+    /// `user`: the option as given (nil: not given); an invalid name is blamed on what gave it.
+    static func validate(url: String, user: String?) throws {
         guard url.hasPrefix("ws://") || url.hasPrefix("wss://") else {
             throw ValidationError("--url must start with ws:// or wss:// (got \(url))")
         }
@@ -246,7 +256,8 @@ enum Defaults {
         guard parts.query == nil, parts.fragment == nil else {
             throw ValidationError("--url takes no ?query or #fragment (got \(url))")
         }
-        do { _ = try UserName(user) } catch { throw ValidationError("--user: \(error)") }
+        let (name, source) = userSource(user)
+        do { _ = try UserName(name) } catch { throw ValidationError("\(source ?? "user"): \(error)") }
     }
 }
 

@@ -975,6 +975,37 @@ def test_environment_supplies_url_room_and_user(hub, room):
     assert doc.get("room") == room and doc.get("rev") == len(cases), describe(r)
 
 
+def test_an_empty_user_variable_counts_as_unset_and_an_invalid_one_is_named(hub, room):
+    """A black-box pass (session 39): `USER= peoplekeeper set …` (or an empty PEOPLEKEEPER_USER beside
+    USER=bob) exited 64 with `--user: user must be 1 to 64 bytes of UTF-8`, though no --user was given.
+    An empty variable counts as unset, so the next in CLIENT.md's order applies (PEOPLEKEEPER_USER, USER,
+    `anonymous`); a name that is not valid is blamed on the variable that gave it, and --user '' still
+    on --user."""
+    obs = observe(hub, room)
+    base = {"PEOPLEKEEPER_URL": hub_url(hub), "PEOPLEKEEPER_ROOM": room}
+    cases = [
+        ({"PEOPLEKEEPER_USER": None, "USER": ""}, "anonymous"),
+        ({"PEOPLEKEEPER_USER": "", "USER": "bob"}, "bob"),
+        ({"PEOPLEKEEPER_USER": "", "USER": ""}, "anonymous"),
+    ]
+    colors = ["red", "gray", "white"]                          # a change each time (Ann starts brown)
+    for rev, ((env, author), color) in enumerate(zip(cases, colors), start=1):
+        r = run_client(["set", "1", "hairColor", color], env={**base, **env})
+        assert_status(r, 0)
+        assert revision(obs, rev)["author"] == author, f"with {env} the author must be {author}"
+
+    too_long = "x" * 65
+    for extra, env, named in [
+        ([], {"PEOPLEKEEPER_USER": too_long}, "PEOPLEKEEPER_USER"),
+        ([], {"PEOPLEKEEPER_USER": "", "USER": too_long}, "USER"),
+        (["--user", ""], {"PEOPLEKEEPER_USER": "ann"}, "--user"),
+    ]:
+        r = run_client(["set", "1", "hairColor", "black", *extra], env={**base, **env})
+        line = assert_error(r, 64)
+        assert line == f"peoplekeeper: {named}: user must be 1 to 64 bytes of UTF-8", describe(r)
+    obs.expect_nothing("ops")
+
+
 # -- issue 17: one vocabulary, and the hub's token command ----------------------------------------------
 
 def test_set_and_watch_speak_one_vocabulary(hub, room):
