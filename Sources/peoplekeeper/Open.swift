@@ -108,11 +108,20 @@ struct Open: AsyncParsableCommand {
             try? await Task.sleep(for: .milliseconds(20))
         }
         await live.stop()
-        let lost = live.sync.pendingCount
-        if lost > 0 {
-            complain("\(lost) change(s) had not reached the hub and are lost")
-            Foundation.exit(75)
+        let (lost, refusal) = queue.sync { (live.sync.pendingCount, screen.accessRefusal) }
+        Foundation.exit(Self.ending(lost: lost, refusal: refusal))
+    }
+
+    /// The exit status once the screen is closed, with its lines on stderr: 77 when the hub refused
+    /// this user's access and no new token was let in since (the changes lost with it are counted
+    /// too: a new token, not a later try, is what they need); 75 when changes of the user's had not
+    /// reached the hub; else 0.
+    static func ending(lost: Int, refusal: String?) -> Int32 {
+        if lost > 0 { complain("\(lost) change(s) had not reached the hub and are lost") }
+        if let refusal {
+            complain(refusal)
+            return 77
         }
-        Foundation.exit(0)
+        return lost > 0 ? 75 : 0
     }
 }

@@ -118,6 +118,7 @@ extension Screen {
             mode = .normal
             guard !token.isEmpty else { return }
             report = nil
+            accessRefusal = nil
             room.renew(token: token)
         default: break
         }

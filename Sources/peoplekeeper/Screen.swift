@@ -114,6 +114,10 @@ final class Screen: @unchecked Sendable {
     private var resetSaved: String?
     private var resetLost: String?
     static let keptForSent = 4
+    /// Why the hub refused this user's access (`unauthorized`: no token, a wrong or an expired one),
+    /// until a new token is sent (`t`, the only way on from a refusal): `open` ends with 77 then, as a
+    /// command the hub refuses does (it ended with 0).
+    var accessRefusal: String?
     var onQuit: (() -> Void)?
 
     init(room: LiveRoom, terminal: Terminal, queue: DispatchQueue) {
@@ -158,6 +162,7 @@ final class Screen: @unchecked Sendable {
             }
         }
         for notice in notices {
+            if case .error(let error) = notice, error.code == .unauthorized { accessRefusal = error.terminalWords }
             switch notice {
             case .stepDone(let redo, let label):
                 done = "\(redo ? "redid" : "undid") \(label ?? "a change")"

@@ -1158,6 +1158,8 @@ def test_a_token_that_expires_in_the_room_asks_for_a_new_one_and_the_room_carrie
     wait_model(obs, lambda p: by_tag(p, 1)["facialHair"] == [], "ann's undo of the mustache")
     ann.keys("u")  # the same session: its undo stack still holds the glasses from before the expiry
     wait_model(obs, lambda p: by_tag(p, 1)["glasses"] is False, "ann's undo of her change from before the expiry")
+    # The refusal was recovered from: quitting is 0, not 77.
+    assert "EXIT=0" in ann.keys("q").wait_for("EXIT=", what="the screen ended")
 
 
 def test_heartbeat_outside_2_to_600_seconds_is_a_usage_error(tmp_path):
@@ -2512,3 +2514,27 @@ def test_another_person_s_details_show_from_the_top(hub, room, screens):
     s.keys("Tab").wait_for(_pred(lambda t: details(t)["current"] == "name", "Tab into Joan's details at Name"))
     s.keys("j", "j", "Escape", "Tab").wait_for(_pred(lambda t: details(t)["current"] == "hairLength",
                                                     "back in Joan's details at the row left"))
+
+
+def test_open_exits_77_after_the_hub_refused_the_token(hub_factory, room, screens, tmp_path):
+    """`open` exited 0 after the hub refused its token, where every other command exits 77. A token for
+    another room is refused at once: q ends with 77 and the refusal on stderr. A token that expires in
+    the room, with a change made after it that waits: q counts the change as lost and ends with 77 (a
+    new token, not a later try, is what it needs). (A token renewed with t and let in, then q: 0, in
+    test_a_token_that_expires_in_the_room_asks_for_a_new_one_and_the_room_carries_on.)"""
+    hub = token_hub(hub_factory, tmp_path)
+    other = screens.raw("other")
+    other.start(open_command(hub.port, room, "ann", token=make_token("ann", ["another-room"])))
+    other.wait_for(title_has("✕ refused"))
+    text = other.keys("q").wait_for("EXIT=", what="the screen ended")
+    assert "EXIT=77" in text and "peoplekeeper: " in text and "does not give access" in text, text
+
+    expiring = screens.raw("expiring")
+    expiring.start(open_command(hub.port, room, "ann", token=make_token("ann", [room], ttl=6)))
+    expiring.wait_for(all_of(title_has("● online"), selection_is("Ann")))
+    expiring.wait_for(_pred(lambda t: "press t and paste a new one" in t, "the token said to have expired"), timeout=20)
+    to_row(expiring, "glasses").keys("Enter").wait_for(_pred(lambda t: "1 change waiting, kept" in t,
+                                                             "the change kept"))
+    text = expiring.keys("q").wait_for("EXIT=", what="the screen ended")
+    assert "EXIT=77" in text and "1 change(s) had not reached the hub and are lost" in text \
+        and "your access token has expired" in text, text
