@@ -30,7 +30,7 @@ struct Open: AsyncParsableCommand {
     var caFile: String?
     @Option(help: ArgumentHelp("An access token, for a hub with auth.mode token (default: $PEOPLEKEEPER_TOKEN).", valueName: "token"))
     var token: String?
-    @Option(help: ArgumentHelp("Seconds of silence from the hub before a ping checks the link; as many again unanswered and the link is given up and tried again (2 to 600, default 20).", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Seconds of silence from the hub before a ping checks the link; as many again unanswered and the link is given up and tried again (2 to 600).", valueName: "seconds"))
     var heartbeat: Int = Int(LiveRoom.defaultHeartbeatSeconds)
 
     func validate() throws {

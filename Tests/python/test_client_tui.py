@@ -1168,6 +1168,15 @@ def test_heartbeat_outside_2_to_600_seconds_is_a_usage_error(tmp_path):
         assert r.returncode == 64 and "--heartbeat must be 2 to 600 seconds" in r.stderr, (value, r.returncode, r.stderr)
 
 
+def test_help_open_gives_the_heartbeat_s_default_once():
+    """`help open` said `(2 to 600, default 20). (default: 20)`: the text gave the default, and the
+    argument parser added it again."""
+    r = subprocess.run([CLIENT_BIN, "help", "open"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    heartbeat = " ".join(r.stdout.split("--heartbeat <seconds>", 1)[1].split("--version", 1)[0].split())
+    assert len(re.findall(r"default:? 20", heartbeat)) == 1 and "2 to 600" in heartbeat, heartbeat
+
+
 def test_on_80_by_24_the_key_line_keeps_help_and_quit(hub, room, screens):
     """Issue 17, item 4. On an 80 x 24 terminal the key line still ends with `? help` and `q quit`, in the
     list and in the details, and is no wider than the window."""
