@@ -120,7 +120,7 @@ def test_since_of_another_history_gets_the_full_state_with_reset(hub_factory, ro
     a.close()
     h.restart(same_port=True)
     b = h.join(room, "bob")
-    assert "time" not in b.welcome, b.welcome            # revision 0 has no time
+    assert b.welcome["time"] > old_time, b.welcome       # revision 0's time: when the new room was made
     first = b.edit([set_op(2, "eyeColor", "hazel")])
     at_rev1 = copy.deepcopy(b.people)
     last = b.edit([set_op(3, "glasses", False)])
@@ -142,6 +142,43 @@ def test_since_of_another_history_gets_the_full_state_with_reset(hub_factory, ro
     blind = h.connect(room, "dora")
     w = blind.hello("dora", since=1, people=old_people)
     assert "people" not in w and "reset" not in w, w   # no sinceTime: caught up on the new history
+
+
+def test_a_client_at_revision_0_of_another_room_gets_the_full_state_with_reset(hub_factory, room):
+    """Revision 0's time is when the room was made (docs/PROTOCOL.md "A room that went back"): a welcome
+    at revision 0 says it. ann saw the room at revision 0; a memory hub restarted and made the room
+    again; bob makes revisions 1 and 2 of it. ann's hello with since 0 and her time gets the full state
+    with `reset`, no `ops`; carl, who saw the new room at revision 0, is caught up with 1 and 2.
+    Before the fix revision 0 had no time, so ann was caught up with the new room's revisions on top of
+    the old room's people and never agreed with the hub again (a black-box pass of the terminal
+    client, session 39)."""
+    h = hub_factory()
+    a = h.join(room, "ann")
+    born = a.welcome["time"]
+    old_people = copy.deepcopy(a.people)
+    a.close()
+    h.restart(same_port=True)
+    carl = h.join(room, "carl")
+    reborn = carl.welcome["time"]
+    assert reborn > born, (born, reborn)
+    at_zero = copy.deepcopy(carl.people)
+    carl.close()
+    b = h.join(room, "bob")
+    b.edit([set_op(2, "eyeColor", "hazel")])
+    b.edit([set_op(3, "glasses", False)])
+
+    c = h.connect(room, "ann-again")
+    w = c.hello("ann", since=0, sinceTime=born, people=old_people)
+    assert w.get("reset") is True and w["rev"] == 2, w
+    assert norm(w["people"]) == norm(b.people)
+    c.expect_nothing("ops")
+
+    same = h.connect(room, "carl-again")
+    w = same.hello("carl", since=0, sinceTime=reborn, people=at_zero)
+    assert "reset" not in w and "people" not in w, w
+    same.pump()
+    assert [m["rev"] for m in ops_frames(same)] == [1, 2]
+    assert norm(same.people) == norm(b.people)
 
 
 def test_since_time_is_checked_against_the_store_below_memory(hub_factory, room):

@@ -137,6 +137,7 @@ extension Room {
             journalPosition = try s.int("position")
             history = RoomHistory(floor: floor)
             nextTag = try s.int("nextTag")
+            created = try s.optionalTime("created")
             for tag in try s.array("retiredTags") {
                 guard case .int(let tag) = tag else { throw s.fail("retiredTags must hold integers") }
                 usedTags.insert(tag)
@@ -290,6 +291,7 @@ extension RoomSnapshot {
         return .object([
             "format": .int(Self.format), "room": .string(room.name), "position": .int(position),
             "rev": .int(revision), "floor": .int(floor), "nextTag": .int(room.nextTag),
+            "created": room.created.map { .int(Int($0)) },
             "people": .array(people.map(\.json)), "retiredTags": .array(retired.map(JSON.int)),
             "users": .array(users), "sessions": .array(sessions),
             "keysFrom": keysFrom.values.min().map(JSON.int),

@@ -48,10 +48,19 @@ public struct Room: Sendable {
     public internal(set) var journalPosition = 0
     /// Disconnected sessions, oldest first; beyond `policy.keptSessions` the oldest are forgotten.
     var disconnectedOrder: [SessionID] = []
+    /// When the room was made (ms since the epoch), as revision 0's time: a welcome at revision 0 says
+    /// it, and a client there sends it back (`hello.sinceTime` with `since: 0`), so that a room made
+    /// again under the name (a hub without storage restarted, a room deleted) is told from this one;
+    /// no revision 0 had a time before, and such a client was caught up with another room's revisions
+    /// on top of its people (a black-box pass, session 39). Nil for a room made before, or imported
+    /// with its history (whose revisions keep their own times).
+    public internal(set) var created: Int64?
 
-    /// A new room at revision 0 holding `seed` (which is nobody's edit: in no undo stack).
-    public init(name: String, seed: PeopleModel = .tutorialSeed, policy: RoomPolicy = RoomPolicy()) {
+    /// A new room at revision 0 holding `seed` (which is nobody's edit: in no undo stack), made at
+    /// `created` (ms; nil when unknown).
+    public init(name: String, seed: PeopleModel = .tutorialSeed, policy: RoomPolicy = RoomPolicy(), created: Int64? = nil) {
         self.name = name
+        self.created = created
         self.policy = policy
         self.model = seed
         self.history = RoomHistory()
@@ -142,7 +151,8 @@ public struct Room: Sendable {
             missed = Array(after) + history.revisions(after: last.number)
         }
         let welcome = ServerMessage.Welcome(
-            session: id, user: user, role: role, rev: history.head, time: headTime, reset: reset,
+            // At revision 0, when the room was made (a client there sends it back as `sinceTime`).
+            session: id, user: user, role: role, rev: history.head, time: history.head == 0 ? created : headTime, reset: reset,
             people: missed == nil ? model.people.elements : nil,
             tags: sessions[id]!.tags, history: stacks(of: user).summary, presence: presence)
         actions.append(.send(.welcome(welcome), to: [id]))
@@ -157,12 +167,13 @@ public struct Room: Sendable {
     }
 
     /// Whether a `since` (and its `sinceTime`) names a revision of another history than this room's:
-    /// one ahead of the head, or one whose time is not the client's (revision 0 has none). Unknown (the
-    /// revision is neither in memory nor in `earlier`): not other, as far as the room can tell.
+    /// one ahead of the head, or one whose time is not the client's (revision 0's is when the room was
+    /// made; a room that does not know it had none to give). Unknown (the revision is neither in memory
+    /// nor in `earlier`): not other, as far as the room can tell.
     private func isOtherHistory(since: Int, sinceTime: Int64?, earlier: [Revision]) -> Bool {
         if since > history.head { return true }
         guard let sinceTime, since >= 0 else { return false }
-        if since == 0 { return true }
+        if since == 0 { return created != sinceTime }
         let revision = since > history.floor ? history.revision(since) : earlier.first { $0.number == since }
         return revision.map { $0.timestamp != sinceTime } ?? false
     }

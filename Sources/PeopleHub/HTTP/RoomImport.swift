@@ -30,7 +30,7 @@ public struct RoomImport: Sendable {
             // undos may have brought its room past the limit).
             try Self.checkLimit(people, policy: policy, field: "people")
             initial = people
-            built = Room(name: room, seed: people, policy: policy)
+            built = Room(name: room, seed: people, policy: policy, created: now)
             entries = []
             checkpoints = []
             return

@@ -248,7 +248,8 @@ extension Hub {
                 // webhooks once durable too. Told at once, a delivery's removal of its kept
                 // `room.created` could come before the commit that kept it (a busy writer), and the
                 // notice stayed, to be delivered again by the next node or start (a cluster pass).
-                host = RoomHost(room: load.creator?.built ?? Room(name: name, seed: configuration.seed, policy: configuration.roomPolicy))
+                host = RoomHost(room: load.creator?.built
+                    ?? Room(name: name, seed: configuration.seed, policy: configuration.roomPolicy, created: time))
                 persist([], in: host, creating: RoomCreation(snapshot: host.room.snapshot(), notices: notices,
                                                              checkpoints: [], time: time))
             }
