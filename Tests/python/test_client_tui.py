@@ -2547,3 +2547,20 @@ def test_open_exits_77_after_the_hub_refused_the_token(hub_factory, room, screen
     text = expiring.keys("q").wait_for("EXIT=", what="the screen ended")
     assert "EXIT=77" in text and "1 change(s) had not reached the hub and are lost" in text \
         and "your access token has expired" in text, text
+
+
+def test_a_room_an_admin_deletes_stops_the_screen_and_stays_deleted(hub_factory, room, screens):
+    """An admin deletes the room ann has open (`DELETE`, which closes its connections with 1000 "room
+    deleted"). The screen stops and says an admin deleted the room, and does not reconnect: the room
+    stays deleted (404). Before the fix the screen reconnected at once, its hello made the room again
+    from the seed, undoing the delete unasked, and it said the room had gone back (a black-box pass,
+    session 39)."""
+    hub = hub_factory()
+    ann = screens(hub, room, "ann")
+    status, _, body = hub.http("DELETE", f"/v1/rooms/{room}")
+    assert status == 204, (status, body)
+    ann.wait_for(title_has("✕ refused: an admin deleted room"), what="the screen saying an admin deleted the room")
+    time.sleep(2)                                          # a screen that reconnects would have by now
+    status, _, body = hub.http("GET", f"/v1/rooms/{room}")
+    assert status == 404, f"the room was made again: {status} {body[:200]!r}"
+    assert "room reset" not in ann.text(), ann.text()
