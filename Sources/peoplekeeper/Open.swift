@@ -42,7 +42,7 @@ struct Open: AsyncParsableCommand {
     func run() async throws {
         let hubURL = Defaults.url(url)
         let userName = Defaults.user(user)
-        try Defaults.validate(url: hubURL, user: user)
+        try Defaults.validate(url: url, user: user)
         let roomName = try Defaults.room(room)
         let terminal = Terminal()
         guard terminal.isInteractive else {

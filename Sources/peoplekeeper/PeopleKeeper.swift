@@ -200,15 +200,21 @@ struct CommonOptions: ParsableArguments {
     var trustedCAFile: String? { Defaults.caFile(caFile) }
 
     func validate() throws {
-        try Defaults.validate(url: hubURL, user: user)
+        try Defaults.validate(url: url, user: user)
         guard timeout > 0 else { throw ValidationError("--timeout must be more than 0") }
     }
 }
 
 /// Where options come from when they are not given: the environment, then a default.
 enum Defaults {
-    static func url(_ given: String?) -> String {
-        given ?? ProcessInfo.processInfo.environment["PEOPLEKEEPER_URL"] ?? "ws://127.0.0.1:8080"
+    static func url(_ given: String?) -> String { urlSource(given).url }
+
+    /// The hub's URL and what said so: `--url`, else PEOPLEKEEPER_URL when set and not empty (an empty
+    /// one was refused as an invalid `--url`, as USER was), else the default.
+    static func urlSource(_ given: String?) -> (url: String, source: String) {
+        if let given { return (given, "--url") }
+        if let url = ProcessInfo.processInfo.environment["PEOPLEKEEPER_URL"], !url.isEmpty { return (url, "PEOPLEKEEPER_URL") }
+        return ("ws://127.0.0.1:8080", "--url")
     }
 
     static func room(_ given: String?) throws -> String {
@@ -240,21 +246,22 @@ enum Defaults {
         given ?? ProcessInfo.processInfo.environment["PEOPLEKEEPER_CA_FILE"]
     }
 
-    /// `user`: the option as given (nil: not given); an invalid name is blamed on what gave it.
-    static func validate(url: String, user: String?) throws {
+    /// `url`, `user`: the options as given (nil: not given); an invalid value is blamed on what gave it.
+    static func validate(url given: String?, user: String?) throws {
+        let (url, option) = urlSource(given)
         guard url.hasPrefix("ws://") || url.hasPrefix("wss://") else {
-            throw ValidationError("--url must start with ws:// or wss:// (got \(url))")
+            throw ValidationError("\(option) must start with ws:// or wss:// (got \(url))")
         }
         // Said before any connection (a port out of range was "unreachable", exit 69; a query ended up
         // before the room's path).
         guard let parts = URLComponents(string: url), let host = parts.host, !host.isEmpty else {
-            throw ValidationError("--url is not a URL of a hub (got \(url); e.g. ws://127.0.0.1:8080)")
+            throw ValidationError("\(option) is not a URL of a hub (got \(url); e.g. ws://127.0.0.1:8080)")
         }
         if let port = parts.port, !(1...65_535).contains(port) {
-            throw ValidationError("--url: the port must be 1 to 65535 (got \(port))")
+            throw ValidationError("\(option): the port must be 1 to 65535 (got \(port))")
         }
         guard parts.query == nil, parts.fragment == nil else {
-            throw ValidationError("--url takes no ?query or #fragment (got \(url))")
+            throw ValidationError("\(option) takes no ?query or #fragment (got \(url))")
         }
         let (name, source) = userSource(user)
         do { _ = try UserName(name) } catch { throw ValidationError("\(source ?? "user"): \(error)") }

@@ -1006,6 +1006,21 @@ def test_an_empty_user_variable_counts_as_unset_and_an_invalid_one_is_named(hub,
     obs.expect_nothing("ops")
 
 
+def test_an_empty_url_variable_counts_as_unset_and_a_bad_one_is_named(hub, room):
+    """The same for PEOPLEKEEPER_URL: an empty one was refused as `--url must start with ws:// or
+    wss://`, though no --url was given; it counts as unset now (the default, ws://127.0.0.1:8080, where
+    no hub of this test listens: unreachable, 69), and one that is not a hub's URL is named."""
+    base = {"PEOPLEKEEPER_ROOM": room, "PEOPLEKEEPER_USER": "ann"}
+    r = run_client(["list", "--timeout", "2"], env={**base, "PEOPLEKEEPER_URL": ""})
+    assert r.returncode in (0, 69), describe(r)                # the default's hub, if one runs there, or none
+    assert "must start with ws://" not in r.stderr, describe(r)
+    r = run_client(["list"], env={**base, "PEOPLEKEEPER_URL": "http://127.0.0.1:1"})
+    line = assert_error(r, 64)
+    assert line == "peoplekeeper: PEOPLEKEEPER_URL must start with ws:// or wss:// (got http://127.0.0.1:1)", describe(r)
+    r = run_client(["list", "--url", "http://127.0.0.1:1"], env={**base, "PEOPLEKEEPER_URL": hub_url(hub)})
+    assert assert_error(r, 64).startswith("peoplekeeper: --url must start with"), describe(r)
+
+
 # -- issue 17: one vocabulary, and the hub's token command ----------------------------------------------
 
 def test_set_and_watch_speak_one_vocabulary(hub, room):
