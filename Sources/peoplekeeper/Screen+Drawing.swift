@@ -215,6 +215,11 @@ extension Screen {
             // A long name is cut here (the list pane's question has it too), never the keys.
             let shown = TerminalText.cut(room.sync.view.called(tag), width: 24).text
             return KeyHints([("delete \(shown)?", 0), ("y deletes", 0), ("any other key keeps them", 1)])
+        case .confirmQuit:
+            let count = room.sync.pendingCount
+            let changes = count == 1 ? "1 change has" : "\(count) changes have"
+            return KeyHints([("\(changes) not reached the hub: quit and lose \(count == 1 ? "it" : "them")?", 0),
+                             ("y quits", 0), ("any other key stays", 1)])
         case .moving: return KeyHints([("↑↓/jk move the person  Enter or Esc when done", 0)])
         case .finding(let text, _):
             return KeyHints([("find: \(text)▏  ↓ next  Enter stay  Esc back", 0)])

@@ -53,7 +53,8 @@ extension Screen {
         seekingOldest = false
         if report?.lasts == .untilKey { report = nil }
         switch key {
-        case .char("q"), .ctrl("c"), .ctrl("d"): onQuit?()
+        case .char("q"), .ctrl("d"): quitOrAsk()
+        case .ctrl("c"): onQuit?()
         case .char("t") where room.tokenEnded: mode = .renewing(token: "")
         case .char("?"): mode = .help(first: 0)
         case .escape, .left, .char("h"): closeHistory()

@@ -44,6 +44,9 @@ extension Screen {
             if key == .char("y") || key == .char("Y") {
                 perform([.remove(tag)])
             }
+        case .confirmQuit:
+            mode = .normal
+            if key == .char("y") || key == .char("Y") { onQuit?() }
         case .adding(let name, let cursor):
             addKey(key, name: name, cursor: cursor)
         case .renewing(let token):
@@ -74,9 +77,24 @@ extension Screen {
         render()
     }
 
+    /// `q`: quits, but first asks when changes of the user's cannot reach the hub now but would once it
+    /// is back (the link is down): quitting loses them. Online, changes on their way are
+    /// waited for as they were (Open.swift). Ctrl-C quits at once, from anywhere.
+    func quitOrAsk() {
+        let waiting = switch room.link {
+        case .offline, .connecting: true   // they go once it is back: worth staying for
+        case .online, .refused: false      // on their way (waited for), or never going (said on stderr)
+        }
+        if room.sync.pendingCount > 0, waiting {
+            mode = .confirmQuit
+        } else {
+            onQuit?()
+        }
+    }
+
     private func normal(_ key: Key) {
         switch key {
-        case .char("q"), .ctrl("c"), .ctrl("d"): onQuit?()
+        case .char("q"), .ctrl("d"): quitOrAsk()
         case .char("t") where room.tokenEnded: mode = .renewing(token: "")
         case .char("?"): mode = .help(first: 0)
         case .up, .char("k"): step(-1)

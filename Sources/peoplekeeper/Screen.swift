@@ -31,6 +31,9 @@ final class Screen: @unchecked Sendable {
         /// Pasting (or typing) a new access token after the hub refused the old one in an open room
         /// (`LiveRoom.tokenEnded`: it expired); Enter carries the room on with it, Esc cancels.
         case renewing(token: String)
+        /// `q` with changes the hub cannot be sent now (the link is down): `y` quits and loses them,
+        /// any other key stays (a black-box pass: `q` offline dropped them unasked).
+        case confirmQuit
     }
 
     var isHelp: Bool { if case .help = mode { true } else { false } }

@@ -2564,3 +2564,30 @@ def test_a_room_an_admin_deletes_stops_the_screen_and_stays_deleted(hub_factory,
     status, _, body = hub.http("GET", f"/v1/rooms/{room}")
     assert status == 404, f"the room was made again: {status} {body[:200]!r}"
     assert "room reset" not in ann.text(), ann.text()
+
+
+def test_q_with_changes_the_hub_has_not_got_asks_before_losing_them(hub_factory, room, screens):
+    """With the hub away and a change waiting, `q` asks first ("1 change has not reached the hub: quit
+    and lose it?"); any other key stays, and the change goes when the hub is back; `y` quits and loses
+    it (75, counted on stderr). Before, `q` quit at once and the change was lost unasked (a black-box
+    pass, session 39). Online, `q` quits at once as before."""
+    hub = hub_factory({"storage": {"kind": "embedded", "path": "{workdir}/data/pk.sqlite"}})
+    room = "team-q"     # a hub of its own: the name is unique there, and short enough for the title
+    ann = screens(hub, room, "ann")
+    hub.kill()
+    ann.wait_for(title_has("○ offline"))
+    to_row(ann, "glasses").keys("Enter")
+    ann.wait_for(all_of(shows("Ann", glasses="on"), title_has("1 change waiting")))
+    ann.keys("q").wait_for("1 change has not reached the hub: quit and lose it?", what="the question")
+    ann.keys("n").wait_for(_pred(lambda t: "quit and lose" not in t, "the question gone, the screen still there"))
+    hub.restart(same_port=True)
+    ann.wait_for(all_of(title_has("● online"), title_lacks("waiting")), timeout=15)
+    assert by_tag(hub.join(room, "observer").people, 1)["glasses"] is True, "the change stayed and was sent"
+
+    hub.kill()
+    ann.wait_for(title_has("○ offline"))
+    ann.keys("Enter")                                      # still on Ann's glasses: off again
+    ann.wait_for(all_of(shows("Ann", glasses="off"), title_has("1 change waiting")))
+    ann.keys("q").wait_for("quit and lose it?", what="the question")
+    text = ann.keys("y").wait_for("EXIT=", what="the screen ended")
+    assert "EXIT=75" in text and "1 change(s) had not reached the hub and are lost" in text, text
