@@ -181,6 +181,45 @@ def test_a_client_at_revision_0_of_another_room_gets_the_full_state_with_reset(h
     assert norm(same.people) == norm(b.people)
 
 
+def test_revision_0_s_time_goes_with_an_export_and_the_change_feed_checks_it(hub_factory, room):
+    """An export with history carries revision 0's time (`created`) and an import keeps it, so a client
+    at revision 0 of the room is caught up on the imported copy, not told it went back (a review,
+    session 39: it was told); the change feed's `afterTime` at `after=0` is checked against it, and a
+    `PUT` of people alone, or the `import` command's, is a new room with its own time."""
+    from pkhttp import HubHTTP
+    h = hub_factory({"storage": {"kind": "embedded", "path": "{workdir}/data/pk.sqlite"}})
+    a = h.join(room, "ann")
+    born = a.welcome["time"]
+    a.edit([set_op(1, "hairColor", "red")])
+    a.edit([set_op(2, "glasses", True)])
+    a.close()
+    web = HubHTTP(h.port, user="ann")
+    ok = web.get(web.room_path(room, "revisions"), query={"after": 0, "afterTime": born})
+    assert ok.status == 200 and [r["rev"] for r in ok.json["revisions"]] == [1, 2], ok
+    other = web.get(web.room_path(room, "revisions"), query={"after": 0, "afterTime": born + 1})
+    assert other.status == 409 and other.error_code() == "reset", other
+
+    export = web.export(room, history=True).json
+    assert export["created"] == born, export
+    assert web.remove_room(room).status == 204
+    assert web.create(room, export).status == 201
+    c = h.connect(room, "ann-again")
+    w = c.hello("ann", since=0, sinceTime=born, people=copy.deepcopy(SEED))
+    assert "reset" not in w and "people" not in w, w
+    c.pump()
+    assert [m["rev"] for m in ops_frames(c)] == [1, 2]
+    h.restart(same_port=True)                      # kept in the store (the import's first snapshot)
+    d = h.join(room, "dan")
+    assert d.welcome["rev"] == 2
+    again = HubHTTP(h.port, user="ann").get(web.room_path(room, "revisions"), query={"after": 0, "afterTime": born})
+    assert again.status == 200, again
+
+    fresh = room[:50] + "-people"
+    assert web.create(fresh, {"people": export["people"]}).status == 201
+    e = h.join(fresh, "eve")
+    assert e.welcome["rev"] == 0 and e.welcome["time"] > born, e.welcome
+
+
 def test_since_time_is_checked_against_the_store_below_memory(hub_factory, room):
     """With `rooms.keptRevisions` 3 the room's memory no longer holds revisions 1-4 after 8 edits: a
     `sinceTime` for them is compared with the store's copy. The right time: a catch-up from the store;

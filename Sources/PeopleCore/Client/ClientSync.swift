@@ -86,9 +86,9 @@ public struct ClientSync: Sendable {
     public let user: String
     public private(set) var confirmed: PeopleModel
     public private(set) var revision: Int
-    /// The time of `revision` as the hub gave it (nil for revision 0 and before any was given): sent
-    /// back as `hello.sinceTime`, so that a hub with another history says `reset` instead of
-    /// catching this client up on a state it does not have.
+    /// The time of `revision` as the hub gave it (for revision 0, when the room was made; nil when none
+    /// was given): sent back as `hello.sinceTime`, so that a hub with another history says `reset`
+    /// instead of catching this client up on a state it does not have.
     public private(set) var revisionTime: Int64?
     /// The names people had in `confirmed` when the hub removed them, until they are re-inserted
     /// (`renamed(_:)`).

@@ -59,7 +59,9 @@ extension Room {
     }
 
     /// The room as an export: `{"room","rev","people"}`, with `history` also `initial` (the people at
-    /// revision 0) and every revision as the change feed gives it. `older` holds the revisions below
+    /// revision 0), `created` (revision 0's time, when known: an import of the history keeps it, so a
+    /// client at revision 0 is not told the room went back) and every revision as the change feed
+    /// gives it. `older` holds the revisions below
     /// memory (`1 ... oldestKeptBase`); nil when they cannot be had.
     public func export(history: Bool, older: [Revision]) -> JSON? {
         var members: [JSON.Member] = [.init("room", .string(name)), .init("rev", .int(revision)),
@@ -68,6 +70,7 @@ extension Room {
             guard let initial = people(at: 0, older: older) else { return nil }
             let kept = revisions(after: oldestKeptBase, through: revision)
             members.append(.init("initial", .array(initial.people.map(\.json))))
+            if let created { members.append(.init("created", .int(Int(created)))) }
             members.append(.init("revisions", .array((older + kept).map(\.feedJSON))))
         }
         return .object(members)
@@ -80,9 +83,11 @@ extension Room {
     /// took six times its 151 MB export, and the hub kept most of it: a tester's pass.)
     public func exportBytes(initial: PeopleModel, page: Int = 10_000,
                             older: (_ after: Int, _ through: Int) throws -> [Revision]) rethrows -> [UInt8] {
-        var out = JSON.object([.init("room", .string(name)), .init("rev", .int(revision)),
-                               .init("people", .array(model.people.map(\.json))),
-                               .init("initial", .array(initial.people.map(\.json)))]).bytes
+        var members: [JSON.Member] = [.init("room", .string(name)), .init("rev", .int(revision)),
+                                      .init("people", .array(model.people.map(\.json))),
+                                      .init("initial", .array(initial.people.map(\.json)))]
+        if let created { members.append(.init("created", .int(Int(created)))) }
+        var out = JSON.object(members).bytes
         out.removeLast()  // the object's `}`: its revisions follow
         out.append(contentsOf: #","revisions":["#.utf8)
         var first = true

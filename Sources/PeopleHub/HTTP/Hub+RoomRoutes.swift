@@ -225,8 +225,13 @@ extension Hub {
             throw HTTPFailure.badMessage("after \(after) is beyond the room's last revision \(head)")
         }
         if let afterTime {
-            if after == 0 { throw Self.wentBack(after: after, why: "revision 0 (the room as it began) has no time to match afterTime") }
-            if after > host.room.oldestKeptBase {
+            if after == 0 {
+                // Revision 0's time is when the room was made (a welcome at revision 0 says it).
+                guard let created = host.room.created else {
+                    throw Self.wentBack(after: after, why: "revision 0 (the room as it began) has no time here to match afterTime")
+                }
+                guard created == afterTime else { throw Self.wentBack(after: after) }
+            } else if after > host.room.oldestKeptBase {
                 guard host.room.revision(after)?.timestamp == afterTime else { throw Self.wentBack(after: after) }
             } else {
                 // Revision `after` first, from the store, then the page as usual.

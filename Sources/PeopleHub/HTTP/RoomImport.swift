@@ -59,8 +59,11 @@ public struct RoomImport: Sendable {
                     "revisions[\(index)]: time \(revision.time) is before the previous revision's (\(parsed[index - 1].time)): times never go back")
             }
         }
-        // Replayed on a new room, so a bad import creates nothing; the people must be its result.
-        var room = Room(name: room, seed: initial, policy: policy)
+        // Replayed on a new room, so a bad import creates nothing; the people must be its result. The
+        // export's revision-0 time is kept (the same history: a client at revision 0 of it is not told
+        // the room went back); without one the room has none, as before.
+        let created = try Self.created(body["created"])
+        var room = Room(name: room, seed: initial, policy: policy, created: created)
         var entries: [JournalEntry] = []
         var checkpoints: [Checkpoint] = []
         entries.reserveCapacity(parsed.count)
@@ -84,7 +87,18 @@ public struct RoomImport: Sendable {
 
     /// The room's first snapshot: `initial` at revision 0, before any imported revision (it and
     /// `entries` are created all or nothing, `PeopleStore.create`).
-    public var startingSnapshot: RoomSnapshot { Room(name: room, seed: initial, policy: built.policy).snapshot() }
+    public var startingSnapshot: RoomSnapshot {
+        Room(name: room, seed: initial, policy: built.policy, created: built.created).snapshot()
+    }
+
+    /// An export's `created` (ms since the epoch), if any.
+    private static func created(_ value: JSON?) throws -> Int64? {
+        switch value {
+        case nil, .null?: return nil
+        case .int(let ms)? where ms >= 0: return Int64(ms)
+        default: throw HTTPFailure.badMessage("created must be a time (ms since the epoch)")
+        }
+    }
 
     /// At most `limits.maxPeoplePerRoom` people (`room-full`, as a submit that would leave more).
     private static func checkLimit(_ people: PeopleModel, policy: RoomPolicy, field: String) throws {

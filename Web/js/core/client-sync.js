@@ -67,9 +67,9 @@ export class ClientSync {
     this.confirmed = new PeopleModel();
     this.revision = 0;
     /**
-     * The time of `revision` as the hub gave it (null for revision 0 and before any was given): sent back
-     * as `hello.sinceTime`, so that a hub with another history says `reset` instead of catching this
-     * client up on a state it does not have.
+     * The time of `revision` as the hub gave it (for revision 0, when the room was made; null when none
+     * was given): sent back as `hello.sinceTime`, so that a hub with another history says `reset`
+     * instead of catching this client up on a state it does not have.
      */
     this.revisionTime = null;
     /** This user's own revisions as the hub acknowledged them (the last 200), for what a `reset` says is gone. */
