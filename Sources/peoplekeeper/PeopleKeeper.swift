@@ -218,10 +218,14 @@ enum Defaults {
     }
 
     static func room(_ given: String?) throws -> String {
-        guard let room = given ?? ProcessInfo.processInfo.environment["PEOPLEKEEPER_ROOM"], !room.isEmpty else {
+        guard let room = given ?? variable("PEOPLEKEEPER_ROOM"), !room.isEmpty else {
             throw ValidationError("which room? Give --room ROOM (or set PEOPLEKEEPER_ROOM)")
         }
-        do { return try RoomName(room).rawValue } catch { throw ValidationError(error.description) }
+        do {
+            return try RoomName(room).rawValue
+        } catch {
+            throw ValidationError(given == nil ? "PEOPLEKEEPER_ROOM: \(error.description)" : error.description)
+        }
     }
 
     static func user(_ given: String?) -> String { userSource(given).name }
@@ -238,12 +242,14 @@ enum Defaults {
         return ("anonymous", nil)
     }
 
-    static func token(_ given: String?) -> String? {
-        given ?? ProcessInfo.processInfo.environment["PEOPLEKEEPER_TOKEN"]
-    }
+    static func token(_ given: String?) -> String? { given ?? variable("PEOPLEKEEPER_TOKEN") }
 
-    static func caFile(_ given: String?) -> String? {
-        given ?? ProcessInfo.processInfo.environment["PEOPLEKEEPER_CA_FILE"]
+    static func caFile(_ given: String?) -> String? { given ?? variable("PEOPLEKEEPER_CA_FILE") }
+
+    /// An environment variable's value, nil when unset or empty (an empty PEOPLEKEEPER_CA_FILE was
+    /// read as a file named "", an empty PEOPLEKEEPER_TOKEN sent as a token).
+    private static func variable(_ name: String) -> String? {
+        ProcessInfo.processInfo.environment[name].flatMap { $0.isEmpty ? nil : $0 }
     }
 
     /// `url`, `user`: the options as given (nil: not given); an invalid value is blamed on what gave it.

@@ -226,12 +226,12 @@ extension Screen {
         case .backspace:
             guard cursor > 0 else { return }
             let from = NameCaret.left(of: cursor, in: name)
-            guard from > 0 || cursor < length else { return refuseEmptyName() }
+            guard !Self.leavesBlank(name, removing: from..<cursor) else { return refuseEmptyName() }
             text((from > 0 ? [.retain(from)] : []) + [.delete(cursor - from)], caret: from)
         case .delete:
             guard cursor < length else { return }
             let to = NameCaret.right(of: cursor, in: name)
-            guard cursor > 0 || to < length else { return refuseEmptyName() }
+            guard !Self.leavesBlank(name, removing: cursor..<to) else { return refuseEmptyName() }
             text((cursor > 0 ? [.retain(cursor)] : []) + [.delete(to - cursor)], caret: cursor)
         case .char(let c):
             text((cursor > 0 ? [.retain(cursor)] : []) + [.insert(String(c))], caret: cursor + c.unicodeScalars.count)
@@ -249,6 +249,16 @@ extension Screen {
     /// name.
     private func refuseEmptyName() {
         say("a person needs a name: type the new name before deleting the last letter", warning: true)
+    }
+
+    /// Whether taking the scalars `range` out of `name` leaves nothing but white space (a blank row,
+    /// as the add prompt refuses; a review found " " let through where "" was not).
+    static func leavesBlank(_ name: String, removing range: Range<Int>) -> Bool {
+        let scalars = Array(name.unicodeScalars)
+        var left = String.UnicodeScalarView()
+        left.append(contentsOf: scalars[..<range.lowerBound])
+        left.append(contentsOf: scalars[range.upperBound...])
+        return String(left).trimmingCharacters(in: .whitespacesAndNewlines).isEmpty
     }
 
     /// Pasted text as it goes into a name: line breaks and tabs become spaces, other control characters

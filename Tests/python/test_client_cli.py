@@ -1006,6 +1006,21 @@ def test_an_empty_user_variable_counts_as_unset_and_an_invalid_one_is_named(hub,
     obs.expect_nothing("ops")
 
 
+def test_empty_token_and_ca_file_variables_count_as_unset_and_a_bad_room_variable_is_named(hub, room):
+    """A review (session 39): an empty PEOPLEKEEPER_CA_FILE was read as a file named "" (lws's raw
+    "Unable to load SSL Client certs file from" on a wss:// hub), an empty PEOPLEKEEPER_TOKEN sent as a
+    token; and an invalid PEOPLEKEEPER_ROOM was not named in its error, unlike --room's."""
+    base = {"PEOPLEKEEPER_URL": hub_url(hub), "PEOPLEKEEPER_USER": "ann", "PEOPLEKEEPER_ROOM": room}
+    r = run_client(["list"], env={**base, "PEOPLEKEEPER_TOKEN": "", "PEOPLEKEEPER_CA_FILE": ""})
+    assert_status(r, 0)
+    assert "SSL" not in r.stderr and "token" not in r.stderr.lower(), describe(r)
+    r = run_client(["list"], env={**base, "PEOPLEKEEPER_ROOM": "bad room!"})
+    line = assert_error(r, 64)
+    assert line.startswith("peoplekeeper: PEOPLEKEEPER_ROOM: "), describe(r)
+    r = run_client(["list", "--room", "bad room!"], env=base)
+    assert not assert_error(r, 64).startswith("peoplekeeper: PEOPLEKEEPER_ROOM"), describe(r)
+
+
 def test_an_empty_url_variable_counts_as_unset_and_a_bad_one_is_named(hub, room):
     """The same for PEOPLEKEEPER_URL: an empty one was refused as `--url must start with ws:// or
     wss://`, though no --url was given; it counts as unset now (the default, ws://127.0.0.1:8080, where

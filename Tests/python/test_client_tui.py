@@ -2472,6 +2472,17 @@ def test_the_last_letter_of_a_name_is_not_taken(hub, room, screens):
     obs.expect_nothing("ops", since=mark)
     assert field_of(obs.people, 1, "name") == "A"
 
+    # Nor a name of white space (a review: " A" and then Delete on the A stored " ").
+    ann.keys("Enter", "Home").wait_for(_pred(lambda t: detail(t, "name") == "▏A", "typing before A"))
+    ann.keys("Space")
+    wait_model(obs, lambda p: field_of(p, 1, "name") == " A", "the name ' A'")
+    ann.wait_for(_pred(lambda t: (detail(t, "name") or "").endswith("▏A"), "the caret before A"))
+    mark = obs.mark()
+    ann.keys("DC").wait_for(all_of(status_has("a person needs a name"),
+                                   _pred(lambda t: (detail(t, "name") or "").endswith("▏A"), "A kept")))
+    obs.expect_nothing("ops", since=mark)
+    assert field_of(obs.people, 1, "name") == " A"
+
 
 def test_the_history_s_when_column_is_wide_enough_for_its_longest_words(hub, room, screens):
     """The WHEN column was 11 wide: `29 days ago` was cut (`29 days a…`) and `10 min ago` left a single
