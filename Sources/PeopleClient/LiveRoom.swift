@@ -439,6 +439,9 @@ public final class LiveRoom: @unchecked Sendable {
     /// The hub's close reason (with 1000) when an admin deletes the room (`DELETE /v1/rooms/NAME`).
     static let deletedReason = "room deleted"
 
+    /// Whether an admin deleted the room while it was open (the link is `.refused` for good then).
+    public private(set) var deleted = false
+
     fileprivate func lost(generation: Int, why: Loss) {
         // Once per connection: one given up may still report its close.
         guard generation == self.generation, !stopped, connection != nil else { return }
@@ -454,8 +457,8 @@ public final class LiveRoom: @unchecked Sendable {
         if case .closedByHub(code: 1000, reason: Self.deletedReason) = why {
             // An admin deleted the room: a reconnect would make a new room of the name from the seed and
             // undo the deletion unasked (a black-box pass, session 39). The screen stops and says so.
+            deleted = true
             refusal = "an admin deleted room \(room); open it again to start a new room of that name"
-                + (sync.pendingCount > 0 ? " (your changes not sent yet were not made)" : "")
         }
         if let refusal {
             redirecting = false  // a redirect that came with it is not followed: no loss to hide later

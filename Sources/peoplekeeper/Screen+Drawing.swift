@@ -111,6 +111,7 @@ extension Screen {
         case .offline(let retryAt, _):
             style("○ offline, retry in \(max(0, Int(retryAt.timeIntervalSinceNow.rounded(.up)))) s", "31")
         case .refused where room.tokenEnded: style("✕ token refused: t for a new one", "31")
+        case .refused where room.deleted: style("✕ room deleted by an admin", "31")
         case .refused(let why): style("✕ refused: \(why)", "31")
         }
         // The connection and the waiting count first; the product's name goes when the line is too
@@ -152,6 +153,7 @@ extension Screen {
         let present = switch room.link {
         case .online: here.joined(separator: ", ")
         case .connecting: "(connecting…)"
+        case .refused where room.deleted: "(nobody: the room was deleted)"
         case .offline, .refused: "(not known until you are online again)"
         }
         lines.append(fit(" here: " + present, width))

@@ -220,6 +220,7 @@ extension Screen {
         } ?? "History of room \(room.room)"
         let why: String = switch room.link {
         case _ where room.tokenEnded: "the hub refused your access token"
+        case _ where room.deleted: "an admin deleted this room"
         case .connecting: "connecting again"
         case .offline(_, let loss): loss.headline
         case .online, .refused: "the hub is unreachable"
@@ -230,6 +231,7 @@ extension Screen {
         guard reader.loaded else {
             let waiting: String = switch room.link {
             case .offline(_, let why): "(\(why.sentence); the history comes when it is back)"
+            case .refused where room.deleted: "(an admin deleted this room and its history)"
             case .refused(let why): "(the hub refused you: \(why))"
             case .online, .connecting: "(loading the history…)"
             }

@@ -149,6 +149,9 @@ extension Screen {
         guard !isViewer else {
             return say("view only: a viewer can look but not change the room", warning: true)
         }
+        guard !room.deleted else {
+            return say("an admin deleted this room: nothing can change in it now", warning: true)
+        }
         action()
     }
 

@@ -266,6 +266,9 @@ final class Screen: @unchecked Sendable {
         case .refused(let why) where room.tokenEnded:
             // The room stays open with what was not sent: a new token carries it on.
             renewNote(expired: why.contains("expired"))
+        case .refused where room.deleted:
+            Report(text: "an admin deleted this room: q to quit; peoplekeeper open \(room.room) makes a new one"
+                + (room.sync.pendingCount > 0 ? " (your changes not sent were not made)" : ""), warning: true)
         case .refused(let why):
             Report(text: "the hub refused you: \(why)", warning: true)
         case .online:

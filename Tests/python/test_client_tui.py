@@ -2570,11 +2570,15 @@ def test_a_room_an_admin_deletes_stops_the_screen_and_stays_deleted(hub_factory,
     ann = screens(hub, room, "ann")
     status, _, body = hub.http("DELETE", f"/v1/rooms/{room}")
     assert status == 204, (status, body)
-    ann.wait_for(title_has("✕ refused: an admin deleted room"), what="the screen saying an admin deleted the room")
+    ann.wait_for(all_of(title_has("✕ room deleted by an admin"),
+                        status_has("an admin deleted this room: q to quit; peoplekeeper open ")),
+                 what="the screen saying, in plain words, an admin deleted the room")
     time.sleep(2)                                          # a screen that reconnects would have by now
     status, _, body = hub.http("GET", f"/v1/rooms/{room}")
     assert status == 404, f"the room was made again: {status} {body[:200]!r}"
-    assert "room reset" not in ann.text(), ann.text()
+    assert "room reset" not in ann.text() and "refused" not in ann.text(), ann.text()
+    to_row(ann, "glasses").keys("Enter").wait_for(status_has("an admin deleted this room: nothing can change in it now"))
+    assert hub.http("GET", f"/v1/rooms/{room}")[0] == 404
 
 
 def test_q_with_changes_the_hub_has_not_got_asks_before_losing_them(hub_factory, room, screens):
