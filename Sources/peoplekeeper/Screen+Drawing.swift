@@ -176,7 +176,9 @@ extension Screen {
         let offer = room.sync.undoOffer
         let undo = offer.canUndo ? "u Undo \(offer.undoLabel ?? "")" : style("u Undo", "2")
         let redo = offer.canRedo ? "r Redo \(offer.redoLabel ?? "")" : style("r Redo", "2")
-        return "\(undo)    \(redo)    U / R: only \(selected?.name ?? "the selected person")"
+        // "U / R: only …" needs someone to be only about (an empty room said "only the selected person").
+        guard let person = selected else { return "\(undo)    \(redo)" }
+        return "\(undo)    \(redo)    U / R: only \(person.name)"
     }
 
     /// The keys of the mode, ranked so that `? help` and `q quit` always fit (KeyHints).
@@ -196,6 +198,12 @@ extension Screen {
         case .normal where showingHistory:
             return KeyHints([("↑↓/jk move", 1), ("Enter undo yours (↶)", 1), ("R restore to here", 1), ("Esc/h back", 1),
                              ("u/r undo/redo", 2), ("? help", 0), ("q quit", 0)])
+        case .normal where people.isEmpty && isViewer:
+            return KeyHints([("view only", 0), ("h history", 2), ("? help", 0), ("q quit", 0)])
+        case .normal where people.isEmpty:
+            // Nobody to move through, delete or show (a black-box pass: d, Tab and U / R were offered
+            // and did nothing, unsaid): what an empty room can do.
+            return KeyHints([("a add", 0), ("u/r undo/redo", 1), ("h history", 2), ("? help", 0), ("q quit", 0)])
         case .normal where isViewer:
             return KeyHints([("view only", 0), ("↑↓/jk move", 1), (inDetails ? "Esc/← list" : "Tab/→ details", 1),
                              ("h history", 2), ("H their history", 3), ("? help", 0), ("q quit", 0)])

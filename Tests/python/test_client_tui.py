@@ -2606,3 +2606,26 @@ def test_q_with_changes_the_hub_has_not_got_asks_before_losing_them(hub_factory,
     ann.keys("q").wait_for("quit and lose it?", what="the question")
     text = ann.keys("y").wait_for("EXIT=", what="the screen ended")
     assert "EXIT=75" in text and "1 change(s) had not reached the hub and are lost" in text, text
+
+
+def test_an_empty_room_offers_only_what_it_can_do(hub, room, screens):
+    """A black-box pass (session 39): an empty room's key line offered `d delete`, `Tab/→ details`,
+    `m move` and `U/R this person`, and its undo line "U / R: only the selected person", all doing
+    nothing, unsaid. Empty, it offers `a add`, undo and redo, the history, help and quit; with someone
+    added the usual keys come back."""
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", hub.port, timeout=5)
+    conn.request("PUT", f"/v1/rooms/{room}", body=jsonlib.dumps({"people": []}), headers={"Content-Type": "application/json"})
+    assert conn.getresponse().status == 201
+    conn.close()
+    ann = screens.raw("ann")
+    ann.start(open_command(hub.port, room, "ann"))
+    text = ann.wait_for(all_of(title_has("● online"), _pred(lambda t: "(nobody yet: a to add)" in t, "the empty room")))
+    keys = footer(text)["keys"]
+    assert "a add" in keys and "h history" in keys and "q quit" in keys, keys
+    for gone in ("d delete", "Tab/→ details", "m move", "U/R this person", "H their history", "↑↓/jk move"):
+        assert gone not in keys, (gone, keys)
+    assert "U / R" not in footer(text)["undo"], footer(text)["undo"]
+    ann.keys("a").type("Zed").keys("Enter")
+    ann.wait_for(keys_line(lambda k: "d delete" in k and "Tab/→ details" in k, "the usual keys with Zed added"))
+    ann.wait_for(_pred(lambda t: "U / R: only Zed" in footer(t)["undo"], "U / R about Zed"))
