@@ -156,16 +156,28 @@ extension Screen {
         case .refused where room.deleted: "(nobody: the room was deleted)"
         case .offline, .refused: "(not known until you are online again)"
         }
-        lines.append(fit(" here: " + present, width))
-        lines.append(fit(" " + undoLine, width))
         let status = restoreQuestion ?? shownReport ?? connectionNote
-        lines.append(fit(" " + (status.map { $0.warning ? style($0.text, "33") : $0.text } ?? ""), width))
+        let said = Self.statusRows(status.map { " " + $0.text } ?? "", width: width)
+        if said.count == 1 { lines.append(fit(" here: " + present, width)) }
+        lines.append(fit(" " + undoLine, width))
+        for row in said { lines.append(fit(status?.warning == true ? style(row, "33") : row, width)) }
         lines.append(fit(style(" " + keyHints.line(width: width - 1), "2"), width))
         // Each line at its own row, with line wrapping off while drawing: a line the terminal draws
         // wider than counted (a joined emoji some terminals show as its parts) loses its end, it does
         // not wrap onto the next line and scroll the screen.
         let rows = lines.enumerated().map { "\u{1B}[\($0.offset + 1);1H" + $0.element }
         terminal.draw("\u{1B}[?7l" + rows.joined() + "\u{1B}[?7h")
+    }
+
+    /// The status line's rows: one, or two when it is wider than the window, broken at a space (it then
+    /// takes the `here:` row: what the user's action led to says more than who is here, and cut at 80
+    /// columns it lost its point, "…was overwritten b…": a black-box pass). Past two rows it is cut.
+    static func statusRows(_ text: String, width: Int) -> [String] {
+        guard TerminalText.columns(text) > width, width > 8 else { return [text] }
+        let head = TerminalText.prefix(text, columns: width).text
+        guard let space = head.lastIndex(of: " "), space > head.index(after: head.startIndex) else { return [text] }
+        let rest = text[text.index(after: space)...]
+        return [String(text[..<space]), " " + rest]
     }
 
     /// Undo and redo with the action names; while an edit is queued, the undo names it (an undo
