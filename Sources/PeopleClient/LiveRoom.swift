@@ -436,9 +436,6 @@ public final class LiveRoom: @unchecked Sendable {
         return kept
     }
 
-    /// The hub's close reason (with 1000) when an admin deletes the room (`DELETE /v1/rooms/NAME`).
-    static let deletedReason = "room deleted"
-
     /// Whether an admin deleted the room while it was open (the link is `.refused` for good then).
     public private(set) var deleted = false
 
@@ -454,7 +451,7 @@ public final class LiveRoom: @unchecked Sendable {
             // `redirect`; the web page does the same). Before, the screen tried the dead node forever.
             url = home
         }
-        if case .closedByHub(code: 1000, reason: Self.deletedReason) = why {
+        if case .closedByHub(code: 1000, reason: CloseReason.roomDeleted) = why {
             // An admin deleted the room: a reconnect would make a new room of the name from the seed and
             // undo the deletion unasked (a black-box pass, session 39). The screen stops and says so.
             deleted = true

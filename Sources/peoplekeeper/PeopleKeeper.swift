@@ -213,7 +213,7 @@ enum Defaults {
     /// one was refused as an invalid `--url`, as USER was), else the default.
     static func urlSource(_ given: String?) -> (url: String, source: String) {
         if let given { return (given, "--url") }
-        if let url = ProcessInfo.processInfo.environment["PEOPLEKEEPER_URL"], !url.isEmpty { return (url, "PEOPLEKEEPER_URL") }
+        if let url = variable("PEOPLEKEEPER_URL") { return (url, "PEOPLEKEEPER_URL") }
         return ("ws://127.0.0.1:8080", "--url")
     }
 
@@ -235,9 +235,8 @@ enum Defaults {
     /// (`USER= peoplekeeper …` was refused as an invalid `--user`, given by nobody).
     static func userSource(_ given: String?) -> (name: String, source: String?) {
         if let given { return (given, "--user") }
-        let environment = ProcessInfo.processInfo.environment
-        for variable in ["PEOPLEKEEPER_USER", "USER"] {
-            if let name = environment[variable], !name.isEmpty { return (name, variable) }
+        for name in ["PEOPLEKEEPER_USER", "USER"] {
+            if let user = variable(name) { return (user, name) }
         }
         return ("anonymous", nil)
     }

@@ -438,11 +438,7 @@ export class LiveRoom {
         this.stopFor('room-deleted', `An admin deleted this room and all of its history${unsent > 0
           ? `, so your ${unsent === 1 ? 'change' : `${unsent} changes`} not sent yet ${unsent === 1 ? 'was' : 'were'} not made` : ''}. `
           + 'Join again to start a new room with this name.', notices);
-        this.generation += 1;
-        this.timers.clearTimeout(this.heartbeatTimer);
-        this.sync.disconnected();
-        this.socket = null;
-        this.onUpdate(notices);
+        this.lost(generation, this.why, null, notices);
         return;
       }
       const closedBy = event?.code && event.code !== 1006 ? { code: event.code, reason: event.reason ?? '' } : null;
@@ -640,8 +636,11 @@ export class LiveRoom {
     else this.sync.disconnected();
   }
 
-  /** `closedBy`: {code, reason} when the hub closed the connection itself (see the constructor). */
-  lost(generation, why, closedBy = null) {
+  /**
+   * `closedBy`: {code, reason} when the hub closed the connection itself (see the constructor);
+   * `notices`: what the page hears with the update (a stop's `fatal`).
+   */
+  lost(generation, why, closedBy = null, notices = []) {
     if (generation !== this.generation) return;
     this.generation += 1; // ignore anything more from this connection
     this.timers.clearTimeout(this.heartbeatTimer);
@@ -649,7 +648,7 @@ export class LiveRoom {
     this.socket = null;
     if (this.stopped) {
       this.link = 'offline';
-      this.onUpdate([]);
+      this.onUpdate(notices);
       return;
     }
     if (!this.openedHere && !closedBy) this.askWhetherRunning(this.connectedURL);

@@ -12,37 +12,37 @@ import WebSocketTransport
 enum CrossOrigin {
     /// The request headers a page may send: a token, and a JSON body.
     static let allowedHeaders = "Authorization, Content-Type"
-    /// The answer headers a page may read besides the simple ones.
-    static let exposedHeaders = "Allow, Location, Retry-After, WWW-Authenticate"
+    /// On an answer (not a preflight) to a page let in: the headers it may read besides the simple ones.
+    static let exposed = HTTPResponse.Header("Access-Control-Expose-Headers", "Allow, Location, Retry-After, WWW-Authenticate")
     /// The methods the API's routes take, granted to a preflight for a path no route takes.
     static let apiMethods = ["GET", "HEAD", "POST", "PUT", "DELETE"]
     /// How long a browser may keep a preflight's answer, in seconds.
     static let maxAge = "600"
 
-    /// The headers an answer to `request` carries so that the page that sent it may read it: its origin
-    /// back and `Vary: Origin`, when `Origin` is one `allowed` lets in; none without an `Origin` (not a
-    /// browser) or for an origin not let in.
+    /// What lets the page that sent `request` read the answer: its origin back and `Vary: Origin`, when
+    /// `Origin` is one `allowed` lets in; none without an `Origin` (not a browser) or for an origin not
+    /// let in. An answer adds `exposed`; a preflight, the methods and headers (`preflight`).
     static func grant(_ request: HTTPRequest, allowed: [String]) -> [HTTPResponse.Header] {
         guard let origin = request.headers["origin"], !origin.isEmpty,
               Admission.originAllowed(origin, host: request.headers["host"], allowed: allowed) else { return [] }
-        return [.init("Access-Control-Allow-Origin", origin), .init("Vary", "Origin"),
-                .init("Access-Control-Expose-Headers", exposedHeaders)]
+        return [.init("Access-Control-Allow-Origin", origin), .init("Vary", "Origin")]
     }
 
-    /// The answer to `OPTIONS` on an API path whose routes take `methods`: a browser's preflight from a
-    /// page of an origin let in is 200 (no body) with the methods and headers it may use; from any other origin it
-    /// is 403 `forbidden`. Without an `Origin` it is an ordinary `OPTIONS`: 200 with `Allow`. (Not 204: the transport writes a `Content-Length`, which a 204 may not have.)
-    static func preflight(_ request: HTTPRequest, methods: [String], allowed: [String]) -> HTTPResponse {
+    /// The answer to `OPTIONS` on an API path whose routes take `methods`, `granted` being `grant`'s for
+    /// it: a browser's preflight from a page of an origin let in is 200 (no body) with the methods and
+    /// headers it may use; from any other origin it is 403 `forbidden`. Without an `Origin` it is an
+    /// ordinary `OPTIONS`: 200 with `Allow`. (Not 204: the transport writes a `Content-Length`, which a
+    /// 204 may not have.)
+    static func preflight(_ request: HTTPRequest, methods: [String], granted: [HTTPResponse.Header]) -> HTTPResponse {
         let allow = (methods + ["OPTIONS"]).joined(separator: ", ")
         guard let origin = request.headers["origin"], !origin.isEmpty else {
             return HTTPResponse(status: 200, body: [], headers: [.init("Allow", allow)])
         }
-        let granted = grant(request, allowed: allowed)
         guard !granted.isEmpty else {
             return HTTPFailure.forbidden("pages of \(origin) may not call this hub (auth.allowedOrigins)")
                 .response(json: true)
         }
-        return HTTPResponse(status: 200, body: [], headers: granted.dropLast() + [
+        return HTTPResponse(status: 200, body: [], headers: granted + [
             .init("Access-Control-Allow-Methods", allow), .init("Access-Control-Allow-Headers", allowedHeaders),
             .init("Access-Control-Max-Age", maxAge), .init("Allow", allow),
         ])

@@ -285,7 +285,7 @@ extension Hub {
         for exchange in host.discardHeld() { exchange.respond(HTTPFailure.noRoom(name).response(json: true)) }
         for connection in host.connections.values {
             (connection as? HTTPReplies)?.fail(HTTPFailure.noRoom(name))
-            connection.close(code: 1000, reason: "room deleted")
+            connection.close(code: 1000, reason: CloseReason.roomDeleted)
         }
         for waiter in host.feedWaiters { waiter.call.exchange.respond(HTTPFailure.noRoom(name).response(json: true)) }
         host.feedWaiters.removeAll()

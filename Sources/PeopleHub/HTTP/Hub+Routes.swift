@@ -51,23 +51,21 @@ extension Hub {
     public func handle(_ exchange: any HTTPExchange) -> Bool {
         let request = exchange.request
         let api = request.path.hasPrefix("/v1/")
+        let granted = api ? CrossOrigin.grant(request, allowed: configuration.allowedOrigins) : []
         if api, request.method == "OPTIONS" {
             // A path no route takes: a page of an origin let in is granted the API's methods, so that its
             // request gets the readable 404 `not-found` rather than a preflight its browser reports as a
             // network failure (a CORS pass: a typo in a path looked like a refusal).
             var methods = routes.methods(for: request.path)
-            if methods.isEmpty, !CrossOrigin.grant(request, allowed: configuration.allowedOrigins).isEmpty {
-                methods = CrossOrigin.apiMethods
-            }
+            if methods.isEmpty, !granted.isEmpty { methods = CrossOrigin.apiMethods }
             if !methods.isEmpty {
                 let metered = MeteredExchange(exchange, metrics: httpMetrics)
                 metered.route = "OPTIONS (preflight)"
-                metered.respond(CrossOrigin.preflight(request, methods: methods, allowed: configuration.allowedOrigins))
+                metered.respond(CrossOrigin.preflight(request, methods: methods, granted: granted))
                 return true
             }
         }
-        let granted = api ? CrossOrigin.grant(request, allowed: configuration.allowedOrigins) : []
-        let metered = MeteredExchange(granted.isEmpty ? exchange : HeaderedExchange(exchange, headers: granted),
+        let metered = MeteredExchange(granted.isEmpty ? exchange : HeaderedExchange(exchange, headers: granted + [CrossOrigin.exposed]),
                                       metrics: httpMetrics)
         if routes.route(metered, matched: { metered.route = $0 }) { return true }
         guard exchange.request.path.hasPrefix("/v1/") else { return false }

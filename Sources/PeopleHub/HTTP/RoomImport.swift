@@ -87,9 +87,10 @@ public struct RoomImport: Sendable {
 
     /// The room's first snapshot: `initial` at revision 0, before any imported revision (it and
     /// `entries` are created all or nothing, `PeopleStore.create`).
-    public var startingSnapshot: RoomSnapshot {
-        Room(name: room, seed: initial, policy: built.policy, created: built.created).snapshot()
-    }
+    public var startingSnapshot: RoomSnapshot { startingRoom.snapshot() }
+
+    /// The room at revision 0: `initial`, made when the imported room was.
+    public var startingRoom: Room { Room(name: room, seed: initial, policy: built.policy, created: built.created) }
 
     /// An export's `created` (ms since the epoch), if any.
     private static func created(_ value: JSON?) throws -> Int64? {
