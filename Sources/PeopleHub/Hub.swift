@@ -104,6 +104,10 @@ public final class Hub: @unchecked Sendable {
         var waiting: [any ClientConnection] { waiters.compactMap { if case .hello(let c) = $0 { c } else { nil } } }
         var requests: [(RoomOutcome) -> Void] { waiters.compactMap { if case .request(let r) = $0 { r } else { nil } } }
         func wait(_ connection: any ClientConnection) { waiters.append(.hello(connection)) }
+        /// Takes out the hellos for which `turnAway` says true.
+        func removeHellos(where turnAway: (any ClientConnection) -> Bool) {
+            waiters.removeAll { if case .hello(let connection) = $0 { turnAway(connection) } else { false } }
+        }
         func add(_ request: @escaping (RoomOutcome) -> Void, at index: Int? = nil) {
             waiters.insert(.request(request), at: min(index ?? waiters.count, waiters.count))
         }
@@ -120,6 +124,9 @@ public final class Hub: @unchecked Sendable {
         /// the lease went with them, and the load starts again (lease first) instead of serving the
         /// room unleased beside the node that takes it next (a code review).
         var leaseGeneration = 0
+        /// When the store said a room of this name was deleted (`PeopleStore.deletion(of:)`), if it
+        /// has none: hellos of that room are turned away (`ConnectionMachine.roomWasDeleted`).
+        var deletedAt: Int64?
     }
 
     /// Why no other room can be loaded: `limits.maxRooms`, or `limits.maxMemoryMB`.

@@ -23,6 +23,8 @@ public final class InMemoryStore: PeopleStore {
         var cursors: [String: [String: Int]] = [:]
         /// Room events not yet delivered, in the order kept.
         var notices: [WebhookNotice] = []
+        /// Deleted room → when (`deletion(of:)`).
+        var deletions: [String: Int64] = [:]
 
         func held(by endpoint: String) -> StoredWebhookEndpoint {
             let notices = self.notices.filter { $0.endpoint == endpoint }
@@ -37,6 +39,7 @@ public final class InMemoryStore: PeopleStore {
         }
 
         mutating func save(_ snapshot: RoomSnapshot, room: String, notices: [WebhookNotice]) {
+            if snapshot.position == 0 { deletions[room] = nil }
             rooms[room, default: Stored()].snapshot = snapshot
             rooms[room]!.savedAt = Int64(Date().timeIntervalSince1970 * 1000)
             rooms[room]!.checkpoints[snapshot.revision] = snapshot.checkpoint
@@ -133,9 +136,21 @@ public final class InMemoryStore: PeopleStore {
             }
             for endpoint in state.cursors.keys { state.cursors[endpoint]![room] = nil }
             state.keep(kept)
-            return state.rooms.removeValue(forKey: room) != nil
+            guard state.rooms.removeValue(forKey: room) != nil else { return false }
+            let now = Self.now()
+            state.deletions = state.deletions.filter { DeletedRooms.isRemembered($0.value, now: now) }
+            state.deletions[room] = now
+            return true
         }
     }
+
+    public func deletion(of room: String) throws(StoreError) -> Int64? {
+        guard let deletedAt = state.withLock({ $0.deletions[room] }),
+              DeletedRooms.isRemembered(deletedAt, now: Self.now()) else { return nil }
+        return deletedAt
+    }
+
+    private static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
     public func webhookNotices(endpoint: String) throws(StoreError) -> [WebhookNotice] {
         state.withLock { state in

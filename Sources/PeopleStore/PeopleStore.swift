@@ -72,6 +72,14 @@ public protocol PeopleStore: Sendable {
     /// of event `revision` at the deletion's time: what the endpoint had not been sent still reaches it.
     func deleteRoom(_ room: String, notices: [WebhookNotice]) throws(StoreError) -> Bool
 
+    /// When the room of that name was deleted (milliseconds since the epoch): the deletion remembered
+    /// with `deleteRoom` (in its commit), forgotten when a room of the name is created again (in the
+    /// commit of its first snapshot) or `DeletedRooms.remembered` after the deletion. Nil: no deletion
+    /// of the name is remembered. The hub reads it for a hello that names a revision of a room the
+    /// store does not have: a client of the deleted room, away when it was deleted, is told so instead
+    /// of making the room again from the seed. Blocks: call it off the service thread.
+    func deletion(of room: String) throws(StoreError) -> Int64?
+
     /// The webhook cursors of one endpoint (an id the webhook dispatcher derives, its URL): room → the
     /// last revision delivered there.
     func webhookCursors(endpoint: String) throws(StoreError) -> [String: Int]
@@ -174,6 +182,16 @@ extension PeopleStore {
 
     /// Deletes the room with no webhook notices.
     public func deleteRoom(_ room: String) throws(StoreError) -> Bool { try deleteRoom(room, notices: []) }
+}
+
+/// How long a store remembers that a room was deleted (`PeopleStore.deletion(of:)`): a client away
+/// longer than that comes back to a room made again from the seed, as one of a hub without storage does.
+public enum DeletedRooms {
+    /// 90 days, in milliseconds.
+    public static let remembered: Int64 = 90 * 24 * 3600 * 1000
+
+    /// Whether a deletion at `deletedAt` is still remembered at `now`.
+    public static func isRemembered(_ deletedAt: Int64, now: Int64) -> Bool { now - deletedAt < remembered }
 }
 
 /// A room event (`room.created`, `room.deleted`) a webhook endpoint has yet to be told of, or a

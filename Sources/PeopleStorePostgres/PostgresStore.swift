@@ -697,6 +697,10 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
         // (`StoredRoom.keyed`). On the record's text, not a new column, so rows written before, and by
         // a node of an older version in a rolling upgrade, are in it too. Built concurrently, after
         // the open (`buildIndexes`): building it reads the journal once.
+        // The rooms deleted (`deletion(of:)`): a name and a time, nothing of what the room held; a row
+        // goes when the room is made again, or with a later deletion once `DeletedRooms.remembered` old.
+        .table("deleted_rooms", "CREATE TABLE IF NOT EXISTS deleted_rooms (room text PRIMARY KEY, deleted_at bigint NOT NULL)"),
+        .index("deleted_rooms_at", "CREATE INDEX IF NOT EXISTS deleted_rooms_at ON deleted_rooms (deleted_at)"),
         .concurrentIndex("journal_keys", "CREATE INDEX IF NOT EXISTS journal_keys ON journal (room, position) WHERE \(PostgresStore.keyedRecord)"),
     ]
 
@@ -847,7 +851,8 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
             let people = StoredRoomSummary.people(inSnapshot: json)
             if snapshot.position == 0 {
                 // A room's first snapshot creates it, and fails if the room exists (another process
-                // made it meanwhile): it is never replaced.
+                // made it meanwhile): it is never replaced. A deletion of the name is forgotten.
+                _ = try run("DELETE FROM deleted_rooms WHERE room = \(room)", on: connection)
                 _ = try run("""
                     INSERT INTO snapshots (room, position, revision, floor, state, people, saved_at)
                     VALUES (\(room), 0, \(snapshot.revision), \(snapshot.floor), \(state), \(people), \(now))
@@ -893,6 +898,13 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
                      k AS (DELETE FROM checkpoints WHERE room = \(room) RETURNING 1)
                 SELECT EXISTS (SELECT 1 FROM j) OR EXISTS (SELECT 1 FROM s)
                 """, on: connection).rows.first?.decode(Bool.self) ?? false
+            if existed {
+                _ = try run("DELETE FROM deleted_rooms WHERE deleted_at <= \(now - Int(DeletedRooms.remembered))", on: connection)
+                _ = try run("""
+                    INSERT INTO deleted_rooms (room, deleted_at) VALUES (\(room), \(now))
+                    ON CONFLICT (room) DO UPDATE SET deleted_at = EXCLUDED.deleted_at
+                    """, on: connection)
+            }
             try keep(notices, on: connection)
             found.found = existed
         }
@@ -1072,6 +1084,18 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
     /// Deletes through the writer, after everything appended before (see `commit`).
     public func deleteRoom(_ room: String, notices: [WebhookNotice]) throws(StoreError) -> Bool {
         try writer.delete(room: room, notices: notices)
+    }
+
+    public func deletion(of room: String) throws(StoreError) -> Int64? {
+        let since = Int(Date().timeIntervalSince1970 * 1000) - Int(DeletedRooms.remembered)
+        do {
+            return try withPooledConnection { connection in
+                try run("SELECT deleted_at FROM deleted_rooms WHERE room = \(room) AND deleted_at > \(since)",
+                        on: connection).rows.first.map { Int64(try $0.decode(Int.self)) }
+            }
+        } catch {
+            throw Self.storeError(error, "cannot read whether room \(room) was deleted: \(Self.describe(error))")
+        }
     }
 
     public func webhookNotices(endpoint: String) throws(StoreError) -> [WebhookNotice] {

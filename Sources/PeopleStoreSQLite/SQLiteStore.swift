@@ -174,6 +174,17 @@ public final class SQLiteStore: PeopleStore {
         migrator.registerMigration("v6: keyed answers") { db in
             try db.execute(sql: "CREATE INDEX journal_keys ON journal (room, position) WHERE \(Self.keyedRecord)")
         }
+        // The rooms deleted (`deletion(of:)`): a name and a time, nothing of what the room held; a row
+        // goes when the room is made again, or with a later deletion once `DeletedRooms.remembered` old.
+        migrator.registerMigration("v7: deleted rooms") { db in
+            try db.execute(sql: """
+                CREATE TABLE deleted_rooms (
+                    room TEXT PRIMARY KEY NOT NULL,
+                    deleted_at INTEGER NOT NULL
+                ) WITHOUT ROWID;
+                CREATE INDEX deleted_rooms_at ON deleted_rooms (deleted_at);
+                """)
+        }
         return migrator
     }
 
@@ -226,6 +237,7 @@ public final class SQLiteStore: PeopleStore {
                 INSERT INTO snapshots (room, position, revision, floor, state, people, saved_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?)
                 """)
+            let undeleted = try db.cachedStatement(sql: "DELETE FROM deleted_rooms WHERE room = ?")
             let checkpoint = try db.cachedStatement(sql: """
                 INSERT OR REPLACE INTO checkpoints (room, revision, people) VALUES (?, ?, ?)
                 """)
@@ -258,6 +270,7 @@ public final class SQLiteStore: PeopleStore {
                     }
                 case .snapshot(let room, let s, let notices):
                     let json = s.json
+                    if s.position == 0 { try undeleted.execute(arguments: [room]) }
                     try (s.position == 0 ? first : snapshot).execute(arguments: [room, s.position, s.revision, s.floor,
                                                      String(decoding: json.bytes, as: UTF8.self),
                                                      StoredRoomSummary.people(inSnapshot: json), now])
@@ -280,6 +293,12 @@ public final class SQLiteStore: PeopleStore {
                     existed = existed || db.changesCount > 0
                     try db.execute(sql: "DELETE FROM checkpoints WHERE room = ?", arguments: [room])
                     try db.execute(sql: "DELETE FROM webhook_cursors WHERE room = ?", arguments: [room])
+                    if existed {
+                        try db.execute(sql: "DELETE FROM deleted_rooms WHERE deleted_at <= ?",
+                                       arguments: [now - DeletedRooms.remembered])
+                        try db.execute(sql: "INSERT OR REPLACE INTO deleted_rooms (room, deleted_at) VALUES (?, ?)",
+                                       arguments: [room, now])
+                    }
                     try keep(notices)
                     found.found = existed
                 case .probe:
@@ -422,6 +441,17 @@ public final class SQLiteStore: PeopleStore {
         let deleted = try writer.delete(room: room, notices: notices)
         if deleted { forgetDeletedPages() }
         return deleted
+    }
+
+    public func deletion(of room: String) throws(StoreError) -> Int64? {
+        do {
+            return try pool.read { db in
+                try Int64.fetchOne(db, sql: "SELECT deleted_at FROM deleted_rooms WHERE room = ? AND deleted_at > ?",
+                                   arguments: [room, Self.now() - DeletedRooms.remembered])
+            }
+        } catch {
+            throw Self.storeError(error, "cannot read whether room \(room) was deleted: \(error)")
+        }
     }
 
     /// Copies the write-ahead log into the file (where `secure_delete` has zeroed what was deleted) and

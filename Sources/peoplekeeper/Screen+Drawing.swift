@@ -116,7 +116,9 @@ extension Screen {
         }
         // The connection and the waiting count first; the product's name goes when the line is too
         // long for the window, then what is at the end (the revision, then the user, then the room).
-        let waiting = sync.pendingCount > 0 ? " · \(sync.pendingCount) change\(sync.pendingCount == 1 ? "" : "s") waiting" : ""
+        // In a room an admin deleted, what waited can go nowhere: it was not made (the status says so).
+        let waiting = sync.pendingCount == 0 ? ""
+            : " · \(sync.pendingCount) change\(sync.pendingCount == 1 ? "" : "s") \(room.deleted ? "not made" : "waiting")"
         let role = sync.session == nil ? "" : sync.role == .viewer ? " (viewer: view only)" : " (editor)"
         let about = " · room \(room.room) · you are \(sync.user)\(role) · rev \(sync.revision)"
         let product = " · PeopleKeeper"
@@ -352,7 +354,7 @@ extension Screen {
                 let gap = String(repeating: " ", count: max(2, writerColumn - visibleCount(text)))
                 let room = width - 2 - visibleCount(text + gap)
                 let writer = record.map { r.writer(in: $0) }
-                let forms = waiting ? [Self.waitingWriter, "waiting"]
+                let forms = waiting ? (self.room.deleted ? [Self.notMadeWriter, "not made"] : [Self.waitingWriter, "waiting"])
                     : writer.map { [$0.words(now: now), $0.words(now: now, ago: false)] } ?? []
                 if let words = forms.first(where: { visibleCount($0) <= room }) { text += gap + style(words, "2") }
             }
@@ -376,6 +378,8 @@ extension Screen {
 
     /// The writer shown for a value of this user's the hub has not confirmed yet.
     static let waitingWriter = "you · waiting"
+    /// The same in a room an admin deleted: it will never be sent.
+    static let notMadeWriter = "you · not made"
 
     /// Who added the person (and moved them last, if someone did since), under their name.
     private func addedLine(_ record: PersonBlame, now: Date) -> String {

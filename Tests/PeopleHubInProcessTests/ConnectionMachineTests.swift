@@ -114,6 +114,7 @@ struct ConnectionMachineTests {
         check(m.refused(ProtocolError(.roomFull, "x")) == nil)
         check(m.redirected() == false)
         check(m.roomFailed() == nil)
+        check(m.roomWasDeleted() == false)
     }
 
     // MARK: opening
@@ -158,6 +159,24 @@ struct ConnectionMachineTests {
         _ = f.receive(Self.hello, now: 0)
         check(f.roomFailed()?.code == .serverError)
         guard case .closed = f.state else { Issue.record("\(f.state)"); return }
+    }
+
+    @Test("opening a room the store remembers deleting: a hello that names a revision is turned away (closed), one that names none goes on to make the room",
+          arguments: [(#"{"type":"hello","protocol":1,"user":"ann","since":3}"#, true),
+                      (#"{"type":"hello","protocol":1,"user":"ann","since":3,"sinceTime":1700000000000}"#, true),
+                      (#"{"type":"hello","protocol":1,"user":"ann","since":0,"sinceTime":1700000000000}"#, true),
+                      (#"{"type":"hello","protocol":1,"user":"ann","since":0}"#, false),
+                      (#"{"type":"hello","protocol":1,"user":"ann"}"#, false)])
+    func openingADeletedRoom(hello: String, turnedAway: Bool) {
+        var m = Self.machine()
+        _ = m.receive(Self.text(hello), now: 0)
+        check(m.roomWasDeleted() == turnedAway)
+        if turnedAway {
+            guard case .closed(leaving: nil) = m.state else { Issue.record("\(m.state)"); return }
+            check(m.receive(Self.submit, now: 0) == .ignore)
+        } else {
+            check(m.opening != nil, "still opening: it makes the room")
+        }
     }
 
     // MARK: joined

@@ -212,6 +212,7 @@ class ScriptedStore: PeopleStore, @unchecked Sendable {
     func deleteRoom(_ room: String, notices: [WebhookNotice]) throws(StoreError) -> Bool {
         try inner.deleteRoom(room, notices: notices)
     }
+    func deletion(of room: String) throws(StoreError) -> Int64? { try inner.deletion(of: room) }
     func webhookNotices(endpoint: String) throws(StoreError) -> [WebhookNotice] { try inner.webhookNotices(endpoint: endpoint) }
     func owedRevisions(endpoint: String, room: String, after: OwedPosition?, limit: Int) throws(StoreError) -> [WebhookNotice] {
         try inner.owedRevisions(endpoint: endpoint, room: room, after: after, limit: limit)

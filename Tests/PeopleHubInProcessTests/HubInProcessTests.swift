@@ -952,7 +952,7 @@ struct HubInProcessTests {
         #expect(back.welcome?.reset == true, "the room went back: revision 3 has another time")
     }
 
-    @Test("a hello waiting for an import's commit when an admin deletes the room waits for the deletion, then joins the room made anew")
+    @Test("a hello waiting for an import's commit when an admin deletes the room waits for the deletion, then is told the room was deleted")
     func waitingJoinAtADeletion() async throws {
         let (h, third) = try await Self.againDeletedAfterThreeRevisions()
         h.store.hold()
@@ -968,9 +968,63 @@ struct HubInProcessTests {
         while h.background.next() { await h.settle() }
         await h.settle { back.welcome != nil || back.isClosing }
         #expect(put.response != nil && deletion.response?.status == 204)
-        // Before, the hello waited for a durable revision of a room that was gone: for good.
-        #expect(back.welcome?.rev == 0, "the room made anew from the seed")
-        #expect(back.welcome?.reset == true)
+        // Before, the hello waited for a durable revision of a room that was gone: for good. Then it
+        // made the room anew from the seed (`reset`); its `since` names a revision of the deleted room.
+        #expect(back.welcome == nil)
+        #expect(back.closeCode == 1000 && back.closeReason == CloseReason.roomDeleted)
+        #expect(h.hub.rooms["again"] == nil)
+        #expect(try h.store.load(room: "again") == nil, "not made again")
+    }
+
+    @Test("a client away when an admin deleted its room is told so when it comes back, instead of making the room again from the seed")
+    func helloOfADeletedRoom() async throws {
+        // A black-box pass (session 39): a screen offline at the deletion reconnected with `since`, its
+        // hello made the room again from the seed (undoing the delete), and it was told the room went back.
+        let (h, third) = try await Self.againDeletedAfterThreeRevisions()
+        let back = try #require(h.connect("/v1/rooms/again"))
+        await h.send(.hello(.init(user: "ann", since: 3, sinceTime: third.time)), on: back)
+        await h.settle { back.isClosing }
+        #expect(back.welcome == nil && back.errors.isEmpty)
+        #expect(back.closeCode == 1000 && back.closeReason == CloseReason.roomDeleted, "as the room's connections were")
+        // A contract-only client names the revision without its time; one that saw revision 0 only,
+        // with it: both were in the deleted room.
+        for hello in [ClientMessage.Hello(user: "bob", since: 2), .init(user: "cy", since: 0, sinceTime: try #require(third.time) - 3_000)] {
+            let other = try #require(h.connect("/v1/rooms/again"))
+            await h.send(.hello(hello), on: other)
+            await h.settle { other.isClosing }
+            #expect(other.closeReason == CloseReason.roomDeleted, "\(hello)")
+        }
+        #expect(h.hub.rooms["again"] == nil, "nothing loaded, nothing kept")
+        #expect(try h.store.load(room: "again") == nil, "not made again")
+        #expect(await h.http("GET", "/v1/rooms/again")?.status == 404)
+
+        // A hello that names no revision (`since: 0` without a time: nothing seen) makes the room anew,
+        // as for a name never used; from then on an old client is told the room went back, as before.
+        let fresh = try #require(h.connect("/v1/rooms/again"))
+        await h.send(.hello(.init(user: "dan", since: 0)), on: fresh)
+        await h.settle { fresh.welcome != nil }
+        #expect(fresh.welcome?.rev == 0 && fresh.welcome?.reset == false && !fresh.isClosing)
+        let late = try #require(h.connect("/v1/rooms/again"))
+        await h.send(.hello(.init(user: "ann", since: 3, sinceTime: third.time)), on: late)
+        await h.settle { late.welcome != nil }
+        #expect(late.welcome?.reset == true && !late.isClosing)
+        #expect(try h.store.deletion(of: "again") == nil, "forgotten once the room is made again")
+    }
+
+    @Test("of two hellos waiting for a deleted room's load, the old client's is turned away and the new one makes the room")
+    func deletedRoomLoadMixed() async throws {
+        let (h, third) = try await Self.againDeletedAfterThreeRevisions()
+        h.background.hold()
+        let old = try #require(h.connect("/v1/rooms/again"))
+        await h.send(.hello(.init(user: "ann", since: 3, sinceTime: third.time)), on: old)
+        let new = try #require(h.connect("/v1/rooms/again"))
+        h.hello(new, as: "bob")
+        await h.settle()
+        #expect(old.welcome == nil && new.welcome == nil, "both wait for the store's read")
+        while h.background.next() { await h.settle() }
+        await h.settle { new.welcome != nil && old.isClosing }
+        #expect(old.closeReason == CloseReason.roomDeleted && old.welcome == nil)
+        #expect(new.welcome?.rev == 0 && new.welcome?.people?.map(\.name) == PeopleModel.tutorialSeed.people.map(\.name))
     }
 
     @Test("a hello that comes while an import's body is checked waits for the import, not the seed",
@@ -1097,6 +1151,7 @@ final class LeasedElsewhere: PeopleStore, RoomLeases, @unchecked Sendable {
     func keepCheckpoint(_ checkpoint: Checkpoint, room: String) throws(StoreError) {}
     func listRooms(after: String?, prefix: String?, limit: Int) throws(StoreError) -> [StoredRoomSummary] { [] }
     func deleteRoom(_ room: String, notices: [WebhookNotice]) throws(StoreError) -> Bool { false }
+    func deletion(of room: String) throws(StoreError) -> Int64? { nil }
     func webhookNotices(endpoint: String) throws(StoreError) -> [WebhookNotice] { [] }
     func owedRevisions(endpoint: String, room: String, after: OwedPosition?, limit: Int) throws(StoreError) -> [WebhookNotice] { [] }
     func revisionsOwed(endpoint: String) throws(StoreError) -> [String: Int] { [:] }

@@ -282,6 +282,41 @@ struct StoreContract {
         #expect(try store.revisions(room: name, after: 0, through: 1000) == again.entries.compactMap(\.record.revision))
     }
 
+    /// A deletion is remembered (when, to the store's clock) until the room is made again, by its first
+    /// snapshot or with a history; a name never used, or deleted when absent, has none; it outlives a
+    /// reopen. The hub turns away the hellos of a deleted room's clients by it.
+    func deletionRemembered() throws {
+        var store = try open()
+        defer { store.close() }
+        let (name, other) = ("\(prefix)tomb", "\(prefix)tomb-other")
+        #expect(try store.deletion(of: name) == nil)
+        #expect(try store.deleteRoom(name) == false)
+        #expect(try store.deletion(of: name) == nil, "nothing was deleted")
+        _ = try seededRoom(store, name, rounds: 2)
+        _ = try seededRoom(store, other, rounds: 1)
+        #expect(try store.deletion(of: name) == nil, "a room the store has")
+        let before = Int64(Date().timeIntervalSince1970 * 1000)
+        #expect(try store.deleteRoom(name))
+        let after = Int64(Date().timeIntervalSince1970 * 1000)
+        let deletedAt = try #require(try store.deletion(of: name))
+        #expect(deletedAt >= before && deletedAt <= after)
+        #expect(try store.deletion(of: other) == nil)
+        if durable {
+            store.close()
+            store = try open()
+            #expect(try store.deletion(of: name) == deletedAt, "remembered across a reopen")
+        }
+        _ = try seededRoom(store, name, rounds: 1)
+        #expect(try store.deletion(of: name) == nil, "made again from its first snapshot")
+        #expect(try store.deleteRoom(name))
+        #expect(try store.deletion(of: name) != nil)
+        var driver = RoomDriver(name: name)
+        let first = driver.room.snapshot()
+        driver.play(rounds: 2)
+        try createAndWait(store, first, driver.entries, checkpoints: [], room: name)
+        #expect(try store.deletion(of: name) == nil, "made again with a history")
+    }
+
     /// A deletion waits for what was appended before it: an append still in the writer's queue does
     /// not bring the room back.
     func deleteAfterPendingAppend() throws {
@@ -769,6 +804,7 @@ struct InMemoryStoreContractTests {
     @Test func concurrentAppends() async throws { try await contract.run { try $0.concurrentAppends() } }
     @Test func listRoomsInPages() async throws { try await contract.run { try $0.listRoomsInPages() } }
     @Test func deleteThenRecreate() async throws { try await contract.run { try $0.deleteThenRecreate() } }
+    @Test func deletionRemembered() async throws { try await contract.run { try $0.deletionRemembered() } }
     @Test func deleteAfterPendingAppend() async throws { try await contract.run { try $0.deleteAfterPendingAppend() } }
     @Test func webhookCursorsPersist() async throws { try await contract.run { try $0.webhookCursorsPersist() } }
     @Test func webhookCursorReset() async throws { try await contract.run { try $0.webhookCursorReset() } }
@@ -801,6 +837,7 @@ final class SQLiteStoreContractTests: Sendable {
     @Test func concurrentAppends() async throws { try await contract.run { try $0.concurrentAppends() } }
     @Test func listRoomsInPages() async throws { try await contract.run { try $0.listRoomsInPages() } }
     @Test func deleteThenRecreate() async throws { try await contract.run { try $0.deleteThenRecreate() } }
+    @Test func deletionRemembered() async throws { try await contract.run { try $0.deletionRemembered() } }
     @Test func deleteAfterPendingAppend() async throws { try await contract.run { try $0.deleteAfterPendingAppend() } }
     @Test func webhookCursorsPersist() async throws { try await contract.run { try $0.webhookCursorsPersist() } }
     @Test func webhookCursorReset() async throws { try await contract.run { try $0.webhookCursorReset() } }
@@ -952,6 +989,7 @@ struct PostgresStoreContractTests {
     @Test func concurrentAppends() async throws { try await contract.run { try $0.concurrentAppends() } }
     @Test func listRoomsInPages() async throws { try await contract.run { try $0.listRoomsInPages() } }
     @Test func deleteThenRecreate() async throws { try await contract.run { try $0.deleteThenRecreate() } }
+    @Test func deletionRemembered() async throws { try await contract.run { try $0.deletionRemembered() } }
     @Test func deleteAfterPendingAppend() async throws { try await contract.run { try $0.deleteAfterPendingAppend() } }
     @Test func webhookCursorsPersist() async throws { try await contract.run { try $0.webhookCursorsPersist() } }
     @Test func webhookCursorReset() async throws { try await contract.run { try $0.webhookCursorReset() } }

@@ -690,6 +690,7 @@ final class ResetWatchingStore: PeopleStore, @unchecked Sendable {
         try inner.listRooms(after: after, prefix: prefix, limit: limit)
     }
     func deleteRoom(_ room: String, notices: [WebhookNotice]) throws(StoreError) -> Bool { try inner.deleteRoom(room, notices: notices) }
+    func deletion(of room: String) throws(StoreError) -> Int64? { try inner.deletion(of: room) }
     func webhookCursors(endpoint: String) throws(StoreError) -> [String: Int] { try inner.webhookCursors(endpoint: endpoint) }
     func setWebhookCursor(endpoint: String, room: String, rev: Int) throws(StoreError) {
         try inner.setWebhookCursor(endpoint: endpoint, room: room, rev: rev)

@@ -483,7 +483,8 @@ class HubClient:
                 pass
 
     def wait_closed(self, timeout: float = DEFAULT_TIMEOUT) -> int | None:
-        """Read until the hub closes the connection; returns the close code it sent."""
+        """Read until the hub closes the connection; returns the close code it sent (its reason is
+        kept as `close_reason`)."""
         deadline = time.monotonic() + timeout
         while True:
             left = deadline - time.monotonic()
@@ -494,6 +495,7 @@ class HubClient:
             except TimeoutError:
                 pass
             except ConnectionClosed as e:
+                self.close_reason = e.rcvd.reason if e.rcvd else None
                 return e.rcvd.code if e.rcvd else None
 
     def is_open(self) -> bool:

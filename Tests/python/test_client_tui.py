@@ -2587,6 +2587,43 @@ def test_a_room_an_admin_deletes_stops_the_screen_and_stays_deleted(hub_factory,
     assert hub.http("GET", f"/v1/rooms/{room}")[0] == 404
 
 
+def test_a_screen_offline_when_its_room_was_deleted_is_told_so_when_it_reconnects(hub_factory, screens):
+    """ann's link goes silent (a stalled network), she changes something, and meanwhile an admin
+    deletes the room. When the network passes again, her reconnect (a hello with `since`) is told the
+    room was deleted, as the room's connections were: the screen stops and says so, her change is not
+    made, and the room stays deleted. Before, that hello made the room again from the seed, undoing
+    the delete, and the screen said the room had gone back (a black-box pass, session 39)."""
+    hub = hub_factory()
+    room = "team-gone"  # a hub of its own: the name is unique there, and short enough for the title
+    proxy = StallProxy(hub.port)
+    try:
+        ann = screens.raw("ann")
+        ann.start(open_command(proxy.port, room, "ann", heartbeat=5))
+        ann.wait_for(all_of(title_has("● online"), selection_is("Ann")))
+        to_row(ann, "glasses").keys("Enter")
+        wait_model(observe(hub, room), lambda p: field_of(p, 1, "glasses") is True, "Ann's glasses on")
+        proxy.stall()
+        ann.keys("Enter")                                  # glasses off again, on the same row
+        ann.wait_for(title_has("1 change waiting"))
+        status, _, body = hub.http("DELETE", f"/v1/rooms/{room}")
+        assert status == 204, (status, body)
+        ann.wait_for(status_has("no answer from the hub"), timeout=30)
+        proxy.resume()
+        ann.wait_for(all_of(title_has("✕ room deleted by an admin"),
+                            status_has("an admin deleted this room: q to quit; peoplekeeper open ")),
+                     timeout=30, what="the screen saying an admin deleted the room")
+        assert "your changes not sent were not made" in " ".join(ann.text().split()), ann.text()
+        # What waited goes nowhere now: not "waiting" in the title or beside the value.
+        assert "1 change not made" in ann.text() and "you · not made" in ann.text(), ann.text()
+        assert "waiting" not in ann.text(), ann.text()
+        time.sleep(2)                                      # a screen that reconnects would have by now
+        status, _, body = hub.http("GET", f"/v1/rooms/{room}")
+        assert status == 404, f"the room was made again: {status} {body[:200]!r}"
+        assert "room reset" not in ann.text(), ann.text()
+    finally:
+        proxy.close()
+
+
 def test_q_with_changes_the_hub_has_not_got_asks_before_losing_them(hub_factory, room, screens):
     """With the hub away and a change waiting, `q` asks first ("1 change has not reached the hub: quit
     and lose it?"); any other key stays, and the change goes when the hub is back; `y` quits and loses

@@ -1392,3 +1392,30 @@ def test_a_session_resumed_while_its_ack_waits_for_the_commit_gets_its_welcome_f
         assert acks and acks[0]["seq"] == seq, f"cycle {seq}: no ack for the resend"
         rev = max([rev, acks[0]["rev"]] + revs)
         c = n
+
+
+def test_a_client_away_when_its_room_was_deleted_is_told_so_after_a_restart_and_the_room_is_not_made_again(
+        hub_factory, room):
+    """A black-box pass (session 39): a client that was offline when an admin deleted its room came
+    back with `since`, and its hello made the room again from the seed (undoing the delete), then
+    told it the room had gone back. The store remembers the deletion (across a restart), and such a
+    hello is closed with 1000 "room deleted", as the room's connections were; a hello naming no
+    revision makes a new room of the name."""
+    h = hub_factory({"storage": {"kind": "embedded", "path": "{workdir}/data/pk.sqlite"}})
+    ann = h.join(room, "ann")
+    ack = ann.edit([set_op(1, "hairColor", "red")])
+    ann.close()
+    assert h.http("DELETE", f"/v1/rooms/{room}")[0] == 204
+    h.restart()
+    back = h.connect(room, name="ann-back")
+    back.hello("ann", expect_welcome=False, since=ack["rev"], sinceTime=ack["time"])
+    assert back.wait_closed() == 1000 and back.close_reason == "room deleted", back.log[-4:]
+    assert not [m for m in back.log if m.get("type") == "welcome"], back.log
+    status, _, body = h.http("GET", f"/v1/rooms/{room}")
+    assert status == 404, (status, body)
+    bob = h.join(room, "bob")                      # names no revision: a new room of the name
+    assert bob.welcome["rev"] == 0 and bob.welcome["people"], bob.welcome
+    late = h.connect(room, name="ann-late")        # the room exists again: it went back, as before
+    welcome = late.hello("ann", since=ack["rev"], sinceTime=ack["time"])
+    assert welcome.get("reset") is True and welcome["rev"] == 0, welcome
+

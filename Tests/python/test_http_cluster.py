@@ -466,3 +466,23 @@ def test_a_wss_node_s_redirect_to_a_ws_node_is_not_followed(hub_factory, pg_serv
                      "cluster": {"nodeId": "c", "advertisedURL": "ws://127.0.0.1:9"}})
     assert ("cluster.advertisedURL ws://127.0.0.1:9 is ws://, but this node speaks TLS (tls.certFile)"
             in c.stderr()), c.stderr()[-2000:]
+
+
+def test_a_client_away_when_its_room_was_deleted_is_told_so_at_another_node(hub_factory, pg_server, room):
+    """The deletion is remembered in the shared store: a client of the room deleted at node a, coming
+    back at node b with `since`, is closed there with 1000 "room deleted" instead of making the room
+    again from the seed (a contract-only client, without `sinceTime`, too); nothing is made."""
+    a = hub_factory(cluster_node(pg_server, "a"))
+    b = hub_factory(cluster_node(pg_server, "b"))
+    ann = a.join(room, "ann")
+    ack = ann.edit([{"op": "set", "tag": 1, "field": "hairColor", "value": "red"}])
+    ann.close()
+    assert raw(a.port, "DELETE", f"/v1/rooms/{room}")[0] == 204
+    for name, extra in (("ann", {"sinceTime": ack["time"]}), ("bob", {})):
+        back = b.connect(room, name=name)
+        back.hello(name, expect_welcome=False, since=ack["rev"], **extra)
+        assert back.wait_closed() == 1000 and back.close_reason == "room deleted", back.log[-4:]
+    for node in (a, b):
+        status, _, body = raw(node.port, "GET", f"/v1/rooms/{room}")
+        assert status == 404, (node, status, body)
+

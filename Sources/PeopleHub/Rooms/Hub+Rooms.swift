@@ -136,15 +136,18 @@ extension Hub {
         let load: @Sendable () -> Void = { [weak self] in
             let started = DispatchTime.now().uptimeNanoseconds
             let result: Result<RestoredRoom?, StoreError>
+            var deletedAt: Int64?
             do {
-                result = .success(try store.load(room: name).map { try RestoredRoom($0, policy: policy) })
+                let stored = try store.load(room: name)
+                if stored == nil { deletedAt = try store.deletion(of: name) }
+                result = .success(try stored.map { try RestoredRoom($0, policy: policy) })
             } catch let error as StoreError {
                 result = .failure(error)
             } catch {
                 result = .failure(StoreError(.corrupt, "\(error)"))
             }
             let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-            self?.back(result) { hub, result in hub.loaded(name, result, seconds: seconds) }
+            self?.back((result, deletedAt)) { hub, read in hub.loaded(name, read.0, deletedAt: read.1, seconds: seconds) }
         }
         guard let leases else { return runtime.background(load) }
         let background = runtime.background
@@ -189,11 +192,19 @@ extension Hub {
         for request in load.requests { request(.elsewhere(url)) }
     }
 
-    func loaded(_ name: String, _ result: Result<RestoredRoom?, StoreError>, seconds: Double) {
+    /// `deletedAt`: the store has no room of the name and remembers deleting one then.
+    func loaded(_ name: String, _ result: Result<RestoredRoom?, StoreError>, deletedAt: Int64? = nil, seconds: Double) {
         guard case .loading(let load)? = rooms[name] else { return }
         if leases != nil, load.leaseGeneration != leaseGeneration {
             // Every lease was lost while this one loaded: it was lost too. Again, from the lease.
             return startLoading(name)
+        }
+        if let deletedAt { load.deletedAt = deletedAt }
+        var turnedAway: [any ClientConnection] = []
+        if case .success(nil) = result, !load.importing, load.creator == nil, load.deletedAt != nil {
+            turnedAway = turnAwayClientsOfTheDeletedRoom(load, name)
+            // Closed at once when the room is made for the others; else once the lease is back (below).
+            if !load.waiting.isEmpty { Self.closeAsDeleted(turnedAway) }
         }
         let host: RoomHost
         var created = false
@@ -223,9 +234,12 @@ extension Hub {
             // Only HTTP requests asked: they do not create rooms. In cluster mode the lease goes back
             // before they are answered, so what a caller does next, on any node, finds the room free
             // (a DELETE sent to another node right after a 404 here was redirected here).
+            // So are the hellos of a deleted room's clients turned away, closed after it: one that
+            // tries again at another node finds the room free there.
             rooms[name] = nil
-            releasingLease(of: name, then: load.requests) { _, requests in
-                for request in requests { request(.absent) }
+            releasingLease(of: name, then: (load.requests, turnedAway)) { _, waiting in
+                for request in waiting.0 { request(.absent) }
+                Self.closeAsDeleted(waiting.1)
             }
             return
         case .success(nil):
@@ -292,6 +306,27 @@ extension Hub {
             // A `DELETE` took the room away while an import's body is checked: the name stays taken.
             next.importing = true
         }
+    }
+
+    /// The store remembers deleting the room a load did not find: the hellos of its clients (those that
+    /// name a revision) are closed with 1000 `room deleted` instead of making it again from the seed
+    /// (`ConnectionMachine.roomWasDeleted`); the others make it anew, as for a name never used. With
+    /// none left the load ends as one that only HTTP requests asked for.
+    /// Returns their connections, to close (`closeAsDeleted`).
+    private func turnAwayClientsOfTheDeletedRoom(_ load: RoomLoad, _ name: String) -> [any ClientConnection] {
+        var turnedAway: [any ClientConnection] = []
+        load.removeHellos { connection in
+            guard let client = connection.context as? Client, client.machine.roomWasDeleted() else { return false }
+            logger.info("a client of a deleted room turned away", metadata: ["room": "\(name)"])
+            turnedAway.append(connection)
+            return true
+        }
+        return turnedAway
+    }
+
+    /// Closes connections as the deletion closed the room's: 1000 `room deleted`.
+    private static func closeAsDeleted(_ connections: [any ClientConnection]) {
+        for connection in connections { connection.close(code: 1000, reason: CloseReason.roomDeleted) }
     }
 
     /// Gives the room's lease back (cluster mode: on the lease queue), then runs `then` with `value` on

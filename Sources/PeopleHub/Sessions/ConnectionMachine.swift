@@ -261,6 +261,20 @@ struct ConnectionMachine {
         return true
     }
 
+    /// The store has no room of this name and remembers that an admin deleted one
+    /// (`PeopleStore.deletion(of:)`). A hello that names a revision (a `since` above 0, or revision 0
+    /// with its `sinceTime`) comes from a client of that room that was away when it was deleted: it
+    /// is closed with 1000 `room deleted`, as the room's connections were, instead of making the room
+    /// again from the seed (a client offline at the deletion did, and was told the room went back).
+    /// True when it is; false for a hello that names no revision (it makes the room anew) or when
+    /// not opening.
+    mutating func roomWasDeleted() -> Bool {
+        guard case .opening(let pending, _) = state, let since = pending.hello.since,
+              since > 0 || pending.hello.sinceTime != nil else { return false }
+        state = .closed(leaving: nil)
+        return true
+    }
+
     /// The room cannot be loaded: `server-error`, then close (1011). Nil when not opening.
     mutating func roomFailed() -> ServerMessage.ErrorMessage? {
         guard case .opening = state else { return nil }
