@@ -55,8 +55,19 @@ extension Revision.Summary {
     /// before it: "carol changed Sam's glasses", "bob added Kim", "bob undid Toggle Glasses for Sam".
     /// One by `me` (this user, from another window, a script or the HTTP API) reads "you (elsewhere)
     /// changed Sam's glasses".
-    public func sentence(people: PeopleModel, me: String? = nil) -> String {
+    ///
+    /// An edit that only renames one person (a name typed or set) says the new name too, from
+    /// `after` (the people now): "bob renamed Sam to Samuel"; `renamedFrom` is the name the person had
+    /// when a run of such edits began (a name typed a letter at a time is one revision a letter: the
+    /// screen keeps the first name, not "Samue to Samuel"). Before, "bob changed Sam's name" left the
+    /// reader to find out what it was now (a black-box pass of the terminal client).
+    public func sentence(people: PeopleModel, me: String? = nil, after: PeopleModel? = nil,
+                         renamedFrom: String? = nil) -> String {
         let author = me != nil && self.author == me ? "you (elsewhere)" : self.author
+        if let tag = renamed, let now = after?[tag]?.name, !now.isEmpty {
+            let was = renamedFrom ?? people.called(tag)
+            return was == now ? "\(author) changed \(now)'s name" : "\(author) renamed \(was) to \(now)"
+        }
         func distinct(_ words: [String]) -> [String] { words.reduce(into: []) { if !$0.contains($1) { $0.append($1) } } }
         func list(_ words: [String]) -> String {
             words.count <= 2 ? words.joined(separator: " and ")
@@ -73,5 +84,17 @@ extension Revision.Summary {
         case .restore:
             return "\(author) restored the room: \(label ?? "an earlier revision")"
         }
+    }
+
+    /// The person an edit only renames (its diffs all type or set that person's name), or nil.
+    public var renamed: Tag? {
+        guard kind == .edit, let tag = diffs.first?.tag else { return nil }
+        let renames = diffs.allSatisfy { diff in
+            switch diff {
+            case .text(let t, _), .set(let t, .name): t == tag
+            default: false
+            }
+        }
+        return renames ? tag : nil
     }
 }

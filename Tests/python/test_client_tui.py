@@ -2566,6 +2566,37 @@ def test_open_exits_77_after_the_hub_refused_the_token(hub_factory, room, screen
         and "your access token has expired" in text, text
 
 
+def test_a_teammate_renaming_someone_is_said_with_the_new_name(hub, room, screens):
+    """bob types "uel" after Sam's name, one revision a letter, then sets Joan's name whole. ann's
+    status line says "bob renamed Sam to Samuel", then "bob renamed Joan to Jo". Before it said "bob
+    changed Samue's name" (the name before the last letter), leaving her to find out what it was now
+    (a black-box pass of the terminal client, session 39)."""
+    ann = screens(hub, room, "ann")
+    bob = hub.join(room, "bob")
+    for i, letter in enumerate("uel"):
+        bob.edit([{"op": "text", "tag": 3, "edits": [{"retain": 3 + i}, {"insert": letter}]}])
+    ann.wait_for(status_is("bob renamed Sam to Samuel"), what="the rename with the name before the typing")
+    bob.edit([{"op": "set", "tag": 2, "field": "name", "value": "Jo"}])
+    ann.wait_for(status_is("bob renamed Joan to Jo"))
+    bob.edit([{"op": "set", "tag": 2, "field": "glasses", "value": True}])
+    ann.wait_for(status_is("bob changed Jo's glasses"))
+
+
+def test_a_refusal_is_said_in_the_hub_s_words_without_its_code(hub_factory, room, screens):
+    """A room full at 3 people (limits.maxPeoplePerRoom): ann adds Kim, the hub refuses, and her status
+    line says "the hub refused: the room holds at most 3 people…", without the wire code after it
+    (`(room-full)`, `(invalid-op)` told a user nothing; a black-box pass, session 39). Kim is not
+    kept."""
+    hub = hub_factory({"limits": {"maxPeoplePerRoom": 3}})
+    ann = screens(hub, room, "ann")
+    ann.keys("a").wait_for(_pred(lambda t: footer(t)["keys"].strip().startswith("new person's name"), "the add prompt"))
+    ann.type("Kim")
+    ann.keys("Enter")
+    text = ann.wait_for(all_of(status_has("the hub refused: the room holds at most 3 people"),
+                               list_is(["Ann", "Joan", "Sam"])))
+    assert "room-full" not in text, text
+
+
 def test_a_room_an_admin_deletes_stops_the_screen_and_stays_deleted(hub_factory, room, screens):
     """An admin deletes the room ann has open (`DELETE`, which closes its connections with 1000 "room
     deleted"). The screen stops and says an admin deleted the room, and does not reconnect: the room

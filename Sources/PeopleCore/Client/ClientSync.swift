@@ -724,5 +724,9 @@ extension Revision {
         public var kind: RevisionKind
         public var label: String?
         public var diffs: [Diff]
+
+        public init(rev: Int, author: String, kind: RevisionKind, label: String?, diffs: [Diff]) {
+            (self.rev, self.author, self.kind, self.label, self.diffs) = (rev, author, kind, label, diffs)
+        }
     }
 }
