@@ -273,6 +273,40 @@ struct HistoryTests {
         #expect(again.blame == h.room.blame)
     }
 
+    @Test("blame keeps the records of the last 1,000 people removed, through a snapshot; someone removed before them is blamed, once put back, as a new insert")
+    func departedBounded() throws {
+        var h = Self.harness()
+        h.submit("ann", [.facialHair(3, .beard, present: true)])
+        h.submit("ann", [.facialHair(3, .beard, present: false)])  // Sam's beard: written by ann, not worn
+        h.submit("bob", [.facialHair(2, .beard, present: true)])
+        h.submit("bob", [.facialHair(2, .beard, present: false)])  // Joan's too, by bob
+        h.submit("ann", [.remove(3)])
+        h.submit("bob", [.remove(2)])
+        for _ in 0..<10 { _ = h.send(.tags, from: "carl") }
+        let tags = h.room.users["carl"]!.tagBlocks.flatMap { Array($0.from...$0.to) }
+        for tag in tags.prefix(BlameIndex.departedKept - 1) {
+            h.submit("carl", [.insert(Person(tag: tag, name: "P\(tag)"), at: 0)])
+            h.submit("carl", [.remove(tag)])
+        }
+        #expect(h.room.blame.departed.count == BlameIndex.departedKept)
+        #expect(h.room.blame.departed[3] == nil, "Sam, removed first, is forgotten")
+        #expect(h.room.blame.departed[2]?.facialHair[.beard]?.user == "bob", "Joan, removed 1,000th last, is kept")
+        // Through a snapshot: the same records in the same order, so the same one goes next.
+        let window = (1...h.revision).compactMap { h.room.revision($0) }
+        let restored = try Room(restoring: StoredRoom(snapshot: h.room.snapshot().json, window: window, tail: []),
+                                policy: h.room.policy)
+        #expect(restored.blame == h.room.blame)
+        #expect(restored.blame.removals == h.room.blame.removals)
+
+        // Put back by their remover's undo (neither wears a beard: the re-insert does not list it).
+        #expect(h.undo("ann").rev != nil && h.undo("bob").rev != nil)
+        #expect(h.room.blame[2]?.facialHair[.beard] == Writer(user: "bob", rev: 4, time: 4000), "Joan's beard: bob's, ever written")
+        #expect(h.room.blame[3]?.facialHair[.beard] == nil, "Sam's beard: forgotten with his record")
+        #expect(h.room.blame[3]?.facialHair.values.allSatisfy { $0.user == "ann" } == true, "what he wears: the undo's")
+        #expect(h.room.blame[3]?.created.user == "ann" && h.room.blame[2]?.created.user == "bob")
+        #expect(h.room.blame.departed.count == BlameIndex.departedKept - 1, "Joan's record left the departed")
+    }
+
     // MARK: Beyond the memory window
 
     @Test("restore and log below the memory window ask for the store's revisions, and then answer exactly")

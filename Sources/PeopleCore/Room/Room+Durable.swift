@@ -202,10 +202,11 @@ extension Room {
                     let f = try WireFields(r, context: "blame", code: .serverError)
                     people[try f.int("tag")] = try PersonBlame(fields: f)
                 }
-                var departed: [Tag: PersonBlame] = [:]
+                // Oldest removal first (before session 40: in tag order, taken as that order).
+                var departed: [(tag: Tag, record: PersonBlame)] = []
                 for r in try s.optionalArray("blameDeparted") ?? [] {
                     let f = try WireFields(r, context: "blame", code: .serverError)
-                    departed[try f.int("tag")] = try PersonBlame(fields: f)
+                    departed.append((try f.int("tag"), try PersonBlame(fields: f)))
                 }
                 blame = BlameIndex(people: people, departed: departed)
             } else {
@@ -298,7 +299,7 @@ extension RoomSnapshot {
             "blame": .array(people.compactMap { person in
                 room.blame[person.tag].map { .object([.init("tag", .int(person.tag))] + $0.members) }
             }),
-            "blameDeparted": .array(room.blame.departed.sorted { $0.key < $1.key }.map { tag, record in
+            "blameDeparted": .array(room.blame.departedInOrder.map { tag, record in
                 .object([.init("tag", .int(tag))] + record.members)
             }),
         ])
