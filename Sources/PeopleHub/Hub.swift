@@ -74,6 +74,9 @@ public final class Hub: @unchecked Sendable {
     /// `store failed; room dropped` and `room cannot be loaded`: one line every 10 s at most each.
     var storeFailureLog = LogThrottle(countKey: "droppedSinceLastLine")
     var loadFailureLog = LogThrottle(countKey: "failedSinceLastLine")
+    /// `a client of a deleted room turned away`: a client that reconnects after any close would say it
+    /// at every attempt.
+    var turnedAwayLog = LogThrottle(countKey: "turnedAwaySinceLastLine")
     /// The last one-off reader id given to an HTTP read.
     var nextReader = 0
     /// `peoplekeeper_http_*`: requests by route and status, and their durations.

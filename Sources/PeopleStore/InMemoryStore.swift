@@ -39,7 +39,6 @@ public final class InMemoryStore: PeopleStore {
         }
 
         mutating func save(_ snapshot: RoomSnapshot, room: String, notices: [WebhookNotice]) {
-            if snapshot.position == 0 { deletions[room] = nil }
             rooms[room, default: Stored()].snapshot = snapshot
             rooms[room]!.savedAt = Int64(Date().timeIntervalSince1970 * 1000)
             rooms[room]!.checkpoints[snapshot.revision] = snapshot.checkpoint
@@ -48,8 +47,13 @@ public final class InMemoryStore: PeopleStore {
     }
 
     private let state = Mutex(State())
+    private let clock = Mutex<@Sendable () -> Int64>({ Int64(Date().timeIntervalSince1970 * 1000) })
 
     public init() {}
+
+    /// Times deletions by `clock` (milliseconds since the epoch) instead of the wall clock: a test's
+    /// hub and its store then agree on when things happened.
+    public func timeDeletions(by clock: @escaping @Sendable () -> Int64) { self.clock.withLock { $0 = clock } }
 
     public var kind: String { "memory" }
 
@@ -137,7 +141,7 @@ public final class InMemoryStore: PeopleStore {
             for endpoint in state.cursors.keys { state.cursors[endpoint]![room] = nil }
             state.keep(kept)
             guard state.rooms.removeValue(forKey: room) != nil else { return false }
-            let now = Self.now()
+            let now = self.now()
             state.deletions = state.deletions.filter { DeletedRooms.isRemembered($0.value, now: now) }
             state.deletions[room] = now
             return true
@@ -146,11 +150,11 @@ public final class InMemoryStore: PeopleStore {
 
     public func deletion(of room: String) throws(StoreError) -> Int64? {
         guard let deletedAt = state.withLock({ $0.deletions[room] }),
-              DeletedRooms.isRemembered(deletedAt, now: Self.now()) else { return nil }
+              DeletedRooms.isRemembered(deletedAt, now: now()) else { return nil }
         return deletedAt
     }
 
-    private static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+    private func now() -> Int64 { clock.withLock { $0 }() }
 
     public func webhookNotices(endpoint: String) throws(StoreError) -> [WebhookNotice] {
         state.withLock { state in

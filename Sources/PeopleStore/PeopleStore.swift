@@ -72,12 +72,12 @@ public protocol PeopleStore: Sendable {
     /// of event `revision` at the deletion's time: what the endpoint had not been sent still reaches it.
     func deleteRoom(_ room: String, notices: [WebhookNotice]) throws(StoreError) -> Bool
 
-    /// When the room of that name was deleted (milliseconds since the epoch): the deletion remembered
-    /// with `deleteRoom` (in its commit), forgotten when a room of the name is created again (in the
-    /// commit of its first snapshot) or `DeletedRooms.remembered` after the deletion. Nil: no deletion
-    /// of the name is remembered. The hub reads it for a hello that names a revision of a room the
-    /// store does not have: a client of the deleted room, away when it was deleted, is told so instead
-    /// of making the room again from the seed. Blocks: call it off the service thread.
+    /// When the room of that name was last deleted (milliseconds since the epoch): the deletion
+    /// remembered with `deleteRoom` (in its commit), for `DeletedRooms.remembered`, also after a room
+    /// of the name is made again. Nil: no deletion of the name is remembered. The hub reads it when it
+    /// loads a room, or finds none: a client of the deleted room, away when it was deleted, is told so
+    /// when it comes back, instead of making the room again from the seed or being caught up with the
+    /// room made since under the name. Blocks: call it off the service thread.
     func deletion(of room: String) throws(StoreError) -> Int64?
 
     /// The webhook cursors of one endpoint (an id the webhook dispatcher derives, its URL): room → the

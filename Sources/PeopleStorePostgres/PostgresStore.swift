@@ -698,9 +698,11 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
         // a node of an older version in a rolling upgrade, are in it too. Built concurrently, after
         // the open (`buildIndexes`): building it reads the journal once.
         // The rooms deleted (`deletion(of:)`): a name and a time, nothing of what the room held; a row
-        // goes when the room is made again, or with a later deletion once `DeletedRooms.remembered` old.
+        // goes once `DeletedRooms.remembered` old, with a later deletion or at an open.
         .table("deleted_rooms", "CREATE TABLE IF NOT EXISTS deleted_rooms (room text PRIMARY KEY, deleted_at bigint NOT NULL)"),
         .index("deleted_rooms_at", "CREATE INDEX IF NOT EXISTS deleted_rooms_at ON deleted_rooms (deleted_at)"),
+        // Deletions remembered longer than `DeletedRooms.remembered` go at every open too.
+        .data("DELETE FROM deleted_rooms WHERE deleted_at <= (extract(epoch FROM now()) * 1000)::bigint - \(DeletedRooms.remembered)"),
         .concurrentIndex("journal_keys", "CREATE INDEX IF NOT EXISTS journal_keys ON journal (room, position) WHERE \(PostgresStore.keyedRecord)"),
     ]
 
@@ -851,8 +853,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
             let people = StoredRoomSummary.people(inSnapshot: json)
             if snapshot.position == 0 {
                 // A room's first snapshot creates it, and fails if the room exists (another process
-                // made it meanwhile): it is never replaced. A deletion of the name is forgotten.
-                _ = try run("DELETE FROM deleted_rooms WHERE room = \(room)", on: connection)
+                // made it meanwhile): it is never replaced.
                 _ = try run("""
                     INSERT INTO snapshots (room, position, revision, floor, state, people, saved_at)
                     VALUES (\(room), 0, \(snapshot.revision), \(snapshot.floor), \(state), \(people), \(now))

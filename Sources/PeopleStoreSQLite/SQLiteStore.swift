@@ -63,6 +63,12 @@ public final class SQLiteStore: PeopleStore {
             // before its append is reported durable.
             try pool.barrierWriteWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             try Self.migrator.migrate(pool)
+            // Deletions remembered longer than `DeletedRooms.remembered` go at every open too, not only
+            // with a later deletion (a read never answers with them).
+            try pool.write { db in
+                try db.execute(sql: "DELETE FROM deleted_rooms WHERE deleted_at <= ?",
+                               arguments: [Self.now() - DeletedRooms.remembered])
+            }
         } catch {
             throw Self.storeError(error, "cannot open the SQLite store at \(path): \(error)", otherwise: .unavailable)
         }
@@ -175,7 +181,7 @@ public final class SQLiteStore: PeopleStore {
             try db.execute(sql: "CREATE INDEX journal_keys ON journal (room, position) WHERE \(Self.keyedRecord)")
         }
         // The rooms deleted (`deletion(of:)`): a name and a time, nothing of what the room held; a row
-        // goes when the room is made again, or with a later deletion once `DeletedRooms.remembered` old.
+        // goes once `DeletedRooms.remembered` old, with a later deletion or at an open.
         migrator.registerMigration("v7: deleted rooms") { db in
             try db.execute(sql: """
                 CREATE TABLE deleted_rooms (
@@ -237,7 +243,6 @@ public final class SQLiteStore: PeopleStore {
                 INSERT INTO snapshots (room, position, revision, floor, state, people, saved_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?)
                 """)
-            let undeleted = try db.cachedStatement(sql: "DELETE FROM deleted_rooms WHERE room = ?")
             let checkpoint = try db.cachedStatement(sql: """
                 INSERT OR REPLACE INTO checkpoints (room, revision, people) VALUES (?, ?, ?)
                 """)
@@ -270,7 +275,6 @@ public final class SQLiteStore: PeopleStore {
                     }
                 case .snapshot(let room, let s, let notices):
                     let json = s.json
-                    if s.position == 0 { try undeleted.execute(arguments: [room]) }
                     try (s.position == 0 ? first : snapshot).execute(arguments: [room, s.position, s.revision, s.floor,
                                                      String(decoding: json.bytes, as: UTF8.self),
                                                      StoredRoomSummary.people(inSnapshot: json), now])

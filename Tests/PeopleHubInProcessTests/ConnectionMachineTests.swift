@@ -114,7 +114,7 @@ struct ConnectionMachineTests {
         check(m.refused(ProtocolError(.roomFull, "x")) == nil)
         check(m.redirected() == false)
         check(m.roomFailed() == nil)
-        check(m.roomWasDeleted() == false)
+        check(m.roomWasDeleted(at: 0) == false)
     }
 
     // MARK: opening
@@ -161,8 +161,10 @@ struct ConnectionMachineTests {
         guard case .closed = f.state else { Issue.record("\(f.state)"); return }
     }
 
-    @Test("opening a room the store remembers deleting: a hello that names a revision is turned away (closed), one that names none goes on to make the room",
+    @Test("opening a room the store remembers deleting: a hello that names a revision from before the deletion is turned away (closed); one that names none, or one made after the deletion (a store restored from a backup), goes on to make the room",
           arguments: [(#"{"type":"hello","protocol":1,"user":"ann","since":3}"#, true),
+                      (#"{"type":"hello","protocol":1,"user":"ann","since":3,"sinceTime":1700000000500}"#, true),
+                      (#"{"type":"hello","protocol":1,"user":"ann","since":3,"sinceTime":1700000000501}"#, false),
                       (#"{"type":"hello","protocol":1,"user":"ann","since":3,"sinceTime":1700000000000}"#, true),
                       (#"{"type":"hello","protocol":1,"user":"ann","since":0,"sinceTime":1700000000000}"#, true),
                       (#"{"type":"hello","protocol":1,"user":"ann","since":0}"#, false),
@@ -170,7 +172,7 @@ struct ConnectionMachineTests {
     func openingADeletedRoom(hello: String, turnedAway: Bool) {
         var m = Self.machine()
         _ = m.receive(Self.text(hello), now: 0)
-        check(m.roomWasDeleted() == turnedAway)
+        check(m.roomWasDeleted(at: 1_700_000_000_500) == turnedAway)
         if turnedAway {
             guard case .closed(leaving: nil) = m.state else { Issue.record("\(m.state)"); return }
             check(m.receive(Self.submit, now: 0) == .ignore)

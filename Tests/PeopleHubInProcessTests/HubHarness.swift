@@ -240,17 +240,23 @@ class ScriptedStore: PeopleStore, @unchecked Sendable {
 final class LeasingStore: ScriptedStore, RoomLeases, @unchecked Sendable {
     let node = "n1"
     var advertisedURL = "ws://n1.test:8080"
-    private let state = Mutex<(acquired: [String], handlers: [@Sendable () -> Void])>(([], []))
+    private let state = Mutex<(acquired: [String], held: Set<String>, handlers: [@Sendable () -> Void])>(([], [], []))
 
     /// The rooms acquired so far, in order (each hold counted).
     var acquired: [String] { state.withLock { $0.acquired } }
+    /// The rooms leased now: acquired and not released since (one release frees a room, as a
+    /// PostgreSQL store's does however many times its node acquired it).
+    var held: Set<String> { state.withLock { $0.held } }
 
     func acquire(room: String, for holder: LeaseHolder) throws(StoreError) -> LeaseOutcome {
-        state.withLock { $0.acquired.append(room) }
+        state.withLock {
+            $0.acquired.append(room)
+            $0.held.insert(room)
+        }
         return .acquired
     }
 
-    func release(room: String, for holder: LeaseHolder) {}
+    func release(room: String, for holder: LeaseHolder) { _ = state.withLock { $0.held.remove(room) } }
 
     func onLeasesLost(_ handler: @escaping @Sendable () -> Void) { state.withLock { $0.handlers.append(handler) } }
 
@@ -347,6 +353,7 @@ final class HubHarness {
         configure(&configuration)
         anyStore = store
         let clock = clock
+        (store as? ScriptedStore)?.inner.timeDeletions { clock.milliseconds }
         let ids = Mutex(0)
         let (background, memory) = (background, memory)
         let runtime = HubRuntime(

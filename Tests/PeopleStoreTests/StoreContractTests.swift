@@ -282,9 +282,10 @@ struct StoreContract {
         #expect(try store.revisions(room: name, after: 0, through: 1000) == again.entries.compactMap(\.record.revision))
     }
 
-    /// A deletion is remembered (when, to the store's clock) until the room is made again, by its first
-    /// snapshot or with a history; a name never used, or deleted when absent, has none; it outlives a
-    /// reopen. The hub turns away the hellos of a deleted room's clients by it.
+    /// A deletion is remembered (when, to the store's clock), also once the room is made again (by its
+    /// first snapshot or with a history), the latest one when there were several; a name never used,
+    /// or deleted when absent, has none; it outlives a reopen. The hub turns away the hellos of a
+    /// deleted room's clients by it.
     func deletionRemembered() throws {
         var store = try open()
         defer { store.close() }
@@ -307,14 +308,16 @@ struct StoreContract {
             #expect(try store.deletion(of: name) == deletedAt, "remembered across a reopen")
         }
         _ = try seededRoom(store, name, rounds: 1)
-        #expect(try store.deletion(of: name) == nil, "made again from its first snapshot")
+        #expect(try store.deletion(of: name) == deletedAt, "made again from its first snapshot: still remembered")
+        Thread.sleep(forTimeInterval: 0.005)
         #expect(try store.deleteRoom(name))
-        #expect(try store.deletion(of: name) != nil)
+        let second = try #require(try store.deletion(of: name))
+        #expect(second > deletedAt, "the latest deletion")
         var driver = RoomDriver(name: name)
         let first = driver.room.snapshot()
         driver.play(rounds: 2)
         try createAndWait(store, first, driver.entries, checkpoints: [], room: name)
-        #expect(try store.deletion(of: name) == nil, "made again with a history")
+        #expect(try store.deletion(of: name) == second, "made again with a history: still remembered")
     }
 
     /// A deletion waits for what was appended before it: an append still in the writer's queue does
@@ -917,6 +920,31 @@ final class SQLiteStoreContractTests: Sendable {
                 try Int.fetchOne(db, sql: "SELECT count(*) FROM journal INDEXED BY journal_keys WHERE room = 'keyed' AND \(SQLiteStore.keyedRecord)")
             }
             #expect(indexed == 1)
+        }
+    }
+
+    @Test("a deletion older than DeletedRooms.remembered is not answered, and goes from the file at the next open")
+    func oldDeletionsGo() async throws {
+        let directory = self.directory
+        try await blocking {
+            let path = directory + "/tombs.sqlite"
+            var store = try SQLiteStore(path: path, logger: storeLogger)
+            _ = try seededRoom(store, "young", rounds: 1)
+            #expect(try store.deleteRoom("young"))
+            store.close()
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            let queue = try DatabaseQueue(path: path)
+            try queue.write { db in
+                try db.execute(sql: "INSERT INTO deleted_rooms (room, deleted_at) VALUES ('old', ?)",
+                               arguments: [now - DeletedRooms.remembered - 1_000])
+            }
+            let rows = { try queue.read { db in try String.fetchAll(db, sql: "SELECT room FROM deleted_rooms ORDER BY room") } }
+            #expect(try rows() == ["old", "young"])
+            store = try SQLiteStore(path: path, logger: storeLogger)
+            defer { store.close() }
+            #expect(try store.deletion(of: "old") == nil && store.deletion(of: "young") != nil)
+            #expect(try rows() == ["young"], "gone at the open")
+            try queue.close()
         }
     }
 

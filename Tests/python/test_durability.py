@@ -1400,7 +1400,8 @@ def test_a_client_away_when_its_room_was_deleted_is_told_so_after_a_restart_and_
     back with `since`, and its hello made the room again from the seed (undoing the delete), then
     told it the room had gone back. The store remembers the deletion (across a restart), and such a
     hello is closed with 1000 "room deleted", as the room's connections were; a hello naming no
-    revision makes a new room of the name."""
+    revision makes a new room of the name, and the client of the deleted room is still told it was
+    deleted there (its queued edits went into the new room before)."""
     h = hub_factory({"storage": {"kind": "embedded", "path": "{workdir}/data/pk.sqlite"}})
     ann = h.join(room, "ann")
     ack = ann.edit([set_op(1, "hairColor", "red")])
@@ -1415,7 +1416,15 @@ def test_a_client_away_when_its_room_was_deleted_is_told_so_after_a_restart_and_
     assert status == 404, (status, body)
     bob = h.join(room, "bob")                      # names no revision: a new room of the name
     assert bob.welcome["rev"] == 0 and bob.welcome["people"], bob.welcome
-    late = h.connect(room, name="ann-late")        # the room exists again: it went back, as before
-    welcome = late.hello("ann", since=ack["rev"], sinceTime=ack["time"])
-    assert welcome.get("reset") is True and welcome["rev"] == 0, welcome
+    late = h.connect(room, name="ann-late")        # the room exists again, not hers
+    late.hello("ann", expect_welcome=False, since=ack["rev"], sinceTime=ack["time"])
+    assert late.wait_closed() == 1000 and late.close_reason == "room deleted", late.log[-4:]
+    bob.close()
+    h.restart()                                    # and after a restart, from the store
+    again = h.connect(room, name="ann-again")
+    again.hello("ann", expect_welcome=False, since=ack["rev"], sinceTime=ack["time"])
+    assert again.wait_closed() == 1000 and again.close_reason == "room deleted", again.log[-4:]
+    back_bob = h.connect(room, name="bob-back")   # bob's room is the new one: he comes back to it
+    welcome = back_bob.hello("bob", since=0, sinceTime=bob.welcome["time"])
+    assert welcome.get("reset") is not True and welcome["rev"] == 0, welcome
 

@@ -322,7 +322,6 @@ extension Hub {
             }
             self?.back(box) { hub, box in
                 let (call, placeholder) = box.value
-                hub.deletionEnded(name, placeholder)
                 let response: HTTPResponse
                 switch result {
                 case .success(false):
@@ -336,8 +335,14 @@ extension Hub {
                         .response(json: true)
                 }
                 // In cluster mode the lease goes back before the answer, so what the caller does next,
-                // on any node, finds the room free (a GET at another node right after a 204 was sent here).
-                hub.releasingLease(of: name, then: call.exchange) { _, exchange in exchange.respond(response) }
+                // on any node, finds the room free (a GET at another node right after a 204 was sent
+                // here); and before what waited for the deletion loads the room again, which takes the
+                // lease anew (ended first, the load's take came before the release, which gave up
+                // the lease the room was then served under: a review, session 40).
+                hub.releasingLease(of: name, then: call.exchange) { hub, exchange in
+                    hub.deletionEnded(name, placeholder)
+                    exchange.respond(response)
+                }
             }
         }
         guard ifStored, let leases else { return runtime.background(deletion) }

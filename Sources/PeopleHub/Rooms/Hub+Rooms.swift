@@ -139,7 +139,7 @@ extension Hub {
             var deletedAt: Int64?
             do {
                 let stored = try store.load(room: name)
-                if stored == nil { deletedAt = try store.deletion(of: name) }
+                deletedAt = try store.deletion(of: name)
                 result = .success(try stored.map { try RestoredRoom($0, policy: policy) })
             } catch let error as StoreError {
                 result = .failure(error)
@@ -201,8 +201,8 @@ extension Hub {
         }
         if let deletedAt { load.deletedAt = deletedAt }
         var turnedAway: [any ClientConnection] = []
-        if case .success(nil) = result, !load.importing, load.creator == nil, load.deletedAt != nil {
-            turnedAway = turnAwayClientsOfTheDeletedRoom(load, name)
+        if case .success(nil) = result, !load.importing, load.creator == nil, let deletedAt = load.deletedAt {
+            turnedAway = turnAwayClientsOfTheDeletedRoom(load, name, deletedAt: deletedAt)
             // Closed at once when the room is made for the others; else once the lease is back (below).
             if !load.waiting.isEmpty { Self.closeAsDeleted(turnedAway) }
         }
@@ -285,6 +285,7 @@ extension Hub {
             for request in load.requests { request(.failed("\(error)")) }
             return
         }
+        host.deletedAt = load.deletedAt
         rooms[name] = .loaded(host)
         if host.room.revision - host.snapshotRevision >= configuration.snapshotEvery { saveSnapshotIfChanged(host) }
         // In the order they came: a `DELETE` among the requests takes the room away from those after it.
@@ -313,13 +314,18 @@ extension Hub {
     /// (`ConnectionMachine.roomWasDeleted`); the others make it anew, as for a name never used. With
     /// none left the load ends as one that only HTTP requests asked for.
     /// Returns their connections, to close (`closeAsDeleted`).
-    private func turnAwayClientsOfTheDeletedRoom(_ load: RoomLoad, _ name: String) -> [any ClientConnection] {
+    private func turnAwayClientsOfTheDeletedRoom(_ load: RoomLoad, _ name: String, deletedAt: Int64) -> [any ClientConnection] {
         var turnedAway: [any ClientConnection] = []
         load.removeHellos { connection in
-            guard let client = connection.context as? Client, client.machine.roomWasDeleted() else { return false }
-            logger.info("a client of a deleted room turned away", metadata: ["room": "\(name)"])
+            guard let client = connection.context as? Client, client.machine.roomWasDeleted(at: deletedAt) else { return false }
             turnedAway.append(connection)
             return true
+        }
+        // A client that reconnects after any 1000 close (one of another make, or a page of before
+        // session 39) comes back at its backoff, for as long as the deletion is remembered: one line
+        // every 10 s at most (`LogThrottle`), with the count of those left out.
+        if !turnedAway.isEmpty, let metadata = turnedAwayLog.allow(now: clock, ["room": "\(name)"]) {
+            logger.info("a client of a deleted room turned away", metadata: metadata)
         }
         return turnedAway
     }
@@ -346,6 +352,14 @@ extension Hub {
     /// store (off the service thread).
     func join(_ connection: any ClientConnection, client: Client, host: RoomHost) {
         guard let (hello, _) = client.machine.opening else { return }
+        if let deletedAt = host.deletedAt, let created = host.room.created, created > deletedAt,
+           client.machine.roomWasDeleted(at: deletedAt, madeAgainAt: created) {
+            // A client of the room deleted before this one was made under its name.
+            if let metadata = turnedAwayLog.allow(now: clock, ["room": "\(host.room.name)"]) {
+                logger.info("a client of a deleted room turned away", metadata: metadata)
+            }
+            return Self.closeAsDeleted([connection])
+        }
         guard let read = host.room.storeReadForJoin(since: hello.since, sinceTime: hello.sinceTime) else {
             return finishJoin(connection, client: client, host: host, earlier: [])
         }

@@ -8,6 +8,10 @@ import WebSocketTransport
 /// store says that revision is durable; a store that is durable at once costs no waiting.
 final class RoomHost {
     var room: Room
+    /// When the store says a room of this name was last deleted (read with the room): a client of that
+    /// room, away at the deletion, is turned away from this one if it was made since
+    /// (`ConnectionMachine.roomWasDeleted`).
+    var deletedAt: Int64?
     /// The connection currently carrying each connected session.
     var connections: [SessionID: any ClientConnection] = [:]
     /// Revision and journal position of the latest snapshot handed to the store.

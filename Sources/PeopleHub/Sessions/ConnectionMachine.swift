@@ -261,16 +261,27 @@ struct ConnectionMachine {
         return true
     }
 
-    /// The store has no room of this name and remembers that an admin deleted one
-    /// (`PeopleStore.deletion(of:)`). A hello that names a revision (a `since` above 0, or revision 0
-    /// with its `sinceTime`) comes from a client of that room that was away when it was deleted: it
-    /// is closed with 1000 `room deleted`, as the room's connections were, instead of making the room
-    /// again from the seed (a client offline at the deletion did, and was told the room went back).
-    /// True when it is; false for a hello that names no revision (it makes the room anew) or when
-    /// not opening.
-    mutating func roomWasDeleted() -> Bool {
-        guard case .opening(let pending, _) = state, let since = pending.hello.since,
-              since > 0 || pending.hello.sinceTime != nil else { return false }
+    /// The store remembers that an admin deleted a room of this name at `deletedAt`
+    /// (`PeopleStore.deletion(of:)`), and there is no room of the name now, or one made after that at
+    /// `madeAgainAt`. A hello that names a revision (a `since` above 0, or revision 0 with its
+    /// `sinceTime`) made no later than the deletion comes from a client of the deleted room that was
+    /// away when it was deleted: it is closed with 1000 `room deleted`, as the room's connections
+    /// were, instead of making the room again from the seed, or being caught up with the room made
+    /// since (a client offline at the deletion was, and its queued edits went into the new room; it
+    /// was told the room went back). In a room made again only a `sinceTime` tells the old room's
+    /// revisions from the new one's. True when it is turned away; false for a hello that names no
+    /// revision (it makes the room anew, or joins the one made again), one whose `sinceTime` is after
+    /// the deletion (a room made again since, then lost with a store restored from a backup: it went
+    /// back, as it does without a deletion), or when not opening.
+    mutating func roomWasDeleted(at deletedAt: Int64, madeAgainAt: Int64? = nil) -> Bool {
+        guard case .opening(let pending, _) = state, let since = pending.hello.since else { return false }
+        let sinceTime = pending.hello.sinceTime
+        guard since > 0 || sinceTime != nil else { return false }
+        if madeAgainAt != nil {
+            guard let sinceTime, sinceTime <= deletedAt else { return false }
+        } else {
+            guard (sinceTime ?? deletedAt) <= deletedAt else { return false }
+        }
         state = .closed(leaving: nil)
         return true
     }
