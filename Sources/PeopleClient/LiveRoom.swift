@@ -62,8 +62,10 @@ public final class LiveRoom: @unchecked Sendable {
         /// Parts of this user's request the hub skipped or turned into no-ops, with the people as they
         /// were before (to name them).
         case skipped([SkipReport], people: PeopleModel)
-        /// A teammate's revision, with the people as they were before it (to name them).
-        case remote(Revision.Summary, people: PeopleModel)
+        /// A teammate's revision, with the people as they were before it (to name them) and after it,
+        /// as the hub has them: this user's changes not yet confirmed are in neither (a teammate's
+        /// rename is not said with this user's own queued name).
+        case remote(Revision.Summary, people: PeopleModel, after: PeopleModel)
         case error(ProtocolError)
         /// The connection was lost (or could not be made), and why; said once until it is back. What
         /// to show meanwhile is `link`'s to say: it is the one account of the connection.
@@ -323,6 +325,7 @@ public final class LiveRoom: @unchecked Sendable {
         heard = true
         if case .pong(_, let time) = message { clock.pong(time: time, at: localClock()) }
         let before = sync.view
+        let confirmedBefore = sync.confirmed
         let revision = sync.revision
         let pendingBefore = sync.pendingCount
         let (outgoing, events) = sync.receive(message)
@@ -363,7 +366,7 @@ public final class LiveRoom: @unchecked Sendable {
                 }
             case .unanswered(let seq, _):
                 if let question = questions.removeValue(forKey: seq) { ask(reader.failed(question)) }
-            case .remote(let summary): notices.append(.remote(summary, people: before))
+            case .remote(let summary): notices.append(.remote(summary, people: confirmedBefore, after: sync.confirmed))
             case .skipped(let reports): notices.append(.skipped(reports, people: before))
             case .error(let error):
                 notices.append(.error(error))

@@ -107,9 +107,10 @@ final class Screen: @unchecked Sendable {
     /// The name of everyone this screen has shown or the history rows named, by tag (`remember`).
     var knownNames = KnownNames()
     /// A teammate renaming someone a letter at a time (one revision a letter): who, whom, the name
-    /// before the run, and the report that says it. While that report is still the one shown, the
-    /// next letter's notice keeps the first name ("bob renamed Sam to Samuel", not "Samue to Samuel").
-    private var renameRun: (author: String, tag: Tag, from: String, shown: Report)?
+    /// before the run, and when its last letter came. Within `renameRunSeconds` of it, the next
+    /// letter's notice keeps the first name ("bob renamed Sam to Samuel", not "Samue to Samuel").
+    private var renameRun: (author: String, tag: Tag, from: String, at: Date)?
+    static let renameRunSeconds: TimeInterval = 5
     /// What the answers to requests queued offline said, until the "sent" line says it with it (at
     /// most `keptForSent`: the line is one line).
     private var saidWhileResending: [Report] = []
@@ -190,18 +191,23 @@ final class Screen: @unchecked Sendable {
                 // In the hub's words, without its code (`(invalid-op)` told a user nothing; a
                 // black-box pass). Commands print the code: scripts read it.
                 report = Report(text: "the hub refused: \(error.terminalWords)", warning: true)
-            case .remote(let summary, let before):
+            case .remote(let summary, let before, let after):
                 // The room went back on the hub: that says more than a teammate's edit (the list shows
                 // theirs), so it keeps the line until this user's next action.
                 if let shown = report, shown.text.hasPrefix(Self.resetNote) { break }
+                // A rename goes on a run of the same teammate's renames of the same person, a few
+                // seconds apart at most (a name typed a letter a revision), whatever was said between.
+                let now = Date()
                 var from: String?
                 if let tag = summary.renamed {
-                    let run = renameRun.flatMap { $0.author == summary.author && $0.tag == tag && $0.shown == report ? $0 : nil }
+                    let run = renameRun.flatMap { $0.author == summary.author && $0.tag == tag
+                        && now.timeIntervalSince($0.at) < Self.renameRunSeconds ? $0 : nil }
                     from = run?.from ?? before[tag]?.name
+                    if from?.isEmpty == true { from = nil }
                 }
-                report = Report(text: summary.sentence(people: before, me: room.sync.user, after: room.sync.view,
+                report = Report(text: summary.sentence(people: before, me: room.sync.user, after: after,
                                                        renamedFrom: from), warning: false)
-                renameRun = summary.renamed.flatMap { tag in from.map { (summary.author, tag, $0, report!) } }
+                renameRun = summary.renamed.flatMap { tag in from.map { (summary.author, tag, $0, now) } }
             case .offline:
                 // The connection's note (from the link) takes the line until the hub is back.
                 report = nil
