@@ -1174,6 +1174,36 @@ def test_a_room_an_admin_deletes_is_not_made_again_by_the_page(hub_factory, room
     assert hub.http("GET", f"/v1/rooms/{room}")[0] == 200
 
 
+def test_a_question_open_when_the_room_is_deleted_closes_and_the_join_screen_works(hub_factory, room, browsers):
+    """ann has "Restore to here" asking (then, in the room made again, the delete question) when an
+    admin deletes the room. The question closes with the room, and the join screen takes clicks and
+    the focus. Before the fix the question stayed open as a modal dialog over the join screen: Join's
+    click landed on it, Tab kept the focus on the page, and only Esc got her out (a black-box pass,
+    session 40)."""
+    hub = hub_factory()
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.select(1)
+    assert a.toggle("#glasses") is True
+    a.wait_for(history_is([1, 0]), "ann's panel with revision 1 and the start")
+    open_dialog = "return [...document.querySelectorAll('dialog')].filter((d) => d.open).map((d) => d.id);"
+    for question in ("restore", "delete"):
+        if question == "restore":
+            a.click(a.history_row(0) + " button.restore-here")
+        else:
+            a.select(2)
+            a.keys(Keys.DELETE)
+        a.wait_for(lambda p: p.js(open_dialog), f"the {question} question open")
+        status, _, body = hub.http("DELETE", f"/v1/rooms/{room}")
+        assert status == 204, (status, body)
+        a.wait_for(lambda p: "deleted" in (p.text("#join-error") or ""), "the join screen saying the room was deleted")
+        assert a.js(open_dialog) == [], f"a question left open over the join screen: {a.describe()}"
+        a.click("#join-submit")                           # before: ElementClickInterceptedException
+        a.wait_online()
+        assert a.summary()["peoplekeeper"]["revision"] == 0
+        a.select(1)
+
+
 def test_after_the_hub_comes_back_nothing_still_says_it_is_unreachable(hub_factory, room, browsers):
     """Issue 17, item 1. ann's page is online; the hub is killed: the page says the hub cannot be
     reached and that her changes are kept. She makes two changes offline; the hub restarts. From then

@@ -291,7 +291,18 @@ class App {
     this.renewing = null;
     $('people-filter').value = '';
     $('room').hidden = true;
+    this.closeQuestions();
     this.join.show();
+  }
+
+  /**
+   * Closes the delete or restore question if one is open: the room is gone from view (left, deleted by
+   * an admin, its token refused), and a modal dialog left open over the join screen took every click
+   * and kept the focus from it (a black-box pass: only Esc got the user out). Before the join screen
+   * takes the focus, so the dialog's close gives it back to nothing of the room's.
+   */
+  closeQuestions() {
+    for (const id of ['confirm-dialog', 'restore-dialog']) if ($(id).open) $(id).close();
   }
 
   // MARK: Actions
@@ -703,6 +714,7 @@ class App {
           this.cancelRender();
           this.forgetTeammateWords();
           $('room').hidden = true;
+          this.closeQuestions();
           if (n.code === 'unauthorized') this.tokens.forget(user, room, token);
           if (n.code === 'unauthorized' && this.live.everWelcomed) {
             // The session ended for its token (it expired): the room waits, with what it has not
