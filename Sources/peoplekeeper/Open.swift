@@ -108,16 +108,19 @@ struct Open: AsyncParsableCommand {
             try? await Task.sleep(for: .milliseconds(20))
         }
         await live.stop()
-        let (lost, refusal) = queue.sync { (live.sync.pendingCount, screen.accessRefusal) }
-        Foundation.exit(Self.ending(lost: lost, refusal: refusal))
+        let (lost, refusal, deleted) = queue.sync { (live.sync.pendingCount, screen.accessRefusal, live.deleted) }
+        Foundation.exit(Self.ending(lost: lost, refusal: refusal, deleted: deleted))
     }
 
     /// The exit status once the screen is closed, with its lines on stderr: 77 when the hub refused
     /// this user's access and no new token was let in since (the changes lost with it are counted
     /// too: a new token, not a later try, is what they need); 75 when changes of the user's had not
-    /// reached the hub; else 0.
-    static func ending(lost: Int, refusal: String?) -> Int32 {
-        if lost > 0 { complain("\(lost) change(s) had not reached the hub and are lost") }
+    /// reached the hub (`deleted`: an admin deleted the room, where they could never go); else 0.
+    static func ending(lost: Int, refusal: String?, deleted: Bool = false) -> Int32 {
+        if lost > 0 {
+            complain(deleted ? "\(lost) change(s) were not made: an admin deleted the room"
+                             : "\(lost) change(s) had not reached the hub and are lost")
+        }
         if let refusal {
             complain(refusal)
             return 77

@@ -187,6 +187,8 @@ extension Screen {
     private var undoLine: String {
         guard room.sync.session != nil else { return "" }
         guard !isViewer else { return "view only: the hub lets a viewer look, not edit, undo or redo" }
+        // Nothing of the room can be undone once it is deleted (it offered the last step as before).
+        guard !room.deleted else { return style("u Undo    r Redo", "2") }
         let offer = room.sync.undoOffer
         let undo = offer.canUndo ? "u Undo \(offer.undoLabel ?? "")" : style("u Undo", "2")
         let redo = offer.canRedo ? "r Redo \(offer.redoLabel ?? "")" : style("r Redo", "2")

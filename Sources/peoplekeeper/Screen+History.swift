@@ -227,7 +227,7 @@ extension Screen {
         }
         var out = [style(whose, "1")
                    + (away && reader.loaded ? " · as last read: \(why)"
-                                             : " · newest first" + (isViewer ? "" : " · ↶ yours to undo"))]
+                                             : " · newest first" + (isViewer || room.deleted ? "" : " · ↶ yours to undo"))]
         guard reader.loaded else {
             let waiting: String = switch room.link {
             case .offline(_, let why): "(\(why.sentence); the history comes when it is back)"
@@ -262,7 +262,8 @@ extension Screen {
             let line: String
             if let e = row.entry {
                 line = historyLine(mark, [String(e.rev), e.time.map { TimeWords.ago($0, now: now) } ?? "-", e.author,
-                                          action(e), e.entry.map { "↶ \($0)" } ?? "", e.peopleWords(now: people, known: known)],
+                                          action(e), e.entry.flatMap { room.deleted ? nil : "↶ \($0)" } ?? "",
+                                          e.peopleWords(now: people, known: known)],
                                    columns: columns)
             } else {
                 line = historyLine(mark, ["0", "-", Writer.seedWords, "the room as it began", "", ""], columns: columns)

@@ -110,6 +110,8 @@ final class Screen: @unchecked Sendable {
     /// before the run, and when its last letter came. Within `renameRunSeconds` of it, the next
     /// letter's notice keeps the first name ("bob renamed Sam to Samuel", not "Samue to Samuel").
     private var renameRun: (author: String, tag: Tag, from: String, at: Date)?
+    /// The room's deletion has been shown: its note took the status line from the last report once.
+    private var saidDeleted = false
     static let renameRunSeconds: TimeInterval = 5
     /// What the answers to requests queued offline said, until the "sent" line says it with it (at
     /// most `keptForSent`: the line is one line).
@@ -156,6 +158,12 @@ final class Screen: @unchecked Sendable {
         case .offline(_, let why): lastLoss = why
         case .online, .refused: lastLoss = nil
         case .connecting: break
+        }
+        if room.deleted, !saidDeleted {
+            // What the last action led to ("undid Change Hair Color") is over with the room: the
+            // deletion's note takes the line (it stayed under the old report: a black-box pass).
+            saidDeleted = true
+            report = nil
         }
         let hasSent = notices.contains { if case .sent = $0 { true } else { false } }
         // The step an undo or redo did, said with its skips when the same answer has some.

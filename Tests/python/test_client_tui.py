@@ -2609,16 +2609,21 @@ def test_a_room_an_admin_deletes_stops_the_screen_and_stays_deleted(hub_factory,
     session 39)."""
     hub = hub_factory()
     ann = screens(hub, room, "ann")
+    to_row(ann, "glasses").keys("Enter").wait_for(_pred(lambda t: "u Undo Toggle Glasses" in footer(t)["undo"], "the undo"))
+    ann.keys("u").wait_for(status_is("undid Toggle Glasses"))
     status, _, body = hub.http("DELETE", f"/v1/rooms/{room}")
     assert status == 204, (status, body)
+    # The deletion's note takes the line from the last action's report (it stayed under "undid …"
+    # before), and nothing is offered to undo or redo (a black-box pass, session 40).
     ann.wait_for(all_of(title_has("✕ room deleted by an admin"),
                         status_has("an admin deleted this room: q to quit; peoplekeeper open ")),
                  what="the screen saying, in plain words, an admin deleted the room")
+    assert "Redo Toggle Glasses" not in footer(ann.text())["undo"], ann.text()
     time.sleep(2)                                          # a screen that reconnects would have by now
     status, _, body = hub.http("GET", f"/v1/rooms/{room}")
     assert status == 404, f"the room was made again: {status} {body[:200]!r}"
     assert "room reset" not in ann.text() and "refused" not in ann.text(), ann.text()
-    to_row(ann, "glasses").keys("Enter").wait_for(status_has("an admin deleted this room: nothing can change in it now"))
+    ann.keys("Enter").wait_for(status_has("an admin deleted this room: nothing can change in it now"))  # still on glasses
     assert hub.http("GET", f"/v1/rooms/{room}")[0] == 404
 
 
@@ -2651,6 +2656,8 @@ def test_a_screen_offline_when_its_room_was_deleted_is_told_so_when_it_reconnect
         # What waited goes nowhere now: not "waiting" in the title or beside the value.
         assert "1 change not made" in ann.text() and "you · not made" in ann.text(), ann.text()
         assert "waiting" not in ann.text(), ann.text()
+        text = ann.keys("q").wait_for("EXIT=", what="the screen ended")
+        assert "EXIT=75" in text and "1 change(s) were not made: an admin deleted the room" in text, text
         time.sleep(2)                                      # a screen that reconnects would have by now
         status, _, body = hub.http("GET", f"/v1/rooms/{room}")
         assert status == 404, f"the room was made again: {status} {body[:200]!r}"
