@@ -303,12 +303,16 @@ extension Screen {
             before = before ?? older.compactMap(\.entry).lastNames
             return before?[tag] ?? room.sync.model(at: e.rev - 1)?[tag]?.name
         }
-        // Typing is a text edit per key: "Kim's name typed" once, not once per letter.
+        // Typing is a text edit per key: "Kim's name typed" once, not once per letter. Places in the
+        // list count from 1, as the list shows them (the commands' `--at` / `move` take indices from 0,
+        // and say them so; "moved Bob to 2" read as the second place, or a revision: a black-box pass).
         let what = e.ops.map { diff in
-            if case .set(let tag, .name(let name)) = diff {
-                return "renamed \(nameBefore(tag) ?? "tag \(tag)") to \(name)"
+            switch diff {
+            case .set(let tag, .name(let name)): "renamed \(nameBefore(tag) ?? "tag \(tag)") to \(name)"
+            case .move(let tag, let to): "moved \(people.called(tag)) to place \(to + 1)"
+            case .insert(let p, let at): "added \(p.name) (tag \(p.tag)) at place \(at + 1)"
+            default: diff.phrase(people: people)
             }
-            return diff.phrase(people: people)
         }.reduce(into: [String]()) { phrases, phrase in if phrases.last != phrase { phrases.append(phrase) } }
          .joined(separator: "; ")
         return style(" rev \(e.rev)\(when) · \(e.author): ", "1") + (what.isEmpty ? "no change" : what)

@@ -1378,6 +1378,20 @@ def writer_is(row: str, pattern: str):
                  f"the {row} row's writer matching {pattern!r}")
 
 
+def test_the_history_view_counts_places_in_the_list_from_one(hub, room, screens):
+    """carol (commands) moves Sam to the top (`move 3 0`) and adds Kim second (`add --at 1`). ann's
+    history view says "moved Sam to place 1" and "added Kim (tag …) at place 2", as her list shows
+    them; it said "moved Sam to 0" (the index the command takes), which read as a revision (a
+    black-box pass, session 40)."""
+    ann = screens(hub, room, "ann")
+    for args in (("move", 3, 0), ("add", "--name", "Kim", "--at", 1)):
+        r = pk(hub, room, "carol", *args)
+        assert r.returncode == 0, f"{args} exited {r.returncode}: {r.stdout} {r.stderr}"
+    ann.wait_for(list_is(["Sam", "Kim", "Ann", "Joan"]))
+    ann.keys("h").wait_for(history_bottom(r"rev 2 · .* · carol: added Kim \(tag \d+\) at place 2"))
+    ann.keys("j").wait_for(history_bottom(r"rev 1 · .* · carol: moved Sam to place 1"))
+
+
 def test_the_history_view_lists_the_timeline_newest_first_with_your_rows_marked(hub, room, screens):
     """ann (her screen) changes Ann's hair color (rev 1), bob (his) toggles Joan's glasses (rev 2). ann's
     `h`: the rows newest first (2, 1, then 0: the room as it began), each with when (`just now`), who, the
