@@ -395,6 +395,10 @@ extension Screen {
     /// the report of the action before goes with it.
     private func perform(_ diffs: [Diff], coalesce: String? = nil) {
         report = nil
+        // A question or a name being typed when the room was deleted ends with it (`update`); what got
+        // here meanwhile is not made either (a review: `y` to a delete question removed the person
+        // on the screen and counted a change never to be sent).
+        guard !room.deleted else { return say("an admin deleted this room: nothing can change in it now", warning: true) }
         do { try room.edit(diffs, label: diffs.actionLabel, coalesce: coalesce) } catch {
             say("not applied: \(error)", warning: true)
         }

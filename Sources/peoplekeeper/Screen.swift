@@ -107,12 +107,24 @@ final class Screen: @unchecked Sendable {
     /// The name of everyone this screen has shown or the history rows named, by tag (`remember`).
     var knownNames = KnownNames()
     /// A teammate renaming someone a letter at a time (one revision a letter): who, whom, the name
-    /// before the run, and when its last letter came. Within `renameRunSeconds` of it, the next
-    /// letter's notice keeps the first name ("bob renamed Sam to Samuel", not "Samue to Samuel").
-    private var renameRun: (author: String, tag: Tag, from: String, at: Date)?
+    /// before the run (empty: none), and when its last letter was made (the hub's time). Within
+    /// `renameRunMillis` of it, the next letter's notice keeps the first name ("bob renamed Sam to
+    /// Samuel", not "Samue to Samuel").
+    private var renameRun: RenameRun?
+    struct RenameRun {
+        var author: String
+        var tag: Tag
+        var from: String
+        var at: Int64
+
+        /// Whether a rename of `tag` by `author` made at `at` goes on this run.
+        func goesOn(author: String, tag: Tag, at: Int64) -> Bool {
+            author == self.author && tag == self.tag && abs(at - self.at) < Screen.renameRunMillis
+        }
+    }
     /// The room's deletion has been shown: its note took the status line from the last report once.
     private var saidDeleted = false
-    static let renameRunSeconds: TimeInterval = 5
+    static let renameRunMillis: Int64 = 5_000
     /// What the answers to requests queued offline said, until the "sent" line says it with it (at
     /// most `keptForSent`: the line is one line).
     private var saidWhileResending: [Report] = []
@@ -161,9 +173,14 @@ final class Screen: @unchecked Sendable {
         }
         if room.deleted, !saidDeleted {
             // What the last action led to ("undid Change Hair Color") is over with the room: the
-            // deletion's note takes the line (it stayed under the old report: a black-box pass).
+            // deletion's note takes the line (it stayed under the old report: a black-box pass); a
+            // question asked, or a name being typed, ends with it (a review).
             saidDeleted = true
             report = nil
+            switch mode {
+            case .help, .finding: break
+            default: mode = .normal
+            }
         }
         let hasSent = notices.contains { if case .sent = $0 { true } else { false } }
         // The step an undo or redo did, said with its skips when the same answer has some.
@@ -203,19 +220,22 @@ final class Screen: @unchecked Sendable {
                 // The room went back on the hub: that says more than a teammate's edit (the list shows
                 // theirs), so it keeps the line until this user's next action.
                 if let shown = report, shown.text.hasPrefix(Self.resetNote) { break }
-                // A rename goes on a run of the same teammate's renames of the same person, a few
-                // seconds apart at most (a name typed a letter a revision), whatever was said between.
-                let now = Date()
-                var from: String?
+                // A rename goes on a run of the same teammate's renames of the same person made a few
+                // seconds apart at most (a name typed a letter a revision), by the revisions' times
+                // (a screen back online gets an hour's renames at once), whatever was said between.
+                let at: Int64 = summary.time ?? Int64(Date().timeIntervalSince1970 * 1000)
+                var run: RenameRun?
                 if let tag = summary.renamed {
-                    let run = renameRun.flatMap { $0.author == summary.author && $0.tag == tag
-                        && now.timeIntervalSince($0.at) < Self.renameRunSeconds ? $0 : nil }
-                    from = run?.from ?? before[tag]?.name
-                    if from?.isEmpty == true { from = nil }
+                    if let last = renameRun, last.goesOn(author: summary.author, tag: tag, at: at) {
+                        run = RenameRun(author: last.author, tag: tag, from: last.from, at: at)
+                    } else {
+                        run = RenameRun(author: summary.author, tag: tag, from: before[tag]?.name ?? "", at: at)
+                    }
                 }
+                let from: String? = run.flatMap { $0.from.isEmpty ? nil : $0.from }
                 report = Report(text: summary.sentence(people: before, me: room.sync.user, after: after,
                                                        renamedFrom: from), warning: false)
-                renameRun = summary.renamed.flatMap { tag in from.map { (summary.author, tag, $0, now) } }
+                renameRun = run
             case .offline:
                 // The connection's note (from the link) takes the line until the hub is back.
                 report = nil

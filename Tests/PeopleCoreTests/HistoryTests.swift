@@ -256,6 +256,15 @@ struct HistoryTests {
                                                                ops: [.set(2, .glasses(true))])))
     }
 
+    @Test("a revision's time is never before the room was made (a clock behind the one that made it)")
+    func timesAfterCreation() {
+        var h = Self.harness()
+        h.room.created = 6000
+        let first = h.submit("ann", [Self.hair(.red)], at: 5000)
+        #expect(first.time == 6000, "not before revision 0's time")
+        #expect(h.submit("bob", [.set(2, .glasses(true))], at: 8000).time == 8000)
+    }
+
     @Test("blame and times survive a restart: snapshot plus journal rebuild them")
     func durable() throws {
         var h = Self.harness()

@@ -2625,6 +2625,7 @@ def test_a_room_an_admin_deletes_stops_the_screen_and_stays_deleted(hub_factory,
     ann = screens(hub, room, "ann")
     to_row(ann, "glasses").keys("Enter").wait_for(_pred(lambda t: "u Undo Toggle Glasses" in footer(t)["undo"], "the undo"))
     ann.keys("u").wait_for(status_is("undid Toggle Glasses"))
+    ann.keys("Escape", "d").wait_for(_pred(lambda t: "y deletes" in footer(t)["keys"], "the delete question"))
     status, _, body = hub.http("DELETE", f"/v1/rooms/{room}")
     assert status == 204, (status, body)
     # The deletion's note takes the line from the last action's report (it stayed under "undid …"
@@ -2633,11 +2634,16 @@ def test_a_room_an_admin_deletes_stops_the_screen_and_stays_deleted(hub_factory,
                         status_has("an admin deleted this room: q to quit; peoplekeeper open ")),
                  what="the screen saying, in plain words, an admin deleted the room")
     assert "Redo Toggle Glasses" not in footer(ann.text())["undo"], ann.text()
+    # The question ended with the room: `y` now removes nobody and counts nothing (a review).
+    assert "y deletes" not in footer(ann.text())["keys"], ann.text()
+    ann.keys("y")
+    time.sleep(0.5)
+    assert names(ann.text()) == ["Ann", "Joan", "Sam"] and "not made" not in ann.text(), ann.text()
     time.sleep(2)                                          # a screen that reconnects would have by now
     status, _, body = hub.http("GET", f"/v1/rooms/{room}")
     assert status == 404, f"the room was made again: {status} {body[:200]!r}"
     assert "room reset" not in ann.text() and "refused" not in ann.text(), ann.text()
-    ann.keys("Enter").wait_for(status_has("an admin deleted this room: nothing can change in it now"))  # still on glasses
+    ann.keys("a").wait_for(status_has("an admin deleted this room: nothing can change in it now"))
     assert hub.http("GET", f"/v1/rooms/{room}")[0] == 404
 
 

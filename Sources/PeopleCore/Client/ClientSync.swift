@@ -378,7 +378,7 @@ public struct ClientSync: Sendable {
             guard o.rev > revision else { break }
             applyConfirmed(o.ops, rev: o.rev, time: o.time, rebaseQueued: true)
             rebuildView()
-            events.append(.remote(.init(rev: o.rev, author: o.author, kind: o.kind, label: o.label, diffs: o.ops)))
+            events.append(.remote(.init(rev: o.rev, author: o.author, kind: o.kind, label: o.label, diffs: o.ops, time: o.time)))
         case .ack(let a):
             _ = answer(seq: a.seq, rev: a.rev, time: a.time, ops: a.ops)
             if !a.noop.isEmpty { events.append(.skipped(a.noop)) }
@@ -724,9 +724,11 @@ extension Revision {
         public var kind: RevisionKind
         public var label: String?
         public var diffs: [Diff]
+        /// When the hub made it (nil from a hub that does not say).
+        public var time: Int64?
 
-        public init(rev: Int, author: String, kind: RevisionKind, label: String?, diffs: [Diff]) {
-            (self.rev, self.author, self.kind, self.label, self.diffs) = (rev, author, kind, label, diffs)
+        public init(rev: Int, author: String, kind: RevisionKind, label: String?, diffs: [Diff], time: Int64? = nil) {
+            (self.rev, self.author, self.kind, self.label, self.diffs, self.time) = (rev, author, kind, label, diffs, time)
         }
     }
 }

@@ -99,7 +99,8 @@ struct BlameIndex: Hashable, Sendable {
     /// `departed`: the records of people removed, oldest removal first (the last `departedKept` are kept).
     init(people: [Tag: PersonBlame], departed: [(tag: Tag, record: PersonBlame)] = []) {
         self.people = people
-        for (tag, record) in departed { depart(tag, record) }
+        // An older snapshot may hold more (in tag order): only the last are gone through.
+        for (tag, record) in departed.suffix(Self.departedKept) { depart(tag, record) }
     }
 
     subscript(tag: Tag) -> PersonBlame? { people[tag] }

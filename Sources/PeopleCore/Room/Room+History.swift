@@ -7,9 +7,13 @@
 extension Room {
     // MARK: Times
 
-    /// The time of a new revision: the clock, never earlier than the previous revision's.
+    /// The time of a new revision: the clock, never earlier than the previous revision's, nor than
+    /// when the room was made (revision 0's time): a node whose clock is behind the one that made
+    /// the room (cluster mode), or a clock stepped back, could give revision 1 a time before it, and
+    /// before a deletion of the name the room was made after, which turned its clients away from it
+    /// as clients of the deleted room (a review, session 40).
     func revisionTime(_ now: Int64) -> Int64 {
-        max(now, history.revision(history.head)?.timestamp ?? now)
+        max(now, history.revision(history.head)?.timestamp ?? created ?? now)
     }
 
     /// The time of the head revision (nil at revision 0).

@@ -139,7 +139,9 @@ extension Hub {
             var deletedAt: Int64?
             do {
                 let stored = try store.load(room: name)
-                deletedAt = try store.deletion(of: name)
+                // For a room the store has, a deletion that cannot be read is taken as none: it only
+                // turns away clients of an older room of the name, and must not keep this one closed.
+                deletedAt = stored == nil ? try store.deletion(of: name) : try? store.deletion(of: name)
                 result = .success(try stored.map { try RestoredRoom($0, policy: policy) })
             } catch let error as StoreError {
                 result = .failure(error)
