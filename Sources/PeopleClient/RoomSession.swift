@@ -10,12 +10,16 @@ public enum ClientError: Error, Sendable, CustomStringConvertible {
     case refused(ProtocolError)
     /// Nothing came back in time on an open connection.
     case timedOut(String)
+    /// An admin deleted the room (the hub closed the connection with 1000 `room deleted`, while in the
+    /// room or at a hello that named a revision of it).
+    case roomDeleted(String)
 
     public var description: String {
         switch self {
         case .unreachable(let why): "cannot reach the hub: \(why)"
         case .refused(let error): "the hub refused: \(error.code.rawValue): \(error.terminalWords)"
         case .timedOut(let what): "no answer from the hub: \(what)"
+        case .roomDeleted(let room): "an admin deleted room \(room)"
         }
     }
 }
@@ -94,6 +98,8 @@ public final class RoomSession: @unchecked Sendable {
             case nil:
                 connection.close()
                 if let failure = unreachable("\(url) did not answer within \(Self.seconds(timeout))") { throw failure }
+            case .closed(1000, CloseReason.roomDeleted, _)?:
+                throw .roomDeleted(room)
             case .closed(let code, let reason, let error)?:
                 if let failure = unreachable(Self.closedText(url: url, code: code, reason: reason, error: error)) { throw failure }
             case .message(.redirect(let target))?:
@@ -139,7 +145,7 @@ public final class RoomSession: @unchecked Sendable {
             }
             switch event {
             case .closed(let code, let reason, let error):
-                throw .unreachable(Self.closedText(url: connection.url, code: code, reason: reason, error: error))
+                throw Self.closeError(room: room, url: connection.url, code: code, reason: reason, error: error)
             case .message(let message):
                 switch message {
                 case .ack(let a) where a.seq == mine:
@@ -180,7 +186,7 @@ public final class RoomSession: @unchecked Sendable {
             }
             switch event {
             case .closed(let code, let reason, let error):
-                throw .unreachable(Self.closedText(url: connection.url, code: code, reason: reason, error: error))
+                throw Self.closeError(room: room, url: connection.url, code: code, reason: reason, error: error)
             case .message(.pong(let seq, let time)) where seq == mine:
                 clock.pong(time: time, at: HubClock.localMilliseconds())
                 return
@@ -197,7 +203,7 @@ public final class RoomSession: @unchecked Sendable {
         guard let event = await connection.next(timeout: timeout) else { return false }
         switch event {
         case .closed(let code, let reason, let error):
-            throw .unreachable(Self.closedText(url: connection.url, code: code, reason: reason, error: error))
+            throw Self.closeError(room: room, url: connection.url, code: code, reason: reason, error: error)
         case .message(let message):
             absorb(message)
             return true
@@ -210,7 +216,11 @@ public final class RoomSession: @unchecked Sendable {
         let seen = revisions.count
         while revisions.count == seen {
             do { try await take(timeout: 3600) } catch {
-                if case .unreachable(let how) = error { lost = how }
+                switch error {
+                case .unreachable(let how): lost = how
+                case .roomDeleted: deleted = true
+                default: break
+                }
                 return nil
             }
         }
@@ -220,6 +230,8 @@ public final class RoomSession: @unchecked Sendable {
     /// How the connection ended, once `nextRevision` found it closed: `ws://…/v1/rooms/r closed the
     /// connection (1001 hub shutting down)`, so a drain and a crash read apart.
     public private(set) var lost: String?
+    /// Whether the hub closed the connection because an admin deleted the room (`nextRevision`).
+    public private(set) var deleted = false
 
     public func close() { connection.close() }
 
@@ -241,6 +253,12 @@ public final class RoomSession: @unchecked Sendable {
         guard rev > revision else { return }
         _ = try? people.apply(batch: ops, absentTags: .skip)
         revision = rev
+    }
+
+    /// What a close means to a request: the room deleted, or the hub gone.
+    static func closeError(room: String, url: String, code: UInt16?, reason: String?, error: String?) -> ClientError {
+        if code == 1000, reason == CloseReason.roomDeleted { return .roomDeleted(room) }
+        return .unreachable(closedText(url: url, code: code, reason: reason, error: error))
     }
 
     static func closedText(url: String, code: UInt16?, reason: String?, error: String?) -> String {

@@ -310,6 +310,8 @@ struct Failure: Error {
             self.init(status: 69, code: "unreachable", message: "cannot reach the hub over TLS: \(why) (\(advice))")
         case .unreachable(let why): self.init(status: 69, code: "unreachable", message: "cannot reach the hub: \(why)")
         case .timedOut(let what): self.init(status: 69, code: "timeout", message: "no answer from the hub: \(what)")
+        case .roomDeleted(let room):
+            self.init(status: 66, code: "room-deleted", message: "an admin deleted room \(room)")
         case .refused(let error):
             let status: Int32 = switch error.code {
             case .invalidOp, .badMessage, .badJSON, .notHello, .tooLarge, .unsupportedProtocol, .noEntry, .noRoom: 65

@@ -275,6 +275,8 @@ struct Watch: AsyncParsableCommand {
                     // The hub ends a session whose token expired with an error first: 77, not 69 (a
                     // supervisor that reconnects on 69 would loop with a dead token).
                     if let ended = session.ended { throw Failure(.refused(ended)) }
+                    // An admin deleted the room: 66, not 69 (reconnecting would make the room again).
+                    if session.deleted { throw Failure(.roomDeleted(session.room)) }
                     throw Failure(status: 69, code: "closed", message: session.lost ?? "the hub closed the connection")
                 }
                 seen += 1

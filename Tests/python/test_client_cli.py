@@ -1444,6 +1444,28 @@ def test_watch_says_how_the_hub_closed_the_connection(hub_factory, room):
     assert "closed the connection (1001 hub shutting down)" in err, err
 
 
+def test_watch_exits_66_when_an_admin_deletes_the_room(hub, room):
+    """An admin deletes the room `watch` follows (the hub closes with 1000 "room deleted"): it exited 69,
+    "the hub is unreachable", as for a network fault, and a supervisor that restarts it on 69 made the
+    room again with its next hello (an operator's pass, session 40). It exits 66 saying so (`--json`:
+    the error's code is `room-deleted`)."""
+    obs = observe(hub, room)
+    proc = start_watch(hub, room, "watcher", "--json")
+    try:
+        wait_until_present(obs, "watcher", proc)
+        status, _, body = hub.http("DELETE", f"/v1/rooms/{room}")
+        assert status == 204, (status, body)
+        proc.wait(timeout=RUN_TIMEOUT)
+        out, err = proc.stdout.read(), proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 66, (proc.returncode, err)
+    assert f"an admin deleted room {room}" in err, err
+    assert jsonlib.loads(out.strip().splitlines()[-1])["error"]["code"] == "room-deleted", out
+
+
 def test_watch_ends_quietly_when_its_reader_goes_away(hub, room):
     """`watch | head -1`: once `head` has its line and exits, watch's next write meets a broken pipe. It
     crashed there (a fatal error and a crash report, exit 132); it ends quietly with 0, as any Unix tool."""
