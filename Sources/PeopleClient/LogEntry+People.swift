@@ -30,7 +30,9 @@ extension Sequence<ServerMessage.LogEntry> {
     /// added as "New person" and renamed by typing is "Kim", not "New person".
     public var lastNames: [Tag: String] { lastNamings.mapValues(\.name) }
 
-    /// `lastNames`, each with the revision of the row that gave it.
+    /// `lastNames`, each with the revision of the row that gave it. A row that removed someone says the
+    /// name they had then (`removed`, this hub's addition): one of the room's first people, removed
+    /// before this client came, has a name too.
     public var lastNamings: [Tag: (name: String, rev: Int)] {
         var names: [Tag: (name: String, rev: Int)] = [:]
         for entry in reversed() {
@@ -42,6 +44,7 @@ extension Sequence<ServerMessage.LogEntry> {
                 default: break
                 }
             }
+            for (tag, name) in entry.removed { names[tag] = (name, entry.rev) }
         }
         return names.filter { !$0.value.name.isEmpty }
     }

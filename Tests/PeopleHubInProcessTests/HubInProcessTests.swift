@@ -952,7 +952,7 @@ struct HubInProcessTests {
         return (h, third)
     }
 
-    @Test("a hello resuming into a room imported again waits for the import's commit, so its welcome can say reset")
+    @Test("a hello resuming into a room imported again waits for the import's commit, then is told its room was deleted: the import is another history")
     func resumeIntoAnImportWaitsForItsCommit() async throws {
         // A tester's pass: a client of a room deleted and imported again, reconnecting with `since` and
         // `sinceTime` while the import was written, got the whole room without `reset` (the store read
@@ -966,10 +966,43 @@ struct HubInProcessTests {
         await h.send(.hello(.init(user: "ann", since: 3, sinceTime: third.time)), on: back)
         #expect(back.welcome == nil && put.response == nil, "nothing before the import's commit")
         h.store.release()
-        await h.settle { back.welcome != nil }
+        await h.settle { back.welcome != nil || back.isClosing }
         #expect(put.response?.status == 201)
-        #expect(back.welcome?.rev == 20)
-        #expect(back.welcome?.reset == true, "the room went back: revision 3 has another time")
+        // Its revision 3 has another time: not the client's room, which an admin deleted (before
+        // session 40 it was told the room went back, and its queued edits went into the import).
+        #expect(back.welcome == nil && back.closeReason == CloseReason.roomDeleted)
+    }
+
+    @Test("after a deletion, the deleted room's own export imported again catches its clients up; another room's import turns them away")
+    func ownExportAfterADeletion() async throws {
+        // An operator's pass (session 40): clients of the deleted room were caught up into another
+        // room's import made before the deletion (they were told it went back).
+        let h = HubHarness { $0.roomPolicy.keptRevisions = 2 }
+        let ann = try await h.joined("ann", room: "again")
+        for seq in 1...3 {
+            h.clock.advance(by: 1_000)
+            await h.send(.submit(.init(seq: seq, base: seq - 1, ops: [.set(1, .name("Bob \(seq)"))])), on: ann)
+        }
+        let second = try #require(ann.acks().dropLast().last)
+        let own = try #require(await h.http("GET", "/v1/rooms/again/export", query: ["history": "true"]))
+        #expect(own.status == 200)
+        await h.disconnect(ann)
+        h.clock.advance(by: 1_000)
+        #expect(await h.http("DELETE", "/v1/rooms/again")?.status == 204)
+        h.clock.advance(by: 1_000)
+        #expect(await h.http("PUT", "/v1/rooms/again", body: String(decoding: own.body, as: UTF8.self))?.status == 201)
+        let back = try #require(h.connect("/v1/rooms/again"))
+        await h.send(.hello(.init(user: "ann", since: 2, sinceTime: second.time)), on: back)
+        await h.settle { back.welcome != nil || back.isClosing }
+        #expect(back.welcome?.reset == false && back.ops().map(\.rev) == [3], "caught up: its room is back")
+
+        // Another room's export (made before the deletion) under the name: not the client's room.
+        #expect(await h.http("DELETE", "/v1/rooms/again")?.status == 204)
+        #expect(await h.http("PUT", "/v1/rooms/again", body: Self.export(revisions: 20).body)?.status == 201)
+        let other = try #require(h.connect("/v1/rooms/again"))
+        await h.send(.hello(.init(user: "ann", since: 2, sinceTime: second.time)), on: other)
+        await h.settle { other.welcome != nil || other.isClosing }
+        #expect(other.welcome == nil && other.closeReason == CloseReason.roomDeleted)
     }
 
     @Test("a hello waiting for an import's commit when an admin deletes the room waits for the deletion, then is told the room was deleted")

@@ -123,7 +123,11 @@ export function lastNames(entries = []) {
   return new Map([...lastNamings(entries)].map(([tag, { name }]) => [tag, name]));
 }
 
-/** `lastNames`, each as {name, rev}: with the revision of the row that gave it. */
+/**
+ * `lastNames`, each as {name, rev}: with the revision of the row that gave it. A row that deleted
+ * someone says the name they had then (`removed`, this hub's addition to the `log` entry): one of the
+ * room's first people, deleted before this page came, has a name too (it was "a deleted person").
+ */
 export function lastNamings(entries = []) {
   const names = new Map();
   for (let i = entries.length - 1; i >= 0; i--) {
@@ -136,6 +140,12 @@ export function lastNamings(entries = []) {
         const name = base == null ? null : applyText(d.edits, base.name);
         if (name == null) names.delete(d.tag);
         else names.set(d.tag, { name, rev });
+      }
+    }
+    const removed = entries[i].removed;
+    if (removed && typeof removed === 'object') {
+      for (const [tag, name] of Object.entries(removed)) {
+        if (typeof name === 'string' && /^\d+$/.test(tag)) names.set(Number(tag), { name, rev });
       }
     }
   }

@@ -52,3 +52,15 @@ public struct Revision: Hashable, Sendable {
         .ops(.init(rev: number, time: timestamp, author: author, kind: kind, ops: diffs, label: label, seq: seq))
     }
 }
+
+extension Revision {
+    /// The name each person this revision removed had when it removed them (a remove's inverse puts
+    /// the person back whole): what a `log` entry adds as `removed`.
+    var removedNames: [Tag: String] {
+        var names: [Tag: String] = [:]
+        for done in applied {
+            if case .remove(let tag) = done.diff, case .insert(let person, _) = done.inverse { names[tag] = person.name }
+        }
+        return names
+    }
+}

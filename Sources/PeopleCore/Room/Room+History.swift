@@ -46,7 +46,7 @@ extension Room {
             }
             entries.append(.init(rev: revision.number, time: revision.timestamp, author: revision.author,
                                  kind: revision.kind, label: revision.label, ops: revision.diffs,
-                                 entry: entryOf[revision.number]))
+                                 entry: entryOf[revision.number], removed: revision.removedNames))
             return true
         }
         var full = false

@@ -138,7 +138,7 @@ public struct Room: Sendable {
         }
         connectedSessions.append(id)
         if users[user] == nil { users[user] = UserState() }
-        let reset = since.map { isOtherHistory(since: $0, sinceTime: sinceTime, earlier: earlier) } ?? false
+        let reset = since.map { namesOtherHistory(since: $0, sinceTime: sinceTime, earlier: earlier) } ?? false
         // Catch-up from memory, or from `earlier` (revisions the store read) joined to memory.
         var missed: [Revision]?
         let after = earlier.drop(while: { $0.number <= since ?? 0 })
@@ -169,8 +169,9 @@ public struct Room: Sendable {
     /// Whether a `since` (and its `sinceTime`) names a revision of another history than this room's:
     /// one ahead of the head, or one whose time is not the client's (revision 0's is when the room was
     /// made; a room that does not know it had none to give). Unknown (the revision is neither in memory
-    /// nor in `earlier`): not other, as far as the room can tell.
-    private func isOtherHistory(since: Int, sinceTime: Int64?, earlier: [Revision]) -> Bool {
+    /// nor in `earlier`): not other, as far as the room can tell. The hub asks it too, before a join, of
+    /// a room whose name the store remembers deleting (a client of the deleted room is turned away).
+    public func namesOtherHistory(since: Int, sinceTime: Int64?, earlier: [Revision] = []) -> Bool {
         if since > history.head { return true }
         guard let sinceTime, since >= 0 else { return false }
         if since == 0 { return created != sinceTime }

@@ -181,16 +181,25 @@ extension ServerMessage.LogEntry {
     public var json: JSON {
         .object(["rev": .int(rev), "time": time.map { .int(Int($0)) }, "author": .string(author),
                  "kind": .string(kind.rawValue), "label": label.map(JSON.string), "ops": .array(ops.map(\.json)),
-                 "entry": entry.map(JSON.int)])
+                 "entry": entry.map(JSON.int),
+                 "removed": removed.isEmpty ? nil
+                    : .object(removed.sorted { $0.key < $1.key }.map { .init(String($0.key), .string($0.value)) })])
     }
 
     init(json: JSON) throws(ProtocolError) {
         let f = try WireFields(json, context: "log entry", code: .badMessage)
         var ops: [Diff] = []
         for op in try f.array("ops") { ops.append(try Diff(json: op)) }
+        // `removed` is this hub's addition: read when it is there and well formed, else left out.
+        var removed: [Tag: String] = [:]
+        if case .object(let members)? = json["removed"] {
+            for member in members {
+                if let tag = Tag(member.key), case .string(let name) = member.value { removed[tag] = name }
+            }
+        }
         self.init(rev: try f.int("rev"), time: try f.optionalTime("time"), author: try f.string("author"),
                   kind: try f.revisionKind("kind"), label: try f.optionalString("label"), ops: ops,
-                  entry: try f.optionalInt("entry"))
+                  entry: try f.optionalInt("entry"), removed: removed)
     }
 }
 

@@ -209,9 +209,14 @@ public enum ServerMessage: Hashable, Sendable {
         public var label: String?
         public var ops: [Diff]
         public var entry: Int?
+        /// Added by this hub (`"removed": {"2": "Joan"}`): the name each person this revision removed
+        /// had when it removed them, so that a client can name someone gone whose name no row it read
+        /// gave (one of the room's first people, removed before it came: it said "a deleted person",
+        /// "tag 2 (gone)"; a black-box pass).
+        public var removed: [Tag: String]
 
         public init(rev: Int, time: Int64?, author: String, kind: RevisionKind, label: String?, ops: [Diff],
-                    entry: Int? = nil) {
+                    entry: Int? = nil, removed: [Tag: String] = [:]) {
             self.rev = rev
             self.time = time
             self.author = author
@@ -219,6 +224,7 @@ public enum ServerMessage: Hashable, Sendable {
             self.label = label
             self.ops = ops
             self.entry = entry
+            self.removed = removed
         }
     }
 

@@ -354,14 +354,6 @@ extension Hub {
     /// store (off the service thread).
     func join(_ connection: any ClientConnection, client: Client, host: RoomHost) {
         guard let (hello, _) = client.machine.opening else { return }
-        if let deletedAt = host.deletedAt, let created = host.room.created, created > deletedAt,
-           client.machine.roomWasDeleted(at: deletedAt, madeAgainAt: created) {
-            // A client of the room deleted before this one was made under its name.
-            if let metadata = turnedAwayLog.allow(now: clock, ["room": "\(host.room.name)"]) {
-                logger.info("a client of a deleted room turned away", metadata: metadata)
-            }
-            return Self.closeAsDeleted([connection])
-        }
         guard let read = host.room.storeReadForJoin(since: hello.since, sinceTime: hello.sinceTime) else {
             return finishJoin(connection, client: client, host: host, earlier: [])
         }
@@ -411,6 +403,18 @@ extension Hub {
         // 2 s after exp, behind a big import).
         if let expiry = client.machine.expired(now: clock) { return carryOut(expiry, on: connection, client: client) }
         guard let (hello, role) = client.machine.opening else { return }
+        if let deletedAt = host.deletedAt, let since = hello.since,
+           host.room.namesOtherHistory(since: since, sinceTime: hello.sinceTime, earlier: earlier),
+           client.machine.roomWasDeleted(at: deletedAt, roomPresent: true) {
+            // A client of the room deleted before this one was made, or imported, under its name: its
+            // revision is not this room's (the deleted room's own export imported again, with its
+            // history, has it, and its clients are caught up).
+            if let metadata = turnedAwayLog.allow(now: clock, ["room": "\(host.room.name)"]) {
+                logger.info("a client of a deleted room turned away", metadata: metadata)
+            }
+            if host.connections.isEmpty && host.catchingUp == 0 { host.idleSince = clock }
+            return Self.closeAsDeleted([connection])
+        }
         let (session, actions) = host.room.join(
             session: runtime.makeSessionID(), user: hello.user, role: role, client: hello.client,
             resume: hello.resume, since: hello.since, sinceTime: hello.sinceTime, earlier: earlier)

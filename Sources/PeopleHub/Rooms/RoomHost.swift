@@ -9,7 +9,7 @@ import WebSocketTransport
 final class RoomHost {
     var room: Room
     /// When the store says a room of this name was last deleted (read with the room): a client of that
-    /// room, away at the deletion, is turned away from this one if it was made since
+    /// room, away at the deletion, whose revision is not in this room's history, is turned away from it
     /// (`ConnectionMachine.roomWasDeleted`).
     var deletedAt: Int64?
     /// The connection currently carrying each connected session.

@@ -262,22 +262,23 @@ struct ConnectionMachine {
     }
 
     /// The store remembers that an admin deleted a room of this name at `deletedAt`
-    /// (`PeopleStore.deletion(of:)`), and there is no room of the name now, or one made after that at
-    /// `madeAgainAt`. A hello that names a revision (a `since` above 0, or revision 0 with its
-    /// `sinceTime`) made no later than the deletion comes from a client of the deleted room that was
-    /// away when it was deleted: it is closed with 1000 `room deleted`, as the room's connections
-    /// were, instead of making the room again from the seed, or being caught up with the room made
-    /// since (a client offline at the deletion was, and its queued edits went into the new room; it
-    /// was told the room went back). In a room made again only a `sinceTime` tells the old room's
-    /// revisions from the new one's. True when it is turned away; false for a hello that names no
-    /// revision (it makes the room anew, or joins the one made again), one whose `sinceTime` is after
-    /// the deletion (a room made again since, then lost with a store restored from a backup: it went
-    /// back, as it does without a deletion), or when not opening.
-    mutating func roomWasDeleted(at deletedAt: Int64, madeAgainAt: Int64? = nil) -> Bool {
+    /// (`PeopleStore.deletion(of:)`), and there is no room of the name now, or (`roomPresent`) there is
+    /// one, made again or imported, whose history the hello's revision is not in (`Room.namesOtherHistory`).
+    /// A hello that names a revision (a `since` above 0, or revision 0 with its `sinceTime`) made no
+    /// later than the deletion comes from a client of the deleted room that was away when it was
+    /// deleted: it is closed with 1000 `room deleted`, as the room's connections were, instead of
+    /// making the room again from the seed, or being caught up with the room there now (a client
+    /// offline at the deletion was, and its queued edits went into the new room; it was told the room
+    /// went back). In a room that is there only a `sinceTime` tells when its revision was made. True
+    /// when it is turned away; false for a hello that names no revision (it makes the room anew, or
+    /// joins the one there), one whose `sinceTime` is after the deletion (a room made again since,
+    /// then lost with a store restored from a backup: it went back, as it does without a deletion),
+    /// or when not opening.
+    mutating func roomWasDeleted(at deletedAt: Int64, roomPresent: Bool = false) -> Bool {
         guard case .opening(let pending, _) = state, let since = pending.hello.since else { return false }
         let sinceTime = pending.hello.sinceTime
         guard since > 0 || sinceTime != nil else { return false }
-        if madeAgainAt != nil {
+        if roomPresent {
             guard let sinceTime, sinceTime <= deletedAt else { return false }
         } else {
             guard (sinceTime ?? deletedAt) <= deletedAt else { return false }

@@ -139,7 +139,10 @@ function revisionKind(f, key) {
   return kind;
 }
 
-/** A log entry: {rev, time?, author, kind, label?, ops, entry?} (Swift `LogEntry(json:)`). */
+/**
+ * A log entry: {rev, time?, author, kind, label?, ops, entry?, removed?} (Swift `LogEntry(json:)`).
+ * `removed` ({tag: name}, this hub's addition) is kept when well formed and left out otherwise.
+ */
 function logEntry(json) {
   const g = new WireFields(json, 'log entry', ErrorCode.badMessage);
   const ops = g.array('ops').map(parseDiff);
@@ -150,6 +153,14 @@ function logEntry(json) {
   put(e, 'label', g.optionalString('label'));
   e.ops = ops;
   put(e, 'entry', g.optionalInt('entry'));
+  const removed = json?.removed;
+  if (removed && typeof removed === 'object' && !Array.isArray(removed)) {
+    const names = {};
+    for (const [tag, name] of Object.entries(removed)) {
+      if (/^\d+$/.test(tag) && typeof name === 'string') names[tag] = name;
+    }
+    if (Object.keys(names).length > 0) e.removed = names;
+  }
   return e;
 }
 
