@@ -1204,6 +1204,30 @@ def test_a_question_open_when_the_room_is_deleted_closes_and_the_join_screen_wor
         a.select(1)
 
 
+def test_your_own_restore_from_a_row_further_down_shows_at_the_top(hub, room, browsers):
+    """ann's timeline has 30 revisions; she scrolls down to revision 5 and restores the room to it. The
+    list goes back to its top, with the focus on it, where her restore's row is. Before, the list
+    held the row back while she read further down ("↑ 1 newer change"), and her own restore was not
+    to be seen (a black-box pass, session 40)."""
+    bob = hub.join(room, "bob")
+    colours = ["red", "white", "gray", "black", "brown", "blonde"]  # each edit changes its person's hair
+    for i in range(30):
+        bob.edit([{"op": "set", "tag": 1 + i % 3, "field": "hairColor", "value": colours[i % 6]}])
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.wait_for(lambda p: 30 in p.history_revs() and 5 in p.history_revs(), "ann's timeline with revisions 30 and 5")
+    a.js("const l = document.getElementById('history-list'); l.scrollTop = l.scrollHeight;")
+    a.wait_for(lambda p: p.js("return document.getElementById('history-list').scrollTop;") > 100, "the list scrolled down")
+    a.click(a.history_row(5) + " button.restore-here")
+    a.wait_for(lambda p: p.js("return document.getElementById('restore-dialog').open;"), "the restore question")
+    a.click("#confirm-restore")
+    a.wait_for(lambda p: p.history_revs()[:2] == [31, 30], "ann's restore on top of the list")
+    state = a.js("""const l = document.getElementById('history-list');
+        return {top: l.scrollTop, focus: document.activeElement && document.activeElement.id,
+                newer: !document.getElementById('history-newer').hidden};""")
+    assert state == {"top": 0, "focus": "history-list", "newer": False}, state
+
+
 def test_after_the_hub_comes_back_nothing_still_says_it_is_unreachable(hub_factory, room, browsers):
     """Issue 17, item 1. ann's page is online; the hub is killed: the page says the hub cannot be
     reached and that her changes are kept. She makes two changes offline; the hub restarts. From then

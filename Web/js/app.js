@@ -466,7 +466,11 @@ class App {
     const changes = entry != null && this.live != null && this.live.link === 'online'
       && this.restoreCheck.verdict(entry.rev, this.live.sync.view) !== 'same';
     $('restore-dialog').close();
-    if (changes && this.acting()) this.live.restore(entry.rev);
+    if (changes && this.acting()) {
+      this.live.restore(entry.rev);
+      // Read further down, the list would hold the restore's row back: the user goes to see it.
+      if (this.history.reading) this.history.toTop();
+    }
   }
 
   /** Redo; after an edit of this user's still queued there is none (it will clear the redo stack). */

@@ -56,11 +56,7 @@ export class HistoryPanel {
     this.list = h('ol', { id: 'history-list', class: 'history-list', 'aria-labelledby': 'history-title',
       tabindex: '0' });
     this.newer = h('button', { id: 'history-newer', type: 'button', class: 'newer', hidden: '' });
-    this.newer.addEventListener('click', () => {
-      this.list.scrollTop = 0;
-      this.list.focus({ preventScroll: true });
-      this.scrolled();
-    });
+    this.newer.addEventListener('click', () => this.toTop());
     this.more = h('button', { id: 'history-more', type: 'button', class: 'quiet more' }, 'Show older changes');
     this.end = h('p', { id: 'history-end', class: 'help end' }, 'Nothing older: this is where the room began.');
     this.title = h('h2', { id: 'history-title' }, 'History');
@@ -212,6 +208,17 @@ export class HistoryPanel {
     const v = this.state;
     if (!v || !v.more || v.loadingOlder) return;
     if (l.scrollTop + l.clientHeight >= l.scrollHeight - NEAR_END) this.actions.older();
+  }
+
+  /**
+   * Back to the top of the list, with the focus on it, where the newer rows come: the "↑ N newer
+   * changes" button, and the user's own restore made from a row further down (its row waited below
+   * that button, out of view; a black-box pass).
+   */
+  toTop() {
+    this.list.scrollTop = 0;
+    this.list.focus({ preventScroll: true });
+    this.scrolled();
   }
 
   /** The list shows other rows (the room's, or one person's): it starts at its top. */
