@@ -194,7 +194,7 @@ extension Hub {
         for request in load.requests { request(.elsewhere(url)) }
     }
 
-    /// `deletedAt`: the store has no room of the name and remembers deleting one then.
+    /// `deletedAt`: when the store says a room of the name was last deleted (kept on the room's host).
     func loaded(_ name: String, _ result: Result<RestoredRoom?, StoreError>, deletedAt: Int64? = nil, seconds: Double) {
         guard case .loading(let load)? = rooms[name] else { return }
         if leases != nil, load.leaseGeneration != leaseGeneration {
@@ -323,13 +323,17 @@ extension Hub {
             turnedAway.append(connection)
             return true
         }
-        // A client that reconnects after any 1000 close (one of another make, or a page of before
-        // session 39) comes back at its backoff, for as long as the deletion is remembered: one line
-        // every 10 s at most (`LogThrottle`), with the count of those left out.
-        if !turnedAway.isEmpty, let metadata = turnedAwayLog.allow(now: clock, ["room": "\(name)"]) {
+        if !turnedAway.isEmpty { logTurnedAway(room: name) }
+        return turnedAway
+    }
+
+    /// A client that reconnects after any 1000 close (one of another make, or a page of before session
+    /// 39) comes back at its backoff, for as long as the deletion is remembered: one line every 10 s at
+    /// most on this service thread (`LogThrottle`), with the count of those left out.
+    private func logTurnedAway(room: String) {
+        if let metadata = turnedAwayLog.allow(now: clock, ["room": "\(room)"]) {
             logger.info("a client of a deleted room turned away", metadata: metadata)
         }
-        return turnedAway
     }
 
     /// Closes connections as the deletion closed the room's: 1000 `room deleted`.
@@ -409,9 +413,7 @@ extension Hub {
             // A client of the room deleted before this one was made, or imported, under its name: its
             // revision is not this room's (the deleted room's own export imported again, with its
             // history, has it, and its clients are caught up).
-            if let metadata = turnedAwayLog.allow(now: clock, ["room": "\(host.room.name)"]) {
-                logger.info("a client of a deleted room turned away", metadata: metadata)
-            }
+            logTurnedAway(room: host.room.name)
             if host.connections.isEmpty && host.catchingUp == 0 { host.idleSince = clock }
             return Self.closeAsDeleted([connection])
         }
