@@ -142,6 +142,9 @@ extension Screen {
         }
     }
 
+    /// What an action that would change a room an admin deleted says (`editing`, `perform`).
+    static let nothingChangesInADeletedRoom = "an admin deleted this room: nothing can change in it now"
+
     /// An action that changes the room: it starts a new report (the last one went with the previous
     /// action), or, for a viewer, says why nothing happens.
     func editing(_ action: () -> Void) {
@@ -150,7 +153,7 @@ extension Screen {
             return say("view only: a viewer can look but not change the room", warning: true)
         }
         guard !room.deleted else {
-            return say("an admin deleted this room: nothing can change in it now", warning: true)
+            return say(Self.nothingChangesInADeletedRoom, warning: true)
         }
         action()
     }
@@ -398,7 +401,7 @@ extension Screen {
         // A question or a name being typed when the room was deleted ends with it (`update`); what got
         // here meanwhile is not made either (a review: `y` to a delete question removed the person
         // on the screen and counted a change never to be sent).
-        guard !room.deleted else { return say("an admin deleted this room: nothing can change in it now", warning: true) }
+        guard !room.deleted else { return say(Self.nothingChangesInADeletedRoom, warning: true) }
         do { try room.edit(diffs, label: diffs.actionLabel, coalesce: coalesce) } catch {
             say("not applied: \(error)", warning: true)
         }

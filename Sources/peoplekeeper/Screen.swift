@@ -223,7 +223,7 @@ final class Screen: @unchecked Sendable {
                 // A rename goes on a run of the same teammate's renames of the same person made a few
                 // seconds apart at most (a name typed a letter a revision), by the revisions' times
                 // (a screen back online gets an hour's renames at once), whatever was said between.
-                let at: Int64 = summary.time ?? Int64(Date().timeIntervalSince1970 * 1000)
+                let at = summary.time ?? HubClock.localMilliseconds()
                 var run: RenameRun?
                 if let tag = summary.renamed {
                     if let last = renameRun, last.goesOn(author: summary.author, tag: tag, at: at) {
