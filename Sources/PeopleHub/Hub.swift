@@ -72,11 +72,12 @@ public final class Hub: @unchecked Sendable {
     /// The store's health as `/healthz` reports it.
     var storeHealth = StoreHealth()
     /// `store failed; room dropped` and `room cannot be loaded`: one line every 10 s at most each.
-    var storeFailureLog = LogThrottle(countKey: "droppedSinceLastLine")
-    var loadFailureLog = LogThrottle(countKey: "failedSinceLastLine")
+    var storeFailureLog = LogThrottle(.critical, "store failed; room dropped and its connections closed",
+                                      countKey: "droppedSinceLastLine")
+    var loadFailureLog = LogThrottle(.critical, "room cannot be loaded", countKey: "failedSinceLastLine")
     /// `a client of a deleted room turned away`: a client that reconnects after any close would say it
     /// at every attempt.
-    var turnedAwayLog = LogThrottle(countKey: "turnedAwaySinceLastLine")
+    var turnedAwayLog = LogThrottle(.info, "a client of a deleted room turned away", countKey: "turnedAwaySinceLastLine")
     /// The last one-off reader id given to an HTTP read.
     var nextReader = 0
     /// `peoplekeeper_http_*`: requests by route and status, and their durations.
@@ -243,5 +244,8 @@ public final class Hub: @unchecked Sendable {
     /// caller's now): a snapshot of every room changed since its last one.
     func finishDrain() {
         for case .loaded(let host) in rooms.values where !host.broken { saveSnapshotIfChanged(host) }
+        storeFailureLog.flush(logger)
+        loadFailureLog.flush(logger)
+        turnedAwayLog.flush(logger)
     }
 }

@@ -205,7 +205,7 @@ struct HubInProcessTests {
         #expect(!h.logs.lines.contains { $0.message.hasPrefix("memory short") })
     }
 
-    @Test("`room cannot be loaded` is logged once every 10 s at most, saying how many failed meanwhile")
+    @Test("`room cannot be loaded` is logged once every 10 s at most, saying how many failed meanwhile, and at the stop how many since")
     func loadFailuresAreLoggedOnceInTenSeconds() async throws {
         // A cluster pass counted 102 such critical lines per node in a 30 s PostgreSQL outage.
         let store = ScriptedStore()
@@ -223,6 +223,15 @@ struct HubInProcessTests {
         try await failOnce()
         #expect(lines().count == 2)
         #expect(lines().last?.metadata["failedSinceLastLine"] == "3")
+        // Two more within 10 s, then the hub stops: they are said in a last line, not lost.
+        try await failOnce()
+        try await failOnce()
+        #expect(lines().count == 2)
+        h.hub.finishDrain()
+        #expect(lines().count == 3)
+        #expect(lines().last?.metadata == ["failedSinceLastLine": "2"] && lines().last?.level == .critical)
+        h.hub.finishDrain()
+        #expect(lines().count == 3)
     }
 
     @Test("a room that cannot be loaded: server-error, then close 1011; the next hello tries again")

@@ -152,9 +152,7 @@ extension Hub {
             // client's reconnect: an operator's drill counted 77 critical lines in 17 s. One line at
             // most every 10 s; it says how many rooms were dropped since the last one (the metric
             // counts every drop).
-            if let metadata = storeFailureLog.allow(now: clock, ["room": "\(host.room.name)", "error": "\(error)"]) {
-                logger.critical("store failed; room dropped and its connections closed", metadata: metadata)
-            }
+            storeFailureLog.log(logger, now: clock, ["room": "\(host.room.name)", "error": "\(error)"])
             drop(host, code: 1011, reason: "store failed")
             return
         }

@@ -276,9 +276,7 @@ extension Hub {
             if let leases { leaseCalls.async { leases.release(room: name) } }
             // As `store failed`: a store that cannot be reached fails every reconnecting client's load (a
             // cluster pass counted 102 lines per node in a 30 s outage with three clients).
-            if let metadata = loadFailureLog.allow(now: clock, ["room": "\(name)", "error": "\(error)"]) {
-                logger.critical("room cannot be loaded", metadata: metadata)
-            }
+            loadFailureLog.log(logger, now: clock, ["room": "\(name)", "error": "\(error)"])
             for connection in load.waiting {
                 guard let client = connection.context as? Client, let error = client.machine.roomFailed() else { continue }
                 send(.error(error), to: connection)
@@ -331,9 +329,7 @@ extension Hub {
     /// 39) comes back at its backoff, for as long as the deletion is remembered: one line every 10 s at
     /// most on this service thread (`LogThrottle`), with the count of those left out.
     private func logTurnedAway(room: String) {
-        if let metadata = turnedAwayLog.allow(now: clock, ["room": "\(room)"]) {
-            logger.info("a client of a deleted room turned away", metadata: metadata)
-        }
+        turnedAwayLog.log(logger, now: clock, ["room": "\(room)"])
     }
 
     /// Closes connections as the deletion closed the room's: 1000 `room deleted`.
