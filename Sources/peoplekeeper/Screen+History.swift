@@ -2,36 +2,49 @@ import Foundation
 import PeopleClient
 import PeopleCore
 
-/// The history view (`h`): the room's timeline, newest first, in the rows `peoplekeeper log` prints,
+/// The history view (`h`): the room's timeline, newest first, in the columns `peoplekeeper log` prints,
 /// or (`H`) the selected person's: the revisions that named them (`log --tag`),
 /// with older pages loaded as the selection nears the end (`LiveRoom.reader`). Enter on one of this
 /// user's rows still on their undo stack (marked `↶`) undoes it selectively; `R` restores the room to
 /// the selected row after a confirmation that says how many changes it takes back; Esc or `h` goes
 /// back. A viewer may look, not undo or restore (`editing` says so).
 ///
-/// The selection is a revision, not an index, so it stays on its row while rows arrive above it.
+/// A run of revisions that are one action (a name typed a letter a revision, a person moved a place at
+/// a time: `LogEntry+Runs.swift`) is one row, as on the web page: Enter undoes the run's undo entry, R
+/// restores to after its newest revision.
+///
+/// The selection is a revision, not an index, so it stays on its row while rows arrive above it (or
+/// its run grows).
 extension Screen {
-    /// One row of the view: a revision of the timeline, or (once the oldest page is in) the room as it
-    /// began, revision 0, which has no entry.
+    /// One row of the view: a run of revisions of the timeline (newest first; most often one), or
+    /// (once the oldest page is in) the room as it began, revision 0, which has no entry.
     struct HistoryRow {
-        var rev: Int
-        var entry: ServerMessage.LogEntry?
+        var run: [ServerMessage.LogEntry]
+        /// The newest revision of the run (what R restores to).
+        var rev: Int { run.first?.rev ?? 0 }
+        /// Its oldest.
+        var first: Int { run.last?.rev ?? 0 }
+        /// The newest revision's entry.
+        var entry: ServerMessage.LogEntry? { run.first }
+
+        func contains(_ rev: Int) -> Bool { first <= rev && rev <= self.rev }
     }
 
     var historyRows: [HistoryRow] {
         let reader = room.reader
-        var rows = reader.rows.map { HistoryRow(rev: $0.rev, entry: $0) }
+        var rows = reader.rows.runs.map { HistoryRow(run: $0) }
         // The room as it began ends the room's timeline (R restores to it), not a person's.
-        if reader.loaded && !reader.more && reader.person == nil { rows.append(HistoryRow(rev: 0, entry: nil)) }
+        if reader.loaded && !reader.more && reader.person == nil { rows.append(HistoryRow(run: [])) }
         return rows
     }
 
-    /// The selected row: `historyRev`'s, or the first older one if that revision is not loaded now.
+    /// The selected row: the one that holds `historyRev`, or the first older one if that revision is
+    /// not loaded now.
     var historyIndex: Int? {
         let rows = historyRows
         guard !rows.isEmpty else { return nil }
         guard let rev = historyRev else { return 0 }
-        return rows.firstIndex { $0.rev <= rev } ?? rows.count - 1
+        return rows.firstIndex { $0.first <= rev } ?? rows.count - 1
     }
 
     /// Opens the room's history, or with `person` that person's.
@@ -179,9 +192,9 @@ extension Screen {
     /// (`historyWhenWidth`); what is left is shared by the action (up
     /// to its longest label) and the people, who keep at least a third of it (a second pass found
     /// the people gone at 60 columns and the action cut at 100).
-    static func historyColumns(width: Int, rows: [ServerMessage.LogEntry], actions: [String]) -> [Int] {
+    static func historyColumns(width: Int, rows: [ServerMessage.LogEntry], revs: [String], actions: [String]) -> [Int] {
         let digits = { (n: Int) in String(n).count }
-        let rev = max(3, digits(rows.map(\.rev).max() ?? 0)) + 2
+        let rev = max(3, revs.map { TerminalText.columns($0) }.max() ?? 0) + 2
         let when = historyWhenWidth
         let who = min(11, max(7, (rows.map { TerminalText.columns($0.author) }.max() ?? 0) + 1))
         let undo = max(5, 3 + digits(rows.compactMap(\.entry).max() ?? 0))
@@ -239,13 +252,14 @@ extension Screen {
         }
         let rows = historyRows
         let entries = rows.compactMap(\.entry)
-        let columns = Self.historyColumns(width: width, rows: entries, actions: entries.map(action) + ["the room as it began"])
+        let columns = Self.historyColumns(width: width, rows: entries, revs: rows.map(Self.revCell),
+                                          actions: rows.map(action) + ["the room as it began"])
         out.append(style(historyLine("  ", ["REV", "WHEN", "WHO", "ACTION", "UNDO", "PEOPLE"], columns: columns), "2"))
         let index = historyIndex ?? 0
         if rows.isEmpty { out += ["", "  (no changes have named this person yet)"] }
         // The rows scroll only as far as keeps the selection in sight (`ScrollWindow`); rows above the
         // first shown are said to be there.
-        let top = historyTopRev.flatMap { rev in rows.firstIndex { $0.rev == rev } }
+        let top = historyTopRev.flatMap { rev in rows.firstIndex { $0.contains(rev) } }
         let window = ScrollWindow(rows: rows.count, selected: index, space: height - 3 - (reader.more ? 1 : 0), top: top)
         let (first, visible) = (window.first, window.visible)
         historyTopRev = first > 0 ? rows[first].rev : nil
@@ -261,8 +275,8 @@ extension Screen {
             let mark = i == index ? "▶ " : "  "
             let line: String
             if let e = row.entry {
-                line = historyLine(mark, [String(e.rev), e.time.map { TimeWords.ago($0, now: now) } ?? "-", e.author,
-                                          action(e), e.entry.flatMap { room.deleted ? nil : "↶ \($0)" } ?? "",
+                line = historyLine(mark, [Self.revCell(row), e.time.map { TimeWords.ago($0, now: now) } ?? "-", e.author,
+                                          action(row), e.entry.flatMap { room.deleted ? nil : "↶ \($0)" } ?? "",
                                           e.peopleWords(now: people, known: known)],
                                    columns: columns)
             } else {
@@ -279,28 +293,38 @@ extension Screen {
     }
 
     /// What the row's action is called: its label (one that came without is named from its changes,
-    /// as on the web page), with Undo / Redo before an undone or redone one.
-    private func action(_ e: ServerMessage.LogEntry) -> String {
+    /// as on the web page), with Undo / Redo before an undone or redone one, and a run's count of
+    /// revisions: `Change Name ×6`.
+    private func action(_ row: HistoryRow) -> String {
+        guard let e = row.entry else { return "" }
         let label = e.actionLabel
+        let run = row.run.count > 1 ? " ×\(row.run.count)" : ""
         switch e.kind {
         case .undo: return "Undo \(label)"
         case .redo: return "Redo \(label)"
-        case .edit, .restore: return label
+        case .edit, .restore: return label + run
         }
     }
 
-    /// The bottom line: `rev 14 · 2026-11-25 14:50:34 · ann: Joan's hair color to red`. People are
+    /// The REV cell: `14`, or a run's `9–14`.
+    static func revCell(_ row: HistoryRow) -> String {
+        row.run.count > 1 ? "\(row.first)–\(row.rev)" : String(row.rev)
+    }
+
+    /// The bottom line: `rev 14 · 2026-11-25 14:50:34 · ann: Joan's hair color to red` (a run's: `revs
+    /// 9–14 · … · ann: Kim's name typed (6 changes)`, its newest revision's time). People are
     /// named as they are now, so a name set says the tag it renamed (not "Joanie's name to Joanie").
     /// - Parameter older: the rows older than `row` (newest first), for the name a rename replaced.
     private func selectedRevision(_ row: HistoryRow, people: PeopleModel, older: ArraySlice<HistoryRow>) -> String {
         guard let e = row.entry else { return style(" rev 0 · the room as it began", "1") }
         let when = e.time.map { " · " + TimeWords.exact($0) } ?? ""
+        let revs = row.run.count > 1 ? "revs \(row.first)–\(row.rev)" : "rev \(e.rev)"
         // A name set whole is said with the name it replaced, when the older rows or the revisions this
         // client saw give it (a person of the seed renamed before this client came has no row that
         // named them: then by tag). "Joanie's name to Joanie" said nothing.
         var before: [Tag: String]?
         func nameBefore(_ tag: Tag) -> String? {
-            before = before ?? older.compactMap(\.entry).lastNames
+            before = before ?? older.flatMap(\.run).lastNames
             return before?[tag] ?? room.sync.model(at: e.rev - 1)?[tag]?.name
         }
         // Typing is a text edit per key: "Kim's name typed" once, not once per letter. Places in the
@@ -315,6 +339,9 @@ extension Screen {
             }
         }.reduce(into: [String]()) { phrases, phrase in if phrases.last != phrase { phrases.append(phrase) } }
          .joined(separator: "; ")
-        return style(" rev \(e.rev)\(when) · \(e.author): ", "1") + (what.isEmpty ? "no change" : what)
+        // A run says what its newest revision did (the name typed, the last place moved to), and how
+        // many revisions it holds.
+        let count = row.run.count > 1 ? " (\(row.run.count) changes)" : ""
+        return style(" \(revs)\(when) · \(e.author): ", "1") + (what.isEmpty ? "no change" : what) + count
     }
 }

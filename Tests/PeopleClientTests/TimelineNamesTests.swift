@@ -12,14 +12,17 @@ struct TimelineNamesTests {
     }
 
     /// The cases of `Tests/Vectors/names.json`, which the web page's tests run too.
-    static let cases: [JSON] = {
+    static let cases = vectorCases("names.json")
+
+    /// The `cases` of a file of `Tests/Vectors`, shared with the web page's tests.
+    static func vectorCases(_ file: String) -> [JSON] {
         var parts = #filePath.split(separator: "/", omittingEmptySubsequences: false)
         parts.removeLast(2)  // …/Tests/PeopleClientTests/TimelineNamesTests.swift → …/Tests
-        let path = parts.joined(separator: "/") + "/Vectors/names.json"
+        let path = parts.joined(separator: "/") + "/Vectors/" + file
         guard let data = FileManager.default.contents(atPath: path),
               case .array(let cases)? = try? JSON.parse(Array(data))["cases"] else { fatalError("cannot read \(path)") }
         return cases
-    }()
+    }
 
     /// A vector's `entries` (wire log entries, newest first), read as a client reads a `log` answer.
     static func entries(_ json: JSON?) throws -> [ServerMessage.LogEntry] {

@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { Timeline, START } from '../../Web/js/timeline.js';
+import { runsOf, runRows, rowKey } from '../../Web/js/history-runs.js';
 import { Attribution } from '../../Web/js/attribution.js';
 import {
   relativeTime, opsLabel, actionText, historyStatusText, touchedPeople, touchedText, writerText, restoreQuestion, changesSince,
@@ -461,6 +462,36 @@ for (const c of NAMES) {
     }
   });
 }
+
+const RUNS = JSON.parse(readFileSync(new URL('../Vectors/runs.json', import.meta.url), 'utf8')).cases;
+
+for (const c of RUNS) {
+  // The shared vectors (the terminal's TimelineRunsTests run the same file): both clients show runs alike.
+  test(`shared vector ${c.name}`, () => {
+    assert.deepEqual(runsOf(c.entries).map((run) => run.map((e) => e.rev)), c.expect);
+  });
+}
+
+test('a run is one row: the newest revision with its oldest as the key; a revision alone is its own entry', () => {
+  const typed = [
+    entry(7, 'bob', { label: 'Change Name', ops: [{ op: 'text', tag: 1, edits: [{ retain: 2 }, { insert: 'm' }] }] }),
+    entry(6, 'bob', { label: 'Change Name', ops: [{ op: 'text', tag: 1, edits: [{ retain: 1 }, { insert: 'i' }] }] }),
+    entry(5, 'bob', { label: 'Change Name', ops: [{ op: 'text', tag: 1, edits: [{ insert: 'K' }] }] }),
+    entry(4, 'ann'),
+  ];
+  const rows = runRows(typed);
+  assert.equal(rows.length, 2);
+  assert.deepEqual({ rev: rows[0].rev, first: rows[0].first, revs: rows[0].revs, time: rows[0].time },
+    { rev: 7, first: 5, revs: [7, 6, 5], time: typed[0].time });
+  assert.equal(rowKey(rows[0]), 5);
+  assert.equal(rows[1], typed[3]);
+  assert.equal(rowKey(rows[1]), 4);
+  // Another letter at the top: the same row (its key), now to revision 8.
+  const more = [entry(8, 'bob', { label: 'Change Name', ops: [{ op: 'text', tag: 1, edits: [{ retain: 3 }, { insert: 'y' }] }] }), ...typed];
+  assert.deepEqual(runRows(more).map(rowKey), [5, 4]);
+  assert.equal(runRows(more)[0].rev, 8);
+  assert.deepEqual(runRows([START]), [START]);
+});
 
 test('people deleted since are named as they last were in the rows, marked deleted (session 26)', () => {
   // A history pass: people added as "New person" and renamed by typing read "New person (deleted)".

@@ -383,7 +383,8 @@ class PeoplePage(Browser):
     # -- history (HISTORY.md §6) ---------------------------------------------------------------------
 
     def history_rows(self) -> list[dict]:
-        """The history panel's rows as shown, top to bottom (#history-list li[data-rev]): rev, author,
+        """The history panel's rows as shown, top to bottom (#history-list li[data-rev]): rev (a run's
+        newest revision), first (a run's oldest, else None), revText ("#3", a run's "#1–#3"), author,
         kind, entry (the undo entry this user may take back, else None), who / what / touched / when
         (texts), title and datetime of the time, and for each button (`undo`, `restore`) None when not
         shown, else whether it is enabled."""
@@ -393,6 +394,8 @@ class PeoplePage(Browser):
             const b = (li, s) => { const e = li.querySelector(s); return e && shown(e) ? !e.disabled : null; };
             return [...document.querySelectorAll('#history-list li[data-rev]')].map((li) => ({
               rev: Number(li.getAttribute('data-rev')), author: li.getAttribute('data-author'),
+              first: li.hasAttribute('data-first') ? Number(li.getAttribute('data-first')) : null,
+              revText: t(li, '.rev'),
               kind: li.getAttribute('data-kind'),
               entry: li.hasAttribute('data-entry') ? Number(li.getAttribute('data-entry')) : null,
               who: t(li, '.who'), what: t(li, '.what'), touched: t(li, '.touched'), when: t(li, 'time.when'),

@@ -1315,14 +1315,19 @@ def history(text: str) -> dict | None:
     return out
 
 
+def rev_of(cell: str) -> int:
+    """A REV cell's revision: `14`, or a run's newest (`9–14`: one row of several revisions)."""
+    return int(cell.split("–")[-1])
+
+
 def history_revs(text: str) -> list[int]:
     h = history(text)
-    return [int(r["REV"]) for r in h["rows"]] if h else []
+    return [rev_of(r["REV"]) for r in h["rows"]] if h else []
 
 
 def selected_rev(text: str) -> int | None:
     h = history(text)
-    return next((int(r["REV"]) for r in h["rows"] if r["selected"]), None) if h else None
+    return next((rev_of(r["REV"]) for r in h["rows"] if r["selected"]), None) if h else None
 
 
 def history_columns(**expected):
@@ -1333,7 +1338,7 @@ def history_columns(**expected):
         if not h:
             return False
         for column, cells in expected.items():
-            shown = {int(r["REV"]): r[column] for r in h["rows"]}
+            shown = {rev_of(r["REV"]): r[column] for r in h["rows"]}
             if isinstance(cells, dict):
                 if any(shown.get(rev) != cell for rev, cell in cells.items()):
                     return False
@@ -1376,6 +1381,40 @@ def writer_is(row: str, pattern: str):
     """A predicate: the details show `row`'s last writer matching `pattern` (a regex, whole)."""
     return _pred(lambda t: re.fullmatch(pattern, details(t)["writers"].get(row) or "") is not None,
                  f"the {row} row's writer matching {pattern!r}")
+
+
+def test_a_name_typed_a_letter_a_revision_is_one_row_of_the_history(hub_factory, room, screens):
+    """ann types `xyz` after Joan's name (three revisions, one undo step: this hub's coalesce window is
+    a minute); carol (a command) then changes Sam's hair. ann's history view shows ann's typing as one
+    row, `1–3`, `Change Name ×3`, marked `↶ 1`, and its bottom line says revs 1–3 (3 changes); bob's
+    view shows the same row, unmarked. It was a row a letter (a black-box pass, session 40). Enter on
+    the row undoes the whole name: `Joan` again, in one revision."""
+    hub = hub_factory({"undo": {"coalesceMillis": 60000}})
+    obs = observe(hub, room)
+    ann = screens(hub, room, "ann")
+    bob = screens(hub, room, "bob")
+    ann.keys("j").wait_for(selection_is("Joan"))
+    ann.keys("Tab", "Enter").wait_for(_pred(lambda t: detail(t, "name") == "Joan▏", "typing the name"))
+    ann.type("xyz")
+    ann.wait_for(_pred(lambda t: detail(t, "name") == "Joanxyz▏", "the name row `Joanxyz▏`"))
+    ann.keys("Enter")
+    wait_model(obs, lambda p: field_of(p, 2, "name") == "Joanxyz", "Joan renamed Joanxyz")
+    r = pk(hub, room, "carol", "set", 3, "hairColor", "white")
+    assert r.returncode == 0, r.stderr
+    ops_of(obs, 4)
+    ann.keys("h").wait_for(all_of(
+        history_shows([4, 3, 0], selected=4),
+        history_columns(REV=["4", "1–3", "0"], WHO=["carol", "ann", "(seed)"],
+                        ACTION=["Change Hair Color", "Change Name ×3", "the room as it began"],
+                        UNDO=["", "↶ 1", ""], PEOPLE=["Sam", "Joanxyz", ""])))
+    ann.keys("j").wait_for(all_of(history_shows([4, 3, 0], selected=3),
+                                  history_bottom(r"revs 1–3 · .* · ann: .*Joanxyz.* \(3 changes\)")))
+    bob.keys("h").wait_for(history_columns(REV=["4", "1–3", "0"], UNDO=["", "", ""]))
+    ann.keys("Enter")
+    wait_model(obs, lambda p: field_of(p, 2, "name") == "Joan", "Joan's whole name back by one undo")
+    frame = ops_of(obs, 5)
+    assert frame["kind"] == "undo", frame
+    ann.wait_for(history_columns(REV=["5", "4", "1–3", "0"], UNDO=["", "", "", ""]))
 
 
 def test_the_history_view_counts_places_in_the_list_from_one(hub, room, screens):
@@ -2531,7 +2570,7 @@ def test_the_history_s_when_column_is_wide_enough_for_its_longest_words(hub, roo
         who = header.find("WHO")
         rows = [line for line in lines if re.match(r"^[▶ ] [1-5] ", line)]
         return all(line[who - 1] == " " and line[who:].startswith("bob ") for line in rows) \
-            and {int(r["REV"]): r["WHEN"] for r in h["rows"] if r["REV"] != "0"} == when
+            and {rev_of(r["REV"]): r["WHEN"] for r in h["rows"] if r["REV"] != "0"} == when
 
     for width, height in ((60, 20), (80, 24), (120, 40)):
         s = screens.raw(f"when{width}")

@@ -1729,7 +1729,9 @@ def test_the_history_panel_lists_the_room_s_changes_newest_first_and_loads_older
                    label="Change Hair Length")
     last = head + 60
     a.wait_for(lambda p: p.history_revs()[:1] == [last], f"ann's panel showing carol's revision {last} at the top, live")
-    assert a.history_revs() == list(range(last, -1, -1)), "every revision came live, in order (and the start)"
+    # (ann's own typing, revisions 3 and 4, is one row or two on her page: one undo step, or two when
+    # the hub took longer than its coalesce window between them; bob's page below shows it as one.)
+    assert a.history_revs()[:61] == list(range(last, head - 1, -1)), "every revision came live, in order"
     top = a.history_rows()[0]
     assert (top["who"], top["what"], top["touched"]) == ("carol", "Change Hair Length", "Sam"), top
 
@@ -1743,8 +1745,10 @@ def test_the_history_panel_lists_the_room_s_changes_newest_first_and_loads_older
     c.scroll_history_to_end()
     revs = c.wait_for(lambda p: (lambda r: r if r and r[-1] == 0 else None)(p.history_revs()),
                       "the older rows, down to revision 1 and the room as it started, after scrolling the list to its end")
-    assert revs == list(range(last, -1, -1)), revs
+    assert revs == list(range(last, head, -1)) + [head, 2, 1, 0], \
+        f"every revision, ann's typing of `ie` (revisions 3 and {head}) one row: {revs}"
     rows = c.history_rows()
+    assert (rows[-4]["first"], rows[-4]["what"], rows[-4]["revText"]) == (3, "Change Name (2 changes)", f"#3–#{head}"), rows[-4]
     assert (rows[-2]["who"], rows[-2]["what"], rows[-2]["touched"]) == ("ann", "Change Hair Color", "Annie"), rows[-2]
     assert (rows[-3]["who"], rows[-3]["touched"]) == ("bob", "Joan"), rows[-3]
     assert rows[-3]["undo"] is True and rows[-2]["undo"] is None, \
@@ -1835,9 +1839,64 @@ def test_a_person_added_renamed_by_typing_and_deleted_is_named_as_they_were_when
     wait_model(obs, lambda p: obs.rev == 4, "carol's four revisions")
     a = browsers(hub, "ann")
     a.open_room(room, "ann")
-    rows = a.wait_for(history_is([4, 3, 2, 1, 0]), "ann's panel showing carol's four revisions")
-    assert rows[0]["touched"] == "Kim (deleted)", rows[0]
-    assert rows[3]["touched"] == "Kim (deleted)", rows[3]
+    # (the typing, revisions 2 and 3, is one row: history-runs.js)
+    rows = a.wait_for(history_is([4, 3, 1, 0]), "ann's panel showing carol's four revisions in three rows")
+    assert rows[1]["first"] == 2, rows[1]
+    assert [r["touched"] for r in rows[:3]] == ["Kim (deleted)"] * 3, rows
+
+
+def test_a_name_typed_a_letter_a_revision_is_one_row_of_the_history(hub_factory, room, browsers):
+    """bob types `xyz` after Joan's name: two or three revisions (`x` alone, then `yz` as the page sends
+    them), one undo step (this hub's coalesce window is a minute); ann then changes Ann's hair. Both
+    panels show bob's typing as one row ("Change Name (3 changes)", revisions "#1–#3"), on Joan;
+    bob's with "Undo this", which takes the whole name back in one revision (`Joan` again), and whose
+    "Restore to here" asks about the room right after the typing. (It was a row a letter: a black-box
+    pass, session 40.)"""
+    hub = hub_factory({"undo": {"coalesceMillis": 60000}})
+    obs = observe(hub, room)
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    b = browsers(hub, "bob")
+    b.open_room(room, "bob")
+    b.select(2)
+    name = b.must("#name")
+    b.click(name)
+    name.send_keys(Keys.END, "x")
+    wait_model(obs, lambda p: field_of(p, 2, "name") == "Joanx", "Joan renamed Joanx (bob, r1)")
+    name.send_keys("y", "z")  # one revision or two: the page sends what was typed while one was on its way
+    wait_model(obs, lambda p: field_of(p, 2, "name") == "Joanxyz", "Joan renamed Joanxyz (bob)")
+    typed = obs.rev
+    assert typed >= 2, typed
+    name.send_keys(Keys.TAB)
+    a.select(1)
+    a.choose("hairColor", "red")
+    wait_model(obs, lambda p: field_of(p, 1, "hairColor") == "red", "Ann red (ann)")
+
+    def typed_row(p):
+        rows = p.history_rows()
+        return rows if [(r["rev"], r["first"]) for r in rows] == [(typed + 1, None), (typed, 1), (0, None)] else None
+    for p in (a, b):
+        rows = p.wait_for(typed_row, f"{p.label}'s panel: ann's change, bob's typing as one row (1–{typed}), the start")
+        row = rows[1]
+        assert (row["who"], row["what"], row["touched"], row["revText"]) == \
+            ("bob", f"Change Name ({typed} changes)", "Joanxyz", f"#1–#{typed}"), row
+        assert row["undo"] is (True if p is b else None), row
+    b.screenshot("1-typing-one-row")
+
+    b.click(b.history_row(typed) + " button.restore-here")
+    b.wait_for(lambda p: p.q("#restore-dialog") is not None and p.q("#restore-dialog").is_displayed(),
+               "the restore question")
+    assert b.js("return document.getElementById('restore-dialog').getAttribute('data-rev')") == str(typed), \
+        "Restore to here on the run restores to right after its newest revision"
+    b.js("document.getElementById('restore-dialog').close()")
+
+    b.click(b.history_row(typed) + " button.undo-entry")
+    wait_model(obs, lambda p: field_of(p, 2, "name") == "Joan", "Joan's whole name back (bob's Undo this on the row)")
+    frame = ops_frame(obs, typed + 2)
+    assert (frame["author"], frame["kind"]) == ("bob", "undo") and obs.rev == typed + 2, frame
+    b.wait_for(lambda p: [(r["rev"], r["first"], r["undo"]) for r in p.history_rows()][1:3]
+               == [(typed + 1, None, None), (typed, 1, None)] and p.history_revs()[:1] == [typed + 2],
+               "bob's undo at the top, and no Undo this left on the typing's row")
 
 
 def test_undo_this_takes_back_one_older_change_of_mine_and_nothing_after_it(hub, room, browsers):

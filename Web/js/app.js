@@ -34,6 +34,7 @@ import { connectionStatus, awayText } from './connection.js';
 import { reportsText, remoteText, errorText, refusalText, droppedUndoText, resetText } from './report-text.js';
 import { actionLabels, presenceWords, roleWords } from './words.js';
 import { Timeline } from './timeline.js';
+import { runRows } from './history-runs.js';
 import { PersonHistory } from './person-history.js';
 import { Attribution } from './attribution.js';
 import { HistoryPanel } from './history-panel.js';
@@ -975,7 +976,7 @@ class App {
       return this.knownNames.get(tag) ?? null;
     };
     this.history.render({
-      entries: t.rows,
+      entries: runRows(t.rows),
       loaded: t.loaded,
       more: t.more,
       loadingOlder: t.loadingOlder,

@@ -1,4 +1,5 @@
-// The history panel (HISTORY.md §6): the room's timeline, newest first, one row per revision: when
+// The history panel (HISTORY.md §6): the room's timeline, newest first, one row per revision (a run
+// of revisions that are one action, a name typed a letter a revision, is one row: history-runs.js): when
 // (relative, the exact time on hover; a tap or click on it shows the exact time in its place, for
 // touch screens, which have no hover), who, what ("Change Hair Color", "Undo Change Name", "Restore
 // to revision 4"), the people it touched by their names now; "Undo this" on this user's rows that are
@@ -14,12 +15,14 @@
 // "Only <name>" (a toggle in the panel's head) lists the selected person's changes instead: the
 // revisions that named them (person-history.js), without the room's revision 0.
 //
-// State lives in the Timeline (timeline.js) or the PersonHistory; this view only draws it. Rows are kept by revision and
-// changed in place, so a render after every message leaves focus and the scroll position alone. A
+// State lives in the Timeline (timeline.js) or the PersonHistory; this view only draws it. Rows are
+// kept by key (their oldest revision) and changed in place, so a render after every message leaves
+// focus and the scroll position alone. A
 // viewer (`editable` false) gets no buttons. No word here is a wire name (history-text.js words it).
 
 import { canFocus, h, setAttr, setText } from './dom.js';
 import { actionText, relativeTime, exactTime, touchedText, historyStatusText } from './history-text.js';
+import { rowKey } from './history-runs.js';
 
 /** The focusable controls of a row, by class: the one that had the focus gets it back (`keepRowFocus`). */
 const ROW_CONTROLS = ['undo-entry', 'restore-here'];
@@ -41,9 +44,9 @@ export class HistoryPanel {
      * (`lost`: it went in the render under way, the focus with it). */
     this.refocus = null;
     this.actions = actions;
-    /** rev → {li, who, what, touched, when, rev, undo, restore, entry} */
+    /** Key (a row's oldest revision, `rowKey`) → {li, who, what, touched, when, rev, undo, restore, entry} */
     this.rows = new Map();
-    /** Revisions whose row shows its exact time instead of "2 min ago" (tapped). */
+    /** Keys of the rows that show their exact time instead of "2 min ago" (tapped). */
     this.exact = new Set();
     this.state = null;
     /** Whether the list is scrolled below its top (as last told to `actions.reading`). */
@@ -67,11 +70,11 @@ export class HistoryPanel {
     this.more.addEventListener('click', () => this.actions.older());
     this.list.addEventListener('click', (e) => {
       const when = e.target.closest('time.when');
-      if (when) return this.toggleExact(Number(when.closest('li[data-rev]').dataset.rev));
+      if (when) return this.toggleExact(Number(when.closest('li[data-key]').dataset.key));
       const button = e.target.closest('button');
-      const li = e.target.closest('li[data-rev]');
+      const li = e.target.closest('li[data-key]');
       if (!button || !li) return;
-      const row = this.rows.get(Number(li.dataset.rev));
+      const row = this.rows.get(Number(li.dataset.key));
       if (!row) return;
       if (button === row.undo && row.entry.entry != null) this.actions.undoEntry(row.entry.entry);
       if (button === row.restore) this.actions.restore(row.entry);
@@ -102,26 +105,26 @@ export class HistoryPanel {
     setAttr(this.only, 'title', person == null ? 'Lists only the changes to the person selected'
       : `Lists only the changes to ${person}`);
     setText(this.end, only ? `Nothing older: that is every change to ${person}.` : 'Nothing older: this is where the room began.');
-    const revs = new Set(entries.map((e) => e.rev));
+    const keys = new Set(entries.map(rowKey));
     const had = document.activeElement;
-    for (const [rev, row] of this.rows) {
-      if (!revs.has(rev)) {
+    for (const [key, row] of this.rows) {
+      if (!keys.has(key)) {
         // The row with the focus goes (the timeline is read again after a reconnect): the panel keeps
         // the focus, and gives it back to the same button of that revision's row once it is back.
         const control = row.li.contains(had) ? [...had.classList].find((c) => ROW_CONTROLS.includes(c)) : null;
-        if (control) this.refocus = { rev, control, lost: true };
+        if (control) this.refocus = { key, control, lost: true };
         row.li.remove();
-        this.rows.delete(rev);
+        this.rows.delete(key);
       }
     }
     for (const entry of entries) {
-      const row = this.rows.get(entry.rev) ?? this.makeRow(entry.rev);
+      const row = this.rows.get(rowKey(entry)) ?? this.makeRow(rowKey(entry));
       this.fill(row, entry, view);
     }
     const focused = document.activeElement;
     let cursor = this.list.firstElementChild;
     for (const entry of entries) {
-      const li = this.rows.get(entry.rev).li;
+      const li = this.rows.get(rowKey(entry)).li;
       if (li === cursor) cursor = cursor.nextElementSibling;
       else this.list.insertBefore(li, cursor);
     }
@@ -172,7 +175,7 @@ export class HistoryPanel {
       this.refocus = null;
       return;
     }
-    const target = this.rows.get(want.rev)?.li.querySelector(`.${want.control}`);
+    const target = this.rows.get(want.key)?.li.querySelector(`.${want.control}`);
     if (canFocus(target)) {
       target.focus();
       this.refocus = null;
@@ -186,10 +189,10 @@ export class HistoryPanel {
   }
 
   /** A tap on a row's time: its exact time in place of the relative one, or back. */
-  toggleExact(rev) {
-    const row = this.rows.get(rev);
+  toggleExact(key) {
+    const row = this.rows.get(key);
     if (!row || row.entry?.time == null) return;
-    if (!this.exact.delete(rev)) this.exact.add(rev);
+    if (!this.exact.delete(key)) this.exact.add(key);
     row.key = null;
     this.fill(row, row.entry, this.state);
   }
@@ -227,7 +230,7 @@ export class HistoryPanel {
     this.reading = false;
   }
 
-  makeRow(rev) {
+  makeRow(key) {
     const row = { entry: null };
     row.who = h('span', { class: 'who', dir: 'auto' });
     row.what = h('span', { class: 'what' });
@@ -237,17 +240,17 @@ export class HistoryPanel {
     row.undo = h('button', { type: 'button', class: 'undo-entry' }, 'Undo this');
     row.restore = h('button', { type: 'button', class: 'restore-here' }, 'Restore to here');
     row.actions = h('span', { class: 'entry-actions' }, row.undo, row.restore);
-    row.li = h('li', { 'data-rev': rev },
+    row.li = h('li', { 'data-key': key },
       h('div', { class: 'entry-head' }, row.who, row.what),
       row.touched,
       h('div', { class: 'entry-foot' }, row.when, row.rev, row.actions));
-    this.rows.set(rev, row);
+    this.rows.set(key, row);
     return row;
   }
 
   fill(row, entry, { editable, undoable, touched, head, now }) {
     const whom = touchedText(touched(entry));
-    const exact = this.exact.has(entry.rev) && entry.time != null;
+    const exact = this.exact.has(rowKey(entry)) && entry.time != null;
     const ago = exact ? exactTime(entry.time) : relativeTime(entry.time, now);
     const isHead = entry.rev >= head;
     const canUndo = editable && entry.entry != null;
@@ -257,8 +260,12 @@ export class HistoryPanel {
     if (row.entry === entry && row.key === key) return;
     row.entry = entry;
     row.key = key;
-    const action = actionText(entry);
+    // A run (history-runs.js): "Change Name (6 changes)", revisions "#3–#8".
+    const count = entry.revs?.length ?? 1;
+    const action = actionText(entry) + (count > 1 ? ` (${count.toLocaleString()} changes)` : '');
     const start = entry.kind === 'start';
+    setAttr(row.li, 'data-rev', entry.rev);
+    setAttr(row.li, 'data-first', count > 1 ? entry.first : null);
     setAttr(row.li, 'data-author', entry.author);
     setAttr(row.li, 'data-kind', entry.kind);
     setAttr(row.li, 'data-entry', entry.entry != null ? entry.entry : null);
@@ -274,15 +281,16 @@ export class HistoryPanel {
     setAttr(row.when, 'title', entry.time == null ? 'No time was kept for this change'
       : exact ? 'Tap for how long ago' : `${exactTime(entry.time)} (tap to show it here)`);
     setAttr(row.when, 'data-exact', exact ? 'true' : null);
-    setText(row.rev, `#${entry.rev}`);
-    setAttr(row.rev, 'title', `Revision ${entry.rev}`);
+    setText(row.rev, count > 1 ? `#${entry.first}–#${entry.rev}` : `#${entry.rev}`);
+    setAttr(row.rev, 'title', count > 1 ? `Revisions ${entry.first} to ${entry.rev}: ${count} changes one after the other, as one row`
+      : `Revision ${entry.rev}`);
 
     row.undo.hidden = !canUndo;
     row.undo.disabled = !mayUndo;
     const what = `${action}${whom ? ` on ${whom}` : ''}`;
     // When and which revision too: two rows of the same action on the same person read alike (a pass
     // with a screen reader), and the row's time is no tab stop of its own.
-    const which = `${entry.time != null ? `, ${ago}` : ''} (revision ${entry.rev})`;
+    const which = `${entry.time != null ? `, ${ago}` : ''} (${count > 1 ? `revisions ${entry.first} to ${entry.rev}` : `revision ${entry.rev}`})`;
     setAttr(row.undo, 'aria-label', `Undo this change of yours on its own: ${what}${which}`);
     setAttr(row.undo, 'title', 'Takes back this change of yours, and nothing done after it');
     row.restore.hidden = !editable;
