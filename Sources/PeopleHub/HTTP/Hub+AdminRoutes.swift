@@ -279,14 +279,23 @@ extension Hub {
 
     /// Closes the room's connections (1000), forgets it, and deletes it and its history from the store;
     /// 204 after. Hellos and requests meanwhile wait, then find no room.
+    ///
+    /// HTTP callers whose answers wait behind commits handed to the store before the deletion get them
+    /// once those are durable, as ever (the store writes them before the deletion, in order: they are
+    /// revisions of the room, told to the webhooks, before `room.deleted`); `404 no-room` only for what
+    /// the store failed to write, and for requests the room had not answered. A backend's pass found a
+    /// batch answered 404 whose revision its webhook endpoint then received.
     private func delete(_ host: RoomHost, call: HTTPCall) {
         let name = host.room.name
         host.broken = true
-        for exchange in host.discardHeld() { exchange.respond(HTTPFailure.noRoom(name).response(json: true)) }
+        let held = host.takeHeld()
+        var callers: [HTTPReplies] = []
         for connection in host.connections.values {
-            (connection as? HTTPReplies)?.fail(HTTPFailure.noRoom(name))
-            connection.close(code: 1000, reason: CloseReason.roomDeleted)
+            // (closing a stand-in answers its callers 503 "try again": they are answered below)
+            if let replies = connection as? HTTPReplies { callers.append(replies) }
+            else { connection.close(code: 1000, reason: CloseReason.roomDeleted) }
         }
+        answerHeld(held, callers: callers, room: name)
         for waiter in host.feedWaiters { waiter.call.exchange.respond(HTTPFailure.noRoom(name).response(json: true)) }
         host.feedWaiters.removeAll()
         // Hellos waiting for the room's commit (`joinsAwaitingDurable`: its import's) wait for the
@@ -299,6 +308,32 @@ extension Hub {
             guard let client = connection.context as? Client, !connection.isClosing else { continue }
             openRoom(for: connection, client: client)
         }
+    }
+
+    /// A deleted room's held HTTP answers once what the store was given before the deletion is durable
+    /// (or failed: then `404 no-room`, the room's answer to a request it did not get to), then `404
+    /// no-room` to every HTTP caller still waiting. What was held for WebSocket connections is dropped:
+    /// they were closed with 1000 `room deleted`.
+    private func answerHeld(_ held: [RoomHost.Held], callers: [HTTPReplies], room name: String) {
+        let box = UncheckedSendable((held, callers))
+        let answer: @Sendable (StoreError?) -> Void = { [weak self] error in
+            self?.back(box) { _, box in
+                let (held, callers) = box.value
+                let gone = HTTPFailure.noRoom(name)
+                for item in held {
+                    switch item {
+                    case .send(let message, let connections):
+                        for case let replies as HTTPReplies in connections {
+                            if error == nil { replies.send(message) } else { replies.answer(gone.response(json: true)) }
+                        }
+                    case .answer(let exchange, let response): exchange.respond(error == nil ? response : gone.response(json: true))
+                    case .barrier: break
+                    }
+                }
+                for replies in callers { replies.fail(gone) }
+            }
+        }
+        if held.isEmpty || store.append([], room: name, whenDurable: answer) == .durable { answer(nil) }
     }
 
     /// Deletes the room from the store (off the service thread) while a placeholder load holds its name:

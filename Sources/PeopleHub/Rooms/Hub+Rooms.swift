@@ -246,8 +246,12 @@ extension Hub {
             return
         case .success(nil):
             // A new room: its first snapshot (the seed, or an import's people) is stored before anything
-            // journalled after it, with `room.created` in the same commit, so no crash can lose it.
-            let time = clock
+            // journalled after it, with `room.created` in the same commit, so no crash can lose it. Its
+            // time is revision 0's (when a `PUT`'s people were read; a backend's pass found it 1 ms
+            // later, and a follower that took it for `afterTime=` was told `409 reset`), but for an
+            // import with a history: that keeps its exported revision-0 time, and the event is told
+            // with the import's (an id of its own when one export is imported again).
+            let time = load.creator.flatMap { $0.entries.isEmpty ? $0.built.created : nil } ?? clock
             let notices = webhooks?.notices(roomCreated: name, time: time) ?? []
             if let imported = load.creator, !imported.entries.isEmpty {
                 // An import with a history: the room is made whole before anyone joins it, and its

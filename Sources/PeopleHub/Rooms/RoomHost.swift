@@ -90,6 +90,12 @@ final class RoomHost {
         return ready
     }
 
+    /// Everything held, in order, handed to the caller (a deleted room's: `Hub.answerHeld`).
+    func takeHeld() -> [Held] {
+        defer { held.removeAll() }
+        return held
+    }
+
     /// Forgets everything held (the room stops: what it waited for may never be durable) and returns
     /// the HTTP requests whose answers were held, for the caller to tell why.
     func discardHeld() -> [any HTTPExchange] {
