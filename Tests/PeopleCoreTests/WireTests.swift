@@ -59,6 +59,17 @@ struct WireTests {
         }
     }
 
+    @Test("an op this hub does not know is said so, with or without a tag (it was \"`tag` is missing\")")
+    func unknownOp() {
+        for op in [#"{"op":"frob"}"#, #"{"op":"frob","tag":1}"#] {
+            let frame = #"{"type":"submit","seq":1,"base":0,"ops":["# + op + "]}"
+            guard case .failure(let error) = ClientMessage.decode(Array(frame.utf8)) else {
+                Issue.record("\(op) was taken"); continue
+            }
+            #expect(error.code == .invalidOp && error.message.contains("unknown op 'frob'"), "\(error)")
+        }
+    }
+
     @Test("an integer written as 1.0 is read as 1 everywhere, `protocol` included")
     func integralDoubles() throws {
         let hello = try ClientMessage.decode(Array("{\"type\":\"hello\",\"protocol\":1.0,\"user\":\"a\",\"since\":4.0}".utf8)).get()

@@ -52,6 +52,9 @@ extension Diff {
         }
     }
 
+    /// The ops that name a person by `tag` (all but `insert`).
+    static let opsWithATag: Set<String> = ["remove", "move", "set", "facialHair", "preference", "text"]
+
     /// Reads a diff; anything wrong is `invalid-op` with the reason.
     public init(json: JSON) throws(ProtocolError) {
         let f = try WireFields(json, context: "op", code: .invalidOp)
@@ -61,6 +64,9 @@ extension Diff {
             self = .insert(try Person(json: person), at: try f.int("at"))
             return
         }
+        // An op this hub does not know is said so before its fields are read (`{"op":"frob"}` was
+        // "`tag` is missing": a backend's pass).
+        guard Self.opsWithATag.contains(op) else { throw f.fail("unknown op '\(op)'") }
         let tag = try f.int("tag")
         guard tag > 0 else { throw f.fail("tag must be positive") }
         switch op {
