@@ -77,7 +77,9 @@ final class HTTPReplies: ClientConnection {
         if case .string("error") = json["type"] {
             let code = json["code"].flatMap { if case .string(let c) = $0 { ErrorCode(rawValue: c) } else { nil } } ?? .serverError
             let message = json["message"].flatMap { if case .string(let m) = $0 { m } else { nil } } ?? ""
-            var failure = HTTPFailure(ProtocolError(code, message))
+            // A room answers `room-full` only for its people limit (one it cannot load is refused before).
+            var failure = code == .roomFull ? HTTPFailure.peopleLimit(ProtocolError(code, message))
+                : HTTPFailure(ProtocolError(code, message))
             if code == .rateLimited { failure.headers = [.init("Retry-After", "1")] }
             return failure.response(json: true)
         }

@@ -200,6 +200,15 @@ struct HTTPFailure: Error, Equatable {
         }
     }
 
+    /// `room-full` from a room's people limit (`limits.maxPeoplePerRoom`): `409`, as the room's state
+    /// refuses it and waiting does not change that (a backend's pass: a `503` is retried for good by
+    /// generic clients). The limit on rooms (`limits.maxRooms`) and memory stays `503`: it clears.
+    static func peopleLimit(_ error: ProtocolError) -> HTTPFailure {
+        var failure = HTTPFailure(error)
+        failure.status = 409
+        return failure
+    }
+
     static func notFound(_ message: String) -> HTTPFailure { .init(status: 404, code: "not-found", message: message) }
     static func unavailable(_ message: String) -> HTTPFailure { .init(status: 503, code: "unavailable", message: message) }
     /// 503 while the hub drains, with `Retry-After: 1` (another node takes the request now, this one

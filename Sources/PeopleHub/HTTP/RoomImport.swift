@@ -101,10 +101,10 @@ public struct RoomImport: Sendable {
         }
     }
 
-    /// At most `limits.maxPeoplePerRoom` people (`room-full`, as a submit that would leave more).
+    /// At most `limits.maxPeoplePerRoom` people (`409 room-full`, as a submit that would leave more).
     private static func checkLimit(_ people: PeopleModel, policy: RoomPolicy, field: String) throws {
         guard policy.maxPeople > 0, people.count > policy.maxPeople else { return }
-        throw HTTPFailure(ProtocolError(.roomFull,
+        throw HTTPFailure.peopleLimit(ProtocolError(.roomFull,
             "the room holds at most \(policy.maxPeople) people (limits.maxPeoplePerRoom); \(field) has \(people.count)"))
     }
 
