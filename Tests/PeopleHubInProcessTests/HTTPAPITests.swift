@@ -58,6 +58,33 @@ struct HTTPAPITests {
         }
     }
 
+    @Test("two batches held at a deletion are answered each by its own commit: the one written 200, the one the store failed 404")
+    func batchesAtADeletionAreAnsweredByTheirOwnCommits() async throws {
+        // A review (session 41): one empty append decided every held answer, so a batch written
+        // before a failed one was told 404 while its revision reached the webhooks.
+        let h = HubHarness()
+        _ = try await h.joined("ann")
+        h.store.hold()
+        let first = h.start("POST", "/v1/rooms/r/batches", query: ["user": "bob"], body: Self.insertBody(key: "k1"))
+        await h.settle()
+        let second = h.start("POST", "/v1/rooms/r/batches", query: ["user": "bob"], body: Self.insertBody(key: "k2", base: 1))
+        await h.settle()
+        let deletion = h.start("DELETE", "/v1/rooms/r")
+        await h.settle()
+        #expect(first.response == nil && second.response == nil, "both held behind their commits")
+        // Every commit but the last (the second batch's) is written.
+        while h.store.pendingCount > 1 { h.store.releaseOne() }
+        await h.settle()
+        #expect(first.response?.status == 200 && first.response?.json?["rev"] == .int(1))
+        #expect(second.response == nil, "still held")
+        h.store.releaseOne(error: StoreError(.io, "disk full"))
+        await h.settle()
+        #expect(second.response?.status == 404 && second.response?.json?["error"]?["code"] == .string("no-room"))
+        h.store.release()
+        await h.settle()
+        #expect(deletion.response?.status == 204)
+    }
+
     @Test("an HTTP batch as ann: answered only once durable, broadcast to the room, undone by ann's WebSocket")
     func batchIsTheCallersEdit() async throws {
         let h = HubHarness()

@@ -132,6 +132,15 @@ class ScriptedStore: PeopleStore, @unchecked Sendable {
         for completion in done { completion(error) }
     }
 
+    /// Appends pending (held, not yet released).
+    var pendingCount: Int { lock.withLock { waiting.count } }
+
+    /// Settles the oldest pending append only (durable, or failed with `error`); holding goes on.
+    func releaseOne(error: StoreError? = nil) {
+        let done: (@Sendable (StoreError?) -> Void)? = lock.withLock { waiting.isEmpty ? nil : waiting.removeFirst() }
+        done?(error)
+    }
+
     func append(_ entries: [JournalEntry], room: String,
                 whenDurable: @escaping @Sendable (StoreError?) -> Void) -> AppendOutcome {
         // As the durable stores: kept only once durable (after a failure, nothing held is kept).

@@ -283,19 +283,21 @@ extension Hub {
     /// HTTP callers whose answers wait behind commits handed to the store before the deletion get them
     /// once those are durable, as ever (the store writes them before the deletion, in order: they are
     /// revisions of the room, told to the webhooks, before `room.deleted`); `404 no-room` only for what
-    /// the store failed to write, and for requests the room had not answered. A backend's pass found a
-    /// batch answered 404 whose revision its webhook endpoint then received.
+    /// the store failed to write (each commit's own outcome), and for requests the room had not
+    /// answered. A backend's pass found a batch answered 404 whose revision its webhook endpoint then
+    /// received.
     private func delete(_ host: RoomHost, call: HTTPCall) {
         let name = host.room.name
         host.broken = true
-        let held = host.takeHeld()
         var callers: [HTTPReplies] = []
         for connection in host.connections.values {
-            // (closing a stand-in answers its callers 503 "try again": they are answered below)
+            // (closing a stand-in answers its callers 503 "try again": they are answered as the
+            // commits they wait for settle, `settleDeleted`)
             if let replies = connection as? HTTPReplies { callers.append(replies) }
             else { connection.close(code: 1000, reason: CloseReason.roomDeleted) }
         }
-        answerHeld(held, callers: callers, room: name)
+        host.deletionCallers = callers
+        settleDeleted(barrier: nil, host: host, failed: false)
         for waiter in host.feedWaiters { waiter.call.exchange.respond(HTTPFailure.noRoom(name).response(json: true)) }
         host.feedWaiters.removeAll()
         // Hellos waiting for the room's commit (`joinsAwaitingDurable`: its import's) wait for the
@@ -310,30 +312,27 @@ extension Hub {
         }
     }
 
-    /// A deleted room's held HTTP answers once what the store was given before the deletion is durable
-    /// (or failed: then `404 no-room`, the room's answer to a request it did not get to), then `404
-    /// no-room` to every HTTP caller still waiting. What was held for WebSocket connections is dropped:
-    /// they were closed with 1000 `room deleted`.
-    private func answerHeld(_ held: [RoomHost.Held], callers: [HTTPReplies], room name: String) {
-        let box = UncheckedSendable((held, callers))
-        let answer: @Sendable (StoreError?) -> Void = { [weak self] error in
-            self?.back(box) { _, box in
-                let (held, callers) = box.value
-                let gone = HTTPFailure.noRoom(name)
-                for item in held {
-                    switch item {
-                    case .send(let message, let connections):
-                        for case let replies as HTTPReplies in connections {
-                            if error == nil { replies.send(message) } else { replies.answer(gone.response(json: true)) }
-                        }
-                    case .answer(let exchange, let response): exchange.respond(error == nil ? response : gone.response(json: true))
-                    case .barrier: break
-                    }
+    /// A commit of a deleted room settled: the HTTP answers held behind it go (a request whose record
+    /// the store failed to write is `404 no-room`, the room's answer to a request it did not get to),
+    /// in order, each from its own commit's outcome; once nothing is held, every caller still waiting
+    /// is `404 no-room`. What was held for WebSocket connections is dropped: they were closed with
+    /// 1000 `room deleted`.
+    func settleDeleted(barrier: Int?, host: RoomHost, failed: Bool) {
+        let gone = HTTPFailure.noRoom(host.room.name)
+        let ready = barrier.map { host.settle($0, failed: failed) } ?? []
+        for (item, durable) in ready {
+            switch item {
+            case .send(let message, let connections):
+                for case let replies as HTTPReplies in connections {
+                    if durable { replies.send(message) } else { replies.answer(gone.response(json: true)) }
                 }
-                for replies in callers { replies.fail(gone) }
+            case .answer(let exchange, let response): exchange.respond(durable ? response : gone.response(json: true))
+            case .barrier: break
             }
         }
-        if held.isEmpty || store.append([], room: name, whenDurable: answer) == .durable { answer(nil) }
+        guard !host.isHolding, let callers = host.deletionCallers else { return }
+        host.deletionCallers = []
+        for replies in callers { replies.fail(gone) }
     }
 
     /// Deletes the room from the store (off the service thread) while a placeholder load holds its name:

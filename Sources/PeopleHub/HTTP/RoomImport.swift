@@ -19,12 +19,24 @@ public struct RoomImport: Sendable {
     public let entries: [JournalEntry]
     /// The people right after each revision that is a multiple of `snapshotEvery`, below the head.
     public let checkpoints: [Checkpoint]
+    /// An export with its history (`revisions`, even none): its revision 0 keeps the export's time.
+    public let hasHistory: Bool
+    private let policy: RoomPolicy
+
+    /// The room to make at `time`: a `PUT` of people's is made then (its revision 0 timed when it is
+    /// made, after whatever it waited for: a deletion queued before it, a load), an export's is
+    /// `built`, with its own times.
+    public func room(madeAt time: Int64) -> Room {
+        hasHistory ? built : Room(name: room, seed: initial, policy: policy, created: time)
+    }
 
     /// `now` (ms since the epoch): revision times more than a day after it are refused, since a room's
     /// times never go back and every later revision would carry that time.
     public init(room: String, body: JSON, policy: RoomPolicy, now: Int64, snapshotEvery: Int = 1_000) throws {
         self.room = room
+        self.policy = policy
         let people = try Self.people(body["people"], field: "people")
+        hasHistory = body["revisions"].map { $0 != .null } ?? false
         guard let list = body["revisions"], list != .null else {
             // As a submit that would leave them there (an export's revisions are taken as they are:
             // undos may have brought its room past the limit).

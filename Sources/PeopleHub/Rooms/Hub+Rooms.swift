@@ -247,11 +247,12 @@ extension Hub {
         case .success(nil):
             // A new room: its first snapshot (the seed, or an import's people) is stored before anything
             // journalled after it, with `room.created` in the same commit, so no crash can lose it. Its
-            // time is revision 0's (when a `PUT`'s people were read; a backend's pass found it 1 ms
-            // later, and a follower that took it for `afterTime=` was told `409 reset`), but for an
-            // import with a history: that keeps its exported revision-0 time, and the event is told
-            // with the import's (an id of its own when one export is imported again).
-            let time = load.creator.flatMap { $0.entries.isEmpty ? $0.built.created : nil } ?? clock
+            // time is revision 0's, a `PUT` of people's too (made now: a backend's pass found the event
+            // a few ms after the revision 0 of its people, read earlier, and a follower that took it for
+            // `afterTime=` was told `409 reset`), but for an export with its history: that keeps its
+            // exported revision-0 time, and the event is told with the import's (an id of its own when
+            // one export is imported again, after the deletion before it).
+            let time = clock
             let notices = webhooks?.notices(roomCreated: name, time: time) ?? []
             if let imported = load.creator, !imported.entries.isEmpty {
                 // An import with a history: the room is made whole before anyone joins it, and its
@@ -268,7 +269,7 @@ extension Hub {
                 // webhooks once durable too. Told at once, a delivery's removal of its kept
                 // `room.created` could come before the commit that kept it (a busy writer), and the
                 // notice stayed, to be delivered again by the next node or start (a cluster pass).
-                host = RoomHost(room: load.creator?.built
+                host = RoomHost(room: load.creator?.room(madeAt: time)
                     ?? Room(name: name, seed: configuration.seed, policy: configuration.roomPolicy, created: time))
                 persist([], in: host, creating: RoomCreation(snapshot: host.room.snapshot(), notices: notices,
                                                              checkpoints: [], time: time))

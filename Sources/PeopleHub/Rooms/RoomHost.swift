@@ -37,6 +37,12 @@ final class RoomHost {
     /// there by its welcome; the frame goes to the old connection, which is closing, and is dropped).
     var held: [Held] = []
     private var nextBarrier = 0
+    /// Settled barriers whose records the store failed to write (a deleted room's), until passed.
+    private var failedBarriers: Set<Int> = []
+    /// An admin deleted the room: the HTTP callers still waiting on it, answered as the commits they
+    /// wait for settle (`Hub.settleDeleted`), the rest `404 no-room` once nothing is held. Nil while
+    /// the room lives.
+    var deletionCallers: [HTTPReplies]?
     /// The newest revision the store has made durable: the change feed serves up to it.
     var durableRevision: Int
     /// Long polls of the change feed waiting for a revision.
@@ -75,25 +81,29 @@ final class RoomHost {
 
     /// Marks a barrier durable and returns the sends and answers now free to go, in order.
     func release(_ barrier: Int) -> [Held] {
+        settle(barrier, failed: false).map(\.item)
+    }
+
+    /// Marks a barrier settled (`failed`: the store did not write its record; only a deleted room's
+    /// barriers settle so, a living room is dropped instead) and returns what is now free to go, in
+    /// order, each with whether the commit it waited for is durable.
+    func settle(_ barrier: Int, failed: Bool) -> [(item: Held, durable: Bool)] {
+        if failed { failedBarriers.insert(barrier) }
         for index in held.indices {
             if case .barrier(barrier, _) = held[index] { held[index] = .barrier(barrier, durable: true) }
         }
-        var ready: [Held] = []
+        var ready: [(item: Held, durable: Bool)] = []
+        var written = true
         while let first = held.first {
-            if case .barrier(_, let durable) = first {
-                guard durable else { return ready }
+            if case .barrier(let id, let settled) = first {
+                guard settled else { return ready }
+                written = failedBarriers.remove(id) == nil
             } else {
-                ready.append(first)
+                ready.append((first, written))
             }
             held.removeFirst()
         }
         return ready
-    }
-
-    /// Everything held, in order, handed to the caller (a deleted room's: `Hub.answerHeld`).
-    func takeHeld() -> [Held] {
-        defer { held.removeAll() }
-        return held
     }
 
     /// Forgets everything held (the room stops: what it waited for may never be durable) and returns
