@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { Timeline, START } from '../../Web/js/timeline.js';
-import { runsOf, runRows, rowKey } from '../../Web/js/history-runs.js';
+import { runsOf, runRows, rowKey, overlaps } from '../../Web/js/history-runs.js';
 import { Attribution } from '../../Web/js/attribution.js';
 import {
   relativeTime, opsLabel, actionText, historyStatusText, touchedPeople, touchedText, writerText, restoreQuestion, changesSince,
@@ -491,6 +491,20 @@ test('a run is one row: the newest revision with its oldest as the key; a revisi
   assert.deepEqual(runRows(more).map(rowKey), [5, 4]);
   assert.equal(runRows(more)[0].rev, 8);
   assert.deepEqual(runRows([START]), [START]);
+});
+
+test("this user's letters that came live (marks unread) join the run the hub marked, by their times", () => {
+  const typed = (rev, more = {}) => entry(rev, 'ann', { label: 'Change Name', ops: [{ op: 'text', tag: 1, edits: [{ insert: 'x' }] }], ...more });
+  const read = [typed(6, { entry: 5 }), typed(5, { entry: 5 })];
+  const live = [typed(8, { entryUnknown: true }), typed(7, { entryUnknown: true })];
+  assert.deepEqual(runsOf([...live, ...read]).map((r) => r.map((e) => e.rev)), [[8, 7, 6, 5]]);
+  // Read again, the hub's marks decide: a new undo step is a row of its own.
+  assert.deepEqual(runsOf([typed(8, { entry: 7 }), typed(7, { entry: 7 }), ...read]).map((r) => r.map((e) => e.rev)),
+    [[8, 7], [6, 5]]);
+  // A run that grew at either end holds a revision of the row it was.
+  const row = runRows(read)[0];
+  assert.ok(overlaps(row, runRows([...live, ...read])[0]) && overlaps(row, runRows([typed(6, { entry: 5 }), typed(5, { entry: 5 }), typed(4, { entry: 5 })])[0]));
+  assert.ok(!overlaps(row, typed(7)) && !overlaps(row, typed(4)));
 });
 
 test('people deleted since are named as they last were in the rows, marked deleted (session 26)', () => {

@@ -29,6 +29,22 @@ test('a notice stays until the next action or a dismissal, and the log keeps the
   assert.equal(board.text, 'fourth', 'an empty notice shows nothing and replaces nothing');
 });
 
+test('a notice said again with more is one notice, logged once; with none shown it is shown', () => {
+  const board = new NoticeBoard({ now: () => 5 });
+  assert.equal(board.lastId, 0);
+  board.show('older');
+  board.show('Your change was not made: Joan was deleted by bob.');
+  const id = board.lastId;
+  board.amend('Your change was not made: Joan was deleted by bob. Sam is selected now.');
+  assert.equal(board.text, 'Your change was not made: Joan was deleted by bob. Sam is selected now.');
+  assert.equal(board.lastId, id, 'the same notice');
+  assert.deepEqual(board.log.map((n) => n.text), [board.text, 'older']);
+  board.dismiss();
+  board.amend('alone');
+  assert.equal(board.text, 'alone');
+  assert.deepEqual(board.log.map((n) => n.text), ['alone', board.log[1].text, 'older']);
+});
+
 test("a highlight names the latest writer: a teammate's mark is replaced by the next, and taken off by this user's change", () => {
   let now = 0;
   const marks = new Highlights({ now: () => now, duration: 2000 });

@@ -5,7 +5,9 @@
 Wi-Fi: neither side hears a close), and connections accepted while stalled are held open and never
 connected on (an upgrade that is never answered). `resume()` lets new connections through again; the
 ones that went silent stay silent. `close()` ends everything. `delay` (seconds) holds each new
-connection that long before connecting it on: a hub slow to answer the upgrade.
+connection that long before connecting it on: a hub slow to answer the upgrade. `hold_down()` keeps
+what the target sends (the client's sends still go), `held_down()` says what is kept, and
+`release_down()` passes it on in one write: frames the target sent apart reach the client together.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ class StallProxy:
         self.stalled = False
         self.closed = False
         self.accepted = 0
-        self.pairs: list[dict] = []   # {"sockets": [...], "silent": bool}
+        self.pairs: list[dict] = []   # {"sockets": [...], "silent": bool, "held": bytearray}
+        self.holding_down = False
         threading.Thread(target=self._accept, daemon=True).start()
 
     def stall(self) -> None:
@@ -40,6 +43,19 @@ class StallProxy:
     def resume(self) -> None:
         with self.lock:
             self.stalled = False
+
+    def hold_down(self) -> None:
+        with self.lock:
+            self.holding_down = True
+
+    def held_down(self) -> bytes:
+        with self.lock:
+            return b"".join(bytes(pair.get("held", b"")) for pair in self.pairs)
+
+    def release_down(self) -> None:
+        """What was kept goes on (each connection's in one write, by its pump) and nothing more is kept."""
+        with self.lock:
+            self.holding_down = False
 
     def close(self) -> None:
         with self.lock:
@@ -74,7 +90,7 @@ class StallProxy:
         except OSError:
             client.close()
             return
-        pair = {"sockets": [client, upstream], "silent": False}
+        pair = {"sockets": [client, upstream], "silent": False, "held": bytearray()}
         with self.lock:
             self.pairs.append(pair)
         self._pump(pair)
@@ -93,6 +109,14 @@ class StallProxy:
                 if self.closed:
                     return
                 silent = pair["silent"]
+                flush = bytes(pair["held"]) if not self.holding_down and pair["held"] else b""
+                if flush:
+                    pair["held"].clear()
+            if flush:
+                try:
+                    client.sendall(flush)
+                except OSError:
+                    return self._finish(pair)
             if silent:
                 # Silent for good: read nothing (so no close is seen either), send nothing.
                 threading.Event().wait(0.2)
@@ -107,6 +131,15 @@ class StallProxy:
                     if not data:
                         other[s].shutdown(socket.SHUT_WR)
                         return self._finish(pair)
+                    if s is upstream:
+                        # Decided as the bytes come (a hold that began during the poll holds them).
+                        with self.lock:
+                            if self.holding_down or pair["held"]:
+                                pair["held"] += data
+                                if self.holding_down:
+                                    continue
+                                data = bytes(pair["held"])
+                                pair["held"].clear()
                     other[s].sendall(data)
             except OSError:
                 return self._finish(pair)

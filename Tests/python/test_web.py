@@ -593,6 +593,45 @@ def test_a_key_typed_as_the_person_is_deleted_does_not_land_on_the_next_person(h
     assert "bob deleted Joan. Sam is selected now." in (a.text("#notice") or ""), a.describe()
 
 
+def test_an_edit_skipped_as_a_teammate_s_restore_removes_its_person_is_said_with_the_new_selection(hub, room, browsers):
+    """bob adds Kim (r1); ann's page, through a proxy, selects her. bob restores the room to how it
+    began (r2: Kim goes) while what the hub sends ann is held; ann picks a hair color for Kim, which
+    the hub answers as not made (Kim was deleted by bob's restore). Both frames reach ann's page in one
+    read, so one render says both: the skip notice, then which person is selected now. The notice was
+    replaced by "bob deleted Kim. Sam is selected now.", and the skip was said only under Recent
+    notices (a black-box pass, session 40); a restore's removal is said as the restore's too."""
+    from stallproxy import StallProxy
+    from types import SimpleNamespace
+    obs = observe(hub, room)
+    bob = hub.join(room, "bob")
+    kim = bob.new_tag()
+    bob.edit([{"op": "insert", "at": 3, "person": {**SEED[0], "tag": kim, "name": "Kim"}}], label="Add Person")
+    proxy = StallProxy(hub.port)
+    try:
+        a = browsers(SimpleNamespace(port=proxy.port, config=hub.config), "ann")
+        a.open_room(room, "ann")
+        a.select(kim)
+        a.js("document.querySelector('select#hairColor').focus()")
+        proxy.hold_down()
+        bob.send({"type": "restore", "seq": bob.seq + 1, "rev": 0})
+        bob.seq += 1
+        assert bob.take("restored")["rev"] == 2
+        a.choose("hairColor", "red")
+        deadline = time.monotonic() + WAIT
+        while b'"ack"' not in proxy.held_down():
+            assert time.monotonic() < deadline, f"the hub's answer to ann's edit never came: {proxy.held_down()[-300:]!r}"
+            time.sleep(0.05)
+        proxy.release_down()
+        notice = a.wait_for(lambda p: (lambda t: t if t and "is selected now" in t else None)(p.text("#notice")),
+                            "one notice saying the skip and the new selection")
+        assert "bob's restore" in notice and notice.endswith("Sam is selected now."), notice
+        assert "not" in notice.lower() and "Kim" in notice, notice
+        log = a.js("return [...document.querySelectorAll('#notice-log li')].map((li) => li.textContent.trim())")
+        assert sum(notice in entry for entry in log) == 1 and len(log) == 1, f"logged once: {log}"
+    finally:
+        proxy.close()
+
+
 def test_the_selected_row_stays_in_place_when_a_teammate_moves_the_top_row_in_view(hub, room, browsers):
     """A black-box pass: a teammate moving the row at the top of the list's view far down made the list
     scroll after it (the browser's scroll anchor is the first row in view), and the selected person

@@ -82,7 +82,7 @@ class App {
     this.highlights = new Highlights();
     /** Names of everyone seen, to name people in reports after they are gone. */
     this.knownNames = new KnownNames();
-    /** Tags a teammate removed since the last render, and by whom (to say so when it was the selected person). */
+    /** Tags a teammate removed since the last render, and by whom ("bob", or "bob's restore") (to say so when it was the selected person). */
     this.removedBy = new Map();
     /** Live region → the words said to it in this task, said together once it is done (`say`). */
     this.saying = new Map();
@@ -104,6 +104,8 @@ class App {
     this.presenceKey = '';
     this.logKey = '';
     this.notices = new NoticeBoard();
+    /** The newest notice that a render has seen (one shown since is about what this render shows). */
+    this.noticeRendered = 0;
     this.timeline = new Timeline();
     this.personHistory = new PersonHistory();
     this.attribution = new Attribution();
@@ -262,6 +264,7 @@ class App {
     this.lastIndex = 0;
     this.highlights = new Highlights();
     this.notices = new NoticeBoard();
+    this.noticeRendered = 0;
     this.renderNotices();
     this.knownNames.clear();
     this.timeline = new Timeline();
@@ -515,12 +518,19 @@ class App {
     if (text && document.querySelector('dialog[open]')) this.say('notice', text);
   }
 
+  /** The notice shown now, said again with more (`text`): one notice, logged once. */
+  amendNotice(text) {
+    this.notices.amend(text);
+    this.renderNotices();
+    if (text && document.querySelector('dialog[open]')) this.say('notice', text);
+  }
+
   renderNotices() {
     const text = this.notices.text;
     setText($('notice'), text);
     $('notice-dismiss').hidden = !text;
     const log = this.notices.log;
-    const key = log.map((n) => n.id).join(',');
+    const key = log.map((n) => `${n.id}.${n.amended ?? 0}`).join(',');  // an amended notice is drawn again
     if (key === this.logKey) return;
     this.logKey = key;
     $('notice-log').replaceChildren(...log.map((n) => {
@@ -634,7 +644,9 @@ class App {
       switch (n.type) {
         case 'remote': {
           this.highlights.add(n.diffs, n.author);
-          for (const d of n.diffs) if (d.op === 'remove') this.removedBy.set(d.tag, n.author);
+          for (const d of n.diffs) {
+            if (d.op === 'remove') this.removedBy.set(d.tag, n.kind === 'restore' ? `${n.author}'s restore` : n.author);
+          }
           // The person the open delete question asks about, deleted: the question says so (not twice).
           const answersQuestion = $('confirm-dialog').open
             && n.diffs.some((d) => d.op === 'remove' && d.tag === this.pendingDelete);
@@ -691,8 +703,8 @@ class App {
           break;
         case 'revision':
           for (const d of n.ops) this.lastKinds.set(`${n.author}\n${diffTag(d)}`, n.kind);
-          this.timeline.revision(entryOf(n));
-          this.personHistory.revision(entryOf(n));
+          this.timeline.revision(entryOf(n, n.mine));
+          this.personHistory.revision(entryOf(n, n.mine));
           if (n.mine) {
             this.timeline.stacksChanged();
             this.personHistory.stacksChanged();
@@ -801,13 +813,21 @@ class App {
         const by = this.removedBy.get(gone);
         if (by != null) {
           const next = this.selectedTag != null ? view.get(this.selectedTag).name : null;
-          this.notice(`${by} deleted ${this.knownNames.get(gone) ?? 'the person you were on'}.`
-            + (next != null ? ` ${next} is selected now.` : ''));
+          const name = this.knownNames.get(gone) ?? 'the person you were on';
+          const selected = next != null ? ` ${next} is selected now.` : '';
+          // A notice of this user's own request that came with the removal (their change to that
+          // person, skipped: the teammate's restore or delete came first) is not replaced, it is
+          // added to: it was said only under Recent notices (a black-box pass, session 40).
+          const fresh = this.notices.current != null && this.notices.current.id > this.noticeRendered
+            ? this.notices.current.text : null;
+          if (fresh == null) this.notice(`${by} deleted ${name}.${selected}`);
+          else this.amendNotice(fresh + (fresh.includes(name) ? '' : ` ${by} deleted ${name}.`) + selected);
         }
       }
     }
     if ($('confirm-dialog').open) this.renderDeleteQuestion();
     this.removedBy.clear();
+    this.noticeRendered = this.notices.lastId;
     if (this.selectedTag != null) this.lastIndex = view.indexOf(this.selectedTag);
     this.knownNames.saw(view.people, live.sync.revision);
 
@@ -1064,12 +1084,13 @@ function isTypedText(el) {
 }
 
 /** A revision notice as a timeline entry (the shape of a `log` entry, without `entry`: it is read). */
-function entryOf({ rev, time, author, kind, label, ops }) {
+function entryOf({ rev, time, author, kind, label, ops }, mine = false) {
   const e = { rev };
   if (time != null) e.time = time;
   e.author = author;
   e.kind = kind;
   if (label != null) e.label = label;
   e.ops = ops;
+  if (mine) e.entryUnknown = true;  // this user's: its undo mark is read with the rows again (history-runs.js)
   return e;
 }

@@ -22,7 +22,7 @@
 
 import { canFocus, h, setAttr, setText } from './dom.js';
 import { actionText, relativeTime, exactTime, touchedText, historyStatusText } from './history-text.js';
-import { rowKey } from './history-runs.js';
+import { overlaps, rowKey } from './history-runs.js';
 
 /** The focusable controls of a row, by class: the one that had the focus gets it back (`keepRowFocus`). */
 const ROW_CONTROLS = ['undo-entry', 'restore-here'];
@@ -106,6 +106,7 @@ export class HistoryPanel {
       : `Lists only the changes to ${person}`);
     setText(this.end, only ? `Nothing older: that is every change to ${person}.` : 'Nothing older: this is where the room began.');
     const keys = new Set(entries.map(rowKey));
+    this.keepGrownRuns(entries, keys);
     const had = document.activeElement;
     for (const [key, row] of this.rows) {
       if (!keys.has(key)) {
@@ -154,6 +155,26 @@ export class HistoryPanel {
     if (more && !loadingOlder && entries.length > 0 && !(this.scrollsWith != null && entries.length >= this.scrollsWith)) {
       if (this.list.scrollHeight <= this.list.clientHeight + 1) queueMicrotask(() => this.actions.older());
       else this.scrollsWith = entries.length;
+    }
+  }
+
+  /**
+   * A run that grew (a letter typed live at the top; an older page that reaches further down) has a
+   * new key: its row moves to it, with its element, focus and tapped time (a review: the row was
+   * made anew, and the focus on it fell to the list).
+   */
+  keepGrownRuns(entries, keys) {
+    for (const entry of entries) {
+      const key = rowKey(entry);
+      if (this.rows.has(key)) continue;
+      for (const [old, row] of this.rows) {
+        if (keys.has(old) || !row.entry || !overlaps(row.entry, entry)) continue;
+        this.rows.delete(old);
+        this.rows.set(key, row);
+        row.li.dataset.key = String(key);
+        if (this.exact.delete(old)) this.exact.add(key);
+        break;
+      }
     }
   }
 
@@ -282,7 +303,7 @@ export class HistoryPanel {
       : exact ? 'Tap for how long ago' : `${exactTime(entry.time)} (tap to show it here)`);
     setAttr(row.when, 'data-exact', exact ? 'true' : null);
     setText(row.rev, count > 1 ? `#${entry.first}–#${entry.rev}` : `#${entry.rev}`);
-    setAttr(row.rev, 'title', count > 1 ? `Revisions ${entry.first} to ${entry.rev}: ${count} changes one after the other, as one row`
+    setAttr(row.rev, 'title', count > 1 ? `Revisions ${entry.first} to ${entry.rev}: ${count} changes of one action, as one row`
       : `Revision ${entry.rev}`);
 
     row.undo.hidden = !canUndo;

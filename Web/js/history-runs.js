@@ -7,9 +7,9 @@
 // every diff a `move` of one and the same person; and when either is on this user's undo stack (it
 // carries `entry`), both carry the same entry (one undo step: "Undo this" takes back the whole row),
 // else both have times at most `RUN_GAP_MILLIS` apart (a teammate's typing; or the user's own, off
-// their stack). The row is the newest revision's ("Restore to here" restores to after the whole run)
-// with `first`, its oldest revision (the row's key: a run that grows at the top keeps its row), and
-// `revs`. The shared vectors `Tests/Vectors/runs.json` pin the rule for both clients (the terminal's
+// their stack, or come live, its mark not read yet). The row is the newest revision's ("Restore to here" restores to after the whole run)
+// with `first`, its oldest revision (the row's key; a run that grows keeps its row: history-panel.js
+// moves it to the new key), and `revs`. The shared vectors `Tests/Vectors/runs.json` pin the rule for both clients (the terminal's
 // `LogEntry+Runs.swift`). No DOM: node tests it as it is.
 
 /** The longest pause between two revisions of a run that no undo entry ties together (as the terminal's rename notices). */
@@ -28,7 +28,12 @@ export function sameRun(newer, older) {
   if (newer.author !== older.author || (newer.label ?? null) !== (older.label ?? null)) return false;
   const shape = runShape(newer);
   if (shape == null || shape !== runShape(older)) return false;
-  if (newer.entry != null || older.entry != null) return newer.entry === older.entry;
+  // A revision of this user's that came live has its mark unread (`entryUnknown`) until the rows are
+  // read again: then the time decides, as for a teammate's (it stood apart from the rows the marks
+  // tie together for a moment, at every letter: a review).
+  if ((newer.entry != null || older.entry != null) && !newer.entryUnknown && !older.entryUnknown) {
+    return newer.entry === older.entry;
+  }
   return newer.time != null && older.time != null && Math.abs(newer.time - older.time) <= RUN_GAP_MILLIS;
 }
 
@@ -54,3 +59,6 @@ export function runRows(entries) {
 
 /** A row's key in the panel: its oldest revision. */
 export const rowKey = (row) => row.first ?? row.rev;
+
+/** Whether two rows hold a revision in common (a run grown at either end is still its row). */
+export const overlaps = (a, b) => rowKey(a) <= b.rev && rowKey(b) <= a.rev;

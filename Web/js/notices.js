@@ -14,7 +14,7 @@ export class NoticeBoard {
     this.size = size;
     /** The notice shown now: {id, text, at}, or null. */
     this.current = null;
-    /** Recent notices, newest first: [{id, text, at}]. */
+    /** Recent notices, newest first: [{id, text, at, amended?}] (`amended`: how often said again with more). */
     this.log = [];
     this.nextId = 1;
   }
@@ -25,6 +25,17 @@ export class NoticeBoard {
     const notice = { id: this.nextId++, text, at: this.now() };
     this.current = notice;
     this.log = [notice, ...this.log].slice(0, this.size);
+  }
+
+  /** The id of the newest notice shown (0 before any). */
+  get lastId() { return this.nextId - 1; }
+
+  /** The notice shown now says `text` instead (in the log too): more about the same moment. */
+  amend(text) {
+    if (!this.current) return this.show(text);
+    const notice = { ...this.current, text, amended: (this.current.amended ?? 0) + 1 };
+    this.current = notice;
+    this.log = this.log.map((n) => (n.id === notice.id ? notice : n));
   }
 
   /** The user closed the notice. */
