@@ -7,8 +7,9 @@ import PeopleCore
 /// Rows next to each other in the list (newest first) are one run when both are edits by the same
 /// author with the same label, every diff of each a `text` diff of one and the same person's name, or
 /// every diff a `move` of one and the same person; and when either is on this user's undo stack (it
-/// carries `entry`), both carry the same entry (one undo step: Enter undoes the whole row), else both
-/// have times at most `runGapMillis` apart (a teammate's typing; or the user's own, off their stack).
+/// carries `entry`), both carry the same entry (one undo step: Enter undoes the whole row), else they
+/// are revisions one after the other, with times at most `runGapMillis` apart (a teammate's typing; or
+/// the user's own, off their stack).
 /// The web page's `history-runs.js` does the same; `Tests/Vectors/runs.json` pins it for both.
 extension ServerMessage.LogEntry {
     /// The longest pause between two revisions of a run that no undo entry ties together (as the
@@ -41,7 +42,10 @@ extension ServerMessage.LogEntry {
     public func sameRun(as older: ServerMessage.LogEntry) -> Bool {
         guard author == older.author, label == older.label, let shape = runShape, shape == older.runShape else { return false }
         if entry != nil || older.entry != nil { return entry == older.entry }
-        guard let time, let olderTime = older.time else { return false }
+        // Without an undo step to tie them, only revisions one after the other (a person's history
+        // skips the revisions of others: typing in Joan, then in Sam, then in Joan again is three
+        // rows of the room, so it is two of Joan's; a black-box pass).
+        guard let time, let olderTime = older.time, older.rev == rev - 1 else { return false }
         return abs(time - olderTime) <= Self.runGapMillis
     }
 }

@@ -98,7 +98,8 @@ extension Screen {
             seekingOldest = false
         } else if rows.count - oldestFrom >= Self.oldestReach {
             seekingOldest = false
-            say("\(rows.count) revisions loaded: End (G) again loads older ones", warning: false, lasts: .untilKey)
+            let revisions = rows.reduce(0) { $0 + $1.run.count }  // a run is one row of several
+            say("\(revisions) revisions loaded: End (G) again loads older ones", warning: false, lasts: .untilKey)
         } else {
             room.loadOlder()
         }
@@ -263,7 +264,9 @@ extension Screen {
         let window = ScrollWindow(rows: rows.count, selected: index, space: height - 3 - (reader.more ? 1 : 0), top: top)
         let (first, visible) = (window.first, window.visible)
         historyTopRev = first > 0 ? rows[first].rev : nil
-        if first > 0 { out.append(style("  ↑ \(first) newer revision\(first == 1 ? "" : "s") (g goes to the newest)", "2")) }
+        // Revisions, not rows (a run is one row of several), as the web page counts them.
+        let above = rows.prefix(first).reduce(0) { $0 + max(1, $1.run.count) }
+        if first > 0 { out.append(style("  ↑ \(above) newer revision\(above == 1 ? "" : "s") (g goes to the newest)", "2")) }
         let now = room.hubNow  // a revision's time is the hub's clock
         let people = room.sync.view
         // Names seen here, and the rows' last names of the others (`remember`, at every update).
@@ -343,5 +346,16 @@ extension Screen {
         // many revisions it holds.
         let count = row.run.count > 1 ? " (\(row.run.count) changes)" : ""
         return style(" \(revs)\(when) · \(e.author): ", "1") + (what.isEmpty ? "no change" : what) + count
+            + (stepBeyond(row).map { "; Enter takes back the whole step, revs \($0.first)–\($0.last)" } ?? "")
+    }
+
+    /// The undo step of this user's that `row` is part of, when it holds more than the row (a teammate's
+    /// change came in the middle of the typing, or its first revisions are on a page not read): its
+    /// first revision (the entry's id) and its last one read. Enter takes back the whole step (a
+    /// black-box pass: the row said `×7`, and 20 letters went).
+    func stepBeyond(_ row: HistoryRow) -> (first: Int, last: Int)? {
+        guard let id = row.entry?.entry else { return nil }
+        let last = room.reader.rows.lazy.filter { $0.entry == id }.map(\.rev).max() ?? row.rev
+        return id < row.first || last > row.rev ? (id, last) : nil
     }
 }

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { Timeline, START } from '../../Web/js/timeline.js';
-import { runsOf, runRows, rowKey, overlaps } from '../../Web/js/history-runs.js';
+import { runsOf, runRows, rowKey, overlaps, stepsOf } from '../../Web/js/history-runs.js';
 import { Attribution } from '../../Web/js/attribution.js';
 import {
   relativeTime, opsLabel, actionText, historyStatusText, touchedPeople, touchedText, writerText, restoreQuestion, changesSince,
@@ -505,6 +505,21 @@ test("this user's letters that came live (marks unread) join the run the hub mar
   const row = runRows(read)[0];
   assert.ok(overlaps(row, runRows([...live, ...read])[0]) && overlaps(row, runRows([typed(6, { entry: 5 }), typed(5, { entry: 5 }), typed(4, { entry: 5 })])[0]));
   assert.ok(!overlaps(row, typed(7)) && !overlaps(row, typed(4)));
+});
+
+test("a step of the user's that holds more than its row says so: its first revision and the newest loaded", () => {
+  const typed = (rev, more = {}) => entry(rev, 'ann', { label: 'Change Name', ops: [{ op: 'text', tag: 1, edits: [{ insert: 'x' }] }], ...more });
+  // ann types; bob's change comes in the middle; one undo step (entry 1) on both sides of it.
+  const rows = [typed(5, { entry: 1 }), typed(4, { entry: 1 }), entry(3, 'bob'), typed(2, { entry: 1 }), typed(1, { entry: 1 })];
+  const shown = runRows(rows);
+  assert.deepEqual(shown.map(rowKey), [4, 3, 1]);
+  assert.deepEqual(stepsOf(rows).get(1), { first: 1, last: 5 });
+  // Its first revisions on a page not read: the id still says where it starts.
+  assert.deepEqual(stepsOf(rows.slice(0, 2)).get(1), { first: 1, last: 5 });
+  // The restore question names a run's revisions.
+  const q = restoreQuestion(shown[0], 9, shown[0].time);
+  assert.match(q.text, /right after ann's Change Name \(2 changes, revisions 4 to 5, just now\)\?/);
+  assert.equal(q.count, 4);
 });
 
 test('people deleted since are named as they last were in the rows, marked deleted (session 26)', () => {

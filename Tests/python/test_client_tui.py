@@ -1384,37 +1384,42 @@ def writer_is(row: str, pattern: str):
 
 
 def test_a_name_typed_a_letter_a_revision_is_one_row_of_the_history(hub_factory, room, screens):
-    """ann types `xyz` after Joan's name (three revisions, one undo step: this hub's coalesce window is
-    a minute); carol (a command) then changes Sam's hair. ann's history view shows ann's typing as one
-    row, `1–3`, `Change Name ×3`, marked `↶ 1`, and its bottom line says revs 1–3 (3 changes); bob's
-    view shows the same row, unmarked. It was a row a letter (a black-box pass, session 40). Enter on
-    the row undoes the whole name: `Joan` again, in one revision."""
+    """ann types `x`, then `yz`, after Joan's name (two or three revisions: the screen sends what was
+    typed while one was on its way; one undo step, this hub's coalesce window is a minute); carol (a
+    command) then changes Sam's hair. ann's history view shows ann's typing as one row, `1–N`,
+    `Change Name ×N`, marked `↶ 1`, and its bottom line says revs 1–N (N changes); bob's view shows
+    the same row, unmarked. It was a row a letter (a black-box pass, session 40). Enter on the row
+    undoes the whole name: `Joan` again, in one revision."""
     hub = hub_factory({"undo": {"coalesceMillis": 60000}})
     obs = observe(hub, room)
     ann = screens(hub, room, "ann")
     bob = screens(hub, room, "bob")
     ann.keys("j").wait_for(selection_is("Joan"))
     ann.keys("Tab", "Enter").wait_for(_pred(lambda t: detail(t, "name") == "Joan▏", "typing the name"))
-    ann.type("xyz")
+    ann.type("x")
+    wait_model(obs, lambda p: field_of(p, 2, "name") == "Joanx", "Joan renamed Joanx")
+    ann.type("yz")
     ann.wait_for(_pred(lambda t: detail(t, "name") == "Joanxyz▏", "the name row `Joanxyz▏`"))
     ann.keys("Enter")
     wait_model(obs, lambda p: field_of(p, 2, "name") == "Joanxyz", "Joan renamed Joanxyz")
+    typed = obs.rev
+    assert typed in (2, 3), typed
     r = pk(hub, room, "carol", "set", 3, "hairColor", "white")
     assert r.returncode == 0, r.stderr
-    ops_of(obs, 4)
+    ops_of(obs, typed + 1)
     ann.keys("h").wait_for(all_of(
-        history_shows([4, 3, 0], selected=4),
-        history_columns(REV=["4", "1–3", "0"], WHO=["carol", "ann", "(seed)"],
-                        ACTION=["Change Hair Color", "Change Name ×3", "the room as it began"],
+        history_shows([typed + 1, typed, 0], selected=typed + 1),
+        history_columns(REV=[str(typed + 1), f"1–{typed}", "0"], WHO=["carol", "ann", "(seed)"],
+                        ACTION=["Change Hair Color", f"Change Name ×{typed}", "the room as it began"],
                         UNDO=["", "↶ 1", ""], PEOPLE=["Sam", "Joanxyz", ""])))
-    ann.keys("j").wait_for(all_of(history_shows([4, 3, 0], selected=3),
-                                  history_bottom(r"revs 1–3 · .* · ann: .*Joanxyz.* \(3 changes\)")))
-    bob.keys("h").wait_for(history_columns(REV=["4", "1–3", "0"], UNDO=["", "", ""]))
+    ann.keys("j").wait_for(all_of(history_shows([typed + 1, typed, 0], selected=typed),
+                                  history_bottom(rf"revs 1–{typed} · .* · ann: .*Joanxyz.* \({typed} changes\)")))
+    bob.keys("h").wait_for(history_columns(REV=[str(typed + 1), f"1–{typed}", "0"], UNDO=["", "", ""]))
     ann.keys("Enter")
     wait_model(obs, lambda p: field_of(p, 2, "name") == "Joan", "Joan's whole name back by one undo")
-    frame = ops_of(obs, 5)
+    frame = ops_of(obs, typed + 2)
     assert frame["kind"] == "undo", frame
-    ann.wait_for(history_columns(REV=["5", "4", "1–3", "0"], UNDO=["", "", "", ""]))
+    ann.wait_for(history_columns(REV=[str(typed + 2), str(typed + 1), f"1–{typed}", "0"], UNDO=["", "", "", ""]))
 
 
 def test_the_history_view_counts_places_in_the_list_from_one(hub, room, screens):
@@ -1645,6 +1650,52 @@ def test_the_history_view_says_how_many_newer_rows_are_above_and_scrolls_only_as
     assert history_revs(text) == before, f"the rows shown stay: {before} then {text}"
     ann.keys("g").wait_for(_pred(lambda t: history_revs(t)[:1] == [41] and history(t)["newer"] == 0
                                  and selected_rev(t) == 41, "back at the newest, nothing above"))
+
+
+def test_the_newer_count_above_the_history_counts_revisions_not_rows(hub, room, screens):
+    """carol renames Ann 30 times (revisions 1–30), then bob types `abc` after Sam's name, a letter a
+    revision (31–33: one row, `31–33`). ann's view at its end says `↑ N newer revisions` with N the
+    revisions above the first row shown, as the web page counts them (a black-box pass: it counted
+    rows, 2 fewer here)."""
+    renamed_by_carol(hub, room, 30)
+    bob = hub.join(room, "bob")
+    for i, letter in enumerate("abc"):
+        bob.edit([{"op": "text", "tag": 3, "edits": [{"retain": 3 + i}, {"insert": letter}]}], label="Change Name")
+    ann = screens(hub, room, "ann", wait_people="Ann 30")
+    ann.keys("h").wait_for(history_columns(REV={33: "31–33"}))
+    text = ann.keys("G").wait_for(_pred(lambda t: history_revs(t)[-1:] == [0], "the end of the history, rev 0"))
+    h = history(text)
+    first = history_revs(text)[0]
+    assert h["newer"] == 33 - first and h["newer"] > 0, f"{h['newer']} newer above a first row of {first}: {text}"
+
+
+def test_an_own_step_with_a_teammate_s_change_in_its_middle_says_enter_takes_it_all(hub_factory, room, screens):
+    """ann types `x` in Joan's name (r1), carol (a command) changes Sam's hair (r2), ann types `y`
+    (r3): one undo step of ann's (a minute's coalesce window; a teammate's change does not end it) in
+    two rows, both `↶ 1`. The bottom line of each says Enter takes back the whole step, revs 1–3; Enter
+    on the older row gives `Joan` back whole, and carol's change stays (a black-box pass: a row said
+    `×7` and 20 letters went)."""
+    hub = hub_factory({"undo": {"coalesceMillis": 60000}})
+    obs = observe(hub, room)
+    ann = screens(hub, room, "ann")
+    ann.keys("j").wait_for(selection_is("Joan"))
+    ann.keys("Tab", "Enter").wait_for(_pred(lambda t: detail(t, "name") == "Joan▏", "typing the name"))
+    ann.type("x")
+    wait_model(obs, lambda p: field_of(p, 2, "name") == "Joanx", "Joanx")
+    r = pk(hub, room, "carol", "set", 3, "hairColor", "white")
+    assert r.returncode == 0, r.stderr
+    ops_of(obs, 2)
+    ann.wait_for(rev_is(2))
+    ann.type("y")
+    wait_model(obs, lambda p: field_of(p, 2, "name") == "Joanxy", "Joanxy")
+    ann.keys("Enter")
+    ann.keys("h").wait_for(all_of(history_shows([3, 2, 1, 0], selected=3), history_columns(UNDO=["↶ 1", "", "↶ 1", ""]),
+                                  history_bottom(r"rev 3 · .* · ann: .*; Enter takes back the whole step, revs 1–3")))
+    ann.keys("j", "j").wait_for(all_of(history_shows([3, 2, 1, 0], selected=1),
+                                       history_bottom(r"rev 1 · .*; Enter takes back the whole step, revs 1–3")))
+    ann.keys("Enter")
+    people = wait_model(obs, lambda p: field_of(p, 2, "name") == "Joan", "Joan's name whole again")
+    assert field_of(people, 3, "hairColor") == "white", "carol's change stays"
 
 
 def test_enter_on_an_own_older_row_undoes_it_and_nothing_after_it(hub, room, screens):

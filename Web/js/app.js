@@ -34,7 +34,7 @@ import { connectionStatus, awayText } from './connection.js';
 import { reportsText, remoteText, errorText, refusalText, droppedUndoText, resetText } from './report-text.js';
 import { actionLabels, presenceWords, roleWords } from './words.js';
 import { Timeline } from './timeline.js';
-import { runRows } from './history-runs.js';
+import { runRows, stepsOf } from './history-runs.js';
 import { PersonHistory } from './person-history.js';
 import { Attribution } from './attribution.js';
 import { HistoryPanel } from './history-panel.js';
@@ -995,8 +995,10 @@ class App {
       }
       return this.knownNames.get(tag) ?? null;
     };
+    const steps = stepsOf(t.rows);
     this.history.render({
       entries: runRows(t.rows),
+      stepOf: (entry) => (entry.entry != null ? steps.get(entry.entry) ?? null : null),
       loaded: t.loaded,
       more: t.more,
       loadingOlder: t.loadingOlder,

@@ -269,15 +269,18 @@ export class HistoryPanel {
     return row;
   }
 
-  fill(row, entry, { editable, undoable, touched, head, now }) {
+  fill(row, entry, { editable, undoable, touched, head, now, stepOf = () => null }) {
     const whom = touchedText(touched(entry));
     const exact = this.exact.has(rowKey(entry)) && entry.time != null;
     const ago = exact ? exactTime(entry.time) : relativeTime(entry.time, now);
     const isHead = entry.rev >= head;
     const canUndo = editable && entry.entry != null;
     const mayUndo = canUndo && undoable(entry);
+    // The undo step this row is part of, when it holds more than the row: "Undo #1–#21".
+    const whole = canUndo ? stepOf(entry) : null;
+    const step = whole && (whole.first < rowKey(entry) || whole.last > entry.rev) ? whole : null;
     // A render comes after every message: a row whose words are the same is left as it is.
-    const key = `${whom}\n${ago}\n${editable}\n${mayUndo}\n${isHead}`;
+    const key = `${whom}\n${ago}\n${editable}\n${mayUndo}\n${isHead}\n${step?.first}-${step?.last}`;
     if (row.entry === entry && row.key === key) return;
     row.entry = entry;
     row.key = key;
@@ -308,12 +311,17 @@ export class HistoryPanel {
 
     row.undo.hidden = !canUndo;
     row.undo.disabled = !mayUndo;
+    setText(row.undo, step ? `Undo #${step.first}–#${step.last}` : 'Undo this');
     const what = `${action}${whom ? ` on ${whom}` : ''}`;
     // When and which revision too: two rows of the same action on the same person read alike (a pass
     // with a screen reader), and the row's time is no tab stop of its own.
     const which = `${entry.time != null ? `, ${ago}` : ''} (${count > 1 ? `revisions ${entry.first} to ${entry.rev}` : `revision ${entry.rev}`})`;
-    setAttr(row.undo, 'aria-label', `Undo this change of yours on its own: ${what}${which}`);
-    setAttr(row.undo, 'title', 'Takes back this change of yours, and nothing done after it');
+    setAttr(row.undo, 'aria-label', step
+      ? `Undo this step of yours on its own, revisions ${step.first} to ${step.last} (rows of it are elsewhere in the list): ${what}${which}`
+      : `Undo this change of yours on its own: ${what}${which}`);
+    setAttr(row.undo, 'title', step
+      ? `Takes back this step of yours, all of it (revisions ${step.first} to ${step.last}: a teammate's change came in the middle, or it goes on below), and nothing done after it`
+      : 'Takes back this change of yours, and nothing done after it');
     row.restore.hidden = !editable;
     row.restore.disabled = !editable || isHead;
     setAttr(row.restore, 'aria-label', start ? 'Restore to here: the room as it was when it started'

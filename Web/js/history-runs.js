@@ -6,8 +6,8 @@
 // author with the same label, every diff of each a `text` diff of one and the same person's name, or
 // every diff a `move` of one and the same person; and when either is on this user's undo stack (it
 // carries `entry`), both carry the same entry (one undo step: "Undo this" takes back the whole row),
-// else both have times at most `RUN_GAP_MILLIS` apart (a teammate's typing; or the user's own, off
-// their stack, or come live, its mark not read yet). The row is the newest revision's ("Restore to here" restores to after the whole run)
+// else they are revisions one after the other with times at most `RUN_GAP_MILLIS` apart (a
+// teammate's typing; or the user's own, off their stack, or come live, its mark not read yet). The row is the newest revision's ("Restore to here" restores to after the whole run)
 // with `first`, its oldest revision (the row's key; a run that grows keeps its row: history-panel.js
 // moves it to the new key), and `revs`. The shared vectors `Tests/Vectors/runs.json` pin the rule for both clients (the terminal's
 // `LogEntry+Runs.swift`). No DOM: node tests it as it is.
@@ -34,7 +34,11 @@ export function sameRun(newer, older) {
   if ((newer.entry != null || older.entry != null) && !newer.entryUnknown && !older.entryUnknown) {
     return newer.entry === older.entry;
   }
-  return newer.time != null && older.time != null && Math.abs(newer.time - older.time) <= RUN_GAP_MILLIS;
+  // Without an undo step to tie them, only revisions one after the other (a person's history skips
+  // others' revisions: typing in Joan, then Sam, then Joan again is three rows of the room, two of
+  // Joan's; a black-box pass).
+  return older.rev === newer.rev - 1 && newer.time != null && older.time != null
+    && Math.abs(newer.time - older.time) <= RUN_GAP_MILLIS;
 }
 
 /** `entries` (newest first) cut into runs: arrays of entries, newest first. */
@@ -55,6 +59,23 @@ export function runsOf(entries) {
 export function runRows(entries) {
   return runsOf(entries).map((run) => (run.length === 1 ? run[0]
     : { ...run[0], first: run[run.length - 1].rev, revs: run.map((e) => e.rev) }));
+}
+
+/**
+ * This user's undo steps among `entries`: entry id → {first, last}, the step's first revision (its
+ * id) and the newest loaded that carries it. A step can hold more than one row (a teammate's change
+ * came in the middle of the typing; its first revisions are on a page not read): "Undo this" takes
+ * back all of it, and says so.
+ */
+export function stepsOf(entries) {
+  const steps = new Map();
+  for (const e of entries) {
+    if (e.entry == null) continue;
+    const step = steps.get(e.entry);
+    if (!step) steps.set(e.entry, { first: e.entry, last: e.rev });
+    else step.last = Math.max(step.last, e.rev);
+  }
+  return steps;
 }
 
 /** A row's key in the panel: its oldest revision. */

@@ -287,5 +287,9 @@ export function alreadyRestoredText(entry, now, locale = undefined) {
 function restorePoint(entry, now, locale) {
   if (entry.kind === 'start') return 'when it started';
   const when = relativeTime(entry.time, now, locale);
-  return `right after ${entry.author}'s ${actionText(entry)}${when ? ` (${when})` : ''}`;
+  // A run (history-runs.js) says which revisions it holds: restoring goes to after its newest, and
+  // a run can grow under a focused button (a black-box pass).
+  const run = entry.revs?.length > 1 ? `${entry.revs.length} changes, revisions ${entry.first} to ${entry.rev}` : '';
+  const about = [run, when].filter(Boolean).join(', ');
+  return `right after ${entry.author}'s ${actionText(entry)}${about ? ` (${about})` : ''}`;
 }
