@@ -95,15 +95,18 @@ struct ImportCommand: AsyncParsableCommand {
         // revisions (so a restore or ?at= far back reads little), all or nothing (PeopleStore.create),
         // then the room's snapshot at its head (so loading it replays nothing), as a hub that
         // made the same revisions one by one would have kept.
-        let room = imported.built
         let done = DispatchSemaphore(value: 0)
         let failure = LockedBox<StoreError?>(nil)
         // The webhooks hear of it as of a room PUT made (a helper's drill found them told nothing): its
         // room.created kept with it, and every endpoint that wants its revisions at 0 (in the same
         // commit), so the hub that loads it (now or at its next start) delivers them from the first.
+        // A file of people makes a room at this time, its revision 0's and its room.created's alike
+        // (as a PUT's, `RoomImport.room(madeAt:)`); an export keeps its own.
         let created = Int64(Date().timeIntervalSince1970 * 1000)
+        let room = imported.room(madeAt: created)
         let notices = WebhookDispatcher.notices(.roomCreated, room: name, time: created, endpoints: endpoints)
-        if store.create(imported.startingSnapshot, notices: notices, entries: imported.entries,
+        let start = imported.hasHistory ? imported.startingSnapshot : room.snapshot()
+        if store.create(start, notices: notices, entries: imported.entries,
                         checkpoints: imported.checkpoints, room: name,
                         whenDurable: { error in failure.set(error); done.signal() }) == .durable {
             done.signal()

@@ -498,6 +498,7 @@ test("this user's letters that came live (marks unread) join the run the hub mar
   const read = [typed(6, { entry: 5 }), typed(5, { entry: 5 })];
   const live = [typed(8, { entryUnknown: true }), typed(7, { entryUnknown: true })];
   assert.deepEqual(runsOf([...live, ...read]).map((r) => r.map((e) => e.rev)), [[8, 7, 6, 5]]);
+  assert.equal(runRows([...live, ...read])[0].entry, 5, "the row keeps the run's mark: its Undo stays");
   // Read again, the hub's marks decide: a new undo step is a row of its own.
   assert.deepEqual(runsOf([typed(8, { entry: 7 }), typed(7, { entry: 7 }), ...read]).map((r) => r.map((e) => e.rev)),
     [[8, 7], [6, 5]]);

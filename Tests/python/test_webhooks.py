@@ -887,6 +887,27 @@ def test_a_room_the_import_command_makes_is_delivered_as_one_put_makes(
     assert not receiver.problems(), receiver.problems()
 
 
+def test_a_room_of_people_the_import_command_makes_is_told_with_revision_0_s_time(hub_factory, receiver_factory,
+                                                                                tmp_path, room):
+    """`peoplekeeper-hub import` of a file of people (no history): the room's revision 0 and its
+    `room.created` have one time, as a PUT's (a review, session 41: revision 0 was timed when the file
+    was read, the event after the store opened)."""
+    import subprocess
+    from conftest import HUB_BIN, REPO
+    receiver, secrets = receiver_factory("/hook")
+    hooks = webhook_config(tmp_path, receiver, secrets, [{"path": "/hook", "rooms": ["*"], "events": ["room.created"]}])
+    hub = hub_factory({**SQLITE, "webhooks": hooks})
+    path = tmp_path / "people.json"
+    path.write_text(json.dumps({"people": [person(k, f"P{k}") for k in range(1, 1001)]}))
+    done = subprocess.run([HUB_BIN, "import", room, str(path), "--config", str(hub.config_path)], cwd=str(REPO),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    hub.join(room, "ann")
+    wait_for(lambda: receiver.delivered("/hook", room, "room.created"), 30, "the import's room.created")
+    created = expect(HubHTTP(hub.port).export(room, history=True), 200, "export")["created"]
+    assert receiver.delivered("/hook", room, "room.created")[0]["time"] == created
+
+
 def test_a_clean_stop_writes_the_last_cursors_so_a_restart_repeats_nothing(hub_factory, receiver_factory, tmp_path, rooms):
     """From a code review (session 19): SIGTERM closed the store at the end of the drain, and only then
     did the webhook deliverer write the cursors of what it had delivered last (a lane writes its cursor

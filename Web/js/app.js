@@ -82,7 +82,7 @@ class App {
     this.highlights = new Highlights();
     /** Names of everyone seen, to name people in reports after they are gone. */
     this.knownNames = new KnownNames();
-    /** Tags a teammate removed since the last render, and by whom ("bob", or "bob's restore") (to say so when it was the selected person). */
+    /** Tags a teammate removed since the last render, and by whom: {author, restore} (to say so when it was the selected person). */
     this.removedBy = new Map();
     /** Live region → the words said to it in this task, said together once it is done (`say`). */
     this.saying = new Map();
@@ -386,7 +386,7 @@ class App {
     } else if (!$('confirm-delete').hidden) {  // said once, with who did it (known in this render only)
       const name = this.knownNames.get(tag) ?? 'This person';
       const by = this.removedBy.get(tag);
-      const who = by == null ? null : by === this.live.sync.user ? 'You (elsewhere)' : by;
+      const who = by == null ? null : this.removerWords(by, { elsewhere: true });
       const words = who ? `${who} deleted ${name} meanwhile: there is nothing to delete.`
         : `${name} was deleted meanwhile: there is nothing to delete.`;
       setText($('confirm-text'), words);
@@ -518,6 +518,15 @@ class App {
     if (text && document.querySelector('dialog[open]')) this.say('notice', text);
   }
 
+  /**
+   * Who removed a person ({author, restore} from `removedBy`): "bob", "bob's restore"; this user in
+   * another tab "You (elsewhere)" / "Your restore (elsewhere)" with `elsewhere`, else as any author.
+   */
+  removerWords({ author, restore }, { elsewhere = false } = {}) {
+    if (elsewhere && author === this.live?.sync.user) return restore ? 'Your restore (elsewhere)' : 'You (elsewhere)';
+    return restore ? `${author}'s restore` : author;
+  }
+
   /** The notice shown now, said again with more (`text`): one notice, logged once. */
   amendNotice(text) {
     this.notices.amend(text);
@@ -645,7 +654,7 @@ class App {
         case 'remote': {
           this.highlights.add(n.diffs, n.author);
           for (const d of n.diffs) {
-            if (d.op === 'remove') this.removedBy.set(d.tag, n.kind === 'restore' ? `${n.author}'s restore` : n.author);
+            if (d.op === 'remove') this.removedBy.set(d.tag, { author: n.author, restore: n.kind === 'restore' });
           }
           // The person the open delete question asks about, deleted: the question says so (not twice).
           const answersQuestion = $('confirm-dialog').open
@@ -820,8 +829,9 @@ class App {
           // added to: it was said only under Recent notices (a black-box pass, session 40).
           const fresh = this.notices.current != null && this.notices.current.id > this.noticeRendered
             ? this.notices.current.text : null;
-          if (fresh == null) this.notice(`${by} deleted ${name}.${selected}`);
-          else this.amendNotice(fresh + (fresh.includes(name) ? '' : ` ${by} deleted ${name}.`) + selected);
+          const removal = `${this.removerWords(by)} deleted ${name}.`;
+          if (fresh == null) this.notice(removal + selected);
+          else this.amendNotice(fresh + (names(fresh, name) ? '' : ` ${removal}`) + selected);
         }
       }
     }
@@ -1083,6 +1093,15 @@ app.join.start();
 function isTypedText(el) {
   if (el instanceof HTMLTextAreaElement || el?.isContentEditable) return true;
   return el instanceof HTMLInputElement && ['text', 'search', 'password', 'email', 'url', 'tel'].includes(el.type);
+}
+
+/** Whether `text` names `name` as a word of its own ("Joan", not inside "Joanna"). */
+function names(text, name) {
+  const at = (i) => i < 0 || i >= text.length || !/[\p{L}\p{N}]/u.test(text[i]);
+  for (let i = text.indexOf(name); i >= 0; i = text.indexOf(name, i + 1)) {
+    if (at(i - 1) && at(i + name.length)) return true;
+  }
+  return false;
 }
 
 /** A revision notice as a timeline entry (the shape of a `log` entry, without `entry`: it is read). */

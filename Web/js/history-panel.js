@@ -316,8 +316,9 @@ export class HistoryPanel {
     // When and which revision too: two rows of the same action on the same person read alike (a pass
     // with a screen reader), and the row's time is no tab stop of its own.
     const which = `${entry.time != null ? `, ${ago}` : ''} (${count > 1 ? `revisions ${entry.first} to ${entry.rev}` : `revision ${entry.rev}`})`;
+    // The accessible name starts with the words shown (a voice-control user says what they see).
     setAttr(row.undo, 'aria-label', step
-      ? `Undo this step of yours on its own, revisions ${step.first} to ${step.last} (rows of it are elsewhere in the list): ${what}${which}`
+      ? `Undo #${step.first}–#${step.last}: this step of yours on its own, all of it (rows of it are elsewhere in the list): ${what}${which}`
       : `Undo this change of yours on its own: ${what}${which}`);
     setAttr(row.undo, 'title', step
       ? `Takes back this step of yours, all of it (revisions ${step.first} to ${step.last}: a teammate's change came in the middle, or it goes on below), and nothing done after it`

@@ -57,8 +57,15 @@ export function runsOf(entries) {
  * oldest revision) and `revs` (every revision, newest first).
  */
 export function runRows(entries) {
-  return runsOf(entries).map((run) => (run.length === 1 ? run[0]
-    : { ...run[0], first: run[run.length - 1].rev, revs: run.map((e) => e.rev) }));
+  return runsOf(entries).map((run) => {
+    if (run.length === 1) return run[0];
+    const row = { ...run[0], first: run[run.length - 1].rev, revs: run.map((e) => e.rev) };
+    // A letter come live (its mark unread) at the top of a marked run: the row keeps the run's mark,
+    // so its "Undo" does not go and come back at every letter (a review).
+    const marked = run.find((e) => !e.entryUnknown);
+    if (row.entryUnknown && marked?.entry != null) row.entry = marked.entry;
+    return row;
+  });
 }
 
 /**
