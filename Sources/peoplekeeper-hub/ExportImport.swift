@@ -105,8 +105,7 @@ struct ImportCommand: AsyncParsableCommand {
         let created = Int64(Date().timeIntervalSince1970 * 1000)
         let room = imported.room(madeAt: created)
         let notices = WebhookDispatcher.notices(.roomCreated, room: name, time: created, endpoints: endpoints)
-        let start = imported.hasHistory ? imported.startingSnapshot : room.snapshot()
-        if store.create(start, notices: notices, entries: imported.entries,
+        if store.create(imported.startingRoom(madeAt: created).snapshot(), notices: notices, entries: imported.entries,
                         checkpoints: imported.checkpoints, room: name,
                         whenDurable: { error in failure.set(error); done.signal() }) == .durable {
             done.signal()

@@ -20,24 +20,22 @@ public struct RoomImport: Sendable {
     /// The people right after each revision that is a multiple of `snapshotEvery`, below the head.
     public let checkpoints: [Checkpoint]
     /// An export with its history (`revisions`, even none): its revision 0 keeps the export's time.
-    public let hasHistory: Bool
-    private let policy: RoomPolicy
+    private let hasHistory: Bool
 
     /// The room to make at `time`: a `PUT` of people's is made then (its revision 0 timed when it is
     /// made, after whatever it waited for: a deletion queued before it, a load), an export's is
     /// `built`, with its own times.
     public func room(madeAt time: Int64) -> Room {
-        hasHistory ? built : Room(name: room, seed: initial, policy: policy, created: time)
+        hasHistory ? built : startingRoom(madeAt: time)
     }
 
     /// `now` (ms since the epoch): revision times more than a day after it are refused, since a room's
     /// times never go back and every later revision would carry that time.
     public init(room: String, body: JSON, policy: RoomPolicy, now: Int64, snapshotEvery: Int = 1_000) throws {
         self.room = room
-        self.policy = policy
         let people = try Self.people(body["people"], field: "people")
-        hasHistory = body["revisions"].map { $0 != .null } ?? false
         guard let list = body["revisions"], list != .null else {
+            hasHistory = false
             // As a submit that would leave them there (an export's revisions are taken as they are:
             // undos may have brought its room past the limit).
             try Self.checkLimit(people, policy: policy, field: "people")
@@ -47,6 +45,7 @@ public struct RoomImport: Sendable {
             checkpoints = []
             return
         }
+        hasHistory = true
         guard case .array(let items) = list else { throw HTTPFailure.badMessage("revisions must be an array") }
         initial = try Self.people(body["initial"], field: "initial")
         // The room as it started holds what a PUT of people may (its revisions are taken as they are).
@@ -97,12 +96,12 @@ public struct RoomImport: Sendable {
         self.checkpoints = checkpoints
     }
 
-    /// The room's first snapshot: `initial` at revision 0, before any imported revision (it and
-    /// `entries` are created all or nothing, `PeopleStore.create`).
-    public var startingSnapshot: RoomSnapshot { startingRoom.snapshot() }
-
-    /// The room at revision 0: `initial`, made when the imported room was.
-    public var startingRoom: Room { Room(name: room, seed: initial, policy: built.policy, created: built.created) }
+    /// The room at revision 0, `initial`, its first snapshot (before any imported revision: it and
+    /// `entries` are created all or nothing, `PeopleStore.create`): made at `time` for a file of
+    /// people, when the exported room was for an export with its history.
+    public func startingRoom(madeAt time: Int64) -> Room {
+        Room(name: room, seed: initial, policy: built.policy, created: hasHistory ? built.created : time)
+    }
 
     /// An export's `created` (ms since the epoch), if any.
     private static func created(_ value: JSON?) throws -> Int64? {

@@ -259,7 +259,7 @@ extension Hub {
                 // first snapshot, history and checkpoints are written all or nothing (never found at
                 // revision 0, or with some of its checkpoints, after a crash); the webhooks hear of it
                 // once it is durable (a write that fails leaves no room to tell of).
-                let start = imported.startingRoom
+                let start = imported.startingRoom(madeAt: time)
                 host = RoomHost(room: start)
                 host.room = imported.built
                 persist(imported.entries, in: host, creating: RoomCreation(
