@@ -420,18 +420,25 @@ def test_a_terminal_client_edit_appears_in_the_browser_with_a_new_face(hub, room
     assert field_of(people, 2, "hairLength") == "long", by_tag(people, 2)
 
 
-def test_typing_a_name_shows_live_and_undoes_as_one_step(hub_factory, room, browsers):
-    """ann and bob look at Joan. ann types `xy` at the end of #name: bob's list row and #name show
-    `Joanxy`, and so does the room (each revision ann made is a text edit on Joan). One Ctrl+Z with
-    the focus outside the field gives `Joan` back everywhere: all the typed characters are one undo
-    step, and #undo is then disabled. (The page sends `y` once `x` is acked: this hub's coalesce
-    window is a minute, so a loaded machine does not split the run.)"""
+def ann_and_bob_typing(hub_factory, room, browsers):
+    """A hub whose coalesce window is a minute (a loaded machine does not split a typed run into two
+    undo steps), an observer, and ann's and bob's pages in `room`: (hub, obs, ann's page, bob's page)."""
     hub = hub_factory({"undo": {"coalesceMillis": 60000}})
     obs = observe(hub, room)
     a = browsers(hub, "ann")
     a.open_room(room, "ann")
     b = browsers(hub, "bob")
     b.open_room(room, "bob")
+    return hub, obs, a, b
+
+
+def test_typing_a_name_shows_live_and_undoes_as_one_step(hub_factory, room, browsers):
+    """ann and bob look at Joan. ann types `xy` at the end of #name: bob's list row and #name show
+    `Joanxy`, and so does the room (each revision ann made is a text edit on Joan). One Ctrl+Z with
+    the focus outside the field gives `Joan` back everywhere: all the typed characters are one undo
+    step, and #undo is then disabled. (The page sends `y` once `x` is acked: this hub's coalesce
+    window is a minute, so a loaded machine does not split the run.)"""
+    hub, obs, a, b = ann_and_bob_typing(hub_factory, room, browsers)
     a.select(2)
     b.select(2)
     name = a.must("#name")
@@ -1909,12 +1916,7 @@ def test_a_name_typed_a_letter_a_revision_is_one_row_of_the_history(hub_factory,
     bob's with "Undo this", which takes the whole name back in one revision (`Joan` again), and whose
     "Restore to here" asks about the room right after the typing. (It was a row a letter: a black-box
     pass, session 40.)"""
-    hub = hub_factory({"undo": {"coalesceMillis": 60000}})
-    obs = observe(hub, room)
-    a = browsers(hub, "ann")
-    a.open_room(room, "ann")
-    b = browsers(hub, "bob")
-    b.open_room(room, "bob")
+    _, obs, a, b = ann_and_bob_typing(hub_factory, room, browsers)
     name = x_after_joans_name(b, obs)
     name.send_keys("y", "z")  # one revision or two: the page sends what was typed while one was on its way
     wait_model(obs, lambda p: field_of(p, 2, "name") == "Joanxyz", "Joan renamed Joanxyz (bob)")
