@@ -56,6 +56,30 @@ struct CheckpointReadTests {
         #expect(h.store.revisionsRead - before == 7)
     }
 
+    @Test("a restore and a ?at= reading the store when an admin deletes the room are 404 no-room, whether the store read came before the deletion or after")
+    func readsAtADeletion() async throws {
+        // Session 41 left it: they were `503 try again` (the room "reloaded meanwhile", or the
+        // revisions unreadable), which sent a retry to the room made next under the name; or, read
+        // before the deletion, a state of the room the DELETE had already taken away.
+        for deletionFirst in [false, true] {
+            let (h, _, _) = try await Self.room()
+            h.background.hold()
+            let at = h.start("GET", "/v1/rooms/r", query: ["at": "7"])
+            let restore = h.start("POST", "/v1/rooms/r/restore", query: ["user": "bob"], body: #"{"key":"k","rev":3}"#)
+            await h.settle()
+            #expect(at.response == nil && restore.response == nil, "both wait for the store")
+            let deletion = h.start("DELETE", "/v1/rooms/r")
+            await h.settle()
+            while h.background.next(newestFirst: deletionFirst) { await h.settle() }
+            await h.settle { deletion.response != nil }
+            #expect(deletion.response?.status == 204)
+            for read in [at, restore] {
+                #expect(read.response?.status == 404, "\(deletionFirst): \(String(decoding: read.response?.body ?? [], as: UTF8.self))")
+                #expect(read.response?.json?["error"]?["code"] == .string("no-room"))
+            }
+        }
+    }
+
     @Test("without checkpoints (a room stored before them) the same restore and ?at= read every revision up to memory")
     func fallback() async throws {
         let (h, ann, models) = try await Self.room(withoutCheckpoints: true)

@@ -218,6 +218,16 @@ struct ConnectionMachineTests {
         check(r.receive(Self.submit, now: 0) == .ignore)
     }
 
+    @Test("a connection of a deleted room reads nothing more, and no session leaves at its close")
+    func roomDeleted() {
+        var m = Self.machine()
+        Self.joined(&m)
+        m.roomDeleted()
+        check(m.receive(Self.submit, now: 0) == .ignore)
+        check(m.session == nil)
+        check(m.closed() == nil, "the room is gone: nothing leaves it")
+    }
+
     // MARK: a token's end
 
     static let helloWithToken = text(#"{"type":"hello","protocol":1,"user":"ann","token":"t"}"#)

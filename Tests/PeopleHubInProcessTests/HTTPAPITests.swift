@@ -58,6 +58,38 @@ struct HTTPAPITests {
         }
     }
 
+    @Test("a WebSocket submit whose commit was handed to the store before an admin's DELETE is acked once durable, then its connection closes (1000 room deleted); one the store failed to write gets no ack")
+    func submitInFlightAtADeletion() async throws {
+        // Session 41 left it: the connection was closed at the DELETE, so the submit had no `ack`
+        // while its revision, written before the deletion, reached the webhooks.
+        for failing in [false, true] {
+            let h = HubHarness()
+            let ann = try await h.joined("ann")
+            let bob = try await h.joined("bob")
+            h.store.hold()
+            await h.send(.submit(seq: 1, base: 0, [.set(1, .glasses(false))]), on: ann)
+            #expect(ann.acks().isEmpty, "held behind its commit")
+            let deletion = h.start("DELETE", "/v1/rooms/r")
+            await h.settle()
+            // What ann sends now reads nothing: the room is gone.
+            await h.send(.submit(seq: 2, base: 0, [.set(1, .glasses(true))]), on: ann)
+            #expect(ann.acks().isEmpty && ann.errors.isEmpty, "still held: the store has not written it")
+            h.store.release(error: failing ? StoreError(.io, "disk full") : nil)
+            await h.settle()
+            #expect(deletion.response?.status == 204)
+            if failing {
+                #expect(ann.acks().isEmpty && bob.ops().isEmpty)
+            } else {
+                #expect(ann.acks().map(\.seq) == [1] && ann.acks().map(\.rev) == [1], "\(ann.sent)")
+                #expect(bob.ops().map(\.rev) == [1], "a teammate is told the revision as the webhooks are")
+            }
+            #expect(ann.errors.isEmpty, "the frame sent after the DELETE is not answered")
+            for connection in [ann, bob] {
+                #expect(connection.closeCode == 1000 && connection.closeReason == CloseReason.roomDeleted)
+            }
+        }
+    }
+
     @Test("two batches held at a deletion are answered each by its own commit: the one written 200, the one the store failed 404")
     func batchesAtADeletionAreAnsweredByTheirOwnCommits() async throws {
         // A review (session 41): one empty append decided every held answer, so a batch written

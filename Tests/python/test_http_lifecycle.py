@@ -509,6 +509,19 @@ def test_a_hub_with_fewer_descriptors_than_connections_refuses_the_rest_and_says
         assert "the open-file limit (ulimit -n) is 300: connections past 172 are refused (503)" in log.read_text(), \
             log.read_text()[-2000:]
         sockets = [raw_upgrade(port, f"/v1/rooms/{room}") for _ in range(172)]
+        # A connection is counted by the service thread that owns its room, a moment after its 101
+        # (with two threads, an upgrade served by the other one can come before that count): once all
+        # 172 are counted, the next is refused. (It got 101 once in a parallel run, session 42.)
+        deadline = time.monotonic() + 10
+        while True:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            conn.request("GET", "/metrics")
+            counted = metric(conn.getresponse().read().decode(), "peoplekeeper_connections")
+            conn.close()
+            if counted == 172:
+                break
+            assert time.monotonic() < deadline, f"{counted} connections counted, not 172"
+            time.sleep(0.05)
         status, body = upgrade_answer(port, f"/v1/rooms/{room}")
         assert status == 503, (status, body)
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)

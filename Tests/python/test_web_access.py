@@ -16,7 +16,7 @@ import pytest
 from selenium.webdriver.common.keys import Keys
 
 from conftest import unique_room
-from pkclient import by_tag
+from pkclient import by_tag, person
 from test_web import (RECONNECT_WAIT, ann_on_a_sqlite_hub, browsers, field_of, kill_hub_under,  # noqa: F401
                       observe, shots, wait_model)
 
@@ -129,6 +129,27 @@ def test_a_person_deleted_by_a_teammate_while_the_delete_question_is_open(hub, r
     a.keys(Keys.ENTER)
     a.wait_for(lambda p: not p.js("return document.getElementById('confirm-dialog').open;"), "the dialog closed")
     assert obs.rev == 2, f"nothing more was done: the room is at {obs.rev}"
+
+
+def test_the_delete_question_names_your_own_restore_in_another_tab(hub, room, browsers):
+    """The same user's restore elsewhere (another tab, the terminal) took away the person the delete
+    question asks about: it says "Your restore (elsewhere)", not "ann's restore" as if a teammate did
+    it, nor "You (elsewhere)" as if it were a delete (a review, session 41; not tested until session 42)."""
+    obs = observe(hub, room)
+    kim = obs.new_tag()
+    obs.edit([{"op": "insert", "at": 0, "person": person(kim, "Kim")}])
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.select(kim)
+    a.click(a.row(kim) + " .delete")
+    a.wait_for(lambda p: p.js("return document.getElementById('confirm-dialog').open;"), "the delete question")
+    assert said(a, "#confirm-text") == "Delete Kim? You can undo it."
+    other_tab = hub.join(room, "ann")
+    other_tab.send({"type": "restore", "seq": 1, "rev": 0})
+    assert other_tab.take("restored")["rev"] == 2
+    a.wait_for(lambda p: said(p, "#confirm-text") == "Your restore (elsewhere) deleted Kim meanwhile: there is nothing to delete.",
+               "the question naming ann's own restore elsewhere")
+    assert a.js("return document.getElementById('confirm-delete').hidden;") is True
 
 
 def test_arrow_keys_through_a_choice_are_one_undo_step(hub_factory, room, browsers):

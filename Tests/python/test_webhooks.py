@@ -30,6 +30,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from websockets.exceptions import ConnectionClosed
 
 from pkclient import HubClient, person
 from pkhttp import HubHTTP, expect, expect_error, new_key, schema_errors
@@ -618,6 +619,24 @@ def test_room_created_and_deleted_events_go_to_the_endpoints_that_ask_for_them(h
     assert "webhook" in metrics, "the metrics say nothing of webhook deliveries"
 
 
+def delete_while_writing(admin: HubHTTP, receiver, room: str, write, writers: int, written,
+                         stop: threading.Event | None = None) -> None:
+    """Runs `write(k)` on `writers` threads; once `written()` reaches 60, the admin deletes the room
+    (`stop` is set then); waits for the writers and for the endpoint's `room.deleted`."""
+    threads = [threading.Thread(target=write, args=(k,), daemon=True) for k in range(writers)]
+    for t in threads:
+        t.start()
+    wait_for(lambda: written() >= 60, 20, lambda: f"only {written()} written")
+    r = admin.remove_room(room)
+    assert r.status == 204, r
+    if stop is not None:
+        stop.set()
+    for t in threads:
+        t.join(20)
+    wait_for(lambda: ("room.deleted", None) in room_events(receiver, room), 20,
+             lambda: f"no room.deleted: {room_events(receiver, room)[-5:]}")
+
+
 def test_batches_in_flight_at_a_delete_are_answered_as_the_webhooks_tell_them(hub_factory, receiver_factory,
                                                                               tmp_path, room):
     """Six writers post keyed batches over HTTP (SQLite: commits take a while) while an admin deletes
@@ -646,17 +665,7 @@ def test_batches_in_flight_at_a_delete_are_answered_as_the_webhooks_tell_them(hu
                 return
         http.close()
 
-    writers = [threading.Thread(target=write, args=(k,), daemon=True) for k in range(6)]
-    for t in writers:
-        t.start()
-    wait_for(lambda: len(answers) >= 60, 20, lambda: f"only {len(answers)} answers")
-    r = admin.remove_room(room)
-    assert r.status == 204, r
-    stop.set()
-    for t in writers:
-        t.join(20)
-    wait_for(lambda: ("room.deleted", None) in room_events(receiver, room), 20,
-             lambda: f"no room.deleted: {room_events(receiver, room)[-5:]}")
+    delete_while_writing(admin, receiver, room, write, 6, lambda: len(answers), stop)
     others = [(v, s, b) for v, s, b in answers if s != 200]
     assert all(s == 404 and b["error"]["code"] == "no-room" for _, s, b in others), others
     answered = {b["rev"]: v for v, s, b in answers if s == 200 and "rev" in b}
@@ -664,6 +673,44 @@ def test_batches_in_flight_at_a_delete_are_answered_as_the_webhooks_tell_them(hu
     assert told == answered, (f"revisions told but not answered 200: {sorted(set(told) - set(answered))}; "
                               f"answered 200 but not told: {sorted(set(answered) - set(told))}; "
                               f"{len(others)} answered 404")
+    events = room_events(receiver, room)
+    assert events[-1] == ("room.deleted", None), events[-3:]
+
+
+def test_submits_in_flight_at_a_delete_are_acked_as_the_webhooks_tell_them(hub_factory, receiver_factory,
+                                                                          tmp_path, room):
+    """Twelve WebSocket writers, each renaming a person of its own as fast as its acks come (one submit
+    in flight each, as the product contract asks; SQLite: commits take a while), while an admin
+    deletes the room. Every revision the endpoint was told was acked to its writer before the
+    connection closed with 1000 `room deleted`, and every ack was told. Until session 42 the
+    connections were closed at the `DELETE`, and submits whose revisions the store wrote before the
+    deletion (and the webhooks told) had no ack: the client took them for lost."""
+    receiver, secrets = receiver_factory("/all")
+    hooks = webhook_config(tmp_path, receiver, secrets, [
+        {"path": "/all", "rooms": ["*"], "events": ["revision", "room.created", "room.deleted"]}])
+    hub = hub_factory({**SQLITE, "limits": {"opsPerSecond": 100000}, "webhooks": hooks})
+    admin = HubHTTP(hub.port)
+    expect(admin.create(room, {"people": [person(k, f"P{k}") for k in range(1, 13)]}), 201, "PUT")
+    acked: dict[int, str] = {}
+    closes: list[tuple[int | None, str | None]] = []
+    sent = [0]
+
+    def write(k: int) -> None:
+        c = hub.join(room, f"ws{k}")
+        try:
+            while True:
+                value = f"ws{k}-{c.seq + 1}"
+                sent[0] += 1
+                ack = c.edit([set_op(k + 1, "name", value)])
+                acked[ack["rev"]] = value
+        except ConnectionClosed as e:
+            closes.append((e.rcvd.code if e.rcvd else None, e.rcvd.reason if e.rcvd else None))
+
+    delete_while_writing(admin, receiver, room, write, 12, lambda: len(acked))
+    assert closes == [(1000, "room deleted")] * 12, closes
+    told = {d["rev"]: d["ops"][0]["value"] for d in receiver.delivered("/all", room)}
+    assert told == acked, (f"revisions told but not acked: {sorted(set(told) - set(acked))}; "
+                           f"acked but not told: {sorted(set(acked) - set(told))}; {sent[0]} sent")
     events = room_events(receiver, room)
     assert events[-1] == ("room.deleted", None), events[-3:]
 

@@ -280,23 +280,26 @@ extension Hub {
     /// Closes the room's connections (1000), forgets it, and deletes it and its history from the store;
     /// 204 after. Hellos and requests meanwhile wait, then find no room.
     ///
-    /// HTTP callers whose answers wait behind commits handed to the store before the deletion get them
-    /// once those are durable, as ever (the store writes them before the deletion, in order: they are
-    /// revisions of the room, told to the webhooks, before `room.deleted`); `404 no-room` only for what
-    /// the store failed to write (each commit's own outcome), and for requests the room had not
-    /// answered. A backend's pass found a batch answered 404 whose revision its webhook endpoint then
-    /// received.
+    /// Callers whose answers wait behind commits handed to the store before the deletion get them once
+    /// those are durable, as ever (the store writes them before the deletion, in order: they are
+    /// revisions of the room, told to the webhooks, before `room.deleted`): an HTTP batch its `200`, a
+    /// WebSocket's submit its `ack` (its connection reads nothing more and is closed once nothing is
+    /// held for it); `404 no-room` only for what the store failed to write (each commit's own outcome),
+    /// and for requests the room had not answered. A backend's pass found a batch answered 404 whose
+    /// revision its webhook endpoint then received (session 41), and a submit unacknowledged in the
+    /// same state (session 42).
     private func delete(_ host: RoomHost, call: HTTPCall) {
         let name = host.room.name
         host.broken = true
-        var callers: [HTTPReplies] = []
+        var deletion = RoomHost.Deletion(callers: [], sockets: [])
         for connection in host.connections.values {
             // (closing a stand-in answers its callers 503 "try again": they are answered as the
             // commits they wait for settle, `settleDeleted`)
-            if let replies = connection as? HTTPReplies { callers.append(replies) }
-            else { connection.close(code: 1000, reason: CloseReason.roomDeleted) }
+            if let replies = connection as? HTTPReplies { deletion.callers.append(replies); continue }
+            (connection.context as? Client)?.machine.roomDeleted()
+            deletion.sockets.append(connection)
         }
-        host.deletionCallers = callers
+        host.deletion = deletion
         settleDeleted(barrier: nil, host: host, failed: false)
         for waiter in host.feedWaiters { waiter.call.exchange.respond(HTTPFailure.noRoom(name).response(json: true)) }
         host.feedWaiters.removeAll()
@@ -312,27 +315,32 @@ extension Hub {
         }
     }
 
-    /// A commit of a deleted room settled: the HTTP answers held behind it go (a request whose record
-    /// the store failed to write is `404 no-room`, the room's answer to a request it did not get to),
-    /// in order, each from its own commit's outcome; once nothing is held, every caller still waiting
-    /// is `404 no-room`. What was held for WebSocket connections is dropped: they were closed with
-    /// 1000 `room deleted`.
+    /// A commit of a deleted room settled: what was held behind it goes, in order, each from its own
+    /// commit's outcome: written, the HTTP answers and the WebSocket messages (a submit's `ack`, the
+    /// revision's broadcast) as ever; not written, a request's answer is `404 no-room` (the room's answer
+    /// to a request it did not get to) and a WebSocket message is dropped. Once nothing is held, every
+    /// caller still waiting is `404 no-room` and the sockets are closed with 1000 `room deleted`.
     func settleDeleted(barrier: Int?, host: RoomHost, failed: Bool) {
         let gone = HTTPFailure.noRoom(host.room.name)
         let ready = barrier.map { host.settle($0, failed: failed) } ?? []
         for (item, durable) in ready {
             switch item {
             case .send(let message, let connections):
-                for case let replies as HTTPReplies in connections {
-                    if durable { replies.send(message) } else { replies.answer(gone.response(json: true)) }
+                for connection in connections {
+                    if let replies = connection as? HTTPReplies {
+                        if durable { replies.send(message) } else { replies.answer(gone.response(json: true)) }
+                    } else if durable {
+                        connection.send(message)
+                    }
                 }
             case .answer(let exchange, let response): exchange.respond(durable ? response : gone.response(json: true))
             case .barrier: break
             }
         }
-        guard !host.isHolding, let callers = host.deletionCallers else { return }
-        host.deletionCallers = []
-        for replies in callers { replies.fail(gone) }
+        guard !host.isHolding, let deletion = host.deletion else { return }
+        host.deletion = .init(callers: [], sockets: [])
+        for replies in deletion.callers { replies.fail(gone) }
+        for connection in deletion.sockets { connection.close(code: 1000, reason: CloseReason.roomDeleted) }
     }
 
     /// Deletes the room from the store (off the service thread) while a placeholder load holds its name:

@@ -39,16 +39,22 @@ final class RoomHost {
     private var nextBarrier = 0
     /// Settled barriers whose records the store failed to write (a deleted room's), until passed.
     private var failedBarriers: Set<Int> = []
-    /// An admin deleted the room: the HTTP callers still waiting on it, answered as the commits they
-    /// wait for settle (`Hub.settleDeleted`), the rest `404 no-room` once nothing is held. Nil while
-    /// the room lives.
-    var deletionCallers: [HTTPReplies]?
+    /// An admin deleted the room: who still waits on it (`Hub.settleDeleted`). Nil while the room lives.
+    var deletion: Deletion?
     /// The newest revision the store has made durable: the change feed serves up to it.
     var durableRevision: Int
     /// Long polls of the change feed waiting for a revision.
     var feedWaiters: [FeedWaiter] = []
     /// What to do when the room asks for older revisions for an HTTP caller's session (first first).
     var historyReads: [SessionID: [(HistoryRead) -> Void]] = [:]
+
+    /// What a deleted room still owes: what was held for these is given as the commits it waits for
+    /// settle (what the store wrote before the deletion), then the callers still waiting are
+    /// `404 no-room` and the sockets are closed (1000 `room deleted`).
+    struct Deletion {
+        var callers: [HTTPReplies]
+        var sockets: [any ClientConnection]
+    }
 
     enum Held {
         case barrier(Int, durable: Bool)

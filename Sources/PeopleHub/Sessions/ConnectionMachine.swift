@@ -334,6 +334,13 @@ struct ConnectionMachine {
         state = .closed(leaving: nil)
     }
 
+    /// An admin deleted the room: nothing more is read (the connection is closed, 1000 `room deleted`,
+    /// once the answers held for it behind commits written before the deletion have gone). Nothing
+    /// leaves: the room is gone.
+    mutating func roomDeleted() {
+        state = .closed(leaving: nil)
+    }
+
     /// The connection closed: the session it carried leaves the room (nil if it carried none).
     mutating func closed() -> SessionID? {
         defer { state = .closed(leaving: nil) }
