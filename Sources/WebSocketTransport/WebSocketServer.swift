@@ -894,6 +894,39 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
     static let staticFileHeaders = ([.init("x-content-type-options", "nosniff")] + staticFileHeaderList)
         .map { "\($0.name): \($0.value)\r\n" }.joined()
 
+    /// The reason phrases of the codes this server sends that lws's table has none for: its status
+    /// line was `HTTP/1.1 201 ` (allowed, RFC 9112 §4, but logs and people read the phrase).
+    static let reasonPhrases: [Int: String] = [201: "Created", 204: "No Content"]
+
+    /// What lws's `lws_add_http_common_headers` writes (the status line as lws makes it, the type, the
+    /// length), with two differences: a reason phrase where lws's table has none (`reasonPhrases`),
+    /// and a `204` carries neither `content-length` nor `content-type` (it has no content; RFC 9110
+    /// §8.6: a server must not send `content-length` with a 204; it said `content-length: 0` until
+    /// session 42). True if the head does not fit.
+    private static func addStatusAndLength(wsi: OpaquePointer, _ response: HTTPResponse, start: UnsafeMutablePointer<UInt8>,
+                                           _ position: inout UnsafeMutablePointer<UInt8>?, end: UnsafeMutablePointer<UInt8>) -> Bool {
+        if lws_add_http_header_status(wsi, UInt32(response.status), &position, end) != 0 { return true }
+        if let phrase = reasonPhrases[response.status], let at = position {
+            // lws wrote "HTTP/1.x 201 \r\n" and nothing after it (no server or vhost headers here):
+            // the phrase goes before the line's end. Anything else is left as lws wrote it.
+            let line = Array(UnsafeBufferPointer(start: start, count: at - start))
+            let bare = Array(" \(response.status) \r\n".utf8)
+            if line.count > bare.count, Array(line.suffix(bare.count)) == bare,
+               line.dropLast(2).firstIndex(of: 0x0D) == nil {
+                let ending = Array((phrase + "\r\n").utf8)
+                guard at - 2 + ending.count < end else { return true }
+                (at - 2).update(from: ending, count: ending.count)
+                position = at - 2 + ending.count
+            }
+        }
+        if response.status == 204 { return false }
+        let type = Array(response.contentType.utf8)
+        if lws_add_http_header_by_token(wsi, WSI_TOKEN_HTTP_CONTENT_TYPE, type, Int32(type.count), &position, end) != 0 {
+            return true
+        }
+        return lws_add_http_header_content_length(wsi, lws_filepos_t(response.body.count), &position, end) != 0
+    }
+
     /// Writes the pending answer's head, then as much of its body as the socket takes (16 KiB pieces);
     /// the rest goes on the next WRITEABLE. After the last piece the connection waits for the next
     /// request (keep-alive), or closes when the answer says so.
@@ -906,10 +939,7 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
                 let start = buffer.baseAddress! + pk_lws_pre
                 var position: UnsafeMutablePointer<UInt8>? = start
                 let end = buffer.baseAddress! + buffer.count - 1
-                if lws_add_http_common_headers(wsi, UInt32(response.status), response.contentType,
-                                               lws_filepos_t(response.body.count), &position, end) != 0 {
-                    return true
-                }
+                if Self.addStatusAndLength(wsi: wsi, response, start: start, &position, end: end) { return true }
                 for header in response.headers + Self.answerHeaders {
                     let name = Array((header.name + ":").utf8), value = Array(header.value.utf8)
                     if lws_add_http_header_by_name(wsi, name + [0], value, Int32(value.count), &position, end) != 0 {

@@ -158,6 +158,43 @@ def test_pipelined_requests_are_answered_in_order_or_sent_again_and_the_hub_stay
         assert health.status == 200, health
 
 
+def test_a_201_and_a_204_say_their_reason_and_a_204_has_no_content_headers(hub, room):
+    """On one keep-alive connection: `PUT` answers `HTTP/1.1 201 Created`, `DELETE` `HTTP/1.1 204 No
+    Content` with neither `content-length` nor `content-type` (RFC 9110 §8.6: a server must not send
+    `content-length` with a 204), and the connection goes on to answer the next request. Until
+    session 42 the status lines were `HTTP/1.1 201 ` and `HTTP/1.1 204 ` (libwebsockets' table has no
+    phrase for them) and the 204 said `content-length: 0`."""
+    import socket
+    body = json.dumps({"people": [person(1, "Ada")]}).encode()
+    requests = [
+        (f"PUT /v1/rooms/{room} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+         f"Content-Length: {len(body)}\r\n\r\n").encode() + body,
+        f"DELETE /v1/rooms/{room} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode(),
+        b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    ]
+    heads = []
+    with socket.create_connection(("127.0.0.1", hub.port), timeout=10) as sock:
+        buffer = b""
+        for request in requests:
+            sock.sendall(request)
+            while b"\r\n\r\n" not in buffer:
+                data = sock.recv(65536)
+                assert data, f"the connection closed after {heads}"
+                buffer += data
+            head, buffer = buffer.split(b"\r\n\r\n", 1)
+            lines = head.decode("latin-1").split("\r\n")
+            fields = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])}
+            length = int(fields.get("content-length", 0))
+            while len(buffer) < length:
+                buffer += sock.recv(65536)
+            buffer = buffer[length:]
+            heads.append((lines[0], fields))
+    assert [line for line, _ in heads] == ["HTTP/1.1 201 Created", "HTTP/1.1 204 No Content", "HTTP/1.1 200 OK"], heads
+    deleted = heads[1][1]
+    assert "content-length" not in deleted and "content-type" not in deleted, deleted
+    assert deleted.get("cache-control") == "no-store", deleted
+
+
 def _cpu_seconds(pid: int) -> float:
     """The CPU time (user + system) process `pid` has used so far, in seconds."""
     fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
