@@ -71,10 +71,19 @@ struct HTTPAPITests {
             #expect(ann.acks().isEmpty, "held behind its commit")
             let deletion = h.start("DELETE", "/v1/rooms/r")
             await h.settle()
-            // What ann sends now reads nothing: the room is gone.
+            // Here the store deletes at once, and (unlike a real store, which writes in order) writes
+            // the room a hello makes anew before ann's commit: ann's socket still waits for its ack
+            // beside the new room. What ann sends now reads nothing, and never reaches the new room.
+            let carl = try #require(h.connect())
+            h.hello(carl, as: "carl")
+            await h.settle()
+            while h.store.pendingCount > 1 { h.store.releaseNewest() }  // the new room's writes
+            await h.settle()
+            #expect(carl.welcome?.rev == 0)
             await h.send(.submit(seq: 2, base: 0, [.set(1, .glasses(true))]), on: ann)
+            #expect(h.hub.host("r")?.room.revision == 0, "ann's frame went to the new room")
             #expect(ann.acks().isEmpty && ann.errors.isEmpty, "still held: the store has not written it")
-            h.store.release(error: failing ? StoreError(.io, "disk full") : nil)
+            h.store.release(error: failing ? StoreError(.io, "disk full") : nil)  // ann's commit
             await h.settle()
             #expect(deletion.response?.status == 204)
             if failing {
@@ -88,6 +97,32 @@ struct HTTPAPITests {
                 #expect(connection.closeCode == 1000 && connection.closeReason == CloseReason.roomDeleted)
             }
         }
+    }
+
+    @Test("a deletion the store fails: 503, the room's sockets are closed 1011 (they come back to the room), and a read that waited is answered from the room, not 404")
+    func failedDeletion() async throws {
+        // A review (session 42): a read that came back while the room was being deleted was 404
+        // whatever the store then did, and the sockets were told "room deleted" of a room still there.
+        let (h, ann, models) = try await CheckpointReadTests.room()
+        h.background.hold()
+        let at = h.start("GET", "/v1/rooms/r", query: ["at": "7"])
+        await h.settle()
+        h.store.failDeletes = true
+        let deletion = h.start("DELETE", "/v1/rooms/r")
+        await h.settle()
+        while h.background.next(newestFirst: true) { await h.settle() }  // the deletion first, then the read
+        await h.settle { deletion.response != nil && at.response != nil }
+        #expect(deletion.response?.status == 503)
+        #expect(ann.closeCode == 1011 && ann.closeReason == "store failed")
+        #expect(at.response?.status == 200 && at.response?.json?["people"] == CheckpointReadTests.people(models[7]),
+                "\(String(decoding: at.response?.body ?? [], as: UTF8.self))")
+        h.store.failDeletes = false
+        let back = try #require(h.connect())
+        h.hello(back, as: "ann")
+        while back.welcome == nil && back.closeCode == nil {
+            if !h.background.next() { await h.settle() }
+        }
+        #expect(back.welcome?.rev == 40, "the room is still there")
     }
 
     @Test("two batches held at a deletion are answered each by its own commit: the one written 200, the one the store failed 404")

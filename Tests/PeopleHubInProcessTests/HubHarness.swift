@@ -107,6 +107,8 @@ class ScriptedStore: PeopleStore, @unchecked Sendable {
     private var holding = false
     private var waiting: [@Sendable (StoreError?) -> Void] = []
     var failLoads = false
+    /// Fail every deletion (the room stays).
+    var failDeletes = false
     /// Answer every checkpoint read with none (a store written before checkpoints were kept).
     var withoutCheckpoints = false
     private var read = 0
@@ -138,6 +140,13 @@ class ScriptedStore: PeopleStore, @unchecked Sendable {
     /// Settles the oldest pending append only (durable, or failed with `error`); holding goes on.
     func releaseOne(error: StoreError? = nil) {
         let done: (@Sendable (StoreError?) -> Void)? = lock.withLock { waiting.isEmpty ? nil : waiting.removeFirst() }
+        done?(error)
+    }
+
+    /// Settles the newest pending write only: an order no real store has (theirs is the order the
+    /// writes were handed over), to open a window a test shows is closed anyway.
+    func releaseNewest(error: StoreError? = nil) {
+        let done: (@Sendable (StoreError?) -> Void)? = lock.withLock { waiting.isEmpty ? nil : waiting.removeLast() }
         done?(error)
     }
 
@@ -219,7 +228,8 @@ class ScriptedStore: PeopleStore, @unchecked Sendable {
         try inner.listRooms(after: after, prefix: prefix, limit: limit)
     }
     func deleteRoom(_ room: String, notices: [WebhookNotice]) throws(StoreError) -> Bool {
-        try inner.deleteRoom(room, notices: notices)
+        if failDeletes { throw StoreError(.io, "disk full") }
+        return try inner.deleteRoom(room, notices: notices)
     }
     func deletion(of room: String) throws(StoreError) -> Int64? { try inner.deletion(of: room) }
     func webhookNotices(endpoint: String) throws(StoreError) -> [WebhookNotice] { try inner.webhookNotices(endpoint: endpoint) }

@@ -145,7 +145,10 @@ extension Hub {
     /// A record is durable (or failed): the sends held behind it go, in order; a failure drops the room.
     /// A deleted room's go to its HTTP callers (`settleDeleted`).
     private func durable(barrier: Int, host: RoomHost, error: StoreError?) {
-        if host.deletion != nil { return settleDeleted(barrier: barrier, host: host, failed: error != nil) }
+        if host.deletion != nil {
+            if error != nil { metrics.storeFailures.increment() }  // counted as any room's (a review, session 42)
+            return settleDeleted(barrier: barrier, host: host, failed: error != nil)
+        }
         guard !host.broken else { return }
         if let error {
             // Nothing after the failed record may be sent.

@@ -291,7 +291,7 @@ extension Hub {
     private func delete(_ host: RoomHost, call: HTTPCall) {
         let name = host.room.name
         host.broken = true
-        var deletion = RoomHost.Deletion(callers: [], sockets: [])
+        var deletion = RoomLife.Deletion()
         for connection in host.connections.values {
             // (closing a stand-in answers its callers 503 "try again": they are answered as the
             // commits they wait for settle, `settleDeleted`)
@@ -308,7 +308,7 @@ extension Hub {
         let waiting = host.joinsAwaitingDurable
         host.joinsAwaitingDurable = []
         host.catchingUp -= waiting.count
-        deleteFromStore(name, call: call, ifStored: false)
+        deleteFromStore(name, call: call, ifStored: false, deleting: host)
         for (connection, _) in waiting {
             guard let client = connection.context as? Client, !connection.isClosing else { continue }
             openRoom(for: connection, client: client)
@@ -317,42 +317,68 @@ extension Hub {
 
     /// A commit of a deleted room settled: what was held behind it goes, in order, each from its own
     /// commit's outcome: written, the HTTP answers and the WebSocket messages (a submit's `ack`, the
-    /// revision's broadcast) as ever; not written, a request's answer is `404 no-room` (the room's answer
-    /// to a request it did not get to) and a WebSocket message is dropped. Once nothing is held, every
-    /// caller still waiting is `404 no-room` and the sockets are closed with 1000 `room deleted`.
+    /// revision's broadcast) as ever; not written, a WebSocket message is dropped and a request's
+    /// answer is `404 no-room` (the room's answer to a request it did not get to) once the deletion is
+    /// committed, `503` if the store could not delete the room either. Once nothing is held and the
+    /// deletion's outcome is known, the rest are answered (`concludeDeletion`).
     func settleDeleted(barrier: Int?, host: RoomHost, failed: Bool) {
-        let gone = HTTPFailure.noRoom(host.room.name)
         let ready = barrier.map { host.settle($0, failed: failed) } ?? []
         for (item, durable) in ready {
             switch item {
             case .send(let message, let connections):
                 for connection in connections {
                     if let replies = connection as? HTTPReplies {
-                        if durable { replies.send(message) } else { replies.answer(gone.response(json: true)) }
+                        if durable { replies.send(message) } else { whenDeleted(host) { replies.answer($0.response(json: true)) } }
                     } else if durable {
                         connection.send(message)
                     }
                 }
-            case .answer(let exchange, let response): exchange.respond(durable ? response : gone.response(json: true))
+            case .answer(let exchange, let response):
+                if durable { exchange.respond(response) } else { whenDeleted(host) { exchange.respond($0.response(json: true)) } }
             case .barrier: break
             }
         }
-        guard !host.isHolding, let deletion = host.deletion else { return }
-        host.deletion = .init(callers: [], sockets: [])
-        for replies in deletion.callers { replies.fail(gone) }
-        for connection in deletion.sockets { connection.close(code: 1000, reason: CloseReason.roomDeleted) }
+        concludeDeletion(host)
+    }
+
+    /// Answers what the deletion of `host`'s room leaves unanswered, once the store has said:
+    /// `404 no-room` if it deleted the room, `503` (try again) if it could not.
+    private func whenDeleted(_ host: RoomHost, _ answer: @escaping (HTTPFailure) -> Void) {
+        let name = host.room.name
+        host.life.whenDecided { deleted in
+            answer(deleted ? .noRoom(name) : .unavailable("room \(name) could not be deleted; try again"))
+        }
+    }
+
+    /// The end of a deletion, once nothing is held for its callers and the store has said: the
+    /// callers still waiting are answered (`404 no-room`, or `503` if the store failed), and the
+    /// room's WebSockets closed: 1000 `room deleted`, or 1011 `store failed` (the room is still
+    /// there: they come back to it, as after any store failure).
+    private func concludeDeletion(_ host: RoomHost) {
+        guard !host.isHolding, let deletion = host.deletion, deletion.outcome != .pending else { return }
+        host.deletion?.callers = []
+        host.deletion?.sockets = []
+        let deleted = deletion.outcome == .deleted
+        for replies in deletion.callers {
+            replies.fail(deleted ? .noRoom(host.room.name) : .unavailable("room \(host.room.name) could not be deleted; try again"))
+        }
+        for connection in deletion.sockets {
+            if deleted { connection.close(code: 1000, reason: CloseReason.roomDeleted) }
+            else { connection.close(code: 1011, reason: "store failed") }
+        }
     }
 
     /// Deletes the room from the store (off the service thread) while a placeholder load holds its name:
     /// hellos and requests meanwhile wait, then load what is there after. `ifStored`: the room is not in
     /// memory, so the store is asked first whether it has it (404 if not, and no `room.deleted`); in
     /// cluster mode this node takes its lease first, so no node loads it meanwhile, and a room another
-    /// node holds is sent there (307), as any request for it is.
-    private func deleteFromStore(_ name: String, call: HTTPCall, ifStored: Bool) {
+    /// node holds is sent there (307), as any request for it is. `deleting`: the room's host (it was
+    /// in memory), told the outcome (`concludeDeletion`).
+    private func deleteFromStore(_ name: String, call: HTTPCall, ifStored: Bool, deleting host: RoomHost? = nil) {
         let placeholder = RoomLoad()
         rooms[name] = .loading(placeholder)
         let store = store
-        let box = UncheckedSendable((call, placeholder))
+        let box = UncheckedSendable((call, placeholder, host))
         // `room.deleted` is kept with the deletion, in the same commit, so no crash can lose it.
         let time = clock
         let notices = webhooks?.notices(roomDeleted: name, time: time) ?? []
@@ -363,7 +389,11 @@ extension Hub {
                 return true
             }
             self?.back(box) { hub, box in
-                let (call, placeholder) = box.value
+                let (call, placeholder, host) = box.value
+                if let host {
+                    if case .success(true) = result { host.life.decide(deleted: true) } else { host.life.decide(deleted: false) }
+                    hub.concludeDeletion(host)
+                }
                 let response: HTTPResponse
                 switch result {
                 case .success(false):
@@ -398,7 +428,7 @@ extension Hub {
                 failure = .unavailable("room \(name) cannot be deleted here: \(error)")
             }
             self?.back(box) { hub, box in
-                let (call, placeholder) = box.value
+                let (call, placeholder, _) = box.value
                 hub.deletionEnded(name, placeholder)
                 call.exchange.respond(failure.response(json: true))
             }
@@ -458,7 +488,13 @@ extension Hub {
             }
             self?.back(work) { hub, work in
                 let (call, host) = work.value
-                hub.answer(call) { hub.answerDurable(call, try result.get(), showing: room.revision, in: host) }
+                // A room deleted meanwhile is gone, whatever the pages read (a review, session 42).
+                host.life.whenDecided { deleted in
+                    hub.answer(call) {
+                        if deleted { throw HTTPFailure.noRoom(room.name) }
+                        return hub.answerDurable(call, try result.get(), showing: room.revision, in: host)
+                    }
+                }
                 hub.releaseMemorySoon()
             }
         }

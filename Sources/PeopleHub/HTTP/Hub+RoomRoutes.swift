@@ -80,20 +80,23 @@ extension Hub {
     /// Reads revisions `after + 1 ... through` from the store off the service thread (or, when the model
     /// at `modelAt` is what is wanted, a checkpoint and fewer revisions: `PeopleStore.olderHistory`),
     /// then answers `call` with `then` (a store that cannot give them all: 503). A room an admin deleted
-    /// meanwhile is `404 no-room`, as a request that comes after the `DELETE` is, whether or not the
-    /// store still had the revisions (it was `503 try again`, which invites a retry, until session 42).
+    /// meanwhile is `404 no-room` once the store has deleted it, as a request that comes after the
+    /// `DELETE` is, whether or not the store still had the revisions (it was `503 try again`, which
+    /// invites a retry, until session 42); after a deletion the store failed, `then` says.
     func readOlder(_ host: RoomHost, after: Int, through: Int, modelAt: Int? = nil, call: HTTPCall,
                    then: @escaping (Hub, OlderHistory) throws -> HTTPResponse?) {
         let store = store
         let name = host.room.name
-        let work = OlderRead(call: call, host: host, then: then)
+        let work = OlderRead(call: call, life: host.life, then: then)
         runtime.background { [weak self] in
             let older = Result { try Self.olderHistory(store, room: name, after: after, through: through, modelAt: modelAt) }
             self?.back(work) { hub, work in
                 let (call, then) = (work.call, work.then)
-                hub.answer(call) { () throws -> HTTPResponse? in
-                    if work.host.deletion != nil { throw HTTPFailure.noRoom(name) }
-                    return try then(hub, older.get())
+                work.life.whenDecided { deleted in
+                    hub.answer(call) { () throws -> HTTPResponse? in
+                        if deleted { throw HTTPFailure.noRoom(name) }
+                        return try then(hub, older.get())
+                    }
                 }
             }
         }
@@ -376,12 +379,12 @@ extension Hub {
 /// `Hub.Continuation`).
 final class OlderRead: @unchecked Sendable {
     let call: HTTPCall
-    /// The room the read is for (touched on the service thread only; kept until the read is back).
-    let host: RoomHost
+    /// Whether the room the read is for was deleted meanwhile (touched on the service thread only).
+    let life: RoomLife
     let then: (Hub, OlderHistory) throws -> HTTPResponse?
-    init(call: HTTPCall, host: RoomHost, then: @escaping (Hub, OlderHistory) throws -> HTTPResponse?) {
+    init(call: HTTPCall, life: RoomLife, then: @escaping (Hub, OlderHistory) throws -> HTTPResponse?) {
         self.call = call
-        self.host = host
+        self.life = life
         self.then = then
     }
 }

@@ -39,22 +39,20 @@ final class RoomHost {
     private var nextBarrier = 0
     /// Settled barriers whose records the store failed to write (a deleted room's), until passed.
     private var failedBarriers: Set<Int> = []
-    /// An admin deleted the room: who still waits on it (`Hub.settleDeleted`). Nil while the room lives.
-    var deletion: Deletion?
+    /// What reads that outlast the room see of it: its deletion, if an admin deleted it.
+    let life = RoomLife()
+    /// An admin deleted the room: who still waits on it, and the outcome (`Hub.settleDeleted`). Nil
+    /// while the room lives.
+    var deletion: RoomLife.Deletion? {
+        get { life.deletion }
+        set { life.deletion = newValue }
+    }
     /// The newest revision the store has made durable: the change feed serves up to it.
     var durableRevision: Int
     /// Long polls of the change feed waiting for a revision.
     var feedWaiters: [FeedWaiter] = []
     /// What to do when the room asks for older revisions for an HTTP caller's session (first first).
     var historyReads: [SessionID: [(HistoryRead) -> Void]] = [:]
-
-    /// What a deleted room still owes: what was held for these is given as the commits it waits for
-    /// settle (what the store wrote before the deletion), then the callers still waiting are
-    /// `404 no-room` and the sockets are closed (1000 `room deleted`).
-    struct Deletion {
-        var callers: [HTTPReplies]
-        var sockets: [any ClientConnection]
-    }
 
     enum Held {
         case barrier(Int, durable: Bool)
@@ -132,5 +130,47 @@ struct RestoredRoom: Sendable {
         let replayed = stored.tail.reduce(0) { $0 + ($1.record.revision == nil ? 0 : 1) }
         snapshotRevision = room.revision - replayed
         snapshotPosition = stored.tail.first.map { $0.position - 1 } ?? room.journalPosition
+    }
+}
+
+/// A room's deletion as the reads that outlast the room see it: a class, so a read of older revisions
+/// (or an export) holds this, not the whole room, until it comes back (`Hub.readOlder`).
+///
+/// Service thread only.
+final class RoomLife {
+    var deletion: Deletion?
+
+    /// An admin's deletion of the room: who still waits on it, and whether the store deleted it.
+    struct Deletion {
+        enum Outcome { case pending, deleted, failed }
+        var outcome = Outcome.pending
+        /// HTTP callers whose requests the room had not answered: `404 no-room` once the deletion is
+        /// committed (`503` if it failed), after what is held for them.
+        var callers: [HTTPReplies] = []
+        /// The room's WebSockets, reading nothing more: closed once nothing is held for them and the
+        /// outcome is known: 1000 `room deleted`, or 1011 `store failed` if the store could not delete
+        /// the room (it is still there; they come back to it).
+        var sockets: [any ClientConnection] = []
+        /// What waits for the outcome (reads that came back meanwhile): called with `deleted`.
+        var decided: [(Bool) -> Void] = []
+    }
+
+    /// Runs `body` with whether the room was deleted: now if that is known (false while the room
+    /// lives, or after a deletion the store failed), else once the store has said.
+    func whenDecided(_ body: @escaping (_ deleted: Bool) -> Void) {
+        switch deletion?.outcome {
+        case .pending?: deletion?.decided.append(body)
+        case .deleted?: body(true)
+        case .failed?, nil: body(false)
+        }
+    }
+
+    /// The store said: what waited for it runs.
+    func decide(deleted: Bool) {
+        guard deletion?.outcome == .pending else { return }
+        deletion?.outcome = deleted ? .deleted : .failed
+        let waiting = deletion?.decided ?? []
+        deletion?.decided = []
+        for body in waiting { body(deleted) }
     }
 }
