@@ -894,9 +894,11 @@ public final class WebSocketServer: LWSEndpoint, @unchecked Sendable {
     static let staticFileHeaders = ([.init("x-content-type-options", "nosniff")] + staticFileHeaderList)
         .map { "\($0.name): \($0.value)\r\n" }.joined()
 
-    /// The reason phrases of the codes this server sends that lws's table has none for: its status
-    /// line was `HTTP/1.1 201 ` (allowed, RFC 9112 §4, but logs and people read the phrase).
-    static let reasonPhrases: [Int: String] = [201: "Created", 204: "No Content"]
+    /// The reason phrases (RFC 9110's) of the codes this server sends that lws's table has none for:
+    /// its status line was `HTTP/1.1 201 ` (allowed, RFC 9112 §4, but logs and people read the phrase).
+    static let reasonPhrases: [Int: String] = [
+        201: "Created", 204: "No Content", 422: "Unprocessable Content", 429: "Too Many Requests",
+    ]
 
     /// What lws's `lws_add_http_common_headers` writes (the status line as lws makes it, the type, the
     /// length), with two differences: a reason phrase where lws's table has none (`reasonPhrases`),

@@ -158,17 +158,20 @@ def test_pipelined_requests_are_answered_in_order_or_sent_again_and_the_hub_stay
         assert health.status == 200, health
 
 
-def test_a_201_and_a_204_say_their_reason_and_a_204_has_no_content_headers(hub, room):
-    """On one keep-alive connection: `PUT` answers `HTTP/1.1 201 Created`, `DELETE` `HTTP/1.1 204 No
-    Content` with neither `content-length` nor `content-type` (RFC 9110 §8.6: a server must not send
-    `content-length` with a 204), and the connection goes on to answer the next request. Until
-    session 42 the status lines were `HTTP/1.1 201 ` and `HTTP/1.1 204 ` (libwebsockets' table has no
-    phrase for them) and the 204 said `content-length: 0`."""
+def test_a_201_a_204_and_a_422_say_their_reason_and_a_204_has_no_content_headers(hub, room):
+    """On one keep-alive connection: `PUT` answers `HTTP/1.1 201 Created`, an invalid batch `HTTP/1.1
+    422 Unprocessable Content`, `DELETE` `HTTP/1.1 204 No Content` with neither `content-length` nor
+    `content-type` (RFC 9110 §8.6: a server must not send `content-length` with a 204), and the
+    connection goes on to answer the next request. Until session 42 their status lines had no phrase
+    (`HTTP/1.1 201 `: libwebsockets' table has none for them) and the 204 said `content-length: 0`."""
     import socket
-    body = json.dumps({"people": [person(1, "Ada")]}).encode()
+    def with_body(line: str, body: dict) -> bytes:
+        data = json.dumps(body).encode()
+        return (f"{line} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(data)}\r\n\r\n").encode() + data
     requests = [
-        (f"PUT /v1/rooms/{room} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-         f"Content-Length: {len(body)}\r\n\r\n").encode() + body,
+        with_body(f"PUT /v1/rooms/{room}", {"people": [person(1, "Ada")]}),
+        with_body(f"POST /v1/rooms/{room}/batches?user=ann", {"base": 0, "key": "x", "ops": [{"op": "remove", "tag": 99}]}),
         f"DELETE /v1/rooms/{room} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode(),
         b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
     ]
@@ -189,8 +192,9 @@ def test_a_201_and_a_204_say_their_reason_and_a_204_has_no_content_headers(hub, 
                 buffer += sock.recv(65536)
             buffer = buffer[length:]
             heads.append((lines[0], fields))
-    assert [line for line, _ in heads] == ["HTTP/1.1 201 Created", "HTTP/1.1 204 No Content", "HTTP/1.1 200 OK"], heads
-    deleted = heads[1][1]
+    assert [line for line, _ in heads] == ["HTTP/1.1 201 Created", "HTTP/1.1 422 Unprocessable Content",
+                                           "HTTP/1.1 204 No Content", "HTTP/1.1 200 OK"], heads
+    deleted = heads[2][1]
     assert "content-length" not in deleted and "content-type" not in deleted, deleted
     assert deleted.get("cache-control") == "no-store", deleted
 
