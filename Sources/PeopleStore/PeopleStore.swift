@@ -364,9 +364,17 @@ public protocol RoomLeases: AnyObject, Sendable {
     /// broke): the node must stop serving its rooms and delivering their webhooks. Every handler added
     /// is called.
     func onLeasesLost(_ handler: @escaping @Sendable () -> Void)
+
+    /// Whether the node may act on its leases now: false after a pause of its process until a
+    /// heartbeat sent after it has been answered (`PauseWatch`). Meanwhile it answers no request from
+    /// a room's memory and sends no webhook: another node may hold its rooms. Any thread.
+    var leasesCertain: Bool { get }
 }
 
 extension RoomLeases {
+    /// A node that cannot have been passed over while paused (a test's, or one with no heartbeat).
+    public var leasesCertain: Bool { true }
+
     /// The hub's hold: the room is loaded (or loading) here.
     public func acquire(room: String) throws(StoreError) -> LeaseOutcome { try acquire(room: room, for: .room) }
     /// The hub's hold ends: the room was unloaded and is durable.

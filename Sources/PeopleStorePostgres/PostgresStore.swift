@@ -58,6 +58,10 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
     private let poolLock = NSLock()
     private var writer: GroupCommitWriter!
     private var leasesLostHandlers: [@Sendable () -> Void] = []
+    /// A serving node's own pauses (`leasesCertain`), looked at every 250 ms by `watchForPauses`.
+    private let pauses = Mutex(PauseWatch(now: PauseWatch.now()))
+    /// A check after a pause is under way (`checkAfterPause`).
+    private let checkingAfterPause = Atomic<Bool>(false)
     /// The last finding of `serverAnswers` and when (guarded by `probeLock`, held while asking).
     private var lastProbe: (at: NIODeadline, answer: ServerAnswer)?
     private let probeLock = NSLock()
@@ -172,7 +176,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
                 }
             }
             try migrate()
-            if claimsNode { try lock.withLock { _ = try run(heartbeat, on: try writerLocked()) } }
+            if claimsNode { try lock.withLock { try beat(on: try writerLocked()) } }
             buildIndexes()
         } catch let taken as NodeTaken {
             try? group.syncShutdownGracefully()
@@ -190,6 +194,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
             onSnapshotFailure: { room, error in
                 logger.error("snapshot not saved", metadata: ["room": "\(room)", "error": "\(error)"])
             })
+        if claimsNode { watchForPauses() }
     }
 
     public var kind: String { "postgres" }
@@ -360,12 +365,53 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
         do {
             try lock.withLock {
                 let connection = try writerLocked()
-                _ = try run(claimsNode ? heartbeat : "SELECT 1", on: connection)
+                if claimsNode { try beat(on: connection) } else { _ = try run("SELECT 1", on: connection) }
             }
         } catch {
             throw Self.storeError(error, "PostgreSQL does not answer: \(Self.describe(error))", otherwise: .unavailable)
         }
         try writer.recheck()
+    }
+
+    /// Writes the heartbeat; once answered, a pause seen before it was sent is over (`PauseWatch`).
+    private func beat(on connection: PostgresConnection) throws {
+        let sent = PauseWatch.now()
+        _ = try run(heartbeat, on: connection)
+        pauses.withLock { $0.heartbeatAnswered(sentAt: sent) }
+    }
+
+    /// Whether this node may act on its leases now (`RoomLeases.leasesCertain`): not from a pause of
+    /// its process until a heartbeat sent after it is answered. A node that claims no node id (the
+    /// commands) holds no lease for long, and is always sure.
+    public var leasesCertain: Bool {
+        guard claimsNode else { return true }
+        let certain = pauses.withLock { $0.look(now: PauseWatch.now()) }
+        if !certain { checkAfterPause() }
+        return certain
+    }
+
+    /// A serving node looks at the clock every 250 ms on a thread of its own (a dispatch queue's
+    /// timer can wait behind busy workers, and look like a pause): a look long after the one before
+    /// is a pause, and a check follows at once (its heartbeat ends the doubt, or its failure finds the
+    /// leases lost) rather than at the hub's next one, up to 5 s later.
+    private func watchForPauses() {
+        let thread = Thread { [weak self] in
+            while let store = self, !store.closing.load(ordering: .relaxed) {
+                if !store.pauses.withLock({ $0.look(now: PauseWatch.now()) }) { store.checkAfterPause() }
+                Thread.sleep(forTimeInterval: 0.25)
+            }
+        }
+        thread.name = "pk-pg-pauses"
+        thread.start()
+    }
+
+    /// Checks the store (off the caller's thread), once at a time, while a pause is not settled.
+    private func checkAfterPause() {
+        guard !checkingAfterPause.exchange(true, ordering: .acquiring) else { return }
+        DispatchQueue.global().async { [self] in
+            defer { checkingAfterPause.store(false, ordering: .releasing) }
+            if (try? check()) == nil { Thread.sleep(forTimeInterval: 0.25) }  // not every look
+        }
     }
 
     /// How both ends of a connection give up `leaseTimeout` seconds after the other stops answering:

@@ -447,6 +447,16 @@ public final class WebhookDispatcher: Sendable {
         let endpoint = endpoints[key.endpoint], metrics = self.metrics[key.endpoint]
         let payload = WebhookPayload(room: key.room, item: item)
         guard let poster else { return }  // a lane has an endpoint, and so the dispatcher a poster
+        // A node woken from a pause may have lost the room to another node without knowing yet: it
+        // posts nothing until it is sure, or until the loss is found (the lane is stopped then). A
+        // frozen node's pass (session 42) saw a woken node send a room's revisions again after the new
+        // holder had, after the room was deleted and made again.
+        if let leases {
+            while !leases.leasesCertain {
+                try? await Task.sleep(for: .milliseconds(50))
+                if Task.isCancelled { return }
+            }
+        }
         let outcome = await poster.post(url: endpoint.url, body: payload.body,
                                         signature: payload.signature(secret: endpoint.secret, unixSeconds: now() / 1000),
                                         timeout: policy.timeout)

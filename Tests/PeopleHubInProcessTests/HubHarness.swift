@@ -282,6 +282,10 @@ final class LeasingStore: ScriptedStore, RoomLeases, @unchecked Sendable {
     func loseLeases() {
         for handler in state.withLock({ $0.handlers }) { handler() }
     }
+
+    /// Whether the node is sure of its leases (false: as after a pause, `PauseWatch`).
+    let certain = Mutex(true)
+    var leasesCertain: Bool { certain.withLock { $0 } }
 }
 
 /// The heap the hub reads (nil: unknown) and the times it handed freed memory back.
@@ -355,6 +359,8 @@ final class HubHarness {
     let logs = LogRecorder()
     let clock: TestClock
     let background = TestBackground()
+    /// The hub's timers (`runtime.after`): they fire at once unless held (a long poll's wait, presence).
+    let timers = TestBackground()
     /// What the hub reads as its heap in use, and how often it handed freed memory back.
     let memory = FakeMemory()
     let anyStore: any PeopleStore
@@ -374,12 +380,12 @@ final class HubHarness {
         let clock = clock
         (store as? ScriptedStore)?.inner.timeDeletions { clock.milliseconds }
         let ids = Mutex(0)
-        let (background, memory) = (background, memory)
+        let (background, memory, timers) = (background, memory, timers)
         let runtime = HubRuntime(
             clock: { clock.milliseconds },
             makeSessionID: { sessions + String(ids.withLock { $0 += 1; return $0 }) },
             background: { background.run($0) },
-            after: { _, work in work() },
+            after: { _, work in timers.run(work) },
             heapInUse: { memory.heap.withLock { $0 } },
             releaseFreeMemory: { memory.releases.withLock { $0 += 1 } })
         hub = Hub(configuration: configuration, store: store,

@@ -517,6 +517,36 @@ struct HubInProcessTests {
         #expect(await h.http("GET", "/healthz") == HTTPResponse(status: 200, text: "ok\n"), "the next check passed")
     }
 
+    @Test("cluster mode: a node not sure of its leases (woken from a pause) answers no read or write from the room's memory: 503 with Retry-After; a long poll waiting when the room is dropped is answered 503")
+    func unsureNodeAnswersNothingFromMemory() async throws {
+        // A frozen node's pass (session 42): woken, a node answered the requests queued during the
+        // freeze from its old copy of a room another node had taken and written to (a `409 reset`
+        // to a feed follower, a stale export), and a long poll waited out its `wait`, then gave the
+        // old head.
+        let store = LeasingStore()
+        let h = HubHarness(store: store)
+        let ann = try await h.joined("ann")
+        await h.send(.submit(seq: 1, base: 0, [.set(1, .glasses(false))]), on: ann)
+        h.timers.hold()  // the poll's 30 s
+        let poll = h.start("GET", "/v1/rooms/r/revisions", query: ["after": "1", "wait": "30"])
+        await h.settle()
+        #expect(poll.response == nil, "waiting for a revision")
+        store.certain.withLock { $0 = false }
+        for (method, path, body) in [("GET", "/v1/rooms/r", ""), ("GET", "/v1/rooms/r/export", ""),
+                                     ("GET", "/v1/rooms/r/revisions", ""),
+                                     ("POST", "/v1/rooms/r/batches", HTTPAPITests.insertBody(key: "k", base: 1))] {
+            let answer = await h.http(method, path, query: method == "POST" ? ["user": "bob"] : [:], body: body)
+            #expect(answer?.status == 503 && answer?.json?["error"]?["code"] == .string("unavailable"), "\(method) \(path)")
+            #expect(answer?.headers.contains(.init("Retry-After", "1")) == true)
+        }
+        #expect(h.hub.host("r")?.room.revision == 1, "nothing applied")
+        store.loseLeases()
+        await h.settle()
+        #expect(poll.response?.status == 503, "the long poll is answered when the room is dropped")
+        store.certain.withLock { $0 = true }
+        #expect(await h.http("GET", "/v1/rooms/r")?.status == 200, "sure again: the room is loaded anew")
+    }
+
     @Test("a connection closed over its rate leaves the room when the close completes")
     func rateCloseLeaves() async throws {
         let h = HubHarness { $0.limits.opsPerSecond = 2 }

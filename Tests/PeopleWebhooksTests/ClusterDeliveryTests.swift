@@ -57,6 +57,10 @@ final class NodeLeases: RoomLeases, @unchecked Sendable {
     func release(room: String, for holder: LeaseHolder) { table.release(room, node: node, holder: holder) }
     func onLeasesLost(_ handler: @escaping @Sendable () -> Void) { handlers.withLock { $0.append(handler) } }
 
+    /// Whether the node is sure of its leases (false: as after a pause, `PauseWatch`).
+    let certain = Mutex(true)
+    var leasesCertain: Bool { certain.withLock { $0 } }
+
     /// The node's store connection broke: its leases are gone and it is told.
     func loseAll() {
         table.dropAll(of: node)
@@ -189,6 +193,30 @@ struct ClusterDeliveryTests {
         await b.shutdown()
         // Every revision was delivered once, by a, in order.
         #expect(deliveredRevisions(receiver.requests, room: "r") == [1, 2, 3, 4, 5])
+    }
+
+    @Test("a node that is not sure of its leases (woken from a pause) posts nothing until it is; then it delivers in order")
+    func noPostWhileUnsure() async throws {
+        // A frozen node's pass (session 42): woken, a node sent a room's revisions again after the
+        // node that took the room had, before its check found its leases gone.
+        let receiver = try Receiver { _, _ in .status(200) }
+        defer { receiver.stop() }
+        let store = InMemoryStore(), table = LeaseTable()
+        var feed = try await RoomFeed.start(store, name: "r")
+        _ = try await feed.edit(3)
+        try store.setWebhookCursor(endpoint: receiver.url, room: "r", rev: 0)
+        let a = table.node("a")
+        a.certain.withLock { $0 = false }
+        let dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver, events: [.revision])], store: store,
+                                           logger: testLogger, policy: policy, leases: a)
+        dispatcher.start()
+        #expect(await eventually { table.holder(of: "r")?.node == "a" })
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(receiver.delivered.isEmpty, "posted while not sure")
+        a.certain.withLock { $0 = true }
+        #expect(await receiver.wait { deliveredRevisions($0, room: "r").count >= 3 })
+        #expect(deliveredRevisions(receiver.requests, room: "r") == [1, 2, 3])
+        await dispatcher.shutdown()
     }
 
     @Test("when a node's leases are lost at once its lanes stop, and its next scan takes back the rooms still free")

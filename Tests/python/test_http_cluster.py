@@ -10,6 +10,7 @@ import http.client
 import json
 import re
 import subprocess
+import threading
 import time
 from urllib.parse import urlsplit
 
@@ -350,6 +351,20 @@ def test_a_frozen_node_s_rooms_move_once_it_has_been_silent(hub_factory, pg_serv
     os.kill(a.proc.pid, signal.SIGSTOP)
     stopped_at = time.monotonic()
     answers = []
+    # A read sent to a while it is frozen waits in its socket, and is read when a wakes (a frozen
+    # node's pass, session 42: it was answered 200 from a's old copy, after b had taken the room and
+    # written to it).
+    queued: list = []
+
+    def read_at_a() -> None:
+        import http.client
+        conn = http.client.HTTPConnection("127.0.0.1", a.port, timeout=120)
+        conn.request("GET", f"/v1/rooms/{room}")
+        answer = conn.getresponse()
+        queued.append((answer.status, answer.read()))
+
+    reader = threading.Thread(target=read_at_a, daemon=True)
+    reader.start()
     try:
         while True:
             first = first_answer(b, room, "bob")
@@ -360,10 +375,15 @@ def test_a_frozen_node_s_rooms_move_once_it_has_been_silent(hub_factory, pg_serv
             assert time.monotonic() - stopped_at < 60, f"the frozen node kept the room: {answers}"
             time.sleep(1)
         welcome = first
+        bob = b.join(room, "bob")
+        written = bob.edit([{"op": "set", "tag": 1, "field": "hairColor", "value": "blonde"}])["rev"]
     finally:
         os.kill(a.proc.pid, signal.SIGCONT)
     assert answers[0] == "redirect", "while a has not been silent long, its room is sent there"
     assert welcome["rev"] == acked and by_tag(welcome["people"], 1)["hairColor"] == "red", welcome
+    reader.join(60)
+    status, body = queued[0]
+    assert status in (503, 307), f"the read queued at a was answered from a's old copy (b is at {written}): {status} {body[:200]!r}"
     assert "ended the PostgreSQL session of node a: silent for" in b.stderr(), b.stderr()[-2000:]
     # a, woken, finds its connection gone: it drops its rooms (ann is sent to reconnect) and goes on.
     assert ann.wait_closed(timeout=30) == 1012

@@ -465,6 +465,12 @@ extension Hub {
         for exchange in host.discardHeld() {
             exchange.respond(HTTPFailure.unavailable("the room stopped: \(reason); try again").response(json: true))
         }
+        // Long polls of the change feed too: they would wait out their `wait` and answer with this
+        // node's head, which another node may have passed (a frozen node's pass, session 42).
+        for waiter in host.feedWaiters {
+            waiter.call.exchange.respond(HTTPFailure.unavailable("the room stopped: \(reason); try again").response(json: true))
+        }
+        host.feedWaiters.removeAll()
         if self.host(host.room.name) === host { rooms[host.room.name] = nil }
         for connection in host.connections.values { connection.close(code: code, reason: reason) }
     }
