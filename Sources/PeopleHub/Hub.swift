@@ -27,6 +27,10 @@ public final class Hub: @unchecked Sendable {
     let store: any PeopleStore
     /// Room ownership when several nodes share the store (PostgreSQL); nil for a single node.
     let leases: (any RoomLeases)?
+    /// The store said its leases are lost and this hub has not dropped its rooms yet (set at once on
+    /// the store's thread, cleared by `dropAllRooms` here): the store may already have a new session
+    /// whose heartbeat says it is sure again (a review, session 42). See `leasesUnsure`.
+    let leasesDropping = Atomic<Bool>(false)
     let logger: Logger
     let metrics: HubMetrics
     let runtime: HubRuntime
@@ -209,6 +213,7 @@ public final class Hub: @unchecked Sendable {
         self.service = service
         guard group == nil else { return }  // the group tells every hub
         leases?.onLeasesLost { [weak self] in
+            self?.leasesDropping.store(true, ordering: .sequentiallyConsistent)
             self?.back(()) { hub, _ in hub.dropAllRooms(reason: "lost the room leases") }
         }
     }

@@ -28,9 +28,11 @@ public struct PauseWatch: Sendable, Equatable {
     }
 
     /// Looks at the clock: true if the node may act on its leases (no pause seen since the last
-    /// heartbeat answered).
+    /// heartbeat answered). Each pause moves the suspicion's start to its end: only a heartbeat sent
+    /// after the latest settles it (one sent between two pauses, answered after the second, does not:
+    /// a review, session 42).
     public mutating func look(now: Int64) -> Bool {
-        if now - lastLook >= Self.pause, suspectedSince == nil { suspectedSince = now }
+        if now - lastLook >= Self.pause { suspectedSince = now }
         lastLook = max(lastLook, now)
         return suspectedSince == nil
     }

@@ -377,7 +377,12 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
     private func beat(on connection: PostgresConnection) throws {
         let sent = PauseWatch.now()
         _ = try run(heartbeat, on: connection)
-        pauses.withLock { $0.heartbeatAnswered(sentAt: sent) }
+        let settled = pauses.withLock { watch -> Bool in
+            let was = watch.suspectedSince
+            watch.heartbeatAnswered(sentAt: sent)
+            return was != nil && watch.suspectedSince == nil
+        }
+        if settled { logger.notice("the pause is settled: a heartbeat sent after it was answered") }
     }
 
     /// Whether this node may act on its leases now (`RoomLeases.leasesCertain`): not from a pause of
@@ -395,9 +400,23 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
     /// is a pause, and a check follows at once (its heartbeat ends the doubt, or its failure finds the
     /// leases lost) rather than at the hub's next one, up to 5 s later.
     private func watchForPauses() {
+        // From now: opening the store (waiting for an earlier run's session to end, the schema) is no
+        // pause of a node that held nothing yet.
+        pauses.withLock { $0 = PauseWatch(now: PauseWatch.now()) }
         let thread = Thread { [weak self] in
+            var said: Int64?  // the pause last logged
             while let store = self, !store.closing.load(ordering: .relaxed) {
-                if !store.pauses.withLock({ $0.look(now: PauseWatch.now()) }) { store.checkAfterPause() }
+                let since = store.pauses.withLock { watch -> Int64? in
+                    _ = watch.look(now: PauseWatch.now())
+                    return watch.suspectedSince
+                }
+                if let since {
+                    if since != said {
+                        said = since
+                        store.logger.warning("this node was paused (4 s or more without running): it answers nothing from its rooms and sends no webhook until a heartbeat says its leases are still its own")
+                    }
+                    store.checkAfterPause()
+                }
                 Thread.sleep(forTimeInterval: 0.25)
             }
         }

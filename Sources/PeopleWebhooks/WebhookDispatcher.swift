@@ -396,12 +396,14 @@ public final class WebhookDispatcher: Sendable {
                 }) else { continue }
                 withLane(key) { lane in lane.loaded(stored) }
             case .resetCursor(let reset):
+                guard await leasesCertain() else { return }
                 guard await storeCall("reset the webhook cursor", lane, { store in
                     try store.resetWebhookCursor(endpoint: endpoint.url, room: room, to: reset == .zero ? 0 : nil)
                     return true
                 }) != nil else { continue }
                 withLane(key) { lane in lane.didReset(reset) }
             case .forgetNotice(let notice):
+                guard await leasesCertain() else { return }
                 let kept = WebhookNotice(endpoint: endpoint.url, room: room, event: notice.event.rawValue, time: notice.time,
                                          revision: notice.revision)
                 guard await storeCall("remove a delivered webhook notice", lane, { store in
@@ -415,6 +417,7 @@ public final class WebhookDispatcher: Sendable {
                 }) else { continue }
                 withLane(key) { lane in lane.owedLoaded(kept.compactMap(RoomNotice.init(kept:)), after: after, limit: limit) }
             case .writeCursor(let rev):
+                guard await leasesCertain() else { return }
                 guard await storeCall("write the webhook cursor", lane, { store in
                     try store.setWebhookCursor(endpoint: endpoint.url, room: room, rev: rev)
                     return true
@@ -442,21 +445,28 @@ public final class WebhookDispatcher: Sendable {
         }
     }
 
+    /// Waits until the node is sure of its leases; false if the lane was stopped meanwhile. A node woken
+    /// from a pause may have lost its rooms to another node without knowing yet: it posts nothing and
+    /// writes no cursor or notice until it is sure, or until the loss is found (the lane is stopped
+    /// then). A frozen node's pass (session 42) saw a woken node send a room's revisions again after
+    /// the new holder had, after the room was deleted and made again; a review, that its cursor write
+    /// could land in the new room's row.
+    private func leasesCertain() async -> Bool {
+        if let leases {
+            while !leases.leasesCertain {
+                try? await Task.sleep(for: .milliseconds(50))
+                if Task.isCancelled { return false }
+            }
+        }
+        return !Task.isCancelled
+    }
+
     /// One attempt at the lane's front item; on failure, the wait before the next (or giving up).
     private func post(_ item: LaneItem, generation: Int, key: LaneKey) async {
         let endpoint = endpoints[key.endpoint], metrics = self.metrics[key.endpoint]
         let payload = WebhookPayload(room: key.room, item: item)
         guard let poster else { return }  // a lane has an endpoint, and so the dispatcher a poster
-        // A node woken from a pause may have lost the room to another node without knowing yet: it
-        // posts nothing until it is sure, or until the loss is found (the lane is stopped then). A
-        // frozen node's pass (session 42) saw a woken node send a room's revisions again after the new
-        // holder had, after the room was deleted and made again.
-        if let leases {
-            while !leases.leasesCertain {
-                try? await Task.sleep(for: .milliseconds(50))
-                if Task.isCancelled { return }
-            }
-        }
+        guard await leasesCertain() else { return }
         let outcome = await poster.post(url: endpoint.url, body: payload.body,
                                         signature: payload.signature(secret: endpoint.secret, unixSeconds: now() / 1000),
                                         timeout: policy.timeout)

@@ -34,15 +34,19 @@ struct PauseWatchTests {
         #expect(watch.suspectedSince == nil)
     }
 
-    @Test("a second pause before the first is settled keeps the first's start: a heartbeat between them does not settle it")
+    @Test("a second pause before the first is settled: a heartbeat sent between them, answered after the second, does not settle it")
     func pausesInARow() {
+        // A review (session 42): the suspicion kept the first pause's start, and a heartbeat sent
+        // between the two (the session lived then) settled the second, after which it may have died.
         var watch = PauseWatch(now: 0)
         #expect(!look(&watch, 10 * Self.second))
         #expect(!look(&watch, 20 * Self.second))
         watch.heartbeatAnswered(sentAt: 15 * Self.second)
-        #expect(look(&watch, 20 * Self.second + 1), "sent after the first pause began: the session lived then")
+        #expect(!look(&watch, 20 * Self.second + 1), "sent before the second pause")
         watch.heartbeatAnswered(sentAt: 0)  // an old answer changes nothing
-        #expect(look(&watch, 20 * Self.second + 2))
+        #expect(!look(&watch, 20 * Self.second + 2))
+        watch.heartbeatAnswered(sentAt: 20 * Self.second + 3)
+        #expect(look(&watch, 20 * Self.second + 4))
     }
 
     @Test("a clock that reads earlier (two threads' looks out of order) is no pause and does not move the last look back")

@@ -382,6 +382,7 @@ def test_a_frozen_node_s_rooms_move_once_it_has_been_silent(hub_factory, pg_serv
     assert answers[0] == "redirect", "while a has not been silent long, its room is sent there"
     assert welcome["rev"] == acked and by_tag(welcome["people"], 1)["hairColor"] == "red", welcome
     reader.join(60)
+    assert queued, "the read queued at a got no answer"
     status, body = queued[0]
     assert status in (503, 307), f"the read queued at a was answered from a's old copy (b is at {written}): {status} {body[:200]!r}"
     assert "ended the PostgreSQL session of node a: silent for" in b.stderr(), b.stderr()[-2000:]
@@ -391,6 +392,14 @@ def test_a_frozen_node_s_rooms_move_once_it_has_been_silent(hub_factory, pg_serv
     while "lost the PostgreSQL connection holding the room leases" not in a.stderr():
         assert time.monotonic() < deadline, a.stderr()[-2000:]
         time.sleep(0.2)
+    # ... and is sure of its leases again: a room it makes now is served over HTTP (not 503 for good).
+    fresh = room + "-after"
+    a.join(fresh, "cat")
+    deadline = time.monotonic() + 20
+    while (status := a.http("GET", f"/v1/rooms/{fresh}")[0]) != 200:
+        assert time.monotonic() < deadline, f"a still answers {status} for a room it holds"
+        time.sleep(0.2)
+    assert "this node was paused" in a.stderr(), a.stderr()[-2000:]
 
 
 def test_a_node_restarted_while_its_earlier_run_is_frozen_ends_that_run_and_starts(hub_factory, pg_server, room):

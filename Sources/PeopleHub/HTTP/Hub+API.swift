@@ -132,11 +132,7 @@ extension Hub {
                     guard !host.broken else { throw HTTPFailure.unavailable("room \(name) is being reloaded; try again") }
                     // A node woken from a pause may have lost the room to another node without knowing
                     // yet: it answers nothing from the room's memory until it is sure (`leasesCertain`).
-                    if let leases, !leases.leasesCertain {
-                        var failure = HTTPFailure.unavailable("this node was paused and is checking that it still holds room \(name); try again")
-                        failure.headers = [.init("Retry-After", "1")]
-                        throw failure
-                    }
+                    if leasesUnsure { throw Self.unsureOf(room: name) }
                     if host.connections.isEmpty { host.idleSince = clock }
                     return try body(host)
                 case .absent:

@@ -261,6 +261,8 @@ extension Hub {
                     let (exchange, host) = box.value
                     guard let index = host.feedWaiters.firstIndex(where: { $0.call.exchange === exchange }) else { return }
                     host.feedWaiters.remove(at: index)
+                    // A wait that ran out while the node was paused: its head may be old (a review).
+                    if hub.leasesUnsure { return exchange.respond(Self.unsureOf(room: host.room.name).response(json: true)) }
                     exchange.respond(Self.feedPage([], head: host.durableRevision))
                 }
             }

@@ -443,6 +443,7 @@ extension Hub {
     /// Stops serving every room at once (this node may no longer own them): their connections are
     /// closed with 1012 so clients reconnect and are sent to the owner.
     func dropAllRooms(reason: String) {
+        leasesDropping.store(false, ordering: .sequentiallyConsistent)
         leaseGeneration += 1  // and rooms loading now take their lease again (`loaded`)
         // The store is out of reach: `/healthz` says so now, not once a check has waited it out (a
         // partition pass saw 200 for 7 s after every lease had gone), until a check passes again. The
@@ -457,6 +458,21 @@ extension Hub {
 
     /// Stops serving a room: nothing held is sent any more, its connections are closed, and the next
     /// hello loads it again (from what is durable).
+    /// Cluster mode: this node cannot be sure it still holds its rooms (woken from a pause and not yet
+    /// checked, `RoomLeases.leasesCertain`; or its leases were lost and its rooms not yet dropped): it
+    /// answers nothing from a room's memory meanwhile.
+    var leasesUnsure: Bool {
+        guard let leases else { return false }
+        return leasesDropping.load(ordering: .sequentiallyConsistent) || !leases.leasesCertain
+    }
+
+    /// 503 with `Retry-After: 1` while `leasesUnsure`.
+    static func unsureOf(room: String) -> HTTPFailure {
+        var failure = HTTPFailure.unavailable("this node was paused and is checking that it still holds room \(room); try again")
+        failure.headers = [.init("Retry-After", "1")]
+        return failure
+    }
+
     func drop(_ host: RoomHost, code: UInt16, reason: String) {
         host.broken = true
         for (connection, _) in host.joinsAwaitingDurable { connection.close(code: code, reason: reason) }
