@@ -169,14 +169,28 @@ struct WebhookDispatcherTests {
 
     @Test("a refused connection's last error is in the system's words, not NIO's layers")
     func refusedConnectionInWords() async throws {
-        let receiver = try Receiver { _, _ in .status(204) }
-        receiver.stop()  // its port now refuses connections
+        // A port bound and not listening refuses connections, and no other test can take it meanwhile
+        // (a stopped receiver's port was taken by another test's listener once: "answered 404").
+        let bound = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(bound) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let port = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw -> UInt16 in
+                guard bind(bound, raw, length) == 0, getsockname(bound, raw, &length) == 0 else { return 0 }
+                return UInt16(bigEndian: pointer.pointee.sin_port)
+            }
+        }
+        try #require(port != 0)
+        let refusing = WebhookEndpoint(url: "http://127.0.0.1:\(port)/hook", secret: secret, rooms: [RoomPattern("*")], events: [.revision])
         let store = InMemoryStore()
         var feed = try await RoomFeed.start(store, name: "r")
         var policy = quick
         policy.backoffStart = 5_000
         policy.backoffMax = 5_000
-        let dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver, events: [.revision])], store: store, logger: testLogger,
+        let dispatcher = WebhookDispatcher(endpoints: [refusing], store: store, logger: testLogger,
                                            policy: policy)
         dispatcher.start()
         dispatcher.roomCreated(room: "r", time: 1)
