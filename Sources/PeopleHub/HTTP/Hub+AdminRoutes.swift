@@ -346,8 +346,14 @@ extension Hub {
     private func whenDeleted(_ host: RoomHost, _ answer: @escaping (HTTPFailure) -> Void) {
         let name = host.room.name
         host.life.whenDecided { deleted in
-            answer(deleted ? .noRoom(name) : .unavailable("room \(name) could not be deleted; try again"))
+            answer(Self.leftByDeletion(of: name, deleted: deleted))
         }
+    }
+
+    /// The answer to what a deletion left unanswered: `404 no-room` if the store deleted the room,
+    /// `503` (try again) if it could not.
+    private static func leftByDeletion(of room: String, deleted: Bool) -> HTTPFailure {
+        deleted ? .noRoom(room) : .unavailable("room \(room) could not be deleted; try again")
     }
 
     /// The end of a deletion, once nothing is held for its callers and the store has said: the
@@ -360,7 +366,7 @@ extension Hub {
         host.deletion?.sockets = []
         let deleted = deletion.outcome == .deleted
         for replies in deletion.callers {
-            replies.fail(deleted ? .noRoom(host.room.name) : .unavailable("room \(host.room.name) could not be deleted; try again"))
+            replies.fail(Self.leftByDeletion(of: host.room.name, deleted: deleted))
         }
         for connection in deletion.sockets {
             if deleted { connection.close(code: 1000, reason: CloseReason.roomDeleted) }
