@@ -635,8 +635,12 @@ def test_an_edit_skipped_as_a_teammate_s_restore_removes_its_person_is_said_with
         said = "bob's restore deleted Kim. Sam is selected now."
 
         def settled(p):  # drawn: Sam selected, and the skip shown (not replaced)
-            t = p.text("#notice") or ""
-            return t if p.value("#name") == "Sam" and t.startswith(skip) else None
+            # One script reads both: the skip is put up when its frame is read and the selection is
+            # added at the next render, which may fall between two separate reads (a fresh-clone run
+            # saw the notice before that render and the name after it).
+            t, name = p.js("return [(document.querySelector('#notice')?.textContent ?? '')"
+                           ".replace(/\\s+/g, ' ').trim(), document.querySelector('#name').value]")
+            return t if name == "Sam" and t.startswith(skip) else None
         notice = a.wait_for(settled, "the skip notice shown, not replaced, with Sam selected")
         log = a.js("return [...document.querySelectorAll('#notice-log li')].map((li) => li.textContent.trim())")
         assert sum(entry.startswith(skip) for entry in log) == 1, f"the skip logged once: {log}"
