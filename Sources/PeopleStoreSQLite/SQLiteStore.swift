@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Synchronization
 import Logging
 import PeopleCore
 import PeopleStore
@@ -20,6 +21,9 @@ public final class SQLiteStore: PeopleStore {
     private let claim: StoreClaim?
     /// The files as opened: a commit on a file deleted or replaced since fails (`StoreFiles`).
     private let files: StoreFiles
+    /// A deletion's emptying of the write-ahead log found a reader busy (`forgetDeletedPages`): each
+    /// store check tries again until it is done.
+    private let logNotEmptied = Atomic<Bool>(false)
 
     /// Opens (creating it and its directory if needed) the store at `path`. `logger` is the caller's:
     /// the store logs snapshots it could not save there. With `claim`, the store is this process's alone
@@ -52,6 +56,10 @@ public final class SQLiteStore: PeopleStore {
                 // once. Measured (docs/PERFORMANCE.md, store-embedded-durable): 9,400-10,000 -> 12,400-13,300
                 // durable revisions/s through the hub, answer p99 17 -> 24-28 ms at that load.
                 try db.execute(sql: "PRAGMA wal_autocheckpoint = 4096")
+                // A commit bigger than that (an import's, one transaction) grows the log past it, and
+                // SQLite keeps a log's size once grown: cut back to 16 MiB whenever a checkpoint has
+                // emptied it (a review, session 43: it stayed at the import's size).
+                try db.execute(sql: "PRAGMA journal_size_limit = \(Self.walLimit)")
                 // A deleted room's pages are zeroed, not left readable in the file's free pages (Debian's
                 // SQLite does this by default; another build might not).
                 try db.execute(sql: "PRAGMA secure_delete = ON")
@@ -334,6 +342,14 @@ public final class SQLiteStore: PeopleStore {
         try pool.barrierWriteWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
     }
 
+    /// The writer connection's `PRAGMA journal_size_limit` (bytes).
+    func writerJournalSizeLimit() throws -> Int {
+        try pool.barrierWriteWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA journal_size_limit") ?? -1 }
+    }
+
+    /// The size the write-ahead log is cut back to once emptied (bytes): 16 MiB, the checkpoint's.
+    static let walLimit = 16 << 20
+
     /// The last commit did not fail (`GroupCommitWriter.recheck`) and the file can be read.
     public func check() throws(StoreError) {
         try files.check()
@@ -341,6 +357,7 @@ public final class SQLiteStore: PeopleStore {
         do { _ = try pool.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM snapshots") } } catch {
             throw Self.storeError(error, "cannot read the database: \(error)", otherwise: .unavailable)
         }
+        if logNotEmptied.load(ordering: .relaxed) { forgetDeletedPages() }
     }
 
     public func load(room: String) throws(StoreError) -> StoredRoom? {
@@ -460,16 +477,33 @@ public final class SQLiteStore: PeopleStore {
 
     /// Copies the write-ahead log into the file (where `secure_delete` has zeroed what was deleted) and
     /// truncates it: until then a deleted room's revisions are still readable in the `-wal` file, even
-    /// after a clean stop. Best effort: a reader holding an old snapshot can keep part of the log, which
-    /// the next checkpoint then copies (the log says so).
+    /// after a clean stop. It does not wait for readers: a read transaction open on the file (a long
+    /// export, `backup`, an operator's `sqlite3`) keeps the log, and each store check (every 5 s) tries
+    /// again until it is emptied. Before session 43 it waited for them, up to the 30 s busy timeout, on
+    /// the writer connection: every room's commits waited behind it (a review measured a batch in
+    /// another room at 29.6 s, and a stop at 30 s).
     func forgetDeletedPages() {
+        let was = logNotEmptied.load(ordering: .relaxed)
         do {
-            let row = try pool.writeWithoutTransaction { db in try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
-            if let busy: Int = row?[0], busy != 0 {
-                logger.warning("the write-ahead log was not emptied (a reader was busy): the next checkpoint will")
+            let busy = try pool.writeWithoutTransaction { db -> Bool in
+                try db.execute(sql: "PRAGMA busy_timeout = 0")
+                defer { try? db.execute(sql: "PRAGMA busy_timeout = \(Int(Self.busyTimeout * 1000))") }
+                do {
+                    let row = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+                    return (row?[0] as Int?) != 0
+                } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED {
+                    return true
+                }
+            }
+            logNotEmptied.store(busy, ordering: .relaxed)
+            if busy && !was {
+                logger.warning("the write-ahead log was not emptied (a reader was busy): each store check tries again")
+            } else if !busy && was {
+                logger.notice("the write-ahead log was emptied")
             }
         } catch {
-            logger.warning("the write-ahead log was not emptied", metadata: ["error": "\(error)"])
+            logNotEmptied.store(true, ordering: .relaxed)
+            if !was { logger.warning("the write-ahead log was not emptied", metadata: ["error": "\(error)"]) }
         }
     }
 
@@ -580,8 +614,9 @@ public final class SQLiteStore: PeopleStore {
 
     /// One transaction; then, as after a room's deletion, the write-ahead log is emptied into the file
     /// (`forgetDeletedPages`), where `secure_delete` has zeroed the rows: what the endpoint was owed
-    /// (copies of deleted rooms' people) is left readable in neither file. Beside a running hub that
-    /// checkpoint waits for the hub's readers (its commits wait meanwhile), once per endpoint forgotten.
+    /// (copies of deleted rooms' people) is left readable in neither file. Beside a running hub (the
+    /// `webhooks forget` command) a reader of the hub's may be busy: tried again for 2 s, never waiting
+    /// with the write lock held (the hub's commits would wait meanwhile).
     public func forgetWebhookEndpoint(_ endpoint: String) throws(StoreError) -> StoredWebhookEndpoint? {
         let forgotten: StoredWebhookEndpoint?
         do {
@@ -596,7 +631,14 @@ public final class SQLiteStore: PeopleStore {
         } catch {
             throw Self.storeError(error, "cannot forget a webhook endpoint: \(error)")
         }
-        if forgotten != nil { forgetDeletedPages() }
+        if forgotten != nil {
+            // A command beside a running hub has no store checks to try again at: it tries for 2 s.
+            for _ in 0..<40 {
+                forgetDeletedPages()
+                if claim != nil || !logNotEmptied.load(ordering: .relaxed) { break }
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+        }
         return forgotten
     }
 

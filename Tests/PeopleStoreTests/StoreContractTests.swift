@@ -948,12 +948,13 @@ final class SQLiteStoreContractTests: Sendable {
         }
     }
 
-    @Test("the file is in WAL mode with synchronous FULL on the writer, and an online backup holds every room")
+    @Test("the file is in WAL mode with synchronous FULL and a 16 MiB log size limit on the writer, and an online backup holds every room")
     func walAndBackup() async throws {
         let directory = self.directory
         try await blocking {
             let store = try SQLiteStore(path: directory + "/wal.sqlite", logger: storeLogger)
             #expect(try store.writerSynchronous() == 2, "every commit flushed (synchronous FULL), as documented")
+            #expect(try store.writerJournalSizeLimit() == 16 << 20, "a log grown by an import is cut back to 16 MiB once emptied")
             let driver = try seededRoom(store, "backed-up", rounds: 3)
             #expect(FileManager.default.fileExists(atPath: directory + "/wal.sqlite-wal"))
             try store.backup(to: directory + "/copy.sqlite")
