@@ -366,8 +366,9 @@ public protocol RoomLeases: AnyObject, Sendable {
     func onLeasesLost(_ handler: @escaping @Sendable () -> Void)
 
     /// Whether the node may act on its leases now: false after a pause of its process until a
-    /// heartbeat sent after it has been answered (`PauseWatch`). Meanwhile it answers no request from
-    /// a room's memory and sends no webhook: another node may hold its rooms. Any thread.
+    /// statement sent after it has been answered on the lease connection, and whenever none sent in
+    /// the last three quarters of the lease timeout has been (`PauseWatch`). Meanwhile it answers no
+    /// request from a room's memory and sends no webhook: another node may hold its rooms. Any thread.
     var leasesCertain: Bool { get }
 }
 

@@ -58,10 +58,15 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
     private let poolLock = NSLock()
     private var writer: GroupCommitWriter!
     private var leasesLostHandlers: [@Sendable () -> Void] = []
-    /// A serving node's own pauses (`leasesCertain`), looked at every 250 ms by `watchForPauses`.
-    private let pauses = Mutex(PauseWatch(now: PauseWatch.now()))
+    /// A serving node's own pauses and silences (`leasesCertain`), looked at every 250 ms by
+    /// `watchForPauses`; told of every statement answered on the writer connection (`run`).
+    private let pauses: Mutex<PauseWatch>
     /// A check after a pause is under way (`checkAfterPause`).
     private let checkingAfterPause = Atomic<Bool>(false)
+    /// When the hub last asked for a check (`check`; `PauseWatch.now()`): the watch keeps the node sure
+    /// between the hub's checks only while they come (a node whose checking thread is stuck must fall
+    /// silent, so that the others end its session and serve its rooms).
+    private let hubChecked = Atomic<Int64>(0)
     /// The last finding of `serverAnswers` and when (guarded by `probeLock`, held while asking).
     private var lastProbe: (at: NIODeadline, answer: ServerAnswer)?
     private let probeLock = NSLock()
@@ -142,6 +147,9 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
     public init(endpoint: PostgresEndpoint, node: String, advertisedURL: String, leaseTimeout: Int = 30,
                 claimsNode: Bool = false, webhooks: [String] = [], logger: Logger) throws(StoreError) {
         self.leaseTimeout = max(2, leaseTimeout)
+        let opened = PauseWatch.now()
+        pauses = Mutex(PauseWatch(now: opened, sureFor: PauseWatch.sureFor(leaseTimeout: self.leaseTimeout),
+                                  answeredSentAt: opened))
         self.claimsNode = claimsNode
         self.webhooks = webhooks.sorted()
         host = endpoint.host
@@ -362,6 +370,12 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
     /// A serving node's heartbeat goes first: a commit that failed and has not been followed by one that
     /// worked must not silence it (the others would take this node for frozen).
     public func check() throws(StoreError) {
+        hubChecked.store(PauseWatch.now(), ordering: .relaxed)
+        try checkNow()
+    }
+
+    /// `check`, also on the watch's behalf (`checkAfterPause`).
+    private func checkNow() throws(StoreError) {
         do {
             try lock.withLock {
                 let connection = try writerLocked()
@@ -373,21 +387,33 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
         try writer.recheck()
     }
 
-    /// Writes the heartbeat; once answered, a pause seen before it was sent is over (`PauseWatch`).
+    /// Writes the heartbeat (`run` tells the pause watch of its answer).
     private func beat(on connection: PostgresConnection) throws {
-        let sent = PauseWatch.now()
         _ = try run(heartbeat, on: connection)
-        let settled = pauses.withLock { watch -> Bool in
-            let was = watch.suspectedSince
-            watch.heartbeatAnswered(sentAt: sent)
-            return was != nil && watch.suspectedSince == nil
+    }
+
+    /// A statement sent at `sent` on the writer connection was answered: its session, and so every
+    /// lease it holds, lived then (`PauseWatch.answered`). Logs a pause or a silence it settles.
+    private func writerAnswered(sentAt sent: Int64) {
+        let now = PauseWatch.now()
+        let (paused, silent, sure) = pauses.withLock { watch -> (Bool, Bool, Bool) in
+            let paused = watch.suspectedSince != nil, silent = watch.silent(now: now)
+            watch.answered(sentAt: sent)
+            return (paused, silent, watch.suspectedSince == nil && !watch.silent(now: now))
         }
-        if settled { logger.notice("the pause is settled: a heartbeat sent after it was answered") }
+        guard sure else { return }
+        if paused {
+            logger.notice("the pause is settled: PostgreSQL answered a statement sent after it on the connection holding the room leases")
+        } else if silent {
+            logger.notice("PostgreSQL answers again on the connection holding the room leases: this node serves its rooms again")
+        }
     }
 
     /// Whether this node may act on its leases now (`RoomLeases.leasesCertain`): not from a pause of
-    /// its process until a heartbeat sent after it is answered. A node that claims no node id (the
-    /// commands) holds no lease for long, and is always sure.
+    /// its process until a statement sent after it is answered on the writer connection, nor when no
+    /// statement sent there in the last three quarters of `cluster.leaseTimeoutSeconds` has been
+    /// answered (`PauseWatch`). A node that claims no node id (the commands) holds no lease for long,
+    /// and is always sure.
     public var leasesCertain: Bool {
         guard claimsNode else { return true }
         let certain = pauses.withLock { $0.look(now: PauseWatch.now()) }
@@ -398,23 +424,36 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
     /// A serving node looks at the clock every 250 ms on a thread of its own (a dispatch queue's
     /// timer can wait behind busy workers, and look like a pause): a look long after the one before
     /// is a pause, and a check follows at once (its heartbeat ends the doubt, or its failure finds the
-    /// leases lost) rather than at the hub's next one, up to 5 s later.
+    /// leases lost) rather than at the hub's next one, up to 5 s later. A check follows too once half
+    /// of the time an answer keeps the node sure has gone without one, while the hub's checks come (it
+    /// checks every 5 s: a short `cluster.leaseTimeoutSeconds` needs more).
     private func watchForPauses() {
         // From now: opening the store (waiting for an earlier run's session to end, the schema) is no
-        // pause of a node that held nothing yet.
-        pauses.withLock { $0 = PauseWatch(now: PauseWatch.now()) }
+        // pause of a node that held nothing yet. The answer to the opening heartbeat is kept.
+        pauses.withLock {
+            $0 = PauseWatch(now: PauseWatch.now(), sureFor: $0.sureFor, answeredSentAt: $0.answeredSentAt)
+        }
         let thread = Thread { [weak self] in
-            var said: Int64?  // the pause last logged
+            var saidPause: Int64?  // the pause last logged
+            var saidSilence: Int64?  // the answer after which a silence was last logged
             while let store = self, !store.closing.load(ordering: .relaxed) {
-                let since = store.pauses.withLock { watch -> Int64? in
-                    _ = watch.look(now: PauseWatch.now())
-                    return watch.suspectedSince
+                let now = PauseWatch.now()
+                let (since, silentSince, wants) = store.pauses.withLock { watch -> (Int64?, Int64?, Bool) in
+                    _ = watch.look(now: now)
+                    return (watch.suspectedSince, watch.silent(now: now) ? watch.answeredSentAt : nil,
+                            watch.wantsAnswer(now: now))
                 }
-                if let since {
-                    if since != said {
-                        said = since
-                        store.logger.warning("this node was paused (4 s or more without running): it answers nothing from its rooms and sends no webhook until a heartbeat says its leases are still its own")
-                    }
+                if let since, since != saidPause {
+                    saidPause = since
+                    store.logger.warning("this node was paused (4 s or more without running): it answers nothing from its rooms and sends no webhook until PostgreSQL answers on the connection holding its leases")
+                } else if since == nil, let silentSince, silentSince != saidSilence {
+                    saidSilence = silentSince
+                    let seconds = Double(now - silentSince) / 1e9
+                    store.logger.warning("PostgreSQL has answered nothing sent on the connection holding the room leases for \(String(format: "%.1f", seconds)) s (3/4 of cluster.leaseTimeoutSeconds): this node answers nothing from its rooms and sends no webhook until it does")
+                }
+                // A pause: at once. Half of `sureFor` without an answer: only while the hub's checks
+                // come (see `hubChecked`); its own, every 5 s, do for the default lease timeout.
+                if since != nil || (wants && now - store.hubChecked.load(ordering: .relaxed) < 10_000_000_000) {
                     store.checkAfterPause()
                 }
                 Thread.sleep(forTimeInterval: 0.25)
@@ -424,12 +463,13 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
         thread.start()
     }
 
-    /// Checks the store (off the caller's thread), once at a time, while a pause is not settled.
+    /// Checks the store (off the caller's thread), once at a time, while a pause is not settled or an
+    /// answer is wanted.
     private func checkAfterPause() {
         guard !checkingAfterPause.exchange(true, ordering: .acquiring) else { return }
         DispatchQueue.global().async { [self] in
             defer { checkingAfterPause.store(false, ordering: .releasing) }
-            if (try? check()) == nil { Thread.sleep(forTimeInterval: 0.25) }  // not every look
+            if (try? checkNow()) == nil { Thread.sleep(forTimeInterval: 0.25) }  // not every look
         }
     }
 
@@ -467,6 +507,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
     /// keepalives' case (its kernel stops answering too); a disk that hangs under one commit while the
     /// server still answers `SELECT 1` is not caught here.
     private func run(_ query: PostgresQuery, on connection: PostgresConnection) throws -> PostgresQueryResult {
+        let sent = PauseWatch.now()
         let answer = connection.query(query, logger: logger)
         let loop = answer.eventLoop
         let promise = loop.makePromise(of: PostgresQueryResult.self)
@@ -505,7 +546,9 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
             watch.cancel()
         }
         answer.whenComplete { promise.completeWith($0) }
-        return try promise.futureResult.wait()
+        let result = try promise.futureResult.wait()
+        if claimsNode, writerHandle.withLock({ $0 === connection }) { writerAnswered(sentAt: sent) }
+        return result
     }
 
     /// Seconds a query waits for PostgreSQL's answer before the server is asked whether it answers at

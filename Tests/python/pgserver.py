@@ -191,23 +191,42 @@ class PostgresServer:
         postmaster = self._postmaster_pid()
         assert postmaster is not None, "no postmaster to pause"
         sig = signal.SIGSTOP if paused else signal.SIGCONT
+
+        def children() -> dict[int, str]:  # pid → state letter
+            found = {}
+            for entry in os.listdir("/proc"):
+                if entry.isdigit():
+                    try:
+                        with open(f"/proc/{entry}/stat") as stat:
+                            fields = stat.read().rsplit(")", 1)[1].split()
+                        if int(fields[1]) == postmaster:
+                            found[int(entry)] = fields[0]
+                    except (OSError, IndexError, ValueError):
+                        pass
+            return found
+
         if paused:
             os.kill(postmaster, sig)  # first: it starts no backend while its children are listed
-        parents = {}
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    with open(f"/proc/{entry}/stat") as stat:
-                        parents[int(entry)] = int(stat.read().rsplit(")", 1)[1].split()[1])
-                except (OSError, IndexError, ValueError):
-                    pass
-        for pid in [pid for pid, parent in parents.items() if parent == postmaster]:
+        for pid in children():
             try:
                 os.kill(pid, sig)
             except ProcessLookupError:
                 pass
         if not paused:
             os.kill(postmaster, sig)
+            return
+        # SIGSTOP takes effect asynchronously, and a backend forked just before the postmaster stopped
+        # may be listed late: every child is seen stopped ('T') before this returns (a test of a node
+        # that PostgreSQL stopped answering once saw its heartbeats answered after the pause).
+        deadline = time.monotonic() + 5
+        while running := [pid for pid, state in children().items() if state not in "TtZX"]:
+            assert time.monotonic() < deadline, f"PostgreSQL's processes {running} did not stop"
+            for pid in running:
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.01)
 
     def _postmaster_pid(self) -> int | None:
         try:

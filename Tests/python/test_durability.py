@@ -1266,6 +1266,63 @@ def test_a_postgres_node_gives_up_on_a_server_that_stopped_answering_and_serves_
         pg.stop()
 
 
+def test_a_postgres_node_that_postgresql_does_not_answer_answers_no_read_from_memory(hub_factory, room):
+    """A node's leases are its own only as long as its writer session lives: PostgreSQL ends it about
+    cluster.leaseTimeoutSeconds after the network went silent, and another node ends a silent, idle one.
+    A node that PostgreSQL does not answer (a partition, a server stuck: here its processes stopped)
+    went on answering reads of its rooms from memory until its connection was found gone, 20 s and more
+    here, while another node could have taken the room and written to it. Now it is sure of its leases
+    only until three quarters of the lease timeout after the newest statement answered on that
+    connection was sent (here 8 s: 6 s): a read is then 503 with Retry-After: 1, the log says why, and
+    once PostgreSQL answers again the node serves the room as it was."""
+    pg = PostgresServer()
+    frozen = False
+    try:
+        pg.start()
+        hub = hub_factory({"storage": {"kind": "postgres", "postgresURL": pg.url},
+                           "cluster": {"nodeId": "a", "leaseTimeoutSeconds": 8}})
+        a = hub.join(room, "ann")
+        acked = a.edit([{"op": "set", "tag": 1, "field": "hairColor", "value": "red"}])["rev"]
+        path = f"/v1/rooms/{room}"
+        assert hub.http("GET", path)[0] == 200
+        pg.pause()
+        frozen = True
+        paused = time.monotonic()
+        while True:
+            status, headers, body = hub.http("GET", path)
+            waited = time.monotonic() - paused
+            if status != 200:
+                break
+            assert waited < 9, f"a read still answered from memory {waited:.1f} s into PostgreSQL's silence"
+            time.sleep(0.2)
+        assert status == 503 and headers.get("retry-after") == "1", (status, headers, body)
+        assert b"checking that it still holds room" in body, body
+        assert waited >= 5, f"503 only {waited:.1f} s into the silence: the last answer keeps the node sure 6 s"
+        # Logged by the store's watch, which looks every 250 ms.
+        said = "PostgreSQL has answered nothing sent on the connection holding the room leases for"
+        deadline = time.monotonic() + 2
+        while said not in hub.stderr():
+            assert time.monotonic() < deadline, hub.stderr()[-3000:]
+            time.sleep(0.05)
+        pg.pause(False)
+        frozen = False
+        deadline = time.monotonic() + 40
+        while True:
+            status, _, body = hub.http("GET", path)
+            if status == 200:
+                break
+            assert time.monotonic() < deadline, f"the node does not serve the room again: {status} {body!r}"
+            time.sleep(0.2)
+        assert json.loads(body)["rev"] == acked, body
+        b = hub.join(room, "bob")
+        assert b.welcome["rev"] == acked and by_tag(b.welcome["people"], 1)["hairColor"] == "red"
+    finally:
+        if frozen:
+            pg.pause(False)
+        pg.halt()
+        pg.stop()
+
+
 def test_a_nul_in_a_label_or_user_name_is_kept_on_postgres(hub_factory, pg_server, room):
     """The product contract allows any text in a label or a user name. The journal's readable columns
     copied them raw, and PostgreSQL's text refuses a NUL (22021): the commit failed, the room closed

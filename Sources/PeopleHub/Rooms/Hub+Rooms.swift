@@ -468,7 +468,7 @@ extension Hub {
 
     /// 503 with `Retry-After: 1` while `leasesUnsure`.
     static func unsureOf(room: String) -> HTTPFailure {
-        var failure = HTTPFailure.unavailable("this node was paused and is checking that it still holds room \(room); try again")
+        var failure = HTTPFailure.unavailable("this node is checking that it still holds room \(room) (it was paused, or PostgreSQL has not answered it lately); try again")
         failure.headers = [.init("Retry-After", "1")]
         return failure
     }
