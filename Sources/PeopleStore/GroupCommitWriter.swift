@@ -25,6 +25,12 @@ package enum WriterWork: Sendable {
         if case .probe = self { true } else { false }
     }
 
+    /// A snapshot that only makes loading faster (not a room's first, which creates it): its failure
+    /// loses nothing and breaks nothing (`PeopleStore.save`).
+    var isLaterSnapshot: Bool {
+        if case .snapshot(_, let snapshot, let notices) = self { snapshot.position > 0 && notices.isEmpty } else { false }
+    }
+
     package var room: String {
         switch self {
         case .append(let room, _, _), .snapshot(let room, _, _), .checkpoints(let room, _), .delete(let room, _, _, _): room
@@ -206,11 +212,34 @@ package final class GroupCommitWriter: @unchecked Sendable {
         if let error = outcome.withLock({ $0 }) { throw error }
     }
 
-    /// Lets a room that failed take appends again (after it was reloaded from what is durable).
+    /// Lets a room that failed take appends again (after it was reloaded from what is durable). What
+    /// its failed life still had queued is failed first, not written: a snapshot handed over after the
+    /// failure but before the hub knew of it holds records that never became durable, and written
+    /// after the reload it would hide the new life's journal rows at or below its position (a review,
+    /// session 43; before, the queue was filtered only when a batch was taken, after this had cleared
+    /// the room's failure).
     package func reopen(room: String) {
         condition.lock()
+        var stale: [WriterWork] = []
+        let error = broken[room]
+        if error != nil {
+            for index in queue.indices {
+                queue[index].removeAll { work in
+                    switch work {
+                    case .append, .snapshot, .checkpoints:
+                        guard work.room == room else { return false }
+                        stale.append(work)
+                        return true
+                    case .delete, .probe:
+                        return false
+                    }
+                }
+            }
+            queue.removeAll(where: \.isEmpty)
+        }
         broken[room] = nil
         condition.unlock()
+        if let error, !stale.isEmpty { fail(stale, error) }
     }
 
     /// Commits what was handed over, then stops the thread.
@@ -224,9 +253,11 @@ package final class GroupCommitWriter: @unchecked Sendable {
     }
 
     /// Commits the batch; if that fails and it holds several rooms, commits each room's part on its
-    /// own, so one room's failure (a collision, a bad record) does not fail the others. Returns the
-    /// rooms that failed.
-    private func commitIsolatingFailures(_ batch: [WriterWork]) -> [String: StoreError] {
+    /// own, so one room's failure (a collision, a bad record) does not fail the others; and a room's
+    /// part that fails with later snapshots in it is committed again without them, so a snapshot's
+    /// failure (the one big write on a disk nearly full) breaks no room. Returns the rooms that failed,
+    /// and those whose later snapshots alone were not written.
+    private func commitIsolatingFailures(_ batch: [WriterWork]) -> (failed: [String: StoreError], snapshotsLost: [String: StoreError]) {
         func attempt(_ part: [WriterWork]) -> StoreError? {
             do {
                 try commit(part)
@@ -235,15 +266,26 @@ package final class GroupCommitWriter: @unchecked Sendable {
                 return error as? StoreError ?? StoreError(.io, "\(error)")
             }
         }
-        guard let error = attempt(batch) else { return [:] }
+        guard let error = attempt(batch) else { return ([:], [:]) }
         var rooms: [String] = []
         for work in batch where !rooms.contains(work.room) { rooms.append(work.room) }
-        guard rooms.count > 1 else { return rooms.first.map { [$0: error] } ?? [:] }
-        var failures: [String: StoreError] = [:]
+        var failed: [String: StoreError] = [:]
+        var snapshotsLost: [String: StoreError] = [:]
         for room in rooms {
-            if let error = attempt(batch.filter { $0.room == room }) { failures[room] = error }
+            let part = batch.filter { $0.room == room }
+            guard let error = rooms.count == 1 ? error : attempt(part) else { continue }
+            guard part.contains(where: \.isLaterSnapshot) else {
+                failed[room] = error
+                continue
+            }
+            let rest = part.filter { !$0.isLaterSnapshot }
+            if let restError = rest.isEmpty ? nil : attempt(rest) {
+                failed[room] = restError
+            } else {
+                snapshotsLost[room] = error
+            }
         }
-        return failures
+        return (failed, snapshotsLost)
     }
 
     private func run() {
@@ -289,19 +331,22 @@ package final class GroupCommitWriter: @unchecked Sendable {
             // failed, the file locked by another process, had no room to blame: the hub crashed.)
             if batch.isEmpty { continue }
             let started = DispatchTime.now().uptimeNanoseconds
-            let failures = commitIsolatingFailures(batch)
+            let (failures, snapshotsLost) = commitIsolatingFailures(batch)
             commitDuration.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - started))
             commitSize.record(batch.count)
             condition.lock()
             for (room, error) in failures { broken[room] = error }
-            failing = failures.first?.value
+            failing = failures.first?.value ?? snapshotsLost.first?.value
             condition.unlock()
-            if !failures.isEmpty { commitFailures.increment() }
+            if !failures.isEmpty || !snapshotsLost.isEmpty { commitFailures.increment() }
             for work in batch {
                 let failure = failures[work.room]
                 switch work {
                 case .append(_, _, let whenDurable): whenDurable(failure)
-                case .snapshot(let room, _, _): if let failure { onSnapshotFailure(room, failure) }
+                case .snapshot(let room, _, _):
+                    if let failure = failure ?? (work.isLaterSnapshot ? snapshotsLost[room] : nil) {
+                        onSnapshotFailure(room, failure)
+                    }
                 case .checkpoints: break
                 case .delete(_, _, _, let whenDone): whenDone(failure)
                 case .probe(let whenDone): whenDone(failure)
