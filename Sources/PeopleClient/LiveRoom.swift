@@ -60,8 +60,9 @@ public final class LiveRoom: @unchecked Sendable {
     /// Something a screen should tell the user about once.
     public enum Notice: Sendable {
         /// Parts of this user's request the hub skipped or turned into no-ops, with the people as they
-        /// were before (to name them).
-        case skipped([SkipReport], people: PeopleModel)
+        /// were before (to name them); `redo`: the request was a redo (a person it would delete was
+        /// brought back by the user's undo, not added by them).
+        case skipped([SkipReport], people: PeopleModel, redo: Bool = false)
         /// A teammate's revision, with the people as they were before it (to name them) and after it,
         /// as the hub has them: this user's changes not yet confirmed are in neither (a teammate's
         /// rename is not said with this user's own queued name).
@@ -341,9 +342,8 @@ public final class LiveRoom: @unchecked Sendable {
         var welcomed = false
         var reset = false
         // An answered undo or redo took its step off a stack even when it changed nothing (one with a
-        // revision refreshes the timeline anyway), and the hub sends `history` only when the stacks'
-        // labels change: an older step undone and skipped whole leaves them as they were, and its ↶
-        // mark must still go.
+        // revision refreshes the timeline anyway): its ↶ mark must go. (The hub's `history` says so
+        // too since session 43; before, it came only when the stacks' labels changed.)
         var stacksChanged = message.isStepTakenWithoutRevision
         for event in events {
             switch event {
@@ -367,7 +367,7 @@ public final class LiveRoom: @unchecked Sendable {
             case .unanswered(let seq, _):
                 if let question = questions.removeValue(forKey: seq) { ask(reader.failed(question)) }
             case .remote(let summary): notices.append(.remote(summary, people: confirmedBefore, after: sync.confirmed))
-            case .skipped(let reports): notices.append(.skipped(reports, people: before))
+            case .skipped(let reports): notices.append(.skipped(reports, people: before, redo: message.isRedone))
             case .error(let error):
                 notices.append(.error(error))
                 if error.code == .unauthorized {
@@ -423,7 +423,7 @@ public final class LiveRoom: @unchecked Sendable {
         var reports: [SkipReport] = []
         var kept: [Notice] = []
         for notice in notices {
-            if case .skipped(let skipped, _) = notice { reports += skipped } else { kept.append(notice) }
+            if case .skipped(let skipped, _, _) = notice { reports += skipped } else { kept.append(notice) }
         }
         let reasons = reports.sentences(people: before)
         for (label, ops) in dropped {
@@ -562,6 +562,10 @@ extension ServerMessage {
     }
 
     /// An answer to an undo or redo that made no revision (every change skipped, or nothing to do).
+    fileprivate var isRedone: Bool {
+        if case .redone = self { true } else { false }
+    }
+
     fileprivate var isStepTakenWithoutRevision: Bool {
         switch self {
         case .undone(let r), .redone(let r): r.rev == nil

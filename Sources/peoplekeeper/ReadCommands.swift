@@ -170,7 +170,7 @@ extension StackCommand {
             } else {
                 say("nothing \(past == "undid" ? "undone" : "redone")\(which): every part was skipped")
             }
-            for report in result.skipped { say("skipped: \(report.sentence(people: before, known: known))") }
+            for report in result.skipped { say("skipped: \(report.sentence(people: before, known: known, redo: Self.verb == "redo"))") }
         }
         if result.rev == nil { throw ExitCode(1) }
     }

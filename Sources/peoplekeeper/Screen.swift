@@ -203,8 +203,8 @@ final class Screen: @unchecked Sendable {
             case .nothingToDo(let redo):
                 // As the command says it (`nothing to undo`, exit 1): a press that did nothing says so.
                 report = Report(text: "nothing of yours to \(redo ? "redo" : "undo")", warning: false)
-            case .skipped(let reports, let before):
-                let skipped = reports.sentences(people: before, known: knownNames.byTag, me: room.sync.user)
+            case .skipped(let reports, let before, let redo):
+                let skipped = reports.sentences(people: before, known: knownNames.byTag, me: room.sync.user, redo: redo)
                 report = Report(text: done.map { "\($0); skipped: " + skipped.joined(separator: "; ") }
                                     ?? skipped.map { $0 + " — skipped" }.joined(separator: "; "),
                                 warning: true)

@@ -48,3 +48,19 @@ struct ChangeTextTests {
         #expect(summary([.set(3, .name("Samuel"))]).sentence(people: Self.before, after: gone) == "bob changed Sam's name")
     }
 }
+
+/// How the terminal client says a skipped part of the user's own request (`SkipReport.sentence`).
+@Suite("A skipped part in words")
+struct SkipTextTests {
+    @Test("a person edited by a teammate since: added by the user (an undo), or brought back by their undo (a redo of a delete)")
+    func editedSince() {
+        // A black-box pass (session 43): a skipped redo of a delete said "since you added them" of a
+        // person the user never added, only brought back with undo.
+        let report = SkipReport(reason: .editedByOthers, tag: 2, by: "bob")
+        let people = PeopleModel.tutorialSeed
+        #expect(report.sentence(people: people) == "Joan was edited by bob since you added them")
+        #expect(report.sentence(people: people, redo: true) == "Joan was edited by bob since your undo brought them back")
+        #expect(report.sentence(people: people, me: "bob", redo: true) == "you edited Joan since bringing them back")
+        #expect([report].sentences(people: people, redo: true) == ["Joan was edited by bob since your undo brought them back"])
+    }
+}

@@ -60,6 +60,13 @@ test('a skipped undo with nothing done says so first; a partial one says what wa
     "Part of your change was not made: your change to Ann's hair color was overwritten by bob.");
   assert.equal(reportsText([report], nameOf, { kind: 'redo', changed: false }),
     "Nothing was redone: your change to Ann's hair color was overwritten by bob.");
+  // A person a redo would delete was brought back by the user's undo, not added by them (a
+  // black-box pass, session 43: "since you added them" on a redo of a delete).
+  const edited = { reason: 'editedByOthers', tag: 2, by: 'bob' };
+  assert.equal(reportsText([edited], nameOf, { kind: 'redo', changed: false }),
+    'Nothing was redone: Joan was edited by bob since your undo brought them back.');
+  assert.equal(reportsText([edited], nameOf, { kind: 'undo', changed: false }),
+    'Nothing was undone: Joan was edited by bob since you added them.');
   const two = [report, { reason: 'targetRemoved', tag: 3, by: 'carol' }, report];
   assert.equal(reportsText(two, nameOf, { kind: 'undo', changed: false }),
     "Nothing was undone: your change to Ann's hair color was overwritten by bob; Sam was deleted by carol.");

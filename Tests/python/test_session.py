@@ -467,6 +467,42 @@ def test_second_tab_of_same_user_shares_the_stacks(hub, room):
     assert ack["rev"] == 4
 
 
+def test_every_change_of_the_stacks_reaches_the_user_s_other_tabs(hub_factory, room):
+    """The product contract: `history` goes to all of a user's connections after every change to their
+    stacks. The hub sent it only when what it says changed, so a selective undo of an older step (all
+    of it skipped: the step is used up) and a new step labelled as the one before reached no other tab:
+    a black-box pass saw a page keep "Undo this" on the used-up step, and a terminal keep its mark
+    after the hub refused it (session 43). A batch added to a coalescing run changes no step and sends
+    none."""
+    hub = hub_factory({"undo": {"coalesceMillis": 60000}})
+    a1 = hub.join(room, "A")
+    a2 = hub.join(room, "A")
+    b = hub.join(room, "B")
+    first = a1.edit([set_op(1, "hairColor", "red")], label="Color")
+    a2.expect_history(canUndo=True, undoLabel="Color")
+    a1.expect_history(canUndo=True, undoLabel="Color")
+    # A new step with the same label: the summary says the same, the stacks changed.
+    a1.edit([set_op(2, "glasses", True)], label="Color")
+    a2.expect_history(canUndo=True, undoLabel="Color")
+    a1.expect_history(canUndo=True, undoLabel="Color")
+    # A teammate overwrites the first step's field: its selective undo is all skipped, and used up.
+    b.edit([set_op(1, "hairColor", "blonde")])
+    a2.sync(3)
+    a1.send({"type": "undo", "seq": a1.seq + 1, "entry": first["rev"]})
+    a1.seq += 1
+    undone = a1.take("undone")
+    assert "rev" not in undone and undone["skipped"], undone
+    a2.expect_history(canUndo=True, undoLabel="Color")
+    assert [e["rev"] for e in a2.timeline()["entries"] if "entry" in e] == [2], "the used-up step is not offered"
+    # A keystroke added to a coalescing run: the same step, no frame.
+    a1.edit([set_op(3, "name", "Sa")], coalesce="name:3", label="Type")
+    a2.expect_history(canUndo=True, undoLabel="Type")
+    mark = a2.mark()
+    a1.edit([set_op(3, "name", "Sam!")], coalesce="name:3", label="Type")
+    a2.sync(5)
+    a2.expect_nothing("history", since=mark, quiet=0.3)
+
+
 # -- presence -----------------------------------------------------------------------------------------
 
 def _clean(users):

@@ -57,7 +57,12 @@ function reportClause(report, nameOf, options = {}) {
       break;
     case 'targetRemoved': sentence = mine ? `${actor} deleted ${who} since` : `${who} was deleted${by}`; break;
     case 'editedByOthers':
-      sentence = mine ? `${actor} edited ${who} since adding them` : `${who} was edited${by} since you added them`;
+      // A redo's person to delete was brought back by the user's undo, not added by them.
+      if (options.kind === 'redo') {
+        sentence = mine ? `${actor} edited ${who} since bringing them back` : `${who} was edited${by} since your undo brought them back`;
+      } else {
+        sentence = mine ? `${actor} edited ${who} since adding them` : `${who} was edited${by} since you added them`;
+      }
       break;
     case 'invariant': sentence = `your change to ${what} no longer fits (the name would be too long)`; break;
     case 'expired': sentence = `your change to ${who} is too old to undo`; break;
@@ -80,7 +85,7 @@ function reportClause(report, nameOf, options = {}) {
 export function reportsText(reports, nameOf, { kind = 'edit', changed = true, label = null, me = null, byRestore } = {}) {
   const clauses = [];
   for (const r of reports) {
-    const c = reportClause(r, nameOf, { me, byRestore });
+    const c = reportClause(r, nameOf, { me, byRestore, kind });
     if (!clauses.includes(c)) clauses.push(c);
   }
   const body = clauses.join('; ');

@@ -178,7 +178,7 @@ extension Room {
                                 timestamp: revisionTime(now), session: id, seq: request.seq)
         let reply = ServerMessage.restored(.init(seq: request.seq, rev: number, time: revision.timestamp,
                                                  ops: revision.diffs, label: label))
-        let before = stacks(of: user).summary
+        let before = stacks(of: user).shape
         recordEdit(revision, coalesce: nil, now: now)
         var actions = commit(revision, reply: reply, sender: id)
         actions += historyActions(user: user, before: before)

@@ -85,7 +85,7 @@ extension Room {
         let reply = ServerMessage.ack(.init(seq: submit.seq, rev: number, time: revision.timestamp, ops: revision.diffs,
                                             noop: reports))
         sessions[id]!.lastAckRevision = number
-        let before = stacks(of: user).summary
+        let before = stacks(of: user).shape
         recordEdit(revision, coalesce: submit.coalesce, now: now)
         var actions = commit(revision, reply: reply, sender: id)
         actions += historyActions(user: user, before: before)

@@ -9,7 +9,7 @@ extension Room {
         let user = sessions[id]!.user
         // Taken out while they change, so the arrays are uniquely referenced (no copy-on-write).
         var stacks = users[user, default: UserState()].takeStacks()
-        let before = stacks.summary
+        let before = stacks.shape
         stacks.run = nil
         var applied: [AppliedDiff] = []
         var inverts: [DiffRef?] = []
@@ -66,7 +66,7 @@ extension Room {
             return (reply, nil, .none, [.send(reply, to: [session])])
         }
         var stacks = users[user, default: UserState()].takeStacks()
-        let before = stacks.summary
+        let before = stacks.shape
         stacks.run = nil
         let entry = stacks.undo.remove(at: index)
         let outcome = revert(entry, by: user, selective: true)

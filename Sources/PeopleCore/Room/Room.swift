@@ -353,11 +353,11 @@ public struct Room: Sendable {
         }
     }
 
-    /// Sends `history` to all the user's connections when their stacks' summary changed.
-    func historyActions(user: String, before: HistorySummary) -> [RoomAction] {
-        let after = stacks(of: user).summary
+    /// Sends `history` to all the user's connections when their stacks changed (`UndoStacks.Shape`).
+    func historyActions(user: String, before: UndoStacks.Shape) -> [RoomAction] {
+        let after = stacks(of: user).shape
         guard after != before else { return [] }
-        return [.send(.history(after), to: connectedSessions(of: user))]
+        return [.send(.history(after.summary), to: connectedSessions(of: user))]
     }
 
     /// Commits a new revision (history, used tags) and returns its sends: reply and broadcast.

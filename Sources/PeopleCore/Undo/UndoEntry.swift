@@ -54,6 +54,21 @@ public struct UndoStacks: Hashable, Sendable {
                        redoLabel: redo.last?.label)
     }
 
+    /// What `history` says, and which steps the stacks hold: a step added or consumed whose label
+    /// leaves the summary as it was (a new step labelled as the one before, a selective undo of an
+    /// older one) changes the stacks too, and the user's other connections read their marks again on
+    /// `history` (a black-box pass, session 43: a step another tab undid kept its "Undo this"). A batch
+    /// added to a coalescing run changes no step.
+    struct Shape: Equatable {
+        var summary: HistorySummary
+        var undoCount: Int, redoCount: Int
+        var undoTop: Int?, redoTop: Int?
+    }
+
+    var shape: Shape {
+        Shape(summary: summary, undoCount: undo.count, redoCount: redo.count, undoTop: undo.last?.id, redoTop: redo.last?.id)
+    }
+
     /// Index of the newest entry (touching `scope`, if given).
     static func newest(in stack: [UndoEntry], scope: Tag?) -> Int? {
         guard let scope else { return stack.indices.last }
