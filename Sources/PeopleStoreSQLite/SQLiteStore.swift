@@ -70,6 +70,14 @@ public final class SQLiteStore: PeopleStore {
             // power cut. FULL again, on the one writer connection: every commit is flushed (fdatasync)
             // before its append is reported durable.
             try pool.barrierWriteWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+            // A command (`export`, `history`, …) beside a hub of an older version, the binary replaced
+            // on disk before the hub was started again: migrating here would change the schema under
+            // that hub (an index build holds the write lock, its commits fail meanwhile). A review,
+            // session 43. Only the hub of this version upgrades a store another hub is using.
+            if self.claim == nil, try !pool.read({ try Self.migrator.hasCompletedMigrations($0) }),
+               let holder = StoreClaim.heldBy(store: path) {
+                throw StoreError(.conflict, "the SQLite store at \(path) is in use by a hub of an older version (\(holder.map { "pid \($0)" } ?? "pid unknown")), and this command would upgrade its schema under it: restart that hub with this version (it upgrades the store), then run the command again")
+            }
             try Self.migrator.migrate(pool)
             // Deletions remembered longer than `DeletedRooms.remembered` go at every open too, not only
             // with a later deletion (a read never answers with them).

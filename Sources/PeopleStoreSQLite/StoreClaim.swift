@@ -60,6 +60,19 @@ final class StoreClaim: @unchecked Sendable {
 
     deinit { release() }
 
+    /// Whether a hub holds `store`'s claim now, and its pid when it wrote one (`.some(nil)`: held, pid
+    /// unknown). For a command, which claims nothing: it takes a shared lock for a moment to ask.
+    static func heldBy(store: String) -> Int32?? {
+        let descriptor = open(resolved(store) + ".lock", O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        guard flock(descriptor, LOCK_SH | LOCK_NB) != 0 else {
+            _ = flock(descriptor, LOCK_UN)
+            return nil
+        }
+        return errno == EWOULDBLOCK ? .some(holder(descriptor)) : nil
+    }
+
     private static func holder(_ descriptor: Int32) -> Int32? {
         var buffer = [UInt8](repeating: 0, count: 32)
         let count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }

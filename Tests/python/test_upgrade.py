@@ -123,6 +123,42 @@ def test_a_store_written_by_an_older_hub_opens_with_every_room_history_and_undo_
     assert next(p for p in quiet_now["people"] if p["tag"] == tag)["eyeColor"] == "green"
 
 
+def test_a_command_does_not_upgrade_a_store_an_older_hub_is_using(tmp_path):
+    """After the binary is replaced on disk, an older hub may still run on the store: a command of the
+    new version (`history`, `export`, …) opening it ran the new migrations under that hub (an index
+    build holds the write lock for seconds; the hub's commits failed meanwhile; a review, session 43).
+    Now it refuses (exit 74, naming the hub's pid and what to do) and changes nothing; once no hub holds
+    the store it upgrades it as before. The older hub's claim is held here as a hub holds it (an
+    exclusive lock on the store's `.lock` file, its pid inside)."""
+    import fcntl
+    import os
+    path = stored_fixture(tmp_path)
+    config = tmp_path / "pk.yaml"
+    config.write_text(f"storage:\n  kind: embedded\n  path: {path}\n")
+
+    def migrations() -> list[str]:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            return [row[0] for row in db.execute("SELECT identifier FROM grdb_migrations ORDER BY rowid")]
+        finally:
+            db.close()
+    lock = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.write(lock, b"4242\n")
+        done = subprocess.run([HUB_BIN, "history", "upgrade-team", "--config", str(config)], cwd=str(REPO),
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 74, done
+        assert "in use by a hub of an older version (pid 4242)" in done.stderr, done.stderr
+        assert migrations() == ["v1: journal and snapshots"], "the command upgraded the store under the hub"
+    finally:
+        os.close(lock)
+    done = subprocess.run([HUB_BIN, "history", "upgrade-team", "--config", str(config)], cwd=str(REPO),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done
+    assert len(migrations()) > 1
+
+
 def test_keys_kept_in_an_older_hubs_snapshots_and_journal_are_answered_after_the_upgrade(hub_factory, tmp_path):
     want = json.loads((KEYS_FIXTURE / "expected.json").read_text())
     room, answers = want["room"], want["answers"]
