@@ -212,10 +212,15 @@ public final class Hub: @unchecked Sendable {
     func attach(service: any ServiceThread) {
         self.service = service
         guard group == nil else { return }  // the group tells every hub
-        leases?.onLeasesLost { [weak self] in
-            self?.leasesDropping.store(true, ordering: .sequentiallyConsistent)
-            self?.back(()) { hub, _ in hub.dropAllRooms(reason: "lost the room leases") }
-        }
+        leases?.onLeasesLost { [weak self] in self?.leasesLost() }
+    }
+
+    /// The store lost every room lease at once (any thread): unsure from now until the rooms are
+    /// dropped on the service thread (`leasesUnsure`; a new session's heartbeat could settle the
+    /// store's doubt before the drop).
+    func leasesLost() {
+        leasesDropping.store(true, ordering: .sequentiallyConsistent)
+        back(()) { hub, _ in hub.dropAllRooms(reason: "lost the room leases") }
     }
 
     /// Comes back to the service thread from another thread and runs `work` there with `value`; nothing

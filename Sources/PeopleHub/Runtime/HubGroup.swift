@@ -60,10 +60,7 @@ public final class HubGroup: WebSocketServerDelegate, @unchecked Sendable {
         self.server = server
         for (hub, context) in zip(hubs, server.contexts) { hub.attach(thread: context) }
         hubs[0].leases?.onLeasesLost { [hubs] in
-            for hub in hubs {
-                hub.leasesDropping.store(true, ordering: .sequentiallyConsistent)
-                hub.back(()) { hub, _ in hub.dropAllRooms(reason: "lost the room leases") }
-            }
+            for hub in hubs { hub.leasesLost() }
         }
     }
 
