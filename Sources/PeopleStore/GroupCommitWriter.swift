@@ -274,7 +274,9 @@ package final class GroupCommitWriter: @unchecked Sendable {
         for room in rooms {
             let part = batch.filter { $0.room == room }
             guard let error = rooms.count == 1 ? error : attempt(part) else { continue }
-            guard part.contains(where: \.isLaterSnapshot) else {
+            // A store that cannot be had (locked by another process, unreachable, closed) fails the rest
+            // as well: trying again without the snapshots would only wait as long again (a review).
+            guard part.contains(where: \.isLaterSnapshot), error.kind != .unavailable, error.kind != .closed else {
                 failed[room] = error
                 continue
             }

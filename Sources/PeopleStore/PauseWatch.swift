@@ -73,10 +73,11 @@ public struct PauseWatch: Sendable, Equatable {
     }
 
     /// A statement sent at `sentAt` on the writer session was answered: the session lived then. It
-    /// ends a suspicion that began before it was sent.
-    public mutating func answered(sentAt: Int64) {
+    /// ends a suspicion that began before it was sent. `sureUntil`: how long the answer proves the
+    /// leases when that is not `sureFor` after `sentAt` (a question asked on another connection).
+    public mutating func answered(sentAt: Int64, sureUntil: Int64? = nil) {
         if let since = suspectedSince, sentAt > since { suspectedSince = nil }
-        answeredSentAt = max(answeredSentAt, sentAt)
+        answeredSentAt = max(answeredSentAt, (sureUntil ?? sentAt + sureFor) - sureFor)
     }
 
     /// Nanoseconds of `CLOCK_BOOTTIME`: monotonic, and running while the machine is suspended.

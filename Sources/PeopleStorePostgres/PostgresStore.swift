@@ -44,6 +44,8 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
     private var writerConnection: PostgresConnection?
     /// The same, for `close` to end it while the writer holds `lock` (a commit stuck on the network).
     private let writerHandle = Mutex<PostgresConnection?>(nil)
+    /// The writer connection's backend pid (0 before the first): what `proveLeasesAside` asks about.
+    private let writerPid = Atomic<Int>(0)
     /// Rooms whose lease this node holds, and what on the node needs each (`LeaseHolder`).
     private var owned: [String: Set<LeaseHolder>] = [:]
     /// Rooms whose lease went with a lost writer connection and was not taken again (guarded by
@@ -305,6 +307,9 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
             _ = try? (connection.close() as EventLoopFuture<Void>).wait()
             throw error
         }
+        if claimsNode, let pid = try? run("SELECT pg_backend_pid()", on: connection).rows.first?.decode(Int.self) {
+            writerPid.store(pid, ordering: .relaxed)
+        }
         writerConnection = connection
         writerHandle.withLock { $0 = connection }
         writerConnected = true
@@ -394,18 +399,18 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
 
     /// A statement sent at `sent` on the writer connection was answered: its session, and so every
     /// lease it holds, lived then (`PauseWatch.answered`). Logs a pause or a silence it settles.
-    private func writerAnswered(sentAt sent: Int64) {
+    private func writerAnswered(sentAt sent: Int64, sureUntil: Int64? = nil) {
         let now = PauseWatch.now()
         let (paused, silent, sure) = pauses.withLock { watch -> (Bool, Bool, Bool) in
             let paused = watch.suspectedSince != nil, silent = watch.silent(now: now)
-            watch.answered(sentAt: sent)
+            watch.answered(sentAt: sent, sureUntil: sureUntil)
             return (paused, silent, watch.suspectedSince == nil && !watch.silent(now: now))
         }
         guard sure else { return }
         if paused {
-            logger.notice("the pause is settled: PostgreSQL answered a statement sent after it on the connection holding the room leases")
+            logger.notice("the pause is settled: PostgreSQL says this node's session still holds the room leases")
         } else if silent {
-            logger.notice("PostgreSQL answers again on the connection holding the room leases: this node serves its rooms again")
+            logger.notice("PostgreSQL answers again: this node's session still holds the room leases, and it serves its rooms again")
         }
     }
 
@@ -451,10 +456,11 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
                     let seconds = Double(now - silentSince) / 1e9
                     store.logger.warning("PostgreSQL has answered nothing sent on the connection holding the room leases for \(String(format: "%.1f", seconds)) s (3/4 of cluster.leaseTimeoutSeconds): this node answers nothing from its rooms and sends no webhook until it does")
                 }
-                // A pause: at once. Half of `sureFor` without an answer: only while the hub's checks
-                // come (see `hubChecked`); its own, every 5 s, do for the default lease timeout.
-                if since != nil || (wants && now - store.hubChecked.load(ordering: .relaxed) < 10_000_000_000) {
-                    store.checkAfterPause()
+                // A pause: at once. Half of `sureFor` without an answer: a heartbeat only while the hub's
+                // checks come (see `hubChecked`; its own, every 5 s, do for the default lease timeout),
+                // else the question aside, which keeps no stuck node alive to the others.
+                if since != nil || wants {
+                    store.checkAfterPause(heartbeat: since != nil || now - store.hubChecked.load(ordering: .relaxed) < 10_000_000_000)
                 }
                 Thread.sleep(forTimeInterval: 0.25)
             }
@@ -465,12 +471,55 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
 
     /// Checks the store (off the caller's thread), once at a time, while a pause is not settled or an
     /// answer is wanted.
-    private func checkAfterPause() {
+    private func checkAfterPause(heartbeat: Bool = true) {
         guard !checkingAfterPause.exchange(true, ordering: .acquiring) else { return }
         DispatchQueue.global().async { [self] in
             defer { checkingAfterPause.store(false, ordering: .releasing) }
-            if (try? checkNow()) == nil { Thread.sleep(forTimeInterval: 0.25) }  // not every look
+            // The writer in a long statement (an import's commit, a wait for a lock) holds `lock`, and
+            // a heartbeat would wait behind it while the session is busy and its leases safe: asked
+            // aside instead (a review, session 43: a node went unsure, 503, during such a wait).
+            if heartbeat, lock.try() {
+                lock.unlock()
+                if (try? checkNow()) == nil { Thread.sleep(forTimeInterval: 0.25) }  // not every look
+            } else if !proveLeasesAside() {
+                Thread.sleep(forTimeInterval: 0.25)
+            }
         }
+    }
+
+    /// Asks on a pooled connection whether the writer's session lives and holds this node's lock, and
+    /// for how long it cannot be ended: another node ends a holder only once it has written no
+    /// heartbeat and been idle for `silentAfter`, and an `active` session is not idle. The answer proves
+    /// the leases until then from when it was asked, and at most half the lease timeout (PostgreSQL's
+    /// keepalives end the writer's session that long at least after the network went silent, which
+    /// was after this question got through). False when it proves nothing.
+    private func proveLeasesAside() -> Bool {
+        let pid = writerPid.load(ordering: .relaxed)
+        guard claimsNode, pid != 0 else { return false }
+        let key = UInt64(bitPattern: Int64(Self.lockKey(node, kind: "node")))
+        let (high, low) = (Int64(key >> 32), Int64(key & 0xFFFF_FFFF))
+        let sent = PauseWatch.now()
+        let alive: Double?
+        do {
+            alive = try withPooledConnection { connection in
+                try run("""
+                    SELECT extract(epoch FROM (CASE WHEN a.state = 'active' THEN now()
+                                                    ELSE greatest(a.state_change, n.seen) END) - now())::float8
+                    FROM pg_stat_activity a LEFT JOIN nodes n ON n.node = \(node) AND n.pid = a.pid
+                    WHERE a.pid = \(pid)
+                      AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.pid = a.pid
+                                  AND l.classid::bigint = \(high) AND l.objid::bigint = \(low) AND l.objsubid = 1)
+                    """, on: connection).rows.first?.decode(Double.self)
+            }
+        } catch {
+            return false
+        }
+        guard let alive, alive.isFinite else { return false }
+        let second: Int64 = 1_000_000_000
+        let lastSign = sent + Int64(min(0, alive) * 1e9)
+        let safeUntil = min(lastSign + Int64(silentAfter) * second, sent + Int64(leaseTimeout) * second / 2)
+        writerAnswered(sentAt: sent, sureUntil: safeUntil)
+        return true
     }
 
     /// How both ends of a connection give up `leaseTimeout` seconds after the other stops answering:

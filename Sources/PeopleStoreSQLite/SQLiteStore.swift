@@ -73,10 +73,11 @@ public final class SQLiteStore: PeopleStore {
             // A command (`export`, `history`, …) beside a hub of an older version, the binary replaced
             // on disk before the hub was started again: migrating here would change the schema under
             // that hub (an index build holds the write lock, its commits fail meanwhile). A review,
-            // session 43. Only the hub of this version upgrades a store another hub is using.
+            // session 43. Only a hub upgrades a store a hub is using (one of this version may be doing
+            // it right now: the message says both).
             if self.claim == nil, try !pool.read({ try Self.migrator.hasCompletedMigrations($0) }),
                let holder = StoreClaim.heldBy(store: path) {
-                throw StoreError(.conflict, "the SQLite store at \(path) is in use by a hub of an older version (\(holder.map { "pid \($0)" } ?? "pid unknown")), and this command would upgrade its schema under it: restart that hub with this version (it upgrades the store), then run the command again")
+                throw StoreError(.conflict, "the SQLite store at \(path) is in use by a hub (\(holder.map { "pid \($0)" } ?? "pid unknown")) that has not upgraded it to this command's version, and this command would upgrade it under that hub: a hub of an older version: restart it with this version (it upgrades the store); a hub of this version upgrading it now: try again once it listens")
             }
             try Self.migrator.migrate(pool)
             // Deletions remembered longer than `DeletedRooms.remembered` go at every open too, not only
@@ -491,27 +492,34 @@ public final class SQLiteStore: PeopleStore {
     /// the writer connection: every room's commits waited behind it (a review measured a batch in
     /// another room at 29.6 s, and a stop at 30 s).
     func forgetDeletedPages() {
-        let was = logNotEmptied.load(ordering: .relaxed)
-        do {
-            let busy = try pool.writeWithoutTransaction { db -> Bool in
-                try db.execute(sql: "PRAGMA busy_timeout = 0")
+        // The flag is read and set on the writer connection's queue, in the order of the attempts (a
+        // check's success stored after a later deletion's failure would have dropped the retry).
+        let (was, busy, failure) = pool.writeWithoutTransaction { db -> (Bool, Bool, (any Error)?) in
+            let was = logNotEmptied.load(ordering: .relaxed)
+            let outcome: (Bool, (any Error)?)
+            do {
+                // 100 ms for a gap between readers (a hub serving reads all the time has few), not the
+                // 30 s a commit waits: every room's commits wait behind this.
+                try db.execute(sql: "PRAGMA busy_timeout = 100")
                 defer { try? db.execute(sql: "PRAGMA busy_timeout = \(Int(Self.busyTimeout * 1000))") }
-                do {
-                    let row = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)")
-                    return (row?[0] as Int?) != 0
-                } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED {
-                    return true
-                }
+                let row = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+                outcome = ((row?[0] as Int?) != 0, nil)
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED {
+                outcome = (true, nil)
+            } catch {
+                outcome = (true, error)
             }
-            logNotEmptied.store(busy, ordering: .relaxed)
-            if busy && !was {
-                logger.warning("the write-ahead log was not emptied (a reader was busy): each store check tries again")
-            } else if !busy && was {
-                logger.notice("the write-ahead log was emptied")
-            }
-        } catch {
-            logNotEmptied.store(true, ordering: .relaxed)
-            if !was { logger.warning("the write-ahead log was not emptied", metadata: ["error": "\(error)"]) }
+            logNotEmptied.store(outcome.0, ordering: .relaxed)
+            return (was, outcome.0, outcome.1)
+        }
+        // A command (no claim) has no store checks: the hub empties the log at its next deletion or stop.
+        let again = claim != nil ? "each store check tries again" : "the hub empties it at its next room deletion or clean stop"
+        if let failure {
+            if !was { logger.warning("the write-ahead log was not emptied: \(again)", metadata: ["error": "\(failure)"]) }
+        } else if busy && !was {
+            logger.warning("the write-ahead log was not emptied (a reader was busy): \(again)")
+        } else if !busy && was {
+            logger.notice("the write-ahead log was emptied")
         }
     }
 
@@ -641,7 +649,7 @@ public final class SQLiteStore: PeopleStore {
         }
         if forgotten != nil {
             // A command beside a running hub has no store checks to try again at: it tries for 2 s.
-            for _ in 0..<40 {
+            for _ in 0..<13 {
                 forgetDeletedPages()
                 if claim != nil || !logNotEmptied.load(ordering: .relaxed) { break }
                 Thread.sleep(forTimeInterval: 0.05)

@@ -102,8 +102,8 @@ struct GroupCommitWriterTests {
         let lost = Mutex<[String]>([])
         let writer = GroupCommitWriter(name: "test-writer", kind: "test", commit: { batch in
             commits.record(batch)
-            if batch.first?.room == "first" { gate.wait() }  // keeps the writer busy while the rest queue
-            if batch.contains(where: { if case .snapshot(let room, _, _) = $0 { room != "first" } else { false } }) {
+            if batch.first?.room.hasPrefix("busy") == true { gate.wait() }  // keeps the writer busy while the rest queue
+            if batch.contains(where: { if case .snapshot = $0 { true } else { false } }) {
                 throw StoreError(.io, "disk full")
             }
         }, onSnapshotFailure: { room, _ in lost.withLock { $0.append(room) } })
@@ -114,27 +114,55 @@ struct GroupCommitWriterTests {
         #expect(later.position > 0)
         let outcomes = Outcomes()
         let (done, note) = (outcomes.done, outcomes.note)
+        // Each case queued while the writer is busy with a batch of its own ("busy" rooms wait for the gate).
+        func whileBusy(_ name: String, _ queue: () -> Void) {
+            writer.submit(.append(room: name, entries: Self.entries(1), whenDurable: note(name)))
+            while !commits.batches.withLock({ $0.contains { $0.first == "append \(name) 1" } }) { Thread.sleep(forTimeInterval: 0.001) }
+            queue()
+            gate.signal()
+        }
         // Alone in its batch, then the room's next append.
-        writer.submit(.snapshot(room: "x", later, notices: []))
+        whileBusy("busy1") { writer.submit(.snapshot(room: "x", later, notices: [])) }
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        while lost.withLock({ $0.isEmpty }) { Thread.sleep(forTimeInterval: 0.001) }
         writer.submit(.append(room: "x", entries: Self.entries(1), whenDurable: note("x after")))
         #expect(done.wait(timeout: .now() + 10) == .success)
         // In one batch with appends of its room and another's.
-        writer.submit(.append(room: "first", entries: Self.entries(1), whenDurable: note("first")))
-        while !commits.batches.withLock({ $0.contains { $0.first == "append first 1" } }) { Thread.sleep(forTimeInterval: 0.001) }
-        writer.submit(.append(room: "y", entries: Self.entries(1), whenDurable: note("y")))
-        writer.submit(.snapshot(room: "y", later, notices: []))
-        writer.submit(.append(room: "z", entries: Self.entries(1), whenDurable: note("z")))
-        gate.signal()
+        whileBusy("busy2") {
+            writer.submit(.append(room: "y", entries: Self.entries(1), whenDurable: note("y")))
+            writer.submit(.snapshot(room: "y", later, notices: []))
+            writer.submit(.append(room: "z", entries: Self.entries(1), whenDurable: note("z")))
+        }
         for _ in 0..<3 { #expect(done.wait(timeout: .now() + 10) == .success) }
         // A room's first snapshot (position 0: it creates the room) that fails breaks it.
         writer.submit(.snapshot(room: "new", Room(name: "new").snapshot(), notices: []))
         writer.submit(.append(room: "new", entries: Self.entries(1), whenDurable: note("new")))
         #expect(done.wait(timeout: .now() + 10) == .success)
         let got = outcomes.got
-        for room in ["x after", "first", "y", "z"] { #expect(got[room] == .some(nil), "\(room) was written") }
+        for room in ["busy1", "busy2", "x after", "y", "z"] { #expect(got[room] == .some(nil), "\(room) was written") }
+        #expect(commits.batches.withLock { $0 }.contains(["snapshot x"]), "x's snapshot failed alone in its batch")
         #expect(got["new"]??.kind == .io, "the append after a failed creation is refused")
         #expect(lost.withLock { $0 } == ["x", "y", "new"])
+        #expect(commits.batches.withLock { $0 }.contains(["append y 1", "snapshot y", "append z 1"]), "one batch")
         #expect(commits.batches.withLock { $0 }.contains(["append y 1"]), "y's append written again without its snapshot")
+    }
+
+    @Test("a commit that fails for want of the store (locked, unreachable) is not tried again without its snapshots: it would only wait as long again")
+    func unavailableIsNotRetriedWithoutSnapshots() throws {
+        let commits = Commits()
+        let writer = GroupCommitWriter(name: "test-writer", kind: "test", commit: { batch in
+            commits.record(batch)
+            throw StoreError(.unavailable, "database is locked")
+        }, onSnapshotFailure: { _, _ in })
+        defer { writer.close() }
+        var driver = RoomDriver(name: "x")
+        driver.play(rounds: 1)
+        let outcomes = Outcomes()
+        writer.submit(together: [.append(room: "x", entries: Self.entries(1), whenDurable: outcomes.note("x")),
+                                 .snapshot(room: "x", driver.room.snapshot(), notices: [])])
+        #expect(outcomes.done.wait(timeout: .now() + 10) == .success)
+        #expect(outcomes.got["x"]??.kind == .unavailable)
+        #expect(commits.batches.withLock { $0 } == [["append x 1", "snapshot x"]], "one attempt")
     }
 
     @Test("a room reloaded after its failure: what its failed life still had queued is failed, not written after the reload")

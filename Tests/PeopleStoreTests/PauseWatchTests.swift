@@ -95,6 +95,24 @@ struct PauseWatchTests {
         #expect(!look(&watch, 32 * Self.second + Self.second / 2))
     }
 
+    @Test("an answer asked aside (the writer busy in a long statement) keeps the node sure until the time it proves, and settles a pause it was asked after")
+    func answerAside() {
+        var watch = PauseWatch(now: 0, sureFor: Self.sureFor, answeredSentAt: -20 * Self.second)
+        #expect(!look(&watch, 5 * Self.second), "a pause")
+        // Asked at 6 s: the session is busy, so it cannot be ended before 6 s + 15 s (half the lease
+        // timeout, 15 s, bounds it too): sure until 21 s, not 6 s + 22.5 s.
+        watch.answered(sentAt: 6 * Self.second, sureUntil: 21 * Self.second)
+        var t = 6 * Self.second
+        while t < 21 * Self.second - Self.second / 4 {
+            t += Self.second / 4
+            #expect(look(&watch, t), "sure at \(t)")
+        }
+        #expect(!look(&watch, 21 * Self.second))
+        // One that proves less than an earlier answer changes nothing.
+        watch.answered(sentAt: 21 * Self.second, sureUntil: 20 * Self.second)
+        #expect(!look(&watch, 21 * Self.second + 1))
+    }
+
     @Test("an answer is wanted once half of sureFor has gone without one, and while a pause is not settled")
     func wantsAnswer() {
         var watch = watch(at: 0)

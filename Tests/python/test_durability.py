@@ -1323,6 +1323,42 @@ def test_a_postgres_node_that_postgresql_does_not_answer_answers_no_read_from_me
         pg.stop()
 
 
+def test_a_postgres_node_busy_in_a_long_statement_stays_sure_of_its_leases(hub_factory, room):
+    """The other side of the test above: a node whose writer waits in one long statement (here for a
+    table lock another session holds 9 s; an import's commit is another) answers nothing on its lease
+    connection meanwhile, yet its session is busy and no other node may end it. It went unsure after 6
+    s (lease timeout 8) and answered its rooms' reads 503 (a review, session 43); now it asks on
+    another connection whether its session still holds its lock, and serves them all along. The
+    waiting edit is acknowledged once the lock goes."""
+    pg = PostgresServer()
+    try:
+        pg.start()
+        hub = hub_factory({"storage": {"kind": "postgres", "postgresURL": pg.url},
+                           "cluster": {"nodeId": "a", "leaseTimeoutSeconds": 8}})
+        other = room[:57] + "-b"
+        a = hub.join(room, "ann")
+        b = hub.join(other, "bob")
+        b.edit([{"op": "set", "tag": 1, "field": "hairColor", "value": "red"}])
+        locker = threading.Thread(target=pg.psql, args=(
+            "BEGIN; LOCK TABLE journal IN SHARE MODE; SELECT pg_sleep(9); COMMIT;",), kwargs={"timeout": 30})
+        locker.start()
+        time.sleep(0.5)
+        a.submit([{"op": "set", "tag": 1, "field": "glasses", "value": True}])
+        started = time.monotonic()
+        answers = []
+        while locker.is_alive():
+            status, _, body = hub.http("GET", f"/v1/rooms/{other}")
+            answers.append((round(time.monotonic() - started, 1), status))
+            assert status == 200, f"{status} {body!r} {time.monotonic() - started:.1f} s into the writer's wait: {answers}"
+            time.sleep(0.25)
+        assert answers[-1][0] >= 7, f"the lock was held {answers[-1][0]} s only: {answers}"
+        assert a.take("ack", timeout=20)["rev"] == 1
+        assert "PostgreSQL has answered nothing" not in hub.stderr(), hub.stderr()[-3000:]
+    finally:
+        pg.halt()
+        pg.stop()
+
+
 def test_a_nul_in_a_label_or_user_name_is_kept_on_postgres(hub_factory, pg_server, room):
     """The product contract allows any text in a label or a user name. The journal's readable columns
     copied them raw, and PostgreSQL's text refuses a NUL (22021): the commit failed, the room closed

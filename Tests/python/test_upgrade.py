@@ -149,7 +149,8 @@ def test_a_command_does_not_upgrade_a_store_an_older_hub_is_using(tmp_path):
         done = subprocess.run([HUB_BIN, "history", "upgrade-team", "--config", str(config)], cwd=str(REPO),
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 74, done
-        assert "in use by a hub of an older version (pid 4242)" in done.stderr, done.stderr
+        assert "in use by a hub (pid 4242) that has not upgraded it" in done.stderr, done.stderr
+        assert "restart it with this version" in done.stderr, done.stderr
         assert migrations() == ["v1: journal and snapshots"], "the command upgraded the store under the hub"
     finally:
         os.close(lock)
