@@ -65,6 +65,10 @@ package final class GroupCommitWriter: @unchecked Sendable {
     private var queue: [[WriterWork]] = []
     private var closed = false
     private var broken: [String: StoreError] = [:]
+    /// How many times each room was loaded again after a failure (`reopen`; guarded by `condition`):
+    /// a batch taken before that holds the earlier life's work, which is not written, nor does its
+    /// failure break the new life.
+    private var lives: [String: Int] = [:]
     private let finished = DispatchSemaphore(value: 0)
     private let maxBatch: Int
     /// Whether the store's probe writes (SQLite's writes a page, PostgreSQL's grows a table), so it can
@@ -212,6 +216,34 @@ package final class GroupCommitWriter: @unchecked Sendable {
         if let error = outcome.withLock({ $0 }) { throw error }
     }
 
+    /// The rooms failed at once from outside a commit (a cluster node lost the connection holding
+    /// their leases): what is queued for them is failed, not written, and they take nothing more until
+    /// reloaded (`reopen`). Without this, work queued behind the commit that found the connection gone
+    /// waited in the queue, and once a client's return had loaded the room again (its lease taken on
+    /// the new connection) it passed the lease fence and was written: edits whose clients had been
+    /// answered 503, colliding with the new life's (a partition pass, session 43).
+    package func breakRooms(_ rooms: some Sequence<String>, _ error: StoreError) {
+        condition.lock()
+        var stale: [WriterWork] = []
+        let lost = Set(rooms)
+        for room in lost { broken[room] = error }
+        for index in queue.indices {
+            queue[index].removeAll { work in
+                switch work {
+                case .append, .snapshot, .checkpoints:
+                    guard lost.contains(work.room) else { return false }
+                    stale.append(work)
+                    return true
+                case .delete, .probe:
+                    return false
+                }
+            }
+        }
+        queue.removeAll(where: \.isEmpty)
+        condition.unlock()
+        if !stale.isEmpty { fail(stale, error) }
+    }
+
     /// Lets a room that failed take appends again (after it was reloaded from what is durable). What
     /// its failed life still had queued is failed first, not written: a snapshot handed over after the
     /// failure but before the hub knew of it holds records that never became durable, and written
@@ -238,6 +270,7 @@ package final class GroupCommitWriter: @unchecked Sendable {
             queue.removeAll(where: \.isEmpty)
         }
         broken[room] = nil
+        lives[room, default: 0] += 1
         condition.unlock()
         if let error, !stale.isEmpty { fail(stale, error) }
     }
@@ -257,7 +290,20 @@ package final class GroupCommitWriter: @unchecked Sendable {
     /// part that fails with later snapshots in it is committed again without them, so a snapshot's
     /// failure (the one big write on a disk nearly full) breaks no room. Returns the rooms that failed,
     /// and those whose later snapshots alone were not written.
-    private func commitIsolatingFailures(_ batch: [WriterWork]) -> (failed: [String: StoreError], snapshotsLost: [String: StoreError]) {
+    private func commitIsolatingFailures(_ batch: [WriterWork], lives taken: [String: Int]) -> (failed: [String: StoreError], snapshotsLost: [String: StoreError]) {
+        // A room broken (its leases lost with the connection) or loaded again since the batch was taken:
+        // its part is not tried again. The first attempt's failure may take seconds (a reconnect
+        // during a partition), and meanwhile a client's return can load the room on the new
+        // connection, after which the lease fence passes (a partition pass, session 43).
+        func gone(_ room: String) -> StoreError? {
+            condition.lock()
+            defer { condition.unlock() }
+            if let error = broken[room] { return error }
+            guard lives[room, default: 0] == taken[room, default: 0] else {
+                return StoreError(.unavailable, "room \(room) was loaded again meanwhile: its earlier records were not written")
+            }
+            return nil
+        }
         func attempt(_ part: [WriterWork]) -> StoreError? {
             do {
                 try commit(part)
@@ -273,6 +319,10 @@ package final class GroupCommitWriter: @unchecked Sendable {
         var snapshotsLost: [String: StoreError] = [:]
         for room in rooms {
             let part = batch.filter { $0.room == room }
+            if rooms.count > 1, let lost = gone(room) {
+                failed[room] = lost
+                continue
+            }
             guard let error = rooms.count == 1 ? error : attempt(part) else { continue }
             // A store that cannot be had (locked by another process, unreachable, closed) fails the rest
             // as well: trying again without the snapshots would only wait as long again (a review).
@@ -281,7 +331,9 @@ package final class GroupCommitWriter: @unchecked Sendable {
                 continue
             }
             let rest = part.filter { !$0.isLaterSnapshot }
-            if let restError = rest.isEmpty ? nil : attempt(rest) {
+            if let lost = gone(room) {
+                failed[room] = lost
+            } else if let restError = rest.isEmpty ? nil : attempt(rest) {
                 failed[room] = restError
             } else {
                 snapshotsLost[room] = error
@@ -309,6 +361,8 @@ package final class GroupCommitWriter: @unchecked Sendable {
                 groups += 1
             }
             var batch = Array(queue.prefix(groups).joined())
+            var taken: [String: Int] = [:]
+            for work in batch where taken[work.room] == nil { taken[work.room] = lives[work.room, default: 0] }
             queue.removeFirst(groups)
             // Appends and snapshots of a room that broke while they were queued fail without being
             // written: a snapshot (and its checkpoint) may include records that never became durable.
@@ -333,11 +387,12 @@ package final class GroupCommitWriter: @unchecked Sendable {
             // failed, the file locked by another process, had no room to blame: the hub crashed.)
             if batch.isEmpty { continue }
             let started = DispatchTime.now().uptimeNanoseconds
-            let (failures, snapshotsLost) = commitIsolatingFailures(batch)
+            let (failures, snapshotsLost) = commitIsolatingFailures(batch, lives: taken)
             commitDuration.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - started))
             commitSize.record(batch.count)
             condition.lock()
-            for (room, error) in failures { broken[room] = error }
+            // Not the new life of a room loaded again since the batch was taken.
+            for (room, error) in failures where lives[room, default: 0] == taken[room, default: 0] { broken[room] = error }
             failing = failures.first?.value ?? snapshotsLost.first?.value
             condition.unlock()
             if !failures.isEmpty || !snapshotsLost.isEmpty { commitFailures.increment() }

@@ -289,6 +289,8 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
             owned = [:]
             lostLeases.formUnion(lost.keys)
             if !lost.isEmpty {
+                // What is queued for them was made under the lost leases: never written (`breakRooms`).
+                writer?.breakRooms(lost.keys, StoreError(.unavailable, "this node lost the room's lease with its PostgreSQL connection: its records were not written"))
                 logger.error("lost the PostgreSQL connection holding the room leases", metadata: ["rooms": "\(lost.count)"])
                 for handler in leasesLostHandlers { handler() }
             }
@@ -410,7 +412,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
         if paused {
             logger.notice("the pause is settled: PostgreSQL says this node's session still holds the room leases")
         } else if silent {
-            logger.notice("PostgreSQL answers again: this node's session still holds the room leases, and it serves its rooms again")
+            logger.notice("PostgreSQL answers this node again: it serves the rooms whose leases it holds")
         }
     }
 

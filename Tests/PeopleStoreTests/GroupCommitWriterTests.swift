@@ -165,6 +165,38 @@ struct GroupCommitWriterTests {
         #expect(commits.batches.withLock { $0 } == [["append x 1", "snapshot x"]], "one attempt")
     }
 
+    @Test("rooms broken from outside (leases lost with the connection): their queued work is failed, not written, and they take none until reopened; other rooms go on")
+    func breakRoomsFailsQueuedWork() throws {
+        // A partition pass (session 43): appends queued behind the commit that found the lease
+        // connection gone were written once the room was loaded again on the new connection.
+        let commits = Commits()
+        let gate = DispatchSemaphore(value: 0)
+        let writer = GroupCommitWriter(name: "test-writer", kind: "test", commit: { batch in
+            commits.record(batch)
+            if batch.first?.room == "busy" { gate.wait() }
+        }, onSnapshotFailure: { _, _ in })
+        defer { writer.close() }
+        let outcomes = Outcomes()
+        writer.submit(.append(room: "busy", entries: Self.entries(1), whenDurable: outcomes.note("busy")))
+        while commits.batches.withLock({ $0.isEmpty }) { Thread.sleep(forTimeInterval: 0.001) }
+        writer.submit(.append(room: "x", entries: Self.entries(1), whenDurable: outcomes.note("x queued")))
+        writer.submit(.append(room: "y", entries: Self.entries(1), whenDurable: outcomes.note("y")))
+        writer.breakRooms(["x"], StoreError(.unavailable, "leases lost"))
+        #expect(outcomes.done.wait(timeout: .now() + 10) == .success)
+        writer.submit(.append(room: "x", entries: Self.entries(1), whenDurable: outcomes.note("x before reload")))
+        #expect(outcomes.done.wait(timeout: .now() + 10) == .success)
+        writer.reopen(room: "x")
+        gate.signal()
+        for _ in 0..<2 { #expect(outcomes.done.wait(timeout: .now() + 10) == .success) }
+        writer.submit(.append(room: "x", entries: Self.entries(2), whenDurable: outcomes.note("x new life")))
+        #expect(outcomes.done.wait(timeout: .now() + 10) == .success)
+        let got = outcomes.got
+        #expect(got["x queued"]??.kind == .unavailable)
+        #expect(got["x before reload"]??.kind == .unavailable)
+        #expect(got["busy"] == .some(nil) && got["y"] == .some(nil) && got["x new life"] == .some(nil))
+        #expect(!commits.batches.withLock { $0 }.joined().contains("append x 1"), "the lost life's append was written")
+    }
+
     @Test("a room reloaded after its failure: what its failed life still had queued is failed, not written after the reload")
     func reopenDiscardsTheFailedLife() throws {
         // A review (session 43): a snapshot handed over after the room's append failed, while the
