@@ -224,15 +224,23 @@ package final class GroupCommitWriter: @unchecked Sendable {
     /// answered 503, colliding with the new life's (a partition pass, session 43).
     package func breakRooms(_ rooms: some Sequence<String>, _ error: StoreError) {
         condition.lock()
-        var stale: [WriterWork] = []
         let lost = Set(rooms)
         for room in lost { broken[room] = error }
+        let stale = takeQueued(of: lost)
+        condition.unlock()
+        if !stale.isEmpty { fail(stale, error) }
+    }
+
+    /// Lock held. Takes the appends, snapshots and checkpoints of `rooms` out of the queue (their
+    /// deletions and probes stay), for `fail`.
+    private func takeQueued(of rooms: Set<String>) -> [WriterWork] {
+        var taken: [WriterWork] = []
         for index in queue.indices {
             queue[index].removeAll { work in
                 switch work {
                 case .append, .snapshot, .checkpoints:
-                    guard lost.contains(work.room) else { return false }
-                    stale.append(work)
+                    guard rooms.contains(work.room) else { return false }
+                    taken.append(work)
                     return true
                 case .delete, .probe:
                     return false
@@ -240,8 +248,7 @@ package final class GroupCommitWriter: @unchecked Sendable {
             }
         }
         queue.removeAll(where: \.isEmpty)
-        condition.unlock()
-        if !stale.isEmpty { fail(stale, error) }
+        return taken
     }
 
     /// Lets a room that failed take appends again (after it was reloaded from what is durable). What
@@ -252,23 +259,8 @@ package final class GroupCommitWriter: @unchecked Sendable {
     /// the room's failure).
     package func reopen(room: String) {
         condition.lock()
-        var stale: [WriterWork] = []
         let error = broken[room]
-        if error != nil {
-            for index in queue.indices {
-                queue[index].removeAll { work in
-                    switch work {
-                    case .append, .snapshot, .checkpoints:
-                        guard work.room == room else { return false }
-                        stale.append(work)
-                        return true
-                    case .delete, .probe:
-                        return false
-                    }
-                }
-            }
-            queue.removeAll(where: \.isEmpty)
-        }
+        let stale = error != nil ? takeQueued(of: [room]) : []
         broken[room] = nil
         lives[room, default: 0] += 1
         condition.unlock()

@@ -498,8 +498,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
     private func proveLeasesAside() -> Bool {
         let pid = writerPid.load(ordering: .relaxed)
         guard claimsNode, pid != 0 else { return false }
-        let key = UInt64(bitPattern: Int64(Self.lockKey(node, kind: "node")))
-        let (high, low) = (Int64(key >> 32), Int64(key & 0xFFFF_FFFF))
+        let (high, low) = Self.lockParts(Self.lockKey(node, kind: "node"))
         let sent = PauseWatch.now()
         let alive: Double?
         do {
@@ -1509,8 +1508,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
     /// connection gone and drops every room (its writes after that fail: nothing it acknowledges is
     /// lost, and the journal's key fences what it had not).
     private func endSilentHolder(_ holder: String, on connection: PostgresConnection) throws -> Bool {
-        let key = UInt64(bitPattern: Int64(Self.lockKey(holder, kind: "node")))
-        let (high, low) = (Int64(key >> 32), Int64(key & 0xFFFF_FFFF))
+        let (high, low) = Self.lockParts(Self.lockKey(holder, kind: "node"))
         // Silent, and its session idle as long (a node busy in one long commit, an import's, writes no
         // heartbeat meanwhile but its session is `active`): only then is it frozen. One statement, so
         // a holder that wakes between a read and the end is not ended. The row stays: until the
@@ -1628,6 +1626,12 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
 
     /// The advisory lock key of a room (or, `kind` "node", of a node's id): 64-bit FNV-1a of its name
     /// (stable across nodes and versions).
+    /// An advisory lock's key as `pg_locks` shows it: `classid` (the high 32 bits) and `objid` (the low).
+    static func lockParts(_ key: Int) -> (high: Int64, low: Int64) {
+        let bits = UInt64(bitPattern: Int64(key))
+        return (Int64(bits >> 32), Int64(bits & 0xFFFF_FFFF))
+    }
+
     static func lockKey(_ name: String, kind: String = "room") -> Int {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in "peoplekeeper.\(kind):\(name)".utf8 {

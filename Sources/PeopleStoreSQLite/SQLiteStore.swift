@@ -346,14 +346,10 @@ public final class SQLiteStore: PeopleStore {
         }
     }
 
-    /// The writer connection's `PRAGMA synchronous` (2: FULL, every commit flushed).
-    func writerSynchronous() throws -> Int {
-        try pool.barrierWriteWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
-    }
-
-    /// The writer connection's `PRAGMA journal_size_limit` (bytes).
-    func writerJournalSizeLimit() throws -> Int {
-        try pool.barrierWriteWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA journal_size_limit") ?? -1 }
+    /// An integer pragma as the writer connection has it (`synchronous`: 2 is FULL, every commit
+    /// flushed; `journal_size_limit`: bytes), for the tests.
+    func writerPragma(_ name: String) throws -> Int {
+        try pool.barrierWriteWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA \(name)") ?? -1 }
     }
 
     /// The size the write-ahead log is cut back to once emptied (bytes): 16 MiB, the checkpoint's.

@@ -953,8 +953,8 @@ final class SQLiteStoreContractTests: Sendable {
         let directory = self.directory
         try await blocking {
             let store = try SQLiteStore(path: directory + "/wal.sqlite", logger: storeLogger)
-            #expect(try store.writerSynchronous() == 2, "every commit flushed (synchronous FULL), as documented")
-            #expect(try store.writerJournalSizeLimit() == 16 << 20, "a log grown by an import is cut back to 16 MiB once emptied")
+            #expect(try store.writerPragma("synchronous") == 2, "every commit flushed (synchronous FULL), as documented")
+            #expect(try store.writerPragma("journal_size_limit") == 16 << 20, "a log grown by an import is cut back to 16 MiB once emptied")
             let driver = try seededRoom(store, "backed-up", rounds: 3)
             #expect(FileManager.default.fileExists(atPath: directory + "/wal.sqlite-wal"))
             try store.backup(to: directory + "/copy.sqlite")
