@@ -93,6 +93,9 @@ public final class LiveRoom: @unchecked Sendable {
         /// changes the hub had acknowledged and no longer has, oldest first; `perhapsMore`: which of
         /// them went cannot be told (the hub's history is as long as the one this client had).
         case reset(kept: Int, notSent: Int, lost: [ServerMessage.LogEntry] = [], perhapsMore: Bool = false)
+        /// The hub's rows about people gone that `nameGone(_:)` asked for (their last names are in
+        /// them: `lastNamings`).
+        case named([ServerMessage.LogEntry])
     }
 
     public private(set) var sync: ClientSync
@@ -100,6 +103,8 @@ public final class LiveRoom: @unchecked Sendable {
     public private(set) var reader = HistoryReader()
     /// The reader's questions out on this connection, by seq.
     private var questions: [Int: HistoryReader.Question] = [:]
+    /// `nameGone`'s questions out on this connection, by seq: whom each asks about.
+    private var namings: [Int: Tag] = [:]
     public private(set) var link: Link = .connecting
     /// Seconds an attempt may take to be answered before it is given up and tried again.
     public static let connectSeconds = 10.0
@@ -235,6 +240,25 @@ public final class LiveRoom: @unchecked Sendable {
         ask(reader.watch(tag, present: tag.map { sync.confirmed[$0] != nil } ?? false))
     }
 
+    /// Asks the hub for the last names of people no longer in the room whom this client never saw
+    /// (a skip report about someone removed before it opened: "Zed was removed by bob", not "tag
+    /// 8104 …"): the newest revisions that named each, whose removal says the name they had
+    /// (`removed`). The answers come as `.named`; offline nothing is asked, and a connection lost
+    /// loses the questions (the report keeps the tag).
+    public func nameGone(_ tags: some Sequence<Tag>) {
+        for tag in Set(tags).sorted() where !namings.values.contains(tag) {
+            guard link == .online, let (seq, message) = sync.ask({ seq in
+                .log(.init(seq: seq, before: nil, limit: Self.namingRows, tag: tag))
+            }) else { return }
+            namings[seq] = tag
+            send([message])
+        }
+    }
+
+    /// Rows asked for per person by `nameGone`: the newest is their removal, which says their name
+    /// (`removed`); the few before it name them for a hub older than that addition.
+    static let namingRows = 20
+
     private func ask(_ wanted: [HistoryReader.Question]) {
         for question in wanted {
             // Not connected: the reader asks again when the connection is back (`reconnected`).
@@ -355,7 +379,10 @@ public final class LiveRoom: @unchecked Sendable {
                 resending = sync.pendingCount
                 welcomed = true
                 questions = [:]
+                namings = [:]
             case .history: stacksChanged = true
+            case .log(let page) where page.seq.map({ namings.removeValue(forKey: $0) != nil }) ?? false:
+                notices.append(.named(page.entries))
             case .log(let page):
                 if let question = page.seq.flatMap({ questions.removeValue(forKey: $0) }) {
                     ask(reader.answered(question, with: page))
@@ -364,6 +391,8 @@ public final class LiveRoom: @unchecked Sendable {
                 if let question = blame.seq.flatMap({ questions.removeValue(forKey: $0) }) {
                     ask(reader.answered(question, with: blame))
                 }
+            case .unanswered(let seq, _) where namings.removeValue(forKey: seq) != nil:
+                break
             case .unanswered(let seq, _):
                 if let question = questions.removeValue(forKey: seq) { ask(reader.failed(question)) }
             case .remote(let summary): notices.append(.remote(summary, people: confirmedBefore, after: sync.confirmed))
@@ -447,6 +476,7 @@ public final class LiveRoom: @unchecked Sendable {
         guard generation == self.generation, !stopped, connection != nil else { return }
         sync.disconnected()
         questions = [:]
+        namings = [:]
         connection = nil
         if !welcomedHere, connectedURL == url, url != home {
             // A node a redirect named cannot be reached (or did not welcome): back to the address the

@@ -122,6 +122,17 @@ final class Screen: @unchecked Sendable {
             author == self.author && tag == self.tag && abs(at - self.at) < Screen.renameRunMillis
         }
     }
+    /// The last skip report, while it names someone gone by tag and the hub is asked their name
+    /// (`LiveRoom.nameGone`): said again once the answer comes, if still on the line.
+    private var unnamed: Unnamed?
+    struct Unnamed {
+        var reports: [SkipReport]
+        var before: PeopleModel
+        var redo: Bool
+        var done: String?
+        /// The line it was said with last.
+        var said = Report(text: "", warning: true)
+    }
     /// The room's deletion has been shown: its note took the status line from the last report once.
     private var saidDeleted = false
     static let renameRunMillis: Int64 = 5_000
@@ -204,11 +215,24 @@ final class Screen: @unchecked Sendable {
                 // As the command says it (`nothing to undo`, exit 1): a press that did nothing says so.
                 report = Report(text: "nothing of yours to \(redo ? "redo" : "undo")", warning: false)
             case .skipped(let reports, let before, let redo):
-                let skipped = reports.sentences(people: before, known: knownNames.byTag, me: room.sync.user, redo: redo)
-                report = Report(text: done.map { "\($0); skipped: " + skipped.joined(separator: "; ") }
-                                    ?? skipped.map { $0 + " — skipped" }.joined(separator: "; "),
-                                warning: true)
-                keepForSent(report!)
+                var skip = Unnamed(reports: reports, before: before, redo: redo, done: done)
+                skip.said = skipReport(skip)
+                report = skip.said
+                keepForSent(skip.said)
+                // Someone removed before this screen came is named by tag until the hub says who.
+                let gone = reports.map(\.tag).filter { before[$0] == nil && knownNames[$0] == nil }
+                unnamed = gone.isEmpty ? nil : skip
+                if !gone.isEmpty { room.nameGone(gone) }
+            case .named(let rows):
+                knownNames.read(rows, present: room.sync.view)
+                // The skip's line is said again with the names, if it is still the one shown (or kept
+                // for the "sent" line).
+                guard var skip = unnamed else { break }
+                let named = skipReport(skip)
+                if report == skip.said { report = named }
+                saidWhileResending = saidWhileResending.map { $0 == skip.said ? named : $0 }
+                skip.said = named
+                unnamed = skip
             case .error(let error) where error.code == .unauthorized && room.tokenEnded:
                 // The link's note says it, with what to do (t), for as long as it is true.
                 report = nil
@@ -290,6 +314,14 @@ final class Screen: @unchecked Sendable {
         remember()
         settle()
         render()
+    }
+
+    /// A skip report as the status line says it, with the names known now.
+    private func skipReport(_ skip: Unnamed) -> Report {
+        let skipped = skip.reports.sentences(people: skip.before, known: knownNames.byTag, me: room.sync.user, redo: skip.redo)
+        return Report(text: skip.done.map { "\($0); skipped: " + skipped.joined(separator: "; ") }
+                          ?? skipped.map { $0 + " — skipped" }.joined(separator: "; "),
+                      warning: true)
     }
 
     /// Keeps the name of everyone the screen has shown, or whom the history rows at hand named (the

@@ -2001,6 +2001,26 @@ def test_a_selective_undo_s_report_names_a_deleted_person_and_says_you_for_your_
     obs.expect_nothing("ops")
 
 
+def test_an_undo_names_a_person_removed_before_the_screen_opened(hub, room, screens):
+    """ann adds Zed from the command line (rev 1) and bob removes him (rev 2), before ann's screen opens:
+    the screen never showed Zed, and its history view was never opened. `u` says `Zed was removed by
+    bob — skipped`: the screen asks the hub for the name of someone gone whom it cannot name (a `log`
+    question about that person, whose removal says the name), as the commands do.
+    Before: `tag 8104 was removed by bob — skipped`."""
+    obs = observe(hub, room)
+    assert pk(hub, room, "ann", "add", "--name", "Zed").returncode == 0
+    zed = wait_model(obs, lambda p: any(x["name"] == "Zed" for x in p), "Zed added (rev 1)")
+    tag = next(x["tag"] for x in zed if x["name"] == "Zed")
+    assert pk(hub, room, "bob", "remove", str(tag)).returncode == 0
+    wait_model(obs, lambda p: obs.rev == 2, "Zed removed by bob (rev 2)")
+
+    ann = screens(hub, room, "ann")
+    ann.wait_for(all_of(rev_is(2), _pred(lambda t: "u Undo Add Person" in footer(t)["undo"], "ann's undo line offers Add Person")))
+    ann.keys("u")
+    ann.wait_for(status_is("Zed was removed by bob — skipped"))
+    obs.expect_nothing("ops")
+
+
 def test_a_viewer_may_look_at_the_history_but_not_undo_or_restore(hub_factory, room, screens, tmp_path):
     """val, a viewer: `h` shows the timeline (ann's revision), the key line offers neither Enter undo nor R
     restore, and R or Enter send nothing: the status line says view only."""

@@ -1596,6 +1596,33 @@ def test_a_lit_selected_row_still_looks_selected(hub, room, browsers):
     assert selected > len(pixels) // 20, f"the selection's fill shows around the wash: {selected} of {len(pixels)} pixels blue"
 
 
+def test_an_undo_s_notice_names_a_person_deleted_before_the_page_opened(hub, room, browsers):
+    """ann adds Zed from another client (rev 1) and bob deletes him (rev 2) before ann's page opens, then
+    makes 60 more revisions (more than the timeline's first page): the page never showed Zed and reads
+    no row about him. ann's undo (of the add) says "Nothing was undone: Zed was deleted by bob." — the
+    page asks the hub for the rows that named someone gone whom a notice names by tag (their deletion
+    says the name), and says the notice again with it, logged once.
+    Before: "… tag 8104 was deleted by bob." (the page knew no name for him)."""
+    ann = hub.join(room, "ann")
+    zed = ann.new_tag()
+    ann.edit([{"op": "insert", "at": 3, "person": {**SEED[0], "tag": zed, "name": "Zed"}}], label="Add Person")
+    bob = hub.join(room, "bob")
+    bob.edit([{"op": "remove", "tag": zed}], label="Delete Person")
+    # More revisions since than the timeline's first page holds: no row the page reads names Zed.
+    for i in range(60):
+        bob.edit([{"op": "set", "tag": 1, "field": "glasses", "value": i % 2 == 0}], label="Toggle Glasses")
+    ann.close()
+
+    a = browsers(hub, "ann")
+    a.open_room(room, "ann")
+    a.wait_for(undo_text_is("Undo Add Person"), '#undo offering "Undo Add Person"')
+    a.undo_key()
+    notice = a.wait_for(lambda p: "Zed" in p.text("#notice") and p.text("#notice"), "#notice naming Zed")
+    assert notice == "Nothing was undone: Zed was deleted by bob.", notice
+    logged = a.js("return [...document.querySelectorAll('#notice-log li')].map((e) => e.textContent)")
+    assert len([t for t in logged if "deleted by bob" in t]) == 1, logged
+
+
 def test_a_skip_notice_hides_nothing_can_be_dismissed_is_logged_and_goes_with_the_next_action(hub, room, browsers):
     """Issue 17, items 7 and 5 (web). ann changes Ann's hair color, bob overwrites it, ann presses
     Ctrl+Z: #notice says "Nothing was undone:", names Ann's hair color (in the page's spelling) and bob.

@@ -52,6 +52,8 @@ const ANNOUNCE_MS = 3000;
 const TYPING_PAUSE_MS = 1500;
 /** How often relative times ("2 min ago") are redrawn. */
 const CLOCK_MS = 15000;
+/** Rows asked for per person gone by `nameGone`: the newest is their deletion, which says their name. */
+const NAMING_ROWS = 20;
 const $ = (id) => document.getElementById(id);
 
 
@@ -82,6 +84,11 @@ class App {
     this.highlights = new Highlights();
     /** Names of everyone seen, to name people in reports after they are gone. */
     this.knownNames = new KnownNames();
+    /**
+     * `log` questions out for the names of people gone whom a notice could not name (`nameGone`), by
+     * seq: {id, said, text} (the notice's id, what it said, and its words again with the names known).
+     */
+    this.namings = new Map();
     /** Tags a teammate removed since the last render, and by whom: {author, restore} (to say so when it was the selected person). */
     this.removedBy = new Map();
     /** Live region → the words said to it in this task, said together once it is done (`say`). */
@@ -267,6 +274,7 @@ class App {
     this.noticeRendered = 0;
     this.renderNotices();
     this.knownNames.clear();
+    this.namings.clear();
     this.timeline = new Timeline();
     this.personHistory = new PersonHistory();
     this.history.restart();
@@ -527,6 +535,38 @@ class App {
     return restore ? `${author}'s restore` : author;
   }
 
+  /**
+   * The notice just shown names people gone by tag (`tags`: someone deleted before this page came,
+   * never shown nor named by the timeline's rows read): the hub is asked for the newest rows that
+   * named each (their deletion says the name they had), and the notice, while still shown as it was,
+   * is said again by `text()` with the names ("Zed was deleted by bob", not "tag 8104 …").
+   */
+  nameGone(tags, text) {
+    const current = this.notices.current;
+    if (!current || !this.live) return;
+    const asked = new Set([...this.namings.values()].map((q) => q.tag));
+    for (const tag of new Set(tags)) {
+      if (asked.has(tag)) continue;
+      const seq = this.live.log({ tag, limit: NAMING_ROWS });
+      if (seq != null) this.namings.set(seq, { tag, id: current.id, said: current.text, text });
+    }
+  }
+
+  /** The answer to a `nameGone` question: the names it gives are kept, and its notice said again. */
+  named(seq, entries) {
+    const { id, said, text } = this.namings.get(seq);
+    this.namings.delete(seq);
+    const view = this.live.sync.view;
+    this.knownNames.read(entries, (tag) => view.get(tag) != null);
+    // Only the notice as it was said: one added to since (a deletion of the selected person) stays.
+    const current = this.notices.current;
+    if (current?.id !== id || current.text !== said) return;
+    const fresh = text();
+    if (fresh === said) return;
+    for (const q of this.namings.values()) if (q.id === id) q.said = fresh;
+    this.amendNotice(fresh);
+  }
+
   /** The notice shown now, said again with more (`text`): one notice, logged once. */
   amendNotice(text) {
     this.notices.amend(text);
@@ -682,10 +722,13 @@ class App {
             this.say('announcer', remoteText({ ...n, author: 'You' }, this.namesBefore(n), after));
           }
           break;
-        case 'skipped':
-          this.notice(reportsText(n.reports, this.namesBefore(n),
-            { kind: n.kind, changed: n.changed, label: n.label, ...this.reportOptions() }));
+        case 'skipped': {
+          const text = () => reportsText(n.reports, this.namesBefore(n),
+            { kind: n.kind, changed: n.changed, label: n.label, ...this.reportOptions() });
+          this.notice(text());
+          this.nameGone(n.reports.map((r) => r.tag).filter((tag) => this.namesBefore(n)(tag) == null), text);
           break;
+        }
         case 'reset':
           this.notice(resetText(n.kept, n.notSent, n.lost, n.perhapsMore));
           break;
@@ -706,6 +749,7 @@ class App {
           break;
         case 'welcomed':
           // What was read before may be out of date (and answers to it will not come): read again.
+          this.namings.clear();
           this.timeline.reset();
           this.personHistory.reset();
           this.attribution.reset();
@@ -729,10 +773,12 @@ class App {
           this.personHistory.entryGone(n.entry);
           break;
         case 'log':
-          if (!this.timeline.answered(n.seq, n.page)) this.personHistory.answered(n.seq, n.page);
+          if (this.namings.has(n.seq)) this.named(n.seq, n.page.entries);
+          else if (!this.timeline.answered(n.seq, n.page)) this.personHistory.answered(n.seq, n.page);
           break;
         case 'blame': this.attribution.answered(n.seq, n.blame); break;
         case 'readFailed':
+          if (this.namings.delete(n.seq)) break;
           if (!this.timeline.failed(n.seq) && !this.personHistory.failed(n.seq)) this.attribution.failed(n.seq);
           break;
         case 'fatal': {
