@@ -1,4 +1,5 @@
 @testable import PeopleCore
+import PeopleTestSupport
 import Testing
 
 /// HISTORY.md on the room state machine: selective undo, restore, the timeline and attribution, with
