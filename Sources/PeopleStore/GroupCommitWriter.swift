@@ -191,8 +191,9 @@ package final class GroupCommitWriter: @unchecked Sendable {
     }
 
     /// A store's check of its commits: throws the last commit's failure, unless that failed for want
-    /// of the store (`.unavailable`) or of its disk (`.io`: full, read-only, a file size limit; for a
-    /// store whose probe writes, `probeWrites`), not for what it wrote, and a probe commit works now
+    /// of the store (`.unavailable`) or, for a store whose probe writes (`probeWrites`), of its disk
+    /// (`.io`: full, read-only, a file size limit) or for a collision with another node's rows
+    /// (`.conflict`: that room's failure, not the store's), and a probe commit works now
     /// (each store's probe writes as its commits do, so a disk still full fails it; an empty one
     /// would pass there, and the node would flap between 503 and 200); so a store that works again
     /// says so without waiting for a client's write (a load balancer reading `/healthz` might send
