@@ -553,6 +553,38 @@ struct HubInProcessTests {
         #expect(await h.http("GET", "/v1/rooms/r")?.status == 200, "sure again")
     }
 
+    @Test("cluster mode: a hello that comes while the node is not sure of its leases is welcomed once it is sure, not from the room's memory before; one still waiting when the leases are lost is closed with the room")
+    func unsureNodeWelcomesNobodyFromMemory() async throws {
+        // Session 43's Left: a WebSocket hello that came while a node was unsure (woken from a pause,
+        // or PostgreSQL silent) was welcomed from the room's memory, which another node may have
+        // taken and written to meanwhile; the node's HTTP reads answered 503.
+        let store = LeasingStore()
+        let h = HubHarness(store: store)
+        let ann = try await h.joined("ann")
+        await h.send(.submit(seq: 1, base: 0, [.set(1, .glasses(false))]), on: ann)
+        store.certain.withLock { $0 = false }
+        let bob = try #require(h.connect())
+        h.hello(bob, as: "bob")
+        await h.settle()
+        h.hub.sweep()
+        await h.settle()
+        #expect(bob.welcome == nil && bob.closeCode == nil, "no welcome while unsure")
+        store.certain.withLock { $0 = true }
+        h.hub.sweep()
+        await h.settle()
+        #expect(bob.welcome?.rev == 1, "welcomed once sure")
+
+        store.certain.withLock { $0 = false }
+        let carl = try #require(h.connect())
+        h.hello(carl, as: "carl")
+        await h.settle()
+        #expect(carl.welcome == nil)
+        store.loseLeases()
+        await h.settle()
+        #expect(carl.welcome == nil && carl.closeCode == 1012, "closed with the room: \(String(describing: carl.closeCode))")
+        #expect(h.hub.host("r") == nil, "the room was dropped")
+    }
+
     @Test("a connection closed over its rate leaves the room when the close completes")
     func rateCloseLeaves() async throws {
         let h = HubHarness { $0.limits.opsPerSecond = 2 }

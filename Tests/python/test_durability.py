@@ -1273,8 +1273,9 @@ def test_a_postgres_node_that_postgresql_does_not_answer_answers_no_read_from_me
     went on answering reads of its rooms from memory until its connection was found gone, 20 s and more
     here, while another node could have taken the room and written to it. Now it is sure of its leases
     only until three quarters of the lease timeout after the newest statement answered on that
-    connection was sent (here 8 s: 6 s): a read is then 503 with Retry-After: 1, the log says why, and
-    once PostgreSQL answers again the node serves the room as it was."""
+    connection was sent (here 8 s: 6 s): a read is then 503 with Retry-After: 1, a WebSocket hello is
+    not welcomed, the log says why, and once PostgreSQL answers again the node serves the room as it
+    was."""
     pg = PostgresServer()
     frozen = False
     try:
@@ -1304,8 +1305,21 @@ def test_a_postgres_node_that_postgresql_does_not_answer_answers_no_read_from_me
         while said not in hub.stderr():
             assert time.monotonic() < deadline, hub.stderr()[-3000:]
             time.sleep(0.05)
+        # A WebSocket hello is not welcomed from memory either: it waits until the node is sure again,
+        # or is closed with the room if the leases went meanwhile. (A fresh hello's welcome waits for
+        # the commit of its tag block anyway; a resumed session's waits for nothing, and was sent from
+        # memory before session 44.)
+        carl = hub.connect(room, name="ann-again")
+        carl.hello("ann", expect_welcome=False, resume=a.welcome["session"], since=acked, people=a.people)
+        carl.expect_nothing("welcome", quiet=1.0)
         pg.pause(False)
         frozen = False
+        try:
+            welcome = carl.take("welcome", timeout=40)
+        except ConnectionClosed:
+            assert carl.closed_code == 1012, (carl.closed_code, carl.log[-4:])
+        else:
+            assert welcome["rev"] == acked, welcome
         deadline = time.monotonic() + 40
         while True:
             status, _, body = hub.http("GET", path)

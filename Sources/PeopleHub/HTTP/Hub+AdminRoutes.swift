@@ -303,13 +303,12 @@ extension Hub {
         settleDeleted(barrier: nil, host: host, failed: false)
         for waiter in host.feedWaiters { waiter.call.exchange.respond(HTTPFailure.noRoom(name).response(json: true)) }
         host.feedWaiters.removeAll()
-        // Hellos waiting for the room's commit (`joinsAwaitingDurable`: its import's) wait for the
-        // deletion instead, then find what is there after, as hellos that come now do.
-        let waiting = host.joinsAwaitingDurable
-        host.joinsAwaitingDurable = []
-        host.catchingUp -= waiting.count
+        // Hellos waiting for the room's commit (`joinsAwaitingDurable`: its import's) or for the node
+        // to be sure of its leases wait for the deletion instead, then find what is there after, as
+        // hellos that come now do.
+        let waiting = host.takeWaitingJoins()
         deleteFromStore(name, call: call, ifStored: false, deleting: host)
-        for (connection, _) in waiting {
+        for connection in waiting {
             guard let client = connection.context as? Client, !connection.isClosing else { continue }
             openRoom(for: connection, client: client)
         }

@@ -408,6 +408,15 @@ extension Hub {
         // 2 s after exp, behind a big import).
         if let expiry = client.machine.expired(now: clock) { return carryOut(expiry, on: connection, client: client) }
         guard let (hello, role) = client.machine.opening else { return }
+        if leasesUnsure {
+            // A node woken from a pause, or not answered by PostgreSQL lately, may have lost the room
+            // to another node without knowing yet: it welcomes nobody from the room's memory until it
+            // is sure (as its HTTP reads answer 503 meanwhile), then joins them anew (`Hub.sweep`).
+            host.catchingUp += 1
+            host.idleSince = nil
+            host.joinsAwaitingSure.append(connection)
+            return
+        }
         if let deletedAt = host.deletedAt, let since = hello.since,
            host.room.namesOtherHistory(since: since, sinceTime: hello.sinceTime, earlier: earlier),
            client.machine.roomWasDeleted(at: deletedAt, roomPresent: true) {
@@ -475,9 +484,7 @@ extension Hub {
 
     func drop(_ host: RoomHost, code: UInt16, reason: String) {
         host.broken = true
-        for (connection, _) in host.joinsAwaitingDurable { connection.close(code: code, reason: reason) }
-        host.catchingUp -= host.joinsAwaitingDurable.count
-        host.joinsAwaitingDurable = []
+        for connection in host.takeWaitingJoins() { connection.close(code: code, reason: reason) }
         for exchange in host.discardHeld() {
             exchange.respond(HTTPFailure.unavailable("the room stopped: \(reason); try again").response(json: true))
         }

@@ -26,6 +26,7 @@ extension Hub {
         if index == 0, storeHealth.sweeps % StoreHealth.checkSeconds == 1 { checkStore() }
         if index == 0 { checkMemory() }
         endExpiredSessions()
+        joinWhenSure()
         let now = clock
         let short = shared.memoryShort.load(ordering: .relaxed)
         let limit = short ? 0 : Int64(configuration.unloadAfterSeconds) * 1000
@@ -45,6 +46,22 @@ extension Hub {
         if releaseMemoryIn > 0 {
             releaseMemoryIn -= 1
             if releaseMemoryIn == 0 { runtime.background(runtime.releaseFreeMemory) }
+        }
+    }
+
+    /// The joins that waited for this node to be sure of its leases (`RoomHost.joinsAwaitingSure`)
+    /// go on, once it is.
+    private func joinWhenSure() {
+        guard !leasesUnsure else { return }
+        for case .loaded(let host) in rooms.values where !host.joinsAwaitingSure.isEmpty {
+            let waiting = host.joinsAwaitingSure
+            host.joinsAwaitingSure = []
+            host.catchingUp -= waiting.count
+            for connection in waiting {
+                guard let client = connection.context as? Client, !connection.isClosing else { continue }
+                join(connection, client: client, host: host)
+            }
+            if host.connections.isEmpty && host.catchingUp == 0 && host.idleSince == nil { host.idleSince = clock }
         }
     }
 

@@ -22,6 +22,21 @@ final class RoomHost {
     /// Joins whose `since` needs revisions from the store that are not durable yet (an import's, in
     /// its creation's commit): joined once they are (`Hub.revisionsDurable`). Counted in `catchingUp`.
     var joinsAwaitingDurable: [(any ClientConnection, through: Int)] = []
+    /// Joins that came while this node could not be sure it still holds its rooms (`Hub.leasesUnsure`):
+    /// welcomed from memory, they could be shown a room another node has taken and written to since;
+    /// joined once the node is sure again (`Hub.sweep`), or closed with the room if it is dropped.
+    /// Counted in `catchingUp`.
+    var joinsAwaitingSure: [any ClientConnection] = []
+
+    /// Takes every join waiting (for a durable revision or for the node to be sure), for a drop or a
+    /// deletion: they are no longer counted in `catchingUp`.
+    func takeWaitingJoins() -> [any ClientConnection] {
+        let waiting = joinsAwaitingDurable.map(\.0) + joinsAwaitingSure
+        joinsAwaitingDurable = []
+        joinsAwaitingSure = []
+        catchingUp -= waiting.count
+        return waiting
+    }
     /// Sessions whose `restore` or `log` waits for revisions read from the store.
     var fetching: Set<SessionID> = []
     /// When the last connection left (milliseconds), nil while someone is connected.
