@@ -927,6 +927,12 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
                 probing = true
             }
         }
+        // The statements that carry the data are encoded before the transaction begins: an import's
+        // (hundreds of thousands of rows) took 10–18 s to encode in a debug build, and meanwhile its
+        // session sat idle in a transaction, which the other nodes take for a silent node and end
+        // (a cluster pass, session 44: another node took the importer's rooms mid-import).
+        let now = Int(Date().timeIntervalSince1970 * 1000)
+        let written = segments.map { Self.statements(writing: $0, now: now) }
         try lock.withLock {
             try fence(batch)
             let connection = try writerLocked()
@@ -940,7 +946,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
             if segments.count == 1 && segments[0].snapshots.isEmpty && segments[0].checkpoints.isEmpty
                 && segments[0].notices.isEmpty {
                 // One statement: its own commit.
-                if !segments[0].rows.isEmpty { _ = try run(segments[0].rows.insert, on: connection) }
+                for statement in written[0] { _ = try run(statement, on: connection) }
                 return
             }
             try transaction(on: connection) {
@@ -952,7 +958,10 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
                 for key in Set(rooms.map(Self.cursorLockKey)).sorted() {
                     _ = try run("SELECT pg_advisory_xact_lock(\(key))", on: connection)
                 }
-                for segment in segments { try write(segment, on: connection) }
+                for (segment, statements) in zip(segments, written) {
+                    for statement in statements { _ = try run(statement, on: connection) }
+                    try finish(segment, now: now, on: connection)
+                }
             }
         }
     }
@@ -1001,10 +1010,11 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
         }
     }
 
-    /// Writes one segment inside the batch's transaction. Call with `lock` held.
-    private func write(_ segment: CommitSegment, on connection: PostgresConnection) throws {
-        if !segment.rows.isEmpty { _ = try run(segment.rows.insert, on: connection) }
-        let now = Int(Date().timeIntervalSince1970 * 1000)
+    /// The statements that write one segment's records, snapshots and checkpoints, in that order
+    /// (encoded off the lock and before the transaction: `commit`).
+    private static func statements(writing segment: CommitSegment, now: Int) -> [PostgresQuery] {
+        var statements: [PostgresQuery] = []
+        if !segment.rows.isEmpty { statements.append(segment.rows.insert) }
         for (room, snapshot) in segment.snapshots {
             let json = snapshot.json
             let state = String(decoding: json.bytes, as: UTF8.self)
@@ -1012,32 +1022,38 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
             if snapshot.position == 0 {
                 // A room's first snapshot creates it, and fails if the room exists (another process
                 // made it meanwhile): it is never replaced.
-                _ = try run("""
+                statements.append("""
                     INSERT INTO snapshots (room, position, revision, floor, state, people, saved_at)
                     VALUES (\(room), 0, \(snapshot.revision), \(snapshot.floor), \(state), \(people), \(now))
-                    """, on: connection)
+                    """)
             } else {
-                _ = try run("""
+                statements.append("""
                     INSERT INTO snapshots (room, position, revision, floor, state, people, saved_at)
                     VALUES (\(room), \(snapshot.position), \(snapshot.revision), \(snapshot.floor), \(state), \(people), \(now))
                     ON CONFLICT (room) DO UPDATE SET position = EXCLUDED.position, revision = EXCLUDED.revision,
                         floor = EXCLUDED.floor, state = EXCLUDED.state, people = EXCLUDED.people,
                         saved_at = EXCLUDED.saved_at
                     WHERE snapshots.position <= EXCLUDED.position
-                    """, on: connection)
+                    """)
             }
             let checkpoint = Checkpoint.peopleText(inSnapshot: json)
-            _ = try run("""
+            statements.append("""
                 INSERT INTO checkpoints (room, revision, people) VALUES (\(room), \(snapshot.revision), \(checkpoint))
                 ON CONFLICT (room, revision) DO UPDATE SET people = EXCLUDED.people
-                """, on: connection)
+                """)
         }
         for (room, past) in segment.checkpoints {
-            _ = try run("""
+            statements.append("""
                 INSERT INTO checkpoints (room, revision, people) VALUES (\(room), \(past.revision), \(past.peopleText))
                 ON CONFLICT (room, revision) DO NOTHING
-                """, on: connection)
+                """)
         }
+        return statements
+    }
+
+    /// The rest of one segment inside the batch's transaction, after its `statements`: its webhook
+    /// notices, then its deletion. Call with `lock` held.
+    private func finish(_ segment: CommitSegment, now: Int, on connection: PostgresConnection) throws {
         try keep(segment.notices, on: connection)
         if let (room, found, notices) = segment.deletion {
             for owed in notices where owed.isOwedRequest {

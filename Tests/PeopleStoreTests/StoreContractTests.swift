@@ -1061,6 +1061,46 @@ struct PostgresStoreContractTests {
         }
     }
 
+    @Test("a big commit's statements are encoded before its transaction begins: the lease connection's session is never idle in a transaction meanwhile, which the other nodes take for a silent node and end")
+    func bigCommitIsNotIdleInItsTransaction() async throws {
+        // A cluster pass (session 44): an import's commit took its transaction's locks, then encoded
+        // the journal's INSERT of 420,000 rows for 10-18 s (debug build) while its session sat idle in
+        // the transaction; past 15 s another node ended it as silent and took the importer's rooms.
+        let url = self.url
+        try await blocking {
+            let node = "idle-\(UInt32.random(in: 0...UInt32.max))"
+            let room = node + "-room"
+            let store = try PostgresStore(url: url, node: node, advertisedURL: "ws://i.example", claimsNode: true,
+                                          logger: storeLogger)
+            defer { store.close() }
+            #expect(try store.acquire(room: room) == .acquired)
+            let server = try SharedPostgres.server.get()
+            let pid = try server.psql("SELECT pid FROM nodes WHERE node = '\(node)'")
+            let entries = (1...100_000).map { JournalEntry(position: $0, record: .forgotten(session: "session-\($0)")) }
+            let done = Atomic<Bool>(false)
+            let committed = Mutex<Result<Void, any Error>?>(nil)
+            Thread.detachNewThread {
+                committed.withLock { $0 = Result { try createAndWait(store, Room(name: room).snapshot(), entries, room: room) } }
+                done.store(true, ordering: .sequentiallyConsistent)
+            }
+            // The writer's state, looked at as often as psql allows, until the commit is done.
+            var idleSince: Date?
+            var longestIdle = 0.0
+            while !done.load(ordering: .sequentiallyConsistent) {
+                let state = try server.psql("SELECT state FROM pg_stat_activity WHERE pid = \(pid)")
+                if state == "idle in transaction" {
+                    let since = idleSince ?? Date()
+                    idleSince = since
+                    longestIdle = max(longestIdle, Date().timeIntervalSince(since))
+                } else {
+                    idleSince = nil
+                }
+            }
+            try #require(committed.withLock { $0 }).get()
+            #expect(longestIdle < 1, "the writer's session sat idle in its transaction \(longestIdle) s")
+        }
+    }
+
     @Test("a serving node writes a room's records only under its lease: none after the connection that held it was lost")
     func recordsOnlyUnderTheLease() async throws {
         let url = self.url
