@@ -244,9 +244,9 @@ public final class LiveRoom: @unchecked Sendable {
     /// (a skip report about someone removed before it opened: "Zed was removed by bob", not "tag
     /// 8104 …"): the newest revisions that named each, whose removal says the name they had
     /// (`removed`). The answers come as `.named`; offline nothing is asked, and a connection lost
-    /// loses the questions (the report keeps the tag).
+    /// loses the questions (the report keeps the tag). At most `namingMost` people are asked about.
     public func nameGone(_ tags: some Sequence<Tag>) {
-        for tag in Set(tags).sorted() where !namings.values.contains(tag) {
+        for tag in Set(tags).sorted().prefix(Self.namingMost) where !namings.values.contains(tag) {
             guard link == .online, let (seq, message) = sync.ask({ seq in
                 .log(.init(seq: seq, before: nil, limit: Self.namingRows, tag: tag))
             }) else { return }
@@ -258,6 +258,9 @@ public final class LiveRoom: @unchecked Sendable {
     /// Rows asked for per person by `nameGone`: the newest is their removal, which says their name
     /// (`removed`); the few before it name them for a hub older than that addition.
     static let namingRows = 20
+    /// People asked about per call at most: each question is a frame, counted against the hub's rate
+    /// limit (a restore can remove hundreds of people one report names).
+    static let namingMost = 5
 
     private func ask(_ wanted: [HistoryReader.Question]) {
         for question in wanted {

@@ -54,6 +54,8 @@ const TYPING_PAUSE_MS = 1500;
 const CLOCK_MS = 15000;
 /** Rows asked for per person gone by `nameGone`: the newest is their deletion, which says their name. */
 const NAMING_ROWS = 20;
+/** People gone asked about per notice at most (a frame each, counted against the hub's rate limit). */
+const NAMING_MOST = 5;
 const $ = (id) => document.getElementById(id);
 
 
@@ -84,11 +86,10 @@ class App {
     this.highlights = new Highlights();
     /** Names of everyone seen, to name people in reports after they are gone. */
     this.knownNames = new KnownNames();
-    /**
-     * `log` questions out for the names of people gone whom a notice could not name (`nameGone`), by
-     * seq: {id, said, text} (the notice's id, what it said, and its words again with the names known).
-     */
+    /** `log` questions out for the names of people gone whom a notice could not name (`nameGone`): seq → tag. */
     this.namings = new Map();
+    /** The newest notice that named someone gone by tag: {id, said, text} (its id, what it said, and its words again with the names known), or null. */
+    this.unnamed = null;
     /** Tags a teammate removed since the last render, and by whom: {author, restore} (to say so when it was the selected person). */
     this.removedBy = new Map();
     /** Live region → the words said to it in this task, said together once it is done (`say`). */
@@ -275,6 +276,7 @@ class App {
     this.renderNotices();
     this.knownNames.clear();
     this.namings.clear();
+    this.unnamed = null;
     this.timeline = new Timeline();
     this.personHistory = new PersonHistory();
     this.history.restart();
@@ -543,27 +545,31 @@ class App {
    */
   nameGone(tags, text) {
     const current = this.notices.current;
-    if (!current || !this.live) return;
-    const asked = new Set([...this.namings.values()].map((q) => q.tag));
-    for (const tag of new Set(tags)) {
-      if (asked.has(tag)) continue;
+    if (!current || !this.live || tags.length === 0) return;
+    this.unnamed = { id: current.id, said: current.text, text };
+    const asked = new Set(this.namings.values());
+    for (const tag of [...new Set(tags)].slice(0, NAMING_MOST)) {
+      if (asked.has(tag)) continue;  // its answer names it for this notice too
       const seq = this.live.log({ tag, limit: NAMING_ROWS });
-      if (seq != null) this.namings.set(seq, { tag, id: current.id, said: current.text, text });
+      if (seq != null) this.namings.set(seq, tag);
     }
   }
 
-  /** The answer to a `nameGone` question: the names it gives are kept, and its notice said again. */
+  /**
+   * The answer to a `nameGone` question: the names it gives are kept, and the newest notice that
+   * waited for names is said again, if it is still shown as it was said (one added to since, by a
+   * deletion of the selected person, stays as it is).
+   */
   named(seq, entries) {
-    const { id, said, text } = this.namings.get(seq);
     this.namings.delete(seq);
     const view = this.live.sync.view;
     this.knownNames.read(entries, (tag) => view.get(tag) != null);
-    // Only the notice as it was said: one added to since (a deletion of the selected person) stays.
+    const waiting = this.unnamed;
     const current = this.notices.current;
-    if (current?.id !== id || current.text !== said) return;
-    const fresh = text();
-    if (fresh === said) return;
-    for (const q of this.namings.values()) if (q.id === id) q.said = fresh;
+    if (!waiting || current?.id !== waiting.id || current.text !== waiting.said) return;
+    const fresh = waiting.text();
+    if (fresh === waiting.said) return;
+    waiting.said = fresh;
     this.amendNotice(fresh);
   }
 
