@@ -46,6 +46,9 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
     private let writerHandle = Mutex<PostgresConnection?>(nil)
     /// The writer connection's backend pid (0 before the first): what `proveLeasesAside` asks about.
     private let writerPid = Atomic<Int>(0)
+    /// Tests: called on the writer's thread once a batch's records are encoded, before its
+    /// transaction begins (a test looks at the writer session's state then).
+    package let afterEncoding = Mutex<(@Sendable () -> Void)?>(nil)
     /// Rooms whose lease this node holds, and what on the node needs each (`LeaseHolder`).
     private var owned: [String: Set<LeaseHolder>] = [:]
     /// Rooms whose lease went with a lost writer connection and was not taken again (guarded by
@@ -927,12 +930,15 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
                 probing = true
             }
         }
-        // The statements that carry the data are encoded before the transaction begins: an import's
-        // (hundreds of thousands of rows) took 10–18 s to encode in a debug build, and meanwhile its
-        // session sat idle in a transaction, which the other nodes take for a silent node and end
-        // (a cluster pass, session 44: another node took the importer's rooms mid-import).
+        // The records and the checkpoints of a past are encoded before the transaction begins: an
+        // import's (hundreds of thousands of rows) took 10–18 s to encode in a debug build, and
+        // meanwhile its session sat idle in a transaction, which the other nodes take for a silent
+        // node and end (a cluster pass, session 44: another node took the importer's rooms mid-import).
+        // Snapshots are encoded one at a time in the transaction, as before: a batch may hold
+        // thousands (every idle room unloaded at once when memory is short), each quick to encode.
         let now = Int(Date().timeIntervalSince1970 * 1000)
-        let written = segments.map { Self.statements(writing: $0, now: now) }
+        let encoded = segments.map(Self.encode)
+        afterEncoding.withLock { $0 }?()
         try lock.withLock {
             try fence(batch)
             let connection = try writerLocked()
@@ -946,7 +952,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
             if segments.count == 1 && segments[0].snapshots.isEmpty && segments[0].checkpoints.isEmpty
                 && segments[0].notices.isEmpty {
                 // One statement: its own commit.
-                for statement in written[0] { _ = try run(statement, on: connection) }
+                if let rows = encoded[0].rows { _ = try run(rows, on: connection) }
                 return
             }
             try transaction(on: connection) {
@@ -958,9 +964,8 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
                 for key in Set(rooms.map(Self.cursorLockKey)).sorted() {
                     _ = try run("SELECT pg_advisory_xact_lock(\(key))", on: connection)
                 }
-                for (segment, statements) in zip(segments, written) {
-                    for statement in statements { _ = try run(statement, on: connection) }
-                    try finish(segment, now: now, on: connection)
+                for (segment, encoded) in zip(segments, encoded) {
+                    try write(segment, encoded, now: now, on: connection)
                 }
             }
         }
@@ -1010,11 +1015,26 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
         }
     }
 
-    /// The statements that write one segment's records, snapshots and checkpoints, in that order
-    /// (encoded off the lock and before the transaction: `commit`).
-    private static func statements(writing segment: CommitSegment, now: Int) -> [PostgresQuery] {
-        var statements: [PostgresQuery] = []
-        if !segment.rows.isEmpty { statements.append(segment.rows.insert) }
+    /// A segment's records and the checkpoints of its past, as statements (`commit`).
+    private struct Encoded {
+        var rows: PostgresQuery?
+        var past: [PostgresQuery]
+    }
+
+    private static func encode(_ segment: CommitSegment) -> Encoded {
+        Encoded(rows: segment.rows.isEmpty ? nil : segment.rows.insert, past: segment.checkpoints.map { room, past in
+            """
+            INSERT INTO checkpoints (room, revision, people) VALUES (\(room), \(past.revision), \(past.peopleText))
+            ON CONFLICT (room, revision) DO NOTHING
+            """
+        })
+    }
+
+    /// Writes one segment inside the batch's transaction: its records, snapshots (each with its
+    /// checkpoint), the checkpoints of its past, its webhook notices, then its deletion. Call with
+    /// `lock` held.
+    private func write(_ segment: CommitSegment, _ encoded: Encoded, now: Int, on connection: PostgresConnection) throws {
+        if let rows = encoded.rows { _ = try run(rows, on: connection) }
         for (room, snapshot) in segment.snapshots {
             let json = snapshot.json
             let state = String(decoding: json.bytes, as: UTF8.self)
@@ -1022,38 +1042,27 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
             if snapshot.position == 0 {
                 // A room's first snapshot creates it, and fails if the room exists (another process
                 // made it meanwhile): it is never replaced.
-                statements.append("""
+                _ = try run("""
                     INSERT INTO snapshots (room, position, revision, floor, state, people, saved_at)
                     VALUES (\(room), 0, \(snapshot.revision), \(snapshot.floor), \(state), \(people), \(now))
-                    """)
+                    """, on: connection)
             } else {
-                statements.append("""
+                _ = try run("""
                     INSERT INTO snapshots (room, position, revision, floor, state, people, saved_at)
                     VALUES (\(room), \(snapshot.position), \(snapshot.revision), \(snapshot.floor), \(state), \(people), \(now))
                     ON CONFLICT (room) DO UPDATE SET position = EXCLUDED.position, revision = EXCLUDED.revision,
                         floor = EXCLUDED.floor, state = EXCLUDED.state, people = EXCLUDED.people,
                         saved_at = EXCLUDED.saved_at
                     WHERE snapshots.position <= EXCLUDED.position
-                    """)
+                    """, on: connection)
             }
             let checkpoint = Checkpoint.peopleText(inSnapshot: json)
-            statements.append("""
+            _ = try run("""
                 INSERT INTO checkpoints (room, revision, people) VALUES (\(room), \(snapshot.revision), \(checkpoint))
                 ON CONFLICT (room, revision) DO UPDATE SET people = EXCLUDED.people
-                """)
+                """, on: connection)
         }
-        for (room, past) in segment.checkpoints {
-            statements.append("""
-                INSERT INTO checkpoints (room, revision, people) VALUES (\(room), \(past.revision), \(past.peopleText))
-                ON CONFLICT (room, revision) DO NOTHING
-                """)
-        }
-        return statements
-    }
-
-    /// The rest of one segment inside the batch's transaction, after its `statements`: its webhook
-    /// notices, then its deletion. Call with `lock` held.
-    private func finish(_ segment: CommitSegment, now: Int, on connection: PostgresConnection) throws {
+        for statement in encoded.past { _ = try run(statement, on: connection) }
         try keep(segment.notices, on: connection)
         if let (room, found, notices) = segment.deletion {
             for owed in notices where owed.isOwedRequest {

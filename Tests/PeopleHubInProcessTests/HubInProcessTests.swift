@@ -569,6 +569,7 @@ struct HubInProcessTests {
         h.hub.sweep()
         await h.settle()
         #expect(bob.welcome == nil && bob.closeCode == nil, "no welcome while unsure")
+        #expect(bob.deadline == 0, "the hello's deadline is lifted: the wait is the node's")
         store.certain.withLock { $0 = true }
         h.hub.sweep()
         await h.settle()

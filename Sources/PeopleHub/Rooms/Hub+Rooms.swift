@@ -412,6 +412,9 @@ extension Hub {
             // A node woken from a pause, or not answered by PostgreSQL lately, may have lost the room
             // to another node without knowing yet: it welcomes nobody from the room's memory until it
             // is sure (as its HTTP reads answer 503 meanwhile), then joins them anew (`Hub.sweep`).
+            // The wait is the node's, not the client's: no `no hello within` close meanwhile (a
+            // review). It ends when the node is sure, or with the room's drop (1012).
+            connection.setDeadline(seconds: 0, code: 0, reason: "")
             host.catchingUp += 1
             host.idleSince = nil
             host.joinsAwaitingSure.append(connection)
