@@ -284,7 +284,14 @@ package final class GroupCommitWriter: @unchecked Sendable {
     /// part that fails with later snapshots in it is committed again without them, so a snapshot's
     /// failure (the one big write on a disk nearly full) breaks no room. Returns the rooms that failed,
     /// and those whose later snapshots alone were not written.
-    private func commitIsolatingFailures(_ batch: [WriterWork], lives taken: [String: Int]) -> (failed: [String: StoreError], snapshotsLost: [String: StoreError]) {
+    ///
+    /// `storeSaid`: the store's own last answer to the batch, for `recheck` — the last failure an
+    /// attempt met (in the batch's room order), nil when the last attempt worked; a room failed
+    /// without an attempt (broken or loaded again meanwhile) says nothing of the store (a model-based
+    /// test saw `recheck` pass after a disk failure because such a room's `.unavailable` was picked).
+    private func commitIsolatingFailures(_ batch: [WriterWork], lives taken: [String: Int])
+        -> (failed: [String: StoreError], snapshotsLost: [String: StoreError], storeSaid: StoreError?)
+    {
         // A room broken (its leases lost with the connection) or loaded again since the batch was taken:
         // its part is not tried again. The first attempt's failure may take seconds (a reconnect
         // during a partition), and meanwhile a client's return can load the room on the new
@@ -298,15 +305,17 @@ package final class GroupCommitWriter: @unchecked Sendable {
             }
             return nil
         }
+        var storeSaid: StoreError?
         func attempt(_ part: [WriterWork]) -> StoreError? {
             do {
                 try commit(part)
-                return nil
+                storeSaid = nil
             } catch {
-                return error as? StoreError ?? StoreError(.io, "\(error)")
+                storeSaid = error as? StoreError ?? StoreError(.io, "\(error)")
             }
+            return storeSaid
         }
-        guard let error = attempt(batch) else { return ([:], [:]) }
+        guard let error = attempt(batch) else { return ([:], [:], nil) }
         var rooms: [String] = []
         for work in batch where !rooms.contains(work.room) { rooms.append(work.room) }
         var failed: [String: StoreError] = [:]
@@ -344,7 +353,7 @@ package final class GroupCommitWriter: @unchecked Sendable {
                 snapshotsLost[room] = error
             }
         }
-        return (failed, snapshotsLost)
+        return (failed, snapshotsLost, storeSaid)
     }
 
     private func run() {
@@ -392,13 +401,13 @@ package final class GroupCommitWriter: @unchecked Sendable {
             // failed, the file locked by another process, had no room to blame: the hub crashed.)
             if batch.isEmpty { continue }
             let started = DispatchTime.now().uptimeNanoseconds
-            let (failures, snapshotsLost) = commitIsolatingFailures(batch, lives: taken)
+            let (failures, snapshotsLost, storeSaid) = commitIsolatingFailures(batch, lives: taken)
             commitDuration.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - started))
             commitSize.record(batch.count)
             condition.lock()
             // Not the new life of a room loaded again since the batch was taken.
             for (room, error) in failures where lives[room, default: 0] == taken[room, default: 0] { broken[room] = error }
-            failing = failures.first?.value ?? snapshotsLost.first?.value
+            failing = storeSaid
             condition.unlock()
             if !failures.isEmpty || !snapshotsLost.isEmpty { commitFailures.increment() }
             for work in batch {

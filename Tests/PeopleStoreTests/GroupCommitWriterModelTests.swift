@@ -714,7 +714,17 @@ extension GroupCommitWriterModelTests {
                 if answered { break }
                 usleep(100)
             }
-            model.state.withLock { s in if s.holdPiece == id { s.holdPiece = nil } }
+            // Given up, unless the writer took the piece since the last look (then it waits at the gate).
+            let tookIt = model.state.withLock { s -> Bool in
+                if s.holds.last.map({ s.attempts[$0.attempt].keys.contains(.piece(id)) }) ?? false { return true }
+                if s.holdPiece == id { s.holdPiece = nil }
+                return false
+            }
+            if tookIt {
+                held = true
+                trace.append("hold in append #\(id) of \(room)")
+                return
+            }
             trace.append("hold: append #\(id) of \(room) was not taken")
         }
 
