@@ -1649,14 +1649,14 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
         lockKey("stripe-\(UInt64(bitPattern: Int64(lockKey(room, kind: "cursors"))) % 256)", kind: "cursors")
     }
 
-    /// The advisory lock key of a room (or, `kind` "node", of a node's id): 64-bit FNV-1a of its name
-    /// (stable across nodes and versions).
     /// An advisory lock's key as `pg_locks` shows it: `classid` (the high 32 bits) and `objid` (the low).
     static func lockParts(_ key: Int) -> (high: Int64, low: Int64) {
         let bits = UInt64(bitPattern: Int64(key))
         return (Int64(bits >> 32), Int64(bits & 0xFFFF_FFFF))
     }
 
+    /// The advisory lock key of a room (or, `kind` "node", of a node's id): 64-bit FNV-1a of its name
+    /// (stable across nodes and versions).
     static func lockKey(_ name: String, kind: String = "room") -> Int {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in "peoplekeeper.\(kind):\(name)".utf8 {

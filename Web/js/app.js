@@ -729,10 +729,11 @@ class App {
           }
           break;
         case 'skipped': {
-          const text = () => reportsText(n.reports, this.namesBefore(n),
+          const nameOf = this.namesBefore(n);  // reads the names known when called
+          const text = () => reportsText(n.reports, nameOf,
             { kind: n.kind, changed: n.changed, label: n.label, ...this.reportOptions() });
           this.notice(text());
-          this.nameGone(n.reports.map((r) => r.tag).filter((tag) => this.namesBefore(n)(tag) == null), text);
+          this.nameGone(n.reports.map((r) => r.tag).filter((tag) => nameOf(tag) == null), text);
           break;
         }
         case 'reset':

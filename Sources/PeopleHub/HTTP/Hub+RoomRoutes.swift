@@ -305,12 +305,7 @@ extension Hub {
         let ready = host.joinsAwaitingDurable.filter { $0.through <= rev }
         if !ready.isEmpty {
             host.joinsAwaitingDurable.removeAll { $0.through <= rev }
-            host.catchingUp -= ready.count
-            for (connection, _) in ready {
-                guard let client = connection.context as? Client, !connection.isClosing else { continue }
-                join(connection, client: client, host: host)
-            }
-            if host.connections.isEmpty && host.catchingUp == 0 && host.idleSince == nil { host.idleSince = clock }
+            joinAgain(ready.map(\.0), host: host)
         }
         guard !host.feedWaiters.isEmpty else { return }
         let waiters = host.feedWaiters

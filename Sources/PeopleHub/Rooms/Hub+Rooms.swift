@@ -403,6 +403,17 @@ extension Hub {
         }
     }
 
+    /// Joins that waited in `host` (taken from its list by the caller, counted in `catchingUp` until
+    /// now) go on: those still open join; the room is idle from now if nobody is left in it.
+    func joinAgain(_ waiting: [any ClientConnection], host: RoomHost) {
+        host.catchingUp -= waiting.count
+        for connection in waiting {
+            guard let client = connection.context as? Client, !connection.isClosing else { continue }
+            join(connection, client: client, host: host)
+        }
+        if host.connections.isEmpty && host.catchingUp == 0 && host.idleSince == nil { host.idleSince = clock }
+    }
+
     private func finishJoin(_ connection: any ClientConnection, client: Client, host: RoomHost, earlier: [Revision]) {
         // A token that expired while its room loaded gets no welcome (a tester saw the whole room sent
         // 2 s after exp, behind a big import).

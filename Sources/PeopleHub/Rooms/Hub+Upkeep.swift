@@ -56,12 +56,7 @@ extension Hub {
         for case .loaded(let host) in rooms.values where !host.joinsAwaitingSure.isEmpty {
             let waiting = host.joinsAwaitingSure
             host.joinsAwaitingSure = []
-            host.catchingUp -= waiting.count
-            for connection in waiting {
-                guard let client = connection.context as? Client, !connection.isClosing else { continue }
-                join(connection, client: client, host: host)
-            }
-            if host.connections.isEmpty && host.catchingUp == 0 && host.idleSince == nil { host.idleSince = clock }
+            joinAgain(waiting, host: host)
         }
     }
 
