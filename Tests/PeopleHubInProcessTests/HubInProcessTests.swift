@@ -586,6 +586,49 @@ struct HubInProcessTests {
         #expect(h.hub.host("r") == nil, "the room was dropped")
     }
 
+    @Test("cluster mode: a log or blame of a client in the room while the node is not sure of its leases is answered once it is sure, before the frames sent after it; one still waiting when the leases are lost goes with the room (1012)")
+    func unsureNodeAnswersNoHistoryQuestionFromMemory() async throws {
+        // Session 44's Left: a hello waited while the node was unsure, but a `log` or `blame` of a
+        // client already in the room was answered from the room's memory, which another node may have
+        // taken and written to meanwhile (the node's HTTP reads answered 503).
+        let store = LeasingStore()
+        let h = HubHarness(store: store)
+        let ann = try await h.joined("ann")
+        await h.send(.submit(seq: 1, base: 0, [.set(1, .glasses(false))]), on: ann)
+        func answers() -> [String] {
+            ann.replies.compactMap {
+                switch $0 {
+                case .log(let page): "log \(page.seq ?? -1)"
+                case .blame(let blame): "blame \(blame.seq ?? -1)"
+                case .pong(let seq, _): "pong \(seq ?? -1)"
+                default: nil
+                }
+            }
+        }
+        store.certain.withLock { $0 = false }
+        await h.send(.log(.init(seq: 2)), on: ann)
+        await h.send(.blame(.init(seq: 3, tag: 1)), on: ann)
+        await h.send(.ping(seq: 4), on: ann)
+        h.hub.sweep()
+        await h.settle()
+        #expect(answers().isEmpty, "nothing answered while unsure: \(answers())")
+        #expect(ann.closeCode == nil)
+        store.certain.withLock { $0 = true }
+        h.hub.sweep()
+        await h.settle()
+        #expect(answers() == ["log 2", "blame 3", "pong 4"], "answered once sure, in the order asked")
+        let page = ann.replies.lazy.compactMap { if case .log(let page) = $0 { page } else { nil } }.first
+        #expect(page?.entries.map(\.rev) == [1])
+
+        store.certain.withLock { $0 = false }
+        await h.send(.log(.init(seq: 5)), on: ann)
+        await h.settle()
+        store.loseLeases()
+        await h.settle()
+        #expect(ann.closeCode == 1012, "closed with the room: \(String(describing: ann.closeCode))")
+        #expect(!answers().contains("log 5"))
+    }
+
     @Test("a connection closed over its rate leaves the room when the close completes")
     func rateCloseLeaves() async throws {
         let h = HubHarness { $0.limits.opsPerSecond = 2 }

@@ -1309,11 +1309,21 @@ def test_a_postgres_node_that_postgresql_does_not_answer_answers_no_read_from_me
         # or is closed with the room if the leases went meanwhile. (A fresh hello's welcome waits for
         # the commit of its tag block anyway; a resumed session's waits for nothing, and was sent from
         # memory before session 44.)
+        # Nor is a `log` question of a client already in the room (before session 45 it was): it waits,
+        # then is answered, or goes with the room (1012).
+        a.send({"type": "log", "seq": 70, "limit": 5})
         carl = hub.connect(room, name="ann-again")
         carl.hello("ann", expect_welcome=False, resume=a.welcome["session"], since=acked, people=a.people)
         carl.expect_nothing("welcome", quiet=1.0)
+        a.expect_nothing("log")
         pg.pause(False)
         frozen = False
+        try:
+            page = a.take("log", timeout=40)
+        except ConnectionClosed:
+            assert a.closed_code == 1012, (a.closed_code, a.log[-4:])
+        else:
+            assert page["seq"] == 70 and page["entries"][0]["rev"] == acked, page
         try:
             welcome = carl.take("welcome", timeout=40)
         except ConnectionClosed:

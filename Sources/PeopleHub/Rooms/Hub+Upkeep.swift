@@ -26,7 +26,7 @@ extension Hub {
         if index == 0, storeHealth.sweeps % StoreHealth.checkSeconds == 1 { checkStore() }
         if index == 0 { checkMemory() }
         endExpiredSessions()
-        joinWhenSure()
+        goOnWhenSure()
         let now = clock
         let short = shared.memoryShort.load(ordering: .relaxed)
         let limit = short ? 0 : Int64(configuration.unloadAfterSeconds) * 1000
@@ -49,11 +49,13 @@ extension Hub {
         }
     }
 
-    /// The joins that waited for this node to be sure of its leases (`RoomHost.joinsAwaitingSure`)
-    /// go on, once it is.
-    private func joinWhenSure() {
+    /// The joins and the history questions that waited for this node to be sure of its leases
+    /// (`RoomHost.joinsAwaitingSure`, `readsAwaitingSure`) go on, once it is.
+    private func goOnWhenSure() {
         guard !leasesUnsure else { return }
-        for case .loaded(let host) in rooms.values where !host.joinsAwaitingSure.isEmpty {
+        for case .loaded(let host) in rooms.values {
+            if !host.readsAwaitingSure.isEmpty { askWhenSure(host) }
+            guard !host.joinsAwaitingSure.isEmpty else { continue }
             let waiting = host.joinsAwaitingSure
             host.joinsAwaitingSure = []
             joinAgain(waiting, host: host)

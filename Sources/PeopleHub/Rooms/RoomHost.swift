@@ -39,6 +39,12 @@ final class RoomHost {
     }
     /// Sessions whose `restore` or `log` waits for revisions read from the store.
     var fetching: Set<SessionID> = []
+    /// `log` and `blame` questions of clients in the room that came while this node could not be sure
+    /// it still holds its rooms (`Hub.leasesUnsure`): answered from memory, they could show a room
+    /// another node has taken and written to since. Each session's later frames wait behind its
+    /// question (its machine is `fetching`); asked again once the node is sure (`Hub.sweep`); the
+    /// room's drop closes their connections (1012).
+    var readsAwaitingSure: [(any ClientConnection, ClientMessage, session: SessionID)] = []
     /// When the last connection left (milliseconds), nil while someone is connected.
     var idleSince: Int64?
     /// Set when the store failed for this room: it is dropped and reloaded from what is durable.

@@ -23,7 +23,8 @@ import PeopleCore
 /// Frames that arrive while authorizing,
 /// opening or fetching wait, in order, and are handed back when the room is joined or the history
 /// has been read (a `restore` or `log` reaching below the room's memory is answered before the
-/// session's next frame).
+/// session's next frame; so is a `log` or `blame` that waits for a cluster node to be sure of its
+/// leases, `RoomHost.readsAwaitingSure`).
 struct ConnectionMachine {
     /// A frame as it arrived.
     struct Frame: Sendable {
@@ -296,8 +297,8 @@ struct ConnectionMachine {
 
     // MARK: History from the store
 
-    /// The session's message needs revisions from the store: its later frames wait. False when not
-    /// joined (already fetching, or closed).
+    /// The session's message needs revisions from the store (or waits for the node to be sure of its
+    /// leases): its later frames wait. False when not joined (already fetching, or closed).
     mutating func fetch() -> Bool {
         guard case .joined(let session, let user, let role) = state else { return false }
         state = .fetching(session: session, user: user, role: role, waiting: [])

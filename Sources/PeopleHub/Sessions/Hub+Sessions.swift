@@ -183,9 +183,33 @@ extension Hub {
             let start = DispatchTime.now().uptimeNanoseconds
             actions = host.room.receive(message, from: session, now: clock)
             metrics.applyDuration.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - start))
+        case .log, .blame:
+            if leasesUnsure, let connection = host.connections[session], let client = connection.context as? Client,
+               client.machine.fetch() {
+                // Not from the room's memory while this node may have lost the room (HTTP reads answer
+                // 503 meanwhile): the question waits, the session's later frames behind it.
+                host.readsAwaitingSure.append((connection, message, session: session))
+                return
+            }
+            actions = host.room.receive(message, from: session, now: clock)
         default:
             actions = host.room.receive(message, from: session, now: clock)
         }
         perform(actions, in: host)
+    }
+
+    /// The `log` and `blame` questions that waited for this node to be sure of its leases are asked
+    /// now, each before the frames its session sent after it (`RoomHost.readsAwaitingSure`).
+    func askWhenSure(_ host: RoomHost) {
+        let reads = host.readsAwaitingSure
+        host.readsAwaitingSure = []
+        for (connection, message, session) in reads {
+            guard host.connections[session] === connection, let client = connection.context as? Client,
+                  !connection.isClosing, let waiting = client.machine.fetched() else { continue }
+            deliver(message, from: session, room: host.room.name)
+            for frame in waiting where !connection.isClosing {
+                carryOut(client.machine.receiveWaiting(frame), on: connection, client: client)
+            }
+        }
     }
 }
