@@ -207,6 +207,7 @@ let package = Package(
                 "PeopleHub",
                 "PeopleCore",
                 "PeopleStore",
+                "PeopleTestSupport",
                 "WebSocketTransport",
                 .product(name: "Logging", package: "swift-log"),
             ]
