@@ -210,9 +210,7 @@ extension Hub {
                         "revisions \(read.after + 1) to \(read.through) cannot be read; try again later"))), to: connection)
                 }
                 guard !host.fetching.contains(read.session) else { return }  // the room asked for more
-                for frame in client.machine.fetched() ?? [] where !connection.isClosing {
-                    hub.carryOut(client.machine.receiveWaiting(frame), on: connection, client: client)
-                }
+                hub.receiveWaiting(client.machine.fetched() ?? [], on: connection, client: client)
             }
         }
     }

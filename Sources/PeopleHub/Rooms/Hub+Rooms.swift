@@ -458,9 +458,7 @@ extension Hub {
             "client": "\(hello.client ?? "")", "resumed": "\(hello.resume == session)",
         ])
         perform(actions, in: host)
-        for frame in waiting where !connection.isClosing {
-            carryOut(client.machine.receiveWaiting(frame), on: connection, client: client)
-        }
+        receiveWaiting(waiting, on: connection, client: client)
     }
 
     /// Stops serving every room at once (this node may no longer own them): their connections are

@@ -207,9 +207,15 @@ extension Hub {
             guard host.connections[session] === connection, let client = connection.context as? Client,
                   !connection.isClosing, let waiting = client.machine.fetched() else { continue }
             deliver(message, from: session, room: host.room.name)
-            for frame in waiting where !connection.isClosing {
-                carryOut(client.machine.receiveWaiting(frame), on: connection, client: client)
-            }
+            receiveWaiting(waiting, on: connection, client: client)
+        }
+    }
+
+    /// The frames that waited in the machine (for the room, a read from the store, a sure node) are
+    /// received now, in order, until the connection closes.
+    func receiveWaiting(_ frames: [ConnectionMachine.Frame], on connection: any ClientConnection, client: Client) {
+        for frame in frames where !connection.isClosing {
+            carryOut(client.machine.receiveWaiting(frame), on: connection, client: client)
         }
     }
 }
