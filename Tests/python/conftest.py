@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -198,6 +199,38 @@ class Hub:
 
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    # -- freezing (a paused machine) ---------------------------------------------------------------------
+
+    def freeze(self, timeout: float = 5) -> None:
+        """SIGSTOP, and return once every thread of the process is stopped. The stop is not done when
+        `kill` returns: the kernel wakes one thread to take the signal, and that thread stops the
+        others, so on a busy machine the service threads ran on for milliseconds (300 tries here found
+        the threads not all stopped 73 times). A test that sent a request right after `kill` had it
+        answered before the freeze, and took that answer for one given after it (a CI failure,
+        session 45)."""
+        self.proc.send_signal(signal.SIGSTOP)
+        deadline = time.monotonic() + timeout
+        while running := self._running_threads():
+            assert time.monotonic() < deadline, f"the hub's threads {running} did not stop"
+            time.sleep(0.001)
+
+    def thaw(self) -> None:
+        """SIGCONT: the frozen process goes on."""
+        self.proc.send_signal(signal.SIGCONT)
+
+    def _running_threads(self) -> list[int]:
+        """The process's threads not stopped ('T', or 't' under a tracer) nor gone."""
+        running = []
+        for entry in os.listdir(f"/proc/{self.proc.pid}/task"):
+            try:
+                with open(f"/proc/{self.proc.pid}/task/{entry}/stat") as stat:
+                    state = stat.read().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if state not in "TtZX":
+                running.append(int(entry))
+        return running
 
     # -- stopping --------------------------------------------------------------------------------------
 

@@ -2511,12 +2511,11 @@ def test_a_redirect_is_no_lost_connection_on_the_status_line(hub_factory, pg_ser
     as long as that took (a code review of the session that kept a loss on the status line through the
     connect). Here the owner is stopped (SIGSTOP) so the connect waits: the status line says nothing of
     a loss, and once the owner goes on, ann is online there."""
-    import signal
     from test_http_cluster import cluster_node
     a = hub_factory(cluster_node(pg_server, "a"))
     b = hub_factory(cluster_node(pg_server, "b"))
     b.join(room, "bob")                              # b owns the room
-    os.kill(b.proc.pid, signal.SIGSTOP)
+    b.freeze()
     try:
         s = screens.raw("ann")
         s.start(open_command(a.port, room, "ann"))
@@ -2528,7 +2527,7 @@ def test_a_redirect_is_no_lost_connection_on_the_status_line(hub_factory, pg_ser
                 f"a redirect shown as a lost link: {line!r}"
             time.sleep(0.1)
     finally:
-        os.kill(b.proc.pid, signal.SIGCONT)
+        b.thaw()
     s.wait_for(title_has("● online"), timeout=30, what="ann online at b")
 
 

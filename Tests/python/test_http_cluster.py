@@ -340,15 +340,13 @@ def test_a_frozen_node_s_rooms_move_once_it_has_been_silent(hub_factory, pg_serv
     whose holder has been silent for `cluster.leaseTimeoutSeconds` (15 s at least) ends the holder's
     session, and takes the room with every acknowledged edit. The frozen node, woken, drops its rooms
     and stops cleanly."""
-    import os
-    import signal
     from conftest import merge
     config = {"cluster": {"leaseTimeoutSeconds": 2}}
     a = hub_factory(merge(cluster_node(pg_server, "a"), config))
     b = hub_factory(merge(cluster_node(pg_server, "b"), config))
     ann = a.join(room, "ann")
     acked = ann.edit([{"op": "set", "tag": 1, "field": "hairColor", "value": "red"}])["rev"]
-    os.kill(a.proc.pid, signal.SIGSTOP)
+    a.freeze()  # every thread stopped before the read below is sent
     stopped_at = time.monotonic()
     answers = []
     # A read sent to a while it is frozen waits in its socket, and is read when a wakes (a frozen
@@ -378,7 +376,7 @@ def test_a_frozen_node_s_rooms_move_once_it_has_been_silent(hub_factory, pg_serv
         bob = b.join(room, "bob")
         written = bob.edit([{"op": "set", "tag": 1, "field": "hairColor", "value": "blonde"}])["rev"]
     finally:
-        os.kill(a.proc.pid, signal.SIGCONT)
+        a.thaw()
     assert answers[0] == "redirect", "while a has not been silent long, its room is sent there"
     assert welcome["rev"] == acked and by_tag(welcome["people"], 1)["hairColor"] == "red", welcome
     reader.join(60)
@@ -407,20 +405,18 @@ def test_a_node_restarted_while_its_earlier_run_is_frozen_ends_that_run_and_star
     its id: the frozen run holds the id. The new run waits, finds the holder silent and idle past the
     threshold as another node would, ends its session and starts, with the room's acknowledged edit
     (it used to wait and exit 1, a code review)."""
-    import os
-    import signal
     from conftest import merge
     config = merge(cluster_node(pg_server, "a"), {"cluster": {"leaseTimeoutSeconds": 2}})
     first = hub_factory(config)
     first.join(room, "ann").edit([{"op": "set", "tag": 1, "field": "hairColor", "value": "red"}])
-    os.kill(first.proc.pid, signal.SIGSTOP)
+    first.freeze()
     try:
         time.sleep(16)                          # the frozen run is silent past the 15 s threshold
         second = hub_factory(config)            # returns once it listens: after the frozen run was ended
         assert "ended the PostgreSQL session of node a: silent for" in second.stderr(), second.stderr()[-2000:]
         assert second.join(room, "bob").welcome["rev"] == 1
     finally:
-        os.kill(first.proc.pid, signal.SIGCONT)
+        first.thaw()
         first.kill()
 
 
