@@ -39,10 +39,20 @@ struct DeliveryLane: Sendable {
     private(set) var owedUnread = 0
     /// The last owed revision read.
     private(set) var owedRead: OwedPosition?
-    /// At a deletion here, the last revision this lane had delivered (its time the deletion's): the
-    /// store kept the revisions after the stored cursor, which trails the delivered one by up to a
-    /// cursor batch, so those up to this are forgotten when read, not sent again.
-    private(set) var sentBeforeDeletion: OwedPosition?
+    /// How many times the lane was told the store may keep owed revisions (a deletion here, the start, a
+    /// scan), and that count when the owed read under way was asked for: a read asked for before the
+    /// latest cannot say none is left (a deletion while it ran keeps more, after what it read).
+    private(set) var owedAsks = 0
+    private var owedReadAsks = 0
+    /// At each deletion here, by its time, the last revision this lane had delivered: the store kept
+    /// the revisions after the stored cursor, which trails the delivered one by up to a cursor batch,
+    /// so those up to this are forgotten when read, not sent again. Kept until every owed revision is
+    /// read (a model test saw a room made and deleted again before the first deletion's were read
+    /// send them twice: one value was kept, the latest deletion's).
+    private(set) var sentBeforeDeletions: [Int64: Int] = [:]
+    /// The generation the latest such deletion ended, and its time: a revision of that generation
+    /// whose POST was under way at the deletion and then answered 2xx counts as sent (`delivered`).
+    private var lastDeletion: (generation: Int, time: Int64)?
     /// Room events delivered whose record the store still keeps: removed before anything else.
     private(set) var forgetting: [RoomNotice] = []
     /// Revisions read from the store and not yet delivered: `cursor + 1`, `+ 2`, … in order.
@@ -164,13 +174,13 @@ struct DeliveryLane: Sendable {
         if endpointFailing {
             // So does the first read of what the store kept of a deleted room (one chunk): the backlog
             // then counts what is there, not the lane's guess; the rest waits for the endpoint.
-            if firstOwedReadDue { return .loadOwed(after: nil, limit: max(chunk, 1)) }
+            if firstOwedReadDue { return readOwed(after: nil, chunk: chunk) }
             return stop()
         }
         if let done = forgetting.first { return .forgetNotice(done) }
         if noticesUnread { return .loadNotices }
         // An owed revision read is the earliest left; a room event may have unread ones before it.
-        if owedPending, notices.first?.revision == nil { return .loadOwed(after: owedRead, limit: max(chunk, 1)) }
+        if owedPending, notices.first?.revision == nil { return readOwed(after: owedRead, chunk: chunk) }
         if let notice = notices.first { return .post(.notice(notice), generation: generation) }
         if cursor == nil {
             guard startAt != nil else { return stop() }
@@ -182,6 +192,11 @@ struct DeliveryLane: Sendable {
             return .read(after: cursor, through: min(head, cursor + max(chunk, 1)), generation: generation)
         }
         return stop()
+    }
+
+    private mutating func readOwed(after: OwedPosition?, chunk: Int) -> Step {
+        owedReadAsks = owedAsks
+        return .loadOwed(after: after, limit: max(chunk, 1))
     }
 
     /// Whether the unwritten cursor should go to the store now.
@@ -242,25 +257,31 @@ struct DeliveryLane: Sendable {
     /// dispatcher's start, a scan; `count`: how many it said): they are read before any room event they
     /// precede.
     mutating func mayBeOwed(count: Int = 0) {
+        owedAsks += 1
         owedPending = true
         owedUnread = max(owedUnread, count)
     }
 
-    /// Owed revisions read after `after` (a chunk of at most `limit`): fewer than `limit` means none is left.
+    /// Owed revisions read after `after` (a chunk of at most `limit`): fewer than `limit` means none is
+    /// left, unless the lane was told of more since the read was asked for (a model test found a
+    /// deletion's owed revisions never read: the room was made, edited and deleted again while the
+    /// last chunk of an earlier deletion's was being read).
     mutating func owedLoaded(_ kept: [RoomNotice], after: OwedPosition?, limit: Int) {
         guard owedPending, after == owedRead else { return }
         let sent = kept.filter { notice in
-            guard let at = notice.owedPosition, let before = sentBeforeDeletion else { return false }
-            return at.time == before.time && at.rev <= before.rev
+            guard let at = notice.owedPosition, let before = sentBeforeDeletions[at.time] else { return false }
+            return at.rev <= before
         }
         let owed = kept.filter { !sent.contains($0) }
         restored(owed)
         forgetting += sent.filter { !forgetting.contains($0) }
         if let last = kept.last?.owedPosition { owedRead = last }
         owedUnread = max(owedUnread - owed.count, 0)
-        if kept.count < max(limit, 1) {
+        if kept.count < max(limit, 1), owedReadAsks == owedAsks {
             owedPending = false
             owedUnread = 0
+            sentBeforeDeletions = [:]
+            lastDeletion = nil
         }
     }
 
@@ -280,13 +301,19 @@ struct DeliveryLane: Sendable {
     mutating func deleted(_ notice: RoomNotice?, owed: Bool = false, at time: Int64? = nil) {
         // The store keeps what the endpoint had not been sent: the backlog keeps counting it.
         if owed { owedUnread += revisionsBehind }
-        if owed, let time, let cursor { sentBeforeDeletion = OwedPosition(time: time, rev: cursor) }
+        if owed, let time, let cursor {
+            sentBeforeDeletions[time] = cursor
+            lastDeletion = (generation, time)
+        }
         beginGeneration()
         bornAt = nil
         reset = .forget
         cursor = nil
         head = 0
-        if owed { owedPending = true }
+        if owed {
+            owedPending = true
+            owedAsks += 1
+        }
         if let notice { notices.append(notice) }
     }
 
@@ -361,7 +388,20 @@ struct DeliveryLane: Sendable {
             // front of it while it was being posted.
             if let index = notices.firstIndex(of: sent) { forgetting.append(notices.remove(at: index)) }
         case .revision(let revision):
-            guard generation == self.generation, buffer.first?.number == revision.number else { return }
+            if generation != self.generation {
+                // Under way when the room was deleted, and delivered: not sent again as owed (a model
+                // test saw it come twice with nothing failing).
+                if let deletion = lastDeletion, generation == deletion.generation,
+                   let before = sentBeforeDeletions[deletion.time], revision.number == before + 1 {
+                    let sent = OwedPosition(time: deletion.time, rev: revision.number)
+                    sentBeforeDeletions[deletion.time] = revision.number
+                    if let index = notices.firstIndex(where: { $0.owedPosition == sent }) {
+                        forgetting.append(notices.remove(at: index))
+                    }
+                }
+                return
+            }
+            guard buffer.first?.number == revision.number else { return }
             buffer.removeFirst()
             cursor = revision.number
             // A cursor gap (skipped revisions) is closed by the same write.

@@ -380,4 +380,90 @@ struct DeliveryLaneTests {
         #expect(lane.read([], after: 4, through: 5, generation: 0) == [5])
         #expect(lane.cursor == 5 && lane.backlog == 0)
     }
+
+    // MARK: From the model test (session 46)
+
+    /// A revision of a deleted room kept for the endpoint, at the deletion's time.
+    func owed(_ number: Int, deletedAt time: Int64) -> RoomNotice {
+        RoomNotice(event: .revision, time: time, revision: revision(number))
+    }
+
+    @Test("an owed read asked for before a deletion does not say that none is left: the deletion's owed revisions are read next")
+    func owedReadAcrossADeletion() {
+        var lane = DeliveryLane()
+        lane.mayBeOwed(count: 1)                                   // the start: one kept of an earlier life
+        guard case .loadOwed(after: nil, limit: 10) = lane.next(endpointFailing: false, chunk: 10) else {
+            Issue.record("expected the owed read"); return
+        }
+        lane.deleted(RoomNotice(event: .roomDeleted, time: 9_000), owed: true, at: 9_000)  // while it runs
+        lane.owedLoaded([owed(1, deletedAt: 2_000)], after: nil, limit: 10)  // found before the deletion
+        #expect(lane.owedPending, "the deletion kept more, after what the read found")
+        guard case .resetCursor(.forget) = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected forget"); return }
+        lane.didReset(.forget)
+        guard case .post(.notice(let first), let generation) = lane.next(endpointFailing: false, chunk: 10) else {
+            Issue.record("expected the owed revision"); return
+        }
+        lane.delivered(.notice(first), generation: generation)
+        lane.forgot(first)
+        guard case .loadOwed(after: OwedPosition(time: 2_000, rev: 1)?, limit: 10) = lane.next(endpointFailing: false, chunk: 10) else {
+            Issue.record("expected the owed read again before room.deleted"); return
+        }
+    }
+
+    @Test("a revision whose POST was under way at the deletion and answered 2xx is not sent again as owed")
+    func underWayAtTheDeletion() {
+        var lane = DeliveryLane()
+        lane.created(nil, at: 1_000)
+        guard case .resetCursor(.zero) = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected reset"); return }
+        lane.didReset(.zero)
+        lane.revisionDurable(1)
+        lane.revisionDurable(2)
+        guard case .read(after: 0, through: 2, let generation) = lane.next(endpointFailing: false, chunk: 10) else {
+            Issue.record("expected a read"); return
+        }
+        _ = lane.read([revision(1), revision(2)], after: 0, through: 2, generation: generation)
+        _ = lane.next(endpointFailing: false, chunk: 10)
+        lane.delivered(.revision(revision(1)), generation: generation)
+        guard case .writeCursor(1) = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected cursor 1"); return }
+        lane.wrote(1)
+        guard case .post(.revision(let under), generation) = lane.next(endpointFailing: false, chunk: 10), under.number == 2 else {
+            Issue.record("expected revision 2 posted"); return
+        }
+        lane.deleted(RoomNotice(event: .roomDeleted, time: 9_000), owed: true, at: 9_000)  // keeps 2: after cursor 1
+        lane.delivered(.revision(under), generation: generation)                            // then its 2xx
+        guard case .resetCursor(.forget) = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected forget"); return }
+        lane.didReset(.forget)
+        guard case .loadOwed(after: nil, limit: 10) = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected owed read"); return }
+        lane.owedLoaded([owed(2, deletedAt: 9_000)], after: nil, limit: 10)
+        guard case .forgetNotice(let forgotten) = lane.next(endpointFailing: false, chunk: 10) else {
+            Issue.record("expected revision 2's record forgotten, not posted again"); return
+        }
+        #expect(forgotten.revision?.number == 2)
+    }
+
+    @Test("each deletion remembers what had been sent of its own life: a room made and deleted again before the first's owed revisions are read")
+    func twoDeletionsBeforeTheOwedRead() {
+        var lane = DeliveryLane()
+        func step() -> DeliveryLane.Step { lane.next(endpointFailing: false, chunk: 10, cursorBatch: 10, cursorInterval: 60_000) }
+        lane.created(nil, at: 1_000)
+        guard case .resetCursor(.zero) = step() else { Issue.record("expected reset"); return }
+        lane.didReset(.zero)
+        lane.revisionDurable(1)
+        lane.revisionDurable(2)
+        guard case .read(after: 0, through: 2, let generation) = step() else { Issue.record("expected a read"); return }
+        _ = lane.read([revision(1), revision(2)], after: 0, through: 2, generation: generation)
+        _ = step()
+        lane.delivered(.revision(revision(1)), generation: generation)   // both sent, the stored cursor still 0
+        _ = step()
+        lane.delivered(.revision(revision(2)), generation: generation)
+        lane.deleted(RoomNotice(event: .roomDeleted, time: 5_000), owed: true, at: 5_000)  // keeps 1 and 2
+        lane.created(nil, at: 6_000)
+        lane.deleted(RoomNotice(event: .roomDeleted, time: 7_000), owed: true, at: 7_000)  // nothing sent of this life
+        guard case .resetCursor(.forget) = step() else { Issue.record("expected forget"); return }
+        lane.didReset(.forget)
+        guard case .loadOwed(after: nil, limit: 10) = step() else { Issue.record("expected owed read"); return }
+        lane.owedLoaded([owed(1, deletedAt: 5_000), owed(2, deletedAt: 5_000)], after: nil, limit: 10)
+        guard case .forgetNotice(let forgotten) = step() else { Issue.record("expected the first life's revisions forgotten, not posted again"); return }
+        #expect(forgotten == owed(1, deletedAt: 5_000))
+    }
 }
