@@ -173,7 +173,9 @@ public final class WebhookDispatcher: Sendable {
         let revisions = revisions()
         state.withLock { state in
             if !revisions.isEmpty { state.recent[room, default: RecentRevisions()].add(revisions) }
-            for index in wanting { update(LaneKey(endpoint: index, room: room), in: &state) { $0.revisionDurable(rev, after: after) } }
+            for index in wanting {
+                updateForRoom(LaneKey(endpoint: index, room: room), in: &state) { $0.revisionDurable(rev, after: after) }
+            }
         }
     }
 
@@ -224,7 +226,12 @@ public final class WebhookDispatcher: Sendable {
     /// from the next scan, once the lane was done (an operator's pass: a room made again here got its
     /// events and revisions out before the earlier lives' `room.created` and `room.deleted`).
     private func updateForRoom(_ key: LaneKey, in state: inout DispatchState, _ change: (inout DeliveryLane) -> Void) {
-        let catchUp = leases != nil && state.lanes[key] == nil
+        // One node, while the start has not given the room its lane: its kept notices and the revisions
+        // owed of its earlier lives are read the same way (a model test of the lane found a restarted
+        // hub's news overtake the start: a room loaded first posted its earlier life's `room.deleted`
+        // before the revisions that life owed, which the start had not said were there).
+        if leases == nil && state.starting { state.caughtUp.insert(key) }
+        let catchUp = (leases != nil || state.starting) && state.lanes[key] == nil
         update(key, in: &state) { lane in
             if catchUp {
                 lane.mayHaveNotices()
@@ -669,7 +676,8 @@ public final class WebhookDispatcher: Sendable {
 
     /// Reads every endpoint's cursors, kept notices and rooms owed revisions, then the store's rooms a
     /// page at a time, and gives each lane its cursor, head and notices; then the lanes of rooms no
-    /// longer in the store that have notices or owed revisions.
+    /// longer in the store that have notices or owed revisions. A room the hub's news reached first
+    /// (`caughtUp`) is left to its lane, which reads the store itself.
     private func resume() async {
         // Endpoint → room → notices kept and not delivered; endpoint → rooms with revisions owed.
         var kept: [Int: [String: [RoomNotice]]] = [:]
@@ -710,7 +718,7 @@ public final class WebhookDispatcher: Sendable {
             for summary in page { stored.insert(summary.name) }
             state.withLock { state in
                 for summary in page {
-                    for index in endpoints.indices {
+                    for index in endpoints.indices where !state.caughtUp.contains(LaneKey(endpoint: index, room: summary.name)) {
                         let notices = kept[index]?[summary.name] ?? []
                         let owedCount = owed[index]?[summary.name]
                         let wantsRevisions = endpoints[index].wants(.revision, of: summary.name)
@@ -729,9 +737,13 @@ public final class WebhookDispatcher: Sendable {
         }
         // Rooms deleted (their notices and owed revisions outlive them).
         state.withLock { state in
+            defer {
+                state.starting = false
+                state.caughtUp = []
+            }
             for index in endpoints.indices {
                 let rooms = Set(kept[index]?.keys ?? [:].keys).union(owed[index]?.keys ?? [:].keys)
-                for room in rooms where !stored.contains(room) {
+                for room in rooms where !stored.contains(room) && !state.caughtUp.contains(LaneKey(endpoint: index, room: room)) {
                     update(LaneKey(endpoint: index, room: room), in: &state) { lane in
                         if let owedCount = owed[index]?[room] { lane.mayBeOwed(count: owedCount) }
                         if let notices = kept[index]?[room] { lane.restored(notices) }
@@ -771,6 +783,13 @@ struct DispatchState: Sendable {
     var held: Set<String> = []
     /// Counts the times every lease was lost: a hold taken across a loss is not trusted.
     var leaseLosses = 0
+    /// One node: the start (`resume`) has not yet given every room its lane. The hub serves meanwhile,
+    /// so its news of a room can come before the start's; such a room is `caughtUp`.
+    var starting = true
+    /// Lanes the hub's news made or changed while `starting`: each reads what the store keeps for its
+    /// room itself (as in cluster mode), and the start leaves them alone (what it read may be older
+    /// than the news).
+    var caughtUp: Set<LaneKey> = []
 
     init(endpoints: Int) {
         self.endpoints = Array(repeating: EndpointCounts(), count: endpoints)
