@@ -125,6 +125,34 @@ struct HTTPAPITests {
         #expect(back.welcome?.rev == 40, "the room is still there")
     }
 
+    @Test("a read of the store under way keeps its room loaded: a DELETE that comes meanwhile makes it 404, not an answer from the room's copy", arguments: [false, true])
+    func storeReadKeepsTheRoomLoaded(export: Bool) async throws {
+        // Session 45's Left: the idle room was unloaded while the read ran, then deleted in the store
+        // with no host to tell, and the read answered 200 from its copy of a room that was gone.
+        let h = HubHarness { $0.roomPolicy.keptRevisions = 3 }
+        let bob = try await h.joined("bob")
+        for seq in 1...10 {
+            await h.send(.submit(seq: seq, base: seq - 1, [.set(1, .glasses(seq % 2 == 0))], label: "G\(seq)"), on: bob)
+        }
+        await h.disconnect(bob)
+        h.background.hold()
+        let read = export ? h.start("GET", "/v1/rooms/r/export", query: ["history": "true"])
+            : h.start("GET", "/v1/rooms/r", query: ["at": "2"])
+        await h.settle()
+        #expect(h.background.waiting == 1, "the read of the store waits")
+        h.clock.advance(by: 61_000)                 // past rooms.unloadAfterSeconds (60)
+        h.hub.sweep()
+        await h.settle()
+        #expect(h.hub.host("r") != nil, "not unloaded while the read is under way")
+        let deletion = h.start("DELETE", "/v1/rooms/r")
+        await h.settle()
+        while h.background.next(newestFirst: true) { await h.settle() }  // the deletion first, then the read
+        await h.settle { deletion.response != nil && read.response != nil }
+        #expect(deletion.response?.status == 204)
+        #expect(read.response?.status == 404 && read.response?.json?["error"]?["code"] == .string("no-room"),
+                "\(read.response?.status ?? 0) \(String(decoding: read.response?.body.prefix(200) ?? [], as: UTF8.self))")
+    }
+
     @Test("two batches held at a deletion are answered each by its own commit: the one written 200, the one the store failed 404")
     func batchesAtADeletionAreAnsweredByTheirOwnCommits() async throws {
         // A review (session 41): one empty append decided every held answer, so a batch written

@@ -467,6 +467,7 @@ extension Hub {
             return answerDurable(call, .json(json), showing: room.revision, in: host)
         }
         let (store, work) = (store, UncheckedSendable((call, host)))
+        host.storeReads += 1
         runtime.background { [weak self] in
             let result = Result { () throws -> HTTPResponse in
                 let floor = room.oldestKeptBase
@@ -493,6 +494,7 @@ extension Hub {
             }
             self?.back(work) { hub, work in
                 let (call, host) = work.value
+                host.storeReads -= 1
                 // A room deleted meanwhile is gone, whatever the pages read (a review, session 42).
                 host.life.whenDecided { deleted in
                     hub.answer(call) {

@@ -87,12 +87,14 @@ extension Hub {
                    then: @escaping (Hub, OlderHistory) throws -> HTTPResponse?) {
         let store = store
         let name = host.room.name
-        let work = OlderRead(call: call, life: host.life, then: then)
+        let work = OlderRead(call: call, host: host, then: then)
+        host.storeReads += 1
         runtime.background { [weak self] in
             let older = Result { try Self.olderHistory(store, room: name, after: after, through: through, modelAt: modelAt) }
             self?.back(work) { hub, work in
                 let (call, then) = (work.call, work.then)
-                work.life.whenDecided { deleted in
+                work.host.storeReads -= 1
+                work.host.life.whenDecided { deleted in
                     hub.answer(call) { () throws -> HTTPResponse? in
                         if deleted { throw HTTPFailure.noRoom(name) }
                         return try then(hub, older.get())
@@ -376,12 +378,13 @@ extension Hub {
 /// `Hub.Continuation`).
 final class OlderRead: @unchecked Sendable {
     let call: HTTPCall
-    /// Whether the room the read is for was deleted meanwhile (touched on the service thread only).
-    let life: RoomLife
+    /// The room the read is for: its `life` says whether it was deleted meanwhile, its `storeReads`
+    /// count the read (touched on the service thread only).
+    let host: RoomHost
     let then: (Hub, OlderHistory) throws -> HTTPResponse?
-    init(call: HTTPCall, life: RoomLife, then: @escaping (Hub, OlderHistory) throws -> HTTPResponse?) {
+    init(call: HTTPCall, host: RoomHost, then: @escaping (Hub, OlderHistory) throws -> HTTPResponse?) {
         self.call = call
-        self.life = life
+        self.host = host
         self.then = then
     }
 }

@@ -33,7 +33,7 @@ extension Hub {
         var unloaded = false
         for (name, slot) in rooms {
             guard case .loaded(let host) = slot, host.connections.isEmpty, host.feedWaiters.isEmpty, !host.isHolding,
-                  host.catchingUp == 0,
+                  host.catchingUp == 0, host.storeReads == 0,
                   let idle = host.idleSince, now - idle >= limit else { continue }
             saveSnapshotIfChanged(host)
             rooms[name] = nil

@@ -19,6 +19,10 @@ final class RoomHost {
     var snapshotPosition: Int
     /// Joins waiting for revisions read from the store (the room stays loaded meanwhile).
     var catchingUp = 0
+    /// HTTP reads of the room's history from the store under way (`readOlder`, an export): the room
+    /// stays loaded meanwhile, so that a `DELETE` that comes finds it and they answer `404` (unloaded
+    /// first, it was deleted in the store with no host to tell, and they answered from their copy).
+    var storeReads = 0
     /// Joins whose `since` needs revisions from the store that are not durable yet (an import's, in
     /// its creation's commit): joined once they are (`Hub.revisionsDurable`). Counted in `catchingUp`.
     var joinsAwaitingDurable: [(any ClientConnection, through: Int)] = []
