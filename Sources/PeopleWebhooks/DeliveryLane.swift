@@ -50,9 +50,9 @@ struct DeliveryLane: Sendable {
     /// read (a model test saw a room made and deleted again before the first deletion's were read
     /// send them twice: one value was kept, the latest deletion's).
     private(set) var sentBeforeDeletions: [Int64: Int] = [:]
-    /// The generation the latest such deletion ended, and its time: a revision of that generation
-    /// whose POST was under way at the deletion and then answered 2xx counts as sent (`delivered`).
-    private var lastDeletion: (generation: Int, time: Int64)?
+    /// The generations those deletions ended, and their times: a revision of one whose POST was under
+    /// way at its deletion and then answered 2xx counts as sent (`delivered`).
+    private var deletionOf: [Int: Int64] = [:]
     /// Room events delivered whose record the store still keeps: removed before anything else.
     private(set) var forgetting: [RoomNotice] = []
     /// Revisions read from the store and not yet delivered: `cursor + 1`, `+ 2`, … in order.
@@ -281,7 +281,7 @@ struct DeliveryLane: Sendable {
             owedPending = false
             owedUnread = 0
             sentBeforeDeletions = [:]
-            lastDeletion = nil
+            deletionOf = [:]
         }
     }
 
@@ -303,7 +303,7 @@ struct DeliveryLane: Sendable {
         if owed { owedUnread += revisionsBehind }
         if owed, let time, let cursor {
             sentBeforeDeletions[time] = cursor
-            lastDeletion = (generation, time)
+            deletionOf[generation] = time
         }
         beginGeneration()
         bornAt = nil
@@ -391,10 +391,9 @@ struct DeliveryLane: Sendable {
             if generation != self.generation {
                 // Under way when the room was deleted, and delivered: not sent again as owed (a model
                 // test saw it come twice with nothing failing).
-                if let deletion = lastDeletion, generation == deletion.generation,
-                   let before = sentBeforeDeletions[deletion.time], revision.number == before + 1 {
-                    let sent = OwedPosition(time: deletion.time, rev: revision.number)
-                    sentBeforeDeletions[deletion.time] = revision.number
+                if let time = deletionOf[generation], let before = sentBeforeDeletions[time], revision.number == before + 1 {
+                    let sent = OwedPosition(time: time, rev: revision.number)
+                    sentBeforeDeletions[time] = revision.number
                     if let index = notices.firstIndex(where: { $0.owedPosition == sent }) {
                         forgetting.append(notices.remove(at: index))
                     }

@@ -174,7 +174,11 @@ public final class WebhookDispatcher: Sendable {
         state.withLock { state in
             if !revisions.isEmpty { state.recent[room, default: RecentRevisions()].add(revisions) }
             for index in wanting {
-                updateForRoom(LaneKey(endpoint: index, room: room), in: &state) { $0.revisionDurable(rev, after: after) }
+                // Not in cluster mode: a lane given up there (`releaseIdleRooms`) is made again by the room's
+                // next revision, and has no earlier lives to read (a review).
+                updateForRoom(LaneKey(endpoint: index, room: room), in: &state, inCluster: false) {
+                    $0.revisionDurable(rev, after: after)
+                }
             }
         }
     }
@@ -225,13 +229,15 @@ public final class WebhookDispatcher: Sendable {
     /// first, in order, as a scan or a start would. It came after this node's own events of the room,
     /// from the next scan, once the lane was done (an operator's pass: a room made again here got its
     /// events and revisions out before the earlier lives' `room.created` and `room.deleted`).
-    private func updateForRoom(_ key: LaneKey, in state: inout DispatchState, _ change: (inout DeliveryLane) -> Void) {
+    /// `inCluster: false`: no catch-up in cluster mode (only while the start has not given the room its lane).
+    private func updateForRoom(_ key: LaneKey, in state: inout DispatchState, inCluster: Bool = true,
+                               _ change: (inout DeliveryLane) -> Void) {
         // One node, while the start has not given the room its lane: its kept notices and the revisions
         // owed of its earlier lives are read the same way (a model test of the lane found a restarted
         // hub's news overtake the start: a room loaded first posted its earlier life's `room.deleted`
         // before the revisions that life owed, which the start had not said were there).
         if leases == nil && state.starting { state.caughtUp.insert(key) }
-        let catchUp = (leases != nil || state.starting) && state.lanes[key] == nil
+        let catchUp = ((leases != nil && inCluster) || (leases == nil && state.starting)) && state.lanes[key] == nil
         update(key, in: &state) { lane in
             if catchUp {
                 lane.mayHaveNotices()

@@ -204,14 +204,14 @@ private struct LaneRun {
             let head = feed.room.revision
             trace.append("hub: room loaded at \(head)")
             news { $0.mayHaveNotices() }
-            update { $0.revisionDurable(head, after: head) }
+            news { $0.revisionDurable(head, after: head) }
         }
         let rev = try feed.editNow(1)[0]
         self.feed = feed
         let revision = try #require(store.revisions(room: room, after: rev - 1, through: rev).first)
         lives[lives.count - 1].revisions.append(WebhookPayload(room: room, item: .revision(revision)).id)
         trace.append("hub: revision \(rev) durable")
-        update { $0.revisionDurable(rev) }
+        news { $0.revisionDurable(rev) }
     }
 
     private mutating func delete() throws {

@@ -410,8 +410,9 @@ struct DeliveryLaneTests {
         }
     }
 
-    @Test("a revision whose POST was under way at the deletion and answered 2xx is not sent again as owed")
-    func underWayAtTheDeletion() {
+    @Test("a revision whose POST was under way at the deletion and answered 2xx is not sent again as owed, also when the room was made and deleted again meanwhile",
+          arguments: [false, true])
+    func underWayAtTheDeletion(againMeanwhile: Bool) {
         var lane = DeliveryLane()
         lane.created(nil, at: 1_000)
         guard case .resetCursor(.zero) = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected reset"); return }
@@ -430,6 +431,10 @@ struct DeliveryLaneTests {
             Issue.record("expected revision 2 posted"); return
         }
         lane.deleted(RoomNotice(event: .roomDeleted, time: 9_000), owed: true, at: 9_000)  // keeps 2: after cursor 1
+        if againMeanwhile {                                                  // a review: one deletion was remembered
+            lane.created(nil, at: 9_500)
+            lane.deleted(RoomNotice(event: .roomDeleted, time: 9_800), owed: true, at: 9_800)
+        }
         lane.delivered(.revision(under), generation: generation)                            // then its 2xx
         guard case .resetCursor(.forget) = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected forget"); return }
         lane.didReset(.forget)
