@@ -194,6 +194,8 @@ struct DeliveryLane: Sendable {
         return stop()
     }
 
+    /// The read of a chunk of owed revisions after `after`, noting how many times the lane had been told
+    /// that some may be owed when it was asked for (`owedLoaded`).
     private mutating func readOwed(after: OwedPosition?, chunk: Int) -> Step {
         owedReadAsks = owedAsks
         return .loadOwed(after: after, limit: max(chunk, 1))
