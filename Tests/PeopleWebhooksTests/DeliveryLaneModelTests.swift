@@ -41,45 +41,44 @@ import Testing
 /// --skip-build --filter DeliveryLaneModelTests` (`DL_MODEL_TRACE=1` prints the driver's steps).
 @Suite("Delivery lane, driven at random against the store and a receiver")
 struct DeliveryLaneModelTests {
-    /// The first 40 seeds (`DL_MODEL_SQLITE_SEEDS`): 200 take about 22 s here, 40 about 5 s.
-    static let sqliteSeeds: [UInt64] = {
-        if let one = ProcessInfo.processInfo.environment["DL_MODEL_SEED"].flatMap(UInt64.init) { return [one] }
-        return Array(0..<(ProcessInfo.processInfo.environment["DL_MODEL_SQLITE_SEEDS"].flatMap(UInt64.init) ?? 40))
-    }()
+    static let seeds = seeds(count: "DL_MODEL_SEEDS", default: 200)
+    /// The first 40 seeds: 200 take about 22 s here, 40 about 5 s.
+    static let sqliteSeeds = seeds(count: "DL_MODEL_SQLITE_SEEDS", default: 40)
+
+    /// `DL_MODEL_SEED` alone, else the first `default` (or the count the variable named says).
+    static func seeds(count variable: String, default count: UInt64) -> [UInt64] {
+        let environment = ProcessInfo.processInfo.environment
+        if let one = environment["DL_MODEL_SEED"].flatMap(UInt64.init) { return [one] }
+        return Array(0..<(environment[variable].flatMap(UInt64.init) ?? count))
+    }
+
+    @Test("every revision and room event reaches the receiver in order, at least once, over a seeded random run",
+          arguments: seeds)
+    func randomRun(seed: UInt64) throws {
+        try Self.play(seed: seed, store: InMemoryStore(), named: "in memory")
+    }
 
     @Test("the same on SQLite, the store a single hub keeps by default (fewer seeds: each commit is a disk write)",
           arguments: sqliteSeeds)
     func randomRunOnSQLite(seed: UInt64) throws {
         let scratch = try ScratchSQLite()
         defer { scratch.remove() }
-        var run = LaneRun(seed: seed, store: scratch.store)
-        try run.play()
-        #expect(run.problems.isEmpty, """
-            seed \(seed) on SQLite: \(run.problems.count) broken promise(s):
-            \(run.problems.prefix(8).joined(separator: "\n"))
-            last steps: \(run.trace.suffix(24).joined(separator: "; "))
-            """)
+        try Self.play(seed: seed, store: scratch.store, named: "on SQLite")
     }
 
-    static let seeds: [UInt64] = {
-        if let one = ProcessInfo.processInfo.environment["DL_MODEL_SEED"].flatMap(UInt64.init) { return [one] }
-        return Array(0..<(ProcessInfo.processInfo.environment["DL_MODEL_SEEDS"].flatMap(UInt64.init) ?? 200))
-    }()
-
-    @Test("every revision and room event reaches the receiver in order, at least once, over a seeded random run",
-          arguments: seeds)
-    func randomRun(seed: UInt64) throws {
-        var run = LaneRun(seed: seed)
+    private static func play(seed: UInt64, store: any PeopleStore, named: String) throws {
+        var run = LaneRun(seed: seed, store: store)
         try run.play()
-        if ProcessInfo.processInfo.environment["DL_MODEL_TRACE"] != nil {
-            print("seed \(seed):\n" + run.trace.joined(separator: "\n"))
+        let environment = ProcessInfo.processInfo.environment
+        if environment["DL_MODEL_TRACE"] != nil {
+            print("seed \(seed) \(named):\n" + run.trace.joined(separator: "\n"))
         }
-        if ProcessInfo.processInfo.environment["DL_MODEL_STATS"] != nil {
-            print("stats seed \(seed): lives=\(run.lives.count) received=\(run.received.count) crashes=\(run.crashes) "
+        if environment["DL_MODEL_STATS"] != nil {
+            print("stats seed \(seed) \(named): lives=\(run.lives.count) received=\(run.received.count) crashes=\(run.crashes) "
                   + "timeouts=\(run.timeouts) giveUps=\(run.giveUps) interleaved=\(run.interleaved) staleWrites=\(run.staleWrites)")
         }
         #expect(run.problems.isEmpty, """
-            seed \(seed) (replay: DL_MODEL_SEED=\(seed)): \(run.problems.count) broken promise(s):
+            seed \(seed) \(named) (replay: DL_MODEL_SEED=\(seed)): \(run.problems.count) broken promise(s):
             \(run.problems.prefix(8).joined(separator: "\n"))
             last steps: \(run.trace.suffix(24).joined(separator: "; "))
             """)
