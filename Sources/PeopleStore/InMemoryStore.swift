@@ -19,8 +19,8 @@ public final class InMemoryStore: PeopleStore {
 
     private struct State {
         var rooms: [String: Stored] = [:]
-        /// Endpoint → room → last delivered revision.
-        var cursors: [String: [String: Int]] = [:]
+        /// Endpoint → room → last delivered revision, and the room's life it counts in.
+        var cursors: [String: [String: WebhookCursor]] = [:]
         /// Room events not yet delivered, in the order kept.
         var notices: [WebhookNotice] = []
         /// Deleted room → when (`deletion(of:)`).
@@ -34,7 +34,9 @@ public final class InMemoryStore: PeopleStore {
         }
 
         mutating func keep(_ new: [WebhookNotice]) {
-            for notice in new where notice.isCursorStart { cursors[notice.endpoint, default: [:]][notice.room] = 0 }
+            for notice in new where notice.isCursorStart {
+                cursors[notice.endpoint, default: [:]][notice.room] = WebhookCursor(rev: 0, life: notice.time)
+            }
             for notice in new where !notice.isCursorStart && !notices.contains(notice) { notices.append(notice) }
         }
 
@@ -131,7 +133,7 @@ public final class InMemoryStore: PeopleStore {
             var kept: [WebhookNotice] = []
             for notice in notices {
                 guard notice.isOwedRequest else { kept.append(notice); continue }
-                guard let cursor = state.cursors[notice.endpoint]?[room] else { continue }
+                guard let cursor = state.cursors[notice.endpoint]?[room]?.rev else { continue }
                 for entry in state.rooms[room]?.journal ?? [] {
                     guard let revision = entry.record.revision, revision.number > cursor else { continue }
                     kept.append(WebhookNotice(endpoint: notice.endpoint, room: room, event: notice.event,
@@ -182,18 +184,24 @@ public final class InMemoryStore: PeopleStore {
         state.withLock { $0.notices.removeAll { $0 == notice } }
     }
 
-    public func webhookCursors(endpoint: String) throws(StoreError) -> [String: Int] {
+    public func webhookCursorRecords(endpoint: String) throws(StoreError) -> [String: WebhookCursor] {
         state.withLock { $0.cursors[endpoint] ?? [:] }
     }
 
-    public func setWebhookCursor(endpoint: String, room: String, rev: Int) throws(StoreError) {
-        state.withLock { $0.cursors[endpoint, default: [:]][room] = max($0.cursors[endpoint]?[room] ?? rev, rev) }
+    @discardableResult
+    public func setWebhookCursor(endpoint: String, room: String, rev: Int, life: Int64?) throws(StoreError) -> Bool {
+        state.withLock { state in
+            let stored = state.cursors[endpoint]?[room]
+            guard stored == nil || stored?.life == life else { return false }
+            state.cursors[endpoint, default: [:]][room] = WebhookCursor(rev: max(stored?.rev ?? rev, rev), life: life)
+            return true
+        }
     }
 
-    public func resetWebhookCursor(endpoint: String, room: String, to rev: Int?) throws(StoreError) {
+    public func resetWebhookCursor(endpoint: String, room: String, to rev: Int?, life: Int64?) throws(StoreError) {
         state.withLock { state in
             switch (rev, state.rooms[room] != nil) {
-            case (let rev?, true): state.cursors[endpoint, default: [:]][room] = rev
+            case (let rev?, true): state.cursors[endpoint, default: [:]][room] = WebhookCursor(rev: rev, life: life)
             case (nil, false): _ = state.cursors[endpoint]?.removeValue(forKey: room)
             default: break
             }

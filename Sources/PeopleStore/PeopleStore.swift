@@ -81,20 +81,28 @@ public protocol PeopleStore: Sendable {
     func deletion(of room: String) throws(StoreError) -> Int64?
 
     /// The webhook cursors of one endpoint (an id the webhook dispatcher derives, its URL): room → the
-    /// last revision delivered there.
-    func webhookCursors(endpoint: String) throws(StoreError) -> [String: Int]
+    /// last revision delivered there, and the life of the room it counts in (`webhookCursors`: the
+    /// revisions alone).
+    func webhookCursorRecords(endpoint: String) throws(StoreError) -> [String: WebhookCursor]
 
-    /// Records that `endpoint` has had every revision of `room` up to `rev`. Never lowers a cursor: a
-    /// smaller `rev` than the one stored changes nothing (to start a room over, `resetWebhookCursor`).
-    func setWebhookCursor(endpoint: String, room: String, rev: Int) throws(StoreError)
+    /// Records that `endpoint` has had every revision of `room` up to `rev` in the room's life `life`
+    /// (`WebhookCursor.life`), if the stored cursor counts in that life (nil: one of no known life) or
+    /// there is none; returns whether it did. Never lowers a cursor: a smaller `rev` than the one
+    /// stored changes nothing (to start a room over, `resetWebhookCursor`). A write on its way while the
+    /// room was deleted and made again finds the new life's cursor (its creation's start) and changes
+    /// nothing: written, it put that cursor ahead of what the endpoint had of the new life, and a crash,
+    /// or a deletion (which keeps the revisions after the cursor), before the lane's next step reset it
+    /// lost those revisions (a model test of the lane, session 47).
+    @discardableResult
+    func setWebhookCursor(endpoint: String, room: String, rev: Int, life: Int64?) throws(StoreError) -> Bool
 
-    /// Starts a room over for `endpoint`: puts its cursor at `rev` (lower or higher than the one stored)
-    /// if the room is in the store, or forgets it (`rev` nil) if the room is not. The room is checked
-    /// and the cursor written together (one statement; on PostgreSQL also after the room's cursor lock,
-    /// which its creation and deletion take): a deletion never finds the cursor missing half-way, a
-    /// forget that comes after the room was made again leaves the new life's cursor, and a cursor put
-    /// after a deletion makes none for a room that is gone.
-    func resetWebhookCursor(endpoint: String, room: String, to rev: Int?) throws(StoreError)
+    /// Starts a room over for `endpoint`: puts its cursor at `rev` (lower or higher than the one stored),
+    /// counting in the room's life `life`, if the room is in the store, or forgets it (`rev` nil) if the
+    /// room is not. The room is checked and the cursor written together (one statement; on PostgreSQL
+    /// also after the room's cursor lock, which its creation and deletion take): a deletion never finds
+    /// the cursor missing half-way, a forget that comes after the room was made again leaves the new
+    /// life's cursor, and a cursor put after a deletion makes none for a room that is gone.
+    func resetWebhookCursor(endpoint: String, room: String, to rev: Int?, life: Int64?) throws(StoreError)
 
     /// The room events `endpoint` has not been told of yet, oldest first (by time; at the same time, in
     /// the order they were kept). Not the revisions owed (`owedRevisions`).
@@ -140,6 +148,11 @@ public protocol PeopleStore: Sendable {
 }
 
 extension PeopleStore {
+    /// The webhook cursors of one endpoint: room → the last revision delivered there.
+    public func webhookCursors(endpoint: String) throws(StoreError) -> [String: Int] {
+        try webhookCursorRecords(endpoint: endpoint).mapValues(\.rev)
+    }
+
     /// From `webhookEndpoints`: for the in-memory store and stand-ins.
     public func webhookEndpointIDs() throws(StoreError) -> [String] {
         try webhookEndpoints().filter { !$0.isEmpty }.map(\.endpoint)
@@ -148,13 +161,13 @@ extension PeopleStore {
     /// From `webhookCursors`, `webhookNotices`, `revisionsOwed` and `listRooms` (every room, a page at a
     /// time): for the in-memory store and stand-ins; the durable stores answer with one query.
     public func webhookBacklog(endpoint: String) throws(StoreError) -> [WebhookBacklog] {
-        let cursors = try webhookCursors(endpoint: endpoint)
+        let cursors = try webhookCursorRecords(endpoint: endpoint)
         let owed = try revisionsOwed(endpoint: endpoint)
         let noticed = Set(try webhookNotices(endpoint: endpoint).map(\.room)).union(owed.keys)
         var heads: [String: Int] = [:]
         for summary in try everyRoom() { heads[summary.name] = summary.rev }
         return Set(cursors.keys).union(noticed).sorted().compactMap { room in
-            let found = WebhookBacklog(room: room, cursor: cursors[room], head: heads[room], noticed: noticed.contains(room),
+            let found = WebhookBacklog(room: room, cursor: cursors[room]?.rev, cursorLife: cursors[room]?.life, head: heads[room], noticed: noticed.contains(room),
                                        owed: owed[room] ?? 0)
             return found.isPending ? found : nil
         }
@@ -235,8 +248,10 @@ public struct WebhookNotice: Sendable, Hashable {
     /// lane got to it (an endpoint behind on an earlier room of the name), and the deletion kept none
     /// of the room's revisions for the endpoint (a tester's pass: a room made and deleted twice
     /// while its endpoint was slow never had its middle life's revisions delivered).
-    public static func startsAtZero(endpoint: String, room: String) -> WebhookNotice {
-        WebhookNotice(endpoint: endpoint, room: room, event: cursorStartEvent, time: 0)
+    /// `life`: when the room was made, the life its cursor counts in (`WebhookCursor.life`), kept as
+    /// the notice's time.
+    public static func startsAtZero(endpoint: String, room: String, life: Int64) -> WebhookNotice {
+        WebhookNotice(endpoint: endpoint, room: room, event: cursorStartEvent, time: life)
     }
 
     /// Whether this is a cursor start (`startsAtZero`).
@@ -250,6 +265,22 @@ public struct WebhookNotice: Sendable, Hashable {
 }
 
 /// An owed revision's place: its room's deletion time, then its number.
+/// An endpoint's cursor in one room (`webhookCursorRecords`).
+public struct WebhookCursor: Sendable, Hashable {
+    /// The last revision delivered.
+    public var rev: Int
+    /// The life of the room it counts in: when the room was made (milliseconds since the epoch), as its
+    /// creation's cursor start wrote it (`WebhookNotice.startsAtZero`), or a reset after it; nil for a
+    /// cursor a lane began itself (a room made before the endpoint was configured) or kept before
+    /// cursors had lives. A cursor write names the life it counts in (`setWebhookCursor`).
+    public var life: Int64?
+
+    public init(rev: Int, life: Int64?) {
+        self.rev = rev
+        self.life = life
+    }
+}
+
 public struct OwedPosition: Sendable, Hashable, Comparable {
     public var time: Int64
     public var rev: Int
@@ -281,8 +312,9 @@ public struct StoredWebhookEndpoint: Sendable, Hashable {
 /// A room where a webhook endpoint has something left to deliver (`webhookBacklog`).
 public struct WebhookBacklog: Sendable, Hashable {
     public var room: String
-    /// The endpoint's cursor there (nil: none yet).
+    /// The endpoint's cursor there (nil: none yet), and the life of the room it counts in.
     public var cursor: Int?
+    public var cursorLife: Int64?
     /// The room's head revision (nil: the room is not in the store: deleted).
     public var head: Int?
     /// Whether a room event (or a deleted room's revision) is kept for the endpoint.
@@ -290,9 +322,12 @@ public struct WebhookBacklog: Sendable, Hashable {
     /// How many revisions of deleted rooms under this name are kept for the endpoint.
     public var owed: Int
 
-    public init(room: String, cursor: Int?, head: Int?, noticed: Bool, owed: Int = 0) {
-        (self.room, self.cursor, self.head, self.noticed, self.owed) = (room, cursor, head, noticed, owed)
+    public init(room: String, cursor: Int?, cursorLife: Int64? = nil, head: Int?, noticed: Bool, owed: Int = 0) {
+        (self.room, self.cursor, self.cursorLife, self.head, self.noticed, self.owed) = (room, cursor, cursorLife, head, noticed, owed)
     }
+
+    /// The cursor with its life (`WebhookCursor`).
+    public var storedCursor: WebhookCursor? { cursor.map { WebhookCursor(rev: $0, life: cursorLife) } }
 
     /// A room event to deliver, or revisions past the cursor.
     public var isPending: Bool {

@@ -825,6 +825,9 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
             endpoint text NOT NULL, room text NOT NULL, rev bigint NOT NULL, PRIMARY KEY (endpoint, room))
         """),
         .index("webhook_cursors_room", "CREATE INDEX IF NOT EXISTS webhook_cursors_room ON webhook_cursors (room)"),
+        // The life of the room each cursor counts in (`WebhookCursor.life`): a write of an earlier life
+        // does not land in the cursor a room made again has. Cursors from before have none (NULL).
+        .column(table: "webhook_cursors", column: "life", "ALTER TABLE webhook_cursors ADD COLUMN IF NOT EXISTS life bigint"),
         // The people at each snapshot's revision, kept from now on (rooms stored before have none and
         // fall back to reading revisions): a restore or `?at=` far back replays from the nearest.
         .table("checkpoints", """
@@ -1103,8 +1106,8 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
         }
         for start in notices where start.isCursorStart {
             _ = try run("""
-                INSERT INTO webhook_cursors (endpoint, room, rev) VALUES (\(start.endpoint), \(start.room), 0)
-                ON CONFLICT (endpoint, room) DO UPDATE SET rev = 0
+                INSERT INTO webhook_cursors (endpoint, room, rev, life) VALUES (\(start.endpoint), \(start.room), 0, \(start.time))
+                ON CONFLICT (endpoint, room) DO UPDATE SET rev = 0, life = EXCLUDED.life
                 """, on: connection)
         }
     }
@@ -1230,6 +1233,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
                                    UNION SELECT room FROM webhook_owed WHERE endpoint = \(endpoint))
                     SELECT r.room,
                            (SELECT c.rev FROM webhook_cursors c WHERE c.endpoint = \(endpoint) AND c.room = r.room),
+                           (SELECT c.life FROM webhook_cursors c WHERE c.endpoint = \(endpoint) AND c.room = r.room),
                            (SELECT j.revision FROM journal j WHERE j.room = r.room AND j.revision IS NOT NULL
                             ORDER BY j.revision DESC LIMIT 1),
                            EXISTS (SELECT 1 FROM snapshots s WHERE s.room = r.room),
@@ -1237,8 +1241,8 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
                            (SELECT COUNT(*) FROM webhook_owed o WHERE o.endpoint = \(endpoint) AND o.room = r.room)
                     FROM rooms r ORDER BY r.room COLLATE "C"
                     """, on: connection).rows.compactMap { row in
-                    let (room, cursor, head, present, events, owed) = try row.decode((String, Int?, Int?, Bool, Bool, Int64).self)
-                    let found = WebhookBacklog(room: room, cursor: cursor, head: present ? (head ?? 0) : nil,
+                    let (room, cursor, life, head, present, events, owed) = try row.decode((String, Int?, Int64?, Int?, Bool, Bool, Int64).self)
+                    let found = WebhookBacklog(room: room, cursor: cursor, cursorLife: life, head: present ? (head ?? 0) : nil,
                                                noticed: events || owed > 0, owed: Int(owed))
                     return found.isPending ? found : nil
                 }
@@ -1248,13 +1252,13 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
         }
     }
 
-    public func webhookCursors(endpoint: String) throws(StoreError) -> [String: Int] {
+    public func webhookCursorRecords(endpoint: String) throws(StoreError) -> [String: WebhookCursor] {
         do {
             return try withPooledConnection { connection in
-                var cursors: [String: Int] = [:]
-                for row in try run("SELECT room, rev FROM webhook_cursors WHERE endpoint = \(endpoint)", on: connection).rows {
-                    let (room, rev) = try row.decode((String, Int).self)
-                    cursors[room] = rev
+                var cursors: [String: WebhookCursor] = [:]
+                for row in try run("SELECT room, rev, life FROM webhook_cursors WHERE endpoint = \(endpoint)", on: connection).rows {
+                    let (room, rev, life) = try row.decode((String, Int, Int64?).self)
+                    cursors[room] = WebhookCursor(rev: rev, life: life)
                 }
                 return cursors
             }
@@ -1350,13 +1354,16 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
     }
 
     /// On a pooled connection in autocommit, not the writer's: a cursor waits for no group commit.
-    public func setWebhookCursor(endpoint: String, room: String, rev: Int) throws(StoreError) {
+    @discardableResult
+    public func setWebhookCursor(endpoint: String, room: String, rev: Int, life: Int64?) throws(StoreError) -> Bool {
         do {
-            try withPooledConnection { connection in
-                _ = try run("""
-                    INSERT INTO webhook_cursors (endpoint, room, rev) VALUES (\(endpoint), \(room), \(rev))
+            return try withPooledConnection { connection in
+                try !run("""
+                    INSERT INTO webhook_cursors (endpoint, room, rev, life) VALUES (\(endpoint), \(room), \(rev), \(life))
                     ON CONFLICT (endpoint, room) DO UPDATE SET rev = greatest(webhook_cursors.rev, EXCLUDED.rev)
-                    """, on: connection)
+                    WHERE webhook_cursors.life IS NOT DISTINCT FROM EXCLUDED.life
+                    RETURNING 1
+                    """, on: connection).rows.isEmpty
             }
         } catch {
             throw Self.storeError(error, "cannot set an endpoint's webhook cursor for \(room): \(Self.describe(error))")
@@ -1367,7 +1374,7 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
     /// webhook cursors or deleting it holds too: the room is read after that commit, not before it
     /// (under READ COMMITTED a forget that waited on the new life's cursor row would still see the room
     /// gone, and remove that cursor).
-    public func resetWebhookCursor(endpoint: String, room: String, to rev: Int?) throws(StoreError) {
+    public func resetWebhookCursor(endpoint: String, room: String, to rev: Int?, life: Int64?) throws(StoreError) {
         do {
             try withPooledConnection { connection in
                 try transaction(on: connection) {
@@ -1377,9 +1384,9 @@ public final class PostgresStore: PeopleStore, RoomLeases, ClusterNodes, @unchec
                     _ = try run("SELECT pg_advisory_xact_lock(\(Self.cursorLockKey(room)))", on: connection)
                     if let rev {
                         _ = try run("""
-                            INSERT INTO webhook_cursors (endpoint, room, rev)
-                            SELECT \(endpoint), \(room), \(rev) WHERE EXISTS (SELECT 1 FROM snapshots WHERE room = \(room))
-                            ON CONFLICT (endpoint, room) DO UPDATE SET rev = EXCLUDED.rev
+                            INSERT INTO webhook_cursors (endpoint, room, rev, life)
+                            SELECT \(endpoint), \(room), \(rev), \(life)::bigint WHERE EXISTS (SELECT 1 FROM snapshots WHERE room = \(room))
+                            ON CONFLICT (endpoint, room) DO UPDATE SET rev = EXCLUDED.rev, life = EXCLUDED.life
                             """, on: connection)
                     } else {
                         _ = try run("""

@@ -10,7 +10,8 @@ import PeopleStore
 /// Tables: `journal` (every record of every room: position, and for revisions their number, kind,
 /// author, label and time, then the record itself as JSON), `snapshots` (each room's latest, with its
 /// count of people and when it was saved), `checkpoints` (room, revision → the people then, one per
-/// snapshot ever saved) and `webhook_cursors` (endpoint, room → last delivered revision).
+/// snapshot ever saved) and `webhook_cursors` (endpoint, room → last delivered revision, and the
+/// life of the room it counts in).
 /// Reads run on their own connections beside the writer (WAL), so a catch-up read never waits for a
 /// commit. The schema is created and upgraded by GRDB migrations at open.
 public final class SQLiteStore: PeopleStore {
@@ -208,6 +209,11 @@ public final class SQLiteStore: PeopleStore {
                 CREATE INDEX deleted_rooms_at ON deleted_rooms (deleted_at);
                 """)
         }
+        // The life of the room each webhook cursor counts in (`WebhookCursor.life`): a write of an earlier
+        // life does not land in the cursor a room made again has. Cursors from before have none.
+        migrator.registerMigration("v8: webhook cursor lives") { db in
+            try db.execute(sql: "ALTER TABLE webhook_cursors ADD COLUMN life INTEGER")
+        }
         return migrator
     }
 
@@ -270,15 +276,15 @@ public final class SQLiteStore: PeopleStore {
                 INSERT OR IGNORE INTO webhook_notices (endpoint, room, event, at) VALUES (?, ?, ?, ?)
                 """)
             let cursorStart = try db.cachedStatement(sql: """
-                INSERT INTO webhook_cursors (endpoint, room, rev) VALUES (?, ?, 0)
-                ON CONFLICT (endpoint, room) DO UPDATE SET rev = 0
+                INSERT INTO webhook_cursors (endpoint, room, rev, life) VALUES (?, ?, 0, ?)
+                ON CONFLICT (endpoint, room) DO UPDATE SET rev = 0, life = excluded.life
                 """)
             func keep(_ notices: [WebhookNotice]) throws {
                 for kept in notices where kept.isKept {
                     try notice.execute(arguments: [kept.endpoint, kept.room, kept.event, kept.time])
                 }
                 for start in notices where start.isCursorStart {
-                    try cursorStart.execute(arguments: [start.endpoint, start.room])
+                    try cursorStart.execute(arguments: [start.endpoint, start.room, start.time])
                 }
             }
             let now = Self.now()
@@ -670,6 +676,7 @@ public final class SQLiteStore: PeopleStore {
                                    UNION SELECT room FROM webhook_owed WHERE endpoint = ?1)
                     SELECT r.room,
                            (SELECT c.rev FROM webhook_cursors c WHERE c.endpoint = ?1 AND c.room = r.room) AS cursor,
+                           (SELECT c.life FROM webhook_cursors c WHERE c.endpoint = ?1 AND c.room = r.room) AS life,
                            (SELECT j.revision FROM journal j WHERE j.room = r.room AND j.revision IS NOT NULL
                             ORDER BY j.revision DESC LIMIT 1) AS head,
                            EXISTS (SELECT 1 FROM snapshots s WHERE s.room = r.room) AS present,
@@ -680,7 +687,7 @@ public final class SQLiteStore: PeopleStore {
                     let present: Bool = row["present"]
                     let head: Int? = present ? (row["head"] ?? 0) : nil
                     let (events, owed): (Bool, Int) = (row["events"], row["owed"])
-                    let found = WebhookBacklog(room: row["room"], cursor: row["cursor"], head: head, noticed: events || owed > 0,
+                    let found = WebhookBacklog(room: row["room"], cursor: row["cursor"], cursorLife: row["life"], head: head, noticed: events || owed > 0,
                                                owed: owed)
                     return found.isPending ? found : nil
                 }
@@ -690,13 +697,13 @@ public final class SQLiteStore: PeopleStore {
         }
     }
 
-    public func webhookCursors(endpoint: String) throws(StoreError) -> [String: Int] {
+    public func webhookCursorRecords(endpoint: String) throws(StoreError) -> [String: WebhookCursor] {
         do {
             return try pool.read { db in
-                var cursors: [String: Int] = [:]
-                for row in try Row.fetchAll(db, sql: "SELECT room, rev FROM webhook_cursors WHERE endpoint = ?",
+                var cursors: [String: WebhookCursor] = [:]
+                for row in try Row.fetchAll(db, sql: "SELECT room, rev, life FROM webhook_cursors WHERE endpoint = ?",
                                             arguments: [endpoint]) {
-                    cursors[row["room"]] = row["rev"]
+                    cursors[row["room"]] = WebhookCursor(rev: row["rev"], life: row["life"])
                 }
                 return cursors
             }
@@ -707,28 +714,30 @@ public final class SQLiteStore: PeopleStore {
 
     /// Written directly (not through the group commit): a cursor is the webhook dispatcher's, which
     /// calls from its own threads, and waits for nothing the hub appends.
-    public func setWebhookCursor(endpoint: String, room: String, rev: Int) throws(StoreError) {
+    @discardableResult
+    public func setWebhookCursor(endpoint: String, room: String, rev: Int, life: Int64?) throws(StoreError) -> Bool {
         do {
-            try pool.write { db in
+            return try pool.write { db in
                 try db.execute(sql: """
-                    INSERT INTO webhook_cursors (endpoint, room, rev) VALUES (?, ?, ?)
-                    ON CONFLICT (endpoint, room) DO UPDATE SET rev = max(rev, excluded.rev)
-                    """, arguments: [endpoint, room, rev])
+                    INSERT INTO webhook_cursors (endpoint, room, rev, life) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (endpoint, room) DO UPDATE SET rev = max(rev, excluded.rev) WHERE life IS excluded.life
+                    """, arguments: [endpoint, room, rev, life])
+                return db.changesCount > 0
             }
         } catch {
             throw Self.storeError(error, "cannot set an endpoint's webhook cursor for \(room): \(error)")
         }
     }
 
-    public func resetWebhookCursor(endpoint: String, room: String, to rev: Int?) throws(StoreError) {
+    public func resetWebhookCursor(endpoint: String, room: String, to rev: Int?, life: Int64?) throws(StoreError) {
         do {
             try pool.write { db in
                 if let rev {
                     try db.execute(sql: """
-                        INSERT INTO webhook_cursors (endpoint, room, rev)
-                        SELECT ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM snapshots WHERE room = ?2)
-                        ON CONFLICT (endpoint, room) DO UPDATE SET rev = excluded.rev
-                        """, arguments: [endpoint, room, rev])
+                        INSERT INTO webhook_cursors (endpoint, room, rev, life)
+                        SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM snapshots WHERE room = ?2)
+                        ON CONFLICT (endpoint, room) DO UPDATE SET rev = excluded.rev, life = excluded.life
+                        """, arguments: [endpoint, room, rev, life])
                 } else {
                     try db.execute(sql: """
                         DELETE FROM webhook_cursors WHERE endpoint = ?1 AND room = ?2

@@ -22,6 +22,10 @@ struct DeliveryLane: Sendable {
     private(set) var head = 0
     /// What the store's cursor needs before it is written again.
     private(set) var reset: CursorReset?
+    /// The life of the room the cursor counts in (`WebhookCursor.life`): when the room was made, if
+    /// this lane saw it made, else as the store had it; every cursor write names it, so one on its way
+    /// while the room is deleted and made again does not land in the new life's cursor.
+    private(set) var life: Int64?
     /// A cursor delivered but not yet written to the store, how many deliveries it is ahead of the
     /// stored one, and when the cursor was last written (milliseconds).
     private(set) var unwritten: Int?
@@ -85,15 +89,15 @@ struct DeliveryLane: Sendable {
         case loadNotices
         /// Read the stored cursor and hand it to `loaded(_:)`.
         case loadCursor
-        /// Apply the reset to the store, then `didReset(_:)`.
-        case resetCursor(CursorReset)
+        /// Apply the reset to the store (a cursor put counts in the room's life `life`), then `didReset(_:)`.
+        case resetCursor(CursorReset, life: Int64?)
         /// Remove the delivered notice's record from the store, then `forgot(_:)`.
         case forgetNotice(RoomNotice)
         /// Read at most `limit` revisions the store keeps for this endpoint of deleted rooms under this
         /// name, after `after`, then `owedLoaded(_:after:limit:)`.
         case loadOwed(after: OwedPosition?, limit: Int)
-        /// Write this cursor, then `wrote(_:)`.
-        case writeCursor(Int)
+        /// Write this cursor, of the room's life `life`, then `wrote(_:)`.
+        case writeCursor(Int, life: Int64?)
         /// Read revisions `after + 1 ... through`, then `read(_:after:through:generation:)`.
         case read(after: Int, through: Int, generation: Int)
         /// POST it, then `delivered(_:generation:)` or `failed(now:policy:unit:generation:)`.
@@ -169,7 +173,7 @@ struct DeliveryLane: Sendable {
                                cursorInterval: Int64) -> Step {
         // A cursor to reset is a store write, not a POST: it goes even while the endpoint fails, so a
         // room made meanwhile has its cursor before a deletion looks for what the endpoint is owed.
-        if let reset { return .resetCursor(reset) }
+        if let reset { return .resetCursor(reset, life: life) }
         if stopping { return stop() }
         if endpointFailing {
             // So does the first read of what the store kept of a deleted room (one chunk): the backlog
@@ -186,7 +190,9 @@ struct DeliveryLane: Sendable {
             guard startAt != nil else { return stop() }
             return .loadCursor
         }
-        if let unwritten, cursorDue(now: now, batch: cursorBatch, interval: cursorInterval) { return .writeCursor(unwritten) }
+        if let unwritten, cursorDue(now: now, batch: cursorBatch, interval: cursorInterval) {
+            return .writeCursor(unwritten, life: life)
+        }
         if let revision = buffer.first { return .post(.revision(revision), generation: generation) }
         if let cursor, cursor < head {
             return .read(after: cursor, through: min(head, cursor + max(chunk, 1)), generation: generation)
@@ -227,10 +233,11 @@ struct DeliveryLane: Sendable {
     /// The room is in the store with this head, and `stored` is the endpoint's cursor there (the
     /// dispatcher's start). Without a stored cursor the lane starts at the head (or where a revision
     /// seen meanwhile put it), and writes that.
-    mutating func resume(head rev: Int, stored: Int?) {
+    mutating func resume(head rev: Int, stored: WebhookCursor?) {
         if cursor == nil && reset == nil {
             if let stored {
-                cursor = stored
+                cursor = stored.rev
+                life = stored.life
             } else {
                 let start = min(startAt ?? rev, rev)
                 cursor = start
@@ -291,6 +298,7 @@ struct DeliveryLane: Sendable {
     mutating func created(_ notice: RoomNotice?, at time: Int64? = nil) {
         beginGeneration()
         bornAt = time
+        life = time
         reset = .zero
         cursor = 0
         head = 0
@@ -309,6 +317,7 @@ struct DeliveryLane: Sendable {
         }
         beginGeneration()
         bornAt = nil
+        life = nil
         reset = .forget
         cursor = nil
         head = 0
@@ -336,10 +345,11 @@ struct DeliveryLane: Sendable {
 
     // MARK: Outcomes of steps
 
-    mutating func loaded(_ stored: Int?) {
+    mutating func loaded(_ stored: WebhookCursor?) {
         guard cursor == nil, let startAt else { return }
         if let stored {
-            cursor = stored
+            cursor = stored.rev
+            life = stored.life
         } else {
             cursor = startAt
             unwritten = startAt

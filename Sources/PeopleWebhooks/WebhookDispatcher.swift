@@ -204,7 +204,7 @@ public final class WebhookDispatcher: Sendable {
                                endpoints: [WebhookEndpoint]) -> [WebhookNotice] {
         let wantRevisions = endpoints.filter { $0.wants(.revision, of: room) }.map(\.url)
         let owed = event != .roomDeleted ? [] : wantRevisions.map { WebhookNotice.owed(endpoint: $0, room: room, deletedAt: time) }
-        let starts = event != .roomCreated ? [] : wantRevisions.map { WebhookNotice.startsAtZero(endpoint: $0, room: room) }
+        let starts = event != .roomCreated ? [] : wantRevisions.map { WebhookNotice.startsAtZero(endpoint: $0, room: room, life: time) }
         return owed + starts + endpoints.filter { $0.wants(event, of: room) }
             .map { WebhookNotice(endpoint: $0.url, room: room, event: event.rawValue, time: time) }
     }
@@ -331,12 +331,11 @@ public final class WebhookDispatcher: Sendable {
         for task in tasks { await task.value }
         // What was delivered and not yet written goes to the store now, so a clean stop repeats nothing.
         let unwritten = state.withLock { state in
-            state.lanes.compactMap { key, lane in lane.unwritten.map { (endpoints[key.endpoint], key.room, $0) } }
+            state.lanes.compactMap { key, lane in lane.unwritten.map { (endpoints[key.endpoint], key.room, $0, lane.life) } }
         }
-        for (endpoint, room, rev) in unwritten {
+        for (endpoint, room, rev, life) in unwritten {
             _ = await storeCall("write the webhook cursor", ["endpoint": "\(endpoint.name)", "room": "\(room)"]) { store in
-                try store.setWebhookCursor(endpoint: endpoint.url, room: room, rev: rev)
-                return true
+                try store.setWebhookCursor(endpoint: endpoint.url, room: room, rev: rev, life: life)
             }
         }
         await poster?.shutdown()
@@ -405,13 +404,13 @@ public final class WebhookDispatcher: Sendable {
                 withLane(key) { lane in lane.noticesRead(kept.compactMap(RoomNotice.init(kept:))) }
             case .loadCursor:
                 guard let stored = await storeCall("read the webhook cursors", lane, { store in
-                    try store.webhookCursors(endpoint: endpoint.url)[room]
+                    try store.webhookCursorRecords(endpoint: endpoint.url)[room]
                 }) else { continue }
                 withLane(key) { lane in lane.loaded(stored) }
-            case .resetCursor(let reset):
+            case .resetCursor(let reset, let life):
                 guard await leasesCertain() else { return }
                 guard await storeCall("reset the webhook cursor", lane, { store in
-                    try store.resetWebhookCursor(endpoint: endpoint.url, room: room, to: reset == .zero ? 0 : nil)
+                    try store.resetWebhookCursor(endpoint: endpoint.url, room: room, to: reset == .zero ? 0 : nil, life: life)
                     return true
                 }) != nil else { continue }
                 withLane(key) { lane in lane.didReset(reset) }
@@ -429,12 +428,17 @@ public final class WebhookDispatcher: Sendable {
                     try store.owedRevisions(endpoint: endpoint.url, room: room, after: after, limit: limit)
                 }) else { continue }
                 withLane(key) { lane in lane.owedLoaded(kept.compactMap(RoomNotice.init(kept:)), after: after, limit: limit) }
-            case .writeCursor(let rev):
+            case .writeCursor(let rev, let life):
                 guard await leasesCertain() else { return }
-                guard await storeCall("write the webhook cursor", lane, { store in
-                    try store.setWebhookCursor(endpoint: endpoint.url, room: room, rev: rev)
-                    return true
-                }) != nil else { continue }
+                guard let landed = await storeCall("write the webhook cursor", lane, { store in
+                    try store.setWebhookCursor(endpoint: endpoint.url, room: room, rev: rev, life: life)
+                }) else { continue }
+                if !landed {
+                    // The room was deleted and made again since the write was asked for: the new life's
+                    // cursor is its own (the lane's next step resets it).
+                    logger.debug("a webhook cursor of an earlier life of the room is not written",
+                                 metadata: lane.merging(["rev": "\(rev)"]) { $1 })
+                }
                 let time = now()
                 withLane(key) { lane in lane.wrote(rev, now: time) }
             case .read(let after, let through, let generation):
@@ -672,7 +676,7 @@ public final class WebhookDispatcher: Sendable {
                     // Noticed: room events, or revisions of a deleted room owed (read by the lane).
                     if found.noticed { lane.mayBeOwed(count: found.owed) }
                     if !kept.isEmpty { lane.restored(kept) }
-                    if let head { lane.resume(head: head, stored: found.cursor) }
+                    if let head { lane.resume(head: head, stored: found.storedCursor) }
                 }
             }
         }
@@ -704,13 +708,13 @@ public final class WebhookDispatcher: Sendable {
             }
         }
         var stored: Set<String> = []
-        var cursors: [Int: [String: Int]] = [:]
+        var cursors: [Int: [String: WebhookCursor]] = [:]
         for index in endpoints.indices where endpoints[index].events.contains(.revision) {
             let url = endpoints[index].url
             while cursors[index] == nil {
                 if state.withLock({ $0.stopped }) { return }
                 cursors[index] = await storeCall("read the webhook cursors", ["endpoint": "\(endpoints[index].name)"]) {
-                    try $0.webhookCursors(endpoint: url)
+                    try $0.webhookCursorRecords(endpoint: url)
                 }
             }
         }

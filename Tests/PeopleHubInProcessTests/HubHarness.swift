@@ -238,12 +238,14 @@ class ScriptedStore: PeopleStore, @unchecked Sendable {
     }
     func revisionsOwed(endpoint: String) throws(StoreError) -> [String: Int] { try inner.revisionsOwed(endpoint: endpoint) }
     func removeWebhookNotice(_ notice: WebhookNotice) throws(StoreError) { try inner.removeWebhookNotice(notice) }
-    func webhookCursors(endpoint: String) throws(StoreError) -> [String: Int] { try inner.webhookCursors(endpoint: endpoint) }
-    func setWebhookCursor(endpoint: String, room: String, rev: Int) throws(StoreError) {
-        try inner.setWebhookCursor(endpoint: endpoint, room: room, rev: rev)
+    func webhookCursorRecords(endpoint: String) throws(StoreError) -> [String: WebhookCursor] {
+        try inner.webhookCursorRecords(endpoint: endpoint)
     }
-    func resetWebhookCursor(endpoint: String, room: String, to rev: Int?) throws(StoreError) {
-        try inner.resetWebhookCursor(endpoint: endpoint, room: room, to: rev)
+    func setWebhookCursor(endpoint: String, room: String, rev: Int, life: Int64?) throws(StoreError) -> Bool {
+        try inner.setWebhookCursor(endpoint: endpoint, room: room, rev: rev, life: life)
+    }
+    func resetWebhookCursor(endpoint: String, room: String, to rev: Int?, life: Int64?) throws(StoreError) {
+        try inner.resetWebhookCursor(endpoint: endpoint, room: room, to: rev, life: life)
     }
     func webhookEndpoints() throws(StoreError) -> [StoredWebhookEndpoint] { try inner.webhookEndpoints() }
     func forgetWebhookEndpoint(_ endpoint: String) throws(StoreError) -> StoredWebhookEndpoint? {

@@ -1345,9 +1345,9 @@ final class LeasedElsewhere: PeopleStore, RoomLeases, @unchecked Sendable {
     func owedRevisions(endpoint: String, room: String, after: OwedPosition?, limit: Int) throws(StoreError) -> [WebhookNotice] { [] }
     func revisionsOwed(endpoint: String) throws(StoreError) -> [String: Int] { [:] }
     func removeWebhookNotice(_ notice: WebhookNotice) throws(StoreError) {}
-    func webhookCursors(endpoint: String) throws(StoreError) -> [String: Int] { [:] }
-    func setWebhookCursor(endpoint: String, room: String, rev: Int) throws(StoreError) {}
-    func resetWebhookCursor(endpoint: String, room: String, to rev: Int?) throws(StoreError) {}
+    func webhookCursorRecords(endpoint: String) throws(StoreError) -> [String: WebhookCursor] { [:] }
+    func setWebhookCursor(endpoint: String, room: String, rev: Int, life: Int64?) throws(StoreError) -> Bool { false }
+    func resetWebhookCursor(endpoint: String, room: String, to rev: Int?, life: Int64?) throws(StoreError) {}
     func webhookEndpoints() throws(StoreError) -> [StoredWebhookEndpoint] { [] }
     func forgetWebhookEndpoint(_ endpoint: String) throws(StoreError) -> StoredWebhookEndpoint? { nil }
     func check() throws(StoreError) {}

@@ -266,8 +266,8 @@ struct StoreContract {
         defer { store.close() }
         let name = "\(prefix)doomed"
         _ = try seededRoom(store, name, rounds: 4)
-        try store.setWebhookCursor(endpoint: "\(prefix)hook", room: name, rev: 3)
-        try store.setWebhookCursor(endpoint: "\(prefix)hook", room: "\(prefix)kept", rev: 2)
+        try store.setWebhookCursor(endpoint: "\(prefix)hook", room: name, rev: 3, life: nil)
+        try store.setWebhookCursor(endpoint: "\(prefix)hook", room: "\(prefix)kept", rev: 2, life: nil)
         #expect(try store.deleteRoom(name))
         #expect(try store.load(room: name) == nil)
         #expect(try store.revisions(room: name, after: 0, through: 1000).isEmpty)
@@ -403,19 +403,19 @@ struct StoreContract {
         let (e1, e2) = ("\(prefix)https://one.example/hook", "\(prefix)https://two.example/hook")
         let (r1, r2) = ("\(prefix)cursor-1", "\(prefix)cursor-2")
         #expect(try store.webhookCursors(endpoint: e1).isEmpty)
-        try store.setWebhookCursor(endpoint: e1, room: r1, rev: 5)
-        try store.setWebhookCursor(endpoint: e1, room: r1, rev: 3)
-        try store.setWebhookCursor(endpoint: e1, room: r2, rev: 0)
-        try store.setWebhookCursor(endpoint: e1, room: r2, rev: 1)
-        try store.setWebhookCursor(endpoint: e2, room: r1, rev: 9)
+        try store.setWebhookCursor(endpoint: e1, room: r1, rev: 5, life: nil)
+        try store.setWebhookCursor(endpoint: e1, room: r1, rev: 3, life: nil)
+        try store.setWebhookCursor(endpoint: e1, room: r2, rev: 0, life: nil)
+        try store.setWebhookCursor(endpoint: e1, room: r2, rev: 1, life: nil)
+        try store.setWebhookCursor(endpoint: e2, room: r1, rev: 9, life: nil)
         #expect(try store.webhookCursors(endpoint: e1) == [r1: 5, r2: 1])
         // Rooms not in the store: a forget removes their cursors.
-        try store.resetWebhookCursor(endpoint: e1, room: r2, to: nil)
-        try store.resetWebhookCursor(endpoint: e1, room: "\(prefix)never", to: nil)
+        try store.resetWebhookCursor(endpoint: e1, room: r2, to: nil, life: nil)
+        try store.resetWebhookCursor(endpoint: e1, room: "\(prefix)never", to: nil, life: nil)
         #expect(try store.webhookCursors(endpoint: e1) == [r1: 5])
         // After a removal a room starts over from any revision.
-        try store.resetWebhookCursor(endpoint: e2, room: r1, to: nil)
-        try store.setWebhookCursor(endpoint: e2, room: r1, rev: 0)
+        try store.resetWebhookCursor(endpoint: e2, room: r1, to: nil, life: nil)
+        try store.setWebhookCursor(endpoint: e2, room: r1, rev: 0, life: nil)
         store.close()
 
         let reopened = try open()
@@ -433,22 +433,70 @@ struct StoreContract {
         let (e1, e2) = ("\(prefix)https://one.example/reset", "\(prefix)https://two.example/reset")
         let (here, gone) = ("\(prefix)reset-here", "\(prefix)reset-gone")
         _ = try seededRoom(store, here, rounds: 1)
-        try store.setWebhookCursor(endpoint: e1, room: here, rev: 5)
-        try store.resetWebhookCursor(endpoint: e1, room: here, to: 2)
+        try store.setWebhookCursor(endpoint: e1, room: here, rev: 5, life: nil)
+        try store.resetWebhookCursor(endpoint: e1, room: here, to: 2, life: nil)
         #expect(try store.webhookCursors(endpoint: e1) == [here: 2], "lowered")
-        try store.resetWebhookCursor(endpoint: e2, room: here, to: 0)
+        try store.resetWebhookCursor(endpoint: e2, room: here, to: 0, life: nil)
         #expect(try store.webhookCursors(endpoint: e2) == [here: 0], "made")
-        try store.resetWebhookCursor(endpoint: e1, room: here, to: nil)
+        try store.resetWebhookCursor(endpoint: e1, room: here, to: nil, life: nil)
         #expect(try store.webhookCursors(endpoint: e1) == [here: 2], "the room is in the store: kept")
-        try store.resetWebhookCursor(endpoint: e1, room: gone, to: 0)
+        try store.resetWebhookCursor(endpoint: e1, room: gone, to: 0, life: nil)
         #expect(try store.webhookCursors(endpoint: e1)[gone] == nil, "no cursor for a room not in the store")
         #expect(try store.deleteRoom(here))
         #expect(try store.webhookCursors(endpoint: e1).isEmpty && store.webhookCursors(endpoint: e2).isEmpty)
-        try store.resetWebhookCursor(endpoint: e1, room: here, to: 0)
+        try store.resetWebhookCursor(endpoint: e1, room: here, to: 0, life: nil)
         #expect(try store.webhookCursors(endpoint: e1).isEmpty, "deleted: no cursor put")
-        try store.setWebhookCursor(endpoint: e1, room: here, rev: 3)  // a stale flush after the deletion
-        try store.resetWebhookCursor(endpoint: e1, room: here, to: nil)
+        try store.setWebhookCursor(endpoint: e1, room: here, rev: 3, life: nil)  // a stale flush after the deletion
+        try store.resetWebhookCursor(endpoint: e1, room: here, to: nil, life: nil)
         #expect(try store.webhookCursors(endpoint: e1).isEmpty, "deleted: forgotten")
+    }
+
+    /// Each cursor counts in one life of its room (its creation's time, from the creation's cursor
+    /// start): a write names the life, and one of an earlier life (a lane's, on its way while the room
+    /// was deleted and made again) changes nothing, so a deletion then keeps every revision the new life
+    /// had not been sent (a model test of the lane found them lost, session 47). Within a life a write
+    /// never lowers the cursor; a reset puts the life it names; the life outlives a reopen.
+    func webhookCursorLives() throws {
+        let store = try open()
+        let endpoint = "\(prefix)https://lives.example/hook", name = "\(prefix)lives"
+        var first = RoomDriver(name: name)
+        store.save(first.room.snapshot(), room: name, notices: [.startsAtZero(endpoint: endpoint, room: name, life: 1_000)])
+        first.play(rounds: 2)
+        try appendAndWait(store, first.entries, room: name)
+        #expect(try store.webhookCursorRecords(endpoint: endpoint) == [name: WebhookCursor(rev: 0, life: 1_000)])
+        #expect(try store.setWebhookCursor(endpoint: endpoint, room: name, rev: 2, life: 1_000))
+        #expect(try store.setWebhookCursor(endpoint: endpoint, room: name, rev: 1, life: 1_000), "the same life")
+        #expect(try store.webhookCursorRecords(endpoint: endpoint) == [name: WebhookCursor(rev: 2, life: 1_000)], "not lowered")
+        #expect(try store.deleteRoom(name))
+
+        var second = RoomDriver(name: name)
+        store.save(second.room.snapshot(), room: name, notices: [.startsAtZero(endpoint: endpoint, room: name, life: 2_000)])
+        second.play(rounds: 3)
+        try appendAndWait(store, second.entries, room: name)
+        // The first life's lane writes what it had delivered, late; and a lane that knew no life.
+        #expect(try !store.setWebhookCursor(endpoint: endpoint, room: name, rev: 5, life: 1_000))
+        #expect(try !store.setWebhookCursor(endpoint: endpoint, room: name, rev: 5, life: nil))
+        #expect(try store.webhookCursorRecords(endpoint: endpoint) == [name: WebhookCursor(rev: 0, life: 2_000)])
+        let head = second.room.revision
+        #expect(head > 0)
+        #expect(try store.deleteRoom(name, notices: [.owed(endpoint: endpoint, room: name, deletedAt: 3_000)]))
+        #expect(try store.revisionsOwed(endpoint: endpoint)[name] == head, "every revision of the second life kept")
+
+        // A room with no cursor start: a lane's first write makes the cursor with its life (none here),
+        // and a reset puts the life it names.
+        let other = "\(prefix)lives-other"
+        _ = try seededRoom(store, other, rounds: 1)
+        #expect(try store.setWebhookCursor(endpoint: endpoint, room: other, rev: 1, life: nil))
+        #expect(try store.setWebhookCursor(endpoint: endpoint, room: other, rev: 2, life: nil))
+        #expect(try !store.setWebhookCursor(endpoint: endpoint, room: other, rev: 3, life: 4_000))
+        try store.resetWebhookCursor(endpoint: endpoint, room: other, to: 0, life: 5_000)
+        #expect(try store.setWebhookCursor(endpoint: endpoint, room: other, rev: 1, life: 5_000))
+        store.close()
+
+        let reopened = try open()
+        defer { reopened.close() }
+        #expect(try reopened.webhookCursorRecords(endpoint: endpoint) == [other: WebhookCursor(rev: 1, life: 5_000)])
+        #expect(try !reopened.setWebhookCursor(endpoint: endpoint, room: other, rev: 2, life: nil))
     }
 
     /// Room-event notices are kept in the same commit as a room's first snapshot or its deletion,
@@ -490,7 +538,7 @@ struct StoreContract {
         let endpoint = "\(prefix)https://start.example/hook"
         let name = "\(prefix)started"
         var driver = RoomDriver(name: name)
-        let notices = [WebhookNotice.startsAtZero(endpoint: endpoint, room: name),
+        let notices = [WebhookNotice.startsAtZero(endpoint: endpoint, room: name, life: 1_000),
                        WebhookNotice(endpoint: endpoint, room: name, event: "room.created", time: 1_000)]
         store.save(driver.room.snapshot(), room: name, notices: notices)
         driver.play(rounds: 2)
@@ -519,8 +567,8 @@ struct StoreContract {
         let revisions = try store.revisions(room: name, after: 0, through: driver.room.revision)
         let head = driver.room.revision
         #expect(head >= 4 && revisions.map(\.number) == Array(1...head))
-        try store.setWebhookCursor(endpoint: e1, room: name, rev: 2)
-        try store.setWebhookCursor(endpoint: e2, room: name, rev: head)
+        try store.setWebhookCursor(endpoint: e1, room: name, rev: 2, life: nil)
+        try store.setWebhookCursor(endpoint: e2, room: name, rev: head, life: nil)
         let deleted = WebhookNotice(endpoint: e1, room: name, event: "room.deleted", time: 3_000)
         #expect(try store.deleteRoom(name, notices: [WebhookNotice.owed(endpoint: e1, room: name, deletedAt: 3_000),
                                                      WebhookNotice.owed(endpoint: e2, room: name, deletedAt: 3_000),
@@ -578,11 +626,11 @@ struct StoreContract {
         try appendAndWait(store, deletedRoom.entries, room: deleted)
         let head = deletedRoom.room.revision
         #expect(head >= 3)
-        try store.setWebhookCursor(endpoint: gone, room: live, rev: 1)
-        try store.setWebhookCursor(endpoint: gone, room: deleted, rev: 1)
-        try store.setWebhookCursor(endpoint: kept, room: live, rev: 2)
+        try store.setWebhookCursor(endpoint: gone, room: live, rev: 1, life: nil)
+        try store.setWebhookCursor(endpoint: gone, room: deleted, rev: 1, life: nil)
+        try store.setWebhookCursor(endpoint: kept, room: live, rev: 2, life: nil)
         let (owedOnly, eventOnly) = ("\(prefix)https://owed.example/forget", "\(prefix)https://event.example/forget")
-        try store.setWebhookCursor(endpoint: owedOnly, room: deleted, rev: 2)
+        try store.setWebhookCursor(endpoint: owedOnly, room: deleted, rev: 2, life: nil)
         #expect(try store.deleteRoom(deleted, notices: [.owed(endpoint: gone, room: deleted, deletedAt: 2_000),
                                                         WebhookNotice(endpoint: gone, room: deleted, event: "room.deleted", time: 2_000),
                                                         .owed(endpoint: owedOnly, room: deleted, deletedAt: 2_000),
@@ -663,13 +711,13 @@ struct StoreContract {
         let (behind, done, born, gone, unknown) = ("\(prefix)bl-behind", "\(prefix)bl-done", "\(prefix)bl-born",
                                                    "\(prefix)bl-gone", "\(prefix)bl-unknown")
         let behindHead = try room(behind)
-        try store.setWebhookCursor(endpoint: e1, room: behind, rev: 1)
-        try store.setWebhookCursor(endpoint: e2, room: behind, rev: behindHead)
+        try store.setWebhookCursor(endpoint: e1, room: behind, rev: 1, life: nil)
+        try store.setWebhookCursor(endpoint: e2, room: behind, rev: behindHead, life: nil)
         let doneHead = try room(done)
-        try store.setWebhookCursor(endpoint: e1, room: done, rev: doneHead)
+        try store.setWebhookCursor(endpoint: e1, room: done, rev: doneHead, life: nil)
         let bornHead = try room(born, notices: [WebhookNotice(endpoint: e1, room: born, event: "room.created", time: 5)])
         _ = try room(gone)
-        try store.setWebhookCursor(endpoint: e1, room: gone, rev: 1)
+        try store.setWebhookCursor(endpoint: e1, room: gone, rev: 1, life: nil)
         #expect(try store.deleteRoom(gone, notices: [WebhookNotice(endpoint: e1, room: gone, event: "room.deleted", time: 6)]))
         _ = try room(unknown)
         #expect(behindHead > 1 && bornHead > 0)
@@ -680,7 +728,7 @@ struct StoreContract {
             WebhookBacklog(room: gone, cursor: nil, head: nil, noticed: true),
         ])
         #expect(try store.webhookBacklog(endpoint: e2).isEmpty)
-        try store.setWebhookCursor(endpoint: e1, room: behind, rev: behindHead)
+        try store.setWebhookCursor(endpoint: e1, room: behind, rev: behindHead, life: nil)
         #expect(try store.webhookBacklog(endpoint: e1).map(\.room) == [born, gone])
     }
 
@@ -811,6 +859,7 @@ struct InMemoryStoreContractTests {
     @Test func deleteAfterPendingAppend() async throws { try await contract.run { try $0.deleteAfterPendingAppend() } }
     @Test func webhookCursorsPersist() async throws { try await contract.run { try $0.webhookCursorsPersist() } }
     @Test func webhookCursorReset() async throws { try await contract.run { try $0.webhookCursorReset() } }
+    @Test func webhookCursorLives() async throws { try await contract.run { try $0.webhookCursorLives() } }
     @Test func webhookNoticesKept() async throws { try await contract.run { try $0.webhookNoticesKept() } }
     @Test func cursorStartWithCreation() async throws { try await contract.run { try $0.cursorStartWithCreation() } }
     @Test func webhookRevisionsOwed() async throws { try await contract.run { try $0.webhookRevisionsOwed() } }
@@ -844,6 +893,7 @@ final class SQLiteStoreContractTests: Sendable {
     @Test func deleteAfterPendingAppend() async throws { try await contract.run { try $0.deleteAfterPendingAppend() } }
     @Test func webhookCursorsPersist() async throws { try await contract.run { try $0.webhookCursorsPersist() } }
     @Test func webhookCursorReset() async throws { try await contract.run { try $0.webhookCursorReset() } }
+    @Test func webhookCursorLives() async throws { try await contract.run { try $0.webhookCursorLives() } }
     @Test func webhookNoticesKept() async throws { try await contract.run { try $0.webhookNoticesKept() } }
     @Test func cursorStartWithCreation() async throws { try await contract.run { try $0.cursorStartWithCreation() } }
     @Test func webhookRevisionsOwed() async throws { try await contract.run { try $0.webhookRevisionsOwed() } }
@@ -1022,6 +1072,7 @@ struct PostgresStoreContractTests {
     @Test func deleteAfterPendingAppend() async throws { try await contract.run { try $0.deleteAfterPendingAppend() } }
     @Test func webhookCursorsPersist() async throws { try await contract.run { try $0.webhookCursorsPersist() } }
     @Test func webhookCursorReset() async throws { try await contract.run { try $0.webhookCursorReset() } }
+    @Test func webhookCursorLives() async throws { try await contract.run { try $0.webhookCursorLives() } }
     @Test func webhookNoticesKept() async throws { try await contract.run { try $0.webhookNoticesKept() } }
     @Test func cursorStartWithCreation() async throws { try await contract.run { try $0.cursorStartWithCreation() } }
     @Test func webhookRevisionsOwed() async throws { try await contract.run { try $0.webhookRevisionsOwed() } }
@@ -1176,7 +1227,7 @@ struct PostgresStoreContractTests {
             defer { store.close() }
             let room = "life-\(UInt32.random(in: 0...UInt32.max))", endpoint = "https://life.example/hook"
             // The first life's lane flushed its cursor after the room was deleted: a stale row.
-            try store.setWebhookCursor(endpoint: endpoint, room: room, rev: 3)
+            try store.setWebhookCursor(endpoint: endpoint, room: room, rev: 3, life: nil)
             // The room made again as a node's writer makes it (the room's cursor lock, its snapshot, the
             // endpoint's cursor at 0), the commit not yet made.
             let maker = try server.session()
@@ -1189,7 +1240,7 @@ struct PostgresStoreContractTests {
                 ON CONFLICT (endpoint, room) DO UPDATE SET rev = 0
                 """)
             // The lane of the first life forgets the room's cursor meanwhile.
-            let forget = Background { try store.resetWebhookCursor(endpoint: endpoint, room: room, to: nil) }
+            let forget = Background { try store.resetWebhookCursor(endpoint: endpoint, room: room, to: nil, life: nil) }
             #expect(try waitsOn(maker.pid), "the forget waits for the commit")
             try maker.run("COMMIT")
             try forget.result()
@@ -1211,7 +1262,7 @@ struct PostgresStoreContractTests {
             defer { holder.close() }
             try holder.run("SELECT pg_advisory_lock(\(key))")
             var driver = RoomDriver(name: room)
-            store.save(driver.room.snapshot(), room: room, notices: [.startsAtZero(endpoint: endpoint, room: room)])
+            store.save(driver.room.snapshot(), room: room, notices: [.startsAtZero(endpoint: endpoint, room: room, life: 1_000)])
             #expect(try waitsOn(holder.pid), "the creation waits for the lock")
             #expect(try store.load(room: room) == nil)
             try holder.run("SELECT pg_advisory_unlock(\(key))")

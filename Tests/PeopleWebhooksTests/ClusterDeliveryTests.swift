@@ -82,7 +82,7 @@ struct ClusterDeliveryTests {
         let store = InMemoryStore(), table = LeaseTable()
         var feed = try await RoomFeed.start(store, name: "r")
         _ = try await feed.edit(6)
-        try store.setWebhookCursor(endpoint: receiver.url, room: "r", rev: 2)
+        try store.setWebhookCursor(endpoint: receiver.url, room: "r", rev: 2, life: nil)
         // Node a has the room (its hub loaded it); b is the node under test.
         let a = table.node("a")
         #expect(try a.acquire(room: "r", for: .room) == .acquired)
@@ -117,7 +117,7 @@ struct ClusterDeliveryTests {
         let store = InMemoryStore(), table = LeaseTable()
         var feed = try await RoomFeed.start(store, name: "r")
         _ = try await feed.edit(5)
-        try store.setWebhookCursor(endpoint: receiver.url, room: "r", rev: 2)
+        try store.setWebhookCursor(endpoint: receiver.url, room: "r", rev: 2, life: nil)
         // Node a deleted the room (what it owed kept in the same commit) and died before delivering.
         #expect(try store.deleteRoom("r", notices: [WebhookNotice.owed(endpoint: receiver.url, room: "r", deletedAt: 9_000),
                                                     WebhookNotice(endpoint: receiver.url, room: "r", event: "room.deleted", time: 9_000)]))
@@ -204,7 +204,7 @@ struct ClusterDeliveryTests {
         let store = InMemoryStore(), table = LeaseTable()
         var feed = try await RoomFeed.start(store, name: "r")
         _ = try await feed.edit(3)
-        try store.setWebhookCursor(endpoint: receiver.url, room: "r", rev: 0)
+        try store.setWebhookCursor(endpoint: receiver.url, room: "r", rev: 0, life: nil)
         let a = table.node("a")
         a.certain.withLock { $0 = false }
         let dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver, events: [.revision])], store: store,
@@ -227,7 +227,7 @@ struct ClusterDeliveryTests {
         let store = InMemoryStore(), table = LeaseTable()
         var feed = try await RoomFeed.start(store, name: "r")
         _ = try await feed.edit(4)
-        try store.setWebhookCursor(endpoint: receiver.url, room: "r", rev: 1)
+        try store.setWebhookCursor(endpoint: receiver.url, room: "r", rev: 1, life: nil)
         let a = table.node("a")
         let dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver, events: [.revision])], store: store,
                                            logger: testLogger, policy: policy, leases: a)

@@ -16,7 +16,7 @@ struct DeliveryLaneTests {
         lane.revisionDurable(7)
         guard case .loadCursor = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected loadCursor"); return }
         lane.loaded(nil)
-        guard case .writeCursor(6) = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected the start written"); return }
+        guard case .writeCursor(6, _) = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected the start written"); return }
         lane.wrote(6)
         guard case .read(after: 6, through: 7, let generation) = lane.next(endpointFailing: false, chunk: 10) else {
             Issue.record("expected a read of 7"); return
@@ -27,7 +27,7 @@ struct DeliveryLaneTests {
         }
         #expect(posted.number == 7)
         lane.delivered(.revision(posted), generation: generation)
-        guard case .writeCursor(7) = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected cursor 7"); return }
+        guard case .writeCursor(7, _) = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected cursor 7"); return }
         lane.wrote(7)
         guard case .stop = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected stop"); return }
         #expect(lane.backlog == 0 && !lane.running)
@@ -50,7 +50,7 @@ struct DeliveryLaneTests {
         lane.delivered(.notice(again), generation: generation)
         guard case .forgetNotice(again) = step() else { Issue.record("expected its record removed"); return }
         lane.forgot(again)
-        guard case .writeCursor(0) = step() else { Issue.record("expected the start at 0 written"); return }
+        guard case .writeCursor(0, _) = step() else { Issue.record("expected the start at 0 written"); return }
         lane.wrote(0)
         guard case .read(after: 0, through: 2, _) = step() else { Issue.record("expected revisions from the first"); return }
     }
@@ -60,7 +60,7 @@ struct DeliveryLaneTests {
         var lane = DeliveryLane()
         let created = RoomNotice(event: .roomCreated, time: 1_000)
         lane.created(created)
-        guard case .resetCursor(.zero) = lane.next(endpointFailing: true, chunk: 10) else {
+        guard case .resetCursor(.zero, _) = lane.next(endpointFailing: true, chunk: 10) else {
             Issue.record("expected the cursor reset even while failing"); return
         }
         lane.didReset(.zero)
@@ -69,7 +69,7 @@ struct DeliveryLaneTests {
         var other = DeliveryLane()
         let deleted = RoomNotice(event: .roomDeleted, time: 2_000), kept = RoomNotice(event: .roomCreated, time: 500)
         other.deleted(deleted)
-        guard case .resetCursor(.forget) = other.next(endpointFailing: false, chunk: 10) else { Issue.record("expected forget"); return }
+        guard case .resetCursor(.forget, _) = other.next(endpointFailing: false, chunk: 10) else { Issue.record("expected forget"); return }
         other.didReset(.forget)
         guard case .post(.notice(deleted), let generation) = other.next(endpointFailing: false, chunk: 10) else {
             Issue.record("expected room.deleted posted"); return
@@ -91,12 +91,12 @@ struct DeliveryLaneTests {
         batch.revisionDurable(8, after: 5)            // one commit of revisions 6, 7 and 8
         guard case .loadCursor = batch.next(endpointFailing: false, chunk: 10) else { Issue.record("expected loadCursor"); return }
         batch.loaded(nil)
-        guard case .writeCursor(5) = batch.next(endpointFailing: false, chunk: 10) else { Issue.record("expected the start at 5"); return }
+        guard case .writeCursor(5, _) = batch.next(endpointFailing: false, chunk: 10) else { Issue.record("expected the start at 5"); return }
         var loaded = DeliveryLane()
         loaded.revisionDurable(8, after: 8)           // the room loaded at 8: nothing new
         guard case .loadCursor = loaded.next(endpointFailing: false, chunk: 10) else { Issue.record("expected loadCursor"); return }
         loaded.loaded(nil)
-        guard case .writeCursor(8) = loaded.next(endpointFailing: false, chunk: 10) else { Issue.record("expected the start at the head"); return }
+        guard case .writeCursor(8, _) = loaded.next(endpointFailing: false, chunk: 10) else { Issue.record("expected the start at the head"); return }
     }
 
     @Test("a deleted room's kept notices are delivered and removed, and nothing else: no cursor is written for it")
@@ -117,10 +117,45 @@ struct DeliveryLaneTests {
         #expect(lane.isEmpty)
     }
 
+    @Test("every cursor write and reset names the room's life: its creation's time when made here, the stored cursor's when loaded, none once deleted")
+    func cursorStepsNameTheLife() {
+        var lane = DeliveryLane()
+        func step() -> DeliveryLane.Step { lane.next(endpointFailing: false, chunk: 10) }
+        lane.created(nil, at: 5_000)
+        guard case .resetCursor(.zero, life: 5_000) = step() else { Issue.record("expected the reset of life 5000"); return }
+        lane.didReset(.zero)
+        lane.revisionDurable(1)
+        guard case .read(after: 0, through: 1, let generation) = step() else { Issue.record("expected a read of 1"); return }
+        #expect(lane.read([revision(1)], after: 0, through: 1, generation: generation).isEmpty)
+        guard case .post(let item, generation) = step() else { Issue.record("expected revision 1 posted"); return }
+        lane.delivered(item, generation: generation)
+        guard case .writeCursor(1, life: 5_000) = step() else { Issue.record("expected cursor 1 of life 5000"); return }
+        // The write is on its way; the room is deleted and made again.
+        lane.deleted(nil, owed: true, at: 6_000)
+        guard case .resetCursor(.forget, life: nil) = step() else { Issue.record("expected the forget"); return }
+        lane.created(nil, at: 7_000)
+        lane.wrote(1)
+        guard case .resetCursor(.zero, life: 7_000) = step() else { Issue.record("expected the reset of life 7000"); return }
+
+        var loaded = DeliveryLane()
+        loaded.revisionDurable(3)
+        guard case .loadCursor = loaded.next(endpointFailing: false, chunk: 10) else { Issue.record("expected loadCursor"); return }
+        loaded.loaded(WebhookCursor(rev: 2, life: 9_000))
+        guard case .read(after: 2, through: 3, let second) = loaded.next(endpointFailing: false, chunk: 10) else {
+            Issue.record("expected a read of 3"); return
+        }
+        #expect(loaded.read([revision(3)], after: 2, through: 3, generation: second).isEmpty)
+        guard case .post(let posted, second) = loaded.next(endpointFailing: false, chunk: 10) else { Issue.record("expected 3 posted"); return }
+        loaded.delivered(posted, generation: second)
+        guard case .writeCursor(3, life: 9_000) = loaded.next(endpointFailing: false, chunk: 10) else {
+            Issue.record("expected cursor 3 of life 9000"); return
+        }
+    }
+
     @Test("a room deleted while revisions waited: the lane reads what the store kept for it a chunk at a time, before anything else, delivers it in order, then room.deleted, then the room made again")
     func deletionDeliversWhatWasOwed() {
         var lane = DeliveryLane()
-        lane.resume(head: 2, stored: 2)
+        lane.resume(head: 2, stored: WebhookCursor(rev: 2, life: nil))
         lane.revisionDurable(5)
         func step() -> DeliveryLane.Step { lane.next(endpointFailing: false, chunk: 2) }
         guard case .read(after: 2, through: 4, let old) = step() else { Issue.record("expected a read of 3 and 4"); return }
@@ -133,7 +168,7 @@ struct DeliveryLaneTests {
         #expect(lane.backlog == 5)
         // The read of the old life returns late: dropped.
         #expect(lane.read([revision(3), revision(4)], after: 2, through: 4, generation: old).isEmpty)
-        guard case .resetCursor(.zero) = step() else { Issue.record("expected the new life's cursor reset"); return }
+        guard case .resetCursor(.zero, _) = step() else { Issue.record("expected the new life's cursor reset"); return }
         lane.didReset(.zero)
         // What the store keeps for the endpoint: revisions 3 to 5 of the deleted room, read 2 at a time.
         let owed = [3, 4, 5].map { RoomNotice(event: .revision, time: 2_000, revision: revision($0)) }
@@ -151,7 +186,7 @@ struct DeliveryLaneTests {
                 lane.delivered(.notice(notice), generation: generation)
                 backlogs.append(lane.backlog)
             case .forgetNotice(let notice): lane.forgot(notice)
-            case .writeCursor(let rev): lane.wrote(rev)
+            case .writeCursor(let rev, _): lane.wrote(rev)
             case .read, .stop: break loop
             default: Issue.record("unexpected step"); return
             }
@@ -166,7 +201,7 @@ struct DeliveryLaneTests {
     @Test("a room deleted just after deliveries whose cursor is not written yet: what the store kept of those is forgotten, not sent again")
     func deletionAfterUnwrittenDeliveries() {
         var lane = DeliveryLane()
-        lane.resume(head: 0, stored: 0)
+        lane.resume(head: 0, stored: WebhookCursor(rev: 0, life: nil))
         lane.revisionDurable(4)
         // Cursors are written every 10 deliveries or minute here (the first at once): after 1 to 3
         // the stored one is 1.
@@ -179,7 +214,7 @@ struct DeliveryLaneTests {
             case .post(.revision(let posted), _):
                 sent.append(posted.number)
                 lane.delivered(.revision(posted), generation: generation)
-            case .writeCursor(let rev):
+            case .writeCursor(let rev, _):
                 stored = rev
                 lane.wrote(rev)
             default: Issue.record("unexpected step"); return
@@ -193,7 +228,7 @@ struct DeliveryLaneTests {
         var posted: [String] = [], forgotten: [Int] = []
         loop: while true {
             switch step() {
-            case .resetCursor(let reset): lane.didReset(reset)
+            case .resetCursor(let reset, _): lane.didReset(reset)
             case .loadOwed(let after, let limit):
                 lane.owedLoaded(Array(kept.filter { after == nil || $0.owedPosition! > after! }.prefix(limit)), after: after, limit: limit)
             case .forgetNotice(let notice):
@@ -216,7 +251,7 @@ struct DeliveryLaneTests {
         var lane = DeliveryLane()
         lane.created(RoomNotice(event: .roomCreated, time: 1_000), at: 1_000)
         #expect(lane.hasStoreWork)
-        guard case .resetCursor(.zero) = lane.next(endpointFailing: true, chunk: 2) else {
+        guard case .resetCursor(.zero, _) = lane.next(endpointFailing: true, chunk: 2) else {
             Issue.record("expected the cursor reset"); return
         }
         lane.didReset(.zero)
@@ -226,7 +261,7 @@ struct DeliveryLaneTests {
         lane.deleted(RoomNotice(event: .roomDeleted, time: 2_000), owed: true)
         #expect(lane.hasStoreWork)
         // The deleted room's cursor goes first (even while shutting down, as before).
-        guard case .resetCursor(.forget) = lane.next(endpointFailing: true, stopping: true, chunk: 2) else {
+        guard case .resetCursor(.forget, _) = lane.next(endpointFailing: true, stopping: true, chunk: 2) else {
             Issue.record("expected the cursor removed"); return
         }
         lane.didReset(.forget)
@@ -279,7 +314,7 @@ struct DeliveryLaneTests {
         lane.forgot(done)
         // Then the stored cursor (0, as the command wrote it), and the revisions from the first.
         guard case .loadCursor = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected the cursor read"); return }
-        lane.loaded(0)
+        lane.loaded(WebhookCursor(rev: 0, life: nil))
         guard case .read(after: 0, through: 3, _) = lane.next(endpointFailing: false, chunk: 10) else {
             Issue.record("expected revisions 1-3 read"); return
         }
@@ -307,7 +342,7 @@ struct DeliveryLaneTests {
     @Test("the cursor is written after cursorBatch deliveries or cursorInterval ms, not after each; the rest waits for the next write")
     func cursorWritesAreBatched() {
         var lane = DeliveryLane()
-        lane.resume(head: 0, stored: 0)
+        lane.resume(head: 0, stored: WebhookCursor(rev: 0, life: nil))
         for rev in 1...5 { lane.revisionDurable(rev) }
         func step(_ now: Int64) -> DeliveryLane.Step { lane.next(endpointFailing: false, chunk: 10, now: now, cursorBatch: 3, cursorInterval: 250) }
         guard case .read(after: 0, through: 5, let generation) = step(1_000) else { Issue.record("expected a read"); return }
@@ -318,14 +353,14 @@ struct DeliveryLaneTests {
             now += 10
             switch step(now) {
             case .post(let item, let generation): lane.delivered(item, generation: generation)
-            case .writeCursor(let rev): writes.append(rev); lane.wrote(rev, now: now)
+            case .writeCursor(let rev, _): writes.append(rev); lane.wrote(rev, now: now)
             case .stop: break loop
             default: Issue.record("unexpected step"); return
             }
         }
         #expect(writes == [1, 4], "the first at once, then after three more deliveries; the fifth waits")
         #expect(lane.unwritten == 5 && lane.backlog == 0)
-        guard case .writeCursor(5) = step(now + 250) else { Issue.record("the interval has passed: the rest is due"); return }
+        guard case .writeCursor(5, _) = step(now + 250) else { Issue.record("the interval has passed: the rest is due"); return }
     }
 
     @Test("the copy of recent revisions answers only what it holds whole; a gap starts it again")
@@ -357,7 +392,7 @@ struct DeliveryLaneTests {
         lane.delivered(.revision(revision(1)), generation: old)
         #expect(lane.cursor == 0 && lane.head == 0 && lane.unwritten == nil)
         #expect(lane.failed(.revision(revision(1)), now: 0, policy: WebhookPolicy(), unit: 0.5, generation: old) == .moveOn)
-        guard case .resetCursor(.zero) = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected reset"); return }
+        guard case .resetCursor(.zero, _) = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected reset"); return }
         lane.didReset(.zero)
         guard case .post(.notice(let notice), _) = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected notice"); return }
         #expect(notice.event == .roomDeleted)
@@ -366,7 +401,7 @@ struct DeliveryLaneTests {
     @Test("revisions the store no longer has are skipped and reported; failures back off until the give-up period")
     func gapsAndGivingUp() {
         var lane = DeliveryLane()
-        lane.resume(head: 5, stored: 0)
+        lane.resume(head: 5, stored: WebhookCursor(rev: 0, life: nil))
         #expect(lane.read([revision(2), revision(4)], after: 0, through: 5, generation: 0) == [1, 3])
         let policy = WebhookPolicy(backoffStart: 100, backoffMax: 1_000, jitter: 0, giveUpAfter: 500)
         #expect(lane.failed(.revision(revision(2)), now: 1_000, policy: policy, unit: 0.5, generation: 0) == .after(milliseconds: 100))
@@ -398,7 +433,7 @@ struct DeliveryLaneTests {
         lane.deleted(RoomNotice(event: .roomDeleted, time: 9_000), owed: true, at: 9_000)  // while it runs
         lane.owedLoaded([owed(1, deletedAt: 2_000)], after: nil, limit: 10)  // found before the deletion
         #expect(lane.owedPending, "the deletion kept more, after what the read found")
-        guard case .resetCursor(.forget) = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected forget"); return }
+        guard case .resetCursor(.forget, _) = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected forget"); return }
         lane.didReset(.forget)
         guard case .post(.notice(let first), let generation) = lane.next(endpointFailing: false, chunk: 10) else {
             Issue.record("expected the owed revision"); return
@@ -415,7 +450,7 @@ struct DeliveryLaneTests {
     func underWayAtTheDeletion(againMeanwhile: Bool) {
         var lane = DeliveryLane()
         lane.created(nil, at: 1_000)
-        guard case .resetCursor(.zero) = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected reset"); return }
+        guard case .resetCursor(.zero, _) = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected reset"); return }
         lane.didReset(.zero)
         lane.revisionDurable(1)
         lane.revisionDurable(2)
@@ -425,7 +460,7 @@ struct DeliveryLaneTests {
         _ = lane.read([revision(1), revision(2)], after: 0, through: 2, generation: generation)
         _ = lane.next(endpointFailing: false, chunk: 10)
         lane.delivered(.revision(revision(1)), generation: generation)
-        guard case .writeCursor(1) = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected cursor 1"); return }
+        guard case .writeCursor(1, _) = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected cursor 1"); return }
         lane.wrote(1)
         guard case .post(.revision(let under), generation) = lane.next(endpointFailing: false, chunk: 10), under.number == 2 else {
             Issue.record("expected revision 2 posted"); return
@@ -436,7 +471,7 @@ struct DeliveryLaneTests {
             lane.deleted(RoomNotice(event: .roomDeleted, time: 9_800), owed: true, at: 9_800)
         }
         lane.delivered(.revision(under), generation: generation)                            // then its 2xx
-        guard case .resetCursor(.forget) = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected forget"); return }
+        guard case .resetCursor(.forget, _) = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected forget"); return }
         lane.didReset(.forget)
         guard case .loadOwed(after: nil, limit: 10) = lane.next(endpointFailing: false, chunk: 10) else { Issue.record("expected owed read"); return }
         lane.owedLoaded([owed(2, deletedAt: 9_000)], after: nil, limit: 10)
@@ -451,7 +486,7 @@ struct DeliveryLaneTests {
         var lane = DeliveryLane()
         func step() -> DeliveryLane.Step { lane.next(endpointFailing: false, chunk: 10, cursorBatch: 10, cursorInterval: 60_000) }
         lane.created(nil, at: 1_000)
-        guard case .resetCursor(.zero) = step() else { Issue.record("expected reset"); return }
+        guard case .resetCursor(.zero, _) = step() else { Issue.record("expected reset"); return }
         lane.didReset(.zero)
         lane.revisionDurable(1)
         lane.revisionDurable(2)
@@ -464,7 +499,7 @@ struct DeliveryLaneTests {
         lane.deleted(RoomNotice(event: .roomDeleted, time: 5_000), owed: true, at: 5_000)  // keeps 1 and 2
         lane.created(nil, at: 6_000)
         lane.deleted(RoomNotice(event: .roomDeleted, time: 7_000), owed: true, at: 7_000)  // nothing sent of this life
-        guard case .resetCursor(.forget) = step() else { Issue.record("expected forget"); return }
+        guard case .resetCursor(.forget, _) = step() else { Issue.record("expected forget"); return }
         lane.didReset(.forget)
         guard case .loadOwed(after: nil, limit: 10) = step() else { Issue.record("expected owed read"); return }
         lane.owedLoaded([owed(1, deletedAt: 5_000), owed(2, deletedAt: 5_000)], after: nil, limit: 10)

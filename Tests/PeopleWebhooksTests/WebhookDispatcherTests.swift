@@ -475,7 +475,7 @@ struct WebhookDispatcherTests {
         let out = "http://127.0.0.1:9/taken-out"
         var feed = try await RoomFeed.start(store, name: "r")
         _ = try await feed.edit(3)
-        try store.setWebhookCursor(endpoint: out, room: "r", rev: 1)
+        try store.setWebhookCursor(endpoint: out, room: "r", rev: 1, life: nil)
         let dispatcher = WebhookDispatcher(endpoints: [endpoint(receiver, rooms: ["other-*"])], store: store, logger: testLogger,
                                            policy: quick)
         dispatcher.storeKeeps(try store.webhookEndpointIDs())
@@ -509,7 +509,7 @@ struct WebhookDispatcherTests {
         #expect(dispatcher.notices(.roomDeleted, room: "r", time: 1_000).isEmpty)
         // Another node's config lists it: its deliveries write a cursor.
         let other = "http://127.0.0.1:9/another-nodes"
-        try store.setWebhookCursor(endpoint: other, room: "r", rev: 2)
+        try store.setWebhookCursor(endpoint: other, room: "r", rev: 2, life: nil)
         #expect(await eventually { dispatcher.notices(.roomDeleted, room: "r", time: 2_000) == [.owed(endpoint: other, room: "r", deletedAt: 2_000)] })
         _ = try store.forgetWebhookEndpoint(other)
         #expect(await eventually { dispatcher.notices(.roomDeleted, room: "r", time: 3_000).isEmpty })
@@ -708,13 +708,15 @@ final class ResetWatchingStore: PeopleStore, @unchecked Sendable {
     }
     func deleteRoom(_ room: String, notices: [WebhookNotice]) throws(StoreError) -> Bool { try inner.deleteRoom(room, notices: notices) }
     func deletion(of room: String) throws(StoreError) -> Int64? { try inner.deletion(of: room) }
-    func webhookCursors(endpoint: String) throws(StoreError) -> [String: Int] { try inner.webhookCursors(endpoint: endpoint) }
-    func setWebhookCursor(endpoint: String, room: String, rev: Int) throws(StoreError) {
-        try inner.setWebhookCursor(endpoint: endpoint, room: room, rev: rev)
+    func webhookCursorRecords(endpoint: String) throws(StoreError) -> [String: WebhookCursor] {
+        try inner.webhookCursorRecords(endpoint: endpoint)
     }
-    func resetWebhookCursor(endpoint: String, room: String, to rev: Int?) throws(StoreError) {
+    func setWebhookCursor(endpoint: String, room: String, rev: Int, life: Int64?) throws(StoreError) -> Bool {
+        try inner.setWebhookCursor(endpoint: endpoint, room: room, rev: rev, life: life)
+    }
+    func resetWebhookCursor(endpoint: String, room: String, to rev: Int?, life: Int64?) throws(StoreError) {
         if rev == nil { run(at: .beforeForget, room: room) }
-        try inner.resetWebhookCursor(endpoint: endpoint, room: room, to: rev)
+        try inner.resetWebhookCursor(endpoint: endpoint, room: room, to: rev, life: life)
         if room == self.room { done.withLock { $0.append(rev) } }
         if rev == 0 { run(at: .afterZero, room: room) }
     }
