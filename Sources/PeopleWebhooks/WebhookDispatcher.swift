@@ -375,7 +375,11 @@ public final class WebhookDispatcher: Sendable {
                                  now: now(), cursorBatch: policy.cursorBatch, cursorInterval: policy.cursorInterval)
             if case .stop = step {
                 state.tasks[key] = nil
-                if lane.isEmpty { state.lanes[key] = nil; return step }
+                if lane.isEmpty {
+                    state.lanes[key] = nil
+                    if leases != nil { state.droppedDuringScan.insert(key) }
+                    return step
+                }
             }
             state.lanes[key] = lane
             return step
@@ -619,6 +623,7 @@ public final class WebhookDispatcher: Sendable {
     private func drop(_ key: LaneKey, in state: inout DispatchState) {
         state.tasks[key] = nil
         guard let lane = state.lanes.removeValue(forKey: key) else { return }
+        if leases != nil { state.droppedDuringScan.insert(key) }
         state.endpoints[key.endpoint].backlog -= lane.backlog
         if lane.isRetrying { state.endpoints[key.endpoint].retrying -= 1 }
         if lane.backlog != 0 { metrics[key.endpoint].backlog(state.endpoints[key.endpoint].backlog) }
@@ -652,6 +657,7 @@ public final class WebhookDispatcher: Sendable {
 
     private func scan(endpoint index: Int) async {
         let endpoint = endpoints[index], url = endpoint.url
+        state.withLock { state in state.droppedDuringScan = state.droppedDuringScan.filter { $0.endpoint != index } }
         guard let backlog = await storeCall("read the webhook backlog", ["endpoint": "\(endpoint.name)"], { try $0.webhookBacklog(endpoint: url) })
         else { return }
         var notices: [String: [RoomNotice]] = [:]
@@ -667,11 +673,14 @@ public final class WebhookDispatcher: Sendable {
             let key = LaneKey(endpoint: index, room: found.room)
             let kept = notices[found.room] ?? []
             let head = endpoint.wants(.revision, of: found.room) ? found.head : nil
-            guard head != nil || found.noticed, state.withLock({ !$0.stopped && $0.lanes[key] == nil }) else { continue }
+            let free = { (state: DispatchState) in
+                !state.stopped && state.lanes[key] == nil && !state.droppedDuringScan.contains(key)
+            }
+            guard head != nil || found.noticed, state.withLock({ free($0) }) else { continue }
             // Held first, so that a room another node delivers costs no lane (nor a backlog shown) here.
             guard await claim(found.room) == true else { continue }
             state.withLock { state in
-                guard !state.stopped, state.lanes[key] == nil else { return }
+                guard free(state) else { return }
                 update(key, in: &state) { lane in
                     // Noticed: room events, or revisions of a deleted room owed (read by the lane).
                     if found.noticed { lane.mayBeOwed(count: found.owed) }
@@ -800,6 +809,11 @@ struct DispatchState: Sendable {
     /// room itself (as in cluster mode), and the start leaves them alone (what it read may be older
     /// than the news).
     var caughtUp: Set<LaneKey> = []
+    /// Cluster mode: lanes dropped since their endpoint's scan began reading the store. That scan's
+    /// reads may be older than what they delivered, so it leaves their rooms to the next scan (it made
+    /// a new lane from them, which delivered again what the dropped one had: room events it had
+    /// delivered and removed, revisions after the cursor it had since written).
+    var droppedDuringScan: Set<LaneKey> = []
 
     init(endpoints: Int) {
         self.endpoints = Array(repeating: EndpointCounts(), count: endpoints)

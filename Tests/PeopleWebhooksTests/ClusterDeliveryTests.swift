@@ -110,6 +110,44 @@ struct ClusterDeliveryTests {
         #expect(receiver.requests.count == 4)
     }
 
+    @Test("a scan that read the store before this node's own lane of the room delivered what it found, and let the room go, does not deliver it again")
+    func scanOlderThanTheLanesDeliveries() async throws {
+        let receiver = try Receiver { _, _ in .status(200) }
+        defer { receiver.stop() }
+        let scratch = try ScratchSQLite()
+        defer { scratch.remove() }
+        let inner = scratch.store
+        var feed = try await RoomFeed.start(inner, name: "r")
+        _ = try await feed.edit(4)
+        try inner.setWebhookCursor(endpoint: receiver.url, room: "r", rev: 2, life: nil)
+        // The first scan has read the backlog (r: cursor 2, head 4) and waits before acting on it.
+        let read = Mutex(false), go = Mutex(false)
+        let store = ResetWatchingStore(inner, room: "r", .afterBacklog) {
+            read.withLock { $0 = true }
+            let deadline = Date().addingTimeInterval(10)
+            while !go.withLock({ $0 }), Date() < deadline { usleep(2_000) }
+        }
+        let table = LeaseTable(), leases = table.node("b")
+        let b = WebhookDispatcher(endpoints: [endpoint(receiver, events: [.revision])], store: store, logger: testLogger,
+                                  policy: policy, leases: leases)
+        b.start()
+        #expect(await eventually { read.withLock { $0 } })
+        // Meanwhile b's hub loads the room: its lane delivers 3 and 4, writes the cursor, and once idle
+        // lets the room's webhooks go (the hub keeps the room).
+        #expect(try leases.acquire(room: "r", for: .room) == .acquired)
+        b.roomLoaded(room: "r")
+        b.revisionDurable(room: "r", rev: 4, after: 4)
+        #expect(await receiver.wait { deliveredRevisions($0, room: "r").count >= 2 })
+        #expect(await eventually { (try? inner.webhookCursors(endpoint: receiver.url)["r"]) == 4 })
+        #expect(await eventually { table.holder(of: "r")?.holders == [.room] })
+        go.withLock { $0 = true }
+        // Before, the scan made a lane from what it had read, which posted 3 and 4 again.
+        try await Task.sleep(for: .milliseconds(400))
+        #expect(deliveredRevisions(receiver.requests, room: "r") == [3, 4])
+        #expect(receiver.requests.count == 2)
+        await b.shutdown()
+    }
+
     @Test("a room deleted with revisions owed and no node left to deliver them: a scan takes its name and delivers them in order, then room.deleted")
     func owedRevisionsOfADeletedRoomAreTakenOver() async throws {
         let receiver = try Receiver()

@@ -663,10 +663,11 @@ func eventually(_ condition: () -> Bool) async -> Bool {
 /// An SQLite store that runs `hook` (once, off the test's task) at the first cursor reset of `room`:
 /// right after one to 0 (a lane starting the room over), or right before a forget (a lane's forget
 /// of a deleted room on its way to the store); or before the first listing of the rooms (the
-/// dispatcher's start, between its reads of the store and its lanes). A test puts a deletion, a
-/// creation or a wait there.
+/// dispatcher's start, between its reads of the store and its lanes); or right after the first read of
+/// an endpoint's backlog (a cluster scan, before it acts on it). A test puts a deletion, a creation or
+/// a wait there.
 final class ResetWatchingStore: PeopleStore, @unchecked Sendable {
-    enum Moment { case afterZero, beforeForget, beforeListing }
+    enum Moment { case afterZero, beforeForget, beforeListing, afterBacklog }
     let inner: SQLiteStore
     let room: String
     let moment: Moment
@@ -726,7 +727,11 @@ final class ResetWatchingStore: PeopleStore, @unchecked Sendable {
     }
     func revisionsOwed(endpoint: String) throws(StoreError) -> [String: Int] { try inner.revisionsOwed(endpoint: endpoint) }
     func removeWebhookNotice(_ notice: WebhookNotice) throws(StoreError) { try inner.removeWebhookNotice(notice) }
-    func webhookBacklog(endpoint: String) throws(StoreError) -> [WebhookBacklog] { try inner.webhookBacklog(endpoint: endpoint) }
+    func webhookBacklog(endpoint: String) throws(StoreError) -> [WebhookBacklog] {
+        let backlog = try inner.webhookBacklog(endpoint: endpoint)
+        run(at: .afterBacklog, room: room)
+        return backlog
+    }
     func webhookEndpoints() throws(StoreError) -> [StoredWebhookEndpoint] { try inner.webhookEndpoints() }
     func forgetWebhookEndpoint(_ endpoint: String) throws(StoreError) -> StoredWebhookEndpoint? {
         try inner.forgetWebhookEndpoint(endpoint)
