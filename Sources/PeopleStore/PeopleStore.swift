@@ -264,7 +264,6 @@ public struct WebhookNotice: Sendable, Hashable {
     public var owedPosition: OwedPosition? { revision.map { OwedPosition(time: time, rev: $0.number) } }
 }
 
-/// An owed revision's place: its room's deletion time, then its number.
 /// An endpoint's cursor in one room (`webhookCursorRecords`).
 public struct WebhookCursor: Sendable, Hashable {
     /// The last revision delivered.
@@ -281,6 +280,7 @@ public struct WebhookCursor: Sendable, Hashable {
     }
 }
 
+/// An owed revision's place: its room's deletion time, then its number.
 public struct OwedPosition: Sendable, Hashable, Comparable {
     public var time: Int64
     public var rev: Int

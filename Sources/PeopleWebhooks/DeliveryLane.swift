@@ -62,6 +62,13 @@ struct DeliveryLane: Sendable {
     /// Revisions read from the store and not yet delivered: `cursor + 1`, `+ 2`, … in order.
     private(set) var buffer: [Revision] = []
     private(set) var generation = 0
+    /// The generation the step under way was asked for in: a reset or a cursor write asked for before
+    /// the room was deleted or made again reports into a lane that has moved on, and changes nothing
+    /// (a code review found a stale reset clearing the new life's, so its writes were refused for good).
+    private var issuedIn = 0
+    /// A cursor write was refused (the store's cursor is of another life of the room than the lane's):
+    /// the lane reads it again before anything else is written (`loaded`).
+    private(set) var cursorStale = false
     /// When the room was made, if it was made while this process runs: its revisions (an import's
     /// keep their original times) were committed no earlier (the lag metric counts from then).
     private(set) var bornAt: Int64?
@@ -161,6 +168,7 @@ struct DeliveryLane: Sendable {
                        cursorInterval: Int64 = 0) -> Step {
         let step = step(endpointFailing: endpointFailing, stopping: stopping, chunk: chunk, now: now,
                         cursorBatch: cursorBatch, cursorInterval: cursorInterval)
+        issuedIn = generation
         if case .stop = step, isIdle {
             idleSince = idleSince ?? now
         } else {
@@ -190,6 +198,7 @@ struct DeliveryLane: Sendable {
             guard startAt != nil else { return stop() }
             return .loadCursor
         }
+        if cursorStale { return .loadCursor }
         if let unwritten, cursorDue(now: now, batch: cursorBatch, interval: cursorInterval) {
             return .writeCursor(unwritten, life: life)
         }
@@ -330,6 +339,7 @@ struct DeliveryLane: Sendable {
 
     private mutating func beginGeneration() {
         generation += 1
+        cursorStale = false
         buffer = []
         unwritten = nil
         deliveredSinceWrite = 0
@@ -345,7 +355,15 @@ struct DeliveryLane: Sendable {
 
     // MARK: Outcomes of steps
 
+    /// The stored cursor (`loadCursor`): where a lane without one starts, or, after a refused write,
+    /// which life the store counts in.
     mutating func loaded(_ stored: WebhookCursor?) {
+        if cursorStale {
+            guard issuedIn == generation else { return }
+            cursorStale = false
+            reconcile(with: stored)
+            return
+        }
         guard cursor == nil, let startAt else { return }
         if let stored {
             cursor = stored.rev
@@ -361,11 +379,47 @@ struct DeliveryLane: Sendable {
         if let index = forgetting.firstIndex(of: notice) { forgetting.remove(at: index) }
     }
 
-    mutating func didReset(_ done: CursorReset) {
-        if reset == done { reset = nil }
+    /// After a refused write, the store's cursor: a life the lane did not hear of (the room made again
+    /// by another process: the `import` command, which commits a room with its cursors at 0 between the
+    /// start's read of the cursors and its listing of the rooms; or another node) is the room's, and
+    /// the lane goes on from the store's cursor, after the room events the store keeps (that process's
+    /// room.created); an earlier life (or none, where the lane knows its
+    /// own) is put right with the lane's, and the cursor written again; no cursor, or the lane's life
+    /// by now, is written again as it is.
+    private mutating func reconcile(with stored: WebhookCursor?) {
+        guard let stored, stored.life != life else { return }
+        let unheard = switch (life, stored.life) {
+        case (nil, _): true
+        case (let mine?, let theirs?): theirs > mine
+        case (_?, nil): false
+        }
+        guard unheard else {
+            reset = .zero
+            return
+        }
+        cursor = stored.rev
+        life = stored.life
+        noticesUnread = true
+        buffer = []
+        unwritten = nil
+        deliveredSinceWrite = 0
+        head = max(head, stored.rev)
     }
 
-    mutating func wrote(_ rev: Int, now: Int64 = 0) {
+    /// The reset asked for in this generation is in the store; one asked for before the room was
+    /// deleted or made again clears nothing (the lane's own reset goes again).
+    mutating func didReset(_ done: CursorReset) {
+        if reset == done && issuedIn == generation { reset = nil }
+    }
+
+    /// The cursor write asked for in this generation is done: `landed` false when the store refused it
+    /// (its cursor counts in another life of the room), so the lane reads the cursor again.
+    mutating func wrote(_ rev: Int, now: Int64 = 0, landed: Bool = true) {
+        guard issuedIn == generation else { return }
+        guard landed else {
+            cursorStale = true
+            return
+        }
         if unwritten == rev {
             unwritten = nil
             deliveredSinceWrite = 0

@@ -438,13 +438,14 @@ public final class WebhookDispatcher: Sendable {
                     try store.setWebhookCursor(endpoint: endpoint.url, room: room, rev: rev, life: life)
                 }) else { continue }
                 if !landed {
-                    // The room was deleted and made again since the write was asked for: the new life's
-                    // cursor is its own (the lane's next step resets it).
-                    logger.debug("a webhook cursor of an earlier life of the room is not written",
+                    // The store's cursor counts in another life of the room: made again since the write
+                    // was asked for (the lane has moved on), or by a process the lane did not hear (it
+                    // reads the cursor again and goes on from the room's life).
+                    logger.debug("a webhook cursor of another life of the room is not written",
                                  metadata: lane.merging(["rev": "\(rev)"]) { $1 })
                 }
                 let time = now()
-                withLane(key) { lane in lane.wrote(rev, now: time) }
+                withLane(key) { lane in lane.wrote(rev, now: time, landed: landed) }
             case .read(let after, let through, let generation):
                 var revisions = state.withLock { $0.recent[room]?.revisions(after: after, through: through) }
                 if revisions == nil {

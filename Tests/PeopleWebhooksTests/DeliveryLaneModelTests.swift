@@ -113,7 +113,7 @@ private struct LaneRun {
     }
 
     enum Outcome {
-        case notices([RoomNotice]), cursor(WebhookCursor?), stored, owed([RoomNotice]), revisions([Revision])
+        case notices([RoomNotice]), cursor(WebhookCursor?), stored, wrote(landed: Bool), owed([RoomNotice]), revisions([Revision])
         case posted(ok: Bool, unit: Double)
     }
 
@@ -204,6 +204,15 @@ private struct LaneRun {
         }
         if let lane, !lane.isIdle || lane.backlog != 0 {
             problems.append("settled, the lane is not idle (backlog \(lane.backlog)): \(lane)")
+        }
+        // The store's cursor is the lane's, of the lane's life: its next writes land (a code review
+        // found a reset of an earlier life, in the store after the room was made again, clearing the
+        // new life's reset: every later write was refused).
+        if feed != nil, let lane, let cursor = lane.cursor {
+            let stored = (try? store.webhookCursorRecords(endpoint: endpoint.url)[room]) ?? nil
+            if stored != WebhookCursor(rev: cursor, life: lane.life) {
+                problems.append("settled, the store's cursor is \(String(describing: stored)), the lane's \(cursor) of life \(String(describing: lane.life))")
+            }
         }
     }
 
@@ -338,7 +347,7 @@ private struct LaneRun {
                     trace.append("a cursor write of an earlier life \(landed ? "landed" : "refused")")
                 }
                 checkCursor("a write of \(rev)")
-                return .stored
+                return .wrote(landed: landed)
             case .read(let after, let through, _):
                 return .revisions(try store.revisions(room: room, after: after, through: through))
             case .post(let item, _):
@@ -370,9 +379,9 @@ private struct LaneRun {
             update { $0.forgot(notice) }
         case (.loadOwed(let after, let limit), .owed(let kept)):
             update { $0.owedLoaded(kept, after: after, limit: limit) }
-        case (.writeCursor(let rev, _), _):
+        case (.writeCursor(let rev, _), .wrote(let landed)):
             let now = clock
-            update { $0.wrote(rev, now: now) }
+            update { $0.wrote(rev, now: now, landed: landed) }
         case (.read(let after, let through, let generation), .revisions(let revisions)):
             var missing: [Int] = []
             update { missing = $0.read(revisions, after: after, through: through, generation: generation) }

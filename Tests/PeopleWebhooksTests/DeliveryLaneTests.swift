@@ -152,6 +152,77 @@ struct DeliveryLaneTests {
         }
     }
 
+    @Test("from a code review: a reset or a cursor write asked for before the room was deleted and made again changes nothing when it returns; the new life's reset still goes")
+    func staleStoreStepsChangeNothing() {
+        var lane = DeliveryLane()
+        func step() -> DeliveryLane.Step { lane.next(endpointFailing: false, chunk: 10) }
+        lane.created(nil, at: 5_000)
+        guard case .resetCursor(.zero, life: 5_000) = step() else { Issue.record("expected the reset of life 5000"); return }
+        // While it is on its way, the room is deleted and made again.
+        lane.deleted(nil, at: 6_000)
+        lane.created(nil, at: 7_000)
+        lane.didReset(.zero)                           // the reset of life 5000 returns
+        guard case .resetCursor(.zero, life: 7_000) = step() else {
+            Issue.record("expected the reset of life 7000 still to go (the store has life 5000's)"); return
+        }
+        lane.didReset(.zero)
+        lane.revisionDurable(1)
+        guard case .read(after: 0, through: 1, let generation) = step() else { Issue.record("expected a read of 1"); return }
+        #expect(lane.read([revision(1)], after: 0, through: 1, generation: generation).isEmpty)
+        guard case .post(let item, generation) = step() else { Issue.record("expected 1 posted"); return }
+        lane.delivered(item, generation: generation)
+        guard case .writeCursor(1, life: 7_000) = step() else { Issue.record("expected cursor 1 written"); return }
+        // The write is on its way; the room is deleted and made again; the write returns refused.
+        lane.deleted(nil, at: 8_000)
+        lane.created(nil, at: 9_000)
+        lane.wrote(1, landed: false)
+        #expect(!lane.cursorStale, "an earlier life's refused write says nothing of this life's cursor")
+        guard case .resetCursor(.zero, life: 9_000) = step() else { Issue.record("expected the reset of life 9000"); return }
+    }
+
+    @Test("from a code review: a write the store refuses in the lane's own life (the room was made by another process: an import between the start's cursor read and its room listing) makes the lane read the cursor again and go on from the room's life")
+    func refusedWriteReadsTheCursorAgain() {
+        // The start read no cursor; the import committed the room with revisions 1...3 and its cursor at
+        // 0 of life 4000 before the rooms were listed.
+        var lane = DeliveryLane()
+        func step() -> DeliveryLane.Step { lane.next(endpointFailing: false, chunk: 10) }
+        lane.resume(head: 3, stored: nil)
+        guard case .writeCursor(3, life: nil) = step() else { Issue.record("expected the start at the head written"); return }
+        lane.wrote(3, landed: false)
+        guard case .loadCursor = step() else { Issue.record("expected the cursor read again"); return }
+        lane.loaded(WebhookCursor(rev: 0, life: 4_000))
+        guard case .loadNotices = step() else { Issue.record("expected the kept room events read (the import's room.created)"); return }
+        lane.noticesRead([])
+        guard case .read(after: 0, through: 3, let generation) = step() else {
+            Issue.record("expected revisions 1...3 read: the import's cursor is at 0"); return
+        }
+        #expect(lane.life == 4_000 && lane.unwritten == nil && lane.backlog == 3)
+        #expect(lane.read([revision(1), revision(2), revision(3)], after: 0, through: 3, generation: generation).isEmpty)
+        guard case .post(let item, generation) = step() else { Issue.record("expected 1 posted"); return }
+        lane.delivered(item, generation: generation)
+        guard case .writeCursor(1, life: 4_000) = step() else { Issue.record("expected cursor 1 of life 4000"); return }
+
+        // A store cursor of an earlier life than the lane's (an older node's write): the lane's life is
+        // put first (a reset), then its cursor written again.
+        var ahead = DeliveryLane()
+        func next() -> DeliveryLane.Step { ahead.next(endpointFailing: false, chunk: 10) }
+        ahead.resume(head: 2, stored: WebhookCursor(rev: 1, life: 9_000))
+        guard case .read(after: 1, through: 2, let second) = next() else { Issue.record("expected a read of 2"); return }
+        #expect(ahead.read([revision(2)], after: 1, through: 2, generation: second).isEmpty)
+        guard case .post(let posted, second) = next() else { Issue.record("expected 2 posted"); return }
+        ahead.delivered(posted, generation: second)
+        guard case .writeCursor(2, life: 9_000) = next() else { Issue.record("expected cursor 2 of life 9000"); return }
+        ahead.wrote(2, landed: false)
+        guard case .loadCursor = next() else { Issue.record("expected the cursor read again"); return }
+        ahead.loaded(WebhookCursor(rev: 5, life: 8_000))
+        guard case .resetCursor(.zero, life: 9_000) = next() else { Issue.record("expected life 9000 put"); return }
+        ahead.didReset(.zero)
+        guard case .writeCursor(2, life: 9_000) = next() else { Issue.record("expected cursor 2 written again"); return }
+        ahead.wrote(2)
+        guard case .stop = next() else { Issue.record("expected nothing left"); return }
+        #expect(ahead.isIdle)
+    }
+
     @Test("a room deleted while revisions waited: the lane reads what the store kept for it a chunk at a time, before anything else, delivers it in order, then room.deleted, then the room made again")
     func deletionDeliversWhatWasOwed() {
         var lane = DeliveryLane()
@@ -280,9 +351,11 @@ struct DeliveryLaneTests {
         // read one chunk while failing, not all of them; the rest when the endpoint is back.
         var made = DeliveryLane()
         made.created(RoomNotice(event: .roomCreated, time: 1_000), at: 1_000)
+        guard case .resetCursor(.zero, _) = made.next(endpointFailing: true, chunk: 2) else { Issue.record("expected the reset"); return }
         made.didReset(.zero)
         made.revisionDurable(5)
         made.deleted(RoomNotice(event: .roomDeleted, time: 2_000), owed: true)
+        guard case .resetCursor(.forget, _) = made.next(endpointFailing: true, chunk: 2) else { Issue.record("expected the forget"); return }
         made.didReset(.forget)
         guard case .loadOwed(after: nil, limit: 2) = made.next(endpointFailing: true, chunk: 2) else {
             Issue.record("expected the first read"); return

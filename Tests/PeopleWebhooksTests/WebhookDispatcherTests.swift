@@ -827,6 +827,31 @@ struct CursorResetRaceTests {
         await dispatcher.shutdown()
     }
 
+    @Test("from a code review: a room the import command commits between the start's read of the cursors and its listing of the rooms is delivered from its first revision, its room.created first")
+    func importBetweenTheStartsReads() async throws {
+        let receiver = try Receiver { _, _ in .status(204) }
+        defer { receiver.stop() }
+        let scratch = try ScratchSQLite()
+        defer { scratch.remove() }
+        let inner = scratch.store, hook = endpoint(receiver)
+        // The import command, another process: the room with its room.created and the endpoint's cursor
+        // at 0 (life 5000) in one commit, then three revisions.
+        let store = ResetWatchingStore(inner, room: "r", .beforeListing) {
+            var feed = try? RoomFeed(inner, name: "r", notices: WebhookDispatcher.notices(.roomCreated, room: "r", time: 5_000,
+                                                                                      endpoints: [hook]))
+            _ = try? feed?.editNow(3)
+        }
+        let dispatcher = WebhookDispatcher(endpoints: [hook], store: store, logger: testLogger, policy: quick)
+        dispatcher.start()
+        let expected = ["room.created", "1", "2", "3"]
+        // The start read no cursor of "r" and listed it at 3: its lane began there, and its first
+        // write was refused (the store's cursor is of life 5000), then it went on from the store's.
+        #expect(await receiver.wait { _ in receivedOnce(receiver, room: "r").count >= expected.count })
+        #expect(receivedOnce(receiver, room: "r") == expected)
+        #expect(await eventually { (try? store.webhookCursorRecords(endpoint: receiver.url))?["r"] == WebhookCursor(rev: 3, life: 5_000) })
+        await dispatcher.shutdown()
+    }
+
     @Test("a lane's forget of a deleted room that reaches the store after the room was made again leaves the new life's cursor")
     func forgetAfterTheRoomWasMadeAgain() async throws {
         let receiver = try Receiver { _, _ in .status(204) }
