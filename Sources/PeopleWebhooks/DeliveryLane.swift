@@ -359,7 +359,7 @@ struct DeliveryLane: Sendable {
     /// which life the store counts in.
     mutating func loaded(_ stored: WebhookCursor?) {
         if cursorStale {
-            guard issuedIn == generation else { return }
+            // Set in this generation (a new one clears it), so this read is of it.
             cursorStale = false
             reconcile(with: stored)
             return
@@ -383,9 +383,9 @@ struct DeliveryLane: Sendable {
     /// by another process: the `import` command, which commits a room with its cursors at 0 between the
     /// start's read of the cursors and its listing of the rooms; or another node) is the room's, and
     /// the lane goes on from the store's cursor, after the room events the store keeps (that process's
-    /// room.created); an earlier life (or none, where the lane knows its
-    /// own) is put right with the lane's, and the cursor written again; no cursor, or the lane's life
-    /// by now, is written again as it is.
+    /// room.created); an earlier life (or none, where the lane knows its own) is put right with the
+    /// lane's, and the cursor written again; no cursor, or the lane's life by now, is written again as
+    /// it is.
     private mutating func reconcile(with stored: WebhookCursor?) {
         guard let stored, stored.life != life else { return }
         let unheard = switch (life, stored.life) {
