@@ -48,12 +48,19 @@ struct DeliveryLane: Sendable {
     /// latest cannot say none is left (a deletion while it ran keeps more, after what it read).
     private(set) var owedAsks = 0
     private var owedReadAsks = 0
-    /// At each deletion here, by its time, the last revision this lane had delivered: the store kept
-    /// the revisions after the stored cursor, which trails the delivered one by up to a cursor batch,
-    /// so those up to this are forgotten when read, not sent again. Kept until every owed revision is
-    /// read (a model test saw a room made and deleted again before the first deletion's were read
-    /// send them twice: one value was kept, the latest deletion's).
-    private(set) var sentBeforeDeletions: [Int64: Int] = [:]
+    /// At each deletion here, by its time, the revisions this lane had delivered (up to its cursor,
+    /// after `unconfirmedStart` if it had one): the store kept the revisions after the stored cursor,
+    /// which trails the delivered one by up to a cursor batch, so those are forgotten when read, not
+    /// sent again. Kept until every owed revision is read (a model test saw a room made and deleted
+    /// again before the first deletion's were read send them twice: one value was kept, the latest
+    /// deletion's).
+    private(set) var sentBeforeDeletions: [Int64: SentSpan] = [:]
+    /// Where the lane began by itself (at the head, the store having no cursor for it), until the store
+    /// has taken a cursor write of its: the revisions up to there were never sent by this lane. A
+    /// deletion before that forgets as sent only those after it: the store may hold another life's
+    /// cursor below it (the `import` command's room, committed between the start's reads), and so keep
+    /// those revisions as owed (a code review: they were taken as sent, and lost).
+    private(set) var unconfirmedStart: Int?
     /// The generations those deletions ended, and their times: a revision of one whose POST was under
     /// way at its deletion and then answered 2xx counts as sent (`delivered`).
     private var deletionOf: [Int: Int64] = [:]
@@ -251,6 +258,7 @@ struct DeliveryLane: Sendable {
                 let start = min(startAt ?? rev, rev)
                 cursor = start
                 unwritten = start
+                unconfirmedStart = start
             }
         }
         head = max(head, rev)
@@ -287,8 +295,8 @@ struct DeliveryLane: Sendable {
     mutating func owedLoaded(_ kept: [RoomNotice], after: OwedPosition?, limit: Int) {
         guard owedPending, after == owedRead else { return }
         let sent = kept.filter { notice in
-            guard let at = notice.owedPosition, let before = sentBeforeDeletions[at.time] else { return false }
-            return at.rev <= before
+            guard let at = notice.owedPosition, let sent = sentBeforeDeletions[at.time] else { return false }
+            return sent.contains(at.rev)
         }
         let owed = kept.filter { !sent.contains($0) }
         restored(owed)
@@ -321,7 +329,7 @@ struct DeliveryLane: Sendable {
         // The store keeps what the endpoint had not been sent: the backlog keeps counting it.
         if owed { owedUnread += revisionsBehind }
         if owed, let time, let cursor {
-            sentBeforeDeletions[time] = cursor
+            sentBeforeDeletions[time] = SentSpan(after: min(unconfirmedStart ?? 0, cursor), through: cursor)
             deletionOf[generation] = time
         }
         beginGeneration()
@@ -340,6 +348,7 @@ struct DeliveryLane: Sendable {
     private mutating func beginGeneration() {
         generation += 1
         cursorStale = false
+        unconfirmedStart = nil
         buffer = []
         unwritten = nil
         deliveredSinceWrite = 0
@@ -371,6 +380,7 @@ struct DeliveryLane: Sendable {
         } else {
             cursor = startAt
             unwritten = startAt
+            unconfirmedStart = startAt
         }
         head = max(head, cursor!)
     }
@@ -380,12 +390,12 @@ struct DeliveryLane: Sendable {
     }
 
     /// After a refused write, the store's cursor: a life the lane did not hear of (the room made again
-    /// by another process: the `import` command, which commits a room with its cursors at 0 between the
-    /// start's read of the cursors and its listing of the rooms; or another node) is the room's, and
-    /// the lane goes on from the store's cursor, after the room events the store keeps (that process's
-    /// room.created); an earlier life (or none, where the lane knows its own) is put right with the
-    /// lane's, and the cursor written again; no cursor, or the lane's life by now, is written again as
-    /// it is.
+    /// by another process: the `import` command, which commits a room with its cursors at 0 between
+    /// two of the start's reads; or another node) is the room's, and the lane goes on from the store's
+    /// cursor, after what the store keeps for it (that process's room.created; in a cluster, also the
+    /// room events and owed revisions of the lives between); an earlier life (or none, where the lane
+    /// knows its own) is put right with the lane's, and the cursor written again; no cursor, or the
+    /// lane's life by now, is written again as it is.
     private mutating func reconcile(with stored: WebhookCursor?) {
         guard let stored, stored.life != life else { return }
         let unheard = switch (life, stored.life) {
@@ -397,13 +407,19 @@ struct DeliveryLane: Sendable {
             reset = .zero
             return
         }
+        // The head the lane knows is of the life the store has only where the lane began by itself at
+        // the head the start listed (the import's race); any other is of an earlier life, and reading
+        // up to it would skip the new life's revisions that are not there yet, for good (a code
+        // review). The new life's head comes with the hub's news or the next scan.
+        head = unconfirmedStart == nil ? stored.rev : max(head, stored.rev)
         cursor = stored.rev
         life = stored.life
+        unconfirmedStart = nil
         noticesUnread = true
+        mayBeOwed()
         buffer = []
         unwritten = nil
         deliveredSinceWrite = 0
-        head = max(head, stored.rev)
     }
 
     /// The reset asked for in this generation is in the store; one asked for before the room was
@@ -424,6 +440,7 @@ struct DeliveryLane: Sendable {
             unwritten = nil
             deliveredSinceWrite = 0
         }
+        unconfirmedStart = nil
         lastWrite = now
     }
 
@@ -457,9 +474,9 @@ struct DeliveryLane: Sendable {
             if generation != self.generation {
                 // Under way when the room was deleted, and delivered: not sent again as owed (a model
                 // test saw it come twice with nothing failing).
-                if let time = deletionOf[generation], let before = sentBeforeDeletions[time], revision.number == before + 1 {
+                if let time = deletionOf[generation], let before = sentBeforeDeletions[time]?.through, revision.number == before + 1 {
                     let sent = OwedPosition(time: time, rev: revision.number)
-                    sentBeforeDeletions[time] = revision.number
+                    sentBeforeDeletions[time]?.through = revision.number
                     if let index = notices.firstIndex(where: { $0.owedPosition == sent }) {
                         forgetting.append(notices.remove(at: index))
                     }
@@ -514,6 +531,14 @@ extension RoomNotice {
         guard let event = WebhookEvent(rawValue: kept.event) else { return nil }
         self.init(event: event, time: kept.time, revision: kept.revision)
     }
+}
+
+/// The revisions of a deleted life a lane had sent when the deletion came: `after + 1 ... through`.
+struct SentSpan: Sendable, Hashable {
+    var after: Int
+    var through: Int
+
+    func contains(_ rev: Int) -> Bool { rev > after && rev <= through }
 }
 
 /// One thing a lane POSTs.

@@ -699,6 +699,22 @@ public final class WebhookDispatcher: Sendable {
     /// longer in the store that have notices or owed revisions. A room the hub's news reached first
     /// (`caughtUp`) is left to its lane, which reads the store itself.
     private func resume() async {
+        // The cursors first, then the notices: a room the `import` command commits between two reads
+        // is then either seen in both, or has its `room.created` read without its cursor (the lane
+        // starts at 0, posts it first, and takes the store's life when its first write is refused), or
+        // is seen in neither (the listing finds it; the refused write has the lane read its notices).
+        // The other way round, one committed between them had its cursor without its `room.created`:
+        // its revisions went out, and its `room.created` waited for the next start (a code review).
+        var cursors: [Int: [String: WebhookCursor]] = [:]
+        for index in endpoints.indices where endpoints[index].events.contains(.revision) {
+            let url = endpoints[index].url
+            while cursors[index] == nil {
+                if state.withLock({ $0.stopped }) { return }
+                cursors[index] = await storeCall("read the webhook cursors", ["endpoint": "\(endpoints[index].name)"]) {
+                    try $0.webhookCursorRecords(endpoint: url)
+                }
+            }
+        }
         // Endpoint → room → notices kept and not delivered; endpoint → rooms with revisions owed.
         var kept: [Int: [String: [RoomNotice]]] = [:]
         var owed: [Int: [String: Int]] = [:]
@@ -718,16 +734,6 @@ public final class WebhookDispatcher: Sendable {
             }
         }
         var stored: Set<String> = []
-        var cursors: [Int: [String: WebhookCursor]] = [:]
-        for index in endpoints.indices where endpoints[index].events.contains(.revision) {
-            let url = endpoints[index].url
-            while cursors[index] == nil {
-                if state.withLock({ $0.stopped }) { return }
-                cursors[index] = await storeCall("read the webhook cursors", ["endpoint": "\(endpoints[index].name)"]) {
-                    try $0.webhookCursorRecords(endpoint: url)
-                }
-            }
-        }
         let pageSize = 500
         var after: String?
         while true {

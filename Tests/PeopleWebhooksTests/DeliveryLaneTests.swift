@@ -193,6 +193,10 @@ struct DeliveryLaneTests {
         lane.loaded(WebhookCursor(rev: 0, life: 4_000))
         guard case .loadNotices = step() else { Issue.record("expected the kept room events read (the import's room.created)"); return }
         lane.noticesRead([])
+        // Then what earlier lives owe the endpoint (none here): a life the lane did not hear of may
+        // follow others it did not hear of either.
+        guard case .loadOwed(after: nil, limit: 10) = step() else { Issue.record("expected the owed revisions read"); return }
+        lane.owedLoaded([], after: nil, limit: 10)
         guard case .read(after: 0, through: 3, let generation) = step() else {
             Issue.record("expected revisions 1...3 read: the import's cursor is at 0"); return
         }
@@ -221,6 +225,93 @@ struct DeliveryLaneTests {
         ahead.wrote(2)
         guard case .stop = next() else { Issue.record("expected nothing left"); return }
         #expect(ahead.isIdle)
+    }
+
+    @Test("from a code review: a lane begun at the head by itself and deleted before a cursor write of its landed forgets none of the revisions up to there: the store kept them after the import's cursor")
+    func deletedBeforeItsStartLanded() {
+        var lane = DeliveryLane()
+        func step() -> DeliveryLane.Step { lane.next(endpointFailing: false, chunk: 10) }
+        // The import's race: the start read no cursor and listed the room at 3; the store's cursor is
+        // the import's, at 0 of life 5000.
+        lane.resume(head: 3, stored: nil)
+        guard case .writeCursor(3, life: nil) = step() else { Issue.record("expected the start at the head written"); return }
+        // The room is deleted before that write returns: the store kept 1...3 for the endpoint.
+        lane.deleted(RoomNotice(event: .roomDeleted, time: 9_000), owed: true, at: 9_000)
+        lane.wrote(3, landed: false)
+        let kept = (1...3).map { owed($0, deletedAt: 9_000) }
+        var posted: [String] = [], forgotten: [Int] = []
+        loop: while true {
+            switch step() {
+            case .resetCursor(let reset, _): lane.didReset(reset)
+            case .loadOwed(let after, let limit):
+                lane.owedLoaded(Array(kept.filter { after == nil || $0.owedPosition! > after! }.prefix(limit)), after: after, limit: limit)
+            case .forgetNotice(let notice):
+                if let number = notice.revision?.number, !posted.contains("\(number)") { forgotten.append(number) }
+                lane.forgot(notice)
+            case .post(.notice(let notice), let generation):
+                posted.append(notice.revision.map { "\($0.number)" } ?? notice.event.rawValue)
+                lane.delivered(.notice(notice), generation: generation)
+            case .stop: break loop
+            default: Issue.record("unexpected step"); return
+            }
+        }
+        // Before: the lane's cursor (3) was taken as sent, and 1...3 removed from the store unsent.
+        #expect(posted == ["1", "2", "3", "room.deleted"])
+        #expect(forgotten.isEmpty)
+
+        // A lane whose start write landed: the store's cursor is its own, and what it kept is after it.
+        var written = DeliveryLane()
+        written.resume(head: 3, stored: nil)
+        guard case .writeCursor(3, life: nil) = written.next(endpointFailing: false, chunk: 10) else {
+            Issue.record("expected the start written"); return
+        }
+        written.wrote(3)
+        #expect(written.unconfirmedStart == nil)
+        written.deleted(nil, owed: true, at: 9_000)
+        #expect(written.sentBeforeDeletions[9_000] == SentSpan(after: 0, through: 3))
+    }
+
+    @Test("from a code review: a lane that takes a later life from a refused write drops the head it knew of its own (reading up to it would skip the new life's revisions for good) and reads what the lives between owe first")
+    func laterLifeDropsTheOldHead() {
+        // Cluster mode: the lane delivered life 1000 up to 10; another node deleted the room and made
+        // it again (life 2000), now at revision 2, its cursor there at 0.
+        var lane = DeliveryLane()
+        func step() -> DeliveryLane.Step { lane.next(endpointFailing: false, chunk: 10) }
+        lane.resume(head: 10, stored: WebhookCursor(rev: 10, life: 1_000))
+        lane.revisionDurable(11)
+        guard case .read(after: 10, through: 11, let old) = step() else { Issue.record("expected a read of 11"); return }
+        #expect(lane.read([revision(11)], after: 10, through: 11, generation: old).isEmpty)
+        guard case .post(let item, old) = step() else { Issue.record("expected 11 posted"); return }
+        lane.delivered(item, generation: old)
+        guard case .writeCursor(11, life: 1_000) = step() else { Issue.record("expected cursor 11 of life 1000"); return }
+        lane.wrote(11, landed: false)
+        guard case .loadCursor = step() else { Issue.record("expected the cursor read again"); return }
+        lane.loaded(WebhookCursor(rev: 0, life: 2_000))
+        #expect(lane.life == 2_000 && lane.cursor == 0 && lane.head == 0)
+        guard case .loadNotices = step() else { Issue.record("expected the kept room events read"); return }
+        let deleted = RoomNotice(event: .roomDeleted, time: 1_500), created = RoomNotice(event: .roomCreated, time: 2_000)
+        lane.noticesRead([deleted, created])
+        guard case .loadOwed(after: nil, limit: 10) = step() else {
+            Issue.record("expected what life 1000 owes read before its room.deleted"); return
+        }
+        lane.owedLoaded([owed(12, deletedAt: 1_500)], after: nil, limit: 10)
+        var posted: [String] = []
+        loop: while true {
+            switch step() {
+            case .post(.notice(let notice), let generation):
+                posted.append(notice.revision.map { "\($0.number)" } ?? notice.event.rawValue)
+                lane.delivered(.notice(notice), generation: generation)
+            case .forgetNotice(let notice): lane.forgot(notice)
+            case .stop: break loop
+            case .read(let after, let through, _):
+                Issue.record("read \(after + 1)...\(through): the new life's head is not known yet"); return
+            default: Issue.record("unexpected step"); return
+            }
+        }
+        #expect(posted == ["12", "room.deleted", "room.created"])
+        // The new life's revisions, once its news comes: from the first.
+        lane.revisionDurable(2)
+        guard case .read(after: 0, through: 2, _) = step() else { Issue.record("expected a read of 1 and 2"); return }
     }
 
     @Test("a room deleted while revisions waited: the lane reads what the store kept for it a chunk at a time, before anything else, delivers it in order, then room.deleted, then the room made again")

@@ -664,10 +664,11 @@ func eventually(_ condition: () -> Bool) async -> Bool {
 /// right after one to 0 (a lane starting the room over), or right before a forget (a lane's forget
 /// of a deleted room on its way to the store); or before the first listing of the rooms (the
 /// dispatcher's start, between its reads of the store and its lanes); or right after the first read of
-/// an endpoint's backlog (a cluster scan, before it acts on it). A test puts a deletion, a creation or
-/// a wait there.
+/// an endpoint's backlog (a cluster scan, before it acts on it); or before the first read of an
+/// endpoint's cursors or of its notices (the start reads those, in that order, before the listing). A
+/// test puts a deletion, a creation or a wait there.
 final class ResetWatchingStore: PeopleStore, @unchecked Sendable {
-    enum Moment { case afterZero, beforeForget, beforeListing, afterBacklog }
+    enum Moment: Sendable { case afterZero, beforeForget, beforeCursors, beforeNotices, beforeListing, afterBacklog }
     let inner: SQLiteStore
     let room: String
     let moment: Moment
@@ -710,7 +711,8 @@ final class ResetWatchingStore: PeopleStore, @unchecked Sendable {
     func deleteRoom(_ room: String, notices: [WebhookNotice]) throws(StoreError) -> Bool { try inner.deleteRoom(room, notices: notices) }
     func deletion(of room: String) throws(StoreError) -> Int64? { try inner.deletion(of: room) }
     func webhookCursorRecords(endpoint: String) throws(StoreError) -> [String: WebhookCursor] {
-        try inner.webhookCursorRecords(endpoint: endpoint)
+        run(at: .beforeCursors, room: room)
+        return try inner.webhookCursorRecords(endpoint: endpoint)
     }
     func setWebhookCursor(endpoint: String, room: String, rev: Int, life: Int64?) throws(StoreError) -> Bool {
         try inner.setWebhookCursor(endpoint: endpoint, room: room, rev: rev, life: life)
@@ -721,7 +723,10 @@ final class ResetWatchingStore: PeopleStore, @unchecked Sendable {
         if room == self.room { done.withLock { $0.append(rev) } }
         if rev == 0 { run(at: .afterZero, room: room) }
     }
-    func webhookNotices(endpoint: String) throws(StoreError) -> [WebhookNotice] { try inner.webhookNotices(endpoint: endpoint) }
+    func webhookNotices(endpoint: String) throws(StoreError) -> [WebhookNotice] {
+        run(at: .beforeNotices, room: room)
+        return try inner.webhookNotices(endpoint: endpoint)
+    }
     func owedRevisions(endpoint: String, room: String, after: OwedPosition?, limit: Int) throws(StoreError) -> [WebhookNotice] {
         try inner.owedRevisions(endpoint: endpoint, room: room, after: after, limit: limit)
     }
@@ -827,8 +832,12 @@ struct CursorResetRaceTests {
         await dispatcher.shutdown()
     }
 
-    @Test("from a code review: a room the import command commits between the start's read of the cursors and its listing of the rooms is delivered from its first revision, its room.created first")
-    func importBetweenTheStartsReads() async throws {
+    /// The start reads the cursors, then the notices, then lists the rooms; the import lands before
+    /// one of those reads (`.beforeNotices`: between the cursors and the notices, which an earlier
+    /// order read the other way round; `.beforeListing`: after both).
+    @Test("from a code review: a room the import command commits between two of the start's reads is delivered from its first revision, its room.created first",
+          arguments: [ResetWatchingStore.Moment.beforeCursors, .beforeNotices, .beforeListing])
+    func importBetweenTheStartsReads(moment: ResetWatchingStore.Moment) async throws {
         let receiver = try Receiver { _, _ in .status(204) }
         defer { receiver.stop() }
         let scratch = try ScratchSQLite()
@@ -836,7 +845,7 @@ struct CursorResetRaceTests {
         let inner = scratch.store, hook = endpoint(receiver)
         // The import command, another process: the room with its room.created and the endpoint's cursor
         // at 0 (life 5000) in one commit, then three revisions.
-        let store = ResetWatchingStore(inner, room: "r", .beforeListing) {
+        let store = ResetWatchingStore(inner, room: "r", moment) {
             var feed = try? RoomFeed(inner, name: "r", notices: WebhookDispatcher.notices(.roomCreated, room: "r", time: 5_000,
                                                                                       endpoints: [hook]))
             _ = try? feed?.editNow(3)
@@ -844,12 +853,17 @@ struct CursorResetRaceTests {
         let dispatcher = WebhookDispatcher(endpoints: [hook], store: store, logger: testLogger, policy: quick)
         dispatcher.start()
         let expected = ["room.created", "1", "2", "3"]
-        // The start read no cursor of "r" and listed it at 3: its lane began there, and its first
-        // write was refused (the store's cursor is of life 5000), then it went on from the store's.
+        // Before the listing: the start read no cursor of "r" and listed it at 3, so its lane began
+        // there, its first write was refused (the store's cursor is of life 5000), and it went on from
+        // the store's cursor, after its notices. Before the notices: it read no cursor but the
+        // room.created, so its lane began at 0. In the earlier order (notices, then cursors), an import
+        // between them was read with its cursor and without its room.created: 1, 2, 3 came alone.
         #expect(await receiver.wait { _ in receivedOnce(receiver, room: "r").count >= expected.count })
         #expect(receivedOnce(receiver, room: "r") == expected)
         #expect(await eventually { (try? store.webhookCursorRecords(endpoint: receiver.url))?["r"] == WebhookCursor(rev: 3, life: 5_000) })
+        #expect(await eventually { (try? store.webhookNotices(endpoint: receiver.url))?.isEmpty == true })
         await dispatcher.shutdown()
+        #expect(receivedOnce(receiver, room: "r") == expected)
     }
 
     @Test("a lane's forget of a deleted room that reaches the store after the room was made again leaves the new life's cursor")
