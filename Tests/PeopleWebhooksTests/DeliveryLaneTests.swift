@@ -239,22 +239,7 @@ struct DeliveryLaneTests {
         lane.deleted(RoomNotice(event: .roomDeleted, time: 9_000), owed: true, at: 9_000)
         lane.wrote(3, landed: false)
         let kept = (1...3).map { owed($0, deletedAt: 9_000) }
-        var posted: [String] = [], forgotten: [Int] = []
-        loop: while true {
-            switch step() {
-            case .resetCursor(let reset, _): lane.didReset(reset)
-            case .loadOwed(let after, let limit):
-                lane.owedLoaded(Array(kept.filter { after == nil || $0.owedPosition! > after! }.prefix(limit)), after: after, limit: limit)
-            case .forgetNotice(let notice):
-                if let number = notice.revision?.number, !posted.contains("\(number)") { forgotten.append(number) }
-                lane.forgot(notice)
-            case .post(.notice(let notice), let generation):
-                posted.append(notice.revision.map { "\($0.number)" } ?? notice.event.rawValue)
-                lane.delivered(.notice(notice), generation: generation)
-            case .stop: break loop
-            default: Issue.record("unexpected step"); return
-            }
-        }
+        guard let (posted, forgotten) = drainDeletion(&lane, kept: kept, step: { $0.next(endpointFailing: false, chunk: 10) }) else { return }
         // Before: the lane's cursor (3) was taken as sent, and 1...3 removed from the store unsent.
         #expect(posted == ["1", "2", "3", "room.deleted"])
         #expect(forgotten.isEmpty)
@@ -387,22 +372,9 @@ struct DeliveryLaneTests {
         lane.deleted(RoomNotice(event: .roomDeleted, time: 2_000), owed: true, at: 2_000)
         #expect(lane.backlog == 2, "revision 4 and room.deleted")
         let kept = ((stored + 1)...4).map { RoomNotice(event: .revision, time: 2_000, revision: revision($0)) }
-        var posted: [String] = [], forgotten: [Int] = []
-        loop: while true {
-            switch step() {
-            case .resetCursor(let reset, _): lane.didReset(reset)
-            case .loadOwed(let after, let limit):
-                lane.owedLoaded(Array(kept.filter { after == nil || $0.owedPosition! > after! }.prefix(limit)), after: after, limit: limit)
-            case .forgetNotice(let notice):
-                if let number = notice.revision?.number, !posted.contains("\(number)") { forgotten.append(number) }
-                lane.forgot(notice)
-            case .post(.notice(let notice), let generation):
-                posted.append(notice.revision.map { "\($0.number)" } ?? notice.event.rawValue)
-                lane.delivered(.notice(notice), generation: generation)
-            case .stop: break loop
-            default: Issue.record("unexpected step"); return
-            }
-        }
+        guard let (posted, forgotten) = drainDeletion(&lane, kept: kept, step: {
+            $0.next(endpointFailing: false, chunk: 10, cursorBatch: 10, cursorInterval: 60_000)
+        }) else { return }
         #expect(posted == ["4", "room.deleted"])
         #expect(forgotten == [2, 3], "removed from the store unsent")
         #expect(lane.backlog == 0 && lane.isEmpty)
@@ -585,6 +557,29 @@ struct DeliveryLaneTests {
     /// A revision of a deleted room kept for the endpoint, at the deletion's time.
     func owed(_ number: Int, deletedAt time: Int64) -> RoomNotice {
         RoomNotice(event: .revision, time: time, revision: revision(number))
+    }
+
+    /// Runs a deleted room's lane to its stop, the store keeping `kept` for it: what it posted (owed
+    /// revisions by number, room events by name) and the owed revisions it removed from the store unsent;
+    /// nil (with an issue) at any other step.
+    func drainDeletion(_ lane: inout DeliveryLane, kept: [RoomNotice],
+                       step: (inout DeliveryLane) -> DeliveryLane.Step) -> (posted: [String], forgotten: [Int])? {
+        var posted: [String] = [], forgotten: [Int] = []
+        while true {
+            switch step(&lane) {
+            case .resetCursor(let reset, _): lane.didReset(reset)
+            case .loadOwed(let after, let limit):
+                lane.owedLoaded(Array(kept.filter { after == nil || $0.owedPosition! > after! }.prefix(limit)), after: after, limit: limit)
+            case .forgetNotice(let notice):
+                if let number = notice.revision?.number, !posted.contains("\(number)") { forgotten.append(number) }
+                lane.forgot(notice)
+            case .post(.notice(let notice), let generation):
+                posted.append(notice.revision.map { "\($0.number)" } ?? notice.event.rawValue)
+                lane.delivered(.notice(notice), generation: generation)
+            case .stop: return (posted, forgotten)
+            default: Issue.record("unexpected step"); return nil
+            }
+        }
     }
 
     @Test("an owed read asked for before a deletion does not say that none is left: the deletion's owed revisions are read next")
