@@ -329,7 +329,7 @@ struct DeliveryLane: Sendable {
         // The store keeps what the endpoint had not been sent: the backlog keeps counting it.
         if owed { owedUnread += revisionsBehind }
         if owed, let time, let cursor {
-            sentBeforeDeletions[time] = SentSpan(after: min(unconfirmedStart ?? 0, cursor), through: cursor)
+            sentBeforeDeletions[time] = SentSpan(after: unconfirmedStart ?? 0, through: cursor)
             deletionOf[generation] = time
         }
         beginGeneration()
